@@ -1,0 +1,74 @@
+#pragma once
+// Discrete-event simulation of one training step of a Graph under a Plan on a Cluster.
+//
+// Construct once per (graph, cluster, cost model); run(plan) many times. run() reuses
+// buffers allocated by the constructor / the first run, so the hot loop does not allocate.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/graph/graph.h"
+#include "src/cluster/cluster.h"
+#include "src/plan/plan.h"
+
+namespace placer {
+
+class CostModel;
+
+struct SimOptions {
+  bool record_events = false;  ///< fill SimResult::events (for traces)
+  bool critical_path = true;   ///< fill SimResult::critical_path
+};
+
+/// One interval on the timeline (for Chrome/Perfetto traces and tests).
+struct SimEvent {
+  enum Kind : uint8_t { kCompute, kTransfer, kCollective, kOptimizer };
+  Kind kind = kCompute;
+  int device = 0;        ///< device that runs it (source device for transfers)
+  int peer = -1;         ///< destination device for transfers, -1 otherwise
+  OpId op = kNoOp;       ///< op (compute), producer op of the tensor (transfer), or kNoOp
+  TensorId tensor = kNoTensor;
+  int micro_batch = -1;  ///< pipeline micro-batch, -1 when not pipelined
+  double start = 0;      ///< seconds from step start
+  double end = 0;
+  uint64_t bytes = 0;    ///< transfer / collective payload
+};
+
+struct SimResult {
+  double step_time = 0;               ///< seconds for one training step (makespan)
+  std::vector<double> compute_time;   ///< per device: busy computing
+  std::vector<double> comm_time;      ///< per device: sending, receiving or in collectives
+  std::vector<double> idle_time;      ///< per device: step_time - compute_time (may overlap comm)
+  std::vector<uint64_t> peak_memory;  ///< per device: peak bytes
+  bool oom = false;                   ///< some device's peak exceeds its capacity
+  std::vector<int> oom_devices;
+  std::vector<OpId> critical_path;    ///< ops on the path that ends last, in order
+  std::vector<SimEvent> events;       ///< when SimOptions::record_events
+};
+
+class Simulator {
+ public:
+  Simulator(const Graph& graph, const Cluster& cluster, const CostModel& cost);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  /// Simulates one step. The plan must be valid (Plan::validate); run() checks cheaply and
+  /// throws ValidationError on a mismatch rather than reading out of bounds.
+  SimResult run(const Plan& plan, const SimOptions& options = {});
+
+  const Graph& graph() const { return graph_; }
+  const Cluster& cluster() const { return cluster_; }
+  const CostModel& cost_model() const { return cost_; }
+
+ private:
+  struct Impl;
+  const Graph& graph_;
+  const Cluster& cluster_;
+  const CostModel& cost_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace placer

@@ -1,0 +1,36 @@
+#include "src/cli/common.h"
+
+#include <iostream>
+
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+#include "src/io/graph_json.h"
+#include "src/util/error.h"
+
+namespace placer::cli {
+
+bool ends_with(const std::string& path, const std::string& suffix) {
+  return path.size() >= suffix.size() &&
+         path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Graph load_graph_for_step(const std::string& path, bool expand, const std::string& optimizer) {
+  Graph g = load_graph_json(path);
+  if (!expand || g.is_training_step()) return g;
+  TrainingOptions opts;
+  if (!parse_optimizer(optimizer, &opts.optimizer)) {
+    throw Error("--optimizer: unknown optimizer '" + optimizer + "' (use sgd, momentum or adam)");
+  }
+  Graph step = expand_training_step(g, opts);
+  std::cerr << "placer: " << path << " is a forward graph; simulating the training step ("
+            << g.num_ops() << " forward ops -> " << step.num_ops() << " ops with backward and "
+            << optimizer << " updates)\n";
+  return step;
+}
+
+Cluster load_cluster(const std::string& path) {
+  Cluster c = load_cluster_yaml(path);
+  return c;
+}
+
+}  // namespace placer::cli

@@ -1,0 +1,23 @@
+#pragma once
+// Loading helpers shared by subcommands: graph (expanded to a training step when asked),
+// cluster, cost profile, and the one-line-per-file progress on stderr.
+
+#include <string>
+
+#include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+
+namespace placer::cli {
+
+/// Loads a *.graph.json. When `expand` is set and the graph is a forward graph, derives
+/// the training step (backward + optimizer ops) with `optimizer` ("sgd", "momentum",
+/// "adam") and says so on stderr.
+Graph load_graph_for_step(const std::string& path, bool expand, const std::string& optimizer);
+
+/// Loads and validates a *.cluster.yaml.
+Cluster load_cluster(const std::string& path);
+
+/// True when `path` ends with `suffix`.
+bool ends_with(const std::string& path, const std::string& suffix);
+
+}  // namespace placer::cli

@@ -1,0 +1,42 @@
+// placer: finds how to train a deep network across many devices.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+#include <new>
+
+#include "src/cli/commands.h"
+#include "src/util/error.h"
+
+#ifndef PLACER_VERSION
+#define PLACER_VERSION "0.1.0"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "placer: distributed-training plans (placement, partitioning, pipeline cuts, data\n"
+      "parallelism) searched against a calibrated execution simulator.",
+      "placer"};
+  app.set_version_flag("--version", PLACER_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  placer::cli::register_simulate(app);
+  placer::cli::register_expand(app);
+  placer::cli::register_generate(app);
+  placer::cli::register_info(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const placer::Error& e) {
+    std::cerr << "placer: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "placer: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Anything else is a bug in placer, but still a clean exit with the message.
+    std::cerr << "placer: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

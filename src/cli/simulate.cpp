@@ -1,0 +1,179 @@
+// `placer simulate`: one training step of a plan on a cluster, reported on stdout.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "simulator/trace.h"
+#include "src/cli/commands.h"
+#include "src/cli/common.h"
+#include "src/io/plan_io.h"
+#include "src/util/error.h"
+#include "src/util/format.h"
+
+namespace placer::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string graph, cluster, plan, profile, trace, output, optimizer = "adam";
+  bool no_expand = false;
+};
+
+std::string describe_plan(const Plan& p) {
+  std::string s = "method " + (p.method.empty() ? std::string("unknown") : p.method);
+  if (p.pipeline.enabled()) {
+    s += "; pipeline " + std::to_string(p.pipeline.stages.size()) + " stages x " +
+         std::to_string(p.pipeline.micro_batches) + " micro-batches (" +
+         to_string(p.pipeline.schedule) + ")";
+  }
+  if (p.data_parallel.replicas > 1) {
+    s += "; " + std::to_string(p.data_parallel.replicas) + " data-parallel replicas (" +
+         to_string(p.data_parallel.sync) + " sync)";
+  }
+  if (!p.partitions.empty()) s += "; " + std::to_string(p.partitions.size()) + " partitioned ops";
+  return s;
+}
+
+void report(const SimulateArgs& a, const Graph& g, const Cluster& c, const Plan& plan,
+            const SimResult& r) {
+  std::ostream& out = std::cout;
+  out << "graph        " << g.name() << " (" << (g.is_training_step() ? "training step" : "forward")
+      << ", " << g.num_ops() << " ops, " << human_count(g.total_flops(), "FLOP") << ", params "
+      << human_bytes(double(g.total_param_bytes())) << ", batch " << g.batch_size() << ")\n";
+  out << "cluster      " << c.name << " (" << c.num_devices() << " devices on " << c.num_hosts()
+      << (c.num_hosts() == 1 ? " host)\n" : " hosts)\n");
+  out << "plan         " << a.plan << " (" << describe_plan(plan) << ")\n\n";
+
+  out << "step time    " << human_time(r.step_time) << "\n";
+  if (g.batch_size() > 0 && r.step_time > 0) {
+    out << "throughput   " << fixed(double(g.batch_size()) / r.step_time, 1) << " samples/s\n";
+  }
+  int worst = 0;
+  double worst_frac = -1;
+  for (int d = 0; d < c.num_devices(); ++d) {
+    const double frac = double(r.peak_memory[d]) / double(c.device(d).spec.memory_bytes);
+    if (frac > worst_frac) worst_frac = frac, worst = d;
+  }
+  out << "peak memory  " << human_bytes(double(r.peak_memory[worst])) << " on "
+      << c.device(worst).name << " (" << fixed(100 * worst_frac, 0) << "% of "
+      << human_bytes(double(c.device(worst).spec.memory_bytes)) << ")";
+  if (r.oom) {
+    out << "; OUT OF MEMORY on";
+    for (int d : r.oom_devices) out << " " << c.device(d).name;
+  } else {
+    out << "; fits";
+  }
+  out << "\n\n";
+
+  size_t w = 8;
+  for (const Device& d : c.devices()) w = std::max(w, d.name.size() + 2);
+  out << pad_right("device", w) << pad_left("compute", 11) << pad_left("comm", 11)
+      << pad_left("idle", 11) << pad_left("util", 7) << pad_left("peak mem", 12)
+      << pad_left("capacity", 12) << "\n";
+  int busiest = 0;
+  for (int d = 0; d < c.num_devices(); ++d) {
+    const double util = r.step_time > 0 ? r.compute_time[d] / r.step_time : 0;
+    if (r.compute_time[d] > r.compute_time[busiest]) busiest = d;
+    out << pad_right(c.device(d).name, w) << pad_left(human_time(r.compute_time[d]), 11)
+        << pad_left(human_time(r.comm_time[d]), 11) << pad_left(human_time(r.idle_time[d]), 11)
+        << pad_left(fixed(100 * util, 0) + "%", 7)
+        << pad_left(human_bytes(double(r.peak_memory[d])), 12)
+        << pad_left(human_bytes(double(c.device(d).spec.memory_bytes)), 12) << "\n";
+  }
+  out << "\n";
+
+  // Bottleneck: the busiest device's compute, or communication / dependencies when no
+  // device computes most of the step.
+  const double util = r.step_time > 0 ? r.compute_time[busiest] / r.step_time : 0;
+  double comm_max = 0;
+  int comm_dev = 0;
+  for (int d = 0; d < c.num_devices(); ++d) {
+    if (r.comm_time[d] > comm_max) comm_max = r.comm_time[d], comm_dev = d;
+  }
+  out << "bottleneck   ";
+  if (r.oom) {
+    out << "memory: the plan does not fit (see above)\n";
+  } else if (util >= 0.8) {
+    out << "compute on " << c.device(busiest).name << " (busy " << fixed(100 * util, 0)
+        << "% of the step)\n";
+  } else if (r.step_time > 0 && comm_max / r.step_time >= 0.5) {
+    out << "communication on " << c.device(comm_dev).name << " ("
+        << fixed(100 * comm_max / r.step_time, 0) << "% of the step moving data)\n";
+  } else {
+    out << "dependencies / load imbalance (busiest device " << c.device(busiest).name
+        << " computes " << fixed(100 * util, 0) << "% of the step)\n";
+  }
+  if (!r.critical_path.empty()) {
+    out << "critical     " << r.critical_path.size() << " ops, from '"
+        << g.op(r.critical_path.front()).name << "' to '" << g.op(r.critical_path.back()).name
+        << "'\n";
+  }
+}
+
+void run_simulate(const SimulateArgs& a) {
+  Graph g = load_graph_for_step(a.graph, !a.no_expand, a.optimizer);
+  Cluster c = load_cluster(a.cluster);
+  CostProfile profile = a.profile.empty() ? default_profile() : load_cost_profile(a.profile);
+  CostModel cost(c, profile);
+  Plan plan = load_plan(a.plan, g, c);
+  plan.validate(g, c);
+
+  Simulator sim(g, c, cost);
+  SimOptions opts;
+  opts.record_events = !a.trace.empty();
+  SimResult r = sim.run(plan, opts);
+  report(a, g, c, plan, r);
+
+  if (!a.trace.empty()) {
+    write_chrome_trace(r, g, c, a.trace);
+    std::cout << "trace        " << a.trace << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
+  if (!a.output.empty()) {
+    plan.predicted.valid = true;
+    plan.predicted.step_time = r.step_time;
+    plan.predicted.peak_memory = r.peak_memory;
+    plan.predicted.oom = r.oom;
+    if (ends_with(a.output, ".json")) {
+      save_plan_json(plan, g, c, a.output);
+    } else {
+      save_plan_yaml(plan, g, c, a.output);
+    }
+    std::cout << "plan         " << a.output << " (with the predicted step time and memory)\n";
+  }
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "simulate",
+      "Simulate one training step of a plan: step time, throughput, per-device utilization\n"
+      "and memory, the bottleneck; optionally a Chrome/Perfetto trace of the step.");
+  sub->add_option("-g,--graph", args->graph, "Model graph (*.graph.json), forward or training step")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("-c,--cluster", args->cluster, "Cluster (*.cluster.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("-p,--plan", args->plan, "Plan (*.plan.yaml or *.plan.json)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--profile", args->profile,
+                  "Cost profile (*.profile.yaml); default: the built-in default profile")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
+  sub->add_option("-o,--output", args->output,
+                  "Write the plan with its predicted step time and peak memory (.yaml or .json)");
+  sub->add_option("--optimizer", args->optimizer,
+                  "Optimizer for expanding a forward graph: sgd, momentum, adam")
+      ->capture_default_str();
+  sub->add_flag("--no-expand", args->no_expand,
+                "Simulate a forward graph as it is (no backward / optimizer ops)");
+  sub->callback([args]() { run_simulate(*args); });
+}
+
+}  // namespace placer::cli

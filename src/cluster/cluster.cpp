@@ -1,0 +1,157 @@
+#include "src/cluster/cluster.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+const char* to_string(DeviceKind k) { return k == DeviceKind::kCpu ? "cpu" : "gpu"; }
+const char* to_string(LinkSharing s) {
+  switch (s) {
+    case LinkSharing::kPerPair: return "per_pair";
+    case LinkSharing::kPerDevice: return "per_device";
+    case LinkSharing::kPerHost: return "per_host";
+  }
+  return "per_pair";
+}
+const char* to_string(LinkLevel l) {
+  switch (l) {
+    case LinkLevel::kSame: return "same";
+    case LinkLevel::kIntraHost: return "intra_host";
+    case LinkLevel::kHostDevice: return "host_device";
+    case LinkLevel::kInterHost: return "inter_host";
+  }
+  return "same";
+}
+
+double DeviceSpec::peak(DType t) const {
+  double p = peak_flops[static_cast<int>(t)];
+  if (p > 0) return p;
+  p = peak_flops[static_cast<int>(DType::kF32)];
+  if (p > 0) return p;
+  return *std::max_element(peak_flops.begin(), peak_flops.end());
+}
+
+int Cluster::add_host(const std::string& host_name, const DeviceSpec& spec, int count) {
+  Host h;
+  h.name = host_name;
+  hosts_.push_back(h);
+  const int hid = static_cast<int>(hosts_.size()) - 1;
+  const char* prefix = spec.kind == DeviceKind::kCpu ? "cpu" : "gpu";
+  for (int i = 0; i < count; ++i) {
+    add_device(hid, host_name + "/" + prefix + std::to_string(i), spec);
+  }
+  return hid;
+}
+
+int Cluster::add_device(int host, const std::string& device_name, const DeviceSpec& spec) {
+  PLACER_CHECK(host >= 0 && host < num_hosts(), "add_device: no host #" << host);
+  Device d;
+  d.name = device_name;
+  d.host = host;
+  d.local_index = static_cast<int>(hosts_[host].devices.size());
+  d.spec = spec;
+  devices_.push_back(d);
+  const int id = static_cast<int>(devices_.size()) - 1;
+  hosts_[host].devices.push_back(id);
+  return id;
+}
+
+void Cluster::set_link(LinkLevel level, const LinkSpec& spec) {
+  links_[static_cast<int>(level)] = spec;
+}
+
+void Cluster::set_bandwidth_matrix(std::vector<double> m) { bw_matrix_ = std::move(m); }
+void Cluster::set_latency_matrix(std::vector<double> m) { lat_matrix_ = std::move(m); }
+
+int Cluster::find_device(const std::string& device_name) const {
+  for (int i = 0; i < num_devices(); ++i) {
+    if (devices_[i].name == device_name) return i;
+  }
+  return -1;
+}
+
+LinkLevel Cluster::level(int a, int b) const {
+  if (a == b) return LinkLevel::kSame;
+  const Device& da = devices_[a];
+  const Device& db = devices_[b];
+  if (da.host != db.host) return LinkLevel::kInterHost;
+  if (da.spec.kind != db.spec.kind) return LinkLevel::kHostDevice;
+  return LinkLevel::kIntraHost;
+}
+
+double Cluster::bandwidth(int a, int b) const {
+  if (a == b) return std::numeric_limits<double>::infinity();
+  if (!bw_matrix_.empty()) return bw_matrix_[static_cast<size_t>(a) * num_devices() + b];
+  return link(level(a, b)).bandwidth;
+}
+
+double Cluster::latency(int a, int b) const {
+  if (a == b) return 0;
+  if (!lat_matrix_.empty()) return lat_matrix_[static_cast<size_t>(a) * num_devices() + b];
+  return link(level(a, b)).latency;
+}
+
+double Cluster::transfer_time(int a, int b, uint64_t bytes) const {
+  if (a == b) return 0;
+  return latency(a, b) + static_cast<double>(bytes) / bandwidth(a, b);
+}
+
+void Cluster::validate() const {
+  const std::string where = "cluster '" + name + "'";
+  if (devices_.empty()) throw ValidationError(where + ": no devices");
+  for (const Device& d : devices_) {
+    if (!(d.spec.peak(DType::kF32) > 0)) {
+      throw ValidationError(where + ": device '" + d.name + "' has no peak FLOP/s");
+    }
+    if (d.spec.memory_bytes == 0) {
+      throw ValidationError(where + ": device '" + d.name + "' has zero memory");
+    }
+    if (d.spec.memory_bandwidth <= 0) {
+      throw ValidationError(where + ": device '" + d.name + "' has no memory bandwidth");
+    }
+  }
+  const size_t n = devices_.size();
+  auto check_matrix = [&](const std::vector<double>& m, const char* what, bool positive) {
+    if (m.empty()) return;
+    if (m.size() != n * n) {
+      throw ValidationError(where + ": " + what + " matrix has " + std::to_string(m.size()) +
+                            " entries, expected " + std::to_string(n) + "x" + std::to_string(n));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) {
+        if (i == j) continue;
+        const double v = m[i * n + j];
+        if (positive ? !(v > 0) : !(v >= 0)) {
+          throw ValidationError(where + ": " + what + " from '" + devices_[i].name + "' to '" +
+                                devices_[j].name + "' is " + std::to_string(v) +
+                                (positive ? " (must be > 0)" : " (must be >= 0)"));
+        }
+      }
+    }
+  };
+  check_matrix(bw_matrix_, "bandwidth", true);
+  check_matrix(lat_matrix_, "latency", false);
+  if (bw_matrix_.empty()) {
+    // Every level that some device pair uses needs a positive bandwidth.
+    bool used[kNumLinkLevels] = {false, false, false, false};
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) used[static_cast<int>(level(int(i), int(j)))] = true;
+    }
+    for (int l = 1; l < kNumLinkLevels; ++l) {
+      if (used[l] && !(links_[l].bandwidth > 0)) {
+        throw ValidationError(where + ": link level '" + to_string(static_cast<LinkLevel>(l)) +
+                              "' is used but has bandwidth " +
+                              std::to_string(links_[l].bandwidth) + " (must be > 0)");
+      }
+      if (used[l] && links_[l].latency < 0) {
+        throw ValidationError(where + ": link level '" + to_string(static_cast<LinkLevel>(l)) +
+                              "' has a negative latency");
+      }
+    }
+  }
+}
+
+}  // namespace placer

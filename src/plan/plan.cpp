@@ -1,0 +1,59 @@
+#include "src/plan/plan.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "src/graph/graph.h"
+
+namespace placer {
+
+const char* to_string(PipelineSchedule s) { return s == PipelineSchedule::kGPipe ? "gpipe" : "1f1b"; }
+
+bool parse_pipeline_schedule(const std::string& s, PipelineSchedule* out) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "gpipe") *out = PipelineSchedule::kGPipe;
+  else if (l == "1f1b" || l == "pipedream-flush") *out = PipelineSchedule::k1F1B;
+  else return false;
+  return true;
+}
+
+const char* to_string(SyncScheme s) {
+  switch (s) {
+    case SyncScheme::kRing: return "ring";
+    case SyncScheme::kTree: return "tree";
+    case SyncScheme::kHierarchical: return "hierarchical";
+    case SyncScheme::kParameterServer: return "ps";
+    case SyncScheme::kAuto: return "auto";
+  }
+  return "ring";
+}
+
+bool parse_sync_scheme(const std::string& s, SyncScheme* out) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "ring") *out = SyncScheme::kRing;
+  else if (l == "tree") *out = SyncScheme::kTree;
+  else if (l == "hierarchical") *out = SyncScheme::kHierarchical;
+  else if (l == "ps" || l == "parameter_server" || l == "parameter-server") *out = SyncScheme::kParameterServer;
+  else if (l == "auto") *out = SyncScheme::kAuto;
+  else return false;
+  return true;
+}
+
+Plan Plan::single_device(const Graph& g, int device) {
+  Plan p;
+  p.graph_name = g.name();
+  p.method = "single";
+  p.placement.assign(g.num_ops(), device);
+  return p;
+}
+
+int Plan::replica_device(int d, int r, int num_devices) const {
+  if (r == 0) return d;
+  if (!data_parallel.replica_devices.empty()) return data_parallel.replica_devices[r][d];
+  const int stride = num_devices / std::max(1, data_parallel.replicas);
+  return d + r * stride;
+}
+
+}  // namespace placer
