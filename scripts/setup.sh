@@ -53,11 +53,21 @@ fi
 build_dir="${BUILD_DIR:-$here/build}"
 build_type="${BUILD_TYPE:-Release}"
 jobs="${JOBS:-$(nproc)}"
-generator=()
-if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then
-  generator=(-G Ninja)
+mkdir -p "$build_dir"
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  generator=()
+  if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+  if ! cmake -S "$here" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" \
+      >"$build_dir/configure.log" 2>&1; then
+    cat "$build_dir/configure.log" >&2
+    echo "setup.sh: cmake configure failed (log: $build_dir/configure.log)" >&2
+    exit 1
+  fi
 fi
-cmake -S "$here" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" >"$build_dir.configure.log" 2>&1 \
-  || { cat "$build_dir.configure.log" >&2; echo "setup.sh: cmake configure failed" >&2; exit 1; }
-cmake --build "$build_dir" -j "$jobs" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-test "${PIPESTATUS[0]}" = 0 || { echo "setup.sh: build failed" >&2; exit 1; }
+# Build quietly; on failure show the compiler's output.
+if ! cmake --build "$build_dir" -j "$jobs" >"$build_dir/build.log" 2>&1; then
+  grep -v -E '^\[[0-9]+/[0-9]+\] ' "$build_dir/build.log" | tail -n 80 >&2
+  echo "setup.sh: build failed (full log: $build_dir/build.log)" >&2
+  exit 1
+fi
+echo "setup.sh: built $build_dir/placer ($build_type)" >&2

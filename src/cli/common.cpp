@@ -1,6 +1,8 @@
 #include "src/cli/common.h"
 
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
@@ -12,6 +14,14 @@ namespace placer::cli {
 bool ends_with(const std::string& path, const std::string& suffix) {
   return path.size() >= suffix.size() &&
          path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void ensure_parent_dir(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) throw FileError(path + ": cannot create directory '" + parent.string() + "': " + ec.message());
 }
 
 Graph load_graph_for_step(const std::string& path, bool expand, const std::string& optimizer) {

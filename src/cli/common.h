@@ -17,6 +17,9 @@ Graph load_graph_for_step(const std::string& path, bool expand, const std::strin
 /// Loads and validates a *.cluster.yaml.
 Cluster load_cluster(const std::string& path);
 
+/// Creates the parent directory of an output file if it is missing (FileError if it cannot).
+void ensure_parent_dir(const std::string& path);
+
 /// True when `path` ends with `suffix`.
 bool ends_with(const std::string& path, const std::string& suffix);
 

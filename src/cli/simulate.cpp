@@ -128,6 +128,7 @@ void run_simulate(const SimulateArgs& a) {
   report(a, g, c, plan, r);
 
   if (!a.trace.empty()) {
+    ensure_parent_dir(a.trace);
     write_chrome_trace(r, g, c, a.trace);
     std::cout << "trace        " << a.trace << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
   }
@@ -136,6 +137,7 @@ void run_simulate(const SimulateArgs& a) {
     plan.predicted.step_time = r.step_time;
     plan.predicted.peak_memory = r.peak_memory;
     plan.predicted.oom = r.oom;
+    ensure_parent_dir(a.output);
     if (ends_with(a.output, ".json")) {
       save_plan_json(plan, g, c, a.output);
     } else {

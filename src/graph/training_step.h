@@ -1,0 +1,64 @@
+#pragma once
+// Training-step expansion: forward graph -> forward + backward + optimizer ops.
+//
+// Placement plans are judged on a whole training step (GDP, Zhou et al. 2019; Placeto,
+// Addanki et al. 2019), so the simulator runs the expanded graph. The rules (which ops get a
+// backward op, which forward tensors stay alive for it, FLOP multipliers, optimizer costs)
+// are documented with their sources in docs/training_step.md.
+//
+//   TrainingOptions opts;
+//   opts.optimizer = Optimizer::kMomentum;
+//   Graph step = expand_training_step(forward, opts);
+
+#include <array>
+#include <string>
+
+#include "src/graph/graph.h"
+#include "src/graph/types.h"
+
+namespace placer {
+
+/// Parameter update rule; selects the optimizer state size and the update cost.
+enum class Optimizer : uint8_t { kSgd, kMomentum, kAdam };
+/// "sgd", "momentum", "adam".
+const char* to_string(Optimizer o);
+/// Parses the names above (case-insensitive; also "adamw"). Returns false on an unknown name.
+bool parse_optimizer(const std::string& s, Optimizer* out);
+
+/// Persistent optimizer state per parameter, in copies of the parameter: SGD 0, momentum 1
+/// (velocity), Adam 2 (first and second moments).
+int optimizer_state_copies(Optimizer o);
+/// Floating-point operations per parameter element of one update: SGD 2, momentum 4, Adam 12.
+double optimizer_flops_per_element(Optimizer o);
+/// Op type of the update op: "SGDUpdate", "MomentumUpdate", "AdamUpdate".
+const char* optimizer_op_type(Optimizer o);
+
+/// Backward FLOPs = multiplier[category] * forward FLOPs (see docs/training_step.md).
+using BackwardMultipliers = std::array<double, kNumOpCategories>;
+/// The defaults: matmul / conv / recurrent 2, normalization 2, everything else 1.
+BackwardMultipliers default_backward_multipliers();
+
+struct TrainingOptions {
+  /// Update rule of the optimizer ops.
+  Optimizer optimizer = Optimizer::kAdam;
+  /// Backward FLOP multiplier per forward op category.
+  BackwardMultipliers backward_multiplier = default_backward_multipliers();
+};
+
+/// Which forward tensors a backward op reads besides the incoming gradients.
+enum class SavedTensors : uint8_t { kNone, kInputs, kOutputs };
+/// The rule for a forward op: outputs for Relu / Sigmoid / Tanh / Exp / Sqrt / Softmax-style
+/// ops, nothing for Add / Sub / Neg / Cast / Dropout / data movement / ReduceSum / ReduceMean /
+/// AveragePool, inputs for everything else (MatMul, Conv, norms, Gelu, Mul, losses, ...).
+SavedTensors saved_tensors_of(const Op& forward_op);
+
+/// Derives backward ops ("<op>/grad", phase kBackward), gradient tensors ("<tensor>/grad",
+/// "<op>/param_grad") and one optimizer update op per parameter owner ("<op>/update", phase
+/// kOptimizer) from a forward graph. Forward ops and tensors keep their ids and names;
+/// backward ops follow in reverse topological order of their forward ops, then update ops
+/// in the same order. The result has is_training_step() == true, the same name and batch
+/// size. Throws ValidationError if `forward` already is a training step or holds backward /
+/// optimizer ops.
+Graph expand_training_step(const Graph& forward, const TrainingOptions& options = {});
+
+}  // namespace placer
