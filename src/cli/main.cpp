@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
       "parallelism) searched against a calibrated execution simulator.",
       "placer"};
   app.set_version_flag("--version", PLACER_VERSION);
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  app.allow_extras(true);  // so an unknown command is reported by name below
   app.fallthrough(false);
   placer::cli::register_simulate(app);
   placer::cli::register_expand(app);
@@ -25,6 +26,15 @@ int main(int argc, char** argv) {
   placer::cli::register_info(app);
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      if (!app.remaining().empty()) {
+        std::cerr << "placer: error: unknown command '" << app.remaining().front()
+                  << "' (commands: simulate, expand, generate, info; see placer --help)\n";
+        return 1;
+      }
+      std::cerr << app.help();
+      return 1;
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const placer::Error& e) {

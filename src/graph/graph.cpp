@@ -4,6 +4,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
 #include <boost/graph/topological_sort.hpp>
+#include <cstdint>
 #include <iterator>
 
 #include "src/util/error.h"
@@ -62,9 +63,15 @@ namespace {
 
 using BoostDigraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
 
+// Records the DFS tree (parent of each vertex) and the first back edge, which closes a cycle.
 struct BackEdgeFinder : public boost::default_dfs_visitor {
+  std::vector<size_t>* parent;
   std::pair<size_t, size_t>* found;
   bool* have;
+  template <class Edge, class G>
+  void tree_edge(Edge e, const G& g) {
+    (*parent)[boost::target(e, g)] = boost::source(e, g);
+  }
   template <class Edge, class G>
   void back_edge(Edge e, const G& g) {
     if (!*have) {
@@ -98,7 +105,9 @@ Graph GraphBuilder::build() {
   g.name_index_.clear();
   g.name_index_.reserve(n);
   for (OpId i = 0; i < n; ++i) {
-    PLACER_CHECK(!g.ops_[i].name.empty(), "graph '" << g.name_ << "': op #" << i << " has no name");
+    if (g.ops_[i].name.empty()) {
+      throw ValidationError("graph '" + g.name_ + "': op #" + std::to_string(i) + " has no name");
+    }
     g.name_index_.emplace_back(g.ops_[i].name, i);
   }
   std::sort(g.name_index_.begin(), g.name_index_.end());
@@ -118,6 +127,10 @@ Graph GraphBuilder::build() {
       if (t >= nt) {
         throw ValidationError("graph '" + g.name_ + "': op '" + o.name + "' writes tensor #" +
                               std::to_string(t) + " which does not exist");
+      }
+      if (g.tensors_[t].producer == i) {
+        throw ValidationError("graph '" + g.name_ + "': op '" + o.name + "' lists output '" +
+                              g.tensors_[t].name + "' twice");
       }
       if (g.tensors_[t].producer != kNoOp) {
         throw ValidationError("graph '" + g.name_ + "': tensor '" + g.tensors_[t].name +
@@ -167,15 +180,27 @@ Graph GraphBuilder::build() {
   } catch (const boost::not_a_dag&) {
     std::pair<size_t, size_t> e{0, 0};
     bool have = false;
+    std::vector<size_t> parent(n, SIZE_MAX);
     BackEdgeFinder vis;
+    vis.parent = &parent;
     vis.found = &e;
     vis.have = &have;
     boost::depth_first_search(rev, boost::visitor(vis));
-    // Back edge u -> v in the reversed graph: v (a predecessor of u) reaches u again.
     std::string msg = "graph '" + g.name_ + "' has a cycle";
     if (have) {
-      msg += " through op '" + g.ops_[e.second].name + "' (its output reaches its input via '" +
-             g.ops_[e.first].name + "')";
+      // Back edge u -> v in the reversed graph closes the tree path v ~> u. In data-flow
+      // direction the cycle is v -> u -> parent(u) -> ... -> v.
+      std::vector<size_t> cycle{e.second};
+      for (size_t x = e.first; x != e.second && x != SIZE_MAX; x = parent[x]) cycle.push_back(x);
+      // Start at the lowest op id so the message does not depend on where DFS entered.
+      std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+      constexpr size_t kMaxNamed = 8;
+      msg += " of " + std::to_string(cycle.size()) + " ops: ";
+      for (size_t i = 0; i < cycle.size() && i < kMaxNamed; ++i) {
+        msg += "'" + g.ops_[cycle[i]].name + "' -> ";
+      }
+      if (cycle.size() > kMaxNamed) msg += "... -> ";
+      msg += "'" + g.ops_[cycle[0]].name + "'";
     }
     throw ValidationError(msg);
   }

@@ -97,7 +97,8 @@ class Graph {
   Span<OpId> consumers(TensorId t) const {
     return {cons_idx_.data() + cons_off_[t], cons_off_[t + 1] - cons_off_[t]};
   }
-  /// A topological order of all ops (stable: among ready ops, lower id first).
+  /// A topological order of all ops. Deterministic: a depth-first order that follows op ids,
+  /// each op right after the not-yet-listed ops it needs (not "lowest ready id first").
   const std::vector<OpId>& topo_order() const { return topo_; }
   /// Position of each op in topo_order().
   const std::vector<uint32_t>& topo_rank() const { return topo_rank_; }
