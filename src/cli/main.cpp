@@ -17,13 +17,15 @@ int main(int argc, char** argv) {
       "parallelism) searched against a calibrated execution simulator.",
       "placer"};
   app.set_version_flag("--version", PLACER_VERSION);
-  app.require_subcommand(0, 1);
-  app.allow_extras(true);  // so an unknown command is reported by name below
-  app.fallthrough(false);
   placer::cli::register_simulate(app);
   placer::cli::register_expand(app);
   placer::cli::register_generate(app);
   placer::cli::register_info(app);
+  // Set after the subcommands exist: CLI11 copies some settings into subcommands at creation,
+  // and they must keep rejecting unknown options.
+  app.require_subcommand(0, 1);
+  app.allow_extras(true);  // so an unknown command is reported by name below
+  app.fallthrough(false);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

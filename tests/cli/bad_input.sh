@@ -28,7 +28,7 @@ expect() {
       echo "FAIL $name: message lacks '$s': $out"; fail=$((fail + 1)); return
     fi
   done
-  echo "ok   $name: $(echo "$out" | head -n 1)"
+  echo "ok   $name: $(echo "$out" | tail -n 1)"
 }
 
 sim() { echo simulate --graph "$1" --cluster "$2" --plan "$3"; }
@@ -64,6 +64,8 @@ expect zero-bandwidth "zero_bw.cluster.yaml" "bandwidth" -- $(sim "$graph" "$tmp
 # Unknown subcommand / missing required option: CLI11's message and a non-zero exit.
 expect unknown-subcommand "frobnicate" -- frobnicate
 expect missing-option "--plan" -- simulate --graph "$graph" --cluster "$cluster"
+
+expect unknown-option "--bogus" -- simulate --graph "$graph" --cluster "$cluster" --plan "$tmp/ok.plan.yaml" --bogus
 
 echo "$((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]
