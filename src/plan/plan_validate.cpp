@@ -1,0 +1,256 @@
+// Plan::validate: the checks a plan must pass before it is simulated or written.
+// Messages name the plan field, the op and the devices ("pipeline.stages[2]: op 'fc1' is
+// also in stage 0"); file readers prefix the file name.
+
+#include <string>
+#include <vector>
+
+#include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+#include "src/plan/plan.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& message) {
+  throw ValidationError(format_context("", field, message));
+}
+
+std::string idx(const std::string& field, size_t i) {
+  return field + "[" + std::to_string(i) + "]";
+}
+
+/// Ops that can be split along a contraction (reduction) dimension.
+bool has_reduce_dim(OpCategory c) {
+  return c == OpCategory::kMatMul || c == OpCategory::kConv || c == OpCategory::kReduction;
+}
+
+class Validator {
+ public:
+  Validator(const Plan& p, const Graph& g, const Cluster& c)
+      : p_(p), g_(g), c_(c), nd_(c.num_devices()), used_(nd_, 0) {}
+
+  void run() {
+    placement();
+    partitions();
+    pipeline();
+    data_parallel();
+  }
+
+ private:
+  std::string dev(int d) const {
+    return (d >= 0 && d < nd_) ? "'" + c_.device(d).name + "'" : "#" + std::to_string(d);
+  }
+  std::string op(OpId o) const { return "'" + g_.op(o).name + "'"; }
+
+  /// Throws unless 0 <= d < num_devices; marks d used.
+  void check_device(int d, const std::string& field, const std::string& what) {
+    if (d < 0 || d >= nd_) {
+      fail(field, what + "device " + std::to_string(d) + " is out of range (cluster '" + c_.name +
+                      "' has " + std::to_string(nd_) + " devices: 0.." + std::to_string(nd_ - 1) +
+                      ")");
+    }
+    used_[d] = 1;
+  }
+
+  void check_device_list(const std::vector<int>& devices, const std::string& field,
+                         const std::string& what) {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      check_device(devices[i], field, what);
+      for (size_t j = 0; j < i; ++j) {
+        if (devices[j] == devices[i])
+          fail(field, what + "device " + dev(devices[i]) + " is listed twice");
+      }
+    }
+  }
+
+  void placement() {
+    if (p_.placement.size() != g_.num_ops()) {
+      fail("placement", "has " + std::to_string(p_.placement.size()) + " entries, but graph '" +
+                            g_.name() + "' has " + std::to_string(g_.num_ops()) + " ops");
+    }
+    for (OpId i = 0; i < p_.placement.size(); ++i) {
+      const int d = p_.placement[i];
+      if (d < 0 || d >= nd_) {
+        fail("placement", "op " + op(i) + " is on device " + std::to_string(d) +
+                              ", out of range (cluster '" + c_.name + "' has " +
+                              std::to_string(nd_) + " devices: 0.." + std::to_string(nd_ - 1) +
+                              ")");
+      }
+      used_[d] = 1;
+    }
+  }
+
+  void partitions() {
+    std::vector<int> part_of(g_.num_ops(), -1);
+    for (size_t k = 0; k < p_.partitions.size(); ++k) {
+      const OpPartition& part = p_.partitions[k];
+      const std::string f = idx("partitions", k);
+      if (part.op >= g_.num_ops()) {
+        fail(f, "op #" + std::to_string(part.op) + " does not exist (graph '" + g_.name() +
+                    "' has " + std::to_string(g_.num_ops()) + " ops)");
+      }
+      const Op& o = g_.op(part.op);
+      if (o.phase != Phase::kForward) {
+        fail(f, "op " + op(part.op) + " is a " + to_string(o.phase) +
+                    " op; partition its forward op (backward ops follow it)");
+      }
+      if (part_of[part.op] >= 0) {
+        fail(f, "op " + op(part.op) + " is already partitioned by " +
+                    idx("partitions", size_t(part_of[part.op])));
+      }
+      part_of[part.op] = int(k);
+      if (part.devices.size() < 2) {
+        fail(f, "op " + op(part.op) + " is split over " + std::to_string(part.devices.size()) +
+                    " device(s); a partition needs at least 2");
+      }
+      check_device_list(part.devices, f, "op " + op(part.op) + ": ");
+      const size_t degree = part.devices.size();
+      if (part.dim == OpPartition::kReduceDim) {
+        if (!has_reduce_dim(o.category)) {
+          fail(f, "op " + op(part.op) + " (" + o.type + ", " + to_string(o.category) +
+                      ") has no reduction dimension to split; split an output dim instead");
+        }
+        continue;
+      }
+      if (part.dim < 0) {
+        fail(f, "bad dim " + std::to_string(part.dim) + " for op " + op(part.op) +
+                    " (use 0, 1, ... or 'reduce')");
+      }
+      if (o.outputs.empty()) fail(f, "op " + op(part.op) + " has no output to split");
+      const Tensor& t = g_.tensor(o.outputs[0]);
+      if (t.shape.empty()) continue;  // shape unknown: nothing more to check
+      const size_t rank = t.shape.size();
+      if (size_t(part.dim) >= rank) {
+        fail(f, "dim " + std::to_string(part.dim) + " is out of range: output '" + t.name +
+                    "' of op " + op(part.op) + " has rank " + std::to_string(rank) + " (dims 0.." +
+                    std::to_string(rank - 1) + ", or 'reduce')");
+      }
+      const int64_t size = t.shape[size_t(part.dim)];
+      if (size > 0 && size_t(size) < degree) {
+        fail(f, "dim " + std::to_string(part.dim) + " of output '" + t.name + "' of op " +
+                    op(part.op) + " has size " + std::to_string(size) + "; it cannot be split " +
+                    std::to_string(degree) + " ways");
+      }
+    }
+  }
+
+  void pipeline() {
+    const PipelineConfig& pipe = p_.pipeline;
+    if (pipe.micro_batches < 1) {
+      fail("pipeline.micro_batches",
+           "must be >= 1 (got " + std::to_string(pipe.micro_batches) + ")");
+    }
+    if (!pipe.enabled()) return;
+    std::vector<int> stage_of(g_.num_ops(), -1);
+    for (size_t s = 0; s < pipe.stages.size(); ++s) {
+      const PipelineStage& st = pipe.stages[s];
+      const std::string f = idx("pipeline.stages", s);
+      if (st.devices.empty()) fail(f, "stage " + std::to_string(s) + " has no devices");
+      check_device_list(st.devices, f, "");
+      if (st.ops.empty()) fail(f, "stage " + std::to_string(s) + " has no ops");
+      for (OpId o : st.ops) {
+        if (o >= g_.num_ops()) {
+          fail(f, "op #" + std::to_string(o) + " does not exist (graph '" + g_.name() + "' has " +
+                      std::to_string(g_.num_ops()) + " ops)");
+        }
+        if (g_.op(o).phase != Phase::kForward) {
+          fail(f, "op " + op(o) + " is a " + to_string(g_.op(o).phase) +
+                      " op; stages list forward ops only (their backward and optimizer ops "
+                      "follow them)");
+        }
+        if (stage_of[o] == int(s)) fail(f, "op " + op(o) + " is listed twice in this stage");
+        if (stage_of[o] >= 0) {
+          fail(f, "op " + op(o) + " is also in stage " + std::to_string(stage_of[o]) +
+                      " (stages must not overlap)");
+        }
+        stage_of[o] = int(s);
+      }
+    }
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      if (g_.op(o).phase == Phase::kForward && stage_of[o] < 0) {
+        fail("pipeline.stages", "forward op " + op(o) + " is in no stage");
+      }
+    }
+  }
+
+  void data_parallel() {
+    const DataParallelConfig& dp = p_.data_parallel;
+    const std::string f = "data_parallel";
+    if (dp.replicas < 1) {
+      fail(f + ".replicas", "must be >= 1 (got " + std::to_string(dp.replicas) + ")");
+    }
+    if (dp.replicas > nd_) {
+      fail(f + ".replicas", std::to_string(dp.replicas) + " replicas do not fit cluster '" +
+                                c_.name + "' with " + std::to_string(nd_) + " devices");
+    }
+    if (dp.bucket_bytes == 0) fail(f + ".bucket_size", "must be > 0");
+    if (!dp.replica_devices.empty()) {
+      const std::string rf = f + ".replica_devices";
+      if (dp.replica_devices.size() != size_t(dp.replicas)) {
+        fail(rf, "has " + std::to_string(dp.replica_devices.size()) +
+                     " rows, expected one per "
+                     "replica (" +
+                     std::to_string(dp.replicas) + ")");
+      }
+      for (size_t r = 0; r < dp.replica_devices.size(); ++r) {
+        const std::vector<int>& row = dp.replica_devices[r];
+        const std::string ef = idx(rf, r);
+        for (int d = 0; d < nd_; ++d) {
+          if (!used_[d]) continue;
+          if (size_t(d) >= row.size()) {
+            fail(ef, "has " + std::to_string(row.size()) + " entries, but the plan uses device " +
+                         dev(d) + " (#" + std::to_string(d) + "), which needs one");
+          }
+          const int rd = row[size_t(d)];
+          if (rd < 0 || rd >= nd_) {
+            fail(ef, "maps device " + dev(d) + " to device " + std::to_string(rd) +
+                         ", out of range (cluster '" + c_.name + "' has " + std::to_string(nd_) +
+                         " devices: 0.." + std::to_string(nd_ - 1) + ")");
+          }
+          if (r == 0 && rd != d) {
+            fail(ef,
+                 "replica 0 must map each device to itself, but maps " + dev(d) + " to " + dev(rd));
+          }
+        }
+      }
+    }
+    if (dp.replicas == 1) return;
+    // Every (replica, used device) pair needs a distinct device of the cluster.
+    std::vector<std::pair<int, int>> owner(nd_, {-1, -1});  // device -> (replica, device)
+    const int stride = nd_ / dp.replicas;
+    for (int r = 0; r < dp.replicas; ++r) {
+      for (int d = 0; d < nd_; ++d) {
+        if (!used_[d]) continue;
+        const int rd = p_.replica_device(d, r, nd_);
+        if (rd < 0 || rd >= nd_) {
+          fail(f, "replica " + std::to_string(r) + " of device " + dev(d) + " would be device #" +
+                      std::to_string(rd) + ", beyond cluster '" + c_.name + "' (" +
+                      std::to_string(nd_) + " devices; the default map is d + r * " +
+                      std::to_string(stride) + ": use devices 0.." + std::to_string(stride - 1) +
+                      " or give replica_devices)");
+        }
+        if (owner[rd].first >= 0) {
+          fail(f, "replica " + std::to_string(r) + " puts device " + dev(d) + " on " + dev(rd) +
+                      ", which replica " + std::to_string(owner[rd].first) + " already uses for " +
+                      dev(owner[rd].second));
+        }
+        owner[rd] = {r, d};
+      }
+    }
+  }
+
+  const Plan& p_;
+  const Graph& g_;
+  const Cluster& c_;
+  const int nd_;
+  std::vector<uint8_t> used_;
+};
+
+}  // namespace
+
+void Plan::validate(const Graph& g, const Cluster& c) const { Validator(*this, g, c).run(); }
+
+}  // namespace placer
