@@ -46,6 +46,12 @@ struct SimResult {
   std::vector<int> oom_devices;
   std::vector<OpId> critical_path;    ///< ops on the path that ends last, in order
   std::vector<SimEvent> events;       ///< when SimOptions::record_events
+  // Counters (additive to the contract; handy for tests and reports).
+  uint64_t simulated_ops = 0;     ///< op executions simulated (ops x micro-batches)
+  uint64_t num_transfers = 0;     ///< point-to-point transfers (one per tensor instance, device)
+  uint64_t transfer_bytes = 0;
+  uint64_t num_collectives = 0;   ///< gradient buckets + partition collectives
+  uint64_t collective_bytes = 0;
 };
 
 class Simulator {

@@ -300,6 +300,15 @@ Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
       case SavedTensors::kNone:
         break;
     }
+    // A loss (an on-path sink) seeds backward: its gradient is d loss / d loss = 1, known only
+    // once the loss is computed, so its backward op reads the loss value (or, for a sink
+    // without outputs, its inputs). Without this edge backward could start before forward.
+    if (fwd.succs(f).empty()) {
+      for (TensorId t : fo.outputs) add_input(t);
+      if (fo.outputs.empty()) {
+        for (TensorId t : fo.inputs) add_input(t);
+      }
+    }
 
     // Outputs: one gradient per distinct input that carries one, then the parameter gradient.
     ++cur;

@@ -142,8 +142,10 @@ TEST(TrainingStep, MlpOrderAndForwardIdsPreserved) {
 
 TEST(TrainingStep, MlpTensorsAndSavedActivations) {
   const Graph s = expand_training_step(mlp2());
-  // The loss is seeded: its backward reads no gradient, only its saved inputs.
-  EXPECT_EQ(input_names(s, s.find_op("loss/grad")), (std::vector<std::string>{"y", "labels"}));
+  // The loss is seeded: its backward reads no gradient, only its saved inputs and the loss
+  // value itself (so backward cannot start before the forward pass has finished).
+  EXPECT_EQ(input_names(s, s.find_op("loss/grad")),
+            (std::vector<std::string>{"y", "labels", "loss_value"}));
   EXPECT_EQ(output_names(s, s.find_op("loss/grad")), (std::vector<std::string>{"y/grad"}));
   // MatMul saves its input: layer 1's activation a1 stays alive until l2/grad has run.
   EXPECT_EQ(input_names(s, s.find_op("l2/grad")), (std::vector<std::string>{"y/grad", "a1"}));
@@ -374,6 +376,41 @@ TEST(TrainingStep, SavedTensorRule) {
   o.type = "SoftmaxCrossEntropy";
   o.category = OpCategory::kSoftmax;
   EXPECT_EQ(saved_tensors_of(o), SavedTensors::kInputs);
+}
+
+// A sink whose backward saves nothing (an Add) still waits for the forward pass: its grad
+// op reads the sink's output, so the sink is a predecessor of its backward op.
+TEST(TrainingStep, LossBackwardDependsOnForward) {
+  GraphBuilder b("sink_add");
+  const TensorId x = b.add_tensor("x", 64);
+  const TensorId w = b.add_tensor("w", 64);
+  const TensorId y = b.add_tensor("y", 64);
+  const TensorId z = b.add_tensor("z", 64);
+  Op mm;
+  mm.name = "mm";
+  mm.type = "MatMul";
+  mm.category = OpCategory::kMatMul;
+  mm.flops = 100;
+  mm.param_bytes = 64;
+  mm.inputs = {x, w};
+  mm.outputs = {y};
+  b.add_op(mm);
+  Op add;
+  add.name = "add";
+  add.type = "Add";
+  add.category = OpCategory::kElementwise;
+  add.flops = 16;
+  add.inputs = {y};
+  add.outputs = {z};
+  b.add_op(add);
+  const Graph s = expand_training_step(b.build());
+  const OpId add_grad = s.find_op("add/grad");
+  ASSERT_NE(add_grad, kNoOp);
+  const auto preds = s.preds(add_grad);
+  ASSERT_EQ(preds.size(), 1u);
+  EXPECT_EQ(s.op(preds[0]).name, "add");
+  // And mm/grad follows add/grad, so the whole backward pass follows the forward pass.
+  EXPECT_LT(s.topo_rank()[s.find_op("add")], s.topo_rank()[s.find_op("mm/grad")]);
 }
 
 }  // namespace

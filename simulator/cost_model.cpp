@@ -1,0 +1,244 @@
+#include "simulator/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+  }
+  return "all_reduce";
+}
+
+CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std::move(profile)) {
+  cluster.validate();
+  profile_.validate("cost profile '" + profile_.name + "'");
+  n_ = cluster.num_devices();
+  host_.resize(n_);
+  launch_.resize(n_);
+  mem_bw_.resize(n_);
+  peak_.resize(n_);
+  for (int d = 0; d < n_; ++d) {
+    const Device& dev = cluster.device(d);
+    host_[d] = dev.host;
+    launch_[d] =
+        profile_.launch_overhead >= 0 ? profile_.launch_overhead : dev.spec.launch_overhead;
+    mem_bw_[d] = dev.spec.memory_bandwidth;
+    for (int t = 0; t < kNumDTypes; ++t) peak_[d][t] = dev.spec.peak(static_cast<DType>(t));
+  }
+  const bool bw_matrix = !cluster.bandwidth_matrix().empty();
+  const bool lat_matrix = !cluster.latency_matrix().empty();
+  bw_.assign(static_cast<size_t>(n_) * n_, std::numeric_limits<double>::infinity());
+  lat_.assign(static_cast<size_t>(n_) * n_, 0.0);
+  for (int a = 0; a < n_; ++a) {
+    for (int b = 0; b < n_; ++b) {
+      if (a == b) continue;
+      const LinkLevel level = cluster.level(a, b);
+      const LinkOverride& ov = profile_.link(level);
+      const LinkSpec& link = cluster.link(level);
+      // Absolute overrides replace the level's numbers, not an explicit per-pair matrix;
+      // the efficiency factor applies to both.
+      double bw =
+          bw_matrix ? cluster.bandwidth(a, b) : (ov.bandwidth > 0 ? ov.bandwidth : link.bandwidth);
+      double lat =
+          lat_matrix ? cluster.latency(a, b) : (ov.latency >= 0 ? ov.latency : link.latency);
+      const size_t i = static_cast<size_t>(a) * n_ + b;
+      bw_[i] = bw * ov.bandwidth_efficiency;
+      lat_[i] = lat;
+    }
+  }
+  inter_sharing_ = bw_matrix ? LinkSharing::kPerPair : cluster.link(LinkLevel::kInterHost).sharing;
+}
+
+double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_fraction) const {
+  if (op.category == OpCategory::kInput) return 0;
+  const OpCostProfile& prof = profile_.op(op.category);
+  const double f = op.flops * work_fraction;
+  const double b = static_cast<double>(bytes) * work_fraction;
+  double t = 0;
+  if (f > 0) t = f / (peak_[device][static_cast<int>(op.dtype)] * prof.compute.at(f));
+  if (b > 0) t = std::max(t, b / (mem_bw_[device] * prof.memory.at(b)));
+  return launch_[device] + t;
+}
+
+CollectiveGroup CostModel::make_group(const std::vector<int>& devices) const {
+  CollectiveGroup g;
+  const int p = static_cast<int>(devices.size());
+  g.size = p;
+  for (int d : devices) {
+    PLACER_CHECK(d >= 0 && d < n_, "collective group: device " << d
+                                                               << " out of range (the "
+                                                                  "cluster has "
+                                                               << n_ << ")");
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  auto ring = [&](const std::vector<int>& r, double* alpha, double* beta) {
+    *alpha = 0;
+    *beta = kInf;
+    if (r.size() < 2) return;
+    for (size_t i = 0; i < r.size(); ++i) {
+      const int a = r[i], b = r[(i + 1) % r.size()];
+      *alpha = std::max(*alpha, latency(a, b));
+      *beta = std::min(*beta, bandwidth(a, b));
+    }
+  };
+  ring(devices, &g.ring_alpha, &g.ring_beta);
+  g.all_alpha = 0;
+  g.all_beta = kInf;
+  for (int a : devices) {
+    for (int b : devices) {
+      if (a == b) continue;
+      g.all_alpha = std::max(g.all_alpha, latency(a, b));
+      g.all_beta = std::min(g.all_beta, bandwidth(a, b));
+    }
+  }
+  // Hosts in order of first appearance.
+  std::vector<int> hosts;
+  std::vector<std::vector<int>> per_host;
+  for (int d : devices) {
+    auto it = std::find(hosts.begin(), hosts.end(), host_[d]);
+    if (it == hosts.end()) {
+      hosts.push_back(host_[d]);
+      per_host.push_back({d});
+    } else {
+      per_host[it - hosts.begin()].push_back(d);
+    }
+  }
+  g.hosts = static_cast<int>(hosts.size());
+  g.local_max = 0;
+  g.local_min = p > 0 ? p : 0;
+  g.intra_alpha = 0;
+  g.intra_beta = kInf;
+  std::vector<int> leaders;
+  for (const std::vector<int>& h : per_host) {
+    g.local_max = std::max(g.local_max, static_cast<int>(h.size()));
+    g.local_min = std::min(g.local_min, static_cast<int>(h.size()));
+    double a = 0, b = kInf;
+    ring(h, &a, &b);
+    g.intra_alpha = std::max(g.intra_alpha, a);
+    g.intra_beta = std::min(g.intra_beta, b);
+    leaders.push_back(h.front());
+  }
+  ring(leaders, &g.inter_alpha, &g.inter_beta);
+  g.inter_nic_shared = inter_sharing_ == LinkSharing::kPerHost;
+  return g;
+}
+
+double CostModel::scheme_time(CollectiveKind kind, const CollectiveGroup& g, double n,
+                              SyncScheme s) const {
+  const double p = g.size;
+  const double pm1 = p - 1;
+  if (kind != CollectiveKind::kAllReduce && s == SyncScheme::kParameterServer) {
+    s = SyncScheme::kRing;  // a parameter server only changes how gradients are summed
+  }
+  switch (s) {
+    case SyncScheme::kRing:
+    case SyncScheme::kAuto: {
+      const double a = g.ring_alpha, b = g.ring_beta;
+      switch (kind) {
+        case CollectiveKind::kAllReduce:
+          return 2 * pm1 / p * n / b + 2 * pm1 * a;
+        case CollectiveKind::kAllGather:
+        case CollectiveKind::kReduceScatter:
+          return pm1 / p * n / b + pm1 * a;
+        case CollectiveKind::kBroadcast:
+          return n / b + pm1 * a;  // pipelined chain
+      }
+      return 0;
+    }
+    case SyncScheme::kTree: {
+      const double levels = std::ceil(std::log2(p));
+      const double a = g.all_alpha, b = g.all_beta;
+      switch (kind) {
+        case CollectiveKind::kAllReduce:
+          return 2 * levels * a + 2 * n / b;  // double binary tree
+        case CollectiveKind::kBroadcast:
+          return levels * a + n / b;  // pipelined tree
+        default:
+          return scheme_time(kind, g, n, SyncScheme::kRing);  // no tree variant
+      }
+    }
+    case SyncScheme::kHierarchical: {
+      const double l = g.local_max, h = g.hosts;
+      const double lm1 = l - 1, hm1 = h - 1;
+      // Inter-host phase: one ring per local index on n / local_min each, unless the hosts'
+      // devices share one NIC, which then carries all of n.
+      const double m = g.inter_nic_shared ? n : n / std::max(1, g.local_min);
+      const double intra = l > 1 ? lm1 / l * n / g.intra_beta + lm1 * g.intra_alpha : 0;
+      switch (kind) {
+        case CollectiveKind::kAllReduce: {
+          const double inter = h > 1 ? 2 * hm1 / h * m / g.inter_beta + 2 * hm1 * g.inter_alpha : 0;
+          return 2 * intra + inter;
+        }
+        case CollectiveKind::kAllGather:
+        case CollectiveKind::kReduceScatter: {
+          const double inter = h > 1 ? hm1 / h * m / g.inter_beta + hm1 * g.inter_alpha : 0;
+          return intra + inter;
+        }
+        case CollectiveKind::kBroadcast: {
+          const double inter = h > 1 ? n / g.inter_beta + hm1 * g.inter_alpha : 0;
+          const double in = l > 1 ? n / g.intra_beta + lm1 * g.intra_alpha : 0;
+          return inter + in;
+        }
+      }
+      return 0;
+    }
+    case SyncScheme::kParameterServer:
+      // Sharded over the p devices: each pushes (p - 1) shards of n / p and pulls them back,
+      // one message at a time through its port.
+      return 2 * pm1 / p * n / g.all_beta + 2 * pm1 * g.all_alpha;
+  }
+  return 0;
+}
+
+SyncScheme CostModel::resolve_scheme(CollectiveKind kind, const CollectiveGroup& group,
+                                     uint64_t bytes, SyncScheme scheme) const {
+  if (scheme != SyncScheme::kAuto) return scheme;
+  switch (profile_.all_reduce) {
+    case CollectiveAlgorithm::kRing:
+      return SyncScheme::kRing;
+    case CollectiveAlgorithm::kTree:
+      return SyncScheme::kTree;
+    case CollectiveAlgorithm::kHierarchical:
+      return SyncScheme::kHierarchical;
+    case CollectiveAlgorithm::kAuto:
+      break;
+  }
+  const double n = static_cast<double>(bytes);
+  SyncScheme best = SyncScheme::kRing;
+  double best_t = scheme_time(kind, group, n, SyncScheme::kRing);
+  for (SyncScheme s :
+       {SyncScheme::kTree, SyncScheme::kHierarchical, SyncScheme::kParameterServer}) {
+    if (s == SyncScheme::kParameterServer && kind != CollectiveKind::kAllReduce) continue;
+    const double t = scheme_time(kind, group, n, s);
+    if (t < best_t) best_t = t, best = s;
+  }
+  return best;
+}
+
+double CostModel::group_collective_time(CollectiveKind kind, const CollectiveGroup& group,
+                                        uint64_t bytes, SyncScheme scheme) const {
+  if (group.size <= 1) return 0;
+  const SyncScheme s = resolve_scheme(kind, group, bytes, scheme);
+  return scheme_time(kind, group, static_cast<double>(bytes), s);
+}
+
+double CostModel::collective_time(CollectiveKind kind, const std::vector<int>& devices,
+                                  uint64_t bytes, SyncScheme scheme) const {
+  if (devices.size() <= 1) return 0;
+  return group_collective_time(kind, make_group(devices), bytes, scheme);
+}
+
+}  // namespace placer

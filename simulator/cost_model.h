@@ -1,0 +1,94 @@
+#pragma once
+// Cost model: how long an op, a point-to-point transfer and a collective take.
+//
+//  - Ops: roofline with efficiency curves (CostProfile):
+//      t = launch + max(flops / (peak(dtype) * eff_c(flops)), bytes / (mem_bw * eff_m(bytes)))
+//    with flops and bytes scaled by the work fraction first. Category kInput costs 0; an op
+//    with no FLOPs and no bytes costs only the launch overhead.
+//  - Transfers: latency + bytes / bandwidth of the pair (cluster numbers, profile overrides).
+//  - Collectives: alpha-beta formulas for ring, tree, hierarchical and parameter server
+//    (docs/simulator.md lists them).
+//
+// The model copies what it needs from the cluster, so it does not depend on the Cluster's
+// lifetime. It is immutable after construction and safe to share between threads.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "simulator/cost_profile.h"
+#include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+#include "src/plan/plan.h"
+
+namespace placer {
+
+enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast };
+const char* to_string(CollectiveKind k);
+
+/// The alpha / beta numbers of a device group, precomputed once so that collective times
+/// cost O(1) (CostModel::make_group).
+struct CollectiveGroup {
+  int size = 0;
+  // Ring over the devices in the given order: slowest link, largest latency.
+  double ring_alpha = 0, ring_beta = 0;
+  // Over all ordered pairs: slowest link, largest latency (tree, parameter server).
+  double all_alpha = 0, all_beta = 0;
+  // Hierarchical: hosts in the group, devices per host (max and min), intra-host ring
+  // (slowest over hosts) and the ring of host leaders (first device of each host).
+  int hosts = 0, local_max = 0, local_min = 0;
+  double intra_alpha = 0, intra_beta = 0;
+  double inter_alpha = 0, inter_beta = 0;
+  bool inter_nic_shared = false;  ///< inter-host links shared per host (LinkSharing::kPerHost)
+};
+
+class CostModel {
+ public:
+  CostModel(const Cluster& cluster, CostProfile profile);
+
+  const CostProfile& profile() const { return profile_; }
+  int num_devices() const { return n_; }
+
+  /// Seconds for `work_fraction` of op `op` on `device`, reading/writing `bytes` in total
+  /// (pass Graph::op_bytes; the fraction scales both flops and bytes).
+  double op_time(const Op& op, uint64_t bytes, int device, double work_fraction = 1.0) const;
+  /// Launch overhead of `device` (the profile's when set).
+  double launch_overhead(int device) const { return launch_[device]; }
+
+  /// Effective bandwidth (B/s) and latency (s) from a to b (profile overrides applied).
+  double bandwidth(int a, int b) const { return bw_[static_cast<size_t>(a) * n_ + b]; }
+  double latency(int a, int b) const { return lat_[static_cast<size_t>(a) * n_ + b]; }
+  /// latency + bytes / bandwidth; 0 when src == dst.
+  double transfer_time(int src, int dst, uint64_t bytes) const {
+    if (src == dst) return 0;
+    const size_t i = static_cast<size_t>(src) * n_ + dst;
+    return lat_[i] + static_cast<double>(bytes) / bw_[i];
+  }
+
+  /// Precomputes the alpha / beta numbers of `devices` (ring order = the given order).
+  CollectiveGroup make_group(const std::vector<int>& devices) const;
+  /// Seconds for a collective of `bytes` (the full buffer: the all-reduced gradient, the
+  /// gathered output) among `devices`. scheme kAuto = the profile's all_reduce choice
+  /// (itself possibly auto = the fastest). Groups of one device cost 0.
+  double collective_time(CollectiveKind kind, const std::vector<int>& devices, uint64_t bytes,
+                         SyncScheme scheme) const;
+  /// As above, for a group from make_group (O(1), no allocation).
+  double group_collective_time(CollectiveKind kind, const CollectiveGroup& group, uint64_t bytes,
+                               SyncScheme scheme) const;
+  /// The scheme collective_time uses for kAuto (or `scheme` itself when it is not kAuto).
+  SyncScheme resolve_scheme(CollectiveKind kind, const CollectiveGroup& group, uint64_t bytes,
+                            SyncScheme scheme) const;
+
+ private:
+  double scheme_time(CollectiveKind kind, const CollectiveGroup& g, double n, SyncScheme s) const;
+
+  CostProfile profile_;
+  int n_ = 0;
+  std::vector<int> host_;  // per device
+  std::vector<double> launch_, mem_bw_;
+  std::vector<std::array<double, kNumDTypes>> peak_;  // per device, fallbacks resolved
+  std::vector<double> bw_, lat_;                      // n x n, row-major
+  LinkSharing inter_sharing_ = LinkSharing::kPerPair;
+};
+
+}  // namespace placer

@@ -1,0 +1,114 @@
+#pragma once
+// Cost profile: the tunable numbers of the cost model (simulator/cost_model.h).
+//
+// Per op category, the fraction of the device's peak FLOP/s and of its memory bandwidth
+// that an op of a given size achieves (efficiency curves of a roofline model); per link
+// level, optional overrides of the cluster's nominal latency / bandwidth; the all-reduce
+// algorithm; an optional kernel launch overhead. Defaults are shipped (default_profile(),
+// datasets/clusters/default.profile.yaml); calibration fits them to a machine.
+// File format: docs/formats/profile.md.
+//
+//   CostProfile p = load_cost_profile("datasets/clusters/default.profile.yaml");
+//   p.op(OpCategory::kMatMul).compute = EfficiencyCurve::constant(0.7);
+//   CostModel cost(cluster, p);
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/cluster/cluster.h"
+#include "src/graph/types.h"
+
+namespace placer {
+
+/// Efficiency (a fraction of peak) as a piecewise-linear function of log10(size).
+/// Outside the points the curve is flat (clamped to the first / last value).
+struct EfficiencyCurve {
+  /// (log10(size), efficiency) with strictly increasing x; a single point = a constant.
+  std::vector<std::pair<double, double>> points{{0.0, 1.0}};
+
+  static EfficiencyCurve constant(double efficiency);
+  static EfficiencyCurve ramp(std::vector<std::pair<double, double>> points);
+
+  bool is_constant() const { return points.size() == 1; }
+  /// Efficiency at `size` (FLOPs or bytes); size <= 0 gives the first point's value.
+  double at(double size) const;
+
+  bool operator==(const EfficiencyCurve& o) const { return points == o.points; }
+  bool operator!=(const EfficiencyCurve& o) const { return !(*this == o); }
+};
+
+/// Efficiency curves of one op category.
+struct OpCostProfile {
+  EfficiencyCurve compute;  ///< fraction of peak FLOP/s vs the op's FLOPs
+  EfficiencyCurve memory;   ///< fraction of memory bandwidth vs the op's bytes accessed
+
+  bool operator==(const OpCostProfile& o) const {
+    return compute == o.compute && memory == o.memory;
+  }
+  bool operator!=(const OpCostProfile& o) const { return !(*this == o); }
+};
+
+/// Adjusts the cluster's numbers for one link level. Effective bandwidth =
+/// (bandwidth > 0 ? bandwidth : cluster's) * bandwidth_efficiency.
+struct LinkOverride {
+  double latency = -1;                ///< seconds; < 0 = the cluster's
+  double bandwidth = -1;              ///< bytes/s; <= 0 = the cluster's
+  double bandwidth_efficiency = 1.0;  ///< achievable fraction of the bandwidth, (0, 1]
+
+  bool operator==(const LinkOverride& o) const {
+    return latency == o.latency && bandwidth == o.bandwidth &&
+           bandwidth_efficiency == o.bandwidth_efficiency;
+  }
+  bool operator!=(const LinkOverride& o) const { return !(*this == o); }
+};
+
+/// All-reduce algorithm used when a plan asks for SyncScheme::kAuto (and for the
+/// collectives of partitioned operators). kAuto = the fastest for each call.
+enum class CollectiveAlgorithm : uint8_t { kRing, kTree, kHierarchical, kAuto };
+const char* to_string(CollectiveAlgorithm a);
+/// "ring", "tree", "hierarchical", "auto".
+bool parse_collective_algorithm(const std::string& s, CollectiveAlgorithm* out);
+
+struct CostProfile {
+  std::string name = "default";
+  std::string description;
+  std::array<OpCostProfile, kNumOpCategories> ops{};  ///< indexed by OpCategory
+  std::array<LinkOverride, kNumLinkLevels> links{};   ///< indexed by LinkLevel (kSame unused)
+  CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
+  double launch_overhead = -1;  ///< seconds per op; < 0 = each device's own
+
+  OpCostProfile& op(OpCategory c) { return ops[static_cast<int>(c)]; }
+  const OpCostProfile& op(OpCategory c) const { return ops[static_cast<int>(c)]; }
+  LinkOverride& link(LinkLevel l) { return links[static_cast<int>(l)]; }
+  const LinkOverride& link(LinkLevel l) const { return links[static_cast<int>(l)]; }
+
+  /// Throws ValidationError "<where>: <field>: ..." on a non-positive or > 2 efficiency,
+  /// x values that do not increase, a negative latency, a NaN.
+  void validate(const std::string& where = "cost profile") const;
+
+  bool operator==(const CostProfile& o) const;
+  bool operator!=(const CostProfile& o) const { return !(*this == o); }
+};
+
+/// The shipped defaults (also datasets/clusters/default.profile.yaml); sources in
+/// cost_profile.cpp and docs/formats/profile.md.
+CostProfile default_profile();
+/// Every efficiency = `efficiency` (constant), no link overrides, ring all-reduce, device
+/// launch overheads. Makes simulated times hand-computable (tests).
+CostProfile uniform_profile(double efficiency = 1.0);
+
+/// Reads a *.profile.yaml. Categories, link levels and keys left out keep the defaults of
+/// default_profile(). Errors: FileError (cannot read), FormatError naming the file and field
+/// (malformed YAML, unknown key, wrong format_version major), ValidationError (bad values).
+CostProfile load_cost_profile(const std::string& path);
+/// As load_cost_profile, from text; `file` names the source in errors.
+CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& file = "profile");
+/// The profile as YAML text (format_version "1.0"), every category and level written.
+std::string cost_profile_to_yaml(const CostProfile& profile);
+/// Writes cost_profile_to_yaml(profile) to `path`; FileError when it cannot be written.
+void save_cost_profile(const CostProfile& profile, const std::string& path);
+
+}  // namespace placer

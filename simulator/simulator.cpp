@@ -1,0 +1,674 @@
+// Simulator: construction, plan checks and the per-run set-up (which op runs where, how
+// often and on how much work; where each tensor must be; gradient sync groups). The event
+// loop is in simulator_engine.cpp; the model is described in docs/simulator.md.
+#include "simulator/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "simulator/cost_model.h"
+#include "simulator/simulator_impl.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return b <= 1 ? a : (a + b - 1) / b; }
+
+}  // namespace
+
+Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostModel& cm)
+    : g(graph), c(cluster), cost(cm) {
+  n_dev = c.num_devices();
+  n_ops = static_cast<uint32_t>(g.num_ops());
+  n_tensors = static_cast<uint32_t>(g.num_tensors());
+  if (cost.num_devices() != n_dev) {
+    throw ValidationError("simulator: the cost model was built for " +
+                          std::to_string(cost.num_devices()) + " devices, the cluster has " +
+                          std::to_string(n_dev));
+  }
+  // Distinct inputs that some op produces (graph inputs are available everywhere at t = 0).
+  in_off.assign(n_ops + 1, 0);
+  std::vector<uint32_t> seen(n_tensors, UINT32_MAX);
+  for (OpId o = 0; o < n_ops; ++o) {
+    for (TensorId t : g.op(o).inputs) {
+      if (seen[t] == o || g.tensor(t).producer == kNoOp) continue;
+      seen[t] = o;
+      in_t.push_back(t);
+    }
+    in_off[o + 1] = static_cast<uint32_t>(in_t.size());
+  }
+  // Compact copies of what the event loop reads (an Op is a few hundred bytes).
+  out_off.assign(n_ops + 1, 0);
+  op_bytes.resize(n_ops);
+  op_ws.resize(n_ops);
+  op_phase.resize(n_ops);
+  op_fwd.resize(n_ops);
+  op_scaled.resize(n_ops);
+  op_input.resize(n_ops);
+  op_resident.resize(n_ops);
+  for (OpId o = 0; o < n_ops; ++o) {
+    const Op& op = g.op(o);
+    out_t.insert(out_t.end(), op.outputs.begin(), op.outputs.end());
+    out_off[o + 1] = static_cast<uint32_t>(out_t.size());
+    op_bytes[o] = g.op_bytes(o);
+    op_ws[o] = op.workspace_bytes;
+    op_phase[o] = op.phase;
+    op_fwd[o] = op.forward_op < n_ops ? op.forward_op : kNoOp;
+    op_scaled[o] = op.batch_scaled;
+    op_input[o] = op.category == OpCategory::kInput;
+    op_resident[o] = op.param_bytes + op.state_bytes;
+  }
+  t_producer.resize(n_tensors);
+  t_raw.resize(n_tensors);
+  t_scaled.resize(n_tensors);
+  t_grad.resize(n_tensors);
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    const Tensor& ten = g.tensor(t);
+    t_producer[t] = ten.producer;
+    t_raw[t] = ten.bytes;
+    t_scaled[t] = ten.batch_scaled;
+    t_grad[t] = ten.is_param_grad;
+  }
+  mark.assign(n_ops, 0);
+  // A backward op never starts before its forward op (same micro-batch) has run, even when
+  // no tensor says so (e.g. the loss-gradient seed of a sink).
+  bwd_off.assign(n_ops + 1, 0);
+  auto follows = [&](OpId o) {
+    const OpId f = op_fwd[o];
+    return op_phase[o] == Phase::kBackward && f != kNoOp && op_phase[f] == Phase::kForward;
+  };
+  for (OpId o = 0; o < n_ops; ++o) {
+    if (follows(o)) ++bwd_off[op_fwd[o] + 1];
+  }
+  for (OpId o = 0; o < n_ops; ++o) bwd_off[o + 1] += bwd_off[o];
+  bwd_of.resize(bwd_off[n_ops]);
+  std::vector<uint32_t> fill(bwd_off.begin(), bwd_off.end() - 1);
+  for (OpId o = 0; o < n_ops; ++o) {
+    if (follows(o)) bwd_of[fill[op_fwd[o]]++] = o;
+  }
+
+  // Channels: per-pair ones, then per (device, level) send / receive ports, then per
+  // (host, level) send / receive ports. A transfer holds chan_a and (if >= 0) chan_b.
+  const int L = kNumLinkLevels, H = c.num_hosts();
+  const size_t nn = static_cast<size_t>(n_dev) * n_dev;
+  level.assign(nn, 0);
+  chan_a.assign(nn, -1);
+  chan_b.assign(nn, -1);
+  const int dev_send0 = static_cast<int>(nn), dev_recv0 = dev_send0 + n_dev * L;
+  const int host_send0 = dev_recv0 + n_dev * L, host_recv0 = host_send0 + H * L;
+  chan_free.assign(static_cast<size_t>(host_recv0 + H * L), 0.0);
+  const bool matrix = !c.bandwidth_matrix().empty() || !c.latency_matrix().empty();
+  for (int a = 0; a < n_dev; ++a) {
+    for (int b = 0; b < n_dev; ++b) {
+      const size_t i = static_cast<size_t>(a) * n_dev + b;
+      const LinkLevel l = c.level(a, b);
+      level[i] = static_cast<uint8_t>(l);
+      if (a == b) continue;
+      const LinkSharing s = matrix ? LinkSharing::kPerPair : c.link(l).sharing;
+      const int li = static_cast<int>(l);
+      switch (s) {
+        case LinkSharing::kPerPair:
+          chan_a[i] = static_cast<int32_t>(i);
+          break;
+        case LinkSharing::kPerDevice:
+          chan_a[i] = dev_send0 + a * L + li;
+          chan_b[i] = dev_recv0 + b * L + li;
+          break;
+        case LinkSharing::kPerHost:
+          chan_a[i] = host_send0 + c.device(a).host * L + li;
+          chan_b[i] = host_recv0 + c.device(b).host * L + li;
+          break;
+      }
+    }
+  }
+  dur_cache_dev.assign(n_ops, -1);
+  dur_cache_frac.assign(n_ops, -1.0);
+  dur_cache_val.assign(n_ops, 0.0);
+  site_epoch.assign(n_dev, 0);
+  site_of_dev.assign(n_dev, 0);
+  ready.resize(n_dev);
+  dirty_flag.assign(n_dev, 0);
+}
+
+uint32_t Simulator::Impl::group_index(const std::vector<int>& devices) {
+  auto it = group_ids.find(devices);
+  if (it != group_ids.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(groups.size());
+  groups.push_back(cost.make_group(devices));
+  group_devs.push_back(devices);
+  group_ids.emplace(devices, id);
+  return id;
+}
+
+// ---- plan checks ------------------------------------------------------------------------
+
+void Simulator::Impl::check_plan(const Plan& p) {
+  auto fail = [](const std::string& m) { throw ValidationError("plan: " + m); };
+  auto check_dev = [&](int d, const std::string& what) {
+    if (d < 0 || d >= n_dev) {
+      fail(what + " is device " + std::to_string(d) + ", but the cluster has " +
+           std::to_string(n_dev) + " devices");
+    }
+  };
+  const bool pipe = p.pipeline.enabled();
+  if (!(pipe && p.placement.empty())) {
+    if (p.placement.size() != n_ops) {
+      fail("placement has " + std::to_string(p.placement.size()) + " entries, graph '" + g.name() +
+           "' has " + std::to_string(n_ops) + " ops");
+    }
+    for (OpId o = 0; o < n_ops; ++o) {
+      const int d = p.placement[o];
+      if (d < 0 || d >= n_dev) check_dev(d, "op '" + g.op(o).name + "'");
+    }
+  }
+  std::fill(mark.begin(), mark.end(), 0);
+  for (size_t i = 0; i < p.partitions.size(); ++i) {
+    const OpPartition& q = p.partitions[i];
+    const std::string what = "partitions[" + std::to_string(i) + "]";
+    if (q.op >= n_ops) fail(what + ": op #" + std::to_string(q.op) + " is not in the graph");
+    if (mark[q.op]) fail(what + ": op '" + g.op(q.op).name + "' is partitioned twice");
+    mark[q.op] = 1;
+    if (q.devices.empty()) fail(what + ": no devices");
+    for (size_t a = 0; a < q.devices.size(); ++a) {
+      for (size_t b = a + 1; b < q.devices.size(); ++b) {
+        if (q.devices[a] == q.devices[b]) {
+          fail(what + ": device " + std::to_string(q.devices[a]) + " listed twice");
+        }
+      }
+    }
+    if (q.dim < OpPartition::kReduceDim) fail(what + ": bad dim " + std::to_string(q.dim));
+    for (int d : q.devices) check_dev(d, what + " device");
+  }
+  if (pipe) {
+    if (p.pipeline.micro_batches < 1) fail("pipeline: micro_batches must be >= 1");
+    std::fill(mark.begin(), mark.end(), 0);
+    for (size_t s = 0; s < p.pipeline.stages.size(); ++s) {
+      const PipelineStage& st = p.pipeline.stages[s];
+      const std::string what = "pipeline stage " + std::to_string(s);
+      if (st.devices.empty()) fail(what + ": no devices");
+      for (int d : st.devices) check_dev(d, what + " device");
+      for (OpId o : st.ops) {
+        if (o >= n_ops) fail(what + ": op #" + std::to_string(o) + " is not in the graph");
+        if (mark[o]) fail(what + ": op '" + g.op(o).name + "' is in two stages");
+        mark[o] = 1;
+      }
+    }
+  }
+  const DataParallelConfig& dp = p.data_parallel;
+  if (dp.replicas < 1) fail("data_parallel: replicas must be >= 1");
+  if (dp.replicas > 1) {
+    if (!dp.replica_devices.empty()) {
+      if (static_cast<int>(dp.replica_devices.size()) < dp.replicas) {
+        fail("data_parallel: replica_devices has " + std::to_string(dp.replica_devices.size()) +
+             " rows for " + std::to_string(dp.replicas) + " replicas");
+      }
+      for (int r = 1; r < dp.replicas; ++r) {
+        if (static_cast<int>(dp.replica_devices[r].size()) < n_dev) {
+          fail("data_parallel: replica_devices[" + std::to_string(r) + "] has " +
+               std::to_string(dp.replica_devices[r].size()) + " entries, need one per device (" +
+               std::to_string(n_dev) + ")");
+        }
+        for (int d = 0; d < n_dev; ++d) {
+          check_dev(dp.replica_devices[r][d], "data_parallel replica " + std::to_string(r) +
+                                                  " of device " + std::to_string(d));
+        }
+      }
+    } else {
+      if (dp.replicas > n_dev) {
+        fail("data_parallel: " + std::to_string(dp.replicas) + " replicas on " +
+             std::to_string(n_dev) + " devices");
+      }
+      // Default stride: every device the plan uses must have its replicas in the cluster.
+      std::vector<uint8_t>& used = dev_mark;
+      used.assign(n_dev, 0);
+      if (pipe) {
+        for (const PipelineStage& st : p.pipeline.stages) {
+          for (int d : st.devices) used[d] = 1;
+        }
+      } else {
+        for (int d : p.placement) used[d] = 1;
+      }
+      for (const OpPartition& q : p.partitions) {
+        for (int d : q.devices) used[d] = 1;
+      }
+      for (int d = 0; d < n_dev; ++d) {
+        if (!used[d]) continue;
+        const int last = p.replica_device(d, dp.replicas - 1, n_dev);
+        if (last >= n_dev) {
+          fail("data_parallel: device " + std::to_string(d) + " would be replicated on device " +
+               std::to_string(last) + " (replica " + std::to_string(dp.replicas - 1) +
+               "), but the cluster has " + std::to_string(n_dev) +
+               " devices; place replica 0 on devices below " + std::to_string(n_dev / dp.replicas) +
+               " or give replica_devices");
+        }
+      }
+    }
+  }
+}
+
+// ---- per-run set-up ---------------------------------------------------------------------
+
+void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
+  plan = &p;
+  opts = options;
+  pipelined = p.pipeline.enabled();
+  M = pipelined ? p.pipeline.micro_batches : 1;
+  R = p.data_parallel.replicas;
+  n_stages = pipelined ? static_cast<int>(p.pipeline.stages.size()) : 0;
+  sync = p.data_parallel.sync;
+  bucket_bytes = p.data_parallel.bucket_bytes;
+
+  // Partitions: an op's partition also covers its backward / optimizer ops.
+  op_part.assign(n_ops, -1);
+  for (size_t i = 0; i < p.partitions.size(); ++i) {
+    op_part[p.partitions[i].op] = static_cast<int32_t>(i);
+  }
+  if (!p.partitions.empty()) {
+    for (OpId o = 0; o < n_ops; ++o) {
+      const OpId f = op_fwd[o];
+      // Only a partition given on the forward op itself propagates (not a derived one).
+      if (op_part[o] < 0 && f != kNoOp && f < n_ops && op_part[f] >= 0 &&
+          p.partitions[op_part[f]].op == f) {
+        op_part[o] = op_part[f];
+      }
+    }
+  }
+
+  // Pipeline stages: explicit forward ops, then ops following their forward op, then the
+  // latest stage among predecessors (topological order), then the earliest stage among
+  // successors (reverse order), else stage 0.
+  op_stage.assign(n_ops, -1);
+  if (pipelined) {
+    for (size_t s = 0; s < p.pipeline.stages.size(); ++s) {
+      for (OpId o : p.pipeline.stages[s].ops) op_stage[o] = static_cast<int32_t>(s);
+    }
+    for (OpId o = 0; o < n_ops; ++o) {
+      const OpId f = op_fwd[o];
+      if (op_stage[o] < 0 && f != kNoOp && f < n_ops && op_stage[f] >= 0) {
+        op_stage[o] = op_stage[f];
+      }
+    }
+    for (OpId o : g.topo_order()) {
+      if (op_stage[o] >= 0) continue;
+      int32_t s = -1;
+      for (OpId q : g.preds(o)) s = std::max(s, op_stage[q]);
+      op_stage[o] = s;
+    }
+    const std::vector<OpId>& topo = g.topo_order();
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      const OpId o = *it;
+      if (op_stage[o] >= 0) continue;
+      int32_t s = std::numeric_limits<int32_t>::max();
+      for (OpId q : g.succs(o)) {
+        if (op_stage[q] >= 0) s = std::min(s, op_stage[q]);
+      }
+      op_stage[o] = s == std::numeric_limits<int32_t>::max() ? 0 : s;
+    }
+  }
+
+  // Devices, instances, work fractions and durations.
+  op_dev.resize(n_ops);
+  op_multi.resize(n_ops);
+  op_frac.resize(n_ops);
+  op_dur.resize(n_ops);
+  op_inst.resize(n_ops + 1);
+  dev_used.assign(n_dev, 0);
+  uint32_t ninst = 0;
+  for (OpId o = 0; o < n_ops; ++o) {
+    const Phase phase = op_phase[o];
+    int k_stage = 1;
+    if (pipelined) {
+      const PipelineStage& st = p.pipeline.stages[op_stage[o]];
+      op_dev[o] = st.devices[0];
+      k_stage = static_cast<int>(st.devices.size());
+    } else {
+      op_dev[o] = p.placement[o];
+    }
+    const bool multi =
+        pipelined && M > 1 && (phase == Phase::kForward || phase == Phase::kBackward);
+    op_multi[o] = multi;
+    double div = 1;
+    if (op_scaled[o]) div = double(R) * k_stage * (multi ? M : 1);
+    if (op_part[o] >= 0) {
+      const OpPartition& q = p.partitions[op_part[o]];
+      op_dev[o] = q.devices[0];
+      const bool replicated_update = phase == Phase::kOptimizer && q.dim == 0;
+      if (!replicated_update) div *= static_cast<double>(q.devices.size());
+      for (int d : q.devices) dev_used[d] = 1;
+    }
+    dev_used[op_dev[o]] = 1;
+    const double frac = 1.0 / div;
+    op_frac[o] = frac;
+    if (dur_cache_dev[o] != op_dev[o] || dur_cache_frac[o] != frac) {
+      dur_cache_dev[o] = op_dev[o];
+      dur_cache_frac[o] = frac;
+      dur_cache_val[o] = cost.op_time(g.op(o), op_bytes[o], op_dev[o], frac);
+    }
+    op_dur[o] = dur_cache_val[o];
+    op_inst[o] = ninst;
+    ninst += multi ? static_cast<uint32_t>(M) : 1u;
+  }
+  op_inst[n_ops] = ninst;
+  n_inst = ninst;
+
+  // Tensor payloads: batch-scaled tensors shrink with the producer's batch share; parameter
+  // gradients of an operator split on a non-batch dim are sharded.
+  t_mb.resize(n_tensors);
+  t_bytes.resize(n_tensors);
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    const OpId pr = t_producer[t];
+    t_mb[t] = pr != kNoOp && op_multi[pr] && !t_grad[t];
+    uint64_t b = t_raw[t];
+    if (pr != kNoOp) {
+      if (t_scaled[t]) {
+        uint64_t div = static_cast<uint64_t>(R);
+        if (pipelined) {
+          div *= p.pipeline.stages[op_stage[pr]].devices.size() * (op_multi[pr] ? M : 1);
+        }
+        b = ceil_div(b, div);
+      }
+      if (op_part[pr] >= 0 && t_grad[t] && p.partitions[op_part[pr]].dim != 0) {
+        b = ceil_div(b, p.partitions[op_part[pr]].devices.size());
+      }
+    }
+    t_bytes[t] = b;
+  }
+
+  // Instances.
+  inst_op.resize(n_inst);
+  inst_key.resize(n_inst);
+  pending.resize(n_inst);
+  ready_time.assign(n_inst, 0.0);
+  start_time.assign(n_inst, 0.0);
+  end_time.assign(n_inst, 0.0);
+  ready_cause.assign(n_inst, kNoInst);
+  cause.assign(n_inst, kNoInst);
+  const std::vector<uint32_t>& rank = g.topo_rank();
+  for (OpId o = 0; o < n_ops; ++o) {
+    int nd = 0;
+    devs_of(o, &nd);
+    const OpId f = op_fwd[o];
+    const bool after_fwd =
+        op_phase[o] == Phase::kBackward && f != kNoOp && op_phase[f] == Phase::kForward;
+    const int32_t pend = static_cast<int32_t>(in_off[o + 1] - in_off[o]) * nd + (after_fwd ? 1 : 0);
+    const Phase phase = op_phase[o];
+    const uint32_t n = n_inst_of(o);
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t i = op_inst[o] + j;
+      inst_op[i] = o;
+      pending[i] = pend;
+      uint64_t slot = 0;
+      if (pipelined) {
+        const int64_t m = M;
+        if (!op_multi[o]) {
+          slot = phase == Phase::kForward ? 0 : static_cast<uint64_t>(2 * m);
+        } else if (p.pipeline.schedule == PipelineSchedule::kGPipe) {
+          slot = phase == Phase::kForward ? j : static_cast<uint64_t>(m + j);
+        } else {
+          const int64_t w = std::min<int64_t>(n_stages - op_stage[o] - 1, m);
+          const int64_t jj = j;
+          if (phase == Phase::kForward) {
+            slot = static_cast<uint64_t>(jj < w ? jj : w + 2 * (jj - w));
+          } else {
+            slot = static_cast<uint64_t>(jj < m - w ? w + 2 * jj + 1 : m + jj);
+          }
+        }
+      }
+      inst_key[i] = (slot << 32) | rank[o];
+    }
+  }
+
+  // Partition groups and the collective each partitioned instance ends with.
+  part_group.resize(p.partitions.size());
+  for (size_t i = 0; i < p.partitions.size(); ++i) {
+    part_group[i] = group_index(p.partitions[i].devices);
+  }
+  op_coll.assign(n_ops, 0.0);
+  op_coll_bytes.assign(n_ops, 0);
+  op_group.assign(n_ops, 0);
+  for (OpId o = 0; o < n_ops; ++o) {
+    if (op_part[o] < 0) continue;
+    const OpPartition& q = p.partitions[op_part[o]];
+    if (q.devices.size() < 2) continue;
+    const Op& op = g.op(o);
+    if (op.phase == Phase::kOptimizer) continue;  // each device updates its shard / copy
+    uint64_t act = 0, grad = 0;
+    for (TensorId t : op.outputs) (g.tensor(t).is_param_grad ? grad : act) += t_bytes[t];
+    const uint32_t gi = part_group[op_part[o]];
+    op_group[o] = gi;
+    const CollectiveGroup& grp = groups[gi];
+    double t = 0;
+    if (op.phase == Phase::kBackward) {
+      // Input gradients: partial sums over an output-dim split (all-reduce), slices of a
+      // batch or contraction split (all-gather). Parameter gradients: partial sums only
+      // under a batch split (all-reduce); sharded otherwise.
+      const CollectiveKind k = q.dim >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+      if (act > 0) t += cost.group_collective_time(k, grp, act, SyncScheme::kAuto);
+      if (q.dim == 0 && grad > 0) {
+        t += cost.group_collective_time(CollectiveKind::kAllReduce, grp, grad, SyncScheme::kAuto);
+      }
+      op_coll_bytes[o] = act + (q.dim == 0 ? grad : 0);
+    } else {
+      const CollectiveKind k = q.dim == OpPartition::kReduceDim ? CollectiveKind::kAllReduce
+                                                                : CollectiveKind::kAllGather;
+      const uint64_t b = act + grad;
+      if (b > 0) t = cost.group_collective_time(k, grp, b, SyncScheme::kAuto);
+      op_coll_bytes[o] = b;
+    }
+    op_coll[o] = t;
+  }
+
+  // Gradient sync groups: non-pipelined, per primary device d, the devices replicating d;
+  // pipelined, per stage, its devices and their replicas.
+  syncs.clear();
+  dev_sync.assign(n_dev, -1);
+  stage_sync.assign(static_cast<size_t>(std::max(n_stages, 1)), -1);
+  auto add_sync = [&](std::vector<int>& devs) -> int32_t {
+    std::sort(devs.begin(), devs.end());
+    devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+    if (devs.size() < 2) return -1;
+    Sync s;
+    s.group = group_index(devs);
+    s.remaining = 0;
+    s.open_bytes = 0;
+    s.head = s.tail = kNoTensor;
+    syncs.push_back(s);
+    return static_cast<int32_t>(syncs.size() - 1);
+  };
+  t_sync.assign(n_tensors, -1);
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    if (!t_grad[t] || t_producer[t] == kNoOp) continue;
+    const OpId pr = t_producer[t];
+    int32_t s = -1;
+    if (pipelined) {
+      const int st = op_stage[pr];
+      if (stage_sync[st] == -1) {
+        scratch_devs.clear();
+        for (int d : p.pipeline.stages[st].devices) {
+          for (int r = 0; r < R; ++r) scratch_devs.push_back(p.replica_device(d, r, n_dev));
+        }
+        const int32_t id = add_sync(scratch_devs);
+        stage_sync[st] = id < 0 ? -2 : id;
+      }
+      s = stage_sync[st];
+    } else if (R > 1) {
+      const int d = op_dev[pr];
+      if (dev_sync[d] == -1) {
+        scratch_devs.clear();
+        for (int r = 0; r < R; ++r) scratch_devs.push_back(p.replica_device(d, r, n_dev));
+        const int32_t id = add_sync(scratch_devs);
+        dev_sync[d] = id < 0 ? -2 : id;
+      }
+      s = dev_sync[d];
+    }
+    if (s >= 0) {
+      t_sync[t] = s;
+      ++syncs[s].remaining;
+    }
+  }
+  t_next.assign(n_tensors, kNoTensor);
+  buckets.clear();
+
+  // Sites and reference counts.
+  site_off.resize(n_tensors + 1);
+  sites.clear();
+  refs.clear();
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    site_off[t] = static_cast<uint32_t>(sites.size());
+    const OpId pr = t_producer[t];
+    if (pr == kNoOp) continue;
+    if (++epoch == 0) {  // wrapped: clear the scratch stamps
+      std::fill(site_epoch.begin(), site_epoch.end(), 0);
+      epoch = 1;
+    }
+    const uint32_t first = static_cast<uint32_t>(sites.size());
+    const uint64_t src_bytes = op_input[pr] ? 0 : t_bytes[t];
+    auto site_at = [&](int d, bool source) -> Site& {
+      if (site_epoch[d] != epoch) {
+        site_epoch[d] = epoch;
+        site_of_dev[d] = static_cast<uint32_t>(sites.size());
+        sites.push_back(
+            Site{t, d, static_cast<uint8_t>(source), 0, 0, 0, source ? src_bytes : t_bytes[t]});
+      }
+      return sites[site_of_dev[d]];
+    };
+    int nd = 0;
+    const int* pd = devs_of(pr, &nd);
+    for (int k = 0; k < nd; ++k) site_at(pd[k], true);
+    const bool mb = t_mb[t];
+    for (OpId cns : g.consumers(t)) {
+      int nc = 0;
+      const int* cd = devs_of(cns, &nc);
+      for (int k = 0; k < nc; ++k) {
+        Site& s = site_at(cd[k], false);
+        if (mb) {
+          (op_multi[cns] ? s.refs_mb : s.refs_last) += 1;
+        } else {
+          s.refs_mb += op_multi[cns] ? static_cast<uint32_t>(M) : 1u;
+        }
+      }
+    }
+    const uint32_t end = static_cast<uint32_t>(sites.size());
+    uint32_t out_mb = 0, out_last = 0;
+    for (uint32_t s = first; s < end; ++s) {
+      if (sites[s].source) continue;
+      if (!mb || sites[s].refs_mb > 0) {
+        ++out_mb;
+      } else {
+        ++out_last;
+      }
+    }
+    const uint32_t n = mb ? static_cast<uint32_t>(M) : 1u;
+    for (uint32_t s = first; s < end; ++s) {
+      Site& st = sites[s];
+      st.ref_base = static_cast<uint32_t>(refs.size());
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t r = st.refs_mb + (i == n - 1 ? st.refs_last : 0);
+        if (s == first) r += out_mb + (i == n - 1 ? out_last : 0);
+        refs.push_back(r);
+      }
+    }
+  }
+  site_off[n_tensors] = static_cast<uint32_t>(sites.size());
+
+  // Output memory an instance allocates on each of its devices when it starts (all source
+  // sites of a tensor hold the same bytes).
+  op_alloc_each.assign(n_ops, 0);
+  op_alloc_first.assign(n_ops, 0);
+  op_started.assign(n_ops, 0);
+  for (OpId o = 0; o < n_ops; ++o) {
+    for (uint32_t k = out_off[o]; k < out_off[o + 1]; ++k) {
+      const TensorId t = out_t[k];
+      const uint64_t b = sites[site_off[t]].bytes;
+      (t_mb[t] ? op_alloc_each[o] : op_alloc_first[o]) += b;
+    }
+    op_alloc_each[o] += op_ws[o];
+  }
+
+  // Pipeline gates (see simulator_impl.h).
+  const size_t ns = static_cast<size_t>(std::max(n_stages, 1));
+  gpipe = pipelined && p.pipeline.schedule == PipelineSchedule::kGPipe;
+  stage_limit.assign(ns, 0);
+  bwd_left.assign(ns * M, 0);
+  fwd_left.assign(ns * M, 0);
+  fwd_left_stage.assign(ns, 0);
+  if (held.size() < ns) held.resize(ns);
+  for (auto& h : held) h.clear();
+  if (pipelined && M > 1) {
+    std::vector<int32_t>& bwd_ops = stage_ops_scratch;
+    bwd_ops.assign(2 * ns, 0);  // [stage]: backward ops, [ns + stage]: forward ops
+    for (OpId o = 0; o < n_ops; ++o) {
+      if (!op_multi[o]) continue;
+      ++bwd_ops[(op_phase[o] == Phase::kBackward ? 0 : ns) + op_stage[o]];
+    }
+    for (int s = 0; s < n_stages; ++s) {
+      // 1F1B keeps at most (stages - stage index) micro-batches in flight on a stage.
+      const int limit = n_stages - s;
+      if (!gpipe && bwd_ops[s] > 0 && limit < M) stage_limit[s] = limit;
+      fwd_left_stage[s] = bwd_ops[ns + s] * M;
+      for (int m = 0; m < M; ++m) {
+        bwd_left[static_cast<size_t>(s) * M + m] = bwd_ops[s];
+        fwd_left[static_cast<size_t>(s) * M + m] = bwd_ops[ns + s];
+      }
+    }
+  }
+
+  // Devices, channels, events.
+  dev_running.assign(n_dev, 0);
+  dev_lock.assign(n_dev, 0);
+  dev_busy_until.assign(n_dev, 0.0);
+  comm_free.assign(n_dev, 0.0);
+  compute_time.assign(n_dev, 0.0);
+  dev_cur.assign(n_dev, kNoInst);
+  mem_cur.assign(n_dev, 0);
+  for (auto& q : ready) q.clear();
+  dirty.clear();
+  std::fill(dirty_flag.begin(), dirty_flag.end(), 0);
+  comm_iv.resize(n_dev);
+  for (auto& v : comm_iv) v.clear();
+  comm_unsorted.assign(n_dev, 0);
+  std::fill(chan_free.begin(), chan_free.end(), 0.0);
+  events.clear();
+  now = 0;
+  finished = 0;
+  op_produced.assign(n_ops, 0);
+
+  // Resident memory: parameters and optimizer state (sharded by a non-batch split).
+  for (OpId o = 0; o < n_ops; ++o) {
+    if (op_resident[o] == 0) continue;
+    int nd = 0;
+    const int* d = devs_of(o, &nd);
+    uint64_t b = op_resident[o];
+    if (op_part[o] >= 0 && p.partitions[op_part[o]].dim != 0) b = ceil_div(b, nd);
+    for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(b);
+  }
+  mem_peak = mem_cur;
+  mem_resident = mem_cur;
+}
+
+// ---- Simulator --------------------------------------------------------------------------
+
+Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel& cost)
+    : graph_(graph),
+      cluster_(cluster),
+      cost_(cost),
+      impl_(std::make_unique<Impl>(graph, cluster, cost)) {}
+
+Simulator::~Simulator() = default;
+
+SimResult Simulator::run(const Plan& plan, const SimOptions& options) {
+  impl_->check_plan(plan);
+  impl_->prepare(plan, options);
+  SimResult r;
+  impl_->out = &r;
+  impl_->simulate();
+  impl_->finish_result(&r);
+  impl_->out = nullptr;
+  impl_->plan = nullptr;
+  return r;
+}
+
+}  // namespace placer

@@ -1,0 +1,552 @@
+// Simulator: the event loop. One queue of events ordered by (time, sequence number);
+// all events of one timestamp are handled before any device picks its next op, so ties
+// never depend on the order events were pushed. See docs/simulator.md.
+#include <algorithm>
+
+#include "simulator/simulator_impl.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+// ---- small helpers ----------------------------------------------------------------------
+
+uint32_t Simulator::Impl::find_site(TensorId t, int dev) const {
+  for (uint32_t s = site_off[t]; s < site_off[t + 1]; ++s) {
+    if (sites[s].dev == dev) return s;
+  }
+  PLACER_DCHECK(false);
+  return site_off[t];
+}
+
+uint32_t Simulator::Impl::producer_inst(TensorId t, uint32_t i) const {
+  const OpId p = t_producer[t];
+  return t_mb[t] ? op_inst[p] + i : op_inst[p + 1] - 1;
+}
+
+void Simulator::Impl::push_event(double time, EventKind kind, uint32_t a, uint32_t b) {
+  events.push(time, kind, a, b);
+}
+
+void Simulator::Impl::mark_dirty(int d) {
+  if (dirty_flag[d]) return;
+  dirty_flag[d] = 1;
+  dirty.push_back(d);
+}
+
+void Simulator::Impl::alloc(int d, uint64_t bytes) {
+  mem_cur[d] += static_cast<int64_t>(bytes);
+  if (mem_cur[d] > mem_peak[d]) mem_peak[d] = mem_cur[d];
+}
+
+void Simulator::Impl::release_ref(uint32_t site, uint32_t i) {
+  const Site& s = sites[site];
+  if (--refs[s.ref_base + i] == 0) release(s.dev, s.bytes);
+}
+
+void Simulator::Impl::add_comm(int d, double start, double end) {
+  if (!(end > start)) return;
+  std::vector<std::pair<double, double>>& v = comm_iv[d];
+  if (!v.empty()) {
+    std::pair<double, double>& b = v.back();
+    if (start >= b.first && start <= b.second) {  // overlaps or continues the last one
+      if (end > b.second) b.second = end;
+      return;
+    }
+    if (start < b.first) comm_unsorted[d] = 1;
+  }
+  v.emplace_back(start, end);
+}
+
+void Simulator::Impl::record_compute(uint32_t inst, int d) {
+  if (!opts.record_events) return;
+  const OpId o = inst_op[inst];
+  SimEvent e;
+  e.kind = g.op(o).phase == Phase::kOptimizer ? SimEvent::kOptimizer : SimEvent::kCompute;
+  e.device = d;
+  e.op = o;
+  e.micro_batch = op_multi[o] ? static_cast<int>(inst - op_inst[o]) : -1;
+  e.start = start_time[inst];
+  e.end = end_time[inst];
+  out->events.push_back(e);
+}
+
+// ---- readiness and dispatch -------------------------------------------------------------
+
+void Simulator::Impl::dec_pending(uint32_t inst, uint32_t producer) {
+  if (--pending[inst] != 0) return;
+  ready_time[inst] = now;
+  ready_cause[inst] = producer;
+  make_ready(inst);
+}
+
+// Whether a ready pipeline instance must still wait at its stage's gate.
+bool Simulator::Impl::gated(uint32_t inst) const {
+  const OpId o = inst_op[inst];
+  const int st = op_stage[o];
+  const int j = static_cast<int>(inst - op_inst[o]);
+  if (op_phase[o] == Phase::kForward) {
+    const int limit = stage_limit[st];
+    return limit > 0 && j >= limit && bwd_left[static_cast<size_t>(st) * M + (j - limit)] > 0;
+  }
+  if (op_phase[o] == Phase::kBackward) {
+    return gpipe ? fwd_left_stage[st] > 0 : fwd_left[static_cast<size_t>(st) * M + j] > 0;
+  }
+  return false;
+}
+
+void Simulator::Impl::release_held(int stage) {
+  std::vector<uint32_t>& h = held[stage];
+  for (size_t k = 0; k < h.size();) {
+    const uint32_t x = h[k];
+    if (gated(x)) {
+      ++k;
+      continue;
+    }
+    h[k] = h.back();
+    h.pop_back();
+    const int dev = op_dev[inst_op[x]];
+    ready[dev].push_back(ReadyItem{inst_key[x], x});
+    std::push_heap(ready[dev].begin(), ready[dev].end(), ReadyAfter());
+    mark_dirty(dev);
+  }
+}
+
+void Simulator::Impl::make_ready(uint32_t inst) {
+  const OpId o = inst_op[inst];
+  if (pipelined && op_multi[o] && gated(inst)) {
+    held[op_stage[o]].push_back(inst);
+    return;
+  }
+  const int d = op_dev[o];
+  ready[d].push_back(ReadyItem{inst_key[inst], inst});
+  std::push_heap(ready[d].begin(), ready[d].end(), ReadyAfter());
+  mark_dirty(d);
+}
+
+void Simulator::Impl::dispatch(int d) {
+  if (dev_running[d] || dev_lock[d] > 0 || ready[d].empty()) return;
+  std::pop_heap(ready[d].begin(), ready[d].end(), ReadyAfter());
+  const uint32_t inst = ready[d].back().inst;
+  ready[d].pop_back();
+  const OpId o = inst_op[inst];
+  if (op_part[o] >= 0 && plan->partitions[op_part[o]].devices.size() > 1) {
+    start_gang(inst, d);
+  } else {
+    start_single(inst, d);
+  }
+}
+
+void Simulator::Impl::alloc_outputs(OpId o) {
+  uint64_t b = op_alloc_each[o];
+  if (!op_started[o]) {
+    op_started[o] = 1;
+    b += op_alloc_first[o];  // accumulated over micro-batches: one buffer
+  }
+  if (b == 0) return;
+  int nd = 0;
+  const int* d = devs_of(o, &nd);
+  for (int k = 0; k < nd; ++k) alloc(d[k], b);
+}
+
+void Simulator::Impl::start_single(uint32_t inst, int d) {
+  const OpId o = inst_op[inst];
+  const double end = now + op_dur[o];
+  start_time[inst] = now;
+  end_time[inst] = end;
+  cause[inst] = now > ready_time[inst] ? dev_cur[d] : ready_cause[inst];
+  dev_running[d] = 1;
+  dev_busy_until[d] = end;
+  dev_cur[d] = inst;
+  compute_time[d] += op_dur[o];
+  alloc_outputs(o);
+  record_compute(inst, d);
+  push_event(end, kFinish, inst);
+}
+
+// A partitioned op starts when all its devices are free: the primary reserves the others
+// (they take no new work until it ends; no backfilling of the gap).
+void Simulator::Impl::start_gang(uint32_t inst, int d) {
+  const OpId o = inst_op[inst];
+  int nd = 0;
+  const int* devs = devs_of(o, &nd);
+  double start = now;
+  int last = d;
+  for (int k = 0; k < nd; ++k) {
+    const int e = devs[k];
+    if (e != d && dev_busy_until[e] > start) start = dev_busy_until[e], last = e;
+  }
+  const double end = start + op_dur[o];
+  start_time[inst] = start;
+  end_time[inst] = end;
+  cause[inst] = start > ready_time[inst] ? dev_cur[last] : ready_cause[inst];
+  for (int k = 0; k < nd; ++k) {
+    const int e = devs[k];
+    if (e != d) ++dev_lock[e];
+    dev_busy_until[e] = end;
+    dev_cur[e] = inst;
+  }
+  dev_running[d] = 1;
+  if (start > now) {
+    push_event(start, kGangStart, inst);
+  } else {
+    begin_gang(inst);
+  }
+}
+
+void Simulator::Impl::begin_gang(uint32_t inst) {
+  const OpId o = inst_op[inst];
+  int nd = 0;
+  const int* devs = devs_of(o, &nd);
+  for (int k = 0; k < nd; ++k) {
+    compute_time[devs[k]] += op_dur[o];
+    record_compute(inst, devs[k]);
+  }
+  alloc_outputs(o);
+  push_event(end_time[inst], kFinish, inst);
+}
+
+// ---- completion and data movement -------------------------------------------------------
+
+void Simulator::Impl::on_finish(uint32_t inst) {
+  const OpId o = inst_op[inst];
+  const uint32_t j = inst - op_inst[o];
+  int nd = 0;
+  const int* devs = devs_of(o, &nd);
+  const int primary = op_dev[o];
+  for (int k = 0; k < nd; ++k) {
+    const int e = devs[k];
+    if (op_ws[o] > 0) release(e, op_ws[o]);
+    if (e == primary) {
+      dev_running[e] = 0;
+    } else {
+      --dev_lock[e];
+    }
+    mark_dirty(e);
+  }
+  ++finished;
+  // Inputs read by this instance: one reference per (tensor, device).
+  for (uint32_t k = in_off[o]; k < in_off[o + 1]; ++k) {
+    const TensorId t = in_t[k];
+    const uint32_t idx = t_mb[t] ? (op_multi[o] ? j : static_cast<uint32_t>(M - 1)) : 0;
+    for (int q = 0; q < nd; ++q) release_ref(find_site(t, devs[q]), idx);
+  }
+  // The backward ops of a forward op may start once it has run.
+  for (uint32_t k = bwd_off[o]; k < bwd_off[o + 1]; ++k) {
+    const OpId b = bwd_of[k];
+    dec_pending(op_inst[b] + (op_multi[b] && op_multi[o] ? j : 0), inst);
+  }
+  // Pipeline gates: a finished forward / backward micro-batch may open one.
+  if (pipelined && op_multi[o]) {
+    const int st = op_stage[o];
+    const size_t k = static_cast<size_t>(st) * M + j;
+    bool open = false;
+    if (op_phase[o] == Phase::kBackward) {
+      open = --bwd_left[k] == 0 && stage_limit[st] > 0;
+    } else if (op_phase[o] == Phase::kForward) {
+      open = --fwd_left[k] == 0;
+      open = (--fwd_left_stage[st] == 0 && gpipe) || (open && !gpipe);
+    }
+    if (open && !held[st].empty()) release_held(st);
+  }
+  if (op_coll[o] > 0) {
+    // Partition-n-reduce: the outputs exist only after the all-gather / all-reduce.
+    double start = 0;
+    const double end = reserve_comm(op_group[o], op_coll[o], &start);
+    ++out->num_collectives;
+    out->collective_bytes += op_coll_bytes[o];
+    if (opts.record_events) {
+      for (int d : group_devs[op_group[o]]) {
+        SimEvent e;
+        e.kind = SimEvent::kCollective;
+        e.device = d;
+        e.op = o;
+        e.micro_batch = op_multi[o] ? static_cast<int>(j) : -1;
+        e.start = start;
+        e.end = end;
+        e.bytes = op_coll_bytes[o];
+        out->events.push_back(e);
+      }
+    }
+    push_event(end, kPartDone, inst);
+  } else {
+    produce(inst);
+  }
+}
+
+double Simulator::Impl::reserve_comm(uint32_t group, double duration, double* start) {
+  double s = now;
+  for (int d : group_devs[group]) s = std::max(s, comm_free[d]);
+  const double end = s + duration;
+  for (int d : group_devs[group]) {
+    comm_free[d] = end;
+    add_comm(d, s, end);
+  }
+  *start = s;
+  return end;
+}
+
+void Simulator::Impl::produce(uint32_t inst) {
+  const OpId o = inst_op[inst];
+  const uint32_t j = inst - op_inst[o];
+  const bool last = ++op_produced[o] == n_inst_of(o);
+  for (uint32_t k = out_off[o]; k < out_off[o + 1]; ++k) {
+    const TensorId t = out_t[k];
+    if (t_mb[t]) {
+      make_available(t, j, inst);
+    } else if (last) {
+      if (t_sync[t] >= 0) {
+        bucket_add(t);
+      } else {
+        make_available(t, 0, inst);
+      }
+    }
+  }
+}
+
+void Simulator::Impl::make_available(TensorId t, uint32_t i, uint32_t producer) {
+  const bool mb = t_mb[t];
+  const uint32_t last = static_cast<uint32_t>(M - 1);
+  for (uint32_t s = site_off[t]; s < site_off[t + 1]; ++s) {
+    const Site& st = sites[s];
+    if (st.source) {
+      if (refs[st.ref_base + i] == 0) {
+        release(st.dev, st.bytes);  // nobody reads it (a sink's output)
+      } else {
+        deliver(s, i, producer);
+      }
+    } else if (!mb || st.refs_mb > 0 || (i == last && st.refs_last > 0)) {
+      issue_transfer(s, i);
+    }
+  }
+}
+
+void Simulator::Impl::deliver(uint32_t site, uint32_t i, uint32_t producer) {
+  const TensorId t = sites[site].tensor;
+  const int x = sites[site].dev;
+  const bool mb = t_mb[t];
+  for (OpId c : g.consumers(t)) {
+    if (!on_device(c, x)) continue;
+    if (mb) {
+      if (op_multi[c]) {
+        dec_pending(op_inst[c] + i, producer);
+      } else if (i == static_cast<uint32_t>(M - 1)) {
+        dec_pending(op_inst[c], producer);
+      }
+    } else {
+      for (uint32_t k = op_inst[c]; k < op_inst[c + 1]; ++k) dec_pending(k, producer);
+    }
+  }
+}
+
+void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
+  const TensorId t = sites[site].tensor;
+  const int src = sites[site_off[t]].dev;  // the primary source sends
+  const int dst = sites[site].dev;
+  const uint64_t bytes = t_bytes[t];
+  const size_t pair = static_cast<size_t>(src) * n_dev + dst;
+  const int32_t a = chan_a[pair], b = chan_b[pair];
+  double start = std::max(now, chan_free[a]);
+  if (b >= 0) start = std::max(start, chan_free[b]);
+  const double end = start + cost.transfer_time(src, dst, bytes);
+  chan_free[a] = end;
+  if (b >= 0) chan_free[b] = end;
+  add_comm(src, start, end);
+  add_comm(dst, start, end);
+  ++out->num_transfers;
+  out->transfer_bytes += bytes;
+  if (opts.record_events) {
+    SimEvent e;
+    e.kind = SimEvent::kTransfer;
+    e.device = src;
+    e.peer = dst;
+    e.op = g.tensor(t).producer;
+    e.tensor = t;
+    e.micro_batch = pipelined && t_mb[t] ? static_cast<int>(i) : -1;
+    e.start = start;
+    e.end = end;
+    e.bytes = bytes;
+    out->events.push_back(e);
+  }
+  push_event(end, kArrive, site, i);
+}
+
+void Simulator::Impl::on_arrive(uint32_t site, uint32_t i) {
+  const Site& s = sites[site];
+  alloc(s.dev, s.bytes);
+  deliver(site, i, producer_inst(s.tensor, i));
+  release_ref(site_off[s.tensor], i);  // the sender's copy
+}
+
+// ---- gradient synchronisation -----------------------------------------------------------
+
+void Simulator::Impl::bucket_add(TensorId t) {
+  Sync& s = syncs[t_sync[t]];
+  if (s.head == kNoTensor) {
+    s.head = t;
+  } else {
+    t_next[s.tail] = t;
+  }
+  s.tail = t;
+  t_next[t] = kNoTensor;
+  s.open_bytes += t_bytes[t];
+  --s.remaining;
+  if (s.open_bytes >= bucket_bytes || s.remaining == 0) launch_bucket(t_sync[t]);
+}
+
+void Simulator::Impl::launch_bucket(uint32_t sync_index) {
+  Sync& s = syncs[sync_index];
+  const uint32_t b = static_cast<uint32_t>(buckets.size());
+  buckets.push_back(Bucket{sync_index, s.head, s.open_bytes});
+  const double dur =
+      cost.group_collective_time(CollectiveKind::kAllReduce, groups[s.group], s.open_bytes, sync);
+  double start = 0;
+  const double end = reserve_comm(s.group, dur, &start);
+  ++out->num_collectives;
+  out->collective_bytes += s.open_bytes;
+  if (opts.record_events) {
+    for (int d : group_devs[s.group]) {
+      SimEvent e;
+      e.kind = SimEvent::kCollective;
+      e.device = d;
+      e.tensor = s.head;
+      e.start = start;
+      e.end = end;
+      e.bytes = s.open_bytes;
+      out->events.push_back(e);
+    }
+  }
+  s.head = s.tail = kNoTensor;
+  s.open_bytes = 0;
+  push_event(end, kBucketDone, b);
+}
+
+void Simulator::Impl::on_bucket_done(uint32_t bucket) {
+  for (TensorId t = buckets[bucket].head; t != kNoTensor; t = t_next[t]) {
+    make_available(t, 0, producer_inst(t, 0));
+  }
+}
+
+// ---- the loop ---------------------------------------------------------------------------
+
+void Simulator::Impl::simulate() {
+  for (uint32_t i = 0; i < n_inst; ++i) {
+    if (pending[i] == 0) make_ready(i);
+  }
+  for (;;) {
+    for (size_t k = 0; k < dirty.size(); ++k) {
+      dirty_flag[dirty[k]] = 0;
+      dispatch(dirty[k]);
+    }
+    dirty.clear();
+    if (events.empty()) break;
+    now = events.top_time();
+    while (!events.empty() && events.top_time() == now) {
+      const EventQueue::Event e = events.pop();
+      switch (e.kind) {
+        case kFinish:
+          on_finish(e.a);
+          break;
+        case kGangStart:
+          begin_gang(e.a);
+          break;
+        case kArrive:
+          on_arrive(e.a, e.b);
+          break;
+        case kPartDone:
+          produce(e.a);
+          break;
+        case kBucketDone:
+          on_bucket_done(e.a);
+          break;
+      }
+    }
+  }
+  if (finished != n_inst) {
+    uint32_t stuck = 0;
+    while (stuck + 1 < n_inst && pending[stuck] == 0) ++stuck;
+    for (const auto& h : held) {
+      if (pending[stuck] == 0 && !h.empty()) stuck = h.front();
+    }
+    throw Error("simulator: " + std::to_string(n_inst - finished) + " of " +
+                std::to_string(n_inst) + " op executions never ran (e.g. '" +
+                g.op(inst_op[stuck]).name + "'); the plan deadlocks under this model");
+  }
+  // Every tensor allocated during the step has been freed again (a cheap self-check).
+  for (int d = 0; d < n_dev; ++d) {
+    if (mem_cur[d] != mem_resident[d]) {
+      throw Error("simulator: internal error: device " + std::to_string(d) +
+                  " ends the step with " + std::to_string(mem_cur[d] - mem_resident[d]) +
+                  " bytes of tensors still allocated");
+    }
+  }
+}
+
+// ---- results ----------------------------------------------------------------------------
+
+void Simulator::Impl::finish_result(SimResult* r) {
+  r->step_time = now;
+  r->simulated_ops = n_inst;
+  r->compute_time = compute_time;
+  r->comm_time.assign(n_dev, 0.0);
+  for (int d = 0; d < n_dev; ++d) {
+    std::vector<std::pair<double, double>>& v = comm_iv[d];
+    if (v.empty()) continue;
+    if (comm_unsorted[d]) std::sort(v.begin(), v.end());
+    double total = 0, s = v[0].first, e = v[0].second;
+    for (size_t k = 1; k < v.size(); ++k) {
+      if (v[k].first > e) {
+        total += e - s;
+        s = v[k].first;
+        e = v[k].second;
+      } else {
+        e = std::max(e, v[k].second);
+      }
+    }
+    r->comm_time[d] = total + (e - s);
+  }
+  r->peak_memory.resize(n_dev);
+  for (int d = 0; d < n_dev; ++d) r->peak_memory[d] = static_cast<uint64_t>(mem_peak[d]);
+
+  // Devices that replicate a simulated one (data-parallel replicas, the extra devices of a
+  // replicated pipeline stage) run the same timeline.
+  const Plan& p = *plan;
+  auto mirror = [&](int from, int to) {
+    if (to == from || to < 0 || to >= n_dev || dev_used[to]) return;
+    r->compute_time[to] = r->compute_time[from];
+    r->comm_time[to] = std::max(r->comm_time[to], r->comm_time[from]);
+    r->peak_memory[to] = r->peak_memory[from];
+  };
+  if (pipelined) {
+    for (const PipelineStage& st : p.pipeline.stages) {
+      for (int d : st.devices) {
+        for (int k = 0; k < R; ++k) mirror(st.devices[0], p.replica_device(d, k, n_dev));
+      }
+    }
+  } else if (R > 1) {
+    for (int d = 0; d < n_dev; ++d) {
+      if (!dev_used[d]) continue;
+      for (int k = 1; k < R; ++k) mirror(d, p.replica_device(d, k, n_dev));
+    }
+  }
+  r->idle_time.resize(n_dev);
+  for (int d = 0; d < n_dev; ++d) {
+    r->idle_time[d] = std::max(0.0, r->step_time - r->compute_time[d]);
+    if (r->peak_memory[d] > c.device(d).spec.memory_bytes) {
+      r->oom = true;
+      r->oom_devices.push_back(d);
+    }
+  }
+
+  if (opts.critical_path && n_inst > 0) {
+    uint32_t last = 0;
+    for (uint32_t i = 1; i < n_inst; ++i) {
+      if (end_time[i] > end_time[last]) last = i;
+    }
+    for (uint32_t i = last, steps = 0; i != kNoInst && steps <= n_inst; i = cause[i], ++steps) {
+      r->critical_path.push_back(inst_op[i]);
+    }
+    std::reverse(r->critical_path.begin(), r->critical_path.end());
+  }
+}
+
+}  // namespace placer

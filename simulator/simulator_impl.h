@@ -1,0 +1,236 @@
+#pragma once
+// Internal state of the Simulator (simulator.cpp: set-up per plan; simulator_engine.cpp: the
+// event loop). Not a public header: only the simulator's own .cpp files include it.
+//
+// Vocabulary:
+//  - instance: one execution of an op. Without a pipeline every op runs once; with m
+//    micro-batches, forward and backward ops run m times ("multi" ops), optimizer ops once.
+//  - site: a (tensor, device) pair where a tensor must be present: the devices of its
+//    producer (sources; the first is the primary, which sends) and every device of its
+//    consumers (destinations, reached by one transfer per tensor instance).
+//  - refs: how many reads (consumer instances, outgoing transfers) a tensor instance at a
+//    site still waits for; at zero its memory is freed.
+//
+// All vectors are sized on the first run and reused; the hot loop does not allocate.
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "simulator/cost_model.h"
+#include "simulator/event_queue.h"
+#include "simulator/simulator.h"
+
+namespace placer {
+
+inline constexpr uint32_t kNoInst = UINT32_MAX;
+
+struct Simulator::Impl {
+  Impl(const Graph& g, const Cluster& c, const CostModel& cost);
+
+  // ---- set-up (simulator.cpp) ----
+  void check_plan(const Plan& plan);
+  void prepare(const Plan& plan, const SimOptions& options);
+  uint32_t group_index(const std::vector<int>& devices);  // cached CollectiveGroup
+
+  // ---- event loop (simulator_engine.cpp) ----
+  void simulate();
+  void finish_result(SimResult* r);
+
+  const Graph& g;
+  const Cluster& c;
+  const CostModel& cost;
+  int n_dev = 0;
+  uint32_t n_ops = 0, n_tensors = 0;
+
+  // Static, from the graph (constructor).
+  std::vector<uint32_t> in_off;  // CSR: distinct inputs with a producer, per op
+  std::vector<TensorId> in_t;
+  std::vector<uint32_t> out_off;  // CSR: outputs per op
+  std::vector<TensorId> out_t;
+  std::vector<uint64_t> op_bytes;  // Graph::op_bytes
+  std::vector<uint64_t> op_ws;     // workspace bytes
+  std::vector<Phase> op_phase;
+  std::vector<OpId> op_fwd;       // Op::forward_op
+  std::vector<uint32_t> bwd_off;  // CSR: backward ops that follow each forward op
+  std::vector<OpId> bwd_of;
+  std::vector<uint8_t> op_scaled;     // Op::batch_scaled
+  std::vector<uint8_t> op_input;      // category kInput (outputs are not allocated)
+  std::vector<uint64_t> op_resident;  // param_bytes + state_bytes
+  std::vector<OpId> t_producer;
+  std::vector<uint64_t> t_raw;            // Tensor::bytes
+  std::vector<uint8_t> t_scaled, t_grad;  // batch_scaled, is_param_grad
+  std::vector<uint8_t> mark, dev_mark;    // scratch for plan checks
+  std::vector<uint8_t> level;             // n_dev x n_dev: LinkLevel
+  std::vector<int32_t> chan_a, chan_b;    // n_dev x n_dev: channel indices a transfer holds
+  std::vector<double> chan_free;          // channel -> time it is free again
+  std::vector<double> dur_cache_frac, dur_cache_val;  // per op, for the last device / fraction
+  std::vector<int32_t> dur_cache_dev;
+
+  // ---- per run ----
+  const Plan* plan = nullptr;
+  SimOptions opts;
+  SimResult* out = nullptr;
+  int M = 1;  // micro-batches
+  int R = 1;  // data-parallel replicas
+  bool pipelined = false;
+  int n_stages = 0;
+  SyncScheme sync = SyncScheme::kRing;
+  uint64_t bucket_bytes = 0;
+
+  // Ops.
+  std::vector<int32_t> op_dev;    // primary device
+  std::vector<int32_t> op_part;   // partition index, -1 = not partitioned
+  std::vector<int32_t> op_stage;  // pipeline stage, -1 without pipeline
+  std::vector<uint8_t> op_multi;  // runs once per micro-batch
+  std::vector<double> op_frac;    // work fraction of one instance on one device
+  std::vector<double> op_dur;     // seconds per instance
+  std::vector<double> op_coll;    // partition collective after each instance (seconds)
+  std::vector<uint64_t> op_coll_bytes;
+  std::vector<uint32_t> op_group;  // collective group of a partitioned op
+  std::vector<uint32_t> op_inst;   // first instance; size n_ops + 1
+  std::vector<uint32_t> op_produced;
+  std::vector<uint64_t> op_alloc_each;   // output bytes allocated per instance and device
+  std::vector<uint64_t> op_alloc_first;  // ... once (accumulated gradients), first instance
+  std::vector<uint8_t> op_started;
+
+  // Instances.
+  uint32_t n_inst = 0;
+  std::vector<uint32_t> inst_op;
+  std::vector<int32_t> pending;
+  std::vector<uint64_t> inst_key;  // ready-queue priority: slot << 32 | topo rank
+  std::vector<double> ready_time, start_time, end_time;
+  std::vector<uint32_t> ready_cause, cause;
+
+  // Tensors and sites.
+  struct Site {
+    TensorId tensor;
+    int32_t dev;
+    uint8_t source;      // the producer's device(s)
+    uint32_t refs_mb;    // reads per instance (once tensors: all reads)
+    uint32_t refs_last;  // extra reads of the last instance (once consumers of multi tensors)
+    uint32_t ref_base;   // index into refs
+    uint64_t bytes;      // memory held at this site per instance
+  };
+  std::vector<uint8_t> t_mb;       // one instance per micro-batch
+  std::vector<uint64_t> t_bytes;   // payload of one instance
+  std::vector<int32_t> t_sync;     // gradient sync group, -1 = none
+  std::vector<TensorId> t_next;    // bucket lists
+  std::vector<uint32_t> site_off;  // CSR over tensors
+  std::vector<Site> sites;
+  std::vector<uint32_t> refs;
+  std::vector<uint32_t> site_epoch, site_of_dev;  // scratch for building sites
+  uint32_t epoch = 0;
+
+  // Devices.
+  std::vector<uint8_t> dev_running, dev_used;
+  std::vector<int32_t> dev_lock;
+  std::vector<double> dev_busy_until, comm_free, compute_time;
+  std::vector<int64_t> mem_cur, mem_peak, mem_resident;
+  struct ReadyItem {
+    uint64_t key;
+    uint32_t inst;
+  };
+  std::vector<std::vector<ReadyItem>> ready;
+  std::vector<int32_t> dirty;
+  std::vector<uint8_t> dirty_flag;
+  // Communication intervals per device (start, end), for the union in comm_time; mostly
+  // appended in start order, sorted at the end only when they were not.
+  std::vector<std::vector<std::pair<double, double>>> comm_iv;
+  std::vector<uint8_t> comm_unsorted;
+
+  // Collective groups (cached across runs) and gradient sync.
+  std::map<std::vector<int>, uint32_t> group_ids;
+  std::vector<std::vector<int>> group_devs;
+  std::vector<CollectiveGroup> groups;
+  std::vector<int> scratch_devs;
+  std::vector<uint32_t> part_group;  // per partition
+  struct Sync {
+    uint32_t group;
+    uint32_t remaining;  // gradients not yet added to a bucket
+    uint64_t open_bytes;
+    TensorId head, tail;
+  };
+  std::vector<Sync> syncs;
+  std::vector<int32_t> dev_sync;    // non-pipelined: sync of a primary device (-2 = none)
+  std::vector<int32_t> stage_sync;  // pipelined: sync of a stage (-2 = none)
+  struct Bucket {
+    uint32_t sync;
+    TensorId head;
+    uint64_t bytes;
+  };
+  std::vector<Bucket> buckets;
+
+  // Pipeline gates. GPipe: a stage's backward starts after all its forward micro-batches
+  // (the flush). 1F1B: backward j after forward j of the stage; forward j waits while
+  // stage_limit micro-batches are in flight.
+  bool gpipe = false;
+  std::vector<int32_t> stage_limit;     // 0 = no limit
+  std::vector<int32_t> bwd_left;        // [stage * M + mb]: backward instances not finished
+  std::vector<int32_t> fwd_left;        // [stage * M + mb]: forward instances not finished
+  std::vector<int32_t> fwd_left_stage;  // per stage: forward instances not finished
+  std::vector<int32_t> stage_ops_scratch;
+  std::vector<std::vector<uint32_t>> held;  // per stage: instances waiting at a gate
+  bool gated(uint32_t inst) const;
+  void release_held(int stage);
+
+  // Events.
+  enum EventKind : uint8_t { kFinish, kGangStart, kArrive, kPartDone, kBucketDone };
+  struct ReadyAfter {  // heap order: smallest key
+    bool operator()(const ReadyItem& x, const ReadyItem& y) const { return x.key > y.key; }
+  };
+  EventQueue events;
+  double now = 0;
+  uint32_t finished = 0;
+
+  std::vector<uint32_t> dev_cur;  // instance occupying (or last occupying) each device
+
+  // Helpers (inline: the event loop calls them for every tensor and op).
+  const int* devs_of(OpId o, int* count) const {
+    if (op_part[o] >= 0) {
+      const std::vector<int>& d = plan->partitions[op_part[o]].devices;
+      *count = static_cast<int>(d.size());
+      return d.data();
+    }
+    *count = 1;
+    return &op_dev[o];
+  }
+  bool on_device(OpId o, int dev) const {
+    if (op_part[o] < 0) return op_dev[o] == dev;
+    for (int d : plan->partitions[op_part[o]].devices) {
+      if (d == dev) return true;
+    }
+    return false;
+  }
+  uint32_t n_inst_of(OpId o) const { return op_inst[o + 1] - op_inst[o]; }
+  uint32_t find_site(TensorId t, int dev) const;
+  uint32_t producer_inst(TensorId t, uint32_t i) const;
+
+  // Engine steps (simulator_engine.cpp).
+  void push_event(double time, EventKind kind, uint32_t a, uint32_t b = 0);
+  void mark_dirty(int d);
+  void make_ready(uint32_t inst);
+  void dec_pending(uint32_t inst, uint32_t producer);
+  void dispatch(int d);
+  void start_single(uint32_t inst, int d);
+  void start_gang(uint32_t inst, int d);
+  void begin_gang(uint32_t inst);
+  void on_finish(uint32_t inst);
+  void produce(uint32_t inst);
+  void make_available(TensorId t, uint32_t i, uint32_t producer);
+  void deliver(uint32_t site, uint32_t i, uint32_t producer);
+  void issue_transfer(uint32_t site, uint32_t i);
+  void on_arrive(uint32_t site, uint32_t i);
+  void bucket_add(TensorId t);
+  void launch_bucket(uint32_t sync_index);
+  void on_bucket_done(uint32_t bucket);
+  double reserve_comm(uint32_t group, double duration, double* start);
+  void alloc_outputs(OpId o);
+  void alloc(int d, uint64_t bytes);
+  void release(int d, uint64_t bytes) { mem_cur[d] -= static_cast<int64_t>(bytes); }
+  void release_ref(uint32_t site, uint32_t i);
+  void add_comm(int d, double start, double end);
+  void record_compute(uint32_t inst, int d);
+};
+
+}  // namespace placer

@@ -1,0 +1,164 @@
+#include "simulator/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim_fixtures.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+using testing::link;
+using testing::make_cluster;
+
+Op make_op(OpCategory cat, double flops, DType dt = DType::kF32) {
+  Op o;
+  o.name = "op";
+  o.category = cat;
+  o.flops = flops;
+  o.dtype = dt;
+  return o;
+}
+
+TEST(CostModel, RooflineOpTime) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  const CostModel half(c, uniform_profile(0.5));
+  // Compute-bound: 1e9 / (1e12 * 0.5).
+  EXPECT_DOUBLE_EQ(half.op_time(make_op(OpCategory::kMatMul, 1e9), 1000000, 0), 2e-3);
+  // Memory-bound: 1e9 bytes / (1e12 B/s * 0.5).
+  EXPECT_DOUBLE_EQ(half.op_time(make_op(OpCategory::kElementwise, 1e3), 1000000000, 0), 2e-3);
+  // A quarter of the work.
+  EXPECT_DOUBLE_EQ(half.op_time(make_op(OpCategory::kMatMul, 1e9), 1000000, 0, 0.25), 5e-4);
+  // f16 is not listed on the device: falls back to the f32 peak.
+  EXPECT_DOUBLE_EQ(half.op_time(make_op(OpCategory::kMatMul, 1e9, DType::kF16), 0, 0), 2e-3);
+  // Inputs cost nothing, even with a launch overhead; empty ops cost only the launch.
+  CostProfile p = uniform_profile(1.0);
+  p.launch_overhead = 5e-6;
+  const CostModel launch(c, p);
+  EXPECT_EQ(launch.op_time(make_op(OpCategory::kInput, 1e9), 1000, 0), 0.0);
+  EXPECT_DOUBLE_EQ(launch.op_time(make_op(OpCategory::kOther, 0), 0, 0), 5e-6);
+  EXPECT_DOUBLE_EQ(launch.op_time(make_op(OpCategory::kMatMul, 1e9), 0, 0), 5e-6 + 1e-3);
+}
+
+TEST(CostModel, EfficiencyCurveUsesTheScaledSize) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  CostProfile p = uniform_profile(1.0);
+  p.op(OpCategory::kMatMul).compute = EfficiencyCurve::ramp({{8, 0.25}, {10, 0.75}});
+  const CostModel m(c, p);
+  // 1e10 FLOPs at 0.75; a tenth of it (1e9) at 0.5.
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kMatMul, 1e10), 0, 0), 1e10 / (1e12 * 0.75));
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kMatMul, 1e10), 0, 0, 0.1), 1e9 / (1e12 * 0.5));
+}
+
+TEST(CostModel, TransferTimeWithProfileOverrides) {
+  const Cluster c = make_cluster(2, 2, link(1e-6, 1e11), link(5e-6, 1e10));
+  const CostModel plain(c, uniform_profile(1.0));
+  EXPECT_DOUBLE_EQ(plain.transfer_time(0, 1, 1000000), 1e-6 + 1e6 / 1e11);
+  EXPECT_DOUBLE_EQ(plain.transfer_time(1, 2, 1000000), 5e-6 + 1e6 / 1e10);
+  EXPECT_EQ(plain.transfer_time(3, 3, 1000000), 0.0);
+  CostProfile p = uniform_profile(1.0);
+  p.link(LinkLevel::kInterHost).bandwidth_efficiency = 0.5;
+  p.link(LinkLevel::kIntraHost).latency = 2e-6;
+  p.link(LinkLevel::kIntraHost).bandwidth = 4e10;
+  const CostModel over(c, p);
+  EXPECT_DOUBLE_EQ(over.transfer_time(1, 2, 1000000), 5e-6 + 1e6 / (1e10 * 0.5));
+  EXPECT_DOUBLE_EQ(over.transfer_time(0, 1, 1000000), 2e-6 + 1e6 / 4e10);
+}
+
+TEST(CostModel, RingAllReduceFormula) {
+  const double alpha = 2e-6, beta = 1e10, n = 1e8;
+  const Cluster c = make_cluster(1, 4, link(alpha, beta), link(1e-5, 1e9));
+  const CostModel m(c, uniform_profile(1.0));
+  const double p = 4;
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 1, 2, 3}, uint64_t(n), SyncScheme::kRing),
+      2 * (p - 1) / p * n / beta + 2 * (p - 1) * alpha);
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 1}, uint64_t(n), SyncScheme::kRing),
+      2 * 1.0 / 2 * n / beta + 2 * alpha);
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllGather, {0, 1, 2, 3}, uint64_t(n), SyncScheme::kRing),
+      (p - 1) / p * n / beta + (p - 1) * alpha);
+  EXPECT_DOUBLE_EQ(m.collective_time(CollectiveKind::kReduceScatter, {0, 1, 2, 3}, uint64_t(n),
+                                     SyncScheme::kRing),
+                   (p - 1) / p * n / beta + (p - 1) * alpha);
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kBroadcast, {0, 1, 2, 3}, uint64_t(n), SyncScheme::kRing),
+      n / beta + (p - 1) * alpha);
+  EXPECT_EQ(m.collective_time(CollectiveKind::kAllReduce, {2}, uint64_t(n), SyncScheme::kRing), 0);
+}
+
+TEST(CostModel, RingUsesTheSlowestLinkAndLargestLatency) {
+  const Cluster c = make_cluster(2, 2, link(1e-6, 1e11), link(5e-6, 1e10));
+  const CostModel m(c, uniform_profile(1.0));
+  const double n = 1e8, p = 4;
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 1, 2, 3}, uint64_t(n), SyncScheme::kRing),
+      2 * (p - 1) / p * n / 1e10 + 2 * (p - 1) * 5e-6);
+}
+
+TEST(CostModel, TreeHierarchicalAndParameterServer) {
+  const double n = 1e8;
+  for (LinkSharing nic : {LinkSharing::kPerDevice, LinkSharing::kPerHost}) {
+    const Cluster c = make_cluster(2, 2, link(1e-6, 1e11), link(5e-6, 1e10, nic));
+    CostProfile prof = uniform_profile(1.0);
+    prof.all_reduce = CollectiveAlgorithm::kAuto;
+    const CostModel m(c, prof);
+    const std::vector<int> all = {0, 1, 2, 3};
+    // Double binary tree: 2 * ceil(log2 4) * alpha + 2 n / beta, worst pair.
+    const double tree = 2 * 2 * 5e-6 + 2 * n / 1e10;
+    EXPECT_DOUBLE_EQ(
+        m.collective_time(CollectiveKind::kAllReduce, all, uint64_t(n), SyncScheme::kTree), tree);
+    // Intra-host reduce-scatter + all-gather (2 devices) around an inter-host ring all-reduce
+    // (2 hosts) of n / 2 per NIC, or all of n when the host's devices share one NIC.
+    const double chunk = nic == LinkSharing::kPerHost ? n : n / 2;
+    const double hier = 2 * (0.5 * n / 1e11 + 1e-6) + (2 * 0.5 * chunk / 1e10 + 2 * 5e-6);
+    EXPECT_DOUBLE_EQ(
+        m.collective_time(CollectiveKind::kAllReduce, all, uint64_t(n), SyncScheme::kHierarchical),
+        hier);
+    // Sharded parameter server: push and pull (p - 1) shards of n / p through each port.
+    const double ps = 2 * 3.0 / 4 * n / 1e10 + 2 * 3 * 5e-6;
+    EXPECT_DOUBLE_EQ(m.collective_time(CollectiveKind::kAllReduce, all, uint64_t(n),
+                                       SyncScheme::kParameterServer),
+                     ps);
+    const double ring = 2 * 3.0 / 4 * n / 1e10 + 2 * 3 * 5e-6;
+    EXPECT_DOUBLE_EQ(
+        m.collective_time(CollectiveKind::kAllReduce, all, uint64_t(n), SyncScheme::kAuto),
+        std::min({ring, tree, hier, ps}));
+  }
+}
+
+TEST(CostModel, AutoFollowsTheProfileChoice) {
+  const Cluster c = make_cluster(1, 8, link(1e-5, 1e10), link(1e-5, 1e9));
+  CostProfile p = uniform_profile(1.0);
+  std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  // Small message: latency-bound, the tree (2 * 3 alpha) beats the ring (14 alpha).
+  p.all_reduce = CollectiveAlgorithm::kAuto;
+  const CostModel autom(c, p);
+  const CollectiveGroup g = autom.make_group(all);
+  EXPECT_EQ(autom.resolve_scheme(CollectiveKind::kAllReduce, g, 1000, SyncScheme::kAuto),
+            SyncScheme::kTree);
+  EXPECT_EQ(autom.resolve_scheme(CollectiveKind::kAllReduce, g, 1000000000, SyncScheme::kAuto),
+            SyncScheme::kRing);
+  EXPECT_EQ(autom.resolve_scheme(CollectiveKind::kAllReduce, g, 1000, SyncScheme::kRing),
+            SyncScheme::kRing);
+  p.all_reduce = CollectiveAlgorithm::kRing;
+  const CostModel ring(c, p);
+  EXPECT_DOUBLE_EQ(ring.collective_time(CollectiveKind::kAllReduce, all, 1000, SyncScheme::kAuto),
+                   2 * 7.0 / 8 * 1000 / 1e10 + 2 * 7 * 1e-5);
+}
+
+TEST(CostModel, RejectsBadClusterAndProfile) {
+  Cluster c = make_cluster(2, 1, link(0, 1e9), link(0, 0));  // inter-host link with no bandwidth
+  EXPECT_THROW(CostModel(c, uniform_profile(1.0)), ValidationError);
+  const Cluster ok = make_cluster(1, 2, link(0, 1e9), link(0, 1e9));
+  CostProfile bad = uniform_profile(1.0);
+  bad.op(OpCategory::kConv).memory = EfficiencyCurve::constant(0);
+  EXPECT_THROW(CostModel(ok, bad), ValidationError);
+}
+
+}  // namespace
+}  // namespace placer

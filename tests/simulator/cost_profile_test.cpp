@@ -1,0 +1,130 @@
+#include "simulator/cost_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+std::string expect_error(const std::string& yaml) {
+  try {
+    parse_cost_profile(yaml, "bad.profile.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for:\n" << yaml;
+  return "";
+}
+
+TEST(EfficiencyCurve, ConstantAndPiecewiseLinearInLog10) {
+  EXPECT_DOUBLE_EQ(EfficiencyCurve::constant(0.7).at(123.0), 0.7);
+  const EfficiencyCurve c = EfficiencyCurve::ramp({{6, 0.2}, {8, 0.6}, {10, 0.8}});
+  EXPECT_DOUBLE_EQ(c.at(1e6), 0.2);
+  EXPECT_DOUBLE_EQ(c.at(1e7), 0.4);  // halfway in log10 between 6 and 8
+  EXPECT_DOUBLE_EQ(c.at(1e9), 0.7);
+  EXPECT_DOUBLE_EQ(c.at(1e3), 0.2);   // clamped below
+  EXPECT_DOUBLE_EQ(c.at(1e14), 0.8);  // clamped above
+  EXPECT_DOUBLE_EQ(c.at(0), 0.2);
+}
+
+TEST(CostProfile, DefaultsAreSensible) {
+  const CostProfile p = default_profile();
+  p.validate();
+  const EfficiencyCurve& gemm = p.op(OpCategory::kMatMul).compute;
+  EXPECT_GE(gemm.at(1e12), 0.7);
+  EXPECT_LE(gemm.at(1e12), 0.8);
+  EXPECT_LT(gemm.at(1e7), 0.2);  // small GEMMs are far from peak
+  EXPECT_DOUBLE_EQ(p.op(OpCategory::kElementwise).memory.at(1e9), 0.8);
+  EXPECT_EQ(p.all_reduce, CollectiveAlgorithm::kAuto);
+}
+
+TEST(CostProfile, YamlRoundTrip) {
+  CostProfile p = default_profile();
+  p.name = "tuned";
+  p.description = "fitted on a test box";
+  p.op(OpCategory::kConv).compute = EfficiencyCurve::ramp({{7, 0.125}, {9.5, 0.6125}});
+  p.link(LinkLevel::kInterHost).latency = 7.5e-6;
+  p.link(LinkLevel::kInterHost).bandwidth = 12.5e9;
+  p.link(LinkLevel::kIntraHost).bandwidth_efficiency = 0.73;
+  p.all_reduce = CollectiveAlgorithm::kHierarchical;
+  p.launch_overhead = 4e-6;
+  const CostProfile back = parse_cost_profile(cost_profile_to_yaml(p), "mem");
+  EXPECT_EQ(back, p);
+  const CostProfile u = uniform_profile(1.0);
+  EXPECT_EQ(parse_cost_profile(cost_profile_to_yaml(u), "mem"), u);
+
+  const std::string path = ::testing::TempDir() + "/round_trip.profile.yaml";
+  save_cost_profile(p, path);
+  EXPECT_EQ(load_cost_profile(path), p);
+  std::remove(path.c_str());
+}
+
+TEST(CostProfile, ShippedDefaultFileEqualsDefaultProfile) {
+  const CostProfile p =
+      load_cost_profile(std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/default.profile.yaml");
+  EXPECT_EQ(p, default_profile());
+}
+
+TEST(CostProfile, PartialFileKeepsDefaults) {
+  const CostProfile p = parse_cost_profile(
+      "format_version: \"1.0\"\n"
+      "name: partial\n"
+      "ops:\n"
+      "  matmul: {compute_efficiency: 0.5}\n"
+      "links:\n"
+      "  inter_host: {latency: 3 us, bandwidth: 3.125 GB/s}\n"
+      "collectives: {all_reduce: tree}\n"
+      "launch_overhead: 5 us\n");
+  CostProfile want = default_profile();
+  want.name = "partial";
+  want.op(OpCategory::kMatMul).compute = EfficiencyCurve::constant(0.5);
+  want.link(LinkLevel::kInterHost).latency = 3e-6;
+  want.link(LinkLevel::kInterHost).bandwidth = 3.125e9;
+  want.all_reduce = CollectiveAlgorithm::kTree;
+  want.launch_overhead = 5e-6;
+  EXPECT_EQ(p, want);
+}
+
+TEST(CostProfile, WrongFormatVersionNamesTheFile) {
+  const std::string m = expect_error("format_version: \"2.0\"\nname: x\n");
+  EXPECT_NE(m.find("bad.profile.yaml"), std::string::npos) << m;
+  EXPECT_NE(m.find("format_version"), std::string::npos) << m;
+  EXPECT_NE(m.find("2.0"), std::string::npos) << m;
+  const std::string missing = expect_error("name: x\n");
+  EXPECT_NE(missing.find("format_version"), std::string::npos) << missing;
+}
+
+TEST(CostProfile, BadFieldsNameFileAndField) {
+  std::string m = expect_error(
+      "format_version: \"1.0\"\nops:\n  matmul:\n    compute_efficiency: [[6, 0.2], [5, 0.3]]\n");
+  EXPECT_NE(m.find("bad.profile.yaml: ops.matmul.compute_efficiency[1]"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  conv: {memory_efficiency: -0.5}\n");
+  EXPECT_NE(m.find("ops.conv.memory_efficiency"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  convolution: {memory_efficiency: 0.5}\n");
+  EXPECT_NE(m.find("unknown op category 'convolution'"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  conv: {memory_eficiency: 0.5}\n");
+  EXPECT_NE(m.find("ops.conv"), std::string::npos) << m;
+  EXPECT_NE(m.find("memory_efficiency"), std::string::npos) << m;  // the suggestion
+  m = expect_error("format_version: \"1.0\"\nlinks:\n  inter_host: {bandwidth: fast}\n");
+  EXPECT_NE(m.find("links.inter_host.bandwidth"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nlinks:\n  intra_host: {bandwidth_efficiency: 1.5}\n");
+  EXPECT_NE(m.find("links.intra_host.bandwidth_efficiency"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\ncollectives: {all_reduce: butterfly}\n");
+  EXPECT_NE(m.find("collectives.all_reduce"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops: [1, 2]\n");
+  EXPECT_NE(m.find("ops"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  matmul: {compute_efficiency: [[6]]}\n");
+  EXPECT_NE(m.find("ops.matmul.compute_efficiency[0]"), std::string::npos) << m;
+}
+
+TEST(CostProfile, MissingFileIsAFileError) {
+  EXPECT_THROW(load_cost_profile("/nonexistent/x.profile.yaml"), FileError);
+}
+
+}  // namespace
+}  // namespace placer

@@ -1,0 +1,198 @@
+// Pipeline schedules: hand-computed step times and activation memory.
+#include <gtest/gtest.h>
+
+#include "sim_fixtures.h"
+#include "simulator/simulator.h"
+
+namespace placer {
+namespace {
+
+using testing::link;
+using testing::make_cluster;
+using testing::TestGraph;
+
+// s stages of two forward ops each (f: a[i-1] -> h, g: h -> a[i]) and their backward ops
+// (g': reads h; f': reads the input of f). Only h has bytes (h_bytes for the whole batch),
+// so stage i's memory is the number of its micro-batches in flight times h_bytes / m.
+// Every forward op has `flops`, every backward op 2 * flops; optional parameter gradients
+// (param_bytes) on f' with an update op per stage.
+struct PipeGraph {
+  Graph g;
+  std::vector<std::vector<OpId>> stage_ops;  // forward ops per stage
+};
+
+PipeGraph pipe_graph(int s, double flops, uint64_t h_bytes, uint64_t param_bytes = 0,
+                     std::vector<double> stage_scale = {}) {
+  stage_scale.resize(s, 1.0);
+  TestGraph b("pipe");
+  std::vector<TensorId> a(s), h(s), gh(s), grad(s);
+  std::vector<OpId> f(s), gg(s);
+  PipeGraph pg;
+  pg.stage_ops.resize(s);
+  TensorId prev = kNoTensor;
+  for (int i = 0; i < s; ++i) {
+    const std::string n = std::to_string(i);
+    h[i] = b.tensor("h" + n, h_bytes);
+    a[i] = b.tensor("a" + n, 0);
+    const double fl = flops * stage_scale[i];
+    f[i] =
+        b.op("f" + n, fl, prev == kNoTensor ? std::vector<TensorId>{} : std::vector{prev}, {h[i]});
+    gg[i] = b.op("g" + n, fl, {h[i]}, {a[i]});
+    b.at(f[i]).param_bytes = param_bytes;
+    pg.stage_ops[i] = {f[i], gg[i]};
+    prev = a[i];
+  }
+  TensorId up = a[s - 1];  // the loss gradient seed
+  for (int i = s - 1; i >= 0; --i) {
+    const std::string n = std::to_string(i);
+    gh[i] = b.tensor("gh" + n, 0);
+    grad[i] = b.tensor("da" + n, 0);
+    const double fl = flops * stage_scale[i];
+    b.op("g" + n + "/grad", 2 * fl, {up, h[i]}, {gh[i]}, Phase::kBackward, gg[i]);
+    std::vector<TensorId> in = {gh[i]};
+    if (i > 0) in.push_back(a[i - 1]);
+    std::vector<TensorId> out = {grad[i]};
+    TensorId pgrad = kNoTensor;
+    if (param_bytes > 0) out.push_back(pgrad = b.tensor("pg" + n, param_bytes, false, true));
+    b.op("f" + n + "/grad", 2 * fl, in, out, Phase::kBackward, f[i]);
+    if (pgrad != kNoTensor) b.op("f" + n + "/update", 1e6, {pgrad}, {}, Phase::kOptimizer, f[i]);
+    up = grad[i];
+  }
+  pg.g = b.build();
+  return pg;
+}
+
+Plan pipe_plan(const PipeGraph& pg, int m, PipelineSchedule sched, int devices_per_stage = 1) {
+  Plan p;
+  p.pipeline.micro_batches = m;
+  p.pipeline.schedule = sched;
+  int d = 0;
+  for (const auto& ops : pg.stage_ops) {
+    PipelineStage st;
+    st.ops = ops;
+    for (int k = 0; k < devices_per_stage; ++k) st.devices.push_back(d++);
+    p.pipeline.stages.push_back(st);
+  }
+  return p;
+}
+
+TEST(Pipeline, GPipeEqualStagesIsMPlusSMinusOneTimesStageTime) {
+  const int s = 3, m = 4;
+  const PipeGraph pg = pipe_graph(s, 2e9, 4000000);
+  const Cluster cl = make_cluster(1, s, link(0, 1e10), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  // Per micro-batch and stage: forward 2 ops x 2e9 / m FLOPs, backward twice that.
+  const double tf = 2 * (2e9 / m) / 1e12, tb = 2 * tf;
+  const SimResult r = sim.run(pipe_plan(pg, m, PipelineSchedule::kGPipe));
+  EXPECT_DOUBLE_EQ(r.step_time, (m + s - 1) * (tf + tb));
+  EXPECT_EQ(r.simulated_ops, uint64_t(4 * s * m));
+  for (int d = 0; d < s; ++d) EXPECT_DOUBLE_EQ(r.compute_time[d], m * (tf + tb));
+  // GPipe keeps every micro-batch's activations until its backward.
+  for (int d = 0; d < s; ++d) EXPECT_EQ(r.peak_memory[d], uint64_t(m) * 1000000) << d;
+
+  // m = 1 degenerates to a sequential model-parallel step.
+  const SimResult one = sim.run(pipe_plan(pg, 1, PipelineSchedule::kGPipe));
+  EXPECT_DOUBLE_EQ(one.step_time, s * (4e-3 + 8e-3));
+}
+
+TEST(Pipeline, OneFOneBKeepsFewerMicroBatchesInFlight) {
+  const int s = 3, m = 4;
+  const PipeGraph pg = pipe_graph(s, 2e9, 4000000);
+  // 3.5 MB per device: GPipe needs 4 MB on every stage, 1F1B at most 3 on stage 0.
+  const Cluster cl = make_cluster(1, s, link(0, 1e10), link(0, 1e9), 3500000);
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  const double tf = 2 * (2e9 / m) / 1e12, tb = 2 * tf;
+  const SimResult gpipe = sim.run(pipe_plan(pg, m, PipelineSchedule::kGPipe));
+  const SimResult ofob = sim.run(pipe_plan(pg, m, PipelineSchedule::k1F1B));
+  // Same bubble for equal stages (Narayanan et al. 2021), less memory: stage i keeps at
+  // most s - i micro-batches.
+  EXPECT_DOUBLE_EQ(ofob.step_time, (m + s - 1) * (tf + tb));
+  for (int i = 0; i < s; ++i) EXPECT_EQ(ofob.peak_memory[i], uint64_t(s - i) * 1000000) << i;
+  EXPECT_TRUE(gpipe.oom);
+  EXPECT_EQ(gpipe.oom_devices, (std::vector<int>{0, 1, 2}));
+  EXPECT_FALSE(ofob.oom);
+}
+
+// GPipe flushes: a stage starts backward only after all its forward micro-batches, even
+// when it idles in between (here stage 1 is twice as fast as stage 0).
+TEST(Pipeline, GPipeBackwardWaitsForTheFlush) {
+  const int s = 2, m = 2;
+  const PipeGraph pg = pipe_graph(s, 1e9, 4000000, 0, {1.0, 0.5});
+  const Cluster cl = make_cluster(1, s, link(0, 1e10), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  const SimResult r = sim.run(pipe_plan(pg, m, PipelineSchedule::kGPipe));
+  // Stage 0: F0 [0,1] F1 [1,2] ms; stage 1: F0 [1,1.5] F1 [2,2.5] B0 [2.5,3.5] B1 [3.5,4.5];
+  // stage 0: B0 [3.5,5.5] B1 [5.5,7.5].
+  EXPECT_DOUBLE_EQ(r.step_time, 7.5e-3);
+  EXPECT_EQ(r.peak_memory[1], 2u * 2000000);  // both micro-batches held until the flush
+}
+
+TEST(Pipeline, ReplicatedStagesSyncGradientsAfterTheLastBackward) {
+  const int s = 2, m = 2;
+  const uint64_t P = 4000000;
+  const PipeGraph pg = pipe_graph(s, 2e9, 0, P);
+  const double beta = 1e10;
+  const Cluster cl = make_cluster(1, 4, link(0, beta), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  const SimResult r = sim.run(pipe_plan(pg, m, PipelineSchedule::kGPipe, 2));
+  // Work per micro-batch and device: 2e9 / (m * 2 devices) per forward op.
+  const double tf = 2 * (2e9 / 4) / 1e12, tb = 2 * tf;
+  const double ar = 2 * 1.0 / 2 * P / beta;  // ring over the stage's two devices, alpha = 0
+  // Stage 0 ends its last backward at (m + s - 1)(tf + tb), then all-reduces and updates.
+  EXPECT_DOUBLE_EQ(r.step_time, (m + s - 1) * (tf + tb) + ar + 1e-6);
+  EXPECT_EQ(r.num_collectives, 2u);
+  EXPECT_DOUBLE_EQ(r.compute_time[1], r.compute_time[0]);  // the stage replica mirrors
+  EXPECT_EQ(r.peak_memory[0], P + P);                      // parameters + the accumulated gradient
+}
+
+}  // namespace
+}  // namespace placer
+
+namespace placer {
+namespace {
+
+// Ops outside the stage lists: a weight input (no predecessors) joins the stage of its
+// consumer; a backward op without forward_op joins the latest stage among its inputs.
+TEST(Pipeline, UnlistedOpsFollowTheirNeighbours) {
+  TestGraph b("assign");
+  const TensorId w = b.tensor("w", 1000, false);
+  const TensorId a0 = b.tensor("a0", 1000);
+  const TensorId a1 = b.tensor("a1", 1000);
+  const TensorId s = b.tensor("seed", 1000);
+  const TensorId g1 = b.tensor("g1", 1000);
+  const OpId f0 = b.op("f0", 1e9, {}, {a0});
+  const OpId wop = b.op("w", 0, {}, {w});
+  b.at(wop).category = OpCategory::kInput;
+  b.at(wop).type = "Parameter";
+  const OpId f1 = b.op("f1", 1e9, {a0, w}, {a1});
+  const OpId seed = b.op("loss/grad", 1e9, {a1}, {s}, Phase::kBackward);  // no forward_op
+  const OpId b1 = b.op("f1/grad", 1e9, {s, a0}, {g1}, Phase::kBackward, f1);
+  const OpId b0 = b.op("f0/grad", 1e9, {g1}, {}, Phase::kBackward, f0);
+  const Graph g = b.build();
+  const Cluster cl = make_cluster(1, 2, link(0, 1e10), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p;
+  p.pipeline.micro_batches = 2;
+  p.pipeline.schedule = PipelineSchedule::kGPipe;
+  p.pipeline.stages = {PipelineStage{{f0}, {0}}, PipelineStage{{f1}, {1}}};
+  SimOptions o;
+  o.record_events = true;
+  const SimResult r = sim.run(p, o);
+  std::vector<int> dev(g.num_ops(), -1);
+  for (const SimEvent& e : r.events) {
+    if (e.kind == SimEvent::kCompute) dev[e.op] = e.device;
+  }
+  EXPECT_EQ(dev[wop], 1);
+  EXPECT_EQ(dev[seed], 1);
+  EXPECT_EQ(dev[b1], 1);
+  EXPECT_EQ(dev[b0], 0);
+  EXPECT_EQ(r.simulated_ops, 12u);  // 6 ops x 2 micro-batches
+}
+
+}  // namespace
+}  // namespace placer
