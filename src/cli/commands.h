@@ -1,7 +1,12 @@
 #pragma once
-// Subcommands of the `placer` executable. Each registers itself on the CLI11 app; its
-// callback does the work and throws placer::Error on user-facing problems (main turns
-// them into one line on stderr and exit code 1).
+// Subcommands of the `placer` executable. Each lives in its own src/cli/<name>.cpp and
+// registers itself with a static CommandRegistrar, so adding a command touches no other
+// file. Its callback does the work and throws placer::Error on user-facing problems (main
+// turns them into one line on stderr and exit code 1).
+
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -9,9 +14,21 @@ class App;
 
 namespace placer::cli {
 
-void register_simulate(CLI::App& app);
-void register_expand(CLI::App& app);
-void register_generate(CLI::App& app);
-void register_info(CLI::App& app);
+using RegisterFn = void (*)(CLI::App& app);
+
+struct CommandEntry {
+  int order;            ///< position in `placer --help`
+  std::string name;     ///< the subcommand's name (for the unknown-command message)
+  RegisterFn register_fn;
+};
+
+/// All registered commands, sorted by order.
+std::vector<CommandEntry>& command_registry();
+
+/// Define one at namespace scope in a command's .cpp:
+///   static CommandRegistrar reg(10, "simulate", register_simulate);
+struct CommandRegistrar {
+  CommandRegistrar(int order, const char* name, RegisterFn fn);
+};
 
 }  // namespace placer::cli

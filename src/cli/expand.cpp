@@ -35,6 +35,9 @@ void run_expand(const ExpandArgs& a) {
 
 }  // namespace
 
+void register_expand(CLI::App& app);
+static CommandRegistrar expand_registrar(30, "expand", register_expand);
+
 void register_expand(CLI::App& app) {
   auto args = std::make_shared<ExpandArgs>();
   CLI::App* sub = app.add_subcommand(

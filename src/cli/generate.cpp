@@ -57,6 +57,9 @@ void add_common(CLI::App* sub, GenerateArgs* a) {
 
 }  // namespace
 
+void register_generate(CLI::App& app);
+static CommandRegistrar generate_registrar(40, "generate", register_generate);
+
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* gen = app.add_subcommand("generate", "Write a seeded synthetic model graph.");

@@ -55,6 +55,9 @@ void run_info(const std::string& path) {
 
 }  // namespace
 
+void register_info(CLI::App& app);
+static CommandRegistrar info_registrar(50, "info", register_info);
+
 void register_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("info", "Summarize a graph file: ops, FLOPs, parameters, critical path.");

@@ -3,6 +3,7 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <string>
 
 #include "src/cli/commands.h"
 #include "src/util/error.h"
@@ -17,10 +18,11 @@ int main(int argc, char** argv) {
       "parallelism) searched against a calibrated execution simulator.",
       "placer"};
   app.set_version_flag("--version", PLACER_VERSION);
-  placer::cli::register_simulate(app);
-  placer::cli::register_expand(app);
-  placer::cli::register_generate(app);
-  placer::cli::register_info(app);
+  std::string names;
+  for (const auto& c : placer::cli::command_registry()) {
+    c.register_fn(app);
+    names += (names.empty() ? "" : ", ") + c.name;
+  }
   // Set after the subcommands exist: CLI11 copies some settings into subcommands at creation,
   // and they must keep rejecting unknown options.
   app.require_subcommand(0, 1);
@@ -31,7 +33,7 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty()) {
       if (!app.remaining().empty()) {
         std::cerr << "placer: error: unknown command '" << app.remaining().front()
-                  << "' (commands: simulate, expand, generate, info; see placer --help)\n";
+                  << "' (commands: " << names << "; see placer --help)\n";
         return 1;
       }
       std::cerr << app.help();

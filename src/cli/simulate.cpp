@@ -149,6 +149,9 @@ void run_simulate(const SimulateArgs& a) {
 
 }  // namespace
 
+void register_simulate(CLI::App& app);
+static CommandRegistrar simulate_registrar(10, "simulate", register_simulate);
+
 void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sub = app.add_subcommand(
