@@ -4,77 +4,15 @@
 #include <cmath>
 #include <utility>
 
+#include "datasets/family_util.h"
 #include "src/util/error.h"
 
 namespace placer {
 
 namespace {
 
-// Tiny helper around GraphBuilder for generators: tensors with shapes, ops with scopes.
-class Maker {
- public:
-  Maker(const std::string& name, int64_t batch, DType dtype) : b_(name), dtype_(dtype) {
-    b_.set_batch_size(batch);
-  }
-
-  TensorId tensor(std::string name, std::vector<int64_t> shape, DType dtype,
-                  bool batch_scaled = true) {
-    Tensor t;
-    t.name = std::move(name);
-    t.dtype = dtype;
-    uint64_t elems = 1;
-    for (int64_t d : shape) elems *= static_cast<uint64_t>(d);
-    t.bytes = elems * static_cast<uint64_t>(dtype_bytes(dtype));
-    t.shape = std::move(shape);
-    t.batch_scaled = batch_scaled;
-    return b_.add_tensor(std::move(t));
-  }
-  TensorId act(std::string name, std::vector<int64_t> shape) {
-    return tensor(std::move(name), std::move(shape), dtype_);
-  }
-
-  /// Adds an op writing a new activation `<name>.out` of `shape`; returns that tensor.
-  TensorId op(const std::string& name, const std::string& type, const std::string& scope, int layer,
-              std::vector<TensorId> inputs, std::vector<int64_t> shape, double flops,
-              uint64_t param_elems = 0) {
-    const TensorId out = act(name + ".out", std::move(shape));
-    Op o;
-    o.name = name;
-    o.type = type;
-    o.category = category_of_op_type(type);
-    o.dtype = dtype_;
-    o.scope = scope;
-    o.layer = layer;
-    o.flops = flops;
-    o.param_bytes = param_elems * static_cast<uint64_t>(dtype_bytes(dtype_));
-    o.inputs = std::move(inputs);
-    o.outputs = {out};
-    b_.add_op(std::move(o));
-    return out;
-  }
-
-  /// Softmax + cross-entropy over `logits` (elements per logit: kFlopsPerElemLoss); writes
-  /// a scalar f32 "loss" that no op reads (the graph's sink).
-  void loss(TensorId logits, TensorId labels, double logit_elems) {
-    const TensorId out = tensor("loss", {}, DType::kF32, false);
-    Op o;
-    o.name = "loss";
-    o.type = "SoftmaxCrossEntropy";
-    o.category = OpCategory::kSoftmax;
-    o.dtype = dtype_;
-    o.scope = "loss";
-    o.flops = kFlopsPerElemLoss * logit_elems;
-    o.inputs = {logits, labels};
-    o.outputs = {out};
-    b_.add_op(std::move(o));
-  }
-
-  Graph build() { return b_.build(); }
-
- private:
-  GraphBuilder b_;
-  DType dtype_;
-};
+// Generators build through the shared helper of datasets/family_util.h.
+using Maker = GraphMaker;
 
 double d(int64_t v) { return static_cast<double>(v); }
 
@@ -138,7 +76,7 @@ Graph make_mlp(const MlpOptions& o) {
     }
     in = out;
   }
-  m.loss(h, labels, d(o.batch) * d(o.classes));
+  m.loss({h}, labels, d(o.batch) * d(o.classes));
   return m.build();
 }
 
@@ -196,7 +134,7 @@ Graph make_transformer(const TransformerOptions& o) {
                            bsd_shape, kFlopsPerElemLayerNorm * bsd, 2 * ud);
   const TensorId logits = m.op("lm_head", "MatMul", "lm_head", -1, {ln}, {b, s, v}, 2 * bsd * d(v),
                                ud * static_cast<uint64_t>(v));
-  m.loss(logits, labels, d(b) * d(s) * d(v));
+  m.loss({logits}, labels, d(b) * d(s) * d(v));
   return m.build();
 }
 

@@ -30,6 +30,13 @@ inline constexpr double kFlopsPerElemLayerNorm = 8;
 inline constexpr double kFlopsPerElemGelu = 8;
 inline constexpr double kFlopsPerElemSoftmax = 5;
 inline constexpr double kFlopsPerElemLoss = 5;
+/// Used by the graph families (datasets/family_*.h): Mul 1, Sigmoid and Tanh 4 (an exp, an
+/// add and a division, about), BatchNorm 8 like LayerNorm (mean, variance, normalise, scale
+/// and shift); pooling costs one FLOP per window element of each output.
+inline constexpr double kFlopsPerElemMul = 1;
+inline constexpr double kFlopsPerElemSigmoid = 4;
+inline constexpr double kFlopsPerElemTanh = 4;
+inline constexpr double kFlopsPerElemBatchNorm = 8;
 
 /// Multi-layer perceptron: x[batch, input] -> (MatMul + Relu) x (layers - 1) -> MatMul
 /// -> SoftmaxCrossEntropy loss (the sink). Ops: "layers.<i>.linear", "layers.<i>.relu",
