@@ -1,0 +1,704 @@
+// Folding of small shape computations into Constant nodes (between shape-inference passes).
+//
+// torch exports compute many shapes at run time (Shape -> Gather -> Div -> Mul -> Slice ends,
+// Unsqueeze -> Concat -> Reshape targets). ONNX 1.12's data propagation covers Shape,
+// Gather, Concat, Unsqueeze, Slice and Add/Sub/Mul but not Div, Cast, Range, Where, ..., so
+// ops fed by such chains keep unknown dims. Once the inputs have static shapes every such
+// value is a constant: this pass evaluates small numeric tensors and rewrites the nodes that
+// produce them into Constant nodes (name kept), so the next inference pass sees the values.
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "datasets/onnx_model.h"
+
+namespace placer::onnx_import {
+
+namespace {
+
+constexpr size_t kMaxElems = 4096;  // shape tensors are tiny; masks are not folded
+
+struct Val {
+  int32_t type = onnx::TensorProto::INT64;
+  std::vector<int64_t> dims;
+  std::vector<double> v;
+};
+
+bool is_int(int32_t t) {
+  return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32 ||
+         t == onnx::TensorProto::INT16 || t == onnx::TensorProto::INT8 ||
+         t == onnx::TensorProto::UINT8 || t == onnx::TensorProto::BOOL;
+}
+
+template <typename T>
+void read_raw(const std::string& raw, std::vector<double>* out) {
+  const size_t n = raw.size() / sizeof(T);
+  out->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    T x;
+    std::memcpy(&x, raw.data() + i * sizeof(T), sizeof(T));
+    (*out)[i] = static_cast<double>(x);
+  }
+}
+
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t dflt) {
+  const auto* a = attr(n, name);
+  return a ? a->i() : dflt;
+}
+
+bool attr_ints(const onnx::NodeProto& n, const char* name, std::vector<int64_t>* out) {
+  const auto* a = attr(n, name);
+  if (!a) return false;
+  out->assign(a->ints().begin(), a->ints().end());
+  return true;
+}
+
+size_t count(const std::vector<int64_t>& dims) {
+  size_t n = 1;
+  for (int64_t d : dims) n *= static_cast<size_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
+double cast_to(int32_t type, double x) {
+  if (type == onnx::TensorProto::BOOL) return x != 0 ? 1 : 0;
+  if (is_int(type)) return std::trunc(x);
+  return x;
+}
+
+// Elementwise op over operands of size 1 or n (numpy broadcasting of the shapes that shape
+// arithmetic uses: scalars against vectors).
+bool elementwise(const std::vector<const Val*>& in, Val* out, double (*f)(double, double, bool)) {
+  size_t n = 1;
+  const Val* big = in[0];
+  for (const Val* x : in) {
+    if (x->v.size() > n) n = x->v.size(), big = x;
+  }
+  for (const Val* x : in) {
+    if (x->v.size() != 1 && x->v.size() != n) return false;
+  }
+  out->type = in[0]->type;
+  out->dims = big->dims;
+  if (in.size() > 1 && in[1]->dims.size() > out->dims.size() && in[1]->v.size() == n) {
+    out->dims = in[1]->dims;
+  }
+  out->v.resize(n);
+  const bool ints = is_int(in[0]->type);
+  for (size_t i = 0; i < n; ++i) {
+    double acc = in[0]->v[in[0]->v.size() == 1 ? 0 : i];
+    for (size_t k = 1; k < in.size(); ++k)
+      acc = f(acc, in[k]->v[in[k]->v.size() == 1 ? 0 : i], ints);
+    out->v[i] = acc;
+  }
+  return true;
+}
+
+int64_t norm_axis(int64_t a, int64_t rank) { return a < 0 ? a + rank : a; }
+
+// Values are doubles; INT64_MAX-style sentinels (Slice ends) do not fit back: clamp.
+int64_t to_i64(double x) {
+  constexpr double kLim = 4611686018427387904.0;  // 2^62
+  return static_cast<int64_t>(std::max(-kLim, std::min(kLim, x)));
+}
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> st(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i)
+    st[i] = st[i + 1] * dims[i + 1];
+  return st;
+}
+
+// Calls f(out_index, in_offset) for every element of `out_dims`, where the input offset of
+// output position p is sum_k (start[k] + p[k] * step[k]) * in_strides[k].
+template <typename F>
+void for_each_index(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& start,
+                    const std::vector<int64_t>& step, const std::vector<int64_t>& in_strides, F f) {
+  const size_t rank = out_dims.size();
+  const size_t total = count(out_dims);
+  std::vector<int64_t> pos(rank, 0);
+  for (size_t i = 0; i < total; ++i) {
+    int64_t off = 0;
+    for (size_t k = 0; k < rank; ++k) off += (start[k] + pos[k] * step[k]) * in_strides[k];
+    f(i, off);
+    for (size_t k = rank; k-- > 0;) {
+      if (++pos[k] < out_dims[k]) break;
+      pos[k] = 0;
+    }
+  }
+}
+
+// Evaluates one node whose inputs are all known. False when unsupported.
+bool eval(const onnx::NodeProto& n, const std::vector<const Val*>& in, Val* out) {
+  const std::string& op = n.op_type();
+  auto bin = [&](double (*f)(double, double, bool)) { return elementwise(in, out, f); };
+  if (op == "Identity") {
+    *out = *in[0];
+    return true;
+  }
+  if (op == "Cast") {
+    *out = *in[0];
+    out->type = static_cast<int32_t>(attr_int(n, "to", onnx::TensorProto::FLOAT));
+    for (double& x : out->v) x = cast_to(out->type, x);
+    return true;
+  }
+  if (op == "Add") return bin([](double a, double b, bool) { return a + b; });
+  if (op == "Sub") return bin([](double a, double b, bool) { return a - b; });
+  if (op == "Mul") return bin([](double a, double b, bool) { return a * b; });
+  if (op == "Div") {
+    return bin(
+        [](double a, double b, bool i) { return b == 0 ? 0 : (i ? std::trunc(a / b) : a / b); });
+  }
+  if (op == "Mod")
+    return bin([](double a, double b, bool) { return b == 0 ? 0 : std::fmod(a, b); });
+  if (op == "Min") return bin([](double a, double b, bool) { return std::min(a, b); });
+  if (op == "Max") return bin([](double a, double b, bool) { return std::max(a, b); });
+  if (op == "Pow") return bin([](double a, double b, bool) { return std::pow(a, b); });
+  if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
+      op == "GreaterOrEqual" || op == "And" || op == "Or") {
+    bool ok = false;
+    if (op == "Equal") ok = bin([](double a, double b, bool) { return double(a == b); });
+    if (op == "Less") ok = bin([](double a, double b, bool) { return double(a < b); });
+    if (op == "Greater") ok = bin([](double a, double b, bool) { return double(a > b); });
+    if (op == "LessOrEqual") ok = bin([](double a, double b, bool) { return double(a <= b); });
+    if (op == "GreaterOrEqual") ok = bin([](double a, double b, bool) { return double(a >= b); });
+    if (op == "And") ok = bin([](double a, double b, bool) { return double(a != 0 && b != 0); });
+    if (op == "Or") ok = bin([](double a, double b, bool) { return double(a != 0 || b != 0); });
+    out->type = onnx::TensorProto::BOOL;
+    return ok;
+  }
+  if (op == "Neg" || op == "Abs" || op == "Sqrt" || op == "Floor" || op == "Ceil" || op == "Not" ||
+      op == "Reciprocal") {
+    *out = *in[0];
+    for (double& x : out->v) {
+      if (op == "Neg") x = -x;
+      if (op == "Abs") x = std::fabs(x);
+      if (op == "Sqrt") x = std::sqrt(x);
+      if (op == "Floor") x = std::floor(x);
+      if (op == "Ceil") x = std::ceil(x);
+      if (op == "Not") x = x == 0 ? 1 : 0;
+      if (op == "Reciprocal") x = x == 0 ? 0 : 1 / x;
+    }
+    return true;
+  }
+  if (op == "Where") {
+    if (in.size() != 3) return false;
+    std::vector<const Val*> xy = {in[1], in[2], in[0]};
+    Val tmp;
+    if (!elementwise(xy, &tmp, [](double a, double, bool) { return a; })) return false;
+    *out = tmp;
+    const size_t n_out = out->v.size();
+    for (size_t i = 0; i < n_out; ++i) {
+      const double c = in[0]->v[in[0]->v.size() == 1 ? 0 : i];
+      out->v[i] =
+          c != 0 ? in[1]->v[in[1]->v.size() == 1 ? 0 : i] : in[2]->v[in[2]->v.size() == 1 ? 0 : i];
+    }
+    return true;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    *out = *in[0];
+    std::vector<int64_t> axes;
+    if (in.size() > 1) {
+      for (double a : in[1]->v) axes.push_back(to_i64(a));
+    } else {
+      attr_ints(n, "axes", &axes);
+    }
+    if (op == "Unsqueeze") {
+      const int64_t rank = static_cast<int64_t>(out->dims.size() + axes.size());
+      for (int64_t& a : axes) a = norm_axis(a, rank);
+      std::sort(axes.begin(), axes.end());
+      for (int64_t a : axes) {
+        if (a < 0 || a > static_cast<int64_t>(out->dims.size())) return false;
+        out->dims.insert(out->dims.begin() + a, 1);
+      }
+    } else {
+      std::vector<int64_t> dims;
+      const int64_t rank = static_cast<int64_t>(out->dims.size());
+      for (int64_t& a : axes) a = norm_axis(a, rank);
+      for (int64_t i = 0; i < rank; ++i) {
+        const bool drop =
+            axes.empty() ? out->dims[i] == 1 : std::find(axes.begin(), axes.end(), i) != axes.end();
+        if (!drop) dims.push_back(out->dims[i]);
+      }
+      out->dims = dims;
+    }
+    return true;
+  }
+  if (op == "Reshape") {
+    if (in.size() < 2 || in[1] == nullptr) return false;
+    *out = *in[0];
+    out->dims.clear();
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < in[1]->v.size(); ++i) {
+      int64_t d = to_i64(in[1]->v[i]);
+      if (d == 0 && !attr_int(n, "allowzero", 0)) {
+        if (i >= in[0]->dims.size()) return false;
+        d = in[0]->dims[i];
+      }
+      if (d == -1) {
+        if (infer >= 0) return false;
+        infer = static_cast<int64_t>(i);
+      } else {
+        known *= d;
+      }
+      out->dims.push_back(d);
+    }
+    if (infer >= 0) {
+      if (known <= 0) return false;
+      out->dims[infer] = static_cast<int64_t>(out->v.size()) / known;
+    }
+    return count(out->dims) == out->v.size();
+  }
+  if (op == "Concat") {
+    const int64_t rank = static_cast<int64_t>(in[0]->dims.size());
+    const int64_t ax = norm_axis(attr_int(n, "axis", 0), rank);
+    if (rank == 0 || ax < 0 || ax >= rank) return false;
+    out->type = in[0]->type;
+    out->dims = in[0]->dims;
+    out->dims[ax] = 0;
+    for (const Val* x : in) {
+      if (x == nullptr || static_cast<int64_t>(x->dims.size()) != rank) return false;
+      out->dims[ax] += x->dims[ax];
+    }
+    // Outer blocks (dims before the axis) interleave the inputs' slabs.
+    size_t outer = 1;
+    for (int64_t k = 0; k < ax; ++k) outer *= static_cast<size_t>(out->dims[k]);
+    for (size_t o = 0; o < outer; ++o) {
+      for (const Val* x : in) {
+        const size_t slab = outer ? x->v.size() / outer : 0;
+        out->v.insert(out->v.end(), x->v.begin() + static_cast<std::ptrdiff_t>(o * slab),
+                      x->v.begin() + static_cast<std::ptrdiff_t>((o + 1) * slab));
+      }
+    }
+    return out->v.size() == count(out->dims);
+  }
+  if (op == "Gather") {
+    if (in[0]->dims.size() != 1 || norm_axis(attr_int(n, "axis", 0), 1) != 0) return false;
+    out->type = in[0]->type;
+    out->dims = in[1]->dims;
+    const int64_t size = static_cast<int64_t>(in[0]->v.size());
+    for (double idx : in[1]->v) {
+      int64_t i = to_i64(idx);
+      if (i < 0) i += size;
+      if (i < 0 || i >= size) return false;
+      out->v.push_back(in[0]->v[static_cast<size_t>(i)]);
+    }
+    return true;
+  }
+  if (op == "Slice") {
+    const int64_t rank = static_cast<int64_t>(in[0]->dims.size());
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (in.size() >= 3) {
+      for (double x : in[1]->v) starts.push_back(to_i64(x));
+      for (double x : in[2]->v) ends.push_back(to_i64(x));
+      if (in.size() >= 4 && in[3])
+        for (double x : in[3]->v) axes.push_back(to_i64(x));
+      if (in.size() >= 5 && in[4])
+        for (double x : in[4]->v) steps.push_back(to_i64(x));
+    } else {
+      attr_ints(n, "starts", &starts);
+      attr_ints(n, "ends", &ends);
+      attr_ints(n, "axes", &axes);
+    }
+    if (starts.size() != ends.size() || rank == 0) return false;
+    if (axes.empty()) {
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (axes.size() != starts.size() || steps.size() != starts.size()) return false;
+    std::vector<int64_t> b(rank, 0), st(rank, 1), dims = in[0]->dims;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t ax = norm_axis(axes[k], rank);
+      if (ax < 0 || ax >= rank || steps[k] == 0) return false;
+      const int64_t size = in[0]->dims[ax];
+      int64_t s0 = starts[k], e0 = ends[k];
+      if (s0 < 0) s0 += size;
+      if (e0 < 0) e0 += size;
+      int64_t len;
+      if (steps[k] > 0) {
+        s0 = std::min(std::max<int64_t>(s0, 0), size),
+        e0 = std::min(std::max<int64_t>(e0, 0), size);
+        len = e0 > s0 ? (e0 - s0 + steps[k] - 1) / steps[k] : 0;
+      } else {
+        s0 = std::min(std::max<int64_t>(s0, 0), size - 1),
+        e0 = std::min(std::max<int64_t>(e0, -1), size - 1);
+        len = s0 > e0 ? (s0 - e0 - steps[k] - 1) / -steps[k] : 0;
+      }
+      b[ax] = s0, st[ax] = steps[k], dims[ax] = len;
+    }
+    out->type = in[0]->type;
+    out->dims = dims;
+    out->v.resize(count(dims));
+    for_each_index(dims, b, st, strides_of(in[0]->dims),
+                   [&](size_t i, int64_t off) { out->v[i] = in[0]->v[static_cast<size_t>(off)]; });
+    return true;
+  }
+  if (op == "Transpose") {
+    const size_t rank = in[0]->dims.size();
+    std::vector<int64_t> perm;
+    if (!attr_ints(n, "perm", &perm)) {
+      for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    }
+    if (perm.size() != rank) return false;
+    const std::vector<int64_t> in_st = strides_of(in[0]->dims);
+    std::vector<int64_t> dims(rank), st(rank), zero(rank, 0), one(rank, 1);
+    for (size_t k = 0; k < rank; ++k) {
+      if (perm[k] < 0 || perm[k] >= static_cast<int64_t>(rank)) return false;
+      dims[k] = in[0]->dims[perm[k]];
+      st[k] = in_st[perm[k]];
+    }
+    out->type = in[0]->type;
+    out->dims = dims;
+    out->v.resize(count(dims));
+    for_each_index(dims, zero, one, st,
+                   [&](size_t i, int64_t off) { out->v[i] = in[0]->v[static_cast<size_t>(off)]; });
+    return true;
+  }
+  if (op == "Range") {
+    const double s = in[0]->v[0], l = in[1]->v[0], d = in[2]->v[0];
+    if (d == 0) return false;
+    const double cnt = std::max(std::ceil((l - s) / d), 0.0);
+    if (cnt > static_cast<double>(kMaxElems)) return false;
+    out->type = in[0]->type;
+    for (int64_t i = 0; i < static_cast<int64_t>(cnt); ++i) out->v.push_back(s + d * double(i));
+    out->dims = {static_cast<int64_t>(cnt)};
+    return true;
+  }
+  if (op == "ConstantOfShape" || op == "Expand") {
+    std::vector<int64_t> dims;
+    for (double x : in[op == "Expand" ? 1 : 0]->v) dims.push_back(to_i64(x));
+    double value = 0;
+    out->type = onnx::TensorProto::FLOAT;
+    if (op == "Expand") {
+      if (in[0]->v.size() != 1) return false;
+      value = in[0]->v[0];
+      out->type = in[0]->type;
+      // Broadcast against the input's rank.
+      if (dims.size() < in[0]->dims.size()) return false;
+    } else if (const auto* a = attr(n, "value")) {
+      std::vector<double> vs;
+      if (!tensor_values(a->t(), &vs, 1) || vs.empty()) return false;
+      value = vs[0];
+      out->type = a->t().data_type();
+    }
+    for (int64_t d : dims) {
+      if (d < 0) return false;
+    }
+    if (count(dims) > kMaxElems) return false;
+    out->dims = dims;
+    out->v.assign(count(dims), value);
+    return true;
+  }
+  if (op == "ReduceProd" || op == "ReduceSum") {
+    if (in[0]->dims.size() != 1 || in.size() > 1) return false;
+    double acc = op == "ReduceProd" ? 1 : 0;
+    for (double x : in[0]->v) acc = op == "ReduceProd" ? acc * x : acc + x;
+    out->type = in[0]->type;
+    out->v = {acc};
+    out->dims = attr_int(n, "keepdims", 1) ? std::vector<int64_t>{1} : std::vector<int64_t>{};
+    return true;
+  }
+  return false;
+}
+
+void to_tensor(const Val& v, onnx::TensorProto* t) {
+  t->set_data_type(v.type);
+  for (int64_t d : v.dims) t->add_dims(d);
+  switch (v.type) {
+    case onnx::TensorProto::INT64:
+      for (double x : v.v) t->add_int64_data(to_i64(x));
+      break;
+    case onnx::TensorProto::DOUBLE:
+      for (double x : v.v) t->add_double_data(x);
+      break;
+    case onnx::TensorProto::FLOAT:
+      for (double x : v.v) t->add_float_data(static_cast<float>(x));
+      break;
+    default:  // int32 and smaller ints, bool
+      for (double x : v.v)
+        t->add_int32_data(static_cast<int32_t>(std::max(-2147483648.0, std::min(2147483647.0, x))));
+      break;
+  }
+}
+
+bool foldable_type(int32_t t) {
+  return is_int(t) || t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE;
+}
+
+}  // namespace
+
+bool tensor_values(const onnx::TensorProto& t, std::vector<double>* out, size_t max_elems) {
+  out->clear();
+  std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  if (count(dims) > max_elems) return false;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return false;
+  const std::string& raw = t.raw_data();
+  switch (t.data_type()) {
+    case onnx::TensorProto::INT64:
+      if (t.has_raw_data())
+        read_raw<int64_t>(raw, out);
+      else
+        out->assign(t.int64_data().begin(), t.int64_data().end());
+      break;
+    case onnx::TensorProto::INT32:
+      if (t.has_raw_data())
+        read_raw<int32_t>(raw, out);
+      else
+        out->assign(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::INT16:
+      if (t.has_raw_data())
+        read_raw<int16_t>(raw, out);
+      else
+        out->assign(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::INT8:
+      if (t.has_raw_data())
+        read_raw<int8_t>(raw, out);
+      else
+        out->assign(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      if (t.has_raw_data())
+        read_raw<uint8_t>(raw, out);
+      else
+        out->assign(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto::FLOAT:
+      if (t.has_raw_data())
+        read_raw<float>(raw, out);
+      else
+        out->assign(t.float_data().begin(), t.float_data().end());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (t.has_raw_data())
+        read_raw<double>(raw, out);
+      else
+        out->assign(t.double_data().begin(), t.double_data().end());
+      break;
+    default:
+      return false;
+  }
+  return out->size() == count(dims);
+}
+
+namespace {
+
+bool static_type(const onnx::TypeProto& t) {
+  if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
+  for (const auto& d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return false;
+  }
+  return true;
+}
+
+// ONNX inference of one node, its inputs given as types or (when known) values. Returns
+// false when the node cannot be inferred on its own.
+bool infer_node(const onnx::ModelProto& m, const onnx::NodeProto& node,
+                const std::unordered_map<std::string, onnx::TypeProto>& types,
+                const std::unordered_map<std::string, Val>& vals,
+                std::unordered_map<std::string, onnx::TypeProto>* out) {
+  onnx::ModelProto tiny;
+  tiny.set_ir_version(m.ir_version());
+  *tiny.mutable_opset_import() = m.opset_import();
+  onnx::GraphProto* g = tiny.mutable_graph();
+  g->set_name("node");
+  for (const auto& name : node.input()) {
+    if (name.empty()) continue;
+    auto v = vals.find(name);
+    if (v != vals.end()) {
+      onnx::TensorProto* t = g->add_initializer();
+      to_tensor(v->second, t);
+      t->set_name(name);
+      continue;
+    }
+    auto t = types.find(name);
+    if (t == types.end() || !t->second.has_tensor_type()) return false;
+    onnx::ValueInfoProto* in = g->add_input();
+    in->set_name(name);
+    *in->mutable_type() = t->second;
+  }
+  *g->add_node() = node;
+  try {
+    onnx::ShapeInferenceOptions o(false, 0, true);
+    onnx::shape_inference::InferShapes(tiny, onnx::OpSchemaRegistry::Instance(), o);
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (const auto& vi : g->value_info()) (*out)[vi.name()] = vi.type();
+  return true;
+}
+
+}  // namespace
+
+size_t resolve_shapes(onnx::ModelProto& m, size_t* reinferred) {
+  onnx::GraphProto* g = m.mutable_graph();
+  std::unordered_map<std::string, Val> vals;
+  std::unordered_map<std::string, onnx::TypeProto> types;
+  for (const auto& vi : g->input()) types[vi.name()] = vi.type();
+  for (const auto& vi : g->value_info()) types[vi.name()] = vi.type();
+  for (const auto& vi : g->output()) types[vi.name()] = vi.type();
+  for (const auto& t : g->initializer()) {
+    Val v;
+    if (!is_int(t.data_type()) || !tensor_values(t, &v.v, kMaxElems)) continue;
+    v.type = t.data_type();
+    v.dims.assign(t.dims().begin(), t.dims().end());
+    vals[t.name()] = std::move(v);
+  }
+  auto static_shape = [&](const std::string& name, std::vector<int64_t>* dims) {
+    auto it = types.find(name);
+    if (it == types.end() || !static_type(it->second)) return false;
+    dims->clear();
+    for (const auto& d : it->second.tensor_type().shape().dim()) dims->push_back(d.dim_value());
+    return true;
+  };
+  auto set_type = [&](const std::string& name, const Val& v) {
+    onnx::TypeProto t;
+    auto* tt = t.mutable_tensor_type();
+    tt->set_elem_type(v.type);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : v.dims) shape->add_dim()->set_dim_value(d);
+    types[name] = std::move(t);
+  };
+
+  std::unordered_set<std::string> changed;
+  size_t folded = 0, inferred = 0;
+  std::unordered_map<std::string, onnx::TypeProto> found;
+  for (auto& node : *g->mutable_node()) {
+    const std::string& op = node.op_type();
+    const bool std_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (std_domain && node.output_size() == 1 && !node.output(0).empty()) {
+      Val out;
+      bool ok = false;
+      if (op == "Constant") {
+        if (const auto* a = attr(node, "value")) {
+          ok = tensor_values(a->t(), &out.v, kMaxElems);
+          out.type = a->t().data_type();
+          out.dims.assign(a->t().dims().begin(), a->t().dims().end());
+        } else if (const auto* ai = attr(node, "value_int")) {
+          out.v = {static_cast<double>(ai->i())};
+          ok = true;
+        } else if (const auto* ais = attr(node, "value_ints")) {
+          for (int64_t x : ais->ints()) out.v.push_back(static_cast<double>(x));
+          out.dims = {static_cast<int64_t>(out.v.size())};
+          ok = true;
+        }
+        if (ok && foldable_type(out.type)) vals[node.output(0)] = std::move(out);
+        continue;  // already a constant
+      }
+      if (op == "Shape" || op == "Size") {
+        std::vector<int64_t> dims;
+        if (node.input_size() >= 1 && static_shape(node.input(0), &dims)) {
+          out.type = onnx::TensorProto::INT64;
+          if (op == "Size") {
+            out.v = {static_cast<double>(count(dims))};
+          } else {
+            const int64_t rank = static_cast<int64_t>(dims.size());
+            int64_t s = norm_axis(attr_int(node, "start", 0), rank);
+            int64_t e = norm_axis(attr_int(node, "end", rank), rank);
+            s = std::min(std::max<int64_t>(s, 0), rank),
+            e = std::min(std::max<int64_t>(e, 0), rank);
+            for (int64_t i = s; i < e; ++i) out.v.push_back(static_cast<double>(dims[i]));
+            out.dims = {static_cast<int64_t>(out.v.size())};
+          }
+          ok = true;
+        }
+      } else {
+        std::vector<const Val*> in;
+        bool all = node.input_size() > 0;
+        for (const auto& name : node.input()) {
+          if (name.empty()) {
+            in.push_back(nullptr);
+            continue;
+          }
+          auto it = vals.find(name);
+          if (it == vals.end()) {
+            all = false;
+            break;
+          }
+          in.push_back(&it->second);
+        }
+        // Optional inputs may be absent only at the end (Slice axes/steps).
+        if (all && !in.empty() && in[0] != nullptr) {
+          const bool gap = std::find(in.begin(), in.end(), nullptr) != in.end() && op != "Slice";
+          if (!gap) ok = eval(node, in, &out);
+        }
+      }
+      if (ok && foldable_type(out.type) && out.v.size() <= kMaxElems &&
+          out.v.size() == count(out.dims)) {
+        // Rewrite into a Constant carrying the value; the node keeps its name and output.
+        onnx::TensorProto t;
+        to_tensor(out, &t);
+        const std::string output = node.output(0);
+        node.clear_input();
+        node.clear_attribute();
+        node.set_op_type("Constant");
+        auto* a = node.add_attribute();
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto::TENSOR);
+        *a->mutable_t() = std::move(t);
+        set_type(output, out);
+        changed.insert(output);
+        vals[output] = std::move(out);
+        ++folded;
+        continue;
+      }
+    }
+    // Outputs the whole-graph pass left unknown: infer this node alone, now that its inputs
+    // may have static shapes or known values.
+    bool unknown = false;
+    for (const auto& o : node.output()) {
+      if (o.empty()) continue;
+      auto it = types.find(o);
+      unknown = unknown || it == types.end() || !static_type(it->second);
+    }
+    if (!unknown || !std_domain) continue;
+    bool has_subgraph = false;
+    for (const auto& a : node.attribute())
+      has_subgraph = has_subgraph || a.has_g() || a.graphs_size() > 0;
+    if (has_subgraph) continue;
+    found.clear();
+    if (!infer_node(m, node, types, vals, &found)) continue;
+    ++inferred;
+    for (const auto& o : node.output()) {
+      auto it = found.find(o);
+      if (o.empty() || it == found.end()) continue;
+      types[o] = it->second;
+      changed.insert(o);
+    }
+  }
+
+  // Write the new types back: replace or add value_info, update graph outputs.
+  for (auto& vi : *g->mutable_value_info()) {
+    if (changed.erase(vi.name())) *vi.mutable_type() = types[vi.name()];
+  }
+  for (auto& vi : *g->mutable_output()) {
+    auto it = types.find(vi.name());
+    if (changed.erase(vi.name()) && it != types.end()) *vi.mutable_type() = it->second;
+  }
+  std::vector<std::string> rest(changed.begin(), changed.end());
+  std::sort(rest.begin(), rest.end());
+  for (const std::string& name : rest) {
+    auto* vi = g->add_value_info();
+    vi->set_name(name);
+    *vi->mutable_type() = types[name];
+  }
+  if (reinferred) *reinferred = inferred;
+  return folded;
+}
+
+}  // namespace placer::onnx_import
