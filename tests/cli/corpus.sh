@@ -76,12 +76,12 @@ expect_error bad-split "--split: expected three ratios" -- corpus generate --fam
 expect_error bad-size "--size: expected default or large" -- corpus generate --family gnmt --count 1 -o "$tmp/y" --size huge
 sed 's/format_version: "1.0"/format_version: "2.0"/' "$tmp/m/m.corpus.yaml" > "$tmp/v2.corpus.yaml"
 expect_error wrong-version "v2.corpus.yaml" "unsupported format_version '2.0'" -- corpus stats "$tmp/v2.corpus.yaml"
-sed 's/family: wavenet/family: wavenett/' "$tmp/m/m.corpus.yaml" > "$tmp/fam.corpus.yaml"
-expect_error manifest-family "fam.corpus.yaml" "generate.family: unknown family 'wavenett'" -- corpus stats "$tmp/fam.corpus.yaml"
+sed 's/family: wavenet/family: wavenett/' "$tmp/m/m.corpus.yaml" > "$tmp/m/fam.corpus.yaml"
+expect_error manifest-family "fam.corpus.yaml" "generate.family: unknown family 'wavenett'" -- corpus stats "$tmp/m/fam.corpus.yaml"
 cp "$tmp/c1/c1.corpus.yaml" "$tmp/c1/moved.corpus.yaml"; rm "$tmp/c1/graphs/gnmt_000.graph.json"
 expect_error missing-file "moved.corpus.yaml" "entries[0].file: graph file 'graphs/gnmt_000.graph.json' not found" -- corpus stats "$tmp/c1/moved.corpus.yaml"
-sed 's/ops: \([0-9]*\),/ops: 1\1,/' "$tmp/m/m.corpus.yaml" > "$tmp/ops.corpus.yaml"
-expect_error changed-graph "ops.corpus.yaml: entries[0]" "the family generator changed" -- corpus stats "$tmp/ops.corpus.yaml"
+sed 's/ops: \([0-9]*\),/ops: 1\1,/' "$tmp/m/m.corpus.yaml" > "$tmp/m/ops.corpus.yaml"  # same folder: file entries are relative to it
+expect_error changed-graph "ops.corpus.yaml: entries[0]" "the family generator changed" -- corpus stats "$tmp/m/ops.corpus.yaml"
 expect_error stats-missing "no/such.corpus.yaml" -- corpus stats "$tmp/no/such.corpus.yaml"
 
 echo "$((n - fail)) passed, $fail failed"
