@@ -1,0 +1,14 @@
+#include "agents/methods.h"
+
+namespace placer {
+
+std::vector<MethodInfo> all_methods() {
+  std::vector<MethodInfo> m;
+  add_list_scheduling_methods(&m);
+  add_graph_partitioning_methods(&m);
+  add_dynamic_programming_methods(&m);
+  add_search_methods(&m);
+  return m;
+}
+
+}  // namespace placer

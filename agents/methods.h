@@ -1,0 +1,18 @@
+#pragma once
+// Registration lists, one per family of methods (each defined in its own .cpp).
+
+#include <vector>
+
+#include "agents/placer.h"
+
+namespace placer {
+
+void add_list_scheduling_methods(std::vector<MethodInfo>* out);  // agents/list_placers.cpp
+void add_graph_partitioning_methods(std::vector<MethodInfo>* out);  // agents/partitioners.cpp
+void add_dynamic_programming_methods(std::vector<MethodInfo>* out);  // agents/dp_placers.cpp
+void add_search_methods(std::vector<MethodInfo>* out);  // agents/anneal.cpp
+
+/// Every method in display order (what placer_methods() returns).
+std::vector<MethodInfo> all_methods();
+
+}  // namespace placer
