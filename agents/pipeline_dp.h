@@ -1,0 +1,102 @@
+#pragma once
+// pipeline-dp: PipeDream's dynamic program (Narayanan et al., SOSP 2019) for pipeline stage
+// cuts, a data-parallel replication count per stage, and the mapping of stages onto
+// consecutive devices of a hierarchical topology (DAPPLE-style: a stage may start on the next
+// host boundary, leaving devices idle, when that pays). See docs/dp_placers.md.
+//
+// The DP works on an abstract cost table (so tests can compare it with brute force on the
+// very same numbers); make_pipeline_cost_table builds the table of a real problem.
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "agents/placer.h"
+
+namespace placer {
+
+/// The forward ops of a graph coarsened into a chain of layer units, in topological order.
+struct LayerChain {
+  std::vector<std::vector<OpId>> units;  ///< forward ops of each unit, topo order
+  std::vector<int> unit_of;              ///< per op: its unit (every op, derived ops too)
+};
+
+/// Forward ops in topological order grouped by Op::layer (a new unit whenever the layer
+/// changes); without layer numbers one unit per forward op. Consecutive units are merged,
+/// balanced by forward FLOPs, down to at most `max_units`. Backward / optimizer ops join the
+/// unit of their forward_op; others the latest unit among their predecessors, else the
+/// earliest among their successors (the simulator's stage rule), else 0.
+LayerChain build_layer_chain(const Graph& g, int max_units);
+
+/// Costs of pipeline configurations over layers [0, num_layers) and device slots
+/// [0, num_devices) (indices into the problem's device list). All times are per mini-batch.
+struct PipelineCostTable {
+  int num_layers = 0;
+  int num_devices = 0;
+  /// host_start[d]: slot d is the first device of a host (slot 0 always is).
+  std::vector<char> host_start;
+  /// Stage of layers [i, j) on slots [first, first + r): compute / r + once-work +
+  /// gradient all-reduce among the r replicas.
+  std::function<double(int i, int j, int first, int r)> stage_time;
+  /// Activations (forward) and their gradients (backward) across the cut before layer j,
+  /// from slot prev_last (last device of the previous stage) to the stage at `first` with r
+  /// replicas.
+  std::function<double(int j, int prev_last, int first, int r)> boundary_time;
+  /// Whether the stage fits in memory (resident + in-flight activations); may be empty.
+  std::function<bool(int i, int j, int first, int r)> fits;
+};
+
+struct PipelineDpOptions {
+  bool allow_replication = true;  ///< r > 1 per stage
+  int max_replicas = 0;           ///< 0 = num_devices
+  /// A stage may skip devices to start at the next host boundary.
+  bool align_to_hosts = true;
+};
+
+struct PipelineStageChoice {
+  int begin = 0, end = 0;  ///< layers [begin, end)
+  int first = 0;           ///< first device slot
+  int replicas = 1;        ///< devices [first, first + replicas)
+};
+
+struct PipelineDpSolution {
+  double bottleneck = std::numeric_limits<double>::infinity();
+  std::vector<PipelineStageChoice> stages;
+  bool feasible() const { return !stages.empty(); }
+};
+
+/// The bottleneck of a configuration under `table`: max over stages of stage_time and over
+/// cuts of boundary_time (infinity when a stage does not fit). Used by the DP's tests.
+double pipeline_bottleneck(const PipelineCostTable& table,
+                           const std::vector<PipelineStageChoice>& stages);
+
+/// A[j][d] = min over the last stage [i, j) on slots [d - r, d) (after an optional skip to a
+/// host boundary) of max(A[i][d'], boundary(i), stage(i, j, d - r, r)); answer min_d A[L][d].
+/// O(L^2 * N * R). Infeasible (no stages) when nothing fits.
+PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& table,
+                                     const PipelineDpOptions& options = {});
+
+struct PipelinePlacerOptions {
+  PipelineDpOptions dp;
+  int max_units = 64;     ///< chain length after coarsening
+  int micro_batches = 0;  ///< 0 = 4 x stages (capped by the batch size)
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+};
+
+/// The cost table of a problem (chain from build_layer_chain, device slots = devices).
+/// Uses CostModel op times on the stage's first device, collective_time for the gradient
+/// all-reduce (kAuto), transfer_time for activations; memory = resident bytes + saved
+/// activations of the in-flight micro-batches (all for GPipe; for 1F1B at most
+/// (stages after + 1) / m of them, 1/4 under the default m = 4 x stages).
+PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerChain& chain,
+                                           const std::vector<int>& devices,
+                                           const PipelinePlacerOptions& options);
+
+/// Runs the DP on a problem and returns the plan (pipeline, placement filled by stage).
+/// Simulates it; on OOM doubles the micro-batches (up to the batch size) a few times.
+/// Throws placer::Error when no configuration fits in memory.
+Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options = {},
+                      PipelineDpSolution* solution = nullptr);
+
+}  // namespace placer

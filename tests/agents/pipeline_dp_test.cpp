@@ -1,0 +1,338 @@
+// pipeline-dp: the DP's optimum equals brute force (every cut, every replication and
+// host-alignment choice) on the same cost table, and its plan beats the even split in the
+// simulator on a skewed chain.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "agents/pipeline_dp.h"
+#include "datasets/synthetic.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// hosts x per_host GPUs of 10 TFLOP/s, 1 TB/s; intra-host 10 us + 10 GB/s, inter-host
+/// 20 us + 1 GB/s.
+Cluster make_cluster(int hosts, int per_host, uint64_t memory = 16ull << 30) {
+  DeviceSpec s;
+  s.model = "gpu10t";
+  s.peak_flops[static_cast<int>(DType::kF32)] = 10e12;
+  s.memory_bandwidth = 1e12;
+  s.memory_bytes = memory;
+  Cluster c;
+  c.name = "test";
+  for (int h = 0; h < hosts; ++h) c.add_host("host" + std::to_string(h), s, per_host);
+  c.set_link(LinkLevel::kIntraHost, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair});
+  c.set_link(LinkLevel::kInterHost, LinkSpec{"eth", 20e-6, 1e9, LinkSharing::kPerPair});
+  return c;
+}
+
+struct Fixture {
+  Fixture(Graph graph, Cluster cl)
+      : g(std::move(graph)), c(std::move(cl)), cost(c, uniform_profile(1.0)), sim(g, c, cost) {}
+  Problem problem() { return Problem{g, c, cost, sim, {}}; }
+  Graph g;
+  Cluster c;
+  CostModel cost;
+  Simulator sim;
+};
+
+Graph chain_step(const std::vector<double>& flops, uint64_t act = 4 << 20,
+                 uint64_t params = 8 << 20) {
+  ChainOptions o;
+  o.per_op_flops = flops;
+  o.activation_bytes = act;
+  o.param_bytes = params;
+  o.batch = 64;
+  return expand_training_step(make_chain(o));
+}
+
+/// Exhaustive search over the DP's space (no memoisation): from layer i with slots [0, d)
+/// consumed, the next stage takes layers [i, j) on r slots starting at d, or at the next host
+/// boundary after d when no host starts inside the skipped slots.
+void brute(const PipelineCostTable& t, const PipelineDpOptions& o, int i, int d, int prev_last,
+           double worst, std::vector<PipelineStageChoice>* cur, double* best) {
+  if (i == t.num_layers) {
+    *best = std::min(*best, worst);
+    return;
+  }
+  std::vector<int> starts = {d};
+  if (o.align_to_hosts && i > 0 && d < t.num_devices && !t.host_start[static_cast<size_t>(d)]) {
+    for (int f = d + 1; f < t.num_devices; ++f) {
+      if (t.host_start[static_cast<size_t>(f)]) {
+        starts.push_back(f);
+        break;
+      }
+    }
+  }
+  const int R = o.allow_replication ? t.num_devices : 1;
+  for (int first : starts) {
+    for (int r = 1; r <= R && first + r <= t.num_devices; ++r) {
+      for (int j = i + 1; j <= t.num_layers; ++j) {
+        if (t.fits && !t.fits(i, j, first, r)) continue;
+        double w = std::max(worst, t.stage_time(i, j, first, r));
+        if (i > 0) w = std::max(w, t.boundary_time(i, prev_last, first, r));
+        cur->push_back({i, j, first, r});
+        brute(t, o, j, first + r, first + r - 1, w, cur, best);
+        cur->pop_back();
+      }
+    }
+  }
+}
+
+double brute_force(const PipelineCostTable& t, const PipelineDpOptions& o) {
+  std::vector<PipelineStageChoice> cur;
+  double best = kInf;
+  brute(t, o, 0, 0, -1, 0, &cur, &best);
+  return best;
+}
+
+/// A random table on hosts of `per_host` slots: stage time = 60 x layers / r plus noise
+/// (so that pipelines of several stages win), random boundary times, 10% of stage
+/// configurations not fitting. Integers, so every comparison is exact.
+PipelineCostTable random_table(int layers, int devices, int per_host, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const size_t n = static_cast<size_t>(layers + 1) * (layers + 1) * (devices + 1) * (devices + 1);
+  auto stage = std::make_shared<std::vector<double>>(n);
+  auto bound = std::make_shared<std::vector<double>>(n);
+  auto fit = std::make_shared<std::vector<char>>(n);
+  std::uniform_int_distribution<int> noise(0, 150), coin(0, 9);
+  for (size_t k = 0; k < n; ++k) {
+    (*stage)[k] = noise(rng);
+    (*bound)[k] = noise(rng);
+    (*fit)[k] = coin(rng) != 0;
+  }
+  const int L = layers, N = devices;
+  auto idx = [L, N](int a, int b, int c, int d) {
+    return ((static_cast<size_t>(a) * (L + 1) + b) * (N + 1) + c) * (N + 1) + d;
+  };
+  PipelineCostTable t;
+  t.num_layers = L;
+  t.num_devices = N;
+  for (int d = 0; d < N; ++d) t.host_start.push_back(d % per_host == 0);
+  t.stage_time = [=](int i, int j, int f, int r) {
+    return (*stage)[idx(i, j, f, r)] + (60 * (j - i)) / r;
+  };
+  t.boundary_time = [=](int j, int p, int f, int r) { return (*bound)[idx(j, p + 1, f, r)]; };
+  t.fits = [=](int i, int j, int f, int r) { return (*fit)[idx(i, j, f, r)] != 0; };
+  return t;
+}
+
+TEST(PipelineDp, HandComputedChain) {
+  // Per-layer times 1, 1, 1, 3 on 2 devices without replication: cut before the last layer.
+  const std::vector<double> w = {1, 1, 1, 3};
+  PipelineCostTable t;
+  t.num_layers = 4;
+  t.num_devices = 2;
+  t.host_start = {1, 0};
+  t.stage_time = [w](int i, int j, int, int) {
+    double s = 0;
+    for (int k = i; k < j; ++k) s += w[static_cast<size_t>(k)];
+    return s;
+  };
+  t.boundary_time = [](int, int, int, int) { return 0.5; };
+  PipelineDpOptions o;
+  o.allow_replication = false;
+  const PipelineDpSolution s = solve_pipeline_dp(t, o);
+  ASSERT_EQ(s.stages.size(), 2u);
+  EXPECT_EQ(s.bottleneck, 3.0);
+  EXPECT_EQ(s.stages[0].begin, 0);
+  EXPECT_EQ(s.stages[0].end, 3);
+  EXPECT_EQ(s.stages[1].first, 1);
+  EXPECT_EQ(pipeline_bottleneck(t, s.stages), 3.0);
+}
+
+TEST(PipelineDp, SkipsToHostBoundaryWhenItPays) {
+  // Hosts {0, 1} and {2, 3}; a stage on slot 1 costs 100, elsewhere 10 per layer. Aligned:
+  // stages on slots 0, 2, 3 (bottleneck 10); without alignment the best is one stage (30).
+  PipelineCostTable t;
+  t.num_layers = 3;
+  t.num_devices = 4;
+  t.host_start = {1, 0, 1, 0};
+  t.stage_time = [](int i, int j, int f, int r) { return (f == 1 ? 100.0 : 10.0 * (j - i)) / r; };
+  t.boundary_time = [](int, int, int, int) { return 0.0; };
+  PipelineDpOptions o;
+  o.allow_replication = false;
+  const PipelineDpSolution a = solve_pipeline_dp(t, o);
+  EXPECT_EQ(a.bottleneck, 10.0);
+  ASSERT_EQ(a.stages.size(), 3u);
+  EXPECT_EQ(a.stages[1].first, 2);
+  EXPECT_EQ(a.stages[2].first, 3);
+  EXPECT_EQ(brute_force(t, o), 10.0);
+  o.align_to_hosts = false;
+  EXPECT_EQ(solve_pipeline_dp(t, o).bottleneck, 30.0);
+  EXPECT_EQ(brute_force(t, o), 30.0);
+}
+
+TEST(PipelineDp, EqualsBruteForceOnRandomTables) {
+  for (uint32_t seed = 1; seed <= 120; ++seed) {
+    const int layers = 1 + static_cast<int>(seed % 7);
+    const int devices = 1 + static_cast<int>(seed % 5);
+    const int per_host = 1 + static_cast<int>((seed / 5) % 3);
+    const PipelineCostTable t = random_table(layers, devices, per_host, seed);
+    for (int variant = 0; variant < 3; ++variant) {
+      PipelineDpOptions o;
+      o.allow_replication = variant != 0;
+      o.align_to_hosts = variant == 2;
+      const PipelineDpSolution s = solve_pipeline_dp(t, o);
+      const double bf = brute_force(t, o);
+      SCOPED_TRACE("seed " + std::to_string(seed) + " variant " + std::to_string(variant));
+      EXPECT_EQ(s.bottleneck, bf);
+      if (s.feasible()) {
+        EXPECT_EQ(pipeline_bottleneck(t, s.stages), bf);
+      }
+    }
+  }
+}
+
+TEST(PipelineDp, EqualsEveryCutOnRealChain) {
+  // 8 skewed layers, 4 devices in one host: enumerate every cut into s <= 4 stages on
+  // devices 0..s-1 with the cost table of the real problem.
+  Fixture f(chain_step({1e9, 2e9, 1e9, 6e9, 1e9, 1e9, 3e9, 1e9}), make_cluster(1, 4));
+  Problem p = f.problem();
+  PipelinePlacerOptions po;
+  const LayerChain chain = build_layer_chain(f.g, po.max_units);
+  ASSERT_EQ(chain.units.size(), 8u);
+  const PipelineCostTable t = make_pipeline_cost_table(p, chain, {0, 1, 2, 3}, po);
+  PipelineDpOptions o;
+  o.allow_replication = false;
+  const PipelineDpSolution s = solve_pipeline_dp(t, o);
+  double best = kInf;
+  for (uint32_t mask = 0; mask < (1u << 7); ++mask) {  // bit k: cut after layer k
+    std::vector<PipelineStageChoice> st;
+    int begin = 0;
+    for (int k = 0; k < 8; ++k) {
+      if (k == 7 || (mask >> k & 1u)) {
+        st.push_back({begin, k + 1, static_cast<int>(st.size()), 1});
+        begin = k + 1;
+      }
+    }
+    if (st.size() > 4) continue;
+    best = std::min(best, pipeline_bottleneck(t, st));
+  }
+  EXPECT_EQ(s.bottleneck, best);
+  EXPECT_GT(s.stages.size(), 1u);
+
+  // With replication (5 layers, every replica vector with sum <= 4 devices).
+  Fixture f2(chain_step({1e9, 4e9, 1e9, 1e9, 2e9}), make_cluster(1, 4));
+  Problem p2 = f2.problem();
+  const LayerChain c2 = build_layer_chain(f2.g, po.max_units);
+  const PipelineCostTable t2 = make_pipeline_cost_table(p2, c2, {0, 1, 2, 3}, po);
+  const PipelineDpSolution s2 = solve_pipeline_dp(t2, PipelineDpOptions{});
+  double best2 = kInf;
+  for (uint32_t mask = 0; mask < (1u << 4); ++mask) {
+    std::vector<std::pair<int, int>> cuts;
+    int begin = 0;
+    for (int k = 0; k < 5; ++k) {
+      if (k == 4 || (mask >> k & 1u)) {
+        cuts.push_back({begin, k + 1});
+        begin = k + 1;
+      }
+    }
+    const size_t ns = cuts.size();
+    std::vector<int> r(ns, 1);
+    for (;;) {  // odometer over replica counts 1..4
+      int sum = 0;
+      for (int x : r) sum += x;
+      if (sum <= 4) {
+        std::vector<PipelineStageChoice> st;
+        int first = 0;
+        for (size_t k = 0; k < ns; ++k) {
+          st.push_back({cuts[k].first, cuts[k].second, first, r[k]});
+          first += r[k];
+        }
+        best2 = std::min(best2, pipeline_bottleneck(t2, st));
+      }
+      size_t k = 0;
+      while (k < ns && ++r[k] > 4) r[k++] = 1;
+      if (k == ns) break;
+    }
+  }
+  EXPECT_EQ(s2.bottleneck, best2);
+}
+
+TEST(PipelineDp, BeatsEvenSplitInSimulator) {
+  // Skewed chain: the heavy layers 3 and 6 make the even 2-layer split unbalanced.
+  Fixture f(chain_step({1e9, 1e9, 1e9, 8e9, 1e9, 1e9, 6e9, 1e9}), make_cluster(1, 4));
+  Problem p = f.problem();
+  PipelineDpSolution sol;
+  const Plan plan = pipeline_dp_plan(p, {}, &sol);
+  ASSERT_NO_THROW(plan.validate(f.g, f.c));
+  ASSERT_TRUE(plan.predicted.valid);
+  EXPECT_FALSE(plan.predicted.oom);
+  EXPECT_EQ(plan.method, "pipeline-dp");
+
+  Plan even = plan;
+  even.pipeline.stages.clear();
+  for (int s = 0; s < 4; ++s) {
+    PipelineStage st;
+    st.ops = {static_cast<OpId>(f.g.find_op("chain." + std::to_string(2 * s))),
+              static_cast<OpId>(f.g.find_op("chain." + std::to_string(2 * s + 1)))};
+    st.devices = {s};
+    even.pipeline.stages.push_back(st);
+  }
+  // Input nodes ("x") are forward ops too: they join stage 0.
+  for (OpId o = 0; o < f.g.num_ops(); ++o) {
+    const Op& op = f.g.op(o);
+    if (op.phase == Phase::kForward && op.name.rfind("chain.", 0) != 0) {
+      even.pipeline.stages[0].ops.push_back(o);
+    }
+  }
+  even.pipeline.micro_batches = 16;
+  ASSERT_NO_THROW(even.validate(f.g, f.c));
+  const double t_even = f.sim.run(even).step_time;
+  const double t_dp = f.sim.run(plan).step_time;
+  EXPECT_EQ(t_dp, plan.predicted.step_time);
+  EXPECT_LT(t_dp, t_even);
+}
+
+TEST(PipelineDp, StagesOnHostBoundaries) {
+  // 2 hosts x 2 devices, slow network: a 2-way replicated stage stays inside one host.
+  Fixture f(chain_step({2e9, 2e9, 2e9, 2e9}, 1 << 20, 64 << 20), make_cluster(2, 2));
+  Problem p = f.problem();
+  PipelineDpSolution sol;
+  const Plan plan = pipeline_dp_plan(p, {}, &sol);
+  for (const PipelineStage& st : plan.pipeline.stages) {
+    for (int d : st.devices) EXPECT_EQ(f.c.device(d).host, f.c.device(st.devices[0]).host);
+  }
+}
+
+TEST(PipelineDp, MemoryForcesOneLayerPerStage) {
+  // 2 GiB of parameters per layer: with gradients and Adam state 8 GiB resident, so two
+  // layers (16 GiB + activations) exceed a 16 GiB device; replicas would not help.
+  const uint64_t gib = 1ull << 30;
+  Fixture f(chain_step({1e9, 1e9, 1e9, 1e9}, 1 << 20, 2 * gib), make_cluster(1, 4));
+  Problem p = f.problem();
+  PipelineDpSolution sol;
+  const Plan plan = pipeline_dp_plan(p, {}, &sol);
+  ASSERT_EQ(plan.pipeline.stages.size(), 4u);
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(sol.stages[s].end - sol.stages[s].begin, 1);
+    EXPECT_EQ(sol.stages[s].replicas, 1);
+  }
+  EXPECT_FALSE(plan.predicted.oom);
+  // The same chain on 3 devices fits nowhere.
+  Fixture f3(chain_step({1e9, 1e9, 1e9, 1e9}, 1 << 20, 2 * gib), make_cluster(1, 3));
+  Problem p3 = f3.problem();
+  EXPECT_THROW(pipeline_dp_plan(p3), Error);
+}
+
+TEST(PipelineDp, ClearErrorWhenNothingFits) {
+  Fixture f(chain_step({1e9, 1e9}, 1 << 20, 64 << 20), make_cluster(1, 2, 1 << 20));
+  Problem p = f.problem();
+  EXPECT_THROW(pipeline_dp_plan(p), Error);
+}
+
+}  // namespace
+}  // namespace placer
