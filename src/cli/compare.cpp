@@ -1,0 +1,143 @@
+// `placer compare`: every (or the listed) placement method on one graph and cluster, side
+// by side: step time, speed-up over a single device, peak memory, OOM, search wall time.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "src/cli/commands.h"
+#include "src/cli/common.h"
+#include "src/cli/placing.h"
+#include "src/util/error.h"
+#include "src/util/format.h"
+
+namespace placer::cli {
+namespace {
+
+struct CompareArgs {
+  ProblemArgs problem;
+  std::string methods;
+  int64_t budget_evals = 0;
+  double budget_seconds = 0;
+  uint64_t seed = 1;
+  bool csv = false;
+};
+
+std::vector<std::string> split_methods(const std::string& s) {
+  std::vector<std::string> out;
+  if (s.empty()) {
+    for (const MethodInfo& m : placer_methods()) out.push_back(m.name);
+    return out;
+  }
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c == '\n' ? ' ' : c;
+  }
+  return q + "\"";
+}
+
+void run_compare(const CompareArgs& a) {
+  const std::vector<std::string> methods = split_methods(a.methods);
+  // Unknown names are a usage error, found before any work.
+  for (const std::string& m : methods) make_placer(m);
+  std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
+  SearchBudget budget;
+  budget.max_evaluations = a.budget_evals;
+  budget.max_seconds = a.budget_seconds;
+  budget.seed = a.seed;
+
+  const SimResult single = simulate_single_device(*s);
+  std::vector<MethodRun> runs;
+  for (size_t i = 0; i < methods.size(); ++i) {
+    runs.push_back(run_method(methods[i], *s, budget));
+    const MethodRun& r = runs.back();
+    std::cerr << "placer: compare [" << i + 1 << "/" << methods.size() << "] " << r.method << ": "
+              << (r.ok ? human_time(r.result.step_time) : "failed") << " ("
+              << human_time(r.search_seconds) << ")\n";
+  }
+
+  const Cluster& c = s->cluster;
+  if (a.csv) {
+    std::cout << "method,step_time_s,speedup,max_peak_memory_bytes,max_peak_device,oom,"
+                 "search_seconds,error\n";
+    for (const MethodRun& r : runs) {
+      std::cout << csv_field(r.method) << ",";
+      if (r.ok) {
+        const int d = max_peak_device(r.result);
+        std::cout << r.result.step_time << ","
+                  << (r.result.step_time > 0 ? single.step_time / r.result.step_time : 0) << ","
+                  << r.result.peak_memory[d] << "," << csv_field(c.device(d).name) << ","
+                  << (r.result.oom ? "true" : "false") << ",";
+      } else {
+        std::cout << ",,,,,";
+      }
+      std::cout << r.search_seconds << "," << csv_field(r.error) << "\n";
+    }
+    return;
+  }
+
+  std::cout << "graph    " << s->graph.name() << " (" << s->graph.num_ops() << " ops"
+            << (s->graph.is_training_step() ? ", training step" : ", forward") << ")\n"
+            << "cluster  " << c.name << " (" << c.num_devices() << " devices)\n"
+            << "single   " << human_time(single.step_time) << " on "
+            << c.device(s->devices.empty() ? 0 : s->devices.front()).name
+            << (single.oom ? " (out of memory)" : "") << " = speed-up 1.00x\n\n";
+  size_t wm = 8, wd = 10;
+  for (const MethodRun& r : runs) wm = std::max(wm, r.method.size() + 2);
+  for (const Device& d : c.devices()) wd = std::max(wd, d.name.size() + 2);
+  std::cout << pad_right("method", wm) << pad_left("step time", 11) << pad_left("speed-up", 10)
+            << pad_left("peak mem", 12) << "  " << pad_right("on device", wd) << pad_left("OOM", 4)
+            << pad_left("search", 10) << "\n";
+  for (const MethodRun& r : runs) {
+    std::cout << pad_right(r.method, wm);
+    if (r.ok) {
+      const int d = max_peak_device(r.result);
+      const std::string speedup =
+          r.result.step_time > 0 ? fixed(single.step_time / r.result.step_time, 2) + "x" : "-";
+      std::cout << pad_left(human_time(r.result.step_time), 11) << pad_left(speedup, 10)
+                << pad_left(human_bytes(double(r.result.peak_memory[d])), 12) << "  "
+                << pad_right(c.device(d).name, wd) << pad_left(r.result.oom ? "yes" : "no", 4)
+                << pad_left(human_time(r.search_seconds), 10) << "\n";
+    } else {
+      std::cout << "  error: " << r.error << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app);
+static CommandRegistrar compare_registrar(16, "compare", register_compare);
+
+void register_compare(CLI::App& app) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "Run several placement methods on one graph and cluster and print a table: step time,\n"
+      "speed-up over a single device, max peak memory (and its device), OOM, search time.");
+  add_problem_options(sub, &args->problem);
+  sub->add_option("--methods", args->methods,
+                  "Comma-separated methods (default: every registered method)");
+  sub->add_option("--budget-evals", args->budget_evals,
+                  "Search budget in simulator evaluations (0 = each method's default)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--budget-seconds", args->budget_seconds,
+                  "Search budget in wall-clock seconds per method (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--seed", args->seed, "Seed of the randomised methods")->capture_default_str();
+  sub->add_flag("--csv", args->csv, "Print CSV (one header line, one line per method)");
+  sub->callback([args]() { run_compare(*args); });
+}
+
+}  // namespace placer::cli

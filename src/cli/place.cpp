@@ -1,0 +1,193 @@
+// `placer place`: run one placement method (or the best of the fast ones), simulate its
+// plan, report it and write the plan with its prediction plus the effective configuration.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "simulator/trace.h"
+#include "src/cli/commands.h"
+#include "src/cli/common.h"
+#include "src/cli/placing.h"
+#include "src/io/plan_io.h"
+#include "src/util/error.h"
+#include "src/util/format.h"
+
+namespace placer::cli {
+namespace {
+
+struct PlaceArgs {
+  ProblemArgs problem;
+  std::string method, output, trace;
+  int64_t budget_evals = 0;
+  double budget_seconds = 0;
+  uint64_t seed = 1;
+};
+
+/// out.plan.yaml -> out.place.yaml (also for .plan.json, .yaml, .json and other names).
+std::string config_path_for(const std::string& output) {
+  for (const char* ext : {".plan.yaml", ".plan.yml", ".plan.json", ".yaml", ".yml", ".json"}) {
+    if (ends_with(output, ext) && output.size() > std::string(ext).size()) {
+      return output.substr(0, output.size() - std::string(ext).size()) + ".place.yaml";
+    }
+  }
+  return output + ".place.yaml";
+}
+
+std::string yaml_quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& run,
+                  const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw FileError(path + ": cannot write");
+  f << "# Effective configuration of the `placer place` run that wrote " << a.output << "\n";
+  f << "format_version: \"1.0\"\n";
+  f << "command: place\n";
+  f << "graph: " << yaml_quote(a.problem.graph) << "\n";
+  f << "cluster: " << yaml_quote(a.problem.cluster) << "\n";
+  f << "profile: " << (a.problem.profile.empty() ? "default" : yaml_quote(a.problem.profile))
+    << "\n";
+  f << "expand: " << (a.problem.no_expand ? "false" : "true") << "\n";
+  f << "optimizer: " << a.problem.optimizer << "\n";
+  f << "devices: [";
+  for (size_t i = 0; i < s.devices.size(); ++i) f << (i ? ", " : "") << s.devices[i];
+  f << "]  # empty = all " << s.cluster.num_devices() << " devices\n";
+  f << "method: " << a.method << "\n";
+  f << "chosen_method: " << run.method << "\n";
+  f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
+    << ", seed: " << a.seed << "}  # 0 = the method's default\n";
+  f << "plan: " << yaml_quote(a.output) << "\n";
+  f << "result: {step_time_s: " << run.result.step_time
+    << ", oom: " << (run.result.oom ? "true" : "false")
+    << ", search_seconds: " << run.search_seconds << "}\n";
+  if (!f) throw FileError(path + ": write failed");
+}
+
+void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single) {
+  const Graph& g = s.graph;
+  const Cluster& c = s.cluster;
+  std::ostream& out = std::cout;
+  out << "graph        " << g.name() << " (" << (g.is_training_step() ? "training step" : "forward")
+      << ", " << g.num_ops() << " ops)\n";
+  out << "cluster      " << c.name << " (" << c.num_devices() << " devices"
+      << (s.devices.empty() ? "" : ", " + std::to_string(s.devices.size()) + " used") << ")\n";
+  out << "method       " << run.method << "\n\n";
+  const SimResult& r = run.result;
+  out << "step time    " << human_time(r.step_time) << "\n";
+  const int single_dev = s.devices.empty() ? 0 : s.devices.front();
+  out << "speed-up     "
+      << (r.step_time > 0 ? fixed(single.step_time / r.step_time, 2) + "x" : std::string("-"))
+      << " over a single device (" << human_time(single.step_time) << " on "
+      << c.device(single_dev).name << (single.oom ? ", which runs out of memory" : "") << ")\n";
+  const int peak = max_peak_device(r);
+  out << "peak memory  " << human_bytes(double(r.peak_memory[peak])) << " on "
+      << c.device(peak).name << " (of " << human_bytes(double(c.device(peak).spec.memory_bytes))
+      << ")";
+  if (r.oom) {
+    out << "; OUT OF MEMORY on";
+    for (int d : r.oom_devices) out << " " << c.device(d).name;
+  } else {
+    out << "; fits";
+  }
+  out << "\n";
+  int used = 0;
+  for (double t : r.compute_time) used += t > 0 ? 1 : 0;
+  out << "devices      " << used << " of " << c.num_devices() << " compute\n";
+  out << "search time  " << human_time(run.search_seconds) << "\n";
+}
+
+void run_place(const PlaceArgs& a) {
+  // Check the method name before loading anything.
+  if (a.method != "best") make_placer(a.method);
+  std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
+  SearchBudget budget;
+  budget.max_evaluations = a.budget_evals;
+  budget.max_seconds = a.budget_seconds;
+  budget.seed = a.seed;
+
+  MethodRun chosen;
+  if (a.method == "best") {
+    bool have = false;
+    for (const MethodInfo& m : placer_methods()) {
+      if (!m.fast) continue;
+      MethodRun run = run_method(m.name, *s, budget);
+      if (!run.ok) {
+        std::cerr << "placer: best: " << m.name << ": failed: " << run.error << "\n";
+        continue;
+      }
+      std::cerr << "placer: best: " << m.name << ": " << human_time(run.result.step_time)
+                << (run.result.oom ? " (OOM)" : "") << " in " << human_time(run.search_seconds)
+                << "\n";
+      // A fitting plan beats any OOM one; then the lower step time (first wins ties).
+      const bool better =
+          !have || (chosen.result.oom && !run.result.oom) ||
+          (chosen.result.oom == run.result.oom && run.result.step_time < chosen.result.step_time);
+      if (better) chosen = std::move(run), have = true;
+    }
+    if (!have) throw Error("--method best: every fast method failed (see above)");
+    if (chosen.result.oom) {
+      std::cerr << "placer: best: warning: no method found a plan that fits in memory\n";
+    }
+  } else {
+    chosen = run_method(a.method, *s, budget);
+    if (!chosen.ok) throw Error("method " + a.method + ": " + chosen.error);
+  }
+
+  const SimResult single = simulate_single_device(*s);
+  report(*s, chosen, single);
+
+  if (!a.trace.empty()) {
+    SimOptions opts;
+    opts.record_events = true;
+    const SimResult traced = s->simulator->run(chosen.plan, opts);
+    ensure_parent_dir(a.trace);
+    write_chrome_trace(traced, s->graph, s->cluster, a.trace);
+    std::cout << "trace        " << a.trace << "\n";
+  }
+  ensure_parent_dir(a.output);
+  save_plan(chosen.plan, s->graph, s->cluster, a.output);
+  std::cout << "plan         " << a.output << " (with the predicted step time and memory)\n";
+  const std::string config = config_path_for(a.output);
+  write_config(a, *s, chosen, config);
+  std::cout << "config       " << config << "\n";
+}
+
+}  // namespace
+
+void register_place(CLI::App& app);
+static CommandRegistrar place_registrar(15, "place", register_place);
+
+void register_place(CLI::App& app) {
+  auto args = std::make_shared<PlaceArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "place",
+      "Place a model on a cluster with one method (or the best of the fast ones), simulate\n"
+      "the plan and write it with its predicted step time and memory.");
+  add_problem_options(sub, &args->problem);
+  sub->add_option("-m,--method", args->method,
+                  "Placement method (see `placer compare`), or 'best': every fast method, "
+                  "keeping the fastest plan that fits")
+      ->required();
+  sub->add_option("--budget-evals", args->budget_evals,
+                  "Search budget in simulator evaluations (0 = the method's default)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--budget-seconds", args->budget_seconds,
+                  "Search budget in wall-clock seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--seed", args->seed, "Seed of the randomised methods")->capture_default_str();
+  sub->add_option("-o,--output", args->output,
+                  "Plan to write (.yaml or .json); the effective configuration goes next to "
+                  "it as <name>.place.yaml")
+      ->required();
+  sub->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
+  sub->callback([args]() { run_place(*args); });
+}
+
+}  // namespace placer::cli

@@ -1,0 +1,70 @@
+#pragma once
+// Shared by `placer place` and `placer compare`: the problem setup (graph, cluster, cost
+// model, simulator) and one guarded method run (search + simulation + wall time).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/placer.h"
+#include "simulator/cost_model.h"
+#include "simulator/simulator.h"
+#include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+
+namespace CLI {
+class App;
+}
+
+namespace placer::cli {
+
+/// Options both commands take to build a problem.
+struct ProblemArgs {
+  std::string graph, cluster, profile, optimizer = "adam", devices;
+  bool no_expand = false;
+};
+
+/// Adds --graph, --cluster, --profile, --optimizer, --no-expand, --devices to `sub`.
+void add_problem_options(CLI::App* sub, ProblemArgs* p);
+
+/// Everything a method needs, owned in one place (the simulator refers to the others).
+struct ProblemSetup {
+  Graph graph;
+  Cluster cluster;
+  std::unique_ptr<CostModel> cost;
+  std::unique_ptr<Simulator> simulator;
+  std::vector<int> devices;  ///< as given by --devices (empty = all)
+  Problem problem() const;
+};
+
+/// Loads the graph (expanded to a training step unless no_expand), the cluster and the
+/// profile; parses --devices ("0,2,3"; ValidationError on a bad or out-of-range index).
+std::unique_ptr<ProblemSetup> load_problem(const ProblemArgs& a);
+
+/// Parses "0,1,3" into device indices of a cluster with `num_devices` devices.
+std::vector<int> parse_device_list(const std::string& s, int num_devices);
+
+/// One method's outcome. `ok` false: `error` says why (the search or the plan threw).
+struct MethodRun {
+  std::string method;
+  bool ok = false;
+  std::string error;
+  Plan plan;
+  SimResult result;
+  double search_seconds = 0;
+};
+
+/// Runs `method` (make_placer) under `budget`, validates and simulates its plan; never
+/// throws for a failing method (the error goes into the result).
+MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget);
+
+/// Step time of everything on the first allowed device (the speed-up reference).
+SimResult simulate_single_device(const ProblemSetup& s);
+
+/// Device with the highest peak memory in `r` (ties: the lowest index).
+int max_peak_device(const SimResult& r);
+
+/// Names of the registered methods, comma separated.
+std::string known_methods();
+
+}  // namespace placer::cli
