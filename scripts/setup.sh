@@ -22,7 +22,7 @@ for arg in "$@"; do
 done
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git python3
   libboost-graph-dev libeigen3-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libonnx-dev protobuf-compiler libprotobuf-dev
