@@ -10,6 +10,7 @@
 
 #include "agents/methods.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -96,6 +97,19 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
   PLACER_CHECK(g.num_ops() > 0, "anneal: the graph has no ops");
   PLACER_CHECK(budget.max_evaluations >= 0 && budget.max_seconds >= 0, "anneal: negative budget");
   const Clock::time_point t0 = Clock::now();
+  if (!options_.allow_oom) {
+    // Fail fast when the resident state alone exceeds every device together: no move can
+    // make such a graph fit, so searching would only spend the budget.
+    uint64_t resident = 0, capacity = 0;
+    for (OpId i = 0; i < g.num_ops(); ++i) resident += resident_bytes(g, i);
+    for (int d : devices) capacity += p.cluster.device(d).spec.memory_bytes;
+    if (resident > capacity) {
+      throw Error("anneal: graph '" + g.name() + "' needs " + human_bytes(double(resident)) +
+                  " resident (parameters, gradients, optimizer state), the " +
+                  std::to_string(devices.size()) + " device(s) hold " +
+                  human_bytes(double(capacity)));
+    }
+  }
 
   int num_units = 0;
   const std::vector<int> unit = colocation_units(g, &num_units);

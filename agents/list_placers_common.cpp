@@ -4,8 +4,8 @@
 #include <limits>
 #include <numeric>
 
-#include "src/io/units.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 namespace list_sched {
@@ -55,9 +55,9 @@ ListContext make_context(const Problem& p) {
 
 void check_fits_somewhere(const ListContext& c) {
   if (c.total_resident <= c.total_capacity) return;
-  throw Error("graph '" + c.graph->name() + "' needs " + format_bytes(c.total_resident) +
+  throw Error("graph '" + c.graph->name() + "' needs " + human_bytes(double(c.total_resident)) +
               " resident (parameters, gradients, optimizer state), cluster has " +
-              format_bytes(c.total_capacity) + " on " + std::to_string(c.k) + " device(s)");
+              human_bytes(double(c.total_capacity)) + " on " + std::to_string(c.k) + " device(s)");
 }
 
 std::vector<std::pair<OpId, uint64_t>> in_edges(const Graph& g, OpId op) {

@@ -11,6 +11,7 @@
 
 #include "agents/methods.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 namespace {
@@ -262,15 +263,15 @@ void repair_memory(const PartitionGraph& pg, const Cluster& cluster,
     load[(*part)[v]] += pg.resident[v];
     total_res += pg.resident[v];
     if (pg.resident[v] > max_cap)
-      throw Error("memory: a colocation group needs " + std::to_string(pg.resident[v]) +
-                  " resident bytes (parameters, gradients, optimizer state), more than any "
+      throw Error("memory: a colocation group needs " + human_bytes(double(pg.resident[v])) +
+                  " resident (parameters, gradients, optimizer state), more than any "
                   "device holds (" +
-                  std::to_string(max_cap) + ")");
+                  human_bytes(double(max_cap)) + ")");
   }
   if (total_res > total_cap)
-    throw Error("memory: the graph needs " + std::to_string(total_res) +
-                " resident bytes, more than the " + std::to_string(total_cap) +
-                " bytes of all devices together");
+    throw Error("memory: the graph needs " + human_bytes(double(total_res)) +
+                " resident (parameters, gradients, optimizer state), more than the " +
+                human_bytes(double(total_cap)) + " of all devices together");
   // Bytes exchanged between vertex v and each device under the current assignment.
   auto conn = [&](int v, std::vector<uint64_t>* c) {
     c->assign(k, 0);

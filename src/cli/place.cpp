@@ -137,7 +137,12 @@ void run_place(const PlaceArgs& a) {
     }
   } else {
     chosen = run_method(a.method, *s, budget);
-    if (!chosen.ok) throw Error("method " + a.method + ": " + chosen.error);
+    if (!chosen.ok) {
+      // Methods usually name themselves in their messages; don't say it twice.
+      const std::string prefix = a.method + ":";
+      if (chosen.error.compare(0, prefix.size(), prefix) == 0) throw Error(chosen.error);
+      throw Error("method " + a.method + ": " + chosen.error);
+    }
   }
 
   const SimResult single = simulate_single_device(*s);
