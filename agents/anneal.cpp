@@ -246,6 +246,10 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
     }
     const SimResult cand = p.simulator.run(plan, sim_opts);
     ++stats_.evaluations;
+    if (budget.progress && stats_.evaluations % 16 == 0) {
+      budget.progress(stats_.evaluations, by_time_only ? 0 : max_evals,
+                      "best " + human_time(best_time) + (best_oom ? " (OOM)" : ""));
+    }
     const double cost = plan_cost(cand, p.cluster, options_.oom_factor);
 
     double frac =

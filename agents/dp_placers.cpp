@@ -44,8 +44,13 @@ void add_dynamic_programming_methods(std::vector<MethodInfo>* out) {
                   true, [] { return std::make_unique<PipelineDpPlacer>(); }});
   out->push_back({"partition-dp",
                   "OptCNN/Tofu dynamic program over the op chain: a split dim per op "
-                  "(batch, output channel or reduction) over all devices",
-                  true, [] { return std::make_unique<PartitionDpPlacer>(); }});
+                  "(batch, output channel or reduction) over all devices, or one per "
+                  "recursive-halving level on 2^L devices",
+                  true, [] {
+                    PartitionPlacerOptions o;
+                    o.try_levels = true;
+                    return std::make_unique<PartitionDpPlacer>(o);
+                  }});
 }
 
 }  // namespace placer

@@ -249,6 +249,30 @@ Plan partition_dp_plan(const Problem& problem, const PartitionPlacerOptions& opt
         if (solution) *solution = sol;
       }
     }
+    // Tofu's recursive halving on 2^L devices: a dim per level and op.
+    size_t L = 0;
+    while ((size_t(1) << L) < k) ++L;
+    if (!options.try_levels || (size_t(1) << L) != k || L < 2 ||
+        L > static_cast<size_t>(options.max_levels)) {
+      continue;
+    }
+    for (bool u : unsplit) {
+      PartitionPlacerOptions o = options;
+      o.allow_unsplit = u;
+      const LevelChain chain = make_level_chain(problem, group, o);
+      const PartitionDpSolution sol = solve_partition_dp(chain.table);
+      Plan plan = base;
+      for (size_t i = 0; i < chain.ops.size(); ++i) {
+        const std::vector<int>& lv = chain.levels[i][static_cast<size_t>(sol.choice[i])];
+        if (lv.empty()) continue;
+        plan.partitions.push_back(OpPartition{chain.ops[i], lv[0], group, lv});
+      }
+      plan = simulate_into(problem, std::move(plan));
+      if (better(plan, best)) {
+        best = std::move(plan);
+        if (solution) *solution = sol;
+      }
+    }
   }
   return best;
 }

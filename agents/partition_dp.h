@@ -43,6 +43,13 @@ struct PartitionPlacerOptions {
   /// OptCNN's degree 1), so small ops avoid a collective; the simulator keeps the faster of
   /// that plan and the every-op-split one. make_partition_chain offers the choice when set.
   bool allow_unsplit = true;
+  /// Tofu's recursive halving: on a group of 2^L devices (2 <= L <= max_levels) also run the
+  /// DP over per-op level vectors (a dim per halving level) and let the simulator compare.
+  /// Off by default (the single-level API keeps its meaning); the registered placer sets it.
+  bool try_levels = false;
+  int max_levels = 3;
+  /// Per op, keep at most this many level vectors (the cheapest by their own cost).
+  int max_level_choices = 32;
 };
 
 /// The dim recorded in PartitionChain::dims for the "not split" choice.
@@ -59,6 +66,21 @@ struct PartitionChain {
 /// Builds the chain on `devices` (k = devices.size() >= 2).
 PartitionChain make_partition_chain(const Problem& problem, const std::vector<int>& devices,
                                     const PartitionPlacerOptions& options = {});
+
+/// Recursive-halving chain on 2^L devices: per node the level vectors (each level one of the
+/// node's dims, a dim halved m times must have size >= 2^m; an empty vector = not split when
+/// options.allow_unsplit). Cost of a vector: (fwd + bwd) / k + optimizer / 2^(non-batch
+/// levels) + per level l its collectives on the pair {devices[0], devices[k >> (l+1)]}
+/// with the simulator's per-level byte rule (docs/simulator.md, "Recursive halving");
+/// edge between vectors a != b: per differing level l, Tofu's re-layout (2 x reduce-scatter
+/// on the level's pair of bytes / 2^l), or one transfer between unsplit and split.
+struct LevelChain {
+  std::vector<OpId> ops;
+  std::vector<std::vector<std::vector<int>>> levels;  ///< per node, per choice
+  PartitionCostTable table;
+};
+LevelChain make_level_chain(const Problem& problem, const std::vector<int>& devices,
+                            const PartitionPlacerOptions& options = {});
 
 /// The plan: the ops of the chain partitioned over the chosen device group (all devices, or
 /// the best of the halvings) with their DP choice, other ops on the group's first device;

@@ -335,8 +335,8 @@ Plan expand_group_plan(const Coarsening& c, const Graph& fine, const Plan& cp) {
       throw ValidationError(f + "coarse op '" + name + "' holds no forward op to split");
     }
     if (members.size() == 1) {
-      p.partitions.push_back({members[0], part.dim, part.devices});
-    } else if (part.dim == 0) {
+      p.partitions.push_back({members[0], part.dim, part.devices, part.levels});
+    } else if (part.dim == 0 && part.levels.empty()) {
       for (OpId m : members) {
         if (batch_splittable(fine, m, part.devices.size()))
           p.partitions.push_back({m, 0, part.devices});

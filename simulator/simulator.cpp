@@ -17,6 +17,26 @@ namespace {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return b <= 1 ? a : (a + b - 1) / b; }
 
+// How many ways a partition shards parameters, their gradients and optimizer work: all k
+// devices under a non-batch split, none under a batch split; per non-batch level (x2) for
+// recursive halving.
+uint64_t shard_div(const OpPartition& q) {
+  if (q.levels.empty()) return q.dim != 0 ? q.devices.size() : 1;
+  uint64_t d = 1;
+  for (int l : q.levels) d *= l != 0 ? 2 : 1;
+  return d;
+}
+
+// 2^(number of levels before `skip` for which `shards(level dim)` holds). Level l's
+// collective works on what the earlier levels left: a recursive all-gather of [0, 0, 0]
+// over 8 devices costs B/2 + B/4 + B/8 per device (= an 8-way ring's 7/8 B), not 3 x B/8.
+template <typename Pred>
+uint64_t other_levels_div(const OpPartition& q, size_t skip, Pred shards) {
+  uint64_t d = 1;
+  for (size_t l = 0; l < skip && l < q.levels.size(); ++l) d *= shards(q.levels[l]) ? 2 : 1;
+  return d;
+}
+
 }  // namespace
 
 Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostModel& cm)
@@ -180,6 +200,15 @@ void Simulator::Impl::check_plan(const Plan& p) {
       }
     }
     if (q.dim < OpPartition::kReduceDim) fail(what + ": bad dim " + std::to_string(q.dim));
+    if (!q.levels.empty()) {
+      if (q.levels.size() >= 31 || q.devices.size() != (size_t(1) << q.levels.size())) {
+        fail(what + ": " + std::to_string(q.levels.size()) + " levels need 2^" +
+             std::to_string(q.levels.size()) + " devices");
+      }
+      for (int l : q.levels) {
+        if (l < OpPartition::kReduceDim) fail(what + ": bad level dim " + std::to_string(l));
+      }
+    }
     for (int d : q.devices) check_dev(d, what + " device");
   }
   if (pipe) {
@@ -335,8 +364,12 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     if (op_part[o] >= 0) {
       const OpPartition& q = p.partitions[op_part[o]];
       op_dev[o] = q.devices[0];
-      const bool replicated_update = phase == Phase::kOptimizer && q.dim == 0;
-      if (!replicated_update) div *= static_cast<double>(q.devices.size());
+      // The optimizer updates its shard (1/k), or its replica under a batch split.
+      if (phase == Phase::kOptimizer) {
+        div *= static_cast<double>(shard_div(q));
+      } else {
+        div *= static_cast<double>(q.devices.size());
+      }
       for (int d : q.devices) dev_used[d] = 1;
     }
     dev_used[op_dev[o]] = 1;
@@ -370,9 +403,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
         }
         b = ceil_div(b, div);
       }
-      if (op_part[pr] >= 0 && t_grad[t] && p.partitions[op_part[pr]].dim != 0) {
-        b = ceil_div(b, p.partitions[op_part[pr]].devices.size());
-      }
+      if (op_part[pr] >= 0 && t_grad[t]) b = ceil_div(b, shard_div(p.partitions[op_part[pr]]));
     }
     t_bytes[t] = b;
   }
@@ -426,6 +457,16 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   for (size_t i = 0; i < p.partitions.size(); ++i) {
     part_group[i] = group_index(p.partitions[i].devices);
   }
+  // Recursive halving: level l's collective runs between the 2 devices that differ at that
+  // level; all pairs run at once, so the pair of the first device stands for them.
+  std::vector<std::vector<uint32_t>> level_group(p.partitions.size());
+  for (size_t i = 0; i < p.partitions.size(); ++i) {
+    const OpPartition& q = p.partitions[i];
+    for (size_t l = 0; l < q.levels.size(); ++l) {
+      const size_t stride = q.devices.size() >> (l + 1);
+      level_group[i].push_back(group_index({q.devices[0], q.devices[stride]}));
+    }
+  }
   op_coll.assign(n_ops, 0.0);
   op_coll_bytes.assign(n_ops, 0);
   op_group.assign(n_ops, 0);
@@ -441,6 +482,43 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     op_group[o] = gi;
     const CollectiveGroup& grp = groups[gi];
     double t = 0;
+    if (!q.levels.empty()) {
+      // One collective per level, back to back, each on the level's share of the tensor:
+      // its bytes divided by 2 per OTHER level that shards it.
+      const std::vector<uint32_t>& lg = level_group[op_part[o]];
+      uint64_t total = 0;
+      for (size_t l = 0; l < q.levels.size(); ++l) {
+        const CollectiveGroup& pg = groups[lg[l]];
+        const int dl = q.levels[l];
+        if (op.phase == Phase::kBackward) {
+          // Input gradients are sliced by batch / contraction levels, partial sums otherwise.
+          const uint64_t b = ceil_div(act, other_levels_div(q, l, [](int d) { return d <= 0; }));
+          const CollectiveKind k =
+              dl >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+          if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
+          total += b;
+          // Parameter gradients: partial sums across batch levels only; t_bytes already
+          // holds the shard left by the non-batch levels.
+          if (dl == 0 && grad > 0) {
+            t += cost.group_collective_time(CollectiveKind::kAllReduce, pg, grad,
+                                            SyncScheme::kAuto);
+            total += grad;
+          }
+        } else {
+          // Outputs are sliced by every level except contraction ones (partial sums).
+          const uint64_t b = ceil_div(act + grad, other_levels_div(q, l, [](int d) {
+                                        return d != OpPartition::kReduceDim;
+                                      }));
+          const CollectiveKind k = dl == OpPartition::kReduceDim ? CollectiveKind::kAllReduce
+                                                                 : CollectiveKind::kAllGather;
+          if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
+          total += b;
+        }
+      }
+      op_coll_bytes[o] = total;
+      op_coll[o] = t;
+      continue;
+    }
     if (op.phase == Phase::kBackward) {
       // Input gradients: partial sums over an output-dim split (all-reduce), slices of a
       // batch or contraction split (all-gather). Parameter gradients: partial sums only
@@ -642,7 +720,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     int nd = 0;
     const int* d = devs_of(o, &nd);
     uint64_t b = op_resident[o];
-    if (op_part[o] >= 0 && p.partitions[op_part[o]].dim != 0) b = ceil_div(b, nd);
+    if (op_part[o] >= 0) b = ceil_div(b, shard_div(p.partitions[op_part[o]]));
     for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(b);
   }
   mem_peak = mem_cur;

@@ -1,5 +1,7 @@
 #include "src/cli/placing.h"
 
+#include "src/util/progress.h"
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <exception>
@@ -8,6 +10,7 @@
 #include "simulator/cost_profile.h"
 #include "src/cli/common.h"
 #include "src/util/error.h"
+#include "src/util/progress.h"
 
 namespace placer::cli {
 
@@ -60,7 +63,17 @@ MethodRun run_method(const std::string& method, const ProblemSetup& s, const Sea
   const auto t0 = std::chrono::steady_clock::now();
   try {
     std::unique_ptr<Placer> placer = make_placer(method);
-    run.plan = placer->search(s.problem(), budget);
+    // Long searches report on stderr (a bar on a terminal, a line every 2 s otherwise).
+    Progress progress("placer: " + method, 0);
+    SearchBudget with_progress = budget;
+    if (!with_progress.progress) {
+      with_progress.progress = [&progress](int64_t done, int64_t total, const std::string& st) {
+        progress.set_total(total);
+        progress.update(done, st);
+      };
+    }
+    run.plan = placer->search(s.problem(), with_progress);
+    progress.finish();
     run.search_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (run.plan.method.empty()) run.plan.method = method;

@@ -354,24 +354,38 @@ class PlanReader {
     }
   }
 
+  int read_dim(const YAML::Node& dim, const std::string& f) {
+    if (dim.IsScalar() && dim.Scalar() == "reduce") return OpPartition::kReduceDim;
+    if (dim.IsScalar() && !dim.Scalar().empty() &&
+        std::isdigit(static_cast<unsigned char>(dim.Scalar()[0]))) {
+      return int(r_.to_int(dim, f, 0, 64));
+    }
+    r_.fail(f, "expected a dimension index (0, 1, ...) or 'reduce', got '" +
+                   (dim.IsScalar() ? dim.Scalar() : std::string("?")) + "'");
+    return 0;
+  }
+
   void read_partitions(const YAML::Node& n, std::vector<OpPartition>* out) {
     const std::string f = "partitions";
     r_.expect_sequence(n, f);
     for (size_t k = 0; k < n.size(); ++k) {
       const std::string pf = field_index(f, k);
-      r_.check_keys(n[k], pf, {"op", "dim", "devices"});
+      r_.check_keys(n[k], pf, {"op", "dim", "levels", "devices"});
       OpPartition part;
       part.op = op(r_.required(n[k], "op", pf), field_join(pf, "op"));
-      const YAML::Node dim = r_.required(n[k], "dim", pf);
-      if (dim.IsScalar() && dim.Scalar() == "reduce") {
-        part.dim = OpPartition::kReduceDim;
-      } else if (dim.IsScalar() && !dim.Scalar().empty() &&
-                 std::isdigit(static_cast<unsigned char>(dim.Scalar()[0]))) {
-        part.dim = int(r_.to_int(dim, field_join(pf, "dim"), 0, 64));
+      // Exactly one of `dim` (one split) and `levels` (recursive halving).
+      if (n[k]["levels"]) {
+        if (n[k]["dim"]) r_.fail(pf, "give either 'dim' or 'levels', not both");
+        const YAML::Node lv = n[k]["levels"];
+        const std::string lf = field_join(pf, "levels");
+        r_.expect_sequence(lv, lf);
+        if (lv.size() == 0) r_.fail(lf, "needs at least one level");
+        for (size_t l = 0; l < lv.size(); ++l) {
+          part.levels.push_back(read_dim(lv[l], field_index(lf, l)));
+        }
+        part.dim = part.levels[0];
       } else {
-        r_.fail(field_join(pf, "dim"), "expected a dimension index (0, 1, ...) or 'reduce', got '" +
-                                           (dim.IsScalar() ? dim.Scalar() : std::string("?")) +
-                                           "'");
+        part.dim = read_dim(r_.required(n[k], "dim", pf), field_join(pf, "dim"));
       }
       part.devices = device_list(r_.required(n[k], "devices", pf), field_join(pf, "devices"));
       out->push_back(std::move(part));
@@ -516,10 +530,14 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
     for (const OpPartition& part : p.partitions) {
       Json e;
       e["op"] = g.op(part.op).name;
-      if (part.dim == OpPartition::kReduceDim)
-        e["dim"] = "reduce";
-      else
-        e["dim"] = part.dim;
+      auto dim_json = [](int d) { return d == OpPartition::kReduceDim ? Json("reduce") : Json(d); };
+      if (part.levels.empty()) {
+        e["dim"] = dim_json(part.dim);
+      } else {
+        Json lv = Json::array();
+        for (int d : part.levels) lv.push_back(dim_json(d));
+        e["levels"] = lv;
+      }
       Json devs = Json::array();
       for (int d : part.devices) devs.push_back(dev(d));
       e["devices"] = devs;

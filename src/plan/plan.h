@@ -41,6 +41,11 @@ struct OpPartition {
   int dim = 0;
   static constexpr int kReduceDim = -1;
   std::vector<int> devices;  ///< degree = devices.size() (>= 2)
+  /// Recursive halving (Tofu): empty = one split on `dim` over all devices. Otherwise
+  /// devices.size() == 2^levels.size() and level i splits dim levels[i] in two: level 0
+  /// separates devices [0, k/2) from [k/2, k), level 1 halves each half, ...; dim ==
+  /// levels[0].
+  std::vector<int> levels = {};  // initializer: keeps {op, dim, devices} warning-free
 };
 
 struct PipelineStage {

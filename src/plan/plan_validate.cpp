@@ -108,32 +108,58 @@ class Validator {
       }
       check_device_list(part.devices, f, "op " + op(part.op) + ": ");
       const size_t degree = part.devices.size();
-      if (part.dim == OpPartition::kReduceDim) {
-        if (!has_reduce_dim(o.category)) {
-          fail(f, "op " + op(part.op) + " (" + o.type + ", " + to_string(o.category) +
-                      ") has no reduction dimension to split; split an output dim instead");
-        }
+      if (part.levels.empty()) {
+        check_dim(part, part.dim, degree, f);
         continue;
       }
-      if (part.dim < 0) {
-        fail(f, "bad dim " + std::to_string(part.dim) + " for op " + op(part.op) +
-                    " (use 0, 1, ... or 'reduce')");
+      // Recursive halving: 2^L devices, each level splits its dim in two.
+      const size_t nl = part.levels.size();
+      if (nl >= 31 || degree != (size_t(1) << nl)) {
+        fail(f, "op " + op(part.op) + " has " + std::to_string(nl) + " level(s) but " +
+                    std::to_string(degree) + " devices; recursive halving needs exactly 2^" +
+                    std::to_string(nl) + " devices");
       }
-      if (o.outputs.empty()) fail(f, "op " + op(part.op) + " has no output to split");
-      const Tensor& t = g_.tensor(o.outputs[0]);
-      if (t.shape.empty()) continue;  // shape unknown: nothing more to check
-      const size_t rank = t.shape.size();
-      if (size_t(part.dim) >= rank) {
-        fail(f, "dim " + std::to_string(part.dim) + " is out of range: output '" + t.name +
-                    "' of op " + op(part.op) + " has rank " + std::to_string(rank) + " (dims 0.." +
-                    std::to_string(rank - 1) + ", or 'reduce')");
+      if (part.dim != part.levels[0]) {
+        fail(f, "dim " + std::to_string(part.dim) + " differs from levels[0] = " +
+                    std::to_string(part.levels[0]));
       }
-      const int64_t size = t.shape[size_t(part.dim)];
-      if (size > 0 && size_t(size) < degree) {
-        fail(f, "dim " + std::to_string(part.dim) + " of output '" + t.name + "' of op " +
-                    op(part.op) + " has size " + std::to_string(size) + "; it cannot be split " +
-                    std::to_string(degree) + " ways");
+      for (size_t l = 0; l < nl; ++l) {
+        // Ways the dim is split by all levels up to here (a dim may be halved repeatedly).
+        size_t ways = 1;
+        for (size_t m = 0; m <= l; ++m) ways *= part.levels[m] == part.levels[l] ? 2 : 1;
+        check_dim(part, part.levels[l], ways, idx(f + ".levels", l));
       }
+    }
+  }
+
+  // One split of `dim` of the partitioned op into `degree` parts.
+  void check_dim(const OpPartition& part, int dim, size_t degree, const std::string& f) {
+    const Op& o = g_.op(part.op);
+    if (dim == OpPartition::kReduceDim) {
+      if (!has_reduce_dim(o.category)) {
+        fail(f, "op " + op(part.op) + " (" + o.type + ", " + to_string(o.category) +
+                    ") has no reduction dimension to split; split an output dim instead");
+      }
+      return;
+    }
+    if (dim < 0) {
+      fail(f, "bad dim " + std::to_string(dim) + " for op " + op(part.op) +
+                  " (use 0, 1, ... or 'reduce')");
+    }
+    if (o.outputs.empty()) fail(f, "op " + op(part.op) + " has no output to split");
+    const Tensor& t = g_.tensor(o.outputs[0]);
+    if (t.shape.empty()) return;  // shape unknown: nothing more to check
+    const size_t rank = t.shape.size();
+    if (size_t(dim) >= rank) {
+      fail(f, "dim " + std::to_string(dim) + " is out of range: output '" + t.name +
+                  "' of op " + op(part.op) + " has rank " + std::to_string(rank) + " (dims 0.." +
+                  std::to_string(rank - 1) + ", or 'reduce')");
+    }
+    const int64_t size = t.shape[size_t(dim)];
+    if (size > 0 && size_t(size) < degree) {
+      fail(f, "dim " + std::to_string(dim) + " of output '" + t.name + "' of op " +
+                  op(part.op) + " has size " + std::to_string(size) + "; it cannot be split " +
+                  std::to_string(degree) + " ways");
     }
   }
 

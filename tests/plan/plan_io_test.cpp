@@ -56,6 +56,7 @@ class PlanIo : public ::testing::Test {
       p.partitions.push_back({2, 1, {0, 1}});
       p.partitions.push_back({4, OpPartition::kReduceDim, {3, 2}});
     }
+    if (seed % 4 == 0) p.partitions.push_back({1, 0, {0, 1, 2, 3}, {0, OpPartition::kReduceDim}});
     if (seed % 4 != 3) {
       p.pipeline.micro_batches = 1 + int(rng() % 16);
       p.pipeline.schedule = seed % 5 ? PipelineSchedule::k1F1B : PipelineSchedule::kGPipe;
@@ -323,6 +324,31 @@ TEST_F(PlanIo, PartitionAndDataParallelErrors) {
       "p.yaml: data_parallel: replica 1 of device 'h1/gpu1' would be device #9");
   expect_parse_error<FormatError>(pre + "predicted: {oom: maybe, step_time: 1 s}\n",
                                   "p.yaml: predicted.oom: expected true or false, got 'maybe'");
+}
+
+TEST_F(PlanIo, RecursiveHalvingLevels) {
+  const std::string pre = "placement: {default: 0}\n";
+  const Plan p = parse(pre + "partitions: [{op: l1_fc, levels: [1, 0], devices: [0, 1, 2, 3]}]\n");
+  ASSERT_EQ(p.partitions.size(), 1u);
+  EXPECT_EQ(p.partitions[0].levels, (std::vector<int>{1, 0}));
+  EXPECT_EQ(p.partitions[0].dim, 1);
+  const std::string yaml = plan_to_yaml(p, g, c);
+  EXPECT_NE(yaml.find("levels"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("dim"), std::string::npos) << yaml;
+  expect_same_plan(p, parse_plan_yaml(yaml, "rt.plan.yaml", g, c));
+  expect_parse_error<FormatError>(
+      pre + "partitions: [{op: l1_fc, dim: 1, levels: [1], devices: [0, 1]}]\n",
+      "p.yaml: partitions[0]: give either 'dim' or 'levels', not both");
+  expect_parse_error<FormatError>(
+      pre + "partitions: [{op: l1_fc, levels: [1, y], devices: [0, 1, 2, 3]}]\n",
+      "p.yaml: partitions[0].levels[1]: expected a dimension index");
+  expect_parse_error<ValidationError>(
+      pre + "partitions: [{op: l1_fc, levels: [1, 0], devices: [0, 1, 2]}]\n",
+      "p.yaml: partitions[0]: op 'l1_fc' has 2 level(s) but 3 devices; recursive halving needs "
+      "exactly 2^2 devices");
+  expect_parse_error<ValidationError>(
+      pre + "partitions: [{op: l1_act, levels: [1, reduce], devices: [0, 1, 2, 3]}]\n",
+      "p.yaml: partitions[0].levels[1]: op 'l1_act' (Relu");
 }
 
 TEST_F(PlanIo, FileLevelErrors) {

@@ -115,6 +115,7 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
     EXPECT_EQ(a.partitions[i].op, b.partitions[i].op) << i;
     EXPECT_EQ(a.partitions[i].dim, b.partitions[i].dim) << i;
     EXPECT_EQ(a.partitions[i].devices, b.partitions[i].devices) << i;
+    EXPECT_EQ(a.partitions[i].levels, b.partitions[i].levels) << i;
   }
   EXPECT_EQ(a.pipeline.micro_batches, b.pipeline.micro_batches);
   EXPECT_EQ(a.pipeline.schedule, b.pipeline.schedule);

@@ -72,6 +72,26 @@ TEST_F(PlanValidate, Partitions) {
   expect_invalid("partitions[0]: bad dim -2 for op 'l1_fc'");
 }
 
+TEST_F(PlanValidate, RecursiveHalvingLevels) {
+  // l10_fc: MatMul, output [8, 4]. Levels split dims in two, possibly one dim repeatedly.
+  p.partitions = {{4, 1, {0, 1, 2, 3}, {1, 1}}};
+  p.validate(g, c);
+  p.partitions = {{4, OpPartition::kReduceDim, {0, 1, 2, 3, 4, 5, 6, 7}, {-1, 0, 1}}};
+  p.validate(g, c);
+  p.partitions = {{4, 1, {0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 1}}};
+  expect_invalid(
+      "partitions[0].levels[2]: dim 1 of output 'h10' of op 'l10_fc' has size 4; it cannot be "
+      "split 8 ways");
+  p.partitions = {{4, 1, {0, 1, 2}, {1, 0}}};
+  expect_invalid("partitions[0]: op 'l10_fc' has 2 level(s) but 3 devices");
+  p.partitions = {{4, 0, {0, 1, 2, 3}, {1, 0}}};
+  expect_invalid("partitions[0]: dim 0 differs from levels[0] = 1");
+  p.partitions = {{3, 0, {0, 1, 2, 3}, {0, OpPartition::kReduceDim}}};
+  expect_invalid("partitions[0].levels[1]: op 'l1_act' (Relu, elementwise) has no reduction");
+  p.partitions = {{4, 0, {0, 1, 2, 3}, {0, 2}}};
+  expect_invalid("partitions[0].levels[1]: dim 2 is out of range");
+}
+
 TEST_F(PlanValidate, Pipeline) {
   p.pipeline.micro_batches = 4;
   p.pipeline.stages = {{{0, 1, 2}, {0}}, {{3, 4, 5}, {1, 2}}};

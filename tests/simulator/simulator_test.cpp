@@ -235,6 +235,75 @@ TEST(Simulator, PartitionHalvesComputeAndAddsTheAllGather) {
                    1e-3 + send + 2e-3 + (2 * 1.0 / 2 * 2e6 / kBeta + 2 * alpha) + 1e-3);
 }
 
+TEST(Simulator, RecursiveHalvingRunsOneCollectivePerLevel) {
+  TestGraph b;
+  const TensorId y = b.tensor("y", 2000000);
+  const OpId pm = b.op("p", 4e9, {}, {y});
+  b.op("q", 1e9, {y}, {});
+  const Graph g = b.build();
+  const double alpha = 1e-5;
+  const Cluster cl = make_cluster(1, 4, link(alpha, kBeta), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p = place(g, {0, 0});
+  OpPartition part;
+  part.op = pm;
+  part.dim = 0;
+  part.levels = {0, 1};
+  part.devices = {0, 1, 2, 3};
+  p.partitions = {part};
+  // p: 4e9 / 4 = 1 ms on each device. Level l's pair collective works on what the earlier
+  // levels left (Tofu's recursion, the same volume as a 4-way ring: 3/4 of y per device):
+  // level 0 (batch) all-gathers the whole 2 MB between devices 0 and 2, level 1 the 1 MB
+  // half between 0 and 1; a pair all-gather of b costs 1/2 * b / beta + alpha. q 1 ms.
+  auto pair_gather = [&](double b) { return 1.0 / 2 * b / kBeta + alpha; };
+  SimResult r = sim.run(p);
+  EXPECT_DOUBLE_EQ(r.step_time, 1e-3 + pair_gather(2e6) + pair_gather(1e6) + 1e-3);
+  EXPECT_DOUBLE_EQ(r.compute_time[3], 1e-3);
+  EXPECT_EQ(r.num_collectives, 1u);
+  EXPECT_EQ(r.collective_bytes, 3000000u);
+  // A contraction level first: its partial sums (the whole 2 MB) are all-reduced; the
+  // output-dim level then all-gathers 2 MB (a contraction level does not shard y).
+  p.partitions[0].levels = {OpPartition::kReduceDim, 1};
+  p.partitions[0].dim = OpPartition::kReduceDim;
+  r = sim.run(p);
+  const double reduce = 2 * 1.0 / 2 * 2e6 / kBeta + 2 * alpha;
+  EXPECT_DOUBLE_EQ(r.step_time, 1e-3 + reduce + pair_gather(2e6) + 1e-3);
+  EXPECT_EQ(r.collective_bytes, 4000000u);
+}
+
+TEST(Simulator, RecursiveHalvingAllReducesParameterGradientsOnBatchLevelsOnly) {
+  TestGraph b;
+  const TensorId y = b.tensor("y", 2000000);
+  const TensorId gw = b.tensor("w/grad", 4000000, false, true);
+  const OpId pm = b.op("p", 4e9, {}, {y});
+  b.op("p/grad", 4e9, {}, {gw}, Phase::kBackward, pm);
+  const Graph g = b.build();
+  const double alpha = 1e-5;
+  const Cluster cl = make_cluster(1, 4, link(alpha, kBeta), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p = place(g, {0, 0});
+  p.partitions = {OpPartition{pm, 0, {0, 1, 2, 3}, {0, 1}}};
+  // Forward as above: 1 ms, then pair all-gathers of 2 MB and 1 MB on the comm streams. The
+  // backward op (1 ms, it does not read y) computes meanwhile; its parameter gradient is
+  // sharded by the dim-1 level (4 MB / 2) and all-reduced only on the batch level's pair,
+  // after the gathers on the comm streams.
+  const double gathers = (1.0 / 2 * 2e6 / kBeta + alpha) + (1.0 / 2 * 1e6 / kBeta + alpha);
+  const double reduce = 2 * 1.0 / 2 * 2e6 / kBeta + 2 * alpha;
+  ASSERT_GT(gathers, 1e-3);
+  SimResult r = sim.run(p);
+  EXPECT_DOUBLE_EQ(r.step_time, 1e-3 + gathers + reduce);
+  EXPECT_EQ(r.num_collectives, 2u);
+  EXPECT_EQ(r.collective_bytes, 3000000u + 2000000u);
+  // Both levels on the output dim: the gradient is sharded 4 ways and not all-reduced.
+  p.partitions[0].levels = {1, 1};
+  p.partitions[0].dim = 1;
+  r = sim.run(p);
+  EXPECT_DOUBLE_EQ(r.step_time, 1e-3 + gathers);
+  EXPECT_EQ(r.num_collectives, 1u);
+}
+
 TEST(Simulator, PartitionedOpWaitsForAllItsDevices) {
   TestGraph b;
   const TensorId y = b.tensor("y", 0);
