@@ -1,0 +1,174 @@
+#include "models/transformer_xl.h"
+
+#include <cmath>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+TransformerXLOptions::TransformerXLOptions(int64_t d_model, int64_t heads)
+    : d_model_(d_model), heads_(heads), ffn_(4 * d_model) {}
+
+torch::Tensor rel_shift(const torch::Tensor& x, int64_t klen) {
+  PLACER_CHECK(x.dim() >= 2, "rel_shift: need [..., qlen, R], got " << x.sizes());
+  const int64_t qlen = x.size(-2);
+  const int64_t r = x.size(-1);
+  PLACER_CHECK(r == klen + qlen - 1, "rel_shift: expected " << klen + qlen - 1
+                                                              << " relative positions, got " << r);
+  // Pad one zero column, view as [r+1, qlen], drop the first row: row i is then
+  // x[i] shifted left by qlen-1-i (Dai et al. 2019, appendix B).
+  auto lead = x.sizes().slice(0, x.dim() - 2).vec();
+  auto pad_shape = lead;
+  pad_shape.insert(pad_shape.end(), {qlen, 1});
+  auto padded = torch::cat({torch::zeros(pad_shape, x.options()), x}, -1);
+  auto view_shape = lead;
+  view_shape.insert(view_shape.end(), {r + 1, qlen});
+  auto out_shape = lead;
+  out_shape.insert(out_shape.end(), {qlen, r});
+  auto shifted = padded.reshape(view_shape).narrow(-2, 1, r).reshape(out_shape);
+  return shifted.narrow(-1, 0, klen);
+}
+
+torch::Tensor relative_sinusoids(int64_t qlen, int64_t klen, int64_t d) {
+  PLACER_CHECK(d % 2 == 0, "relative_sinusoids: d_model must be even, got " << d);
+  auto pos = torch::arange(klen - 1, -qlen, -1, torch::kFloat);  // klen-1 .. -(qlen-1)
+  auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, d, 2, torch::kFloat) / d);
+  auto angles = torch::outer(pos, inv_freq);
+  return torch::cat({angles.sin(), angles.cos()}, 1);
+}
+
+TransformerXLLayerImpl::TransformerXLLayerImpl(const TransformerXLOptions& opts) : options(opts) {
+  const int64_t d = opts.d_model();
+  PLACER_CHECK(opts.heads() > 0 && d % opts.heads() == 0,
+               "TransformerXL: d_model " << d << " not divisible by heads " << opts.heads());
+  const int64_t dh = d / opts.heads();
+  qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(d, 3 * d).bias(false)));
+  r_net = register_module("r_net", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(false)));
+  o_net = register_module("o_net", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(false)));
+  // Small random u, v (zeros would make their gradient test vacuous on step one only).
+  r_w_bias = register_parameter("r_w_bias", 0.02 * torch::randn({opts.heads(), dh}));
+  r_r_bias = register_parameter("r_r_bias", 0.02 * torch::randn({opts.heads(), dh}));
+  norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  ff1 = register_module("ff1", torch::nn::Linear(d, opts.ffn()));
+  ff2 = register_module("ff2", torch::nn::Linear(opts.ffn(), d));
+  norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  drop = register_module("drop", torch::nn::Dropout(opts.dropout()));
+}
+
+torch::Tensor TransformerXLLayerImpl::forward(const torch::Tensor& h, const torch::Tensor& mem,
+                                              const torch::Tensor& mask) {
+  const int64_t d = options.d_model();
+  const int64_t nh = options.heads();
+  const int64_t dh = d / nh;
+  PLACER_CHECK(h.dim() == 2 && h.size(1) == d,
+               "TransformerXL: input must be [T, " << d << "], got " << h.sizes());
+  const int64_t qlen = h.size(0);
+  auto cat = (mem.defined() && mem.numel() > 0) ? torch::cat({mem, h}, 0) : h;
+  const int64_t klen = cat.size(0);
+
+  auto heads = qkv->forward(cat).view({klen, 3, nh, dh});
+  auto q = heads.select(1, 0).narrow(0, klen - qlen, qlen);  // [qlen, nh, dh]
+  auto k = heads.select(1, 1);                                // [klen, nh, dh]
+  auto v = heads.select(1, 2);
+  auto pos = relative_sinusoids(qlen, klen, d).to(h.device(), h.scalar_type());
+  auto r = r_net->forward(pos).view({klen + qlen - 1, nh, dh});
+
+  // Terms (a)+(c): content with global content bias u; (b)+(d): position with bias v.
+  auto ac = torch::einsum("ind,jnd->nij", {q + r_w_bias, k});                 // [nh, qlen, klen]
+  auto bd = torch::einsum("ind,jnd->nij", {q + r_r_bias, r});                 // [nh, qlen, R]
+  auto scores = (ac + rel_shift(bd, klen)) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  if (mask.defined()) {
+    PLACER_CHECK(mask.dim() == 2 && mask.size(0) == qlen && mask.size(1) == klen,
+                 "TransformerXL: mask must be [" << qlen << ", " << klen << "], got "
+                                                 << mask.sizes());
+    scores = scores.masked_fill(mask.to(torch::kBool).unsqueeze(0),
+                                -std::numeric_limits<float>::infinity());
+  }
+  auto prob = drop->forward(torch::softmax(scores, -1));
+  auto attn = torch::einsum("nij,jnd->ind", {prob, v}).reshape({qlen, d});
+  auto x = norm1->forward(h + drop->forward(o_net->forward(attn)));
+  auto ff = ff2->forward(drop->forward(torch::relu(ff1->forward(x))));
+  return norm2->forward(x + drop->forward(ff));
+}
+
+TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& opts) : options(opts) {
+  PLACER_CHECK(opts.layers() > 0 && opts.segment() > 0 && opts.mem_len() >= 0,
+               "TransformerXL: need layers > 0, segment > 0, mem_len >= 0");
+  for (int64_t l = 0; l < opts.layers(); ++l) {
+    layers.push_back(register_module("layer" + std::to_string(l), TransformerXLLayer(opts)));
+  }
+}
+
+TransformerXLOutput TransformerXLImpl::forward(const torch::Tensor& x,
+                                               const std::vector<torch::Tensor>& mems,
+                                               const torch::Tensor& mask) {
+  const auto nl = static_cast<size_t>(options.layers());
+  PLACER_CHECK(mems.empty() || mems.size() == nl,
+               "TransformerXL: expected " << nl << " memories, got " << mems.size());
+  TransformerXLOutput result;
+  auto h = x;
+  for (size_t l = 0; l < nl; ++l) {
+    torch::Tensor mem = mems.empty() ? torch::Tensor() : mems[l];
+    // The memory of layer l is the input of layer l: previous and current, last mem_len rows.
+    {
+      torch::NoGradGuard no_grad;
+      auto all = (mem.defined() && mem.numel() > 0) ? torch::cat({mem, h.detach()}, 0)
+                                                     : h.detach();
+      const int64_t keep = std::min<int64_t>(options.mem_len(), all.size(0));
+      result.mems.push_back(all.narrow(0, all.size(0) - keep, keep).clone());
+    }
+    h = layers[l]->forward(h, mem.defined() ? mem.detach() : mem, mask);
+  }
+  result.out = h;
+  return result;
+}
+
+TransformerXLOutput TransformerXLImpl::forward_sequence(const torch::Tensor& x) {
+  PLACER_CHECK(x.dim() == 2, "TransformerXL: sequence must be [N, d], got " << x.sizes());
+  const int64_t n = x.size(0);
+  const int64_t s = options.segment();
+  std::vector<torch::Tensor> outs;
+  TransformerXLOutput step;
+  for (int64_t start = 0; start < n; start += s) {
+    step = forward(x.narrow(0, start, std::min(s, n - start)), step.mems);
+    outs.push_back(step.out);
+  }
+  if (outs.empty()) return {x.new_empty({0, options.d_model()}), {}};
+  return {torch::cat(outs, 0), step.mems};
+}
+
+SuperpositionImpl::SuperpositionImpl(int64_t d, int64_t cond_dim) {
+  c = register_module("c", torch::nn::Linear(cond_dim, d));
+  g = register_module("g", torch::nn::Linear(d, d));
+}
+
+torch::Tensor SuperpositionImpl::forward(const torch::Tensor& x, const torch::Tensor& x0) {
+  auto gate = c->forward(x0.dim() == 1 ? x0.unsqueeze(0) : x0);  // [1, d], broadcast over nodes
+  return torch::relu(g->forward(gate * x));
+}
+
+DeviceHeadImpl::DeviceHeadImpl(int64_t d, int64_t max_devices_) : max_devices(max_devices_) {
+  PLACER_CHECK(max_devices_ > 0, "DeviceHead: max_devices must be positive");
+  proj = register_module("proj", torch::nn::Linear(d, max_devices_));
+}
+
+torch::Tensor DeviceHeadImpl::forward(const torch::Tensor& h, const torch::Tensor& available) {
+  PLACER_CHECK(available.size(-1) == max_devices,
+               "DeviceHead: availability mask must have " << max_devices << " columns");
+  auto avail = available.to(torch::kBool);
+  PLACER_CHECK(avail.any(-1).all().item<bool>(), "DeviceHead: no device available for a node");
+  return proj->forward(h).masked_fill(avail.logical_not(),
+                                      -std::numeric_limits<float>::infinity());
+}
+
+torch::Tensor DeviceHeadImpl::first_devices(int64_t num_devices) const {
+  PLACER_CHECK(num_devices > 0 && num_devices <= max_devices,
+               "DeviceHead: device count " << num_devices << " outside [1, " << max_devices
+                                           << "]");
+  return torch::arange(max_devices) < num_devices;
+}
+
+}  // namespace placer
