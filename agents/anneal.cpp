@@ -6,41 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <random>
-#include <unordered_map>
 
 #include "agents/methods.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 
 namespace placer {
-
-std::vector<int> colocation_units(const Graph& g, int* num_units) {
-  const size_t n = g.num_ops();
-  std::vector<int> unit(n, -1);
-  std::unordered_map<std::string, int> group_unit;
-  std::vector<int> root_unit(n, -1);
-  int next = 0;
-  for (OpId i = 0; i < n; ++i) {
-    // Backward / optimizer ops follow the forward op they derive from.
-    OpId root = i;
-    for (size_t guard = 0; g.op(root).forward_op != kNoOp && guard < n; ++guard) {
-      root = g.op(root).forward_op;
-    }
-    if (root_unit[root] < 0) {
-      const std::string& grp = g.op(root).group;
-      if (grp.empty()) {
-        root_unit[root] = next++;
-      } else {
-        auto it = group_unit.emplace(grp, next);
-        if (it.second) ++next;
-        root_unit[root] = it.first->second;
-      }
-    }
-    unit[i] = root_unit[root];
-  }
-  *num_units = next;
-  return unit;
-}
 
 namespace {
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "agents/placer.h"
+#include "src/graph/algorithms.h"  // colocation_units
 
 namespace placer {
 
@@ -70,8 +71,5 @@ class AnnealPlacer : public Placer {
   AnnealOptions options_;
   AnnealStats stats_;
 };
-
-/// Colocation units of a graph: unit id per op (see the header comment), and their count.
-std::vector<int> colocation_units(const Graph& g, int* num_units);
 
 }  // namespace placer

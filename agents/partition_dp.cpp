@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/graph/algorithms.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -85,11 +86,7 @@ PartitionChain make_partition_chain(const Problem& problem, const std::vector<in
                                                   SyncScheme::kAuto)
                      : 0.0;
   };
-  std::vector<std::vector<OpId>> derived(g.num_ops());
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const OpId f = g.op(o).forward_op;
-    if (f != kNoOp && g.op(o).phase != Phase::kForward) derived[f].push_back(o);
-  }
+  const std::vector<std::vector<OpId>> derived = derived_ops(g);
 
   PartitionChain chain;
   for (OpId o : g.topo_order()) {

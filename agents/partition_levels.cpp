@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "agents/partition_dp.h"
+#include "src/graph/algorithms.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -67,11 +68,7 @@ LevelChain make_level_chain(const Problem& problem, const std::vector<int>& devi
                                                   SyncScheme::kAuto)
                      : 0.0;
   };
-  std::vector<std::vector<OpId>> derived(g.num_ops());
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const OpId f = g.op(o).forward_op;
-    if (f != kNoOp && g.op(o).phase != Phase::kForward) derived[f].push_back(o);
-  }
+  const std::vector<std::vector<OpId>> derived = derived_ops(g);
 
   LevelChain chain;
   for (OpId o : g.topo_order()) {

@@ -4,46 +4,22 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 #include "simulator/cost_model.h"
+#include "src/graph/algorithms.h"
 #include "src/util/error.h"
 
 namespace placer {
 
 namespace {
 
-// Same rule as agents' colocation_units (env/ may not include agents/).
+// One unit per op, or the colocation units of src/graph/algorithms.h.
 std::vector<int> units_of(const Graph& g, bool colocate, int* num_units) {
-  const size_t n = g.num_ops();
-  std::vector<int> unit(n, -1);
-  if (!colocate) {
-    for (size_t i = 0; i < n; ++i) unit[i] = int(i);
-    *num_units = int(n);
-    return unit;
-  }
-  std::unordered_map<std::string, int> group_unit;
-  std::vector<int> root_unit(n, -1);
-  int next = 0;
-  for (OpId i = 0; i < n; ++i) {
-    OpId root = i;
-    for (size_t guard = 0; g.op(root).forward_op != kNoOp && guard < n; ++guard) {
-      root = g.op(root).forward_op;
-    }
-    if (root_unit[root] < 0) {
-      const std::string& grp = g.op(root).group;
-      if (grp.empty()) {
-        root_unit[root] = next++;
-      } else {
-        auto it = group_unit.emplace(grp, next);
-        if (it.second) ++next;
-        root_unit[root] = it.first->second;
-      }
-    }
-    unit[i] = root_unit[root];
-  }
-  *num_units = next;
+  if (colocate) return colocation_units(g, num_units);
+  std::vector<int> unit(g.num_ops());
+  for (size_t i = 0; i < unit.size(); ++i) unit[i] = int(i);
+  *num_units = int(unit.size());
   return unit;
 }
 

@@ -7,6 +7,8 @@
 #include <boost/graph/dag_shortest_paths.hpp>
 #include <cmath>
 #include <functional>
+#include <string>
+#include <unordered_map>
 #include <limits>
 #include <utility>
 
@@ -168,6 +170,43 @@ std::vector<int> topo_depth(const Graph& g) {
   std::vector<int> depth(n);
   for (size_t i = 0; i < n; ++i) depth[i] = static_cast<int>(lp.dist[i]);
   return depth;
+}
+
+std::vector<int> colocation_units(const Graph& g, int* num_units) {
+  const size_t n = g.num_ops();
+  std::vector<int> unit(n, -1);
+  std::unordered_map<std::string, int> group_unit;
+  std::vector<int> root_unit(n, -1);
+  int next = 0;
+  for (OpId i = 0; i < n; ++i) {
+    // Backward / optimizer ops follow the forward op they derive from.
+    OpId root = i;
+    for (size_t guard = 0; g.op(root).forward_op != kNoOp && guard < n; ++guard) {
+      root = g.op(root).forward_op;
+    }
+    if (root_unit[root] < 0) {
+      const std::string& grp = g.op(root).group;
+      if (grp.empty()) {
+        root_unit[root] = next++;
+      } else {
+        auto it = group_unit.emplace(grp, next);
+        if (it.second) ++next;
+        root_unit[root] = it.first->second;
+      }
+    }
+    unit[i] = root_unit[root];
+  }
+  *num_units = next;
+  return unit;
+}
+
+std::vector<std::vector<OpId>> derived_ops(const Graph& g) {
+  std::vector<std::vector<OpId>> derived(g.num_ops());
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const OpId f = g.op(o).forward_op;
+    if (f != kNoOp && g.op(o).phase != Phase::kForward) derived[f].push_back(o);
+  }
+  return derived;
 }
 
 }  // namespace placer

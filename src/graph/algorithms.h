@@ -46,4 +46,13 @@ std::vector<int> weakly_connected_components(const Graph& g, int* count = nullpt
 /// predecessors (depth 0) to it.
 std::vector<int> topo_depth(const Graph& g);
 
+/// Colocation units: an op, the backward / optimizer ops derived from it (Op::forward_op
+/// chains) and every op sharing its forward op's non-empty Op::group get one unit id
+/// (0, 1, ... in order of first appearance). `num_units` receives the count. Placers that
+/// move whole units keep an op, its gradient and its update together.
+std::vector<int> colocation_units(const Graph& g, int* num_units);
+
+/// For every op, the backward / optimizer ops whose Op::forward_op is that op (in id order).
+std::vector<std::vector<OpId>> derived_ops(const Graph& g);
+
 }  // namespace placer

@@ -102,19 +102,6 @@ bool scope_under(const std::string& scope, const std::string& prefix) {
   return next == '.' || next == '/' || last == '.' || last == '/';
 }
 
-size_t edit_distance_capped(const std::string& a, const std::string& b, size_t cap) {
-  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > cap) return cap + 1;
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // ---- Reader --------------------------------------------------------------------------
 
@@ -208,7 +195,7 @@ class PlanReader {
     std::string best;
     size_t best_d = 3;
     for (const Op& o : g_.ops()) {
-      const size_t d = edit_distance_capped(name, o.name, 2);
+      const size_t d = edit_distance(name, o.name, 2);
       if (d < best_d) best_d = d, best = o.name;
     }
     r_.fail_validation(field, "unknown op '" + name + "' (graph '" + g_.name() +

@@ -154,7 +154,19 @@ void emit_node(YAML::Emitter& out, const nlohmann::ordered_json& j) {
   }
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
+
+const char* node_kind(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsMap()) return "a mapping";
+  if (n.IsSequence()) return "a list";
+  return "a scalar";
+}
+
+}  // namespace
+
+size_t edit_distance(const std::string& a, const std::string& b, size_t cap) {
+  const size_t diff = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+  if (diff > cap) return cap + 1;  // at least that many edits: no need to fill the table
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
@@ -166,15 +178,6 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return prev[b.size()];
 }
-
-const char* node_kind(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsMap()) return "a mapping";
-  if (n.IsSequence()) return "a list";
-  return "a scalar";
-}
-
-}  // namespace
 
 YAML::Node parse_json_as_yaml(const std::string& text, const std::string& file) {
   nlohmann::json j;

@@ -41,6 +41,10 @@ void append_unique(nlohmann::ordered_json* obj, const std::string& key,
                    nlohmann::ordered_json value);
 
 /// "a.b" (or "b" when parent is empty).
+/// Levenshtein distance of a and b, or any value > cap once it is known to exceed cap
+/// (used for "did you mean" suggestions).
+size_t edit_distance(const std::string& a, const std::string& b, size_t cap = SIZE_MAX);
+
 std::string field_join(const std::string& parent, const std::string& key);
 /// "a[3]".
 std::string field_index(const std::string& parent, size_t index);

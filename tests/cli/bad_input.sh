@@ -13,23 +13,7 @@ format_version: "1.0"
 placement: {default: 0}
 Y
 
-# expect NAME EXPECTED_SUBSTRING... -- ARGS
-expect() {
-  local name=$1; shift
-  local needles=()
-  while [ "$1" != "--" ]; do needles+=("$1"); shift; done; shift
-  n=$((n + 1))
-  out=$("$placer" "$@" 2>&1); rc=$?
-  if [ $rc -eq 0 ]; then echo "FAIL $name: exit 0"; fail=$((fail + 1)); return; fi
-  if [ $rc -ge 128 ]; then echo "FAIL $name: crashed (exit $rc): $out"; fail=$((fail + 1)); return; fi
-  if echo "$out" | grep -q "internal error"; then echo "FAIL $name: internal error: $out"; fail=$((fail + 1)); return; fi
-  for s in "${needles[@]}"; do
-    if ! echo "$out" | grep -qF -- "$s"; then
-      echo "FAIL $name: message lacks '$s': $out"; fail=$((fail + 1)); return
-    fi
-  done
-  echo "ok   $name: $(echo "$out" | tail -n 1)"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/expect.bash"
 
 sim() { echo simulate --graph "$1" --cluster "$2" --plan "$3"; }
 
