@@ -8,6 +8,7 @@ std::vector<MethodInfo> all_methods() {
   add_graph_partitioning_methods(&m);
   add_dynamic_programming_methods(&m);
   add_search_methods(&m);
+  add_learned_methods(&m);
   return m;
 }
 

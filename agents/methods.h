@@ -11,6 +11,8 @@ void add_list_scheduling_methods(std::vector<MethodInfo>* out);  // agents/list_
 void add_graph_partitioning_methods(std::vector<MethodInfo>* out);  // agents/partitioners.cpp
 void add_dynamic_programming_methods(std::vector<MethodInfo>* out);  // agents/dp_placers.cpp
 void add_search_methods(std::vector<MethodInfo>* out);  // agents/anneal.cpp
+/// "gdp" (agents/gdp_place.cpp; agents/no_torch_gdp.cpp without LibTorch).
+void add_learned_methods(std::vector<MethodInfo>* out);
 
 /// Every method in display order (what placer_methods() returns).
 std::vector<MethodInfo> all_methods();

@@ -94,6 +94,41 @@ torch::Tensor TransformerXLLayerImpl::forward(const torch::Tensor& h, const torc
   return norm2->forward(x + drop->forward(ff));
 }
 
+torch::Tensor TransformerXLLayerImpl::forward_segments(const torch::Tensor& h,
+                                                       const torch::Tensor& mem,
+                                                       const torch::Tensor& key_valid) {
+  const int64_t d = options.d_model();
+  const int64_t nh = options.heads();
+  const int64_t dh = d / nh;
+  PLACER_CHECK(h.dim() == 3 && h.size(2) == d,
+               "TransformerXL: segments must be [S, T, " << d << "], got " << h.sizes());
+  const int64_t ns = h.size(0);
+  const int64_t qlen = h.size(1);
+  const int64_t mlen = mem.size(1);
+  const int64_t klen = mlen + qlen;
+  PLACER_CHECK(mem.dim() == 3 && mem.size(0) == ns && key_valid.size(0) == ns &&
+                   key_valid.size(1) == klen,
+               "TransformerXL: memory " << mem.sizes() << " / key mask " << key_valid.sizes()
+                                        << " do not match segments " << h.sizes());
+  auto cat = mlen > 0 ? torch::cat({mem, h}, 1) : h;                    // [S, K, d]
+  auto heads = qkv->forward(cat).view({ns, klen, 3, nh, dh}).permute({2, 0, 3, 1, 4});
+  auto q = heads[0].narrow(2, mlen, qlen);                                // [S, nh, T, dh]
+  auto k = heads[1];                                                      // [S, nh, K, dh]
+  auto v = heads[2];
+  auto pos = relative_sinusoids(qlen, klen, d).to(h.device(), h.scalar_type());
+  auto r = r_net->forward(pos).view({klen + qlen - 1, nh, dh}).permute({1, 2, 0});  // [nh,dh,R]
+  auto ac = torch::matmul(q + r_w_bias.unsqueeze(1), k.transpose(-1, -2));  // [S, nh, T, K]
+  auto bd = torch::matmul(q + r_r_bias.unsqueeze(1), r);                    // [S, nh, T, R]
+  auto scores = (ac + rel_shift(bd, klen)) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  scores = scores.masked_fill(key_valid.logical_not().view({ns, 1, 1, klen}),
+                              -std::numeric_limits<float>::infinity());
+  auto prob = drop->forward(torch::softmax(scores, -1));
+  auto attn = torch::matmul(prob, v).permute({0, 2, 1, 3}).reshape({ns, qlen, d});
+  auto x = norm1->forward(h + drop->forward(o_net->forward(attn)));
+  auto ff = ff2->forward(drop->forward(torch::relu(ff1->forward(x))));
+  return norm2->forward(x + drop->forward(ff));
+}
+
 TransformerXLImpl::TransformerXLImpl(const TransformerXLOptions& opts) : options(opts) {
   PLACER_CHECK(opts.layers() > 0 && opts.segment() > 0 && opts.mem_len() >= 0,
                "TransformerXL: need layers > 0, segment > 0, mem_len >= 0");
@@ -127,6 +162,50 @@ TransformerXLOutput TransformerXLImpl::forward(const torch::Tensor& x,
 }
 
 TransformerXLOutput TransformerXLImpl::forward_sequence(const torch::Tensor& x) {
+  PLACER_CHECK(x.dim() == 2, "TransformerXL: sequence must be [N, d], got " << x.sizes());
+  const int64_t n = x.size(0);
+  const int64_t d = options.d_model();
+  if (n == 0) return {x.new_empty({0, d}), {}};
+  const int64_t t = options.segment();
+  const int64_t m = options.mem_len();
+  const int64_t ns = (n + t - 1) / t;
+  // Key validity per segment: memory rows at global positions s*t - m + j (j < m) exist when
+  // >= 0; current rows s*t + i exist when < n.
+  auto seg = torch::arange(ns, torch::kLong).unsqueeze(1);
+  auto j = torch::arange(m + t, torch::kLong).unsqueeze(0);
+  auto gpos = seg * t - m + j;  // [S, M+T]
+  auto key_valid = (gpos >= 0).logical_and(gpos < n);
+  TransformerXLOutput result;
+  auto h = x;  // [N, d] input of the current layer
+  for (auto& layer : layers) {
+    torch::Tensor mem;
+    {
+      torch::NoGradGuard no_grad;
+      // Memories after the last segment: the last min(m, n) inputs of this layer.
+      const int64_t keep = std::min(m, n);
+      result.mems.push_back(h.detach().narrow(0, n - keep, keep).clone());
+      // Segment s's memory: rows s*t - m .. s*t - 1 of the input (zeros where < 0).
+      auto padded = torch::cat({torch::zeros({m, d}, h.options()), h.detach()}, 0);
+      if (m > 0) {
+        mem = padded.narrow(0, 0, (ns - 1) * t + m)
+                  .unfold(0, m, t)       // [S, d, m]: window s starts at row s*t of padded
+                  .permute({0, 2, 1})
+                  .contiguous();
+      } else {
+        mem = torch::zeros({ns, 0, d}, h.options());
+      }
+    }
+    auto cur = h;
+    if (ns * t > n) cur = torch::cat({h, torch::zeros({ns * t - n, d}, h.options())}, 0);
+    h = layer->forward_segments(cur.view({ns, t, d}), mem, key_valid)
+            .reshape({ns * t, d})
+            .narrow(0, 0, n);
+  }
+  result.out = h;
+  return result;
+}
+
+TransformerXLOutput TransformerXLImpl::forward_sequence_stepwise(const torch::Tensor& x) {
   PLACER_CHECK(x.dim() == 2, "TransformerXL: sequence must be [N, d], got " << x.sizes());
   const int64_t n = x.size(0);
   const int64_t s = options.segment();

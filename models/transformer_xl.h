@@ -65,6 +65,11 @@ class TransformerXLLayerImpl : public torch::nn::Module {
   /// h [T, d] attends over cat(mem [M, d], h); mask [T, M+T] bool (true = blocked) optional.
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& mem,
                         const torch::Tensor& mask = {});
+  /// All segments at once: h [S, T, d] (segment s = rows sT .. sT+T-1 of the sequence),
+  /// mem [S, M, d] (gradient-stopped memory of each segment), key_valid [S, M+T] bool
+  /// (false = padding / no memory yet). Same maths as forward() per segment.
+  torch::Tensor forward_segments(const torch::Tensor& h, const torch::Tensor& mem,
+                                 const torch::Tensor& key_valid);
 
   /// Options the layer was built with.
   TransformerXLOptions options;
@@ -100,7 +105,15 @@ class TransformerXLImpl : public torch::nn::Module {
                               const torch::Tensor& mask = {});
   /// A long sequence x [N, d] cut into segments of options.segment(), memories carried over;
   /// returns out [N, d] and the memories after the last segment.
+  ///
+  /// Computed layer by layer with all segments batched: with segment-level recurrence the
+  /// memory of segment s at layer l is the last mem_len rows of layer l's input before
+  /// segment s, which is known once layer l-1 has run over every segment. The result equals
+  /// forward_sequence_stepwise() (segment after segment) up to float rounding; a graph of N
+  /// nodes costs 2 x layers batched calls instead of N / segment x layers small ones.
   TransformerXLOutput forward_sequence(const torch::Tensor& x);
+  /// The same, one segment after the other through forward() (the reference for tests).
+  TransformerXLOutput forward_sequence_stepwise(const torch::Tensor& x);
 
   /// Options the network was built with.
   TransformerXLOptions options;

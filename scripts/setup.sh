@@ -26,7 +26,12 @@ packages=(
   libboost-graph-dev libeigen3-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libonnx-dev protobuf-compiler libprotobuf-dev
+  # Debian's libtorch calls the system BLAS (BLAS_INFO=generic); without this the netlib
+  # reference BLAS serves it, ~9x slower matmuls (docs/results.md, "GDP speed"). The OpenMP
+  # build matches libtorch's own OpenMP threads.
+  libopenblas0-openmp
   libmetis-dev libscotch-dev
+  gnuplot-nox
 )
 if [ "$python" = 1 ]; then
   packages+=(python3 python3-torch python3-torchvision python3-onnx python3-yaml)

@@ -1,10 +1,14 @@
 // `placer place`: run one placement method (or the best of the fast ones), simulate its
 // plan, report it and write the plan with its prediction plus the effective configuration.
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 
+#include "agents/gdp.h"
 #include "simulator/trace.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
@@ -12,6 +16,7 @@
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
+#include "src/util/progress.h"
 
 namespace placer::cli {
 namespace {
@@ -22,7 +27,84 @@ struct PlaceArgs {
   int64_t budget_evals = 0;
   double budget_seconds = 0;
   uint64_t seed = 1;
+  // The learned placer (--method gdp).
+  std::string policy;           ///< "" = default_policy_path()
+  int samples = 16;             ///< sampled placements besides the greedy one
+  int finetune = 0;             ///< PPO fine-tuning updates on this graph
+  double finetune_lr = 0;       ///< 0 = PpoConfig's default
+  int finetune_samples = 0;     ///< 0 = PpoConfig's default
+  std::set<std::string> given;  ///< the gdp options given on the command line
 };
+
+bool is_gdp(const PlaceArgs& a) { return a.method == "gdp"; }
+
+GdpPlaceOptions gdp_options(const PlaceArgs& a) {
+  GdpPlaceOptions o;
+  o.samples = a.samples;
+  o.finetune_updates = a.finetune;
+  if (a.finetune_lr > 0) o.ppo.lr = a.finetune_lr;
+  if (a.finetune_samples > 0) o.ppo.samples = a.finetune_samples;
+  return o;
+}
+
+/// --method gdp: the policy file to use (--policy, else default_policy_path()), checked to
+/// exist before anything is loaded.
+std::string gdp_policy_path(const PlaceArgs& a) {
+  if (!gdp_available()) {
+    throw Error("--method gdp needs LibTorch, and this placer was built without it; install "
+                "libtorch-dev (scripts/setup.sh) and rebuild");
+  }
+  if (!a.policy.empty()) {
+    if (!std::filesystem::is_regular_file(a.policy)) {
+      throw FileError("--policy: '" + a.policy + "' not found (train one with `placer "
+                      "train-policy`; it writes <output-dir>/policy.pt)");
+    }
+    return a.policy;
+  }
+  const std::string p = default_policy_path();
+  if (!std::filesystem::is_regular_file(p)) {
+    throw FileError("--method gdp: no default policy at '" + p + "' (pass --policy P.pt, "
+                    "set $PLACER_POLICY, or train one with `placer train-policy`)");
+  }
+  return p;
+}
+
+/// run_method (placing.h) for a placer built here (the learned one with its options):
+/// search under `budget` with a progress bar, validate, simulate. Never throws.
+MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& budget) {
+  MethodRun run;
+  run.method = placer.name();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  try {
+    Progress progress("placer: " + run.method, 0);
+    SearchBudget with_progress = budget;
+    with_progress.progress = [&progress](int64_t done, int64_t total, const std::string& st) {
+      progress.set_total(total);
+      progress.update(done, st);
+    };
+    run.plan = placer.search(s.problem(), with_progress);
+    progress.finish();
+    run.search_seconds = since();
+    if (run.plan.method.empty()) run.plan.method = run.method;
+    run.plan.validate(s.graph, s.cluster);
+    SimOptions opts;
+    opts.critical_path = false;
+    run.result = s.simulator->run(run.plan, opts);
+    run.plan.predicted.valid = true;
+    run.plan.predicted.step_time = run.result.step_time;
+    run.plan.predicted.peak_memory = run.result.peak_memory;
+    run.plan.predicted.oom = run.result.oom;
+    run.ok = true;
+  } catch (const std::exception& e) {
+    if (run.search_seconds == 0) run.search_seconds = since();
+    run.ok = false;
+    run.error = e.what();
+  }
+  return run;
+}
 
 /// out.plan.yaml -> out.place.yaml (also for .plan.json, .yaml, .json and other names).
 std::string config_path_for(const std::string& output) {
@@ -61,6 +143,12 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   f << "]  # empty = all " << s.cluster.num_devices() << " devices\n";
   f << "method: " << a.method << "\n";
   f << "chosen_method: " << run.method << "\n";
+  if (is_gdp(a)) {
+    const GdpPlaceOptions o = gdp_options(a);
+    f << "policy: " << yaml_quote(a.policy) << "\n";
+    f << "gdp: {samples: " << o.samples << ", finetune: " << o.finetune_updates
+      << ", finetune_lr: " << o.ppo.lr << ", finetune_samples: " << o.ppo.samples << "}\n";
+  }
   f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
     << ", seed: " << a.seed << "}  # 0 = the method's default\n";
   f << "plan: " << yaml_quote(a.output) << "\n";
@@ -103,9 +191,32 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
   out << "search time  " << human_time(run.search_seconds) << "\n";
 }
 
-void run_place(const PlaceArgs& a) {
-  // Check the method name before loading anything.
-  if (a.method != "best") make_placer(a.method);
+void run_place(PlaceArgs a) {
+  // --policy implies the learned placer; its options make no sense for the others.
+  if (a.method.empty()) {
+    if (a.policy.empty()) {
+      throw Error("--method is required (a method name, 'best', or 'gdp'; or --policy P.pt "
+                  "for the learned placer)");
+    }
+    a.method = "gdp";
+  }
+  if (!is_gdp(a)) {
+    for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
+                            "--finetune-samples"}) {
+      if (a.given.count(opt)) {
+        throw Error(std::string(opt) + " applies to the learned placer only (--method gdp), "
+                    "not to --method " + a.method);
+      }
+    }
+  }
+  // Check the method name (and the policy file) before loading anything.
+  std::unique_ptr<Placer> gdp;
+  if (is_gdp(a)) {
+    a.policy = gdp_policy_path(a);
+    gdp = make_gdp_placer(a.policy, gdp_options(a));
+  } else if (a.method != "best") {
+    make_placer(a.method);
+  }
   std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
   SearchBudget budget;
   budget.max_evaluations = a.budget_evals;
@@ -136,7 +247,7 @@ void run_place(const PlaceArgs& a) {
       std::cerr << "placer: best: warning: no method found a plan that fits in memory\n";
     }
   } else {
-    chosen = run_method(a.method, *s, budget);
+    chosen = gdp ? run_placer(*gdp, *s, budget) : run_method(a.method, *s, budget);
     if (!chosen.ok) {
       // Methods usually name themselves in their messages; don't say it twice.
       const std::string prefix = a.method + ":";
@@ -178,8 +289,8 @@ void register_place(CLI::App& app) {
   add_problem_options(sub, &args->problem);
   sub->add_option("-m,--method", args->method,
                   "Placement method (see `placer compare`), or 'best': every fast method, "
-                  "keeping the fastest plan that fits")
-      ->required();
+                  "keeping the fastest plan that fits; 'gdp' is the learned placer "
+                  "(default with --policy)");
   sub->add_option("--budget-evals", args->budget_evals,
                   "Search budget in simulator evaluations (0 = the method's default)")
       ->check(CLI::NonNegativeNumber);
@@ -192,7 +303,32 @@ void register_place(CLI::App& app) {
                   "it as <name>.place.yaml")
       ->required();
   sub->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
-  sub->callback([args]() { run_place(*args); });
+  sub->add_option("--policy", args->policy,
+                  "GDP policy (*.pt from `placer train-policy`); implies --method gdp. "
+                  "--method gdp without it uses the shipped default policy");
+  sub->add_option("--samples", args->samples,
+                  "gdp: sampled placements scored besides the greedy one")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--finetune", args->finetune,
+                  "gdp: PPO fine-tuning updates on this graph after zero-shot (0 = zero-shot)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--finetune-lr", args->finetune_lr,
+                  "gdp: fine-tuning learning rate (default: " + fixed(PpoConfig{}.lr, 4) + ")")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--finetune-samples", args->finetune_samples,
+                  "gdp: sampled placements per fine-tuning update (default: " +
+                      std::to_string(PpoConfig{}.samples) + ")")
+      ->check(CLI::PositiveNumber);
+  sub->callback([args, sub]() {
+    PlaceArgs a = *args;
+    for (const char* opt :
+         {"--policy", "--samples", "--finetune", "--finetune-lr", "--finetune-samples"}) {
+      if (sub->count(opt) > 0) a.given.insert(opt);
+    }
+    run_place(std::move(a));
+  });
 }
 
 }  // namespace placer::cli

@@ -111,6 +111,35 @@ TEST(TransformerXL, SegmentRecurrenceEqualsFullAttentionWhenWindowCovers) {
   EXPECT_FALSE(torch::allclose(seg.out.narrow(0, 0, 3), unmasked.out.narrow(0, 0, 3), 1e-3, 1e-3));
 }
 
+// The batched layer-by-layer evaluation equals the segment-after-segment recurrence (same
+// outputs, memories and input gradients) for memories shorter than, equal to and longer
+// than a segment, and a last segment that is cut short.
+TEST(TransformerXL, BatchedSegmentsEqualStepwiseRecurrence) {
+  for (int64_t mem_len : {0, 2, 4, 7}) {
+    for (int64_t n : {1, 4, 11}) {
+      torch::manual_seed(5);
+      auto net = small_net(4, mem_len);
+      auto x1 = torch::randn({n, 8}, torch::requires_grad());
+      auto x2 = x1.detach().clone().requires_grad_(true);
+      auto a = net->forward_sequence(x1);
+      auto b = net->forward_sequence_stepwise(x2);
+      ASSERT_EQ(a.out.sizes(), b.out.sizes());
+      EXPECT_TRUE(torch::allclose(a.out, b.out, 1e-5, 1e-5))
+          << "mem " << mem_len << " n " << n << ": " << (a.out - b.out).abs().max().item<float>();
+      ASSERT_EQ(a.mems.size(), b.mems.size());
+      for (size_t l = 0; l < a.mems.size(); ++l) {
+        EXPECT_TRUE(torch::allclose(a.mems[l], b.mems[l], 1e-5, 1e-5));
+        EXPECT_FALSE(a.mems[l].requires_grad());
+      }
+      auto w = torch::randn({n, 8});
+      (a.out * w).sum().backward();
+      (b.out * w).sum().backward();
+      EXPECT_TRUE(torch::allclose(x1.grad(), x2.grad(), 1e-4, 1e-5))
+          << "mem " << mem_len << " n " << n;
+    }
+  }
+}
+
 // No absolute position: prepending k nodes that nobody may attend to shifts every absolute
 // position by k but no relative distance, so the outputs of the real nodes are unchanged.
 TEST(TransformerXL, RelativeEncodingIsShiftInvariant) {

@@ -1,0 +1,359 @@
+// GdpPolicy: construction, checkpoint files (archive + JSON sidecar), cloning.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/gdp_net.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string shape_str(const torch::Tensor& t) {
+  std::ostringstream os;
+  os << "[";
+  for (int64_t i = 0; i < t.dim(); ++i) os << (i ? ", " : "") << t.size(i);
+  os << "]";
+  return os.str();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string tmp_name(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+bool file_exists(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return bool(in);
+}
+
+/// Navigates `archive` along the dotted module path of a parameter name ("a.b.weight":
+/// sub-archives "a", "b", then the tensor "weight"). Returns false when anything is missing.
+bool read_dotted(torch::serialize::InputArchive& archive, const std::string& name,
+                 torch::Tensor& out) {
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos) return archive.try_read(name, out);
+  torch::serialize::InputArchive sub;
+  if (!archive.try_read(name.substr(0, dot), sub)) return false;
+  return read_dotted(sub, name.substr(dot + 1), out);
+}
+
+/// The JSON value at `key` of `obj` (an object), or FormatError naming `prefix + key`.
+const Json& field(const Json& obj, const std::string& key, const std::string& path,
+                  const std::string& prefix = "") {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    throw FormatError(format_context(path, prefix + key, "missing field"));
+  }
+  return *it;
+}
+
+template <typename T>
+T get_field(const Json& obj, const std::string& key, const std::string& path,
+            const std::string& prefix = "") {
+  const Json& v = field(obj, key, path, prefix);
+  try {
+    return v.get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(format_context(path, prefix + key, "wrong type (" + v.dump() + ")"));
+  }
+}
+
+void check_build_field(const std::string& path, const std::string& name, int64_t file_value,
+                       int64_t expected) {
+  if (file_value != expected) {
+    throw FormatError(format_context(path, name,
+                                     "the checkpoint has " + std::to_string(file_value) +
+                                         " but this build expects " + std::to_string(expected) +
+                                         " (retrain the policy with this build)"));
+  }
+}
+
+}  // namespace
+
+bool gdp_available() { return true; }
+
+bool GdpNetConfig::operator==(const GdpNetConfig& o) const {
+  return hidden == o.hidden && sage_layers == o.sage_layers && op_embedding == o.op_embedding &&
+         txl_layers == o.txl_layers && heads == o.heads && ffn == o.ffn && segment == o.segment &&
+         mem_len == o.mem_len && max_devices == o.max_devices && superposition == o.superposition;
+}
+
+std::string validate_net_config(const GdpNetConfig& c) {
+  const std::pair<const char*, int> positive[] = {{"hidden", c.hidden},
+                                                  {"sage_layers", c.sage_layers},
+                                                  {"txl_layers", c.txl_layers},
+                                                  {"heads", c.heads},
+                                                  {"ffn", c.ffn},
+                                                  {"segment", c.segment},
+                                                  {"mem_len", c.mem_len},
+                                                  {"max_devices", c.max_devices}};
+  for (const auto& [name, value] : positive) {
+    if (value <= 0) return std::string(name) + " must be > 0, got " + std::to_string(value);
+  }
+  if (c.op_embedding < 0) {
+    return "op_embedding must be >= 0 (0 = none), got " + std::to_string(c.op_embedding);
+  }
+  if (c.hidden % c.heads != 0) {
+    return "hidden (" + std::to_string(c.hidden) + ") is not divisible by heads (" +
+           std::to_string(c.heads) + ")";
+  }
+  if (c.max_devices > 64) {
+    return "max_devices must be in [1, 64], got " + std::to_string(c.max_devices);
+  }
+  return "";
+}
+
+// ------------------------------------------------------------------------ files ----
+
+void atomic_rename(const std::string& tmp, const std::string& final_path) {
+  if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw FileError(format_context(
+        final_path, "", std::string("cannot move ") + tmp + " into place: " + std::strerror(err)));
+  }
+}
+
+void write_net(torch::serialize::OutputArchive& archive, const GdpNet& net) {
+  torch::serialize::OutputArchive sub(archive.compilation_unit());
+  net->save(sub);
+  archive.write("net", sub);
+}
+
+void read_net(torch::serialize::InputArchive& archive, GdpNet& net,
+              const std::string& path_for_errors) {
+  torch::serialize::InputArchive sub;
+  if (!archive.try_read("net", sub)) {
+    throw FormatError(format_context(path_for_errors, "net", "the archive has no network"));
+  }
+  torch::NoGradGuard no_grad;
+  auto load_one = [&](const std::string& name, torch::Tensor& target, const char* what) {
+    torch::Tensor stored;
+    if (!read_dotted(sub, name, stored) || !stored.defined()) {
+      throw FormatError(format_context(path_for_errors, "net." + name,
+                                       std::string(what) + " missing from the archive"));
+    }
+    if (!stored.sizes().equals(target.sizes())) {
+      throw FormatError(format_context(path_for_errors, "net." + name,
+                                       std::string(what) + " has shape " + shape_str(stored) +
+                                           " in the archive but " + shape_str(target) +
+                                           " in the network built from the sidecar's sizes"));
+    }
+    target.copy_(stored);
+  };
+  for (auto& p : net->named_parameters(/*recurse=*/true)) load_one(p.key(), p.value(), "parameter");
+  for (auto& b : net->named_buffers(/*recurse=*/true)) load_one(b.key(), b.value(), "buffer");
+}
+
+void write_meta_json(const std::string& path, const PolicyMeta& meta) {
+  const GdpNetConfig& n = meta.net;
+  Json net = {{"hidden", n.hidden},
+              {"sage_layers", n.sage_layers},
+              {"op_embedding", n.op_embedding},
+              {"txl_layers", n.txl_layers},
+              {"heads", n.heads},
+              {"ffn", n.ffn},
+              {"segment", n.segment},
+              {"mem_len", n.mem_len},
+              {"max_devices", n.max_devices},
+              {"superposition", n.superposition}};
+  Json j = {{"format_version", meta.format_version},
+            {"feature_version", meta.feature_version},
+            {"feature_dim", meta.feature_dim},
+            {"op_vocab", meta.op_vocab},
+            {"net", net},
+            {"updates", meta.updates},
+            {"seed", meta.seed},
+            {"corpus", meta.corpus},
+            {"corpus_hash", meta.corpus_hash},
+            {"clusters", meta.clusters},
+            {"train_seconds", meta.train_seconds},
+            {"evaluations", meta.evaluations},
+            {"created", meta.created},
+            {"command", meta.command}};
+  const std::string tmp = tmp_name(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw FileError(format_context(path, "", "cannot write " + tmp));
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw FileError(format_context(path, "", "error while writing " + tmp));
+    }
+  }
+  atomic_rename(tmp, path);
+}
+
+PolicyMeta read_meta_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw FileError(format_context(path, "", "cannot open the policy sidecar (missing?)"));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Json j;
+  try {
+    j = Json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(format_context(path, "", std::string("not valid JSON: ") + e.what()));
+  }
+  if (!j.is_object()) throw FormatError(format_context(path, "", "expected a JSON object"));
+
+  PolicyMeta m;
+  m.format_version = get_field<int>(j, "format_version", path);
+  if (m.format_version != 1) {
+    throw FormatError(format_context(path, "format_version",
+                                     "unsupported checkpoint format " +
+                                         std::to_string(m.format_version) +
+                                         " (this build reads 1)"));
+  }
+  m.feature_version = get_field<int>(j, "feature_version", path);
+  m.feature_dim = get_field<int>(j, "feature_dim", path);
+  m.op_vocab = get_field<int>(j, "op_vocab", path);
+  const Json& net = field(j, "net", path);
+  if (!net.is_object()) throw FormatError(format_context(path, "net", "expected an object"));
+  m.net.hidden = get_field<int>(net, "hidden", path, "net.");
+  m.net.sage_layers = get_field<int>(net, "sage_layers", path, "net.");
+  m.net.op_embedding = get_field<int>(net, "op_embedding", path, "net.");
+  m.net.txl_layers = get_field<int>(net, "txl_layers", path, "net.");
+  m.net.heads = get_field<int>(net, "heads", path, "net.");
+  m.net.ffn = get_field<int>(net, "ffn", path, "net.");
+  m.net.segment = get_field<int>(net, "segment", path, "net.");
+  m.net.mem_len = get_field<int>(net, "mem_len", path, "net.");
+  m.net.max_devices = get_field<int>(net, "max_devices", path, "net.");
+  m.net.superposition = get_field<bool>(net, "superposition", path, "net.");
+  m.updates = get_field<int64_t>(j, "updates", path);
+  m.seed = get_field<uint64_t>(j, "seed", path);
+  m.corpus = get_field<std::string>(j, "corpus", path);
+  m.corpus_hash = get_field<std::string>(j, "corpus_hash", path);
+  m.clusters = get_field<std::vector<std::string>>(j, "clusters", path);
+  m.train_seconds = get_field<double>(j, "train_seconds", path);
+  m.evaluations = get_field<int64_t>(j, "evaluations", path);
+  m.created = get_field<std::string>(j, "created", path);
+  m.command = get_field<std::string>(j, "command", path);
+
+  check_build_field(path, "feature_version", m.feature_version, kFeatureVersion);
+  check_build_field(path, "feature_dim", m.feature_dim, feat::kDim);
+  check_build_field(path, "op_vocab", m.op_vocab, int64_t(op_type_vocabulary().size()));
+  const std::string why = validate_net_config(m.net);
+  if (!why.empty()) throw FormatError(format_context(path, "net", why));
+  return m;
+}
+
+// -------------------------------------------------------------------- GdpPolicy ----
+
+GdpPolicy::GdpPolicy() : impl_(std::make_unique<Impl>()) {}
+
+GdpPolicy::GdpPolicy(const GdpNetConfig& net, uint64_t seed) : GdpPolicy() {
+  const std::string why = validate_net_config(net);
+  if (!why.empty()) throw ValidationError("GDP network: " + why);
+  torch::manual_seed(seed);
+  impl_->net = GdpNet(net, feat::kDim, int64_t(op_type_vocabulary().size()));
+  impl_->meta.feature_version = kFeatureVersion;
+  impl_->meta.feature_dim = feat::kDim;
+  impl_->meta.op_vocab = int(op_type_vocabulary().size());
+  impl_->meta.net = net;
+  impl_->meta.seed = seed;
+}
+
+GdpPolicy::~GdpPolicy() = default;
+GdpPolicy::GdpPolicy(GdpPolicy&&) noexcept = default;
+GdpPolicy& GdpPolicy::operator=(GdpPolicy&&) noexcept = default;
+
+GdpPolicy GdpPolicy::load(const std::string& path) {
+  if (!file_exists(path)) {
+    throw FileError(format_context(path, "", "cannot open the policy file (missing?)"));
+  }
+  PolicyMeta meta = read_meta_json(path + ".meta.json");
+  GdpPolicy policy;
+  policy.impl_->net = GdpNet(meta.net, feat::kDim, int64_t(op_type_vocabulary().size()));
+  policy.impl_->meta = std::move(meta);
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    throw FormatError(format_context(path, "", "not a readable policy archive: " + what));
+  }
+  try {
+    read_net(archive, policy.impl_->net, path);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    throw FormatError(format_context(path, "net", "cannot read the network: " + what));
+  }
+  return policy;
+}
+
+void GdpPolicy::save(const std::string& path, PolicyMeta meta) const {
+  meta.format_version = 1;
+  meta.feature_version = kFeatureVersion;
+  meta.feature_dim = feat::kDim;
+  meta.op_vocab = int(op_type_vocabulary().size());
+  meta.net = config();
+  if (meta.created.empty()) meta.created = utc_now();
+
+  torch::serialize::OutputArchive archive;
+  write_net(archive, impl_->net);
+  const std::string tmp = tmp_name(path);
+  try {
+    archive.save_to(tmp);
+  } catch (const std::exception& e) {
+    std::remove(tmp.c_str());
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    throw FileError(format_context(path, "", "cannot write " + tmp + ": " + what));
+  }
+  atomic_rename(tmp, path);
+  write_meta_json(path + ".meta.json", meta);
+}
+
+const GdpNetConfig& GdpPolicy::config() const { return impl_->net->config; }
+
+const PolicyMeta& GdpPolicy::meta() const { return impl_->meta; }
+
+int64_t GdpPolicy::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : impl_->net->parameters()) n += p.numel();
+  return n;
+}
+
+GdpPolicy GdpPolicy::clone() const {
+  torch::serialize::OutputArchive out;
+  write_net(out, impl_->net);
+  std::stringstream buffer;
+  out.save_to(buffer);
+  torch::serialize::InputArchive in;
+  in.load_from(buffer);
+  GdpPolicy copy;
+  copy.impl_->net = GdpNet(config(), feat::kDim, int64_t(op_type_vocabulary().size()));
+  read_net(in, copy.impl_->net, "<clone>");
+  copy.impl_->net->train(impl_->net->is_training());
+  copy.impl_->meta = impl_->meta;
+  return copy;
+}
+
+}  // namespace placer

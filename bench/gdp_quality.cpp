@@ -1,0 +1,316 @@
+// Quality bar of the GDP learned placer (issue 5), GDP's table suite (Zhou et al. 2019,
+// Table 1): RNNLM 2/4 layers, GNMT 2/4/8 layers, Transformer-XL 2/4/8 layers, Inception,
+// AmoebaNet, WaveNet 2/4 stacks, each on 2/4/8 GPUs of a cluster (default: the DGX-1 P100
+// of datasets/clusters/dgx1_p100.cluster.yaml), all methods side by side in one run:
+//
+//   best classical   every registered fast classical method (placer_methods(), fast=true),
+//                    searched and simulated; the fastest non-OOM plan and its name
+//   anneal           simulated annealing with the same number of simulator evaluations as
+//                    the GDP fine-tuning of the row spent
+//   gdp zero-shot    the policy's greedy placement + --samples sampled ones, best kept
+//   gdp fine-tuned   zero-shot, then --finetune PPO updates on the graph, best kept
+//
+// The suite graphs are generated from the synthetic families with the layer / stack counts
+// of GDP's table and fixed seeds (7001 + row), so none of them is in the training corpus (the
+// program checks that no generated entry of --corpus has the same family and seed).
+//
+//   ./build/bench/gdp_quality --policy models/pretrained/default.pt
+//   ./build/bench/gdp_quality --rows gnmt_4,txl_2 --devices 4 --finetune 10
+//
+// Prints a table and the geomean summary with the issue's targets; results: docs/results.md.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agents/gdp.h"
+#include "agents/placer.h"
+#include "datasets/corpus.h"
+#include "datasets/family_registry.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+
+namespace placer {
+namespace {
+
+struct SuiteGraph {
+  std::string label;
+  std::string family;
+  std::map<std::string, int64_t> fixed;
+};
+
+std::vector<SuiteGraph> suite() {
+  return {{"rnnlm_2", "rnnlm", {{"layers", 2}}},
+          {"rnnlm_4", "rnnlm", {{"layers", 4}}},
+          {"gnmt_2", "gnmt", {{"layers", 2}}},
+          {"gnmt_4", "gnmt", {{"layers", 4}}},
+          {"gnmt_8", "gnmt", {{"layers", 8}}},
+          {"txl_2", "transformer_xl", {{"layers", 2}}},
+          {"txl_4", "transformer_xl", {{"layers", 4}}},
+          {"txl_8", "transformer_xl", {{"layers", 8}}},
+          {"inception", "inception", {}},
+          {"amoebanet", "amoebanet", {}},
+          {"wavenet_2", "wavenet", {{"stacks", 2}}},
+          {"wavenet_4", "wavenet", {{"stacks", 4}}}};
+}
+
+struct Args {
+  std::string policy, cluster, corpus;
+  std::vector<int> devices = {2, 4, 8};
+  std::set<std::string> rows;
+  int samples = 16;
+  int finetune = 20;
+  int ppo_samples = 8;
+  double lr = 1e-3;
+  uint64_t seed = 1;
+  int64_t max_ops = 20000;
+};
+
+std::string repo_path(const std::string& rel) {
+  const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path().parent_path();
+  const std::filesystem::path p = here / rel;
+  return std::filesystem::exists(p) ? p.string() : rel;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+void usage() {
+  std::cerr << "usage: gdp_quality [--policy P] [--cluster C] [--corpus M] [--devices 2,4,8]\n"
+               "                   [--rows a,b] [--samples K] [--finetune N] [--ppo-samples S]\n"
+               "                   [--lr X] [--seed S] [--max-ops N]\n";
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  a.policy = default_policy_path();
+  a.cluster = repo_path("datasets/clusters/dgx1_p100.cluster.yaml");
+  a.corpus = repo_path("datasets/corpora/default.corpus.yaml");
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (k == "--policy") a.policy = value();
+    else if (k == "--cluster") a.cluster = value();
+    else if (k == "--corpus") a.corpus = value();
+    else if (k == "--devices") {
+      a.devices.clear();
+      for (const std::string& d : split(value())) a.devices.push_back(std::stoi(d));
+    } else if (k == "--rows") {
+      for (const std::string& r : split(value())) a.rows.insert(r);
+    } else if (k == "--samples") a.samples = std::stoi(value());
+    else if (k == "--finetune") a.finetune = std::stoi(value());
+    else if (k == "--ppo-samples") a.ppo_samples = std::stoi(value());
+    else if (k == "--lr") a.lr = std::stod(value());
+    else if (k == "--seed") a.seed = std::stoull(value());
+    else if (k == "--max-ops") a.max_ops = std::stoll(value());
+    else {
+      usage();
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Search + validate + simulate; step time, or +inf when the method fails or OOMs.
+double run_classical(const std::string& method, const Problem& p, const SearchBudget& b,
+                     double* seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Plan plan = make_placer(method)->search(p, b);
+    *seconds = seconds_since(t0);
+    plan.validate(p.graph, p.cluster);
+    SimOptions o;
+    o.critical_path = false;
+    const SimResult r = p.simulator.run(plan, o);
+    return r.oom ? INFINITY : r.step_time;
+  } catch (const std::exception& e) {
+    *seconds = seconds_since(t0);
+    std::cerr << "  (" << method << " failed: " << e.what() << ")\n";
+    return INFINITY;
+  }
+}
+
+std::string ms(double s) {
+  if (!std::isfinite(s)) return "oom/fail";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", s * 1e3);
+  return buf;
+}
+
+struct Row {
+  std::string label;
+  int k = 0;
+  int64_t ops = 0;
+  std::string best_name;
+  double best = INFINITY, best_s = 0;
+  double anneal = INFINITY, anneal_s = 0;
+  double zero = INFINITY, zero_s = 0;
+  double fine = INFINITY, fine_s = 0;
+  int64_t fine_evals = 0;
+};
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return NAN;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+int run(const Args& a) {
+  if (!gdp_available()) {
+    std::cerr << "gdp_quality: built without LibTorch\n";
+    return 2;
+  }
+  const GdpPolicy policy = GdpPolicy::load(a.policy);
+  const Cluster cluster = load_cluster_yaml(a.cluster);
+  const CostModel cost(cluster, default_profile());
+  std::set<std::pair<std::string, uint64_t>> corpus_specs;
+  if (!a.corpus.empty() && std::filesystem::exists(a.corpus)) {
+    const Corpus c = load_corpus(a.corpus);
+    for (const CorpusEntry& e : c.entries) {
+      if (e.is_generated()) corpus_specs.insert({e.generate.family, e.generate.seed});
+    }
+  }
+  std::vector<std::string> classical;
+  for (const MethodInfo& m : placer_methods()) {
+    if (m.fast && m.name != "gdp") classical.push_back(m.name);
+  }
+  std::printf("# policy %s (%lld parameters, %lld training updates, corpus %s)\n",
+              a.policy.c_str(), static_cast<long long>(policy.num_parameters()),
+              static_cast<long long>(policy.meta().updates), policy.meta().corpus_hash.c_str());
+  std::printf("# cluster %s; zero-shot: greedy + %d samples; fine-tune: %d PPO updates x %d "
+              "samples, lr %g; seed %llu\n",
+              cluster.name.c_str(), a.samples, a.finetune, a.ppo_samples, a.lr,
+              static_cast<unsigned long long>(a.seed));
+  std::printf("%-10s %2s %6s | %-14s %9s %7s | %9s %7s | %9s %7s | %9s %7s %5s | %6s %6s %6s\n",
+              "graph", "k", "ops", "best classical", "ms", "s", "anneal", "s", "zero-shot", "s",
+              "finetuned", "s", "evals", "ft/cl", "zs/ft", "ft/an");
+  std::fflush(stdout);
+
+  std::vector<Row> rows;
+  const std::vector<SuiteGraph> graphs = suite();
+  for (size_t gi = 0; gi < graphs.size(); ++gi) {
+    const SuiteGraph& sg = graphs[gi];
+    if (!a.rows.empty() && !a.rows.count(sg.label)) continue;
+    FamilyRanges ranges;
+    for (const auto& [name, v] : sg.fixed) ranges.overrides[name] = ParamRange::fixed(v);
+    const Graph forward = make_family_graph(sg.family, 7001 + gi, ranges, sg.label);
+    if (corpus_specs.count({sg.family, 7001 + gi})) {
+      std::printf("# WARNING: %s (seed %zu) is also generated by the corpus\n", sg.label.c_str(),
+                  7001 + gi);
+    }
+    const Graph step = expand_training_step(forward);
+    if (static_cast<int64_t>(step.num_ops()) > a.max_ops) {
+      std::printf("%-10s skipped: %zu ops > --max-ops %lld\n", sg.label.c_str(), step.num_ops(),
+                  static_cast<long long>(a.max_ops));
+      continue;
+    }
+    Simulator sim(step, cluster, cost);
+    for (int k : a.devices) {
+      if (k > cluster.num_devices()) continue;
+      std::vector<int> devs(k);
+      for (int d = 0; d < k; ++d) devs[d] = d;
+      const Problem p{step, cluster, cost, sim, devs};
+      Row r;
+      r.label = sg.label;
+      r.k = k;
+      r.ops = static_cast<int64_t>(step.num_ops());
+      SearchBudget b;
+      b.seed = a.seed;
+      for (const std::string& m : classical) {
+        double s = 0;
+        const double t = run_classical(m, p, b, &s);
+        r.best_s += s;
+        if (t < r.best) {
+          r.best = t;
+          r.best_name = m;
+        }
+      }
+      GdpPlaceOptions zo;
+      zo.samples = a.samples;
+      GdpPlaceResult z = gdp_place(policy, p, zo, b);
+      r.zero = z.plan.predicted.oom ? INFINITY : z.best_time;
+      r.zero_s = z.seconds;
+      GdpPlaceOptions fo = zo;
+      fo.finetune_updates = a.finetune;
+      fo.ppo.samples = a.ppo_samples;
+      fo.ppo.lr = a.lr;
+      GdpPlaceResult f = gdp_place(policy, p, fo, b);
+      r.fine = f.plan.predicted.oom ? INFINITY : f.best_time;
+      r.fine_s = f.seconds;
+      r.fine_evals = f.evaluations;
+      SearchBudget ab = b;
+      ab.max_evaluations = f.evaluations;
+      r.anneal = run_classical("anneal", p, ab, &r.anneal_s);
+      std::printf(
+          "%-10s %2d %6lld | %-14s %9s %7.2f | %9s %7.2f | %9s %7.2f | %9s %7.2f %5lld | %6.3f "
+          "%6.3f %6.3f\n",
+          r.label.c_str(), k, static_cast<long long>(r.ops), r.best_name.c_str(),
+          ms(r.best).c_str(), r.best_s, ms(r.anneal).c_str(), r.anneal_s, ms(r.zero).c_str(),
+          r.zero_s, ms(r.fine).c_str(), r.fine_s, static_cast<long long>(r.fine_evals),
+          r.fine / r.best, r.zero / r.fine, r.fine / r.anneal);
+      std::fflush(stdout);
+      rows.push_back(r);
+    }
+  }
+  std::vector<double> ft_cl, zs_ft, ft_an;
+  int wins = 0;
+  for (const Row& r : rows) {
+    if (!std::isfinite(r.best) || !std::isfinite(r.fine) || !std::isfinite(r.zero)) continue;
+    ft_cl.push_back(r.fine / r.best);
+    zs_ft.push_back(r.zero / r.fine);
+    if (std::isfinite(r.anneal)) ft_an.push_back(r.fine / r.anneal);
+    if (r.fine < r.best) ++wins;
+  }
+  const double g1 = geomean(ft_cl), g2 = geomean(zs_ft), g3 = geomean(ft_an);
+  std::printf("\n# rows %zu (finite %zu); fine-tuned faster than best classical in %d\n",
+              rows.size(), ft_cl.size(), wins);
+  std::printf("# geomean fine-tuned / best classical = %.4f  (target <= 0.95: %s)\n", g1,
+              g1 <= 0.95 ? "met" : "MISSED");
+  std::printf("# geomean zero-shot / fine-tuned     = %.4f  (target <= 1.10: %s)\n", g2,
+              g2 <= 1.10 ? "met" : "MISSED");
+  std::printf("# geomean fine-tuned / anneal        = %.4f  (target <= 1.00: %s)\n", g3,
+              g3 <= 1.0 ? "met" : "MISSED");
+  return 0;
+}
+
+}  // namespace
+}  // namespace placer
+
+int main(int argc, char** argv) {
+  try {
+    return placer::run(placer::parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::cerr << "gdp_quality: " << e.what() << "\n";
+    return 1;
+  }
+}

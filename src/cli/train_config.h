@@ -1,0 +1,41 @@
+#pragma once
+// The configuration file of `placer train-policy` (train.yaml) and its command-line
+// overrides, read into placer::TrainConfig (agents/gdp.h), and the effective configuration
+// written back as YAML. docs/gdp.md lists the keys.
+//
+// Keys are TrainConfig's field names; the network sizes sit under `net:` (GdpNetConfig) and
+// the PPO options under `ppo:` (PpoConfig). Every key is optional (defaults: gdp.h) except
+// that training needs `corpus` and `clusters`. Input paths (corpus, clusters, profile,
+// init_policy) are relative to the config file's folder; output_dir is relative to the
+// current directory, like every output path of placer. All paths come out absolute.
+// TrainConfig::command is provenance, not configuration: it is no key (the command sets it).
+
+#include <string>
+#include <vector>
+
+#include "agents/gdp.h"
+
+namespace placer::cli {
+
+/// Reads `path` on top of the defaults. FileError: unreadable. FormatError
+/// "<path>: <key>: ...": malformed YAML, an unknown key (with a "did you mean" suggestion),
+/// a value of the wrong type or out of range, an unknown method or optimizer name.
+TrainConfig load_train_config(const std::string& path);
+
+/// Applies one override "key=value" (`--set`): the key as in the YAML, dotted for the nested
+/// sections ("net.hidden=32", "ppo.lr=3e-4"), the value parsed as YAML ("[2, 4]" is a list;
+/// a single value is accepted for a list key). Relative paths are taken from the current
+/// directory. Errors are those of load_train_config, naming "--set" as the file.
+void apply_train_override(TrainConfig* config, const std::string& assignment);
+
+/// Every key, dotted ("corpus", ..., "net.hidden", ..., "ppo.lr", ...), in file order.
+std::vector<std::string> train_config_keys();
+
+/// The configuration as YAML (every key, `header` as leading comment lines), such that
+/// load_train_config of the text gives back an equal TrainConfig (command aside).
+std::string train_config_yaml(const TrainConfig& config, const std::string& header);
+
+/// Field-by-field equality (command aside); train-policy checks its config.yaml with it.
+bool same_train_config(const TrainConfig& a, const TrainConfig& b);
+
+}  // namespace placer::cli

@@ -1,0 +1,454 @@
+// `placer train-policy`: pretrains the GDP policy (agents/gdp.h) with PPO over a graph
+// corpus, from a train.yaml plus command-line overrides; checkpoints, resumes, stops cleanly
+// on SIGINT / SIGTERM, prints validation tables, and plots the learning curves with gnuplot.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "agents/gdp.h"
+#include "src/cli/commands.h"
+#include "src/cli/train_config.h"
+#include "src/io/yaml_util.h"
+#include "src/util/error.h"
+#include "src/util/format.h"
+#include "src/util/progress.h"
+
+namespace placer::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TrainArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string corpus;
+  std::vector<std::string> clusters;
+  int64_t updates = 0;
+  uint64_t seed = 0;
+  int eval_every = 0;
+  std::string output_dir;
+  bool resume = false, overwrite = false, plot = false, plot_only = false, print_config = false;
+};
+
+// ------------------------------------------------------------------------ signals ----
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    // A second signal: the user means it. Default action (terminate) right away.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+/// Installs the SIGINT / SIGTERM handlers for its lifetime.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    old_int_ = std::signal(SIGINT, on_stop_signal);
+    old_term_ = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  bool stopped() const { return g_stop_signal != 0; }
+
+ private:
+  void (*old_int_)(int) = SIG_DFL;
+  void (*old_term_)(int) = SIG_DFL;
+};
+
+// ------------------------------------------------------------------------ helpers ----
+
+/// The command line as typed (Linux: /proc/self/cmdline), recorded in the policy's meta.
+std::string command_line() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string out;
+  size_t start = 0;
+  while (start < all.size()) {
+    size_t end = all.find('\0', start);
+    if (end == std::string::npos) end = all.size();
+    std::string arg = all.substr(start, end - start);
+    if (start == 0) arg = fs::path(arg).filename().string();
+    if (arg.find_first_of(" \t'\"$") != std::string::npos) arg = "'" + arg + "'";
+    out += (out.empty() ? "" : " ") + arg;
+    start = end + 1;
+  }
+  return out.empty() ? "placer train-policy" : out;
+}
+
+std::string absolute_path(const std::string& p) {
+  std::string s = fs::absolute(fs::path(p)).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+/// The config file (or defaults), then --set in order, then the direct flags.
+TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
+  TrainConfig c = a.config.empty() ? TrainConfig{} : load_train_config(a.config);
+  if (a.config.empty()) c.output_dir = absolute_path(c.output_dir);
+  for (const std::string& s : a.sets) apply_train_override(&c, s);
+  if (!a.corpus.empty()) c.corpus = absolute_path(a.corpus);
+  if (!a.clusters.empty()) {
+    c.clusters.clear();
+    for (const std::string& p : a.clusters) c.clusters.push_back(absolute_path(p));
+  }
+  if (sub.count("--updates") > 0) c.updates = a.updates;
+  if (sub.count("--seed") > 0) c.seed = a.seed;
+  if (sub.count("--eval-every") > 0) c.eval_every = a.eval_every;
+  if (!a.output_dir.empty()) c.output_dir = absolute_path(a.output_dir);
+  c.command = command_line();
+  return c;
+}
+
+/// Shown paths: relative to the current directory when inside it.
+std::string shown(const std::string& path) {
+  std::error_code ec;
+  const fs::path rel = fs::path(path).lexically_relative(fs::current_path(ec));
+  if (ec || rel.empty() || *rel.begin() == "..") return path;
+  return rel.string();
+}
+
+std::string ratio_text(double r) { return r > 0 ? "x" + fixed(r, 3) : std::string("-"); }
+
+void print_eval(const TrainEvalStats& e, std::ostream& out) {
+  size_t w = 8;
+  for (const TrainEvalRow& r : e.rows) w = std::max(w, r.instance.size());
+  out << "\nvalidation at update " << e.update << ": sampled / best classical "
+      << ratio_text(e.geomean_vs_classical) << " (geomean), greedy / best classical "
+      << ratio_text(e.geomean_greedy_vs_classical) << "\n";
+  out << pad_right("instance", w + 2) << pad_right("best classical", 26) << pad_left("greedy", 10)
+      << pad_left("sampled", 11) << pad_left("ratio", 9) << "\n";
+  for (const TrainEvalRow& r : e.rows) {
+    const std::string classical = human_time(r.best_classical_time) + " (" + r.best_classical + ")";
+    out << pad_right(r.instance, w + 2) << pad_right(classical, 26)
+        << pad_left(human_time(r.greedy_time), 10) << pad_left(human_time(r.sampled_time), 11)
+        << pad_left(
+               r.best_classical_time > 0 ? ratio_text(r.sampled_time / r.best_classical_time) : "-",
+               9)
+        << "\n";
+  }
+  out << std::flush;
+}
+
+// ------------------------------------------------------------------------ plotting ----
+
+/// Directory on $PATH holding an executable `name`, or "".
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  std::stringstream in(path);
+  std::string dir;
+  while (std::getline(in, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    const std::string p = dir + "/" + name;
+    if (access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p)) return p;
+  }
+  return "";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// Writes `dir`/curves.png from `dir`/log.jsonl: mean reward and best ratio per update, and
+/// the validation geomeans when there are evaluations. Returns the image's path.
+std::string plot_curves(const std::string& dir) {
+  const std::string log = dir + "/log.jsonl";
+  if (!fs::exists(log)) {
+    throw FileError(shown(log) + ": not found (nothing to plot; train into " + shown(dir) +
+                    " first)");
+  }
+  const std::string gnuplot = find_on_path("gnuplot");
+  if (gnuplot.empty()) {
+    throw Error(
+        "--plot needs gnuplot, which is not on PATH (Debian: apt-get install "
+        "gnuplot-nox; scripts/setup.sh installs it)");
+  }
+  std::ifstream in(log);
+  std::ostringstream updates, evals;
+  int n_updates = 0, n_evals = 0, line_no = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      throw FormatError(shown(log) + ": line " + std::to_string(line_no) + ": not a JSON object");
+    }
+    auto num = [&j](const char* k) {
+      return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
+    };
+    const std::string type = j.value("type", "");
+    if (type == "update") {
+      updates << num("update") << " " << num("mean_reward") << " " << num("best_ratio") << "\n";
+      ++n_updates;
+    } else if (type == "eval") {
+      evals << num("update") << " " << num("geomean_vs_classical") << " "
+            << num("geomean_greedy_vs_classical") << "\n";
+      ++n_evals;
+    }
+  }
+  if (n_updates == 0) throw Error(shown(log) + ": no update lines to plot");
+  const std::string tmp = dir + "/.curves";
+  write_text_file(tmp + ".updates.dat", updates.str());
+  write_text_file(tmp + ".eval.dat", evals.str());
+  std::ostringstream gp;
+  gp << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+     << "  set terminal pngcairo size " << (n_evals > 0 ? 1500 : 1000) << ",420 font ',10'\n"
+     << "} else {\n"
+     << "  set terminal png size " << (n_evals > 0 ? 1500 : 1000) << ",420\n"
+     << "}\n"
+     << "set output 'curves.png'\n"
+     << "set datafile missing 'nan'\n"
+     << "set grid\n"
+     << "set key top right\n"
+     << "set multiplot layout 1," << (n_evals > 0 ? 3 : 2) << "\n"
+     << "set xlabel 'update'\n"
+     << "set title 'mean reward (-1 = reference time)'\n"
+     << "plot '.curves.updates.dat' using 1:2 with lines lw 2 notitle\n"
+     << "set title 'best sampled / reference (geomean)'\n"
+     << "plot '.curves.updates.dat' using 1:3 with lines lw 2 notitle\n";
+  if (n_evals > 0) {
+    gp << "set title 'validation: policy / best classical (geomean)'\n"
+       << "plot '.curves.eval.dat' using 1:2 with linespoints lw 2 title 'sampled', "
+       << "'' using 1:3 with linespoints lw 2 title 'greedy', 1 with lines dt 2 notitle\n";
+  }
+  gp << "unset multiplot\n";
+  write_text_file(tmp + ".gp", gp.str());
+  const std::string cmd =
+      "cd " + shell_quote(dir) + " && " + shell_quote(gnuplot) + " .curves.gp > .curves.err 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::string err;
+  try {
+    err = read_text_file(tmp + ".err", "gnuplot output");
+  } catch (const Error&) {
+  }
+  for (const char* ext : {".updates.dat", ".eval.dat", ".gp", ".err"}) {
+    std::error_code ec;
+    fs::remove(tmp + ext, ec);
+  }
+  const std::string png = dir + "/curves.png";
+  if (rc != 0 || !fs::exists(png)) {
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    throw Error("gnuplot failed to write " + shown(png) + (err.empty() ? "" : ": " + err));
+  }
+  return png;
+}
+
+// ------------------------------------------------------------------------ training ----
+
+/// Files a fresh run writes; removed by --overwrite.
+const char* const kRunFiles[] = {
+    "checkpoint.pt", "checkpoint.pt.meta.json", "policy.pt", "policy.pt.meta.json",
+    "best.pt",       "best.pt.meta.json",       "log.jsonl", "curves.png"};
+
+void run_train(const TrainArgs& a, const CLI::App& sub) {
+  if (a.resume && a.overwrite) throw Error("--resume and --overwrite exclude each other");
+  if (a.plot_only && (a.resume || a.print_config)) {
+    throw Error("--plot-only plots an existing run; it takes neither --resume nor --print-config");
+  }
+  TrainConfig c = effective_config(a, sub);
+  if (a.print_config) {
+    std::cout << train_config_yaml(c, "Effective configuration of placer train-policy");
+    return;
+  }
+  if (a.plot_only) {
+    const std::string png = plot_curves(c.output_dir);
+    std::cout << "curves       " << shown(png) << "\n";
+    return;
+  }
+  if (!gdp_available()) {
+    std::cerr << "placer: error: train-policy needs LibTorch, and this placer was built without "
+                 "it; install libtorch-dev (scripts/setup.sh) and rebuild\n";
+    throw CLI::RuntimeError(2);
+  }
+  if (c.corpus.empty()) {
+    throw ValidationError(
+        "corpus: required (a *.corpus.yaml; set `corpus:` in the config or "
+        "pass --corpus)");
+  }
+  if (c.clusters.empty()) {
+    throw ValidationError(
+        "clusters: required (one or more *.cluster.yaml; set `clusters:` in "
+        "the config or pass --cluster)");
+  }
+  const std::string dir = c.output_dir;
+  const std::string checkpoint = dir + "/checkpoint.pt";
+  if (a.resume && !fs::exists(checkpoint)) {
+    throw FileError("--resume: no checkpoint to resume from in " + shown(dir) + " (expected " +
+                    shown(checkpoint) + "; start the run without --resume)");
+  }
+  // A fresh run would append to an old log.jsonl: an existing run is never mixed in.
+  const std::string old_log = dir + "/log.jsonl";
+  if (!a.resume && (fs::exists(checkpoint) || fs::exists(old_log))) {
+    if (!a.overwrite) {
+      throw Error(shown(dir) + " already holds a training run (" +
+                  shown(fs::exists(checkpoint) ? checkpoint : old_log) +
+                  "); continue it with --resume, start over with --overwrite, or pick another "
+                  "--output-dir");
+    }
+    for (const char* f : kRunFiles) {
+      std::error_code ec;
+      fs::remove(dir + "/" + f, ec);
+    }
+  }
+
+  StopSignals signals;
+  std::unique_ptr<Progress> prep;
+  std::string prep_what;
+  GdpTrainer trainer(c);
+  int64_t start = 0;
+  if (a.resume) start = trainer.resume();
+  if (signals.stopped()) {
+    std::cerr << "placer: interrupted before training started; nothing written\n";
+    throw CLI::RuntimeError(130);
+  }
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
+  const std::string config_file = dir + "/config.yaml";
+  write_text_file(config_file,
+                  train_config_yaml(c,
+                                    "Effective configuration of the training run in this "
+                                    "folder (placer train-policy)\nwritten by: " +
+                                        c.command));
+  // The file must reproduce the run (docs/gdp.md); a mismatch is a bug of train_config.cpp.
+  if (!same_train_config(load_train_config(config_file), c)) {
+    throw std::logic_error(config_file + " does not read back to the effective configuration");
+  }
+
+  std::cout << "training     "
+            << (a.resume ? "resuming after update " + std::to_string(start) + ", " : std::string())
+            << "updates " << start + 1 << ".." << c.updates << " on "
+            << trainer.num_train_instances() << " train / " << trainer.num_val_instances()
+            << " validation instances\n"
+            << "output       " << shown(dir) << "\n"
+            << std::flush;
+
+  Progress progress("placer: train-policy", std::max<int64_t>(0, c.updates - start));
+  int64_t run_evaluations = 0;
+  GdpTrainer::Callbacks cb;
+  cb.on_prepare = [&prep, &prep_what](int64_t done, int64_t total, const std::string& what) {
+    if (total == 0) {  // a note (e.g. a graph skipped for max_ops), not a counter
+      std::cerr << "placer: train-policy: " << what << "\n";
+      return;
+    }
+    if (!prep || what != prep_what) {
+      prep = std::make_unique<Progress>("placer: " + what, total);
+      prep_what = what;
+    }
+    prep->set_total(total);
+    prep->update(done);
+    if (total > 0 && done >= total) prep->finish();
+  };
+  cb.on_update = [&](const TrainUpdateStats& u) {
+    if (prep) prep->finish();
+    run_evaluations += u.evaluations;
+    const double rate = u.seconds > 0 ? double(u.evaluations) / u.seconds : 0;
+    progress.update(u.update - start, "reward " + fixed(u.mean_reward, 3) + ", best " +
+                                          ratio_text(u.best_ratio) + " ref, " +
+                                          fixed(rate, rate >= 100 ? 0 : 1) + " placements/s");
+  };
+  cb.on_eval = [](const TrainEvalStats& e) { print_eval(e, std::cout); };
+  cb.should_stop = [&signals]() { return signals.stopped(); };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t done = trainer.train(cb);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.finish();
+
+  if (signals.stopped()) {
+    std::cout << std::flush;
+    std::cerr << "placer: interrupted at update " << done << " (checkpoint " << shown(checkpoint)
+              << "); resume with --resume\n";
+    throw CLI::RuntimeError(130);
+  }
+
+  std::cout << "\nupdates      " << done << " (" << done - start << " in this run)\n"
+            << "wall time    " << human_time(wall) << "\n"
+            << "placements/s "
+            << (wall > 0 ? fixed(double(run_evaluations) / wall, 1) : std::string("-")) << " ("
+            << run_evaluations << " simulated placements)\n";
+  std::string files;
+  for (const char* f : {"policy.pt", "best.pt", "checkpoint.pt", "log.jsonl", "config.yaml"}) {
+    if (fs::exists(dir + "/" + f)) files += std::string(files.empty() ? "" : ", ") + f;
+  }
+  std::cout << "files        " << shown(dir) << "/{" << files << "}\n";
+  std::cout << "use it       placer place --policy " << shown(dir + "/policy.pt")
+            << " --graph G --cluster C -o out.plan.yaml\n"
+            << std::flush;
+  if (a.plot) {
+    const std::string png = plot_curves(dir);
+    std::cout << "curves       " << shown(png) << "\n";
+  }
+}
+
+}  // namespace
+
+void register_train_policy(CLI::App& app);
+static CommandRegistrar train_policy_registrar(17, "train-policy", register_train_policy);
+
+void register_train_policy(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "train-policy",
+      "Pretrain the GDP placement policy with PPO on a graph corpus (docs/gdp.md); writes\n"
+      "checkpoints, policy.pt (for `placer place --policy`), log.jsonl and config.yaml.");
+  sub->add_option("--config", args->config,
+                  "Training configuration (train.yaml; see examples/train_policy.yaml). "
+                  "Without it: the defaults plus the options below")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--set", args->sets,
+                  "Override one key, KEY=VALUE, as named in the YAML (net.hidden=32, "
+                  "ppo.lr=3e-4, device_counts=[2,4]); repeatable, applied after the file")
+      ->type_name("KEY=VALUE");
+  sub->add_option("--corpus", args->corpus, "Corpus manifest (*.corpus.yaml); overrides corpus")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--cluster", args->clusters,
+                  "Cluster file (*.cluster.yaml), repeatable; replaces clusters")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--updates", args->updates, "PPO updates in total (overrides updates)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--seed", args->seed, "Seed (overrides seed)");
+  sub->add_option("--eval-every", args->eval_every,
+                  "Updates between validation evaluations, 0 = off (overrides eval_every)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("-o,--output-dir", args->output_dir, "Output folder (overrides output_dir)");
+  sub->add_flag("--resume", args->resume,
+                "Continue the run in the output folder from its checkpoint.pt");
+  sub->add_flag("--overwrite", args->overwrite,
+                "Start over in an output folder that already holds a run");
+  sub->add_flag("--plot", args->plot,
+                "After training, plot log.jsonl to curves.png in the output folder (gnuplot)");
+  sub->add_flag("--plot-only", args->plot_only,
+                "Only plot the existing run in the output folder (no training)");
+  sub->add_flag("--print-config", args->print_config,
+                "Print the effective configuration as YAML and exit (no training)");
+  sub->callback([args, sub]() { run_train(*args, *sub); });
+}
+
+}  // namespace placer::cli

@@ -1,0 +1,254 @@
+// gdp_place (zero-shot and fine-tuned placement with a GDP policy) and the "gdp" method.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "agents/gdp.h"
+#include "agents/gdp_net.h"
+#include "agents/methods.h"
+#include "datasets/synthetic.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+GdpNetConfig tiny_net() {
+  GdpNetConfig c;
+  c.hidden = 16;
+  c.sage_layers = 1;
+  c.op_embedding = 4;
+  c.txl_layers = 1;
+  c.heads = 2;
+  c.ffn = 32;
+  c.segment = 64;
+  c.mem_len = 64;
+  c.max_devices = 4;
+  return c;
+}
+
+Graph tiny_step() {
+  TransformerOptions o;
+  o.layers = 2;
+  o.d_model = 256;
+  o.heads = 4;
+  o.seq_len = 64;
+  o.batch = 4;
+  o.vocab = 8000;
+  return expand_training_step(make_transformer(o));
+}
+
+struct Fixture {
+  Graph graph = tiny_step();
+  Cluster cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
+                                      "/datasets/clusters/dgx1_p100.cluster.yaml");
+  CostModel cost{cluster, default_profile()};
+  Simulator sim{graph, cluster, cost};
+  std::vector<int> devices = {0, 1, 2, 3};
+  Problem problem() { return Problem{graph, cluster, cost, sim, devices}; }
+};
+
+class GdpPlace : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+
+std::string temp_dir(const std::string& name) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("placer_gdp_place_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+TEST_F(GdpPlace, ZeroShotPlanIsValidAndItsPredictionIsASimulation) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 3);
+  GdpPlaceOptions o;
+  o.samples = 8;
+  SearchBudget b;
+  b.seed = 5;
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  ASSERT_EQ(r.plan.placement.size(), f.graph.num_ops());
+  EXPECT_NO_THROW(r.plan.validate(f.graph, f.cluster));
+  EXPECT_EQ(r.plan.method, "gdp");
+  for (int d : r.plan.placement) EXPECT_TRUE(d >= 0 && d < 4) << d;
+  // The prediction is what a fresh simulator says about the plan.
+  Simulator fresh(f.graph, f.cluster, f.cost);
+  SimOptions so;
+  so.critical_path = false;
+  const SimResult s = fresh.run(r.plan, so);
+  ASSERT_TRUE(r.plan.predicted.valid);
+  EXPECT_EQ(r.plan.predicted.step_time, s.step_time);
+  EXPECT_EQ(r.plan.predicted.oom, s.oom);
+  EXPECT_EQ(r.best_time, s.step_time);
+  // Greedy + 8 samples were simulated; the best of them is at least as good as greedy.
+  EXPECT_EQ(r.evaluations, 9);
+  EXPECT_LE(r.zero_shot_time, r.greedy_time);
+  EXPECT_EQ(r.best_time, r.zero_shot_time);
+  EXPECT_GT(r.reference_time, 0);
+  EXPECT_TRUE(r.finetune_curve.empty());
+}
+
+TEST_F(GdpPlace, SameSeedSamePlan) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 3);
+  GdpPlaceOptions o;
+  o.samples = 6;
+  SearchBudget b;
+  b.seed = 9;
+  const GdpPlaceResult a = gdp_place(policy, f.problem(), o, b);
+  const GdpPlaceResult c = gdp_place(policy, f.problem(), o, b);
+  EXPECT_EQ(a.plan.placement, c.plan.placement);
+  EXPECT_EQ(a.best_time, c.best_time);
+}
+
+TEST_F(GdpPlace, NoSamplesGivesTheGreedyPlacement) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 4);
+  GdpPlaceOptions o;
+  o.samples = 0;
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, SearchBudget{});
+  // The argmax placement computed here by hand from the network's logits.
+  PlacementEnvOptions eo;
+  eo.devices = f.devices;
+  eo.max_devices = 4;
+  PlacementEnv env(f.graph, f.cluster, f.cost, eo);
+  const GraphTensors t = to_tensors(env);
+  torch::NoGradGuard no_grad;
+  GdpNet net = policy.impl().net;
+  const std::vector<int> greedy = greedy_action(net->forward(t));
+  EXPECT_EQ(r.plan.placement, env.to_plan(greedy).placement);
+  EXPECT_EQ(r.evaluations, 1);
+  EXPECT_EQ(r.best_time, r.greedy_time);
+  EXPECT_EQ(r.greedy_time, env.step(greedy).step_time);
+}
+
+TEST_F(GdpPlace, FinetuneNeverWorseAndCurveMonotone) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 6);
+  GdpPlaceOptions o;
+  o.samples = 2;
+  o.finetune_updates = 4;
+  o.ppo.samples = 4;
+  o.ppo.epochs = 2;
+  SearchBudget b;
+  b.seed = 2;
+  int64_t progress_calls = 0;
+  b.progress = [&](int64_t done, int64_t total, const std::string& status) {
+    ++progress_calls;
+    EXPECT_EQ(done, progress_calls);
+    EXPECT_EQ(total, 4);
+    EXPECT_NE(status.find("best"), std::string::npos);
+  };
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  ASSERT_EQ(r.finetune_curve.size(), 4u);
+  EXPECT_EQ(progress_calls, 4);
+  EXPECT_EQ(r.evaluations, 1 + 2 + 4 * 4);
+  EXPECT_LE(r.finetune_curve.front(), r.zero_shot_time);
+  for (size_t i = 1; i < r.finetune_curve.size(); ++i) {
+    EXPECT_LE(r.finetune_curve[i], r.finetune_curve[i - 1]);
+  }
+  EXPECT_EQ(r.best_time, r.finetune_curve.back());
+  EXPECT_LE(r.best_time, r.zero_shot_time);
+  // The policy itself is untouched: zero-shot again gives the same zero-shot result.
+  GdpPlaceOptions z = o;
+  z.finetune_updates = 0;
+  EXPECT_EQ(gdp_place(policy, f.problem(), z, b).zero_shot_time, r.zero_shot_time);
+}
+
+TEST_F(GdpPlace, FinetuneStopsAtTheEvaluationBudget) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 6);
+  GdpPlaceOptions o;
+  o.samples = 3;
+  o.finetune_updates = 10;
+  o.ppo.samples = 4;
+  o.ppo.epochs = 1;
+  SearchBudget b;
+  b.max_evaluations = 10;  // 4 zero-shot runs, then 2 updates of 4 reach 12 >= 10
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  EXPECT_EQ(r.finetune_curve.size(), 2u);
+  EXPECT_EQ(r.evaluations, 12);
+}
+
+TEST_F(GdpPlace, DeviceBeyondThePolicyIsRejected) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 1);
+  f.devices = {0, 5};
+  try {
+    gdp_place(policy, f.problem(), GdpPlaceOptions{}, SearchBudget{});
+    FAIL() << "expected ValidationError";
+  } catch (const ValidationError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("device 5"), std::string::npos) << m;
+    EXPECT_NE(m.find("--devices"), std::string::npos) << m;
+  }
+  f.devices.clear();  // all 8 devices of the cluster
+  EXPECT_THROW(gdp_place(policy, f.problem(), GdpPlaceOptions{}, SearchBudget{}), ValidationError);
+}
+
+TEST_F(GdpPlace, MissingPolicyFileIsAFileErrorNamingIt) {
+  Fixture f;
+  const std::string path = "/nonexistent/placer/policy.pt";
+  auto p = make_gdp_placer(path, GdpPlaceOptions{});
+  EXPECT_EQ(p->name(), "gdp");
+  try {
+    p->search(f.problem(), SearchBudget{});
+    FAIL() << "expected FileError";
+  } catch (const FileError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    EXPECT_NE(m.find("placer train-policy"), std::string::npos) << m;
+  }
+}
+
+TEST_F(GdpPlace, RegisteredMethodUsesThePolicyFromTheEnvironment) {
+  Fixture f;
+  const std::string dir = temp_dir("registered");
+  const std::string path = dir + "/p.pt";
+  const GdpPolicy policy(tiny_net(), 8);
+  policy.save(path, PolicyMeta{});
+
+  const char* old = std::getenv("PLACER_POLICY");
+  const std::string saved = old ? old : "";
+  ::setenv("PLACER_POLICY", path.c_str(), 1);
+  EXPECT_EQ(default_policy_path(), path);
+  const auto& methods = placer_methods();
+  const auto it = std::find_if(methods.begin(), methods.end(),
+                               [](const MethodInfo& m) { return m.name == "gdp"; });
+  ASSERT_NE(it, methods.end());
+  EXPECT_FALSE(it->fast);
+  EXPECT_NE(it->description.find("zero-shot"), std::string::npos);
+
+  SearchBudget b;
+  b.seed = 4;
+  const Plan via_registry = make_placer("gdp")->search(f.problem(), b);
+  const Plan direct = gdp_place(policy, f.problem(), GdpPlaceOptions{}, b).plan;
+  EXPECT_EQ(via_registry.method, "gdp");
+  EXPECT_EQ(via_registry.placement, direct.placement);
+  EXPECT_EQ(via_registry.predicted.step_time, direct.predicted.step_time);
+
+  ::setenv("PLACER_POLICY", (dir + "/missing.pt").c_str(), 1);
+  EXPECT_THROW(make_placer("gdp")->search(f.problem(), b), FileError);
+  ::unsetenv("PLACER_POLICY");
+  const std::string def = default_policy_path();
+  EXPECT_EQ(def, std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt");
+  if (!saved.empty()) ::setenv("PLACER_POLICY", saved.c_str(), 1);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace placer
