@@ -1,5 +1,6 @@
 #include "models/transformer_xl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -197,9 +198,19 @@ TransformerXLOutput TransformerXLImpl::forward_sequence(const torch::Tensor& x) 
     }
     auto cur = h;
     if (ns * t > n) cur = torch::cat({h, torch::zeros({ns * t - n, d}, h.options())}, 0);
-    h = layer->forward_segments(cur.view({ns, t, d}), mem, key_valid)
-            .reshape({ns * t, d})
-            .narrow(0, 0, n);
+    cur = cur.view({ns, t, d});
+    // Segments go through the layer in chunks so that the attention scores of one call stay
+    // near options.max_scores floats (default 2^24, 64 MiB): a 115k-node graph would
+    // otherwise hold ~1 GiB of scores at once.
+    const int64_t per_segment = options.heads() * t * (2 * (m + t) + t);
+    const int64_t chunk = std::max<int64_t>(1, options.max_scores() / per_segment);
+    std::vector<torch::Tensor> parts;
+    for (int64_t c = 0; c < ns; c += chunk) {
+      const int64_t len = std::min(chunk, ns - c);
+      parts.push_back(layer->forward_segments(cur.narrow(0, c, len), mem.narrow(0, c, len),
+                                              key_valid.narrow(0, c, len)));
+    }
+    h = (parts.size() == 1 ? parts[0] : torch::cat(parts, 0)).reshape({ns * t, d}).narrow(0, 0, n);
   }
   result.out = h;
   return result;

@@ -40,6 +40,9 @@ struct TransformerXLOptions {
   TORCH_ARG(int64_t, mem_len) = 128;
   /// Dropout on attention probabilities and feed-forward outputs.
   TORCH_ARG(double, dropout) = 0.0;
+  /// forward_sequence batches segments per call so that one call's attention scores stay
+  /// near this many floats (>= one segment per call). Bounds memory; results do not change.
+  TORCH_ARG(int64_t, max_scores) = int64_t(1) << 24;
 };
 
 /// Output of one segment: hidden states and the next memories (one per layer, detached).

@@ -1,7 +1,6 @@
 // `placer place`: run one placement method (or the best of the fast ones), simulate its
 // plan, report it and write the plan with its prediction plus the effective configuration.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -69,42 +68,6 @@ std::string gdp_policy_path(const PlaceArgs& a) {
   return p;
 }
 
-/// run_method (placing.h) for a placer built here (the learned one with its options):
-/// search under `budget` with a progress bar, validate, simulate. Never throws.
-MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& budget) {
-  MethodRun run;
-  run.method = placer.name();
-  const auto t0 = std::chrono::steady_clock::now();
-  auto since = [&t0] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  try {
-    Progress progress("placer: " + run.method, 0);
-    SearchBudget with_progress = budget;
-    with_progress.progress = [&progress](int64_t done, int64_t total, const std::string& st) {
-      progress.set_total(total);
-      progress.update(done, st);
-    };
-    run.plan = placer.search(s.problem(), with_progress);
-    progress.finish();
-    run.search_seconds = since();
-    if (run.plan.method.empty()) run.plan.method = run.method;
-    run.plan.validate(s.graph, s.cluster);
-    SimOptions opts;
-    opts.critical_path = false;
-    run.result = s.simulator->run(run.plan, opts);
-    run.plan.predicted.valid = true;
-    run.plan.predicted.step_time = run.result.step_time;
-    run.plan.predicted.peak_memory = run.result.peak_memory;
-    run.plan.predicted.oom = run.result.oom;
-    run.ok = true;
-  } catch (const std::exception& e) {
-    if (run.search_seconds == 0) run.search_seconds = since();
-    run.ok = false;
-    run.error = e.what();
-  }
-  return run;
-}
 
 /// out.plan.yaml -> out.place.yaml (also for .plan.json, .yaml, .json and other names).
 std::string config_path_for(const std::string& output) {

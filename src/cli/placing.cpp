@@ -57,14 +57,16 @@ std::unique_ptr<ProblemSetup> load_problem(const ProblemArgs& a) {
   return s;
 }
 
-MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget) {
+MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& budget) {
   MethodRun run;
-  run.method = method;
+  run.method = placer.name();
   const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   try {
-    std::unique_ptr<Placer> placer = make_placer(method);
     // Long searches report on stderr (a bar on a terminal, a line every 2 s otherwise).
-    Progress progress("placer: " + method, 0);
+    Progress progress("placer: " + run.method, 0);
     SearchBudget with_progress = budget;
     if (!with_progress.progress) {
       with_progress.progress = [&progress](int64_t done, int64_t total, const std::string& st) {
@@ -72,11 +74,10 @@ MethodRun run_method(const std::string& method, const ProblemSetup& s, const Sea
         progress.update(done, st);
       };
     }
-    run.plan = placer->search(s.problem(), with_progress);
+    run.plan = placer.search(s.problem(), with_progress);
     progress.finish();
-    run.search_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (run.plan.method.empty()) run.plan.method = method;
+    run.search_seconds = since();
+    if (run.plan.method.empty()) run.plan.method = run.method;
     run.plan.validate(s.graph, s.cluster);
     SimOptions opts;
     opts.critical_path = false;
@@ -89,13 +90,25 @@ MethodRun run_method(const std::string& method, const ProblemSetup& s, const Sea
   } catch (const std::exception& e) {
     // Any failure of one method (placer::Error or a library's exception) is reported
     // in its row; the others still run.
-    if (run.search_seconds == 0) {
-      run.search_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    if (run.search_seconds == 0) run.search_seconds = since();
     run.ok = false;
     run.error = e.what();
   }
+  return run;
+}
+
+MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget) {
+  std::unique_ptr<Placer> placer;
+  try {
+    placer = make_placer(method);
+  } catch (const std::exception& e) {
+    MethodRun run;
+    run.method = method;
+    run.error = e.what();
+    return run;
+  }
+  MethodRun run = run_placer(*placer, s, budget);
+  run.method = method;
   return run;
 }
 

@@ -54,8 +54,11 @@ struct MethodRun {
   double search_seconds = 0;
 };
 
-/// Runs `method` (make_placer) under `budget`, validates and simulates its plan; never
-/// throws for a failing method (the error goes into the result).
+/// Runs `placer` under `budget`, validates and simulates its plan; never throws for a
+/// failing search or plan (the error goes into the result).
+MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& budget);
+
+/// run_placer(make_placer(method)); an unknown method is an error in the result too.
 MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget);
 
 /// Step time of everything on the first allowed device (the speed-up reference).

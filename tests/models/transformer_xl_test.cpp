@@ -119,10 +119,20 @@ TEST(TransformerXL, BatchedSegmentsEqualStepwiseRecurrence) {
     for (int64_t n : {1, 4, 11}) {
       torch::manual_seed(5);
       auto net = small_net(4, mem_len);
+      // The same parameters (same seed), one segment per call (chunked).
+      torch::manual_seed(5);
+      auto chunked = TransformerXL(
+          TransformerXLOptions(8, 2).layers(2).segment(4).mem_len(mem_len).max_scores(1));
       auto x1 = torch::randn({n, 8}, torch::requires_grad());
       auto x2 = x1.detach().clone().requires_grad_(true);
       auto a = net->forward_sequence(x1);
       auto b = net->forward_sequence_stepwise(x2);
+      {
+        torch::NoGradGuard no_grad;
+        auto c = chunked->forward_sequence(x1.detach());
+        EXPECT_TRUE(torch::allclose(c.out, b.out.detach(), 1e-5, 1e-5))
+            << "chunked, mem " << mem_len << " n " << n;
+      }
       ASSERT_EQ(a.out.sizes(), b.out.sizes());
       EXPECT_TRUE(torch::allclose(a.out, b.out, 1e-5, 1e-5))
           << "mem " << mem_len << " n " << n << ": " << (a.out - b.out).abs().max().item<float>();
