@@ -63,7 +63,9 @@ struct PpoConfig {
 
 /// Sidecar metadata of a checkpoint (`<path>.meta.json`).
 struct PolicyMeta {
-  int format_version = 1;  ///< of the checkpoint layout
+  /// Of the checkpoint layout and network wiring (kGdpCheckpointFormat in agents/gdp_net.h);
+  /// 2 since the residual superposition and the sqrt(hidden) input scale.
+  int format_version = 2;
   int feature_version = 0; ///< kFeatureVersion of env/features.h at training time
   int feature_dim = 0;     ///< node feature width
   int op_vocab = 0;        ///< op-type vocabulary size
@@ -170,7 +172,11 @@ struct TrainConfig {
   std::vector<std::string> reference_methods = {"m-etf"};
   GdpNetConfig net;
   PpoConfig ppo;
-  int64_t updates = 300;                   ///< PPO updates in total
+  int64_t updates = 300;                   ///< updates in total (imitation + PPO)
+  /// The first imitation_updates of the `updates` are behaviour cloning (docs/gdp.md,
+  /// "Imitation warm start"): cross-entropy towards each instance's reference placement
+  /// (the best of reference_methods and the single-device placements). <= updates.
+  int64_t imitation_updates = 0;
   uint64_t seed = 1;
   std::string output_dir = "runs/gdp";
   int checkpoint_every = 20;               ///< updates between checkpoints (and at the end)
@@ -182,9 +188,16 @@ struct TrainConfig {
   std::string command;                     ///< recorded in the meta
 };
 
-/// One PPO update, as logged (one JSONL line {"type":"update", ...}).
+/// One update, as logged (one JSONL line {"type":"update", ...}).
 struct TrainUpdateStats {
   int64_t update = 0;          ///< 1-based
+  /// "imitation" (update <= imitation_updates) or "ppo". An imitation update's rewards and
+  /// best_ratio come from one simulation of the greedy placement per instance, its loss is
+  /// the cross-entropy towards the reference placement (entropy, approx_kl, clip_fraction 0).
+  std::string phase = "ppo";
+  /// Imitation: mean over the update's instances of the fraction of units whose argmax
+  /// device (before the update's optimiser step) is the reference device. PPO: 0.
+  double accuracy = 0;
   double mean_reward = 0;      ///< over all samples of the update
   double best_reward = 0;
   /// Geometric mean over the update's instances of best sampled time / reference.

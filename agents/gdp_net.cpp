@@ -100,8 +100,10 @@ torch::Tensor GdpNetImpl::forward(const GraphTensors& t) {
                                            << config.max_devices
                                            << " (env max_devices must equal the policy's)");
   auto h = sage->forward(t.x, t.op_type, t.in_off, t.in_idx, t.out_off, t.out_idx);
-  if (cond) h = cond->forward(h, t.cond);
-  // Transformer-XL over the nodes in topological order, then back to node order.
+  if (cond) h = h + cond->forward(h, t.cond);
+  // Transformer-XL over the nodes in topological order (inputs scaled to O(1) entries, see
+  // gdp_net.h), then back to node order.
+  h = h * std::sqrt(double(config.hidden));
   auto z_seq = txl->forward_sequence(h.index_select(0, t.order)).out;
   auto z = torch::zeros_like(z_seq).index_copy(0, t.order, z_seq);
   // Every op of a unit shares the unit's mask, so -inf entries only meet -inf entries in

@@ -4,8 +4,11 @@
 //
 // Network (docs/gdp.md):
 //   x, op_type ──GraphSAGE (both directions)──> h [N, d]
-//   h ──superposition with x0 (graph-level condition)──> h' [N, d]
-//   h' in topological order ──Transformer-XL (segments + memory)──> z [N, d]
+//   h ──residual superposition with x0: h + relu(g(c(x0) * h))──> h' [N, d]
+//   sqrt(d) * h' in topological order ──Transformer-XL (segments + memory)──> z [N, d]
+//   (GraphSAGE rows have unit L2 norm, ~1/sqrt(d) per entry; the scale brings them to the
+//   O(1) entries the post-norm Transformer layers expect, as token embeddings are scaled in
+//   Vaswani et al. 2017; without it the layers' biases dominated and nodes looked alike.)
 //   z ──DeviceHead (masked)──> node logits [N, max_devices]
 //   unit logits [U, max_devices] = mean of the node logits of the unit's ops, masked.
 // The action is one device per unit, drawn from softmax(unit logits) independently.
@@ -29,6 +32,12 @@
 #include "models/transformer_xl.h"
 
 namespace placer {
+
+/// Checkpoint format / network wiring version; loading another one fails (FormatError).
+/// 1: superposition output replaced the GraphSAGE embedding, no input scale (its node
+/// embeddings barely differed, so the policy could not tell nodes apart). 2: residual
+/// superposition and the sqrt(hidden) scale before the Transformer-XL.
+inline constexpr int kGdpCheckpointFormat = 2;
 
 /// Width of the graph-level conditioning vector x0: mean node features (feat::kDim), then
 /// log1p(num_nodes) / 10, number of allowed devices / max_devices.

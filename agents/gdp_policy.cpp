@@ -221,11 +221,12 @@ PolicyMeta read_meta_json(const std::string& path) {
 
   PolicyMeta m;
   m.format_version = get_field<int>(j, "format_version", path);
-  if (m.format_version != 1) {
+  if (m.format_version != kGdpCheckpointFormat) {
     throw FormatError(format_context(path, "format_version",
                                      "unsupported checkpoint format " +
-                                         std::to_string(m.format_version) +
-                                         " (this build reads 1)"));
+                                         std::to_string(m.format_version) + " (this build reads " +
+                                         std::to_string(kGdpCheckpointFormat) +
+                                         "; retrain the policy with this build)"));
   }
   m.feature_version = get_field<int>(j, "feature_version", path);
   m.feature_dim = get_field<int>(j, "feature_dim", path);
@@ -309,7 +310,7 @@ GdpPolicy GdpPolicy::load(const std::string& path) {
 }
 
 void GdpPolicy::save(const std::string& path, PolicyMeta meta) const {
-  meta.format_version = 1;
+  meta.format_version = kGdpCheckpointFormat;
   meta.feature_version = kFeatureVersion;
   meta.feature_dim = feat::kDim;
   meta.op_vocab = int(op_type_vocabulary().size());

@@ -1,6 +1,7 @@
 // GDP batch pretraining over a graph corpus (GdpTrainer, agents/gdp.h): instances (graph x
-// cluster x device count) built lazily and cached, PPO updates whose randomness comes from
-// (seed, update) alone, validation against classical placers, atomic checkpoints that a
+// cluster x device count) built lazily and cached, optional imitation (behaviour cloning)
+// updates towards each instance's reference placement, then PPO updates, all with randomness
+// from (seed, update) alone, validation against classical placers, atomic checkpoints that a
 // resumed run continues bit for bit.
 #include <unistd.h>
 #include <algorithm>
@@ -25,6 +26,8 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/types.h>
 #include <torch/utils.h>
+// Not self-contained in LibTorch 1.13: needs <vector> and the tensor types first.
+#include <torch/nn/utils/clip_grad.h>
 #include <nlohmann/json.hpp>
 
 #include "agents/gdp.h"
@@ -151,6 +154,82 @@ struct GraphSlot {
   uint64_t last_used = 0;
 };
 
+/// Device labels in canonical order: the device of the first unit met in topological op
+/// order becomes the lowest allowed device, the next new device the next one, and so on.
+/// Placements that differ only by a permutation of devices (equal on identical, symmetric
+/// devices) then give the same imitation target, so the policy is not asked to predict an
+/// arbitrary device numbering (on asymmetric links the relabelled placement may be slightly
+/// slower than the reference; it is only a target). Kept as is if the mask would forbid it.
+std::vector<int16_t> canonical_devices(const PlacementEnv& env, std::vector<int16_t> action) {
+  std::vector<int> allowed = env.allowed_devices();
+  std::sort(allowed.begin(), allowed.end());
+  const int width = env.max_devices();
+  std::vector<int> relabel(size_t(width), -1);
+  size_t next = 0;
+  const std::vector<int>& unit_of_op = env.unit_of_op();
+  for (uint32_t op : env.observation().order) {
+    const int d = action[size_t(unit_of_op[op])];
+    if (relabel[size_t(d)] < 0 && next < allowed.size()) relabel[size_t(d)] = allowed[next++];
+  }
+  std::vector<int16_t> out = action;
+  const std::vector<uint8_t>& mask = env.action_mask();
+  for (size_t u = 0; u < out.size(); ++u) {
+    const int d = relabel[size_t(action[u])];
+    if (d < 0 || !mask[u * size_t(width) + size_t(d)]) return action;
+    out[u] = static_cast<int16_t>(d);
+  }
+  return out;
+}
+
+/// The reference placement of an instance as a device per unit of `env`: the plan of the best
+/// reference method (`placement`, a device per op; empty = none) when its time
+/// `baseline_time` beats every fitting single-device time (or no single device fits), else
+/// every unit on the fastest single device (the fastest fitting one, else the fastest). A
+/// unit takes the most frequent device among its ops (ties: the lowest id). A plan that puts
+/// a unit on a device the env's mask forbids falls back to the single device.
+std::vector<int16_t> reference_units(const PlacementEnv& env, const std::vector<int>& placement,
+                                     double baseline_time) {
+  const std::vector<int>& devices = env.allowed_devices();
+  const std::vector<double>& times = env.single_device_times();
+  const std::vector<bool>& oom = env.single_device_oom();
+  size_t best = 0;
+  bool best_fits = false;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const bool fits = !oom[i];
+    if ((fits && !best_fits) || (fits == best_fits && times[i] < times[best])) {
+      best = i;
+      best_fits = fits;
+    }
+  }
+  const int units = env.num_units(), width = env.max_devices();
+  // Identical devices make "which one" arbitrary; the canonical form puts it on devices[0].
+  std::vector<int16_t> single =
+      canonical_devices(env, std::vector<int16_t>(size_t(units), static_cast<int16_t>(devices[best])));
+  const std::vector<int>& unit_of_op = env.unit_of_op();
+  if (placement.size() != unit_of_op.size() || !(baseline_time > 0) ||
+      (best_fits && !(baseline_time < times[best]))) {
+    return single;
+  }
+  std::vector<int> count(size_t(units) * size_t(width), 0);
+  for (size_t op = 0; op < unit_of_op.size(); ++op) {
+    const int d = placement[op];
+    if (d < 0 || d >= width) return single;
+    ++count[size_t(unit_of_op[op]) * size_t(width) + size_t(d)];
+  }
+  const std::vector<uint8_t>& mask = env.action_mask();
+  std::vector<int16_t> out(size_t(units), 0);
+  for (int u = 0; u < units; ++u) {
+    const int* row = &count[size_t(u) * size_t(width)];
+    int d = 0;
+    for (int j = 1; j < width; ++j) {
+      if (row[j] > row[d]) d = j;
+    }
+    if (row[d] == 0 || !mask[size_t(u) * size_t(width) + size_t(d)]) return single;
+    out[size_t(u)] = static_cast<int16_t>(d);
+  }
+  return canonical_devices(env, out);
+}
+
 /// The freshly initialised network of a config (ValidationError "net: ..." on bad sizes).
 GdpPolicy initial_policy(const TrainConfig& c) {
   const std::string why = validate_net_config(c.net);
@@ -177,6 +256,8 @@ struct GdpTrainer::Impl {
   std::set<size_t> oversize;           // entries skipped for max_ops
   std::map<size_t, GraphSlot> graphs;
   std::map<std::string, double> reference_baseline;  // best reference method time (0 = none)
+  // Reference placement (device per unit) of every instance whose env was built.
+  std::map<std::string, std::vector<int16_t>> reference_action;
   std::map<std::string, std::unique_ptr<LiveEnv>> envs;
   std::map<std::string, std::pair<std::string, double>> classical;  // eval baselines
   uint64_t tick = 0;
@@ -206,7 +287,9 @@ struct GdpTrainer::Impl {
   std::shared_ptr<const Graph> graph(size_t entry);
   LiveEnv* env(const Instance& inst);
   void trim_caches();
+  std::vector<std::pair<const Instance*, LiveEnv*>> pick_instances(std::mt19937_64& rng);
   TrainUpdateStats run_update(int64_t u);
+  TrainUpdateStats run_imitation(int64_t u);
   TrainEvalStats evaluate();
   void append_log(const Json& line) const;
   PolicyMeta make_meta();
@@ -222,6 +305,11 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
   if (cf.clusters.empty()) throw ValidationError("clusters: required (at least one cluster file)");
   if (cf.updates < 1) {
     throw ValidationError("updates: must be >= 1 (got " + std::to_string(cf.updates) + ")");
+  }
+  if (cf.imitation_updates < 0 || cf.imitation_updates > cf.updates) {
+    throw ValidationError("imitation_updates: must be in [0, updates = " +
+                          std::to_string(cf.updates) + "] (got " +
+                          std::to_string(cf.imitation_updates) + ")");
   }
   if (cf.max_ops < 1) {
     throw ValidationError("max_ops: must be >= 1 (got " + std::to_string(cf.max_ops) + ")");
@@ -387,6 +475,7 @@ LiveEnv* GdpTrainer::Impl::env(const Instance& inst) {
   for (int d = 0; d < inst.k; ++d) devices[size_t(d)] = d;
 
   auto ref = reference_baseline.find(inst.key);
+  std::vector<int> ref_placement;  // device per op of the best reference method's plan
   if (ref == reference_baseline.end()) {
     prepare(0, 1, "reference for " + inst.key);
     Simulator sim(*g, cs.cluster, *cs.cost);
@@ -400,7 +489,10 @@ LiveEnv* GdpTrainer::Impl::env(const Instance& inst) {
         budget.seed = config.seed;
         const Plan plan = make_placer(m)->search(problem, budget);
         const SimResult r = sim.run(plan, so);
-        if (!r.oom && r.step_time > 0 && (best == 0 || r.step_time < best)) best = r.step_time;
+        if (!r.oom && r.step_time > 0 && (best == 0 || r.step_time < best)) {
+          best = r.step_time;
+          ref_placement = plan.placement;
+        }
       } catch (const std::exception&) {
         // a reference method that fails on this instance is just not a reference
       }
@@ -418,6 +510,9 @@ LiveEnv* GdpTrainer::Impl::env(const Instance& inst) {
   eo.baseline_time = ref->second;
   live->env = std::make_unique<PlacementEnv>(*g, cs.cluster, *cs.cost, eo);
   live->tensors = to_tensors(*live->env);
+  if (!reference_action.count(inst.key)) {
+    reference_action[inst.key] = reference_units(*live->env, ref_placement, ref->second);
+  }
   live->last_used = ++tick;
   LiveEnv* out = live.get();
   envs[inst.key] = std::move(live);
@@ -452,12 +547,8 @@ void GdpTrainer::Impl::append_log(const Json& line) const {
   if (!out) throw FileError(path + ": write failed");
 }
 
-TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
-  const auto t0 = Clock::now();
-  std::mt19937_64 rng(stream_seed(config.seed, u, kTrainStream));
-  TrainUpdateStats st;
-  st.update = u;
-
+std::vector<std::pair<const Instance*, LiveEnv*>> GdpTrainer::Impl::pick_instances(
+    std::mt19937_64& rng) {
   // Distinct instances by a lazy Fisher-Yates shuffle, skipping oversize graphs.
   const size_t n = train_instances.size();
   std::vector<size_t> perm(n);
@@ -474,6 +565,63 @@ TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
     throw ValidationError("max_ops: every train graph of " + config.corpus + " has more than " +
                           std::to_string(config.max_ops) + " ops in its training step");
   }
+  return picked;
+}
+
+TrainUpdateStats GdpTrainer::Impl::run_imitation(int64_t u) {
+  const auto t0 = Clock::now();
+  std::mt19937_64 rng(stream_seed(config.seed, u, kTrainStream));
+  TrainUpdateStats st;
+  st.update = u;
+  st.phase = "imitation";
+  const auto picked = pick_instances(rng);
+  const double episodes = double(picked.size());
+
+  GdpNet net = policy.impl().net;
+  adam->zero_grad();
+  double loss_sum = 0, accuracy_sum = 0, reward_sum = 0;
+  st.best_reward = -std::numeric_limits<double>::infinity();
+  std::vector<double> ratios;
+  for (const auto& [inst, live] : picked) {
+    const std::vector<int16_t>& ref16 = reference_action.at(inst->key);
+    const std::vector<int> ref(ref16.begin(), ref16.end());
+    const torch::Tensor logits = net->forward(live->tensors);
+    const torch::Tensor loss = -action_log_probs(logits, ref).mean();
+    // One backward per instance keeps memory to one graph; the sum is the batch mean's gradient.
+    (loss / episodes).backward();
+    loss_sum += loss.item<double>();
+
+    const std::vector<int> greedy = greedy_action(logits);
+    size_t match = 0;
+    for (size_t i = 0; i < greedy.size(); ++i) match += greedy[i] == ref[i];
+    accuracy_sum += greedy.empty() ? 1.0 : double(match) / double(greedy.size());
+    const StepResult r = live->env->step(greedy);
+    ++st.evaluations;
+    reward_sum += r.reward;
+    st.best_reward = std::max(st.best_reward, r.reward);
+    ratios.push_back(r.step_time / live->env->reference_time());
+    st.instances.push_back(inst->key);
+  }
+  if (config.ppo.max_grad_norm > 0) {
+    torch::nn::utils::clip_grad_norm_(net->parameters(), config.ppo.max_grad_norm);
+  }
+  adam->step();
+
+  st.loss = loss_sum / episodes;
+  st.accuracy = accuracy_sum / episodes;
+  st.mean_reward = reward_sum / episodes;
+  st.best_ratio = geomean(ratios);
+  st.seconds = seconds_since(t0);
+  return st;
+}
+
+TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
+  const auto t0 = Clock::now();
+  std::mt19937_64 rng(stream_seed(config.seed, u, kTrainStream));
+  TrainUpdateStats st;
+  st.update = u;
+  st.phase = "ppo";
+  const auto picked = pick_instances(rng);
 
   std::vector<PpoEpisode> batch(picked.size());
   std::vector<double*> baselines;
@@ -663,7 +811,7 @@ void GdpTrainer::Impl::checkpoint() {
   meta.feature_version = kFeatureVersion;
   meta.feature_dim = feat::kDim;
   meta.op_vocab = static_cast<int>(op_type_vocabulary().size());
-  meta.format_version = 1;
+  meta.format_version = kGdpCheckpointFormat;
 
   Json state = {{"updates_done", updates_done},
                 {"evaluations", evaluations},
@@ -801,12 +949,14 @@ int64_t GdpTrainer::train(const Callbacks& callbacks) {
     if (callbacks.should_stop && callbacks.should_stop()) break;
     const int64_t u = m.updates_done + 1;
     const auto t0 = Clock::now();
-    TrainUpdateStats st = m.run_update(u);
+    TrainUpdateStats st =
+        u <= m.config.imitation_updates ? m.run_imitation(u) : m.run_update(u);
     m.updates_done = u;
     m.evaluations += st.evaluations;
     checkpointed = false;
     Json line = {{"type", "update"},
                  {"update", st.update},
+                 {"phase", st.phase},
                  {"mean_reward", num(st.mean_reward)},
                  {"best_reward", num(st.best_reward)},
                  {"best_ratio", num(st.best_ratio)},
@@ -817,6 +967,7 @@ int64_t GdpTrainer::train(const Callbacks& callbacks) {
                  {"evaluations", st.evaluations},
                  {"seconds", st.seconds},
                  {"instances", st.instances}};
+    if (st.phase == "imitation") line["accuracy"] = num(st.accuracy);
     m.append_log(line);
     m.trim_caches();
     if (callbacks.on_update) callbacks.on_update(st);

@@ -200,6 +200,7 @@ const std::vector<Field>& fields() {
     v.push_back(
         string_list_field("reference_methods", PLACER_REF(reference_methods), ListKind::kMethods));
     v.push_back(int_field("updates", PLACER_REF(updates), 0, kMaxInt64));
+    v.push_back(int_field("imitation_updates", PLACER_REF(imitation_updates), 0, kMaxInt64));
     v.push_back(int_field("seed", PLACER_REF(seed), 0, kMaxInt64));
     v.push_back(string_field("output_dir", PLACER_REF(output_dir), {}, false));
     v.push_back(int_field("checkpoint_every", PLACER_REF(checkpoint_every), 1, kMaxInt));

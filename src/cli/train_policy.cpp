@@ -369,7 +369,9 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
     if (prep) prep->finish();
     run_evaluations += u.evaluations;
     const double rate = u.seconds > 0 ? double(u.evaluations) / u.seconds : 0;
-    progress.update(u.update - start, "reward " + fixed(u.mean_reward, 3) + ", best " +
+    const std::string phase =
+        u.phase == "imitation" ? "imitation acc " + fixed(u.accuracy, 2) + ", " : std::string();
+    progress.update(u.update - start, phase + "reward " + fixed(u.mean_reward, 3) + ", best " +
                                           ratio_text(u.best_ratio) + " ref, " +
                                           fixed(rate, rate >= 100 ? 0 : 1) + " placements/s");
   };

@@ -87,6 +87,16 @@ fi
 if "$placer" train-policy --config "$cfg" --updates 2 --eval-every 0 -o run6 --overwrite > /dev/null 2>&1 &&
    [ "$(updates_in run6/log.jsonl)" = 2 ] && [ "$(evals_in run6/log.jsonl)" = 0 ]; then
   ok "--overwrite starts over"; else bad "--overwrite: $(cat run6/log.jsonl)"; fi
+# imitation_updates: the first updates imitate the reference placements (phase and accuracy
+# in their log lines); more imitation updates than updates is refused.
+if "$placer" train-policy --config "$cfg" --set imitation_updates=2 --eval-every 0 -o imit \
+    > /dev/null 2>&1 && [ "$(grep -c '"phase":"imitation"' imit/log.jsonl)" = 2 ] &&
+   [ "$(grep -c '"phase":"ppo"' imit/log.jsonl)" = 2 ] &&
+   [ "$(grep -c '"accuracy"' imit/log.jsonl)" = 2 ]; then
+  ok "imitation_updates=2: 2 imitation + 2 ppo update lines"; else
+  bad "imitation_updates: $(cat imit/log.jsonl 2>&1)"; fi
+expect "imitation_updates > updates" "imitation_updates: must be in [0, updates = 4] (got 5)" \
+  -- train-policy --config "$cfg" --set imitation_updates=5 -o imit5
 mkdir -p stale && echo '{"type":"update","update":1}' > stale/log.jsonl
 expect "stale log.jsonl blocks a fresh run" "already holds a training run (stale/log.jsonl)" \
   -- train-policy --config "$cfg" -o stale

@@ -132,7 +132,7 @@ TEST(GdpCheckpointTest, SaveLoadRoundTrip) {
   EXPECT_EQ(loaded.num_parameters(), policy.num_parameters());
   const PolicyMeta& m = loaded.meta();
   const PolicyMeta want = sample_meta();
-  EXPECT_EQ(m.format_version, 1);
+  EXPECT_EQ(m.format_version, kGdpCheckpointFormat);
   EXPECT_EQ(m.feature_version, kFeatureVersion);
   EXPECT_EQ(m.feature_dim, feat::kDim);
   EXPECT_EQ(m.op_vocab, int(op_type_vocabulary().size()));

@@ -118,7 +118,7 @@ TEST(GdpNetTest, UnitLogitsAreTheMaskedMeanOfNodeLogits) {
   // By hand: encoder, superposition, Transformer-XL over the topological order, each row
   // put back at its node, device projection, then the mean over each unit's ops in C++.
   auto h = net->sage->forward(t.x, t.op_type, t.in_off, t.in_idx, t.out_off, t.out_idx);
-  h = net->cond->forward(h, t.cond);
+  h = (h + net->cond->forward(h, t.cond)) * std::sqrt(double(net->config.hidden));
   const auto order = f.env->observation().order;
   std::vector<torch::Tensor> rows;
   for (uint32_t v : order) rows.push_back(h[int64_t(v)]);
