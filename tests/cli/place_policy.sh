@@ -3,7 +3,8 @@
 # a shipped transformer; the plan says method gdp and `placer simulate` reproduces its step
 # time; the .place.yaml records the policy, samples and fine-tuning; the same seed gives the
 # same plan file (zero-shot and fine-tuned); a missing policy, gdp options with another
-# method, and no --method at all are clear errors.
+# method, and no --method at all are clear errors; the shipped default policy places the
+# transformer on all 8 GPUs of the DGX-1 with `--method gdp`.
 # Usage: place_policy.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u
 placer=$1; src=$2; data=$3
@@ -71,6 +72,21 @@ if [ -s c/out.plan.json ] && grep -q '"method": *"gdp"' c/out.plan.json; then
     ok "fine-tuning options recorded" || bad "place.yaml: $(cat c/out.place.yaml)"
 else
   bad "fine-tuned transformer: $(cat c.err)"
+fi
+
+# The shipped default policy (models/pretrained/default.pt): `--method gdp` without --policy
+# places the shipped transformer on all 8 GPUs; its plan is valid (simulate reproduces it).
+if [ -s "$src/models/pretrained/default.pt" ]; then
+  if env -u PLACER_POLICY "$placer" place --graph "$big" --cluster "$dgx" --method gdp --seed 1 \
+      -o e/out.plan.yaml > e.out 2> e.err && grep -q '^method: gdp' e/out.plan.yaml; then
+    ok "default policy places the transformer on 8 GPUs"
+    "$placer" simulate --graph "$big" --cluster "$dgx" --plan e/out.plan.yaml > e.sim 2>&1 &&
+      ok "default-policy plan simulates" || bad "simulate: $(cat e.sim)"
+  else
+    bad "default policy: $(cat e.err)"
+  fi
+else
+  bad "no shipped default policy at $src/models/pretrained/default.pt"
 fi
 
 echo "$n checks, $fail failed"
