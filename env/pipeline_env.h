@@ -1,0 +1,156 @@
+#pragma once
+// Pipeline-cut MDP over the simulator (Auto-MAP, Wang et al. 2020, "pipeline cuts"): an
+// episode chooses the S - 1 stage cuts of an S-stage pipeline one at a time, in increasing
+// order, among candidate pivots of the forward ops' topological order. The terminal step
+// builds the pipeline Plan (stage s on device group s, replicated data-parallel when the
+// group holds several devices, m micro-batches, 1F1B by default), simulates it and rewards
+// reference_time / step_time (oom_penalty on OOM); intermediate steps reward 0.
+//
+// Positions: the forward ops that are not graph inputs (OpCategory::kInput), in
+// Graph::topo_order(), are positions 0 .. F-1. A cut at position c puts positions < c in
+// earlier stages. Every other op is attached to a position: input nodes (weights, data) to
+// their earliest forward consumer; backward / optimizer ops to their Op::forward_op; the
+// rest by the simulator's stage rule (latest predecessor, else earliest successor, else 0).
+//
+// Pivots: positions c in [1, F) whose op lies in another module than the op before it, where
+// the module of an op is its scope up to the first numeric component ("encoder.layers.3" of
+// "encoder.layers.3.self_attn"; the first component when none is numeric; an empty scope
+// keeps the previous op's module). When fewer than S - 1 such boundaries exist (no scopes),
+// every position 1 .. F-1 is a pivot.
+//
+// Pruning (options.prune): the center solution puts cut k at the pivot whose cumulative
+// compute is closest to the balanced target (sum of the group sizes of the stages before k
+// over all devices, times the total compute); only pivots within `prune_radius` pivots of a
+// center cut are kept. Pivots with no parameter op before or after them are never kept.
+// The action mask further requires a parameter op in every stage and room for the remaining
+// cuts, so every masked-in action can be completed to a valid S-stage pipeline.
+//
+// See docs/pipeline_env.md for the features and the reward. The env keeps references to the
+// graph, cluster and cost model (as Simulator does): they must outlive it. Not copyable.
+#include <cstdint>
+#include <vector>
+
+#include "simulator/cost_model.h"
+#include "simulator/simulator.h"
+#include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+#include "src/plan/plan.h"
+
+namespace placer {
+
+struct PipelineEnvOptions {
+  int stages = 2;         ///< S >= 2 pipeline stages
+  int micro_batches = 0;  ///< m >= 1; 0 = 4 * S, capped by the batch per replica
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;  ///< of the simulated plan
+  std::vector<int> devices;  ///< cluster devices in pipeline order; empty = all
+  double oom_penalty = -1;   ///< terminal reward of a plan that runs out of memory
+  bool prune = true;         ///< keep only pivots near the center solution
+  int prune_radius = 2;      ///< in pivots, around each center cut (>= 0)
+  bool use_scopes = true;    ///< pivots on module boundaries (false: every position)
+  /// Simulate at the terminal step (false: reward 0, for measuring the feature updates).
+  bool simulate = true;
+  double reference_time = 0;  ///< > 0: overrides the simulated center solution's time
+};
+
+/// Result of one PipelineEnv::step.
+struct PipelineStepResult {
+  double reward = 0;
+  double step_time = 0;  ///< simulated seconds (terminal step only)
+  bool oom = false;
+  bool done = false;
+};
+
+class PipelineEnv {
+ public:
+  /// Features per pivot: S all-reduce times, max transfer time, balance ratio, taken flag.
+  int features_per_pivot() const { return stages_ + 3; }
+
+  /// Throws ValidationError on bad options (stages < 2, more stages than devices or than
+  /// non-input forward ops, a device outside the cluster or listed twice, micro_batches < 0,
+  /// negative radius, non-finite penalty, negative reference), an empty graph, or when no S-stage
+  /// cut with a parameter op in every stage exists among the kept pivots. Simulates the
+  /// center solution to set the reference time (unless options.reference_time > 0).
+  PipelineEnv(const Graph& graph, const Cluster& cluster, const CostModel& cost,
+              PipelineEnvOptions options = {});
+
+  /// Starts a new episode (no cuts).
+  void reset();
+  /// Takes pivot `pivot` as the next cut. Throws ValidationError when the mask forbids it
+  /// and placer::Error after the episode is done.
+  PipelineStepResult step(int pivot);
+
+  /// num_pivots x features_per_pivot, row-major (see docs/pipeline_env.md).
+  const std::vector<float>& observation() const { return obs_; }
+  /// Per pivot: 1 = a legal next cut.
+  const std::vector<uint8_t>& action_mask() const { return mask_; }
+  /// Pivot indices taken so far (increasing).
+  const std::vector<int>& cuts() const { return cuts_; }
+  bool done() const { return static_cast<int>(cuts_.size()) == stages_ - 1; }
+
+  int num_stages() const { return stages_; }
+  int num_pivots() const { return static_cast<int>(pivots_.size()); }
+  /// Position (index into forward_order()) of every pivot, increasing.
+  const std::vector<int>& pivots() const { return pivots_; }
+  /// Per pivot: 1 = kept by pruning.
+  const std::vector<uint8_t>& kept() const { return kept_; }
+  /// The non-input forward ops in topological order (the positions).
+  const std::vector<OpId>& forward_order() const { return fwd_; }
+  /// Position every op is attached to (size num_ops).
+  const std::vector<int>& position_of_op() const { return pos_of_op_; }
+  /// The balanced center solution (S - 1 pivot indices).
+  const std::vector<int>& center_solution() const { return center_; }
+  /// Device group of every stage (contiguous slices of the device list).
+  const std::vector<std::vector<int>>& device_groups() const { return groups_; }
+  int micro_batches() const { return micro_batches_; }
+  double reference_time() const { return reference_; }
+  /// Estimated compute seconds (all ops attached) of positions [a, b) on the first device.
+  double compute_between(int a, int b) const { return comp_[b] - comp_[a]; }
+
+  /// The plan of a complete cut set (S - 1 increasing pivot indices; pruning not required).
+  /// Throws ValidationError on a wrong count, an unknown pivot or non-increasing cuts.
+  Plan to_plan(const std::vector<int>& cuts) const;
+  /// Simulates to_plan(cuts); reward as at the terminal step.
+  PipelineStepResult evaluate(const std::vector<int>& cuts);
+
+  const Graph& graph() const { return graph_; }
+  const Cluster& cluster() const { return cluster_; }
+
+ private:
+  void split_devices();
+  void update_features();
+  double transfer_time(int pivot, int cut_index) const;
+  double stage_allreduce(int stage, double bytes) const;
+
+  const Graph& graph_;
+  const Cluster& cluster_;
+  const CostModel& cost_;
+  PipelineEnvOptions options_;
+  int stages_ = 2;
+  int micro_batches_ = 1;
+  Simulator sim_;
+
+  std::vector<OpId> fwd_;
+  std::vector<int> pos_of_op_;
+  std::vector<std::vector<OpId>> fwd_ops_at_;  // forward ops (inputs too) per position
+  // Prefix sums over positions (size F + 1).
+  std::vector<double> comp_, grad_, cross_;
+  std::vector<int> param_count_;
+  std::vector<int> pivots_;
+  std::vector<uint8_t> kept_;
+  std::vector<int> max_more_;  // per pivot: most further cuts (-1 = tail without params)
+  int max_from_start_ = -1;
+  std::vector<int> center_;
+  std::vector<std::vector<int>> groups_;
+  std::vector<CollectiveGroup> coll_groups_;
+  std::vector<int> group_prefix_;  // devices before stage s
+  double reference_ = 0;
+
+  // Episode state.
+  std::vector<int> cuts_;
+  std::vector<float> obs_;
+  std::vector<uint8_t> mask_;
+  std::vector<double> fixed_allreduce_;  // per closed stage
+  double fixed_min_comp_ = 0, fixed_max_comp_ = 0, fixed_max_transfer_ = 0;
+};
+
+}  // namespace placer
