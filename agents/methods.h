@@ -13,6 +13,8 @@ void add_dynamic_programming_methods(std::vector<MethodInfo>* out);  // agents/d
 void add_search_methods(std::vector<MethodInfo>* out);  // agents/anneal.cpp
 /// "gdp" (agents/gdp_place.cpp; agents/no_torch_gdp.cpp without LibTorch).
 void add_learned_methods(std::vector<MethodInfo>* out);
+/// "rainbow-pp" (agents/rainbow_pp.cpp; nothing without LibTorch, agents/no_torch_gdp.cpp).
+void add_rainbow_methods(std::vector<MethodInfo>* out);
 
 /// Every method in display order (what placer_methods() returns).
 std::vector<MethodInfo> all_methods();

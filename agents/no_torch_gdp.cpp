@@ -4,6 +4,7 @@
 
 #include "agents/gdp.h"
 #include "agents/methods.h"
+#include "agents/rainbow_pp.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -65,5 +66,8 @@ size_t GdpTrainer::num_val_instances() const { no_torch(); }
 // Without LibTorch no learned method is registered (`placer place --method gdp` then names
 // the known methods).
 void add_learned_methods(std::vector<MethodInfo>*) {}
+void add_rainbow_methods(std::vector<MethodInfo>*) {}
+
+std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions&) { no_torch(); }
 
 }  // namespace placer

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agents/gdp.h"
+#include "agents/rainbow_pp.h"
 #include "simulator/trace.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
@@ -32,10 +33,12 @@ struct PlaceArgs {
   int finetune = 0;             ///< PPO fine-tuning updates on this graph
   double finetune_lr = 0;       ///< 0 = PpoConfig's default
   int finetune_samples = 0;     ///< 0 = PpoConfig's default
-  std::set<std::string> given;  ///< the gdp options given on the command line
+  int stages = 0;               ///< --method rainbow-pp: pipeline stages (0 = default)
+  std::set<std::string> given;  ///< the gdp / rainbow-pp options given on the command line
 };
 
 bool is_gdp(const PlaceArgs& a) { return a.method == "gdp"; }
+bool is_rainbow_pp(const PlaceArgs& a) { return a.method == "rainbow-pp"; }
 
 GdpPlaceOptions gdp_options(const PlaceArgs& a) {
   GdpPlaceOptions o;
@@ -112,6 +115,9 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
     f << "gdp: {samples: " << o.samples << ", finetune: " << o.finetune_updates
       << ", finetune_lr: " << o.ppo.lr << ", finetune_samples: " << o.ppo.samples << "}\n";
   }
+  if (is_rainbow_pp(a)) {
+    f << "rainbow_pp: {stages: " << a.stages << "}  # 0 = min(4, devices)\n";
+  }
   f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
     << ", seed: " << a.seed << "}  # 0 = the method's default\n";
   f << "plan: " << yaml_quote(a.output) << "\n";
@@ -172,13 +178,22 @@ void run_place(PlaceArgs a) {
       }
     }
   }
+  if (!is_rainbow_pp(a) && a.given.count("--stages")) {
+    throw Error("--stages applies to the pipeline-cut placer only (--method rainbow-pp), not to "
+                "--method " + a.method);
+  }
   // Check the method name (and the policy file) before loading anything.
-  std::unique_ptr<Placer> gdp;
+  std::unique_ptr<Placer> custom;  // a placer built with its CLI options
   if (is_gdp(a)) {
     a.policy = gdp_policy_path(a);
-    gdp = make_gdp_placer(a.policy, gdp_options(a));
+    custom = make_gdp_placer(a.policy, gdp_options(a));
   } else if (a.method != "best") {
     make_placer(a.method);
+    if (is_rainbow_pp(a)) {
+      RainbowPPOptions o;
+      o.stages = a.stages;
+      custom = make_rainbow_pp_placer(o);
+    }
   }
   std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
   SearchBudget budget;
@@ -210,7 +225,7 @@ void run_place(PlaceArgs a) {
       std::cerr << "placer: best: warning: no method found a plan that fits in memory\n";
     }
   } else {
-    chosen = gdp ? run_placer(*gdp, *s, budget) : run_method(a.method, *s, budget);
+    chosen = custom ? run_placer(*custom, *s, budget) : run_method(a.method, *s, budget);
     if (!chosen.ok) {
       // Methods usually name themselves in their messages; don't say it twice.
       const std::string prefix = a.method + ":";
@@ -284,10 +299,13 @@ void register_place(CLI::App& app) {
                   "gdp: sampled placements per fine-tuning update (default: " +
                       std::to_string(PpoConfig{}.samples) + ")")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--stages", args->stages,
+                  "rainbow-pp: pipeline stages (default: min(4, devices))")
+      ->check(CLI::Range(2, 1 << 20));
   sub->callback([args, sub]() {
     PlaceArgs a = *args;
-    for (const char* opt :
-         {"--policy", "--samples", "--finetune", "--finetune-lr", "--finetune-samples"}) {
+    for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
+                            "--finetune-samples", "--stages"}) {
       if (sub->count(opt) > 0) a.given.insert(opt);
     }
     run_place(std::move(a));
