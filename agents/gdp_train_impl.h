@@ -1,0 +1,243 @@
+#pragma once
+// Private to the GDP trainer (agents/gdp_train.cpp: instances, references, caches,
+// checkpoints; agents/gdp_train_loop.cpp: imitation / PPO updates, evaluation, the training
+// loop): shared helpers and the definition of GdpTrainer::Impl. Not for other includers.
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/optim/adam.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+// Not self-contained in LibTorch 1.13: needs <vector> and the tensor types first.
+#include <torch/nn/utils/clip_grad.h>
+#include <nlohmann/json.hpp>
+
+#include "agents/gdp.h"
+#include "agents/gdp_net.h"
+#include "datasets/corpus.h"
+#include "env/placement_env.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace gdp_train {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Seed of the random stream `salt` of update u: a function of (seed, u, salt) alone.
+inline uint64_t stream_seed(uint64_t seed, int64_t u, uint64_t salt) {
+  return splitmix64(splitmix64(splitmix64(seed) ^ salt) + static_cast<uint64_t>(u));
+}
+constexpr uint64_t kTrainStream = 0x7472616e;  // "tran"
+constexpr uint64_t kEvalStream = 0x6576616c;   // "eval"
+
+/// Uniform integer in [0, n), n > 0, by rejection (portable, unlike the std distributions).
+inline uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
+  uint64_t x = rng();
+  while (x >= limit) x = rng();
+  return x % n;
+}
+
+inline uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+inline std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// "dgx1_p100" for ".../dgx1_p100.cluster.yaml".
+inline std::string cluster_key(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  for (const char* suffix : {".cluster.yaml", ".cluster.yml", ".yaml", ".yml"}) {
+    const std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+      return name.substr(0, name.size() - s.size());
+    }
+  }
+  return name;
+}
+
+/// Geometric mean of positive values (0 when empty).
+inline double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / static_cast<double>(v.size()));
+}
+
+/// A finite JSON number, or null.
+inline Json num(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
+
+/// Lower is better: any non-OOM placement beats every OOM one.
+struct Outcome {
+  double time = std::numeric_limits<double>::infinity();
+  bool oom = true;
+  bool valid = false;
+  void consider(double t, bool o) {
+    if (!valid || (oom && !o) || (oom == o && t < time)) {
+      time = t;
+      oom = o;
+      valid = true;
+    }
+  }
+};
+
+struct ClusterSlot {
+  std::string path;
+  std::string key;
+  Cluster cluster;
+  std::unique_ptr<CostModel> cost;
+};
+
+struct Instance {
+  size_t entry = 0;  // corpus entry index
+  int cluster = 0;   // index into clusters
+  int k = 0;         // devices 0 .. k-1
+  std::string key;   // "<graph>@<cluster>:<k>"
+};
+
+struct LiveEnv {
+  std::shared_ptr<const Graph> graph;
+  std::unique_ptr<PlacementEnv> env;
+  GraphTensors tensors;
+  uint64_t last_used = 0;
+};
+
+struct GraphSlot {
+  std::shared_ptr<const Graph> graph;
+  uint64_t last_used = 0;
+};
+
+/// Device labels in canonical order: the device of the first unit met in topological op
+/// order becomes the lowest allowed device, the next new device the next one, and so on.
+/// Placements that differ only by a permutation of devices (equal on identical, symmetric
+/// devices) then give the same imitation target, so the policy is not asked to predict an
+/// arbitrary device numbering (on asymmetric links the relabelled placement may be slightly
+/// slower than the reference; it is only a target). Kept as is if the mask would forbid it.
+std::vector<int16_t> canonical_devices(const PlacementEnv& env, std::vector<int16_t> action);
+
+/// The reference placement of an instance as a device per unit of `env`: the plan of the best
+/// reference method (`placement`, a device per op; empty = none) when its time
+/// `baseline_time` beats every fitting single-device time (or no single device fits), else
+/// every unit on the fastest single device (the fastest fitting one, else the fastest). A
+/// unit takes the most frequent device among its ops (ties: the lowest id). A plan that puts
+/// a unit on a device the env's mask forbids falls back to the single device.
+std::vector<int16_t> reference_units(const PlacementEnv& env, const std::vector<int>& placement,
+                                     double baseline_time);
+
+/// The freshly initialised network of a config (ValidationError "net: ..." on bad sizes).
+inline GdpPolicy initial_policy(const TrainConfig& c) {
+  const std::string why = validate_net_config(c.net);
+  if (!why.empty()) throw ValidationError("net: " + why);
+  return GdpPolicy(c.net, c.seed);
+}
+
+constexpr size_t kMaxLiveEnvs = 128;
+constexpr size_t kMaxCachedGraphs = 128;
+
+}  // namespace gdp_train
+
+using namespace gdp_train;  // NOLINT: private header of two translation units
+
+struct GdpTrainer::Impl {
+  TrainConfig config;
+  Corpus corpus;
+  std::vector<ClusterSlot> clusters;
+  TrainingOptions training;
+  std::vector<size_t> train_entries, val_entries;
+  std::vector<Instance> train_instances, val_instances;  // val in evaluation order
+
+  // Caches. Graphs and envs are rebuilt identically when evicted; references and op counts
+  // are kept for every instance seen.
+  std::map<size_t, int64_t> step_ops;  // training-step op count per entry
+  std::set<size_t> oversize;           // entries skipped for max_ops
+  std::map<size_t, GraphSlot> graphs;
+  std::map<std::string, double> reference_baseline;  // best reference method time (0 = none)
+  // Reference placement (device per unit) of every instance whose env was built.
+  std::map<std::string, std::vector<int16_t>> reference_action;
+  std::map<std::string, std::unique_ptr<LiveEnv>> envs;
+  std::map<std::string, std::pair<std::string, double>> classical;  // eval baselines
+  uint64_t tick = 0;
+  std::string corpus_hash;  // computed lazily
+  const Callbacks* callbacks = nullptr;
+
+  // Network and optimizer.
+  GdpPolicy policy;
+  std::unique_ptr<torch::optim::Adam> adam;
+
+  // Trainer state (checkpointed).
+  int64_t updates_done = 0;
+  std::map<std::string, double> ema;  // by instance key
+  int64_t evaluations = 0;
+  double train_seconds = 0;
+  double best_val_geomean = std::numeric_limits<double>::infinity();
+
+  explicit Impl(TrainConfig c);
+
+  std::string dir_path(const std::string& name) const {
+    return (std::filesystem::path(config.output_dir) / name).string();
+  }
+  void prepare(int64_t done, int64_t total, const std::string& what) const {
+    if (callbacks && callbacks->on_prepare) callbacks->on_prepare(done, total, what);
+  }
+
+  std::shared_ptr<const Graph> graph(size_t entry);
+  LiveEnv* env(const Instance& inst);
+  void trim_caches();
+  std::vector<std::pair<const Instance*, LiveEnv*>> pick_instances(std::mt19937_64& rng);
+  TrainUpdateStats run_update(int64_t u);
+  TrainUpdateStats run_imitation(int64_t u);
+  TrainEvalStats evaluate();
+  void append_log(const Json& line) const;
+  PolicyMeta make_meta();
+  const std::string& hash();
+  void checkpoint();
+  int64_t resume();
+};
+
+}  // namespace placer
