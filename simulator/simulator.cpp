@@ -404,6 +404,16 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
         b = ceil_div(b, div);
       }
       if (op_part[pr] >= 0 && t_grad[t]) b = ceil_div(b, shard_div(p.partitions[op_part[pr]]));
+      // Sharded chains: forward outputs of a sharded_output partition and input gradients
+      // of a sharded_input one stay split, 1/k on each device.
+      if (op_part[pr] >= 0 && !t_grad[t]) {
+        const OpPartition& q = p.partitions[op_part[pr]];
+        const Phase ph = g.op(pr).phase;
+        if ((ph == Phase::kForward && q.sharded_output) ||
+            (ph == Phase::kBackward && q.sharded_input)) {
+          b = ceil_div(b, q.devices.size());
+        }
+      }
     }
     t_bytes[t] = b;
   }
@@ -523,7 +533,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       // Input gradients: partial sums over an output-dim split (all-reduce), slices of a
       // batch or contraction split (all-gather). Parameter gradients: partial sums only
       // under a batch split (all-reduce); sharded otherwise.
+      // Under sharded_input the input gradients stay sharded (no collective).
       const CollectiveKind k = q.dim >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+      if (q.sharded_input) act = 0;
       if (act > 0) t += cost.group_collective_time(k, grp, act, SyncScheme::kAuto);
       if (q.dim == 0 && grad > 0) {
         t += cost.group_collective_time(CollectiveKind::kAllReduce, grp, grad, SyncScheme::kAuto);
@@ -532,7 +544,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     } else {
       const CollectiveKind k = q.dim == OpPartition::kReduceDim ? CollectiveKind::kAllReduce
                                                                 : CollectiveKind::kAllGather;
-      const uint64_t b = act + grad;
+      const uint64_t b = q.sharded_output ? 0 : act + grad;
       if (b > 0) t = cost.group_collective_time(k, grp, b, SyncScheme::kAuto);
       op_coll_bytes[o] = b;
     }

@@ -357,7 +357,7 @@ class PlanReader {
     r_.expect_sequence(n, f);
     for (size_t k = 0; k < n.size(); ++k) {
       const std::string pf = field_index(f, k);
-      r_.check_keys(n[k], pf, {"op", "dim", "levels", "devices"});
+      r_.check_keys(n[k], pf, {"op", "dim", "levels", "devices", "sharded_output", "sharded_input"});
       OpPartition part;
       part.op = op(r_.required(n[k], "op", pf), field_join(pf, "op"));
       // Exactly one of `dim` (one split) and `levels` (recursive halving).
@@ -375,6 +375,12 @@ class PlanReader {
         part.dim = read_dim(r_.required(n[k], "dim", pf), field_join(pf, "dim"));
       }
       part.devices = device_list(r_.required(n[k], "devices", pf), field_join(pf, "devices"));
+      if (n[k]["sharded_output"]) {
+        part.sharded_output = r_.to_bool(n[k]["sharded_output"], field_join(pf, "sharded_output"));
+      }
+      if (n[k]["sharded_input"]) {
+        part.sharded_input = r_.to_bool(n[k]["sharded_input"], field_join(pf, "sharded_input"));
+      }
       out->push_back(std::move(part));
     }
   }
@@ -528,6 +534,8 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
       Json devs = Json::array();
       for (int d : part.devices) devs.push_back(dev(d));
       e["devices"] = devs;
+      if (part.sharded_output) e["sharded_output"] = true;
+      if (part.sharded_input) e["sharded_input"] = true;
       parts.push_back(e);
     }
     root["partitions"] = parts;

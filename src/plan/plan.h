@@ -46,6 +46,15 @@ struct OpPartition {
   /// separates devices [0, k/2) from [k/2, k), level 1 halves each half, ...; dim ==
   /// levels[0].
   std::vector<int> levels = {};  // initializer: keeps {op, dim, devices} warning-free
+  /// Sharded chains (Megatron-style tensor parallelism; single-level partitions only).
+  /// sharded_output: the forward collective is skipped and the outputs stay split across
+  /// `devices` (1/k of the bytes on each); every forward op that reads them must be
+  /// partitioned over the same device list with sharded_input set.
+  bool sharded_output = false;
+  /// sharded_input: the op reads its inputs that come from sharded_output producers as
+  /// local shards (no transfer), and its backward ops skip the input-gradient collective:
+  /// those gradients stay sharded (1/k each) for the producers' backward ops.
+  bool sharded_input = false;
 };
 
 struct PipelineStage {

@@ -130,6 +130,43 @@ class Validator {
         check_dim(part, part.levels[l], ways, idx(f + ".levels", l));
       }
     }
+    sharded_chains(part_of);
+  }
+
+  // sharded_output / sharded_input: single-level partitions whose sharded outputs are read
+  // only by forward ops partitioned over the same devices that read shards.
+  void sharded_chains(const std::vector<int>& part_of) {
+    for (size_t k = 0; k < p_.partitions.size(); ++k) {
+      const OpPartition& part = p_.partitions[k];
+      const std::string f = idx("partitions", k);
+      if ((part.sharded_output || part.sharded_input) && !part.levels.empty()) {
+        fail(f, "op " + op(part.op) + ": sharded_output / sharded_input need a single-level "
+                "partition (no 'levels')");
+      }
+      bool reads_shards = false;
+      for (TensorId t : g_.op(part.op).inputs) {
+        const OpId pr = g_.tensor(t).producer;
+        if (pr != kNoOp && part_of[pr] >= 0 && p_.partitions[size_t(part_of[pr])].sharded_output) {
+          reads_shards = true;
+        }
+      }
+      if (part.sharded_input && !reads_shards) {
+        fail(f, "op " + op(part.op) + " has sharded_input but no input comes from a "
+                "sharded_output partition");
+      }
+      if (!part.sharded_output) continue;
+      for (TensorId t : g_.op(part.op).outputs) {
+        for (OpId c : g_.consumers(t)) {
+          if (g_.op(c).phase != Phase::kForward) continue;
+          const int ck = part_of[c];
+          if (ck < 0 || p_.partitions[size_t(ck)].devices != part.devices ||
+              !p_.partitions[size_t(ck)].sharded_input) {
+            fail(f, "op " + op(part.op) + " has sharded_output but its consumer " + op(c) +
+                        " is not partitioned over the same devices with sharded_input");
+          }
+        }
+      }
+    }
   }
 
   // One split of `dim` of the partitioned op into `degree` parts.

@@ -235,6 +235,47 @@ TEST(Simulator, PartitionHalvesComputeAndAddsTheAllGather) {
                    1e-3 + send + 2e-3 + (2 * 1.0 / 2 * 2e6 / kBeta + 2 * alpha) + 1e-3);
 }
 
+TEST(Simulator, ShardedChainSkipsTheCollectivesBetweenCompatiblePartitions) {
+  // Megatron's MLP: p (column-parallel) -> r (row-parallel) -> q.
+  TestGraph b;
+  const TensorId x = b.tensor("x", 0);
+  const TensorId y = b.tensor("y", 2000000);
+  const TensorId z = b.tensor("z", 4000000);
+  b.op("x", 1e9, {}, {x});
+  const OpId pm = b.op("p", 4e9, {x}, {y});
+  const OpId rm = b.op("r", 2e9, {y}, {z});
+  b.op("q", 1e9, {z}, {});
+  const Graph g = b.build();
+  const double alpha = 1e-5;
+  const Cluster cl = make_cluster(1, 2, link(alpha, kBeta), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p = place(g, {0, 0, 0, 0});
+  OpPartition pp{pm, 1, {0, 1}};
+  OpPartition rp{rm, OpPartition::kReduceDim, {0, 1}};
+  p.partitions = {pp, rp};
+  // Unsharded: x 1 ms, (x is 0 bytes: alpha to device 1), p 2 ms, all-gather of y, r 1 ms,
+  // all-reduce of z, q 1 ms.
+  const double gather = 1.0 / 2 * 2e6 / kBeta + alpha;
+  const double reduce = 2 * 1.0 / 2 * 4e6 / kBeta + 2 * alpha;
+  SimResult r = sim.run(p);
+  EXPECT_DOUBLE_EQ(r.step_time, 1e-3 + alpha + 2e-3 + gather + 1e-3 + reduce + 1e-3);
+  EXPECT_EQ(r.collective_bytes, 6000000u);
+  // Sharded chain: y stays split (1 MB per device), only z is all-reduced.
+  p.partitions[0].sharded_output = true;
+  p.partitions[1].sharded_input = true;
+  p.validate(g, cl);
+  r = sim.run(p);
+  EXPECT_DOUBLE_EQ(r.step_time, 1e-3 + alpha + 2e-3 + 1e-3 + reduce + 1e-3);
+  EXPECT_EQ(r.collective_bytes, 4000000u);
+  // A sharded output read by an op that does not take shards is refused.
+  p.partitions[1].sharded_input = false;
+  EXPECT_THROW(p.validate(g, cl), ValidationError);
+  p.partitions[1].sharded_input = true;
+  p.partitions[0].sharded_output = false;
+  EXPECT_THROW(p.validate(g, cl), ValidationError);
+}
+
 TEST(Simulator, RecursiveHalvingRunsOneCollectivePerLevel) {
   TestGraph b;
   const TensorId y = b.tensor("y", 2000000);
