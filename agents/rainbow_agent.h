@@ -14,44 +14,11 @@
 #include <torch/optim/adam.h>
 #include <torch/types.h>
 
+#include "agents/rainbow_config.h"
 #include "agents/replay.h"
 #include "models/rainbow_net.h"
 
 namespace placer {
-
-/// Every option of RainbowAgent. Defaults: Auto-MAP where the paper gives one (replay 2000,
-/// target sync 100, batch 64, Adam lr 1e-3, epsilon 1.0 -> 0.1, noise off), else Rainbow.
-struct RainbowConfig {
-  std::vector<int64_t> hidden{128, 128};  ///< MLP torso widths
-  int64_t atoms = 51;                     ///< C51 atoms (Rainbow)
-  double v_min = -10.0;                   ///< support lower bound (Rainbow)
-  double v_max = 10.0;                    ///< support upper bound (Rainbow)
-  bool noisy = false;                     ///< NoisyLinear layers (Auto-MAP: off, epsilon-greedy)
-  double sigma0 = 0.5;                    ///< NoisyLinear initial noise scale (Rainbow)
-  bool dueling = true;                    ///< dueling heads (Rainbow)
-  bool double_q = true;                   ///< online net picks the next action, target net rates it
-  std::size_t replay_capacity = 2000;     ///< Auto-MAP
-  double priority_alpha = 0.6;            ///< Schaul et al. / Rainbow used 0.5
-  double beta_start = 0.4;                ///< importance-sampling exponent, annealed ...
-  double beta_end = 1.0;                  ///< ... to this
-  int64_t beta_steps = 10000;             ///< ... over this many learn() updates
-  double priority_epsilon = 1e-6;         ///< added to every priority
-  int64_t batch_size = 64;                ///< Auto-MAP
-  double lr = 1e-3;                       ///< Adam learning rate (Auto-MAP, pipelines)
-  double adam_eps = 1.5e-4;               ///< Adam epsilon (Rainbow)
-  double gamma = 0.99;                    ///< discount
-  int n_step = 3;                         ///< multi-step return length (Rainbow)
-  int64_t target_update = 100;            ///< learn() updates between target syncs (Auto-MAP)
-  double epsilon_start = 1.0;             ///< epsilon-greedy start (Auto-MAP), noise off only
-  double epsilon_end = 0.1;               ///< ... end (Auto-MAP)
-  int64_t epsilon_decay_steps = 10000;    ///< observe() steps of the linear decay (per task)
-  int64_t learn_start = 0;  ///< learn() waits for max(batch_size, learn_start) transitions
-  double grad_clip = 10.0;  ///< max gradient L2 norm (<= 0: no clipping)
-  uint64_t seed = 0;        ///< seeds torch init, replay sampling, epsilon and noise
-};
-
-/// Empty when `config` is usable, else why not (e.g. "n_step must be >= 1, got 0").
-std::string validate_rainbow_config(const RainbowConfig& config);
 
 /// C51 projection (Bellemare et al. 2017) of the distribution next_probs [B, atoms] on the
 /// support z_j = v_min + j dz shifted to r + d z_j (clamped to [v_min, v_max]) back onto

@@ -24,7 +24,8 @@ std::string idx(const std::string& field, size_t i) {
 
 /// Ops that can be split along a contraction (reduction) dimension.
 bool has_reduce_dim(OpCategory c) {
-  return c == OpCategory::kMatMul || c == OpCategory::kConv || c == OpCategory::kReduction;
+  return c == OpCategory::kMatMul || c == OpCategory::kConv || c == OpCategory::kReduction ||
+         c == OpCategory::kEmbedding;  // a vocabulary-split table leaves partial sums
 }
 
 class Validator {
