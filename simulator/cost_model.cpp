@@ -8,23 +8,10 @@
 
 namespace placer {
 
-const char* to_string(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-    case CollectiveKind::kAllGather:
-      return "all_gather";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-  }
-  return "all_reduce";
-}
-
 CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std::move(profile)) {
   cluster.validate();
   profile_.validate("cost profile '" + profile_.name + "'");
+  has_curves_ = profile_.has_collective_curves();
   n_ = cluster.num_devices();
   host_.resize(n_);
   launch_.resize(n_);
@@ -231,6 +218,14 @@ SyncScheme CostModel::resolve_scheme(CollectiveKind kind, const CollectiveGroup&
 double CostModel::group_collective_time(CollectiveKind kind, const CollectiveGroup& group,
                                         uint64_t bytes, SyncScheme scheme) const {
   if (group.size <= 1) return 0;
+  if (has_curves_ && scheme != SyncScheme::kParameterServer) {
+    // A measured curve (NCCL picks its own algorithm) replaces the formulas; an explicit
+    // parameter server is not what the measurements ran, so it keeps its formula.
+    const LinkLevel level = group.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
+    if (const auto& c = profile_.curve(kind, level)) {
+      return c->time(kind, group.size, static_cast<double>(bytes));
+    }
+  }
   const SyncScheme s = resolve_scheme(kind, group, bytes, scheme);
   return scheme_time(kind, group, static_cast<double>(bytes), s);
 }

@@ -7,7 +7,8 @@
 //    with no FLOPs and no bytes costs only the launch overhead.
 //  - Transfers: latency + bytes / bandwidth of the pair (cluster numbers, profile overrides).
 //  - Collectives: alpha-beta formulas for ring, tree, hierarchical and parameter server
-//    (docs/simulator.md lists them).
+//    (docs/simulator.md lists them); a measured curve of the profile
+//    (CostProfile::collective_curves) replaces them for its kind and link level.
 //
 // The model copies what it needs from the cluster, so it does not depend on the Cluster's
 // lifetime. It is immutable after construction and safe to share between threads.
@@ -22,9 +23,6 @@
 #include "src/plan/plan.h"
 
 namespace placer {
-
-enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast };
-const char* to_string(CollectiveKind k);
 
 /// The alpha / beta numbers of a device group, precomputed once so that collective times
 /// cost O(1) (CostModel::make_group).
@@ -69,7 +67,9 @@ class CostModel {
   CollectiveGroup make_group(const std::vector<int>& devices) const;
   /// Seconds for a collective of `bytes` (the full buffer: the all-reduced gradient, the
   /// gathered output) among `devices`. scheme kAuto = the profile's all_reduce choice
-  /// (itself possibly auto = the fastest). Groups of one device cost 0.
+  /// (itself possibly auto = the fastest). Groups of one device cost 0. When the profile has
+  /// a curve for (kind, intra_host or inter_host as the group spans hosts), the curve's
+  /// time is used for every scheme except kParameterServer.
   double collective_time(CollectiveKind kind, const std::vector<int>& devices, uint64_t bytes,
                          SyncScheme scheme) const;
   /// As above, for a group from make_group (O(1), no allocation).
@@ -89,6 +89,7 @@ class CostModel {
   std::vector<std::array<double, kNumDTypes>> peak_;  // per device, fallbacks resolved
   std::vector<double> bw_, lat_;                      // n x n, row-major
   LinkSharing inter_sharing_ = LinkSharing::kPerPair;
+  bool has_curves_ = false;
 };
 
 }  // namespace placer

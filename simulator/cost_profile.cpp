@@ -65,6 +65,54 @@ bool parse_collective_algorithm(const std::string& s, CollectiveAlgorithm* out) 
   return false;
 }
 
+// ---- collectives --------------------------------------------------------------------------
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+  }
+  return "all_reduce";
+}
+
+bool parse_collective_kind(const std::string& s, CollectiveKind* out) {
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    if (s == to_string(static_cast<CollectiveKind>(k))) {
+      *out = static_cast<CollectiveKind>(k);
+      return true;
+    }
+  }
+  return false;
+}
+
+double bus_factor(CollectiveKind kind, int ranks) {
+  const double p = ranks, pm1 = ranks - 1;
+  if (ranks <= 1) return 0;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * pm1 / p;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      return pm1 / p;
+    case CollectiveKind::kBroadcast:
+      return 1;
+  }
+  return 1;
+}
+
+double CollectiveCurve::time(CollectiveKind kind, int ranks_in_group, double bytes) const {
+  if (ranks_in_group <= 1) return 0;
+  const double moved = bytes * bus_factor(kind, ranks_in_group);
+  if (!(moved > 0)) return latency;
+  return latency + moved / (bus_bandwidth * efficiency.at(bytes));
+}
+
 // ---- CostProfile ------------------------------------------------------------------------
 
 namespace {
@@ -116,11 +164,57 @@ void CostProfile::validate(const std::string& where) const {
   if (std::isnan(launch_overhead)) {
     throw ValidationError(format_context(where, "launch_overhead", "is NaN"));
   }
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    for (int l = 0; l < kNumLinkLevels; ++l) {
+      const std::optional<CollectiveCurve>& c = collective_curves[k][l];
+      if (!c) continue;
+      const std::string base = std::string("collective_curves.") +
+                               to_string(static_cast<CollectiveKind>(k)) + "." +
+                               to_string(static_cast<LinkLevel>(l));
+      if (l != static_cast<int>(LinkLevel::kIntraHost) &&
+          l != static_cast<int>(LinkLevel::kInterHost)) {
+        throw ValidationError(
+            format_context(where, base, "curves exist only for intra_host and inter_host"));
+      }
+      if (!(c->latency >= 0) || std::isinf(c->latency)) {
+        throw ValidationError(format_context(where, base + ".latency",
+                                             "must be finite and >= 0, got " +
+                                                 format_double(c->latency)));
+      }
+      if (!(c->bus_bandwidth > 0) || std::isinf(c->bus_bandwidth)) {
+        throw ValidationError(format_context(where, base + ".bus_bandwidth",
+                                             "must be finite and > 0, got " +
+                                                 format_double(c->bus_bandwidth)));
+      }
+      validate_curve(c->efficiency, where, base + ".efficiency");
+      if (c->ranks < 0) {
+        throw ValidationError(format_context(where, base + ".ranks", "must be >= 0"));
+      }
+    }
+  }
+  for (const auto& [term, e] : fit_errors) {
+    if (!(e.median >= 0) || !(e.p90 >= 0) || std::isinf(e.median) || std::isinf(e.p90) ||
+        e.points < 0) {
+      throw ValidationError(format_context(where, "fit_errors." + term,
+                                           "median and p90 must be finite and >= 0, points "
+                                           ">= 0"));
+    }
+  }
+}
+
+bool CostProfile::has_collective_curves() const {
+  for (const auto& per_kind : collective_curves) {
+    for (const auto& c : per_kind) {
+      if (c) return true;
+    }
+  }
+  return false;
 }
 
 bool CostProfile::operator==(const CostProfile& o) const {
   return name == o.name && description == o.description && ops == o.ops && links == o.links &&
-         all_reduce == o.all_reduce && launch_overhead == o.launch_overhead;
+         all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
+         collective_curves == o.collective_curves && fit_errors == o.fit_errors;
 }
 
 CostProfile uniform_profile(double efficiency) {
@@ -225,7 +319,8 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
   r.check_format_version(root, 1, 0);
   r.check_keys(
       root, "",
-      {"format_version", "name", "description", "launch_overhead", "ops", "links", "collectives"});
+      {"format_version", "name", "description", "launch_overhead", "ops", "links", "collectives",
+       "collective_curves", "fit_errors"});
   CostProfile p = default_profile();
   if (root["name"]) p.name = r.scalar(root["name"], "name");
   if (root["description"]) p.description = r.scalar(root["description"], "description");
@@ -293,6 +388,64 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
       }
     }
   }
+  if (const YAML::Node curves = root["collective_curves"]; curves && !curves.IsNull()) {
+    r.expect_map(curves, "collective_curves");
+    for (auto it = curves.begin(); it != curves.end(); ++it) {
+      const std::string key = r.scalar(it->first, "collective_curves");
+      const std::string field = field_join("collective_curves", key);
+      CollectiveKind kind;
+      if (!parse_collective_kind(key, &kind)) {
+        r.fail(field, "unknown collective '" + key +
+                          "' (expected all_reduce, all_gather, reduce_scatter or broadcast)");
+      }
+      r.expect_map(it->second, field);
+      for (auto lt = it->second.begin(); lt != it->second.end(); ++lt) {
+        const std::string lkey = r.scalar(lt->first, field);
+        const std::string lfield = field_join(field, lkey);
+        LinkLevel level;
+        if (lkey == "intra_host") {
+          level = LinkLevel::kIntraHost;
+        } else if (lkey == "inter_host") {
+          level = LinkLevel::kInterHost;
+        } else {
+          r.fail(lfield,
+                 "unknown link level '" + lkey + "' (expected intra_host or inter_host)");
+        }
+        r.check_keys(lt->second, lfield, {"latency", "bus_bandwidth", "efficiency", "ranks"});
+        CollectiveCurve c;
+        if (const YAML::Node n = lt->second["latency"]) {
+          c.latency = r.to_quantity(n, QuantityKind::kTime, field_join(lfield, "latency"));
+        }
+        const YAML::Node bw = lt->second["bus_bandwidth"];
+        if (!bw) r.fail(field_join(lfield, "bus_bandwidth"), "missing (a bandwidth, e.g. 230 GB/s)");
+        c.bus_bandwidth =
+            r.to_quantity(bw, QuantityKind::kBandwidth, field_join(lfield, "bus_bandwidth"));
+        c.efficiency = EfficiencyCurve::constant(1.0);
+        if (const YAML::Node n = lt->second["efficiency"]) {
+          c.efficiency = read_curve(r, n, field_join(lfield, "efficiency"));
+        }
+        if (const YAML::Node n = lt->second["ranks"]) {
+          c.ranks = static_cast<int>(r.to_double(n, field_join(lfield, "ranks")));
+        }
+        p.curve(kind, level) = c;
+      }
+    }
+  }
+  if (const YAML::Node fe = root["fit_errors"]; fe && !fe.IsNull()) {
+    r.expect_map(fe, "fit_errors");
+    for (auto it = fe.begin(); it != fe.end(); ++it) {
+      const std::string key = r.scalar(it->first, "fit_errors");
+      const std::string field = field_join("fit_errors", key);
+      r.check_keys(it->second, field, {"median", "p90", "points"});
+      FitError e;
+      if (const YAML::Node n = it->second["median"]) e.median = r.to_double(n, field_join(field, "median"));
+      if (const YAML::Node n = it->second["p90"]) e.p90 = r.to_double(n, field_join(field, "p90"));
+      if (const YAML::Node n = it->second["points"]) {
+        e.points = static_cast<int>(r.to_double(n, field_join(field, "points")));
+      }
+      p.fit_errors[key] = e;
+    }
+  }
   p.validate(file);
   return p;
 }
@@ -327,6 +480,32 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
   }
   j["links"] = links;
   j["collectives"] = {{"all_reduce", to_string(p.all_reduce)}};
+  // Written only when present, so profiles without them read and write as before.
+  if (p.has_collective_curves()) {
+    nlohmann::ordered_json curves = nlohmann::ordered_json::object();
+    for (int k = 0; k < kNumCollectiveKinds; ++k) {
+      nlohmann::ordered_json per = nlohmann::ordered_json::object();
+      for (int l = 0; l < kNumLinkLevels; ++l) {
+        const std::optional<CollectiveCurve>& c = p.collective_curves[k][l];
+        if (!c) continue;
+        nlohmann::ordered_json o;
+        o["latency"] = format_time(c->latency);
+        o["bus_bandwidth"] = format_bandwidth(c->bus_bandwidth);
+        o["efficiency"] = write_curve(c->efficiency);
+        if (c->ranks > 0) o["ranks"] = c->ranks;
+        per[to_string(static_cast<LinkLevel>(l))] = o;
+      }
+      if (!per.empty()) curves[to_string(static_cast<CollectiveKind>(k))] = per;
+    }
+    j["collective_curves"] = curves;
+  }
+  if (!p.fit_errors.empty()) {
+    nlohmann::ordered_json fe = nlohmann::ordered_json::object();
+    for (const auto& [term, e] : p.fit_errors) {
+      fe[term] = {{"median", e.median}, {"p90", e.p90}, {"points", e.points}};
+    }
+    j["fit_errors"] = fe;
+  }
   return emit_yaml(j, "placer cost profile (docs/formats/profile.md)");
 }
 

@@ -14,6 +14,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +74,49 @@ const char* to_string(CollectiveAlgorithm a);
 /// "ring", "tree", "hierarchical", "auto".
 bool parse_collective_algorithm(const std::string& s, CollectiveAlgorithm* out);
 
+/// The collectives the cost model times (CostModel::collective_time).
+enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast };
+inline constexpr int kNumCollectiveKinds = 4;
+/// "all_reduce", "all_gather", "reduce_scatter", "broadcast".
+const char* to_string(CollectiveKind k);
+bool parse_collective_kind(const std::string& s, CollectiveKind* out);
+
+/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all_reduce 2(p-1)/p, all_gather
+/// and reduce_scatter (p-1)/p, broadcast 1). A collective of `bytes` moves bytes * factor
+/// over the busiest link.
+double bus_factor(CollectiveKind kind, int ranks);
+
+/// A measured collective (fitted by `placer calibrate fit`): for a group of p ranks and a
+/// message of `bytes` (the full buffer, as nccl-tests' "size"),
+///   time = latency + bytes * bus_factor(kind, p) / (bus_bandwidth * efficiency(bytes)).
+/// An alpha-beta fit has a constant efficiency of 1; a ramp is a piecewise curve.
+struct CollectiveCurve {
+  double latency = 0;          ///< seconds (alpha), >= 0
+  double bus_bandwidth = 0;    ///< bytes/s, > 0
+  EfficiencyCurve efficiency;  ///< fraction of bus_bandwidth vs log10(bytes)
+  int ranks = 0;               ///< group size of the measurements (informational; 0 = unknown)
+
+  double time(CollectiveKind kind, int ranks_in_group, double bytes) const;
+
+  bool operator==(const CollectiveCurve& o) const {
+    return latency == o.latency && bus_bandwidth == o.bus_bandwidth &&
+           efficiency == o.efficiency && ranks == o.ranks;
+  }
+  bool operator!=(const CollectiveCurve& o) const { return !(*this == o); }
+};
+
+/// How well one fitted term reproduces its measurements (relative errors |pred - meas| / meas).
+struct FitError {
+  double median = 0;
+  double p90 = 0;
+  int points = 0;
+
+  bool operator==(const FitError& o) const {
+    return median == o.median && p90 == o.p90 && points == o.points;
+  }
+  bool operator!=(const FitError& o) const { return !(*this == o); }
+};
+
 struct CostProfile {
   std::string name = "default";
   std::string description;
@@ -79,11 +124,26 @@ struct CostProfile {
   std::array<LinkOverride, kNumLinkLevels> links{};   ///< indexed by LinkLevel (kSame unused)
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
   double launch_overhead = -1;  ///< seconds per op; < 0 = each device's own
+  /// Optional measured curves per collective kind and link level (kIntraHost: the group is
+  /// on one host; kInterHost: it spans hosts). When present, CostModel times that collective
+  /// with the curve instead of its alpha-beta formulas (docs/formats/profile.md).
+  std::array<std::array<std::optional<CollectiveCurve>, kNumLinkLevels>, kNumCollectiveKinds>
+      collective_curves{};
+  /// Fit quality per term ("collective_curves.all_reduce.intra_host", "ops.matmul.compute",
+  /// "links.inter_host", "launch_overhead", ...); informational, written by calibration.
+  std::map<std::string, FitError> fit_errors;
 
   OpCostProfile& op(OpCategory c) { return ops[static_cast<int>(c)]; }
   const OpCostProfile& op(OpCategory c) const { return ops[static_cast<int>(c)]; }
   LinkOverride& link(LinkLevel l) { return links[static_cast<int>(l)]; }
   const LinkOverride& link(LinkLevel l) const { return links[static_cast<int>(l)]; }
+  std::optional<CollectiveCurve>& curve(CollectiveKind k, LinkLevel l) {
+    return collective_curves[static_cast<int>(k)][static_cast<int>(l)];
+  }
+  const std::optional<CollectiveCurve>& curve(CollectiveKind k, LinkLevel l) const {
+    return collective_curves[static_cast<int>(k)][static_cast<int>(l)];
+  }
+  bool has_collective_curves() const;
 
   /// Throws ValidationError "<where>: <field>: ..." on a non-positive or > 2 efficiency,
   /// x values that do not increase, a negative latency, a NaN.

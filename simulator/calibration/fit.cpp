@@ -1,0 +1,690 @@
+#include "simulator/calibration/fit.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "simulator/cost_model.h"
+#include "src/io/units.h"
+#include "src/util/error.h"
+#include "src/util/format.h"
+
+namespace placer {
+
+// ---- primitives ------------------------------------------------------------------------------
+
+namespace {
+
+// `v` rounded to `digits` significant digits (profiles stay readable; the errors written
+// are those of the rounded values).
+double round_sig(double v, int digits = 4) {
+  if (!(v != 0) || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, digits - 1 - std::floor(std::log10(std::abs(v))));
+  return std::round(v * scale) / scale;
+}
+
+}  // namespace
+
+AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>& t) {
+  PLACER_CHECK(x.size() == t.size(),
+               "fit_alpha_beta: " << x.size() << " sizes but " << t.size() << " times");
+  if (x.empty()) throw ValidationError("alpha-beta fit: no points");
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!(t[i] > 0) || !std::isfinite(t[i]) || !(x[i] >= 0) || !std::isfinite(x[i])) {
+      throw ValidationError("alpha-beta fit: point " + std::to_string(i) +
+                            " needs a size >= 0 and a time > 0");
+    }
+  }
+  const double xmin = *std::min_element(x.begin(), x.end());
+  const double xmax = *std::max_element(x.begin(), x.end());
+  AlphaBeta ab;
+  auto slope_only = [&]() {
+    // min sum ((b x_i - t_i) / t_i)^2  ->  b = sum(x_i / t_i) / sum(x_i^2 / t_i^2)
+    double num = 0, den = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      num += x[i] / t[i];
+      den += (x[i] / t[i]) * (x[i] / t[i]);
+    }
+    if (!(den > 0)) throw ValidationError("alpha-beta fit: every size is 0");
+    AlphaBeta r;
+    r.alpha = 0;
+    r.beta = num / den;
+    return r;
+  };
+  if (x.size() < 2 || xmax - xmin <= 1e-12 * std::max(1.0, xmax)) {
+    ab = slope_only();
+  } else {
+    const Eigen::Index n = static_cast<Eigen::Index>(x.size());
+    Eigen::MatrixXd a(n, 2);
+    Eigen::VectorXd rhs = Eigen::VectorXd::Ones(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double w = 1.0 / t[static_cast<size_t>(i)];
+      a(i, 0) = w;
+      a(i, 1) = x[static_cast<size_t>(i)] * w;
+    }
+    const Eigen::Vector2d sol = a.colPivHouseholderQr().solve(rhs);
+    ab.alpha = sol(0);
+    ab.beta = sol(1);
+    if (!(ab.alpha >= 0) || !(ab.beta > 0)) ab = slope_only();
+  }
+  if (!(ab.beta > 0) || !std::isfinite(ab.beta)) {
+    throw ValidationError("alpha-beta fit: time does not grow with size (beta " +
+                          format_double(ab.beta) + ")");
+  }
+  return ab;
+}
+
+FitError relative_errors(const std::vector<double>& predicted,
+                         const std::vector<double>& measured) {
+  PLACER_CHECK(predicted.size() == measured.size(), "relative_errors: sizes differ");
+  FitError e;
+  e.points = static_cast<int>(measured.size());
+  if (measured.empty()) return e;
+  std::vector<double> r;
+  r.reserve(measured.size());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    r.push_back(std::abs(predicted[i] - measured[i]) / measured[i]);
+  }
+  std::sort(r.begin(), r.end());
+  const size_t n = r.size();
+  e.median = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+  const size_t k = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  e.p90 = r[std::min(n, std::max<size_t>(k, 1)) - 1];
+  return e;
+}
+
+EfficiencyCurve fit_efficiency_curve(const std::vector<double>& size,
+                                     const std::vector<double>& eff, double knot_step,
+                                     double min_eff, double max_eff, bool monotone) {
+  PLACER_CHECK(size.size() == eff.size(), "fit_efficiency_curve: sizes differ");
+  PLACER_CHECK(knot_step > 0, "fit_efficiency_curve: knot_step must be > 0");
+  if (size.empty()) throw ValidationError("efficiency fit: no points");
+  std::vector<double> x, e;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] > 0 && eff[i] > 0 && std::isfinite(eff[i])) {
+      x.push_back(std::log10(size[i]));
+      e.push_back(eff[i]);
+    }
+  }
+  if (x.empty())
+    throw ValidationError("efficiency fit: no point with a positive size and efficiency");
+  auto clamp = [&](double v) { return std::min(max_eff, std::max(min_eff, v)); };
+  const double xmin = *std::min_element(x.begin(), x.end());
+  const double xmax = *std::max_element(x.begin(), x.end());
+  if (xmax - xmin < 1e-9) {
+    // Constant: minimises sum ((v - e_i) / e_i)^2  ->  v = sum(1/e) / sum(1/e^2).
+    double num = 0, den = 0;
+    for (double v : e) num += 1 / v, den += 1 / (v * v);
+    return EfficiencyCurve::constant(clamp(round_sig(num / den)));
+  }
+  std::vector<double> knots;
+  const double k0 = std::floor(xmin / knot_step + 1e-9) * knot_step;
+  for (double k = k0; k < xmax + knot_step - 1e-9; k += knot_step) knots.push_back(k);
+  if (knots.back() < xmax) knots.push_back(knots.back() + knot_step);
+  const Eigen::Index m = static_cast<Eigen::Index>(knots.size());
+  const Eigen::Index n = static_cast<Eigen::Index>(x.size());
+  // Scale of each knot: the efficiency of its nearest point (for the relative penalty).
+  std::vector<double> scale(knots.size(), 1.0);
+  for (size_t j = 0; j < knots.size(); ++j) {
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::abs(x[i] - knots[j]) < best) best = std::abs(x[i] - knots[j]), scale[j] = e[i];
+    }
+  }
+  const Eigen::Index rows = n + std::max<Eigen::Index>(0, m - 2);
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(rows, m);
+  Eigen::VectorXd rhs = Eigen::VectorXd::Zero(rows);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const double xi = x[static_cast<size_t>(i)], w = 1 / e[static_cast<size_t>(i)];
+    size_t j = 0;
+    while (j + 2 < knots.size() && knots[j + 1] < xi) ++j;
+    const double u = std::min(1.0, std::max(0.0, (xi - knots[j]) / (knots[j + 1] - knots[j])));
+    a(i, static_cast<Eigen::Index>(j)) += (1 - u) * w;
+    a(i, static_cast<Eigen::Index>(j + 1)) += u * w;
+    rhs(i) = 1;
+  }
+  const double smooth = 1e-3;
+  for (Eigen::Index j = 1; j + 1 < m; ++j) {
+    const double s = smooth / scale[static_cast<size_t>(j)];
+    a(n + j - 1, j - 1) = s;
+    a(n + j - 1, j) = -2 * s;
+    a(n + j - 1, j + 1) = s;
+  }
+  const Eigen::VectorXd v = a.colPivHouseholderQr().solve(rhs);
+  std::vector<double> vals;
+  for (Eigen::Index j = 0; j < m; ++j) {
+    double val = v(j);
+    if (!std::isfinite(val)) val = scale[static_cast<size_t>(j)];
+    vals.push_back(clamp(val));
+  }
+  if (monotone) {
+    // Pool adjacent violators: the closest non-decreasing sequence (efficiency does not
+    // drop as messages / ops grow), so that no knot between data points dips.
+    std::vector<std::pair<double, int>> blocks;  // (mean, count)
+    for (double val : vals) {
+      blocks.emplace_back(val, 1);
+      while (blocks.size() > 1 && blocks[blocks.size() - 2].first > blocks.back().first) {
+        auto b = blocks.back();
+        blocks.pop_back();
+        auto& a2 = blocks.back();
+        a2.first = (a2.first * a2.second + b.first * b.second) / (a2.second + b.second);
+        a2.second += b.second;
+      }
+    }
+    vals.clear();
+    for (const auto& [mean, count] : blocks)
+      vals.insert(vals.end(), static_cast<size_t>(count), mean);
+  }
+  std::vector<std::pair<double, double>> pts;
+  for (size_t j = 0; j < vals.size(); ++j) pts.emplace_back(knots[j], clamp(round_sig(vals[j])));
+  return EfficiencyCurve::ramp(std::move(pts));
+}
+
+CollectiveCurve fit_collective_curve(CollectiveKind kind,
+                                     const std::vector<CollectivePoint>& points,
+                                     double line_tolerance, FitError* error, std::string* model,
+                                     double knot_step) {
+  if (points.empty()) throw ValidationError("collective fit: no points");
+  std::vector<double> x, t, bytes;
+  for (const CollectivePoint& p : points) {
+    if (p.ranks < 2) throw ValidationError("collective fit: a point with fewer than 2 ranks");
+    x.push_back(p.bytes * bus_factor(kind, p.ranks));
+    t.push_back(p.time_s);
+    bytes.push_back(p.bytes);
+  }
+  auto predict = [&](const CollectiveCurve& c) {
+    std::vector<double> pred;
+    for (const CollectivePoint& p : points) pred.push_back(c.time(kind, p.ranks, p.bytes));
+    return pred;
+  };
+  int max_ranks = 0;
+  for (const CollectivePoint& p : points) max_ranks = std::max(max_ranks, p.ranks);
+  const AlphaBeta ab = fit_alpha_beta(x, t);
+  CollectiveCurve line;
+  line.latency = round_sig(ab.alpha);
+  line.bus_bandwidth = round_sig(1 / ab.beta);
+  line.efficiency = EfficiencyCurve::constant(1.0);
+  line.ranks = max_ranks;
+  FitError line_err = relative_errors(predict(line), t);
+  if (line_err.median <= line_tolerance || points.size() < 3) {
+    if (error) *error = line_err;
+    if (model) *model = "alpha-beta";
+    return line;
+  }
+  double best_bw = 0, tmin = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < x.size(); ++i) {
+    best_bw = std::max(best_bw, x[i] / t[i]);
+    tmin = std::min(tmin, t[i]);
+  }
+  CollectiveCurve best = line;
+  FitError best_err = line_err;
+  std::string best_model = "alpha-beta";
+  for (double frac : {0.0, 0.25, 0.5, 0.75, 0.9}) {
+    CollectiveCurve c;
+    c.latency = round_sig(frac * tmin);
+    c.bus_bandwidth = round_sig(best_bw);
+    c.ranks = max_ranks;
+    std::vector<double> eff;
+    for (size_t i = 0; i < x.size(); ++i) eff.push_back(x[i] / ((t[i] - c.latency) * best_bw));
+    c.efficiency = fit_efficiency_curve(bytes, eff, knot_step, 1e-9, 2.0);
+    const FitError err = relative_errors(predict(c), t);
+    if (err.median < best_err.median - 1e-12 ||
+        (std::abs(err.median - best_err.median) <= 1e-12 && err.p90 < best_err.p90)) {
+      best = c;
+      best_err = err;
+      best_model = "curve(" + std::to_string(c.efficiency.points.size()) + " knots)";
+    }
+  }
+  if (error) *error = best_err;
+  if (model) *model = best_model;
+  return best;
+}
+
+// ---- devices ---------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::vector<int>> gpus_per_host(const Cluster& c) {
+  std::vector<std::vector<int>> out(static_cast<size_t>(c.num_hosts()));
+  bool any_gpu = false;
+  for (const Device& d : c.devices()) any_gpu |= d.spec.kind == DeviceKind::kGpu;
+  for (int i = 0; i < c.num_devices(); ++i) {
+    const Device& d = c.device(i);
+    if (!any_gpu || d.spec.kind == DeviceKind::kGpu) out[static_cast<size_t>(d.host)].push_back(i);
+  }
+  return out;
+}
+
+int first_gpu(const Cluster& c) {
+  for (int i = 0; i < c.num_devices(); ++i) {
+    if (c.device(i).spec.kind == DeviceKind::kGpu) return i;
+  }
+  return 0;
+}
+
+int max_per_host(const Cluster& c) {
+  int m = 0;
+  for (const auto& h : gpus_per_host(c)) m = std::max(m, static_cast<int>(h.size()));
+  return m;
+}
+
+LinkLevel collective_level(const Cluster& c, const Measurement& m) {
+  if (m.hosts > 1) return LinkLevel::kInterHost;
+  if (m.hosts == 1) return LinkLevel::kIntraHost;
+  return m.devices > max_per_host(c) ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
+}
+
+bool collective_kind(const std::string& op, CollectiveKind* k) {
+  return parse_collective_kind(op, k);
+}
+
+}  // namespace
+
+std::vector<int> group_devices(const Cluster& cluster, int ranks, int hosts,
+                               const std::string& where) {
+  const std::vector<std::vector<int>> per = gpus_per_host(cluster);
+  std::vector<int> out;
+  if (ranks < 1) throw ValidationError(where + ": a group needs at least 1 device");
+  if (hosts <= 0) {
+    for (const auto& h : per) {
+      for (int d : h) {
+        if (static_cast<int>(out.size()) < ranks) out.push_back(d);
+      }
+    }
+  } else {
+    if (hosts > static_cast<int>(per.size())) {
+      throw ValidationError(where + ": the measurement spans " + std::to_string(hosts) +
+                            " hosts; cluster '" + cluster.name + "' has " +
+                            std::to_string(per.size()));
+    }
+    const int each = (ranks + hosts - 1) / hosts;
+    for (int h = 0; h < hosts; ++h) {
+      const int want = std::min(each, ranks - static_cast<int>(out.size()));
+      if (static_cast<int>(per[static_cast<size_t>(h)].size()) < want) {
+        throw ValidationError(where + ": the measurement puts " + std::to_string(each) +
+                              " devices on each of " + std::to_string(hosts) + " hosts; host '" +
+                              cluster.host(h).name + "' of cluster '" + cluster.name + "' has " +
+                              std::to_string(per[static_cast<size_t>(h)].size()));
+      }
+      for (int i = 0; i < want; ++i)
+        out.push_back(per[static_cast<size_t>(h)][static_cast<size_t>(i)]);
+    }
+  }
+  if (static_cast<int>(out.size()) < ranks) {
+    throw ValidationError(where + ": the measurement uses " + std::to_string(ranks) +
+                          " devices; cluster '" + cluster.name + "' has " +
+                          std::to_string(out.size()));
+  }
+  return out;
+}
+
+// ---- fit_profile ------------------------------------------------------------------------------
+
+namespace {
+
+bool compute_bound(OpCategory c) { return c == OpCategory::kMatMul || c == OpCategory::kConv; }
+
+std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 1) + " GB/s"; }
+
+struct ComputePoint {
+  const Measurement* m = nullptr;  // null for trace ops
+  OpCategory cat = OpCategory::kOther;
+  DType dtype = DType::kF32;
+  double flops = 0, bytes = 0, time = 0;
+};
+
+// Median of the smallest 5% (at least one) of the values.
+double floor_time(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t k = std::max<size_t>(1, v.size() / 20);
+  v.resize(k);
+  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+}  // namespace
+
+FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
+                      const std::vector<MeasurementSet>& measurements,
+                      const std::vector<ProfilerTrace>& traces, const FitOptions& options) {
+  cluster.validate();
+  FitReport rep;
+  rep.profile = base;
+  CostProfile& p = rep.profile;
+  std::map<std::string, int> skipped;  // reason -> rows
+  const int gpu = first_gpu(cluster);
+  const DeviceSpec& spec = cluster.device(gpu).spec;
+
+  // -- collectives and links
+  std::map<std::pair<int, int>, std::vector<CollectivePoint>> coll;             // (kind, level)
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> link_pts;  // level -> x, t
+  std::vector<ComputePoint> compute;
+  for (const MeasurementSet& set : measurements) {
+    for (const Measurement& m : set.rows) {
+      if (m.kind == MeasureKind::kCollective) {
+        if (m.op == "send_recv") {
+          const int level =
+              static_cast<int>(m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost);
+          link_pts[level].first.push_back(m.bytes);
+          link_pts[level].second.push_back(m.time_s);
+          continue;
+        }
+        CollectiveKind k;
+        if (!collective_kind(m.op, &k)) {
+          ++skipped["collective '" + m.op + "' is not modelled"];
+          continue;
+        }
+        if (m.devices < 2 || !(m.bytes > 0)) {
+          ++skipped["collective rows with < 2 ranks or 0 bytes (no bus bandwidth)"];
+          continue;
+        }
+        const int level = static_cast<int>(collective_level(cluster, m));
+        coll[{static_cast<int>(k), level}].push_back({m.bytes, m.devices, m.time_s});
+      } else if (m.kind == MeasureKind::kMemcpy) {
+        LinkLevel level;
+        if (m.op == "p2p") {
+          level = m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
+        } else if (m.op == "h2d" || m.op == "d2h") {
+          level = LinkLevel::kHostDevice;
+        } else {
+          ++skipped
+              ["memcpy " + m.op +
+               " (device-local copies measure memory bandwidth, which the cluster file holds)"];
+          continue;
+        }
+        if (!(m.bytes > 0)) {
+          ++skipped["memcpy rows with 0 bytes"];
+          continue;
+        }
+        link_pts[static_cast<int>(level)].first.push_back(m.bytes);
+        link_pts[static_cast<int>(level)].second.push_back(m.time_s);
+      } else {
+        ComputePoint c;
+        c.m = &m;
+        if (!measure_category(m.kind, &c.cat)) continue;
+        if (m.dtype == "tf32") {
+          ++skipped["tf32 compute rows (the cluster format has no tf32 peak)"];
+          continue;
+        }
+        if (!measure_dtype(m.dtype, &c.dtype)) {
+          ++skipped["compute rows with dtype '" + m.dtype + "'"];
+          continue;
+        }
+        c.flops = m.flops;
+        c.bytes = m.bytes;
+        c.time = m.time_s;
+        if (compute_bound(c.cat) ? !(c.flops > 0) : !(c.bytes > 0)) {
+          ++skipped[std::string(to_string(m.kind)) + " rows without " +
+                    (compute_bound(c.cat) ? "flops" : "bytes")];
+          continue;
+        }
+        compute.push_back(c);
+      }
+    }
+  }
+  // Profiler traces: one point per CPU-op instance (its kernels' total time).
+  std::vector<double> kernel_times;
+  for (const ProfilerTrace& tr : traces) {
+    std::map<long long, ComputePoint> per_op;
+    for (const ProfiledKernel& k : tr.kernels) {
+      if (k.cat != "kernel") continue;
+      kernel_times.push_back(k.dur_s);
+      if (k.op_id < 0 || !(k.op_flops > 0) || !compute_bound(k.category)) continue;
+      ComputePoint& c = per_op[k.op_id];
+      c.cat = k.category;
+      c.dtype = options.trace_dtype;
+      c.flops = k.op_flops;
+      c.time += k.dur_s;
+    }
+    for (auto& [id, c] : per_op) {
+      if (c.time > 0) compute.push_back(c);
+    }
+  }
+
+  for (const auto& [key, pts] : coll) {
+    const CollectiveKind kind = static_cast<CollectiveKind>(key.first);
+    const LinkLevel level = static_cast<LinkLevel>(key.second);
+    TermFit tf;
+    tf.term = std::string("collective_curves.") + to_string(kind) + "." + to_string(level);
+    const CollectiveCurve c = fit_collective_curve(kind, pts, options.line_tolerance, &tf.error,
+                                                   &tf.model, options.knot_step);
+    p.curve(kind, level) = c;
+    tf.points = static_cast<int>(pts.size());
+    tf.values = "latency " + human_time(c.latency) + ", bus bw " + gbps(c.bus_bandwidth) +
+                ", ranks " + std::to_string(c.ranks);
+    p.fit_errors[tf.term] = tf.error;
+    rep.terms.push_back(tf);
+  }
+  for (const auto& [lv, xt] : link_pts) {
+    const LinkLevel level = static_cast<LinkLevel>(lv);
+    TermFit tf;
+    tf.term = std::string("links.") + to_string(level);
+    const double xmin = *std::min_element(xt.first.begin(), xt.first.end());
+    const double xmax = *std::max_element(xt.first.begin(), xt.first.end());
+    AlphaBeta ab;
+    if (xmax >= 100 * xmin) {
+      ab = fit_alpha_beta(xt.first, xt.second);
+      tf.model = "alpha-beta";
+    } else {
+      // Sizes within two decades do not pin the latency down (a line through large
+      // messages only): keep the base's latency, fit the bandwidth.
+      const LinkOverride& o = base.link(level);
+      ab.alpha = o.latency >= 0 ? o.latency : cluster.link(level).latency;
+      // min sum ((alpha + beta x_i - t_i) / t_i)^2 over beta
+      double num = 0, den = 0;
+      for (size_t i = 0; i < xt.first.size(); ++i) {
+        const double x = xt.first[i], t = xt.second[i];
+        num += x * (t - ab.alpha) / (t * t);
+        den += x * x / (t * t);
+      }
+      if (!(num > 0 && den > 0)) {
+        throw ValidationError(std::string("links.") + to_string(level) +
+                              ": the measured times are below the latency; cannot fit a bandwidth");
+      }
+      ab.beta = num / den;
+      tf.model = "bandwidth only";
+    }
+    ab.alpha = round_sig(ab.alpha);
+    ab.beta = 1 / round_sig(1 / ab.beta);
+    LinkOverride& o = p.link(level);
+    o.latency = ab.alpha;
+    o.bandwidth = 1 / ab.beta;
+    o.bandwidth_efficiency = 1.0;
+    std::vector<double> pred;
+    for (double b : xt.first) pred.push_back(ab.alpha + ab.beta * b);
+    tf.error = relative_errors(pred, xt.second);
+    tf.points = static_cast<int>(xt.first.size());
+    tf.values = "latency " + human_time(ab.alpha) + ", bandwidth " + gbps(1 / ab.beta);
+    p.fit_errors[tf.term] = tf.error;
+    rep.terms.push_back(tf);
+  }
+
+  // -- compute: launch overhead, then per-category curves
+  if (!compute.empty() || !kernel_times.empty()) {
+    std::vector<double> times = kernel_times;
+    for (const ComputePoint& c : compute) {
+      if (c.m) times.push_back(c.time);
+    }
+    // The launch overhead: what the smallest kernels cost (their roofline time is ~0), from
+    // enough of them; otherwise the base's (or each device's own).
+    constexpr size_t kMinLaunchSamples = 8;
+    if (times.size() >= kMinLaunchSamples) {
+      p.launch_overhead = round_sig(floor_time(times));
+      TermFit tf;
+      tf.term = "launch_overhead";
+      tf.model = "fastest 5%";
+      tf.values = human_time(p.launch_overhead) + " (median of the fastest 5% of " +
+                  std::to_string(times.size()) + " kernels / rows)";
+      tf.points = static_cast<int>(times.size());
+      tf.has_error = false;
+      rep.terms.push_back(tf);
+    } else {
+      rep.notes.push_back("launch overhead kept (" + std::to_string(times.size()) +
+                          " compute rows / kernels; at least " + std::to_string(kMinLaunchSamples) +
+                          " are needed to estimate it)");
+    }
+    const double launch = p.launch_overhead >= 0 ? p.launch_overhead : spec.launch_overhead;
+    std::map<int, std::vector<const ComputePoint*>> by_cat;
+    for (const ComputePoint& c : compute) by_cat[static_cast<int>(c.cat)].push_back(&c);
+    for (const auto& [ci, pts] : by_cat) {
+      const OpCategory cat = static_cast<OpCategory>(ci);
+      const bool cb = compute_bound(cat);
+      std::vector<double> size, eff;
+      for (const ComputePoint* c : pts) {
+        // CSV rows time launch + kernel; profiled kernels only the kernel.
+        const double busy = c->m ? std::max(c->time - launch, 0.05 * c->time) : c->time;
+        const double s = cb ? c->flops : c->bytes;
+        const double peak = cb ? spec.peak(c->dtype) : spec.memory_bandwidth;
+        size.push_back(s);
+        eff.push_back(s / (peak * busy));
+      }
+      EfficiencyCurve curve = fit_efficiency_curve(size, eff, options.knot_step, 1e-4, 2.0);
+      if (cb) {
+        p.op(cat).compute = curve;
+      } else {
+        p.op(cat).memory = curve;
+      }
+    }
+    // Errors with the whole op model (launch + roofline), as the simulator will use it.
+    CostModel cost(cluster, p);
+    for (const auto& [ci, pts] : by_cat) {
+      const OpCategory cat = static_cast<OpCategory>(ci);
+      const bool cb = compute_bound(cat);
+      std::vector<double> pred, meas;
+      for (const ComputePoint* c : pts) {
+        Op op;
+        op.category = cat;
+        op.dtype = c->dtype;
+        op.flops = c->flops;
+        const bool from_trace = c->m == nullptr;
+        // Trace times are kernel time only (no launch): compare without it.
+        const double t = cost.op_time(op, static_cast<uint64_t>(c->bytes), gpu) -
+                         (from_trace ? cost.launch_overhead(gpu) : 0);
+        pred.push_back(t);
+        meas.push_back(c->time);
+      }
+      TermFit t2;
+      t2.term = std::string("ops.") + to_string(cat) +
+                (cb ? ".compute_efficiency" : ".memory_efficiency");
+      t2.model = "efficiency curve";
+      const EfficiencyCurve& c = cb ? p.op(cat).compute : p.op(cat).memory;
+      t2.values = std::to_string(c.points.size()) + " knots, " + fixed(c.points.front().second, 3) +
+                  " .. " + fixed(c.points.back().second, 3) +
+                  (cb ? " of peak FLOP/s" : " of memory bw");
+      t2.points = static_cast<int>(pts.size());
+      t2.error = relative_errors(pred, meas);
+      p.fit_errors[t2.term] = t2.error;
+      rep.terms.push_back(t2);
+    }
+  }
+  for (const auto& [reason, n] : skipped) {
+    rep.notes.push_back("skipped " + std::to_string(n) + " row(s): " + reason);
+  }
+  if (rep.terms.empty()) {
+    throw ValidationError(
+        "calibrate fit: nothing to fit (no collective, link, compute rows or profiled kernels)");
+  }
+  p.validate("fitted profile");
+  return rep;
+}
+
+// ---- check ------------------------------------------------------------------------------------
+
+CheckReport check_profile(const Cluster& cluster, const CostProfile& profile,
+                          const std::vector<MeasurementSet>& measurements) {
+  CostModel cost(cluster, profile);
+  CheckReport rep;
+  const int gpu = first_gpu(cluster);
+  std::map<std::string, int> skipped;
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> groups;
+  std::vector<double> all_p, all_m, coll_p, coll_m, comp_p, comp_m;
+  for (const MeasurementSet& set : measurements) {
+    for (const Measurement& m : set.rows) {
+      CheckRow row;
+      row.m = &m;
+      double pred = -1;
+      bool is_coll = false, is_comp = false;
+      if (m.kind == MeasureKind::kCollective || (m.kind == MeasureKind::kMemcpy && m.op == "p2p")) {
+        if (m.op == "send_recv" || m.op == "p2p") {
+          const std::vector<int> d = group_devices(cluster, 2, m.hosts > 1 ? 2 : 1, m.where());
+          pred = cost.transfer_time(d[0], d[1], static_cast<uint64_t>(m.bytes));
+          row.group = (m.op == "p2p" ? "memcpy p2p " : "send_recv ") +
+                      std::string(to_string(cluster.level(d[0], d[1])));
+          is_coll = m.op == "send_recv";
+        } else {
+          CollectiveKind k;
+          if (!parse_collective_kind(m.op, &k)) {
+            ++skipped["collective '" + m.op + "' is not modelled"];
+            continue;
+          }
+          const std::vector<int> d = group_devices(cluster, m.devices, m.hosts, m.where());
+          pred = cost.collective_time(k, d, static_cast<uint64_t>(m.bytes), SyncScheme::kAuto);
+          const bool multi = cluster.device(d.front()).host != cluster.device(d.back()).host;
+          row.group = m.op + " " + (multi ? "inter_host" : "intra_host");
+          is_coll = true;
+        }
+      } else if (m.kind == MeasureKind::kMemcpy) {
+        if (m.op == "h2d" || m.op == "d2h") {
+          int cpu = -1;
+          for (int i = 0; i < cluster.num_devices(); ++i) {
+            if (cluster.device(i).spec.kind == DeviceKind::kCpu &&
+                cluster.device(i).host == cluster.device(gpu).host) {
+              cpu = i;
+              break;
+            }
+          }
+          if (cpu < 0) {
+            ++skipped["memcpy h2d/d2h (the cluster has no CPU device on the GPU's host)"];
+            continue;
+          }
+          pred = m.op == "h2d" ? cost.transfer_time(cpu, gpu, static_cast<uint64_t>(m.bytes))
+                               : cost.transfer_time(gpu, cpu, static_cast<uint64_t>(m.bytes));
+          row.group = "memcpy " + m.op;
+        } else {
+          ++skipped["memcpy " + m.op + " (not a link transfer)"];
+          continue;
+        }
+      } else {
+        Op op;
+        if (!measure_category(m.kind, &op.category)) continue;
+        if (m.dtype == "tf32") {
+          ++skipped["tf32 compute rows (the cluster format has no tf32 peak)"];
+          continue;
+        }
+        if (!measure_dtype(m.dtype, &op.dtype)) {
+          ++skipped["compute rows with dtype '" + m.dtype + "'"];
+          continue;
+        }
+        op.flops = m.flops;
+        pred = cost.op_time(op, static_cast<uint64_t>(m.bytes), gpu);
+        row.group = std::string(to_string(m.kind)) + " " + m.dtype;
+        is_comp = true;
+      }
+      row.predicted = pred;
+      row.rel_error = (pred - m.time_s) / m.time_s;
+      if (!groups.count(row.group)) order.push_back(row.group);
+      groups[row.group].first.push_back(pred);
+      groups[row.group].second.push_back(m.time_s);
+      all_p.push_back(pred);
+      all_m.push_back(m.time_s);
+      if (is_coll) coll_p.push_back(pred), coll_m.push_back(m.time_s);
+      if (is_comp) comp_p.push_back(pred), comp_m.push_back(m.time_s);
+      rep.rows.push_back(row);
+    }
+  }
+  for (const std::string& g : order) {
+    rep.groups.emplace_back(g, relative_errors(groups[g].first, groups[g].second));
+  }
+  rep.overall = relative_errors(all_p, all_m);
+  rep.collectives = relative_errors(coll_p, coll_m);
+  rep.compute = relative_errors(comp_p, comp_m);
+  for (const auto& [reason, n] : skipped) {
+    rep.notes.push_back("not predicted: " + std::to_string(n) + " row(s): " + reason);
+  }
+  return rep;
+}
+
+}  // namespace placer

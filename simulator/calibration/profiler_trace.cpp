@@ -1,0 +1,211 @@
+#include "simulator/calibration/profiler_trace.h"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "src/io/yaml_util.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool has(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// Category from a name; kOther when no rule matches. Order matters: convolution kernels
+// are implicit GEMMs, so the conv rules come first.
+bool classify_name(const std::string& raw, OpCategory* out) {
+  const std::string n = lower(raw);
+  if (n.empty()) return false;
+  auto set = [&](OpCategory c) {
+    *out = c;
+    return true;
+  };
+  if (has(n, "nccl") || has(n, "all_reduce") || has(n, "allreduce") || has(n, "all_gather") ||
+      has(n, "allgather") || has(n, "reduce_scatter") || has(n, "broadcast_")) {
+    return set(OpCategory::kCommunication);
+  }
+  if (has(n, "conv") || has(n, "fprop") || has(n, "dgrad") || has(n, "wgrad") ||
+      has(n, "winograd") || has(n, "implicit_gemm") || has(n, "implicit_convolve")) {
+    return set(OpCategory::kConv);
+  }
+  if (has(n, "softmax")) return set(OpCategory::kSoftmax);
+  if (has(n, "layer_norm") || has(n, "layernorm") || has(n, "batch_norm") || has(n, "batchnorm") ||
+      has(n, "rms_norm") || has(n, "rmsnorm") || has(n, "group_norm") || has(n, "instance_norm") ||
+      has(n, "bn_fw") || has(n, "bn_bw")) {
+    return set(OpCategory::kNormalization);
+  }
+  if (has(n, "adam") || has(n, "sgd") || has(n, "optimizer") || has(n, "multi_tensor_apply")) {
+    return set(OpCategory::kOptimizer);
+  }
+  if (has(n, "gemm") || has(n, "matmul") || has(n, "aten::mm") || has(n, "aten::bmm") ||
+      has(n, "aten::addmm") || has(n, "aten::linear") || has(n, "cublas") || has(n, "cutlass") ||
+      has(n, "xmma") || has(n, "aten::baddbmm") || has(n, "aten::einsum") ||
+      has(n, "scaled_dot_product") || has(n, "flash")) {
+    return set(OpCategory::kMatMul);
+  }
+  if (has(n, "pool")) return set(OpCategory::kPooling);
+  if (has(n, "embedding") || has(n, "index_select") || has(n, "gather") ||
+      has(n, "indexing_backward")) {
+    return set(OpCategory::kEmbedding);
+  }
+  if (has(n, "lstm") || has(n, "gru") || has(n, "aten::rnn")) return set(OpCategory::kRecurrent);
+  if (has(n, "reduce") || has(n, "aten::sum") || has(n, "aten::mean") || has(n, "aten::max") ||
+      has(n, "aten::min") || has(n, "argmax") || has(n, "aten::norm") || has(n, "nll_loss") ||
+      has(n, "cross_entropy")) {
+    return set(OpCategory::kReduction);
+  }
+  if (has(n, "transpose") || has(n, "permute") || has(n, "aten::cat") || has(n, "memcpy") ||
+      has(n, "aten::copy_") || has(n, "aten::contiguous") || has(n, "aten::to") || has(n, "cat_") ||
+      has(n, "concat")) {
+    return set(OpCategory::kDataMovement);
+  }
+  if (has(n, "elementwise") || has(n, "vectorized") || has(n, "unrolled") || has(n, "aten::add") ||
+      has(n, "aten::mul") || has(n, "aten::sub") || has(n, "aten::div") || has(n, "relu") ||
+      has(n, "gelu") || has(n, "silu") || has(n, "sigmoid") || has(n, "tanh") ||
+      has(n, "dropout") || has(n, "fill") || has(n, "aten::where") || has(n, "aten::exp") ||
+      has(n, "aten::pow")) {
+    return set(OpCategory::kElementwise);
+  }
+  return false;
+}
+
+double num(const nlohmann::json& v, bool* ok) {
+  if (v.is_number()) {
+    *ok = true;
+    return v.get<double>();
+  }
+  if (v.is_string()) {
+    try {
+      size_t used = 0;
+      const std::string s = v.get<std::string>();
+      const double d = std::stod(s, &used);
+      *ok = used == s.size();
+      return d;
+    } catch (...) {
+    }
+  }
+  *ok = false;
+  return 0;
+}
+
+long long id_of(const nlohmann::json& args, const char* key) {
+  if (!args.is_object()) return -1;
+  auto it = args.find(key);
+  if (it == args.end()) return -1;
+  bool ok = false;
+  const double d = num(*it, &ok);
+  return ok ? static_cast<long long>(d) : -1;
+}
+
+}  // namespace
+
+OpCategory classify_kernel(const std::string& op_name, const std::string& kernel_name) {
+  OpCategory c = OpCategory::kOther;
+  if (classify_name(op_name, &c)) return c;
+  if (classify_name(kernel_name, &c)) return c;
+  return OpCategory::kOther;
+}
+
+ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::string& file) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw FormatError(file + ": malformed JSON (" + e.what() + ")");
+  }
+  const nlohmann::json* events = nullptr;
+  if (root.is_array()) {
+    events = &root;
+  } else if (root.is_object() && root.contains("traceEvents") && root["traceEvents"].is_array()) {
+    events = &root["traceEvents"];
+  } else {
+    throw FormatError(file + ": not a Chrome trace (expected an object with a traceEvents array)");
+  }
+  struct CpuOp {
+    std::string name;
+    double flops = 0;
+  };
+  std::unordered_map<long long, CpuOp> ops;          // External id -> cpu op
+  std::unordered_map<long long, long long> runtime;  // correlation -> External id
+  ProfilerTrace t;
+  t.source = file;
+  std::vector<std::pair<size_t, nlohmann::json>> kernel_events;
+  for (size_t i = 0; i < events->size(); ++i) {
+    const nlohmann::json& e = (*events)[i];
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", std::string());
+    if (ph != "X") continue;
+    const std::string cat =
+        e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : std::string();
+    const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+    const std::string lc = lower(cat);
+    if (lc == "cpu_op" || lc == "operator" || lc == "user_annotation") {
+      if (lc == "cpu_op" || lc == "operator") ++t.cpu_ops;
+      const long long ext = id_of(args, "External id");
+      if (ext >= 0 && (lc != "user_annotation")) {
+        CpuOp op;
+        op.name = e.value("name", std::string());
+        if (args.is_object() && args.contains("flops")) {
+          bool ok = false;
+          const double f = num(args["flops"], &ok);
+          if (ok && f > 0) op.flops = f;
+        }
+        // The innermost op of a nest shares the id space; keep the first (outermost) name.
+        ops.emplace(ext, std::move(op));
+      }
+    } else if (lc == "cuda_runtime" || lc == "cuda_driver" || lc == "runtime") {
+      const long long corr = id_of(args, "correlation");
+      const long long ext = id_of(args, "External id");
+      if (corr >= 0 && ext >= 0) runtime[corr] = ext;
+    } else if (lc == "kernel" || lc == "gpu_memcpy" || lc == "gpu_memset") {
+      kernel_events.emplace_back(i, e);
+    }
+  }
+  for (const auto& [index, e] : kernel_events) {
+    const std::string where = file + ": traceEvents[" + std::to_string(index) + "]";
+    ProfiledKernel k;
+    k.name = e.value("name", std::string());
+    k.cat = e["cat"].get<std::string>();
+    bool ok_ts = false, ok_dur = false;
+    const double ts = e.contains("ts") ? num(e["ts"], &ok_ts) : 0;
+    const double dur = e.contains("dur") ? num(e["dur"], &ok_dur) : 0;
+    if (!ok_ts || !ok_dur) {
+      throw FormatError(where + ": " + k.cat + " event '" + k.name +
+                        "' needs numeric ts and dur (microseconds)");
+    }
+    if (dur < 0) throw FormatError(where + ": negative dur");
+    k.start_s = ts * 1e-6;
+    k.dur_s = dur * 1e-6;
+    const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+    long long ext = id_of(args, "External id");
+    if (ext < 0 || !ops.count(ext)) {
+      const long long corr = id_of(args, "correlation");
+      if (corr >= 0) {
+        auto it = runtime.find(corr);
+        if (it != runtime.end()) ext = it->second;
+      }
+    }
+    if (auto it = ops.find(ext); ext >= 0 && it != ops.end()) {
+      k.op_name = it->second.name;
+      k.op_id = ext;
+      k.op_flops = it->second.flops;
+    }
+    k.category = classify_kernel(k.op_name, k.name);
+    t.kernels.push_back(std::move(k));
+  }
+  return t;
+}
+
+ProfilerTrace load_profiler_trace(const std::string& path) {
+  return parse_profiler_trace(read_text_file(path, "profiler trace"), path);
+}
+
+}  // namespace placer
