@@ -23,9 +23,20 @@ struct RainbowPPOptions {
   /// budget.max_evaluations > 0 overrides it.
   int episodes = 300;
   bool prune = true;     ///< PipelineEnvOptions::prune
+  /// PipelineEnvOptions::scope_depth; -1 = auto: 1 (sub-module pivots) when the layer-level
+  /// pivots number fewer than 4 x stages and depth 1 gives more, else 0.
+  int scope_depth = -1;
   int prune_radius = 2;  ///< PipelineEnvOptions::prune_radius
   /// Epsilon 1 -> 0.1 over this fraction of `episodes` x (stages - 1) agent steps.
   double epsilon_decay_fraction = 0.6;
+  /// Layout search: after each round of episodes, the best cut sets of the round are
+  /// simulated on other device groups (PipelineEnv::best_groups, proportional_groups, the
+  /// env's own) and micro-batch counts (PipelineEnv::micro_batch_candidates); the next round's
+  /// env uses the best layout found so far, so the agent picks cuts for it. false = cuts
+  /// only, on the env's equal groups and default micro-batches (the original Auto-MAP MDP).
+  bool search_layout = true;
+  int layout_rounds = 2;  ///< rounds of episodes (episodes split evenly) when search_layout
+  int layout_top = 4;     ///< cut sets per layout search (the round's best, distinct)
   int64_t batch_size = 32;                ///< replay batch
   int64_t replay_capacity = 2000;         ///< transitions
   int64_t target_update = 100;            ///< learn() updates between target syncs

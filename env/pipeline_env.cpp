@@ -23,9 +23,11 @@ bool all_digits(const std::string& s) {
 }
 
 // Module of a scope: its components (split on '.' and '/') up to the first numeric one,
-// inclusive; the first component when none is numeric; "" for an empty scope.
-std::string module_key(const std::string& scope) {
+// inclusive, plus `depth` more; the first component when none is numeric; "" for an empty
+// scope.
+std::string module_key(const std::string& scope, int depth) {
   std::string key, first, part;
+  int extra = -1;  // components taken after the first numeric one (-1: none seen yet)
   for (size_t i = 0; i <= scope.size(); ++i) {
     if (i < scope.size() && scope[i] != '.' && scope[i] != '/') {
       part += scope[i];
@@ -35,10 +37,12 @@ std::string module_key(const std::string& scope) {
     if (first.empty()) first = part;
     if (!key.empty()) key += '.';
     key += part;
-    if (all_digits(part)) return key;
+    if (extra >= 0) ++extra;
+    if (extra < 0 && all_digits(part)) extra = 0;
+    if (extra >= depth) return key;
     part.clear();
   }
-  return first;
+  return extra >= 0 ? key : first;
 }
 
 }  // namespace
@@ -58,9 +62,25 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   if (stages_ < 2) fail("stages", "must be >= 2, got " + std::to_string(stages_));
   if (options_.micro_batches < 0) fail("micro_batches", "must be >= 0 (0 = 4 x stages)");
   if (options_.prune_radius < 0) fail("prune_radius", "must be >= 0");
+  if (options_.scope_depth < 0) fail("scope_depth", "must be >= 0");
   if (!std::isfinite(options_.oom_penalty)) fail("oom_penalty", "must be finite");
   if (!std::isfinite(options_.reference_time) || options_.reference_time < 0)
     fail("reference_time", "must be finite and >= 0 (0 = simulate the center solution)");
+  if (!options_.groups.empty()) {
+    if (static_cast<int>(options_.groups.size()) != stages_) {
+      fail("groups", std::to_string(options_.groups.size()) + " device groups for " +
+                         std::to_string(stages_) + " stages (need one per stage)");
+    }
+    std::vector<int> all;
+    for (size_t s = 0; s < options_.groups.size(); ++s) {
+      if (options_.groups[s].empty()) fail("groups", "group " + std::to_string(s) + " is empty");
+      all.insert(all.end(), options_.groups[s].begin(), options_.groups[s].end());
+    }
+    if (!options_.devices.empty() && options_.devices != all) {
+      fail("devices", "must be empty or the concatenation of the groups");
+    }
+    options_.devices = std::move(all);
+  }
   if (options_.devices.empty()) {
     for (int d = 0; d < cluster.num_devices(); ++d) options_.devices.push_back(d);
   }
@@ -142,6 +162,7 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   for (const Tensor& t : graph.tensors()) any_grad = any_grad || t.is_param_grad;
   comp_.assign(static_cast<size_t>(F) + 1, 0);
   grad_ = comp_;
+  once_ = comp_;
   std::vector<double> diff(static_cast<size_t>(F) + 2, 0);
   param_count_.assign(static_cast<size_t>(F) + 1, 0);
   std::vector<uint8_t> has_param(static_cast<size_t>(F), 0);
@@ -149,7 +170,11 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   for (OpId o = 0; o < n; ++o) {
     const Op& op = graph.op(o);
     const size_t p = static_cast<size_t>(pos_of_op_[o]);
-    comp_[p + 1] += cost.op_time(op, graph.op_bytes(o), dev0);
+    const double t_op = cost.op_time(op, graph.op_bytes(o), dev0);
+    comp_[p + 1] += t_op;
+    const bool per_batch =
+        (op.phase == Phase::kForward || op.phase == Phase::kBackward) && op.batch_scaled;
+    if (!per_batch) once_[p + 1] += t_op;
     if (op.param_bytes > 0) has_param[p] = 1;
     if (!any_grad) grad_[p + 1] += static_cast<double>(op.param_bytes);
     for (TensorId t : op.outputs) {
@@ -174,6 +199,7 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   for (int p = 0; p < F; ++p) {
     comp_[static_cast<size_t>(p) + 1] += comp_[static_cast<size_t>(p)];
     grad_[static_cast<size_t>(p) + 1] += grad_[static_cast<size_t>(p)];
+    once_[static_cast<size_t>(p) + 1] += once_[static_cast<size_t>(p)];
     param_count_[static_cast<size_t>(p) + 1] =
         param_count_[static_cast<size_t>(p)] + has_param[static_cast<size_t>(p)];
     run += diff[static_cast<size_t>(p)];
@@ -184,7 +210,8 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   if (options_.use_scopes) {
     std::string prev;
     for (int p = 0; p < F; ++p) {
-      std::string key = module_key(graph.op(fwd_[static_cast<size_t>(p)]).scope);
+      std::string key =
+          module_key(graph.op(fwd_[static_cast<size_t>(p)]).scope, options_.scope_depth);
       if (key.empty()) continue;  // keeps the previous module
       if (!prev.empty() && key != prev) pivots_.push_back(p);
       prev = std::move(key);
@@ -306,7 +333,10 @@ void PipelineEnv::split_devices() {
   bool uniform = true;
   for (int r : runs) uniform = uniform && r == runs[0];
   std::vector<int> sizes(static_cast<size_t>(stages_));
-  if (uniform && H >= stages_) {
+  if (!options_.groups.empty()) {
+    for (int s = 0; s < stages_; ++s)
+      sizes[static_cast<size_t>(s)] = static_cast<int>(options_.groups[static_cast<size_t>(s)].size());
+  } else if (uniform && H >= stages_) {
     for (int s = 0; s < stages_; ++s)
       sizes[static_cast<size_t>(s)] = runs[0] * (H / stages_ + (s < H % stages_ ? 1 : 0));
   } else {
@@ -425,7 +455,7 @@ PipelineStepResult PipelineEnv::step(int pivot) {
   return res;
 }
 
-Plan PipelineEnv::to_plan(const std::vector<int>& cuts) const {
+void PipelineEnv::check_cuts(const std::vector<int>& cuts) const {
   if (static_cast<int>(cuts.size()) != stages_ - 1) {
     throw ValidationError(format_context(
         kCtx, "cuts",
@@ -441,14 +471,53 @@ Plan PipelineEnv::to_plan(const std::vector<int>& cuts) const {
       throw ValidationError(format_context(kCtx, "cuts", "pivots must be strictly increasing"));
     }
   }
+}
+
+std::vector<int> PipelineEnv::bounds(const std::vector<int>& cuts) const {
+  check_cuts(cuts);
   const int F = static_cast<int>(fwd_.size());
   std::vector<int> bound(static_cast<size_t>(stages_) + 1, F);
   bound[0] = 0;
   for (size_t i = 0; i < cuts.size(); ++i) bound[i + 1] = pivots_[static_cast<size_t>(cuts[i])];
+  return bound;
+}
+
+Plan PipelineEnv::to_plan(const std::vector<int>& cuts) const { return to_plan(cuts, layout()); }
+
+Plan PipelineEnv::to_plan(const std::vector<int>& cuts, const PipelineLayout& layout) const {
+  const std::vector<int> bound = bounds(cuts);
+  if (static_cast<int>(layout.groups.size()) != stages_) {
+    throw ValidationError(format_context(kCtx, "layout.groups",
+                                         std::to_string(layout.groups.size()) + " groups for " +
+                                             std::to_string(stages_) + " stages"));
+  }
+  if (layout.micro_batches < 1) {
+    throw ValidationError(format_context(kCtx, "layout.micro_batches",
+                                         "must be >= 1, got " +
+                                             std::to_string(layout.micro_batches)));
+  }
+  {
+    std::vector<uint8_t> seen(static_cast<size_t>(std::max(0, cluster_.num_devices())), 0);
+    for (size_t s = 0; s < layout.groups.size(); ++s) {
+      if (layout.groups[s].empty()) {
+        throw ValidationError(
+            format_context(kCtx, "layout.groups", "group " + std::to_string(s) + " is empty"));
+      }
+      for (int d : layout.groups[s]) {
+        if (d < 0 || d >= cluster_.num_devices() || seen[static_cast<size_t>(d)]) {
+          throw ValidationError(format_context(
+              kCtx, "layout.groups",
+              "device " + std::to_string(d) + " is outside the cluster or listed twice"));
+        }
+        seen[static_cast<size_t>(d)] = 1;
+      }
+    }
+  }
+  const int F = static_cast<int>(fwd_.size());
   Plan plan;
   plan.graph_name = graph_.name();
   plan.method = "pipeline-env";
-  plan.pipeline.micro_batches = micro_batches_;
+  plan.pipeline.micro_batches = layout.micro_batches;
   plan.pipeline.schedule = options_.schedule;
   std::vector<int> stage_of_pos(static_cast<size_t>(F), 0);
   for (int s = 0; s < stages_; ++s) {
@@ -458,19 +527,24 @@ Plan PipelineEnv::to_plan(const std::vector<int>& cuts) const {
       const auto& ops = fwd_ops_at_[static_cast<size_t>(p)];
       st.ops.insert(st.ops.end(), ops.begin(), ops.end());
     }
-    st.devices = groups_[static_cast<size_t>(s)];
+    st.devices = layout.groups[static_cast<size_t>(s)];
     plan.pipeline.stages.push_back(std::move(st));
   }
   plan.placement.resize(graph_.num_ops());
   for (OpId o = 0; o < graph_.num_ops(); ++o) {
     const int s = stage_of_pos[static_cast<size_t>(pos_of_op_[o])];
-    plan.placement[o] = groups_[static_cast<size_t>(s)][0];
+    plan.placement[o] = layout.groups[static_cast<size_t>(s)][0];
   }
   return plan;
 }
 
 PipelineStepResult PipelineEnv::evaluate(const std::vector<int>& cuts) {
-  const Plan plan = to_plan(cuts);
+  return evaluate(cuts, layout());
+}
+
+PipelineStepResult PipelineEnv::evaluate(const std::vector<int>& cuts,
+                                         const PipelineLayout& layout) {
+  const Plan plan = to_plan(cuts, layout);
   SimOptions so;
   so.critical_path = false;
   const SimResult r = sim_.run(plan, so);
@@ -480,6 +554,198 @@ PipelineStepResult PipelineEnv::evaluate(const std::vector<int>& cuts) {
   res.oom = r.oom;
   res.reward = r.oom ? options_.oom_penalty : reference_ / r.step_time;
   return res;
+}
+
+// --- Layout search ---------------------------------------------------------------------
+
+double PipelineEnv::estimate_bottleneck(const std::vector<int>& cuts,
+                                        const std::vector<std::vector<int>>& groups) const {
+  const std::vector<int> b = bounds(cuts);
+  if (static_cast<int>(groups.size()) != stages_) {
+    throw ValidationError(format_context(kCtx, "groups",
+                                         std::to_string(groups.size()) + " groups for " +
+                                             std::to_string(stages_) + " stages"));
+  }
+  double worst = 0;
+  for (int s = 0; s < stages_; ++s) {
+    const auto& g = groups[static_cast<size_t>(s)];
+    if (g.empty()) {
+      throw ValidationError(
+          format_context(kCtx, "groups", "group " + std::to_string(s) + " is empty"));
+    }
+    const size_t i = static_cast<size_t>(b[static_cast<size_t>(s)]);
+    const size_t j = static_cast<size_t>(b[static_cast<size_t>(s) + 1]);
+    const double r = static_cast<double>(g.size());
+    const double once = once_[j] - once_[i];
+    double t = (comp_[j] - comp_[i] - once) / r + once;
+    if (g.size() > 1 && grad_[j] > grad_[i]) {
+      std::vector<int> sorted = g;
+      std::sort(sorted.begin(), sorted.end());
+      t += cost_.group_collective_time(CollectiveKind::kAllReduce, cost_.make_group(sorted),
+                                       static_cast<uint64_t>(grad_[j] - grad_[i]),
+                                       SyncScheme::kAuto);
+    }
+    worst = std::max(worst, t);
+    if (s > 0) {
+      const auto& prev = groups[static_cast<size_t>(s) - 1];
+      const double bytes = std::ceil(cross_[i] / r);
+      worst = std::max(worst, 2 * cost_.transfer_time(prev.back(), g.front(),
+                                                      static_cast<uint64_t>(bytes)));
+    }
+  }
+  return worst;
+}
+
+std::vector<std::vector<int>> PipelineEnv::best_groups(const std::vector<int>& cuts) const {
+  const std::vector<int> b = bounds(cuts);
+  const auto& dev = options_.devices;
+  const int N = static_cast<int>(dev.size()), S = stages_;
+  std::vector<uint8_t> host_start(static_cast<size_t>(N), 1);
+  for (int d = 1; d < N; ++d) {
+    host_start[static_cast<size_t>(d)] = cluster_.device(dev[static_cast<size_t>(d)]).host !=
+                                         cluster_.device(dev[static_cast<size_t>(d) - 1]).host;
+  }
+  // Collective groups of every slice [first, first + r), built on demand.
+  std::vector<CollectiveGroup> coll(static_cast<size_t>(N) * N);
+  std::vector<uint8_t> made(coll.size(), 0);
+  auto stage_time = [&](int s, int first, int r) {
+    const size_t i = static_cast<size_t>(b[static_cast<size_t>(s)]);
+    const size_t j = static_cast<size_t>(b[static_cast<size_t>(s) + 1]);
+    const double once = once_[j] - once_[i];
+    double t = (comp_[j] - comp_[i] - once) / r + once;
+    if (r > 1 && grad_[j] > grad_[i]) {
+      const size_t k = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
+      if (!made[k]) {
+        std::vector<int> sorted(dev.begin() + first, dev.begin() + first + r);
+        std::sort(sorted.begin(), sorted.end());
+        coll[k] = cost_.make_group(sorted);
+        made[k] = 1;
+      }
+      t += cost_.group_collective_time(CollectiveKind::kAllReduce, coll[k],
+                                       static_cast<uint64_t>(grad_[j] - grad_[i]),
+                                       SyncScheme::kAuto);
+    }
+    return t;
+  };
+  auto boundary = [&](int s, int prev_last, int first, int r) {
+    const double bytes = std::ceil(cross_[static_cast<size_t>(b[static_cast<size_t>(s)])] / r);
+    return 2 * cost_.transfer_time(dev[static_cast<size_t>(prev_last)],
+                                   dev[static_cast<size_t>(first)], static_cast<uint64_t>(bytes));
+  };
+  // State (s, d): stages 0 .. s-1 placed on slots [0, d). Value: (bottleneck, sum of stage
+  // times), compared lexicographically (the sum breaks near-ties: shorter fill and drain).
+  struct Cell {
+    double worst = std::numeric_limits<double>::infinity();
+    double sum = 0;
+    int d_prev = -1, first = -1;
+  };
+  auto better = [](double w, double sm, const Cell& c) {
+    if (w < c.worst * (1 - 1e-9)) return true;
+    return w <= c.worst * (1 + 1e-9) && sm < c.sum;
+  };
+  std::vector<Cell> A(static_cast<size_t>(S + 1) * (N + 1));
+  auto at = [N](int s, int d) { return static_cast<size_t>(s) * (N + 1) + d; };
+  A[at(0, 0)].worst = 0;
+  for (int s = 0; s < S; ++s) {
+    for (int d_prev = 0; d_prev <= N; ++d_prev) {
+      const Cell& from = A[at(s, d_prev)];
+      if (!std::isfinite(from.worst)) continue;
+      // Start at d_prev, or skip to the next host boundary (never for the first stage).
+      std::vector<int> starts{d_prev};
+      if (s > 0 && d_prev < N && !host_start[static_cast<size_t>(d_prev)]) {
+        int h = d_prev + 1;
+        while (h < N && !host_start[static_cast<size_t>(h)]) ++h;
+        if (h < N) starts.push_back(h);
+      }
+      for (int first : starts) {
+        for (int r = 1; first + r <= N - (S - 1 - s); ++r) {
+          const double t = stage_time(s, first, r);
+          double w = std::max(from.worst, t);
+          if (s > 0) w = std::max(w, boundary(s, d_prev - 1, first, r));
+          const double sm = from.sum + t;
+          Cell& to = A[at(s + 1, first + r)];
+          if (better(w, sm, to)) to = Cell{w, sm, d_prev, first};
+        }
+      }
+    }
+  }
+  int best_d = -1;
+  for (int d = 1; d <= N; ++d) {
+    const Cell& c = A[at(S, d)];
+    if (std::isfinite(c.worst) &&
+        (best_d < 0 || better(c.worst, c.sum, A[at(S, best_d)])))
+      best_d = d;
+  }
+  std::vector<std::vector<int>> groups(static_cast<size_t>(S));
+  if (best_d < 0) return groups_;  // cannot happen: N >= S
+  for (int s = S, d = best_d; s > 0; --s) {
+    const Cell& c = A[at(s, d)];
+    groups[static_cast<size_t>(s) - 1].assign(dev.begin() + c.first, dev.begin() + d);
+    d = c.d_prev;
+  }
+  return groups;
+}
+
+std::vector<std::vector<int>> PipelineEnv::proportional_groups(const std::vector<int>& cuts) const {
+  const std::vector<int> b = bounds(cuts);
+  const auto& dev = options_.devices;
+  const int N = static_cast<int>(dev.size()), S = stages_;
+  std::vector<double> w(static_cast<size_t>(S));
+  double total = 0;
+  for (int s = 0; s < S; ++s) {
+    w[static_cast<size_t>(s)] = std::max(0.0, comp_[static_cast<size_t>(b[static_cast<size_t>(s) + 1])] -
+                                                  comp_[static_cast<size_t>(b[static_cast<size_t>(s)])]);
+    total += w[static_cast<size_t>(s)];
+  }
+  std::vector<int> n(static_cast<size_t>(S), 1);
+  std::vector<double> rem(static_cast<size_t>(S), 0);
+  int used = 0;
+  for (int s = 0; s < S; ++s) {
+    const double share = total > 0 ? N * w[static_cast<size_t>(s)] / total : double(N) / S;
+    n[static_cast<size_t>(s)] = std::max(1, static_cast<int>(std::floor(share)));
+    rem[static_cast<size_t>(s)] = share - std::floor(share);
+    used += n[static_cast<size_t>(s)];
+  }
+  while (used > N) {  // the at-least-one rule overshot: shrink the largest group
+    const size_t k = static_cast<size_t>(std::max_element(n.begin(), n.end()) - n.begin());
+    --n[k];
+    --used;
+  }
+  while (used < N) {  // largest remainder first (earlier stage on ties)
+    size_t k = 0;
+    for (size_t s = 1; s < n.size(); ++s) {
+      if (rem[s] > rem[k] + 1e-9) k = s;  // near-equal remainders: the earlier stage
+    }
+    ++n[k];
+    rem[k] = -1;
+    ++used;
+    if (std::all_of(rem.begin(), rem.end(), [](double x) { return x < 0; }))
+      std::fill(rem.begin(), rem.end(), 0.0);
+  }
+  std::vector<std::vector<int>> groups;
+  int at = 0;
+  for (int s = 0; s < S; ++s) {
+    groups.emplace_back(dev.begin() + at, dev.begin() + at + n[static_cast<size_t>(s)]);
+    at += n[static_cast<size_t>(s)];
+  }
+  return groups;
+}
+
+std::vector<int> PipelineEnv::micro_batch_candidates(
+    const std::vector<std::vector<int>>& groups) const {
+  size_t max_r = 1;
+  for (const auto& g : groups) max_r = std::max(max_r, g.size());
+  const int64_t batch = graph_.batch_size();
+  const int64_t cap = batch > 0 ? std::max<int64_t>(1, batch / static_cast<int64_t>(max_r))
+                                : 8 * static_cast<int64_t>(stages_);
+  std::vector<int> out;
+  for (int64_t m = std::min<int64_t>(2, cap); m <= cap; m *= 2) out.push_back(static_cast<int>(m));
+  for (int k : {1, 2, 4, 8}) {
+    out.push_back(static_cast<int>(std::min<int64_t>(cap, static_cast<int64_t>(k) * stages_)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace placer

@@ -43,13 +43,27 @@ struct PipelineEnvOptions {
   int micro_batches = 0;  ///< m >= 1; 0 = 4 * S, capped by the batch per replica
   PipelineSchedule schedule = PipelineSchedule::k1F1B;  ///< of the simulated plan
   std::vector<int> devices;  ///< cluster devices in pipeline order; empty = all
+  /// Explicit device group of every stage (S non-empty groups, no device twice); empty =
+  /// split `devices` (see docs/pipeline_env.md). When set, `devices` must be empty or
+  /// equal the groups' concatenation, which becomes the device list.
+  std::vector<std::vector<int>> groups;
   double oom_penalty = -1;   ///< terminal reward of a plan that runs out of memory
   bool prune = true;         ///< keep only pivots near the center solution
   int prune_radius = 2;      ///< in pivots, around each center cut (>= 0)
   bool use_scopes = true;    ///< pivots on module boundaries (false: every position)
+  /// Scope components kept after the first numeric one in the module key (0: the layer,
+  /// "encoder.layers.3"; 1: its sub-modules too, "encoder.layers.3.self_attn"). >= 0.
+  int scope_depth = 0;
   /// Simulate at the terminal step (false: reward 0, for measuring the feature updates).
   bool simulate = true;
   double reference_time = 0;  ///< > 0: overrides the simulated center solution's time
+};
+
+/// Device groups and micro-batch count of a pipeline: what PipelineEnv::to_plan uses besides
+/// the cuts (the env's own: layout()).
+struct PipelineLayout {
+  std::vector<std::vector<int>> groups;  ///< device group of every stage
+  int micro_batches = 1;
 };
 
 /// Result of one PipelineEnv::step.
@@ -105,12 +119,39 @@ class PipelineEnv {
   double reference_time() const { return reference_; }
   /// Estimated compute seconds (all ops attached) of positions [a, b) on the first device.
   double compute_between(int a, int b) const { return comp_[b] - comp_[a]; }
+  /// The env's device groups and micro-batch count.
+  PipelineLayout layout() const { return PipelineLayout{groups_, micro_batches_}; }
+
+  // --- Layout search (device-group sizes and micro-batches for fixed cuts) ---------------
+
+  /// Estimated bottleneck of cut set `cuts` on `groups` (contiguous or not): the largest
+  /// per-mini-batch stage time (compute of the stage's batch-scaled ops / replicas + its
+  /// once-per-step ops + the gradient all-reduce among the replicas) and cut transfer time
+  /// (2 x activations / replicas of the receiving stage), as pipeline-dp's cost table.
+  double estimate_bottleneck(const std::vector<int>& cuts,
+                             const std::vector<std::vector<int>>& groups) const;
+  /// Device-group sizes for fixed cuts: contiguous slices of the device list, stage 0 first,
+  /// minimising estimate_bottleneck by dynamic programming over (stage, devices used); a
+  /// stage may skip to the next host boundary, leaving devices idle (as pipeline-dp).
+  /// O(S x N^2). Ties go to the slices that use fewer devices earlier.
+  std::vector<std::vector<int>> best_groups(const std::vector<int>& cuts) const;
+  /// Devices split over the stages in proportion to the stages' estimated compute (largest
+  /// remainder, at least one each), contiguous in device-list order.
+  std::vector<std::vector<int>> proportional_groups(const std::vector<int>& cuts) const;
+  /// Micro-batch counts worth simulating on `groups`: 2, 4, 8, ... and S, 2S, 4S, 8S, all
+  /// capped by the batch per replica of the largest group (deduplicated, increasing).
+  std::vector<int> micro_batch_candidates(const std::vector<std::vector<int>>& groups) const;
 
   /// The plan of a complete cut set (S - 1 increasing pivot indices; pruning not required).
   /// Throws ValidationError on a wrong count, an unknown pivot or non-increasing cuts.
   Plan to_plan(const std::vector<int>& cuts) const;
+  /// The plan of a complete cut set on another layout (S groups of distinct cluster
+  /// devices, micro_batches >= 1; ValidationError otherwise).
+  Plan to_plan(const std::vector<int>& cuts, const PipelineLayout& layout) const;
   /// Simulates to_plan(cuts); reward as at the terminal step.
   PipelineStepResult evaluate(const std::vector<int>& cuts);
+  /// Simulates to_plan(cuts, layout); reward reference_time / step time as above.
+  PipelineStepResult evaluate(const std::vector<int>& cuts, const PipelineLayout& layout);
 
   const Graph& graph() const { return graph_; }
   const Cluster& cluster() const { return cluster_; }
@@ -120,6 +161,8 @@ class PipelineEnv {
   void update_features();
   double transfer_time(int pivot, int cut_index) const;
   double stage_allreduce(int stage, double bytes) const;
+  void check_cuts(const std::vector<int>& cuts) const;
+  std::vector<int> bounds(const std::vector<int>& cuts) const;  // S + 1 positions
 
   const Graph& graph_;
   const Cluster& cluster_;
@@ -134,6 +177,7 @@ class PipelineEnv {
   std::vector<std::vector<OpId>> fwd_ops_at_;  // forward ops (inputs too) per position
   // Prefix sums over positions (size F + 1).
   std::vector<double> comp_, grad_, cross_;
+  std::vector<double> once_;  // compute of ops that do not scale with the batch
   std::vector<int> param_count_;
   std::vector<int> pivots_;
   std::vector<uint8_t> kept_;

@@ -142,6 +142,7 @@ MODELS = {
     "alexnet": ("cnn", tv("alexnet"), "image"),
     "vgg11": ("cnn", tv("vgg11"), "image"),
     "vgg13": ("cnn", tv("vgg13"), "image"),
+    "vgg19": ("cnn", tv("vgg19"), "image"),
     "googlenet": ("cnn", tv("googlenet", aux_logits=False, init_weights=True), "image"),
     "mobilenet_v2": ("cnn", tv("mobilenet_v2"), "image"),
     "squeezenet1_0": ("cnn", tv("squeezenet1_0"), "image"),

@@ -98,6 +98,13 @@ TEST(PipelineEnvTest, SameModuleOpsAreNotCut) {
   o.prune = false;
   PipelineEnv env(f.graph, f.cluster, f.cost, o);
   EXPECT_EQ(env.pivots(), (std::vector<int>{3, 4}));
+  // One scope level deeper: sub-modules a | b | (unscoped) | 1.mlp | 2 | 2.x.
+  o.scope_depth = 1;
+  PipelineEnv deeper(f.graph, f.cluster, f.cost, o);
+  EXPECT_EQ(deeper.pivots(), (std::vector<int>{1, 3, 4, 5}));
+  o.scope_depth = -1;
+  EXPECT_THROW(PipelineEnv(f.graph, f.cluster, f.cost, o), ValidationError);
+  o.scope_depth = 0;
   // Without scopes: every position.
   o.use_scopes = false;
   PipelineEnv all(f.graph, f.cluster, f.cost, o);
@@ -398,6 +405,218 @@ TEST(PipelineEnvTest, BadOptionsThrow) {
   PipelineEnv env3(f.graph, f.cluster, f.cost, ok);
   EXPECT_THROW(env3.to_plan({2, 1}), ValidationError);
   EXPECT_THROW(env3.step(-1), ValidationError);
+}
+
+
+// --- Layout search: explicit groups, group sizes for fixed cuts, micro-batch candidates -----
+
+TEST(PipelineEnvTest, ExplicitGroupsAndLayouts) {
+  Fixture f(six(), host_of(4));
+  PipelineEnvOptions o;
+  o.prune = false;
+  o.groups = {{0}, {1, 2, 3}};
+  PipelineEnv env(f.graph, f.cluster, f.cost, o);
+  EXPECT_EQ(env.device_groups(), (std::vector<std::vector<int>>{{0}, {1, 2, 3}}));
+  EXPECT_EQ(env.micro_batches(), 8);  // 4 x stages, batch unknown
+  EXPECT_EQ(env.layout().groups, env.device_groups());
+  EXPECT_EQ(env.layout().micro_batches, 8);
+  // Another layout for the same cuts: the plan uses its groups and micro-batches, and
+  // evaluate(cuts, layout) is the simulator's step time of that plan.
+  const PipelineLayout other{{{0, 1}, {2, 3}}, 3};
+  const Plan plan = env.to_plan({2}, other);
+  EXPECT_NO_THROW(plan.validate(f.graph, f.cluster));
+  EXPECT_EQ(plan.pipeline.micro_batches, 3);
+  EXPECT_EQ(plan.pipeline.stages[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(plan.pipeline.stages[1].devices, (std::vector<int>{2, 3}));
+  EXPECT_EQ(plan.pipeline.stages[0].ops, (std::vector<OpId>{0, 1, 2}));
+  EXPECT_EQ(plan.placement[3], 2);
+  Simulator sim(f.graph, f.cluster, f.cost);
+  SimOptions so;
+  so.critical_path = false;
+  const PipelineStepResult r = env.evaluate({2}, other);
+  EXPECT_DOUBLE_EQ(r.step_time, sim.run(plan, so).step_time);
+  EXPECT_DOUBLE_EQ(r.reward, env.reference_time() / r.step_time);
+  // evaluate(cuts) is evaluate(cuts, layout()).
+  EXPECT_DOUBLE_EQ(env.evaluate({2}).step_time, env.evaluate({2}, env.layout()).step_time);
+
+  // Bad groups and layouts.
+  auto make = [&](PipelineEnvOptions x) { PipelineEnv e(f.graph, f.cluster, f.cost, x); };
+  PipelineEnvOptions bad = o;
+  bad.groups = {{0, 1, 2, 3}};  // one group for two stages
+  EXPECT_THROW(make(bad), ValidationError);
+  bad.groups = {{0}, {}};
+  EXPECT_THROW(make(bad), ValidationError);
+  bad.groups = {{0}, {0, 1}};
+  EXPECT_THROW(make(bad), ValidationError);
+  bad.groups = {{0}, {4}};
+  EXPECT_THROW(make(bad), ValidationError);
+  bad.groups = {{0}, {1}};
+  bad.devices = {0, 2};  // not the groups' concatenation
+  EXPECT_THROW(make(bad), ValidationError);
+  bad.devices = {0, 1};
+  EXPECT_NO_THROW(make(bad));
+  EXPECT_THROW(env.to_plan({2}, PipelineLayout{{{0}, {1}}, 0}), ValidationError);
+  EXPECT_THROW(env.to_plan({2}, PipelineLayout{{{0, 1, 2}}, 2}), ValidationError);
+  EXPECT_THROW(env.to_plan({2}, PipelineLayout{{{0}, {0}}, 2}), ValidationError);
+  EXPECT_THROW(env.to_plan({2}, PipelineLayout{{{0}, {}}, 2}), ValidationError);
+  EXPECT_THROW(env.to_plan({2}, PipelineLayout{{{0}, {9}}, 2}), ValidationError);
+}
+
+TEST(PipelineEnvTest, BestGroupsMinimiseTheBottleneck) {
+  // Cut at position 3 (pivot 2): stage 0 = 1 + 2 + 3 = 6 ms, stage 1 = 4 + 5 + 5 = 14 ms;
+  // 3 MB of activations cross the cut; the forward graph all-reduces its 1000 parameter
+  // bytes per op.
+  const std::vector<int> cuts{2};
+  auto allreduce = [](const Fixture& f, std::vector<int> g, uint64_t bytes) {
+    return f.cost.collective_time(CollectiveKind::kAllReduce, g, bytes, SyncScheme::kAuto);
+  };
+  {
+    // 4 devices: 1 + 3 -> max(6, 14 / 3 + all-reduce, transfer 2 x 1 MB) = 6 ms; 2 + 2 gives
+    // 7 ms, 3 + 1 14 ms.
+    Fixture f(six(), host_of(4));
+    PipelineEnvOptions o;
+    o.prune = false;
+    PipelineEnv env(f.graph, f.cluster, f.cost, o);
+    const auto g = env.best_groups(cuts);
+    EXPECT_EQ(g, (std::vector<std::vector<int>>{{0}, {1, 2, 3}}));
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, g), 6e-3, 1e-12);
+    const double two_two = 7e-3 + allreduce(f, {2, 3}, 3000);
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, {{0, 1}, {2, 3}}), two_two, 1e-12);
+    // Proportional to compute: 4 x 6 / 20 = 1.2 and 2.8 devices -> 1 + 3.
+    EXPECT_EQ(env.proportional_groups(cuts), g);
+  }
+  {
+    // 5 devices: 2 + 3 -> max(3 ms + all-reduce of 3 kB on 2, 14 / 3 ms + all-reduce on 3,
+    // 2 x 1 MB transfer = 2 ms); 1 + 4 -> 6 ms; 3 + 2 -> 7 ms.
+    Fixture f(six(), host_of(5));
+    PipelineEnvOptions o;
+    o.prune = false;
+    PipelineEnv env(f.graph, f.cluster, f.cost, o);
+    const auto g = env.best_groups(cuts);
+    EXPECT_EQ(g, (std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}));
+    const double expect = 14e-3 / 3 + allreduce(f, {2, 3, 4}, 3000);
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, g), expect, 1e-12);
+    // Shares 1.5 and 3.5: floors 1 + 3, the remaining device to the earlier tie.
+    EXPECT_EQ(env.proportional_groups(cuts), (std::vector<std::vector<int>>{{0, 1}, {2, 3, 4}}));
+    // Brute force over every contiguous split: none has a lower estimate.
+    for (int a = 1; a < 5; ++a) {
+      std::vector<std::vector<int>> split(2);
+      for (int d = 0; d < 5; ++d) split[d < a ? 0 : 1].push_back(d);
+      EXPECT_GE(env.estimate_bottleneck(cuts, split), expect - 1e-15) << "split " << a;
+    }
+  }
+}
+
+// Every split of the device list into S contiguous groups, stage 0 first, where a stage may
+// skip to the next host boundary (the DP's search space), with its estimated bottleneck.
+void all_splits(const PipelineEnv& env, const std::vector<int>& cuts, const Cluster& c, int s,
+                int d, std::vector<std::vector<int>>* groups, double* best,
+                std::vector<std::vector<int>>* arg) {
+  const int N = c.num_devices(), S = env.num_stages();
+  if (s == S) {
+    const double v = env.estimate_bottleneck(cuts, *groups);
+    if (v < *best) {
+      *best = v;
+      *arg = *groups;
+    }
+    return;
+  }
+  std::vector<int> starts{d};
+  if (s > 0 && d < N && c.device(d).host == c.device(d - 1).host) {
+    int h = d + 1;
+    while (h < N && c.device(h).host == c.device(h - 1).host) ++h;
+    if (h < N) starts.push_back(h);
+  }
+  for (int first : starts) {
+    for (int r = 1; first + r <= N - (S - 1 - s); ++r) {
+      std::vector<int> g;
+      for (int k = 0; k < r; ++k) g.push_back(first + k);
+      groups->push_back(g);
+      all_splits(env, cuts, c, s + 1, first + r, groups, best, arg);
+      groups->pop_back();
+    }
+  }
+}
+
+// Parameters of 4 MB per op: replicating a stage costs a large gradient all-reduce.
+Graph heavy_params() {
+  return chain({1e9, 2e9, 3e9, 4e9, 5e9, 5e9}, std::vector<uint64_t>(6, 4000000),
+               {1000000, 2000000, 3000000, 4000000, 5000000, 6000000});
+}
+
+TEST(PipelineEnvTest, BestGroupsMatchBruteForce) {
+  // Two hosts of 3 devices (fast inside, slower between), 3 stages: for every cut set, the
+  // DP's groups have the lowest estimate over all contiguous splits with host skips.
+  for (bool heavy : {false, true}) {
+    Fixture f(heavy ? heavy_params() : six(),
+              make_cluster(2, 3, link(1e-6, 1e10), link(1e-5, 1e9)));
+    PipelineEnvOptions o;
+    o.stages = 3;
+    o.prune = false;
+    PipelineEnv env(f.graph, f.cluster, f.cost, o);
+    int cases = 0;
+    for (int a = 0; a < env.num_pivots(); ++a) {
+      for (int b = a + 1; b < env.num_pivots(); ++b) {
+        const std::vector<int> cuts{a, b};
+        double best = std::numeric_limits<double>::infinity();
+        std::vector<std::vector<int>> arg, work;
+        all_splits(env, cuts, f.cluster, 0, 0, &work, &best, &arg);
+        const auto dp = env.best_groups(cuts);
+        EXPECT_NEAR(env.estimate_bottleneck(cuts, dp), best, best * 1e-9)
+            << "heavy " << heavy << " cuts " << a << "," << b;
+        ++cases;
+      }
+    }
+    EXPECT_EQ(cases, 10);  // 5 pivots choose 2
+  }
+}
+
+TEST(PipelineEnvTest, BestGroupsOnUnevenHosts) {
+  // Host a has 4 devices, host b 2: the search space includes splits that leave devices of
+  // host a idle so that a stage starts on host b; the DP matches the brute force over it.
+  Cluster c;
+  c.name = "uneven";
+  c.add_host("a", testing::test_spec(), 4);
+  c.add_host("b", testing::test_spec(), 2);
+  c.set_link(LinkLevel::kIntraHost, link(1e-6, 1e10));
+  c.set_link(LinkLevel::kInterHost, link(1e-5, 1e8));
+  Fixture f(heavy_params(), c);
+  PipelineEnvOptions o;
+  o.prune = false;
+  PipelineEnv env(f.graph, f.cluster, f.cost, o);
+  for (int a = 0; a < env.num_pivots(); ++a) {
+    const std::vector<int> cuts{a};
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<std::vector<int>> arg, work;
+    all_splits(env, cuts, f.cluster, 0, 0, &work, &best, &arg);
+    const auto dp = env.best_groups(cuts);
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, dp), best, best * 1e-9) << "cut " << a;
+  }
+}
+
+TEST(PipelineEnvTest, MicroBatchCandidates) {
+  Fixture f(six(), host_of(4));
+  PipelineEnvOptions o;
+  o.prune = false;
+  o.stages = 3;
+  PipelineEnv env(f.graph, f.cluster, f.cost, o);
+  // Batch unknown: cap 8 S = 24; powers of two from 2 and S, 2S, 4S, 8S.
+  EXPECT_EQ(env.micro_batch_candidates({{0}, {1}, {2, 3}}),
+            (std::vector<int>{2, 3, 4, 6, 8, 12, 16, 24}));
+  // A batch of 8 over groups of up to 2 replicas: at most 4 micro-batches.
+  TransformerOptions t;
+  t.layers = 4;
+  t.d_model = 64;
+  t.heads = 2;
+  t.seq_len = 16;
+  t.batch = 8;
+  Fixture tf(expand_training_step(make_transformer(t)), host_of(8));
+  PipelineEnvOptions to;
+  to.stages = 4;
+  to.prune = false;
+  PipelineEnv tenv(tf.graph, tf.cluster, tf.cost, to);
+  EXPECT_EQ(tenv.micro_batch_candidates(tenv.device_groups()), (std::vector<int>{2, 4}));
+  EXPECT_EQ(tenv.micro_batch_candidates({{0}, {1}, {2}, {3}}), (std::vector<int>{2, 4, 8}));
 }
 
 }  // namespace

@@ -77,6 +77,8 @@ RainbowPPOptions unpruned(int stages) {
   RainbowPPOptions o;
   o.stages = stages;
   o.prune = false;  // the whole cut space, as the brute force below
+  o.search_layout = false;  // the cut-only MDP on the env's groups, as the brute force below
+  o.scope_depth = 0;        // the env's default pivots, as the brute force below
   return o;
 }
 
@@ -208,6 +210,7 @@ TEST_F(RainbowPP, NeverWorseThanTheCenterSolution) {
     budget.max_evaluations = 1;  // one episode: mostly random
     RainbowPPOptions o;
     o.stages = 4;
+    o.scope_depth = 0;  // the pivots of `env` above
     const Plan plan = make_rainbow_pp_placer(o)->search(in.problem(), budget);
     EXPECT_LE(in.sim.run(plan).step_time, center) << "seed " << seed;
   }
@@ -236,6 +239,96 @@ TEST_F(RainbowPP, DefaultStagesAndBadStages) {
   t.layers = 2;
   Instance fwd(make_transformer(t), two_hosts());
   EXPECT_THROW(make_rainbow_pp_placer()->search(fwd.problem(), budget), ValidationError);
+}
+
+// Two ops of 1 and 9 GFLOP (one pivot, so one cut set) on one host of 4 devices, 2 stages:
+// the env's equal groups (2 + 2) leave the second stage the bottleneck; the layout search
+// finds 1 + 3 devices, the best contiguous split under every micro-batch count it tries.
+Graph lopsided_pair() {
+  testing::TestGraph b("pair");
+  const TensorId x = b.tensor("x", 1000);
+  const TensorId t0 = b.tensor("t0", 1000);
+  const TensorId t1 = b.tensor("t1", 1000);
+  const OpId a = b.op("op0", 1e9, {x}, {t0});
+  const OpId c = b.op("op1", 9e9, {t0}, {t1});
+  b.at(a).scope = "block.0";
+  b.at(c).scope = "block.1";
+  b.at(a).param_bytes = 64;
+  b.at(c).param_bytes = 64;
+  return expand_training_step(b.build());
+}
+
+TEST_F(RainbowPP, LayoutSearchFindsTheGroupSizes) {
+  Instance in(lopsided_pair(), make_cluster(1, 4, link(1e-6, 1e10), link(1e-6, 1e10)));
+  PipelineEnvOptions eo;
+  eo.stages = 2;
+  eo.prune = false;
+  PipelineEnv env(in.graph, in.cluster, in.cost, eo);
+  ASSERT_EQ(env.num_pivots(), 1);
+  ASSERT_EQ(env.device_groups(), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  // Brute force: every contiguous split of the 4 devices, every micro-batch candidate.
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<int>> best_groups;
+  for (int a = 1; a < 4; ++a) {
+    std::vector<std::vector<int>> g(2);
+    for (int d = 0; d < 4; ++d) g[d < a ? 0 : 1].push_back(d);
+    for (int m : env.micro_batch_candidates(g)) {
+      const PipelineStepResult r = env.evaluate({0}, PipelineLayout{g, m});
+      if (!r.oom && r.step_time < best) {
+        best = r.step_time;
+        best_groups = g;
+      }
+    }
+  }
+  EXPECT_EQ(best_groups, (std::vector<std::vector<int>>{{0}, {1, 2, 3}}));
+  EXPECT_EQ(env.best_groups({0}), best_groups);
+  SearchBudget budget;
+  budget.seed = 1;
+  budget.max_evaluations = 4;
+  RainbowPPOptions o;
+  o.stages = 2;
+  o.prune = false;
+  const Plan plan = make_rainbow_pp_placer(o)->search(in.problem(), budget);
+  ASSERT_EQ(plan.pipeline.stages.size(), 2u);
+  EXPECT_EQ(plan.pipeline.stages[0].devices, (std::vector<int>{0}));
+  EXPECT_EQ(plan.pipeline.stages[1].devices, (std::vector<int>{1, 2, 3}));
+  const double full = in.sim.run(plan).step_time;
+  EXPECT_DOUBLE_EQ(full, best);
+  // Without the layout search: the env's equal groups and 4 x S = 8 micro-batches.
+  o.search_layout = false;
+  const Plan cuts_only = make_rainbow_pp_placer(o)->search(in.problem(), budget);
+  EXPECT_EQ(cuts_only.pipeline.stages[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(cuts_only.pipeline.micro_batches, 8);
+  const double equal = in.sim.run(cuts_only).step_time;
+  EXPECT_DOUBLE_EQ(equal, env.evaluate({0}).step_time);
+  EXPECT_GT(equal, 1.2 * full);
+}
+
+TEST_F(RainbowPP, LayoutSearchNeverLosesToCutsOnly) {
+  // One round: the same episodes as the cut-only search (same seed, same agent), then the
+  // layout search on the best cut sets, which only keeps plans that beat the best so far.
+  Instance in(uneven_chain(), make_cluster(2, 2, link(1e-5, 2e9), link(1e-5, 5e8)));
+  for (uint64_t seed : {1, 2}) {
+    SearchBudget budget;
+    budget.seed = seed;
+    budget.max_evaluations = 12;
+    RainbowPPOptions o = unpruned(3);
+    const Plan cuts_only = make_rainbow_pp_placer(o)->search(in.problem(), budget);
+    o.search_layout = true;
+    o.layout_rounds = 1;
+    const Plan full = make_rainbow_pp_placer(o)->search(in.problem(), budget);
+    EXPECT_NO_THROW(full.validate(in.graph, in.cluster));
+    EXPECT_LE(in.sim.run(full).step_time, in.sim.run(cuts_only).step_time) << "seed " << seed;
+  }
+  // Bad layout options.
+  SearchBudget budget;
+  budget.max_evaluations = 2;
+  RainbowPPOptions o;
+  o.layout_rounds = 0;
+  EXPECT_THROW(make_rainbow_pp_placer(o)->search(in.problem(), budget), ValidationError);
+  o.layout_rounds = 2;
+  o.layout_top = 0;
+  EXPECT_THROW(make_rainbow_pp_placer(o)->search(in.problem(), budget), ValidationError);
 }
 
 }  // namespace
