@@ -10,6 +10,7 @@ std::vector<MethodInfo> all_methods() {
   add_search_methods(&m);
   add_learned_methods(&m);
   add_rainbow_methods(&m);
+  add_rainbow_opp_methods(&m);
   return m;
 }
 

@@ -15,6 +15,8 @@ void add_search_methods(std::vector<MethodInfo>* out);  // agents/anneal.cpp
 void add_learned_methods(std::vector<MethodInfo>* out);
 /// "rainbow-pp" (agents/rainbow_pp.cpp; nothing without LibTorch, agents/no_torch_gdp.cpp).
 void add_rainbow_methods(std::vector<MethodInfo>* out);
+/// "rainbow-opp", "rainbow-adp" (agents/rainbow_opp.cpp; nothing without LibTorch).
+void add_rainbow_opp_methods(std::vector<MethodInfo>* out);
 
 /// Every method in display order (what placer_methods() returns).
 std::vector<MethodInfo> all_methods();

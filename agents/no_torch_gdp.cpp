@@ -4,6 +4,7 @@
 
 #include "agents/gdp.h"
 #include "agents/methods.h"
+#include "agents/rainbow_opp.h"
 #include "agents/rainbow_pp.h"
 #include "src/util/error.h"
 
@@ -67,7 +68,13 @@ size_t GdpTrainer::num_val_instances() const { no_torch(); }
 // the known methods).
 void add_learned_methods(std::vector<MethodInfo>*) {}
 void add_rainbow_methods(std::vector<MethodInfo>*) {}
+void add_rainbow_opp_methods(std::vector<MethodInfo>*) {}
 
 std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions&) { no_torch(); }
+RainbowOppReport rainbow_opp_search(const Problem&, const SearchBudget&,
+                                    const RainbowOppOptions&) {
+  no_torch();
+}
+std::unique_ptr<Placer> make_rainbow_opp_placer(const RainbowOppOptions&) { no_torch(); }
 
 }  // namespace placer
