@@ -7,9 +7,11 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <type_traits>
 
 #include "agents/placer.h"
+#include "agents/rainbow_config.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
@@ -361,6 +363,222 @@ std::string train_config_yaml(const TrainConfig& config, const std::string& head
 
 bool same_train_config(const TrainConfig& a, const TrainConfig& b) {
   for (const Field& f : fields()) {
+    if (f.write(a) != f.write(b)) return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ rainbow-pp config ----
+
+namespace {
+
+struct PPField {
+  std::string key;
+  std::function<void(RainbowPPTrainConfig&, const Source&, const YAML::Node&, const std::string&)>
+      read;
+  std::function<Json(const RainbowPPTrainConfig&)> write;
+};
+
+#define PP_INT(name, lo, hi)                                                                  \
+  PPField{#name,                                                                              \
+          [](RainbowPPTrainConfig& c, const Source& s, const YAML::Node& n,                   \
+             const std::string& f) {                                                          \
+            c.name = static_cast<std::decay_t<decltype(c.name)>>(s.reader.to_int(n, f, lo, hi)); \
+          },                                                                                  \
+          [](const RainbowPPTrainConfig& c) { return Json(c.name); }}
+
+const std::vector<PPField>& pp_fields() {
+  static const std::vector<PPField> f = [] {
+    std::vector<PPField> v;
+    v.push_back(PPField{"agent",
+                        [](RainbowPPTrainConfig&, const Source& s, const YAML::Node& n,
+                           const std::string& f) {
+                          check_name(s, f, read_string(s, n, f), {"rainbow-pp"}, "agent");
+                        },
+                        [](const RainbowPPTrainConfig&) { return Json("rainbow-pp"); }});
+    v.push_back(PP_INT(stages, 2, 64));
+    v.push_back(PP_INT(max_devices, 2, 256));
+    v.push_back(PP_INT(updates, 0, kMaxInt64));
+    v.push_back(PP_INT(arrays_per_update, 1, kMaxInt));
+    v.push_back(PP_INT(episodes_per_array, 1, kMaxInt));
+    v.push_back(PP_INT(learn_every, 1, kMaxInt));
+    v.push_back(PP_INT(threads, 1, 256));
+    v.push_back(PP_INT(min_positions, 2, 1 << 24));
+    v.push_back(PP_INT(max_positions, 2, 1 << 24));
+    v.push_back(PPField{
+        "distributions",
+        [](RainbowPPTrainConfig& c, const Source& s, const YAML::Node& n, const std::string& f) {
+          std::vector<std::string> out;
+          const std::vector<YAML::Node> items = list_items(s, n, f);
+          for (size_t i = 0; i < items.size(); ++i) {
+            const std::string fi = field_index(f, i);
+            const std::string d = s.reader.scalar(items[i], fi);
+            check_name(s, fi, d, {"uniform", "normal", "binomial"}, "distribution");
+            out.push_back(d);
+          }
+          if (out.empty()) s.reader.fail(f, "needs at least one distribution");
+          c.distributions = out;
+        },
+        [](const RainbowPPTrainConfig& c) { return Json(c.distributions); }});
+    v.push_back(PP_INT(eval_every, 0, kMaxInt));
+    v.push_back(PP_INT(eval_arrays, 0, kMaxInt));
+    v.push_back(PPField{
+        "eval_graphs",
+        [](RainbowPPTrainConfig& c, const Source& s, const YAML::Node& n, const std::string& f) {
+          std::vector<std::string> out;
+          const std::vector<YAML::Node> items = list_items(s, n, f);
+          for (size_t i = 0; i < items.size(); ++i) {
+            const std::string fi = field_index(f, i);
+            const std::string p = s.reader.scalar(items[i], fi);
+            if (p.empty()) s.reader.fail(fi, "empty path");
+            out.push_back(resolve_input(p, s.base_dir));
+          }
+          c.eval_graphs = out;
+        },
+        [](const RainbowPPTrainConfig& c) { return Json(c.eval_graphs); }});
+    v.push_back(PPField{
+        "eval_cluster",
+        [](RainbowPPTrainConfig& c, const Source& s, const YAML::Node& n, const std::string& f) {
+          c.eval_cluster = resolve_input(read_string(s, n, f), s.base_dir);
+        },
+        [](const RainbowPPTrainConfig& c) { return Json(c.eval_cluster); }});
+    v.push_back(PP_INT(checkpoint_every, 1, kMaxInt));
+    v.push_back(PP_INT(seed, 0, kMaxInt64));
+    v.push_back(PPField{
+        "output_dir",
+        [](RainbowPPTrainConfig& c, const Source& s, const YAML::Node& n, const std::string& f) {
+          c.output_dir = read_string(s, n, f);
+        },
+        [](const RainbowPPTrainConfig& c) { return Json(c.output_dir); }});
+    v.push_back(PPField{
+        "rainbow",
+        [](RainbowPPTrainConfig& c, const Source& s, const YAML::Node& n, const std::string& f) {
+          if (n.IsNull()) return;
+          s.reader.expect_map(n, f);
+          YAML::Emitter e;
+          e << n;
+          try {
+            rainbow_config_from_yaml(e.c_str(), &c.rainbow, s.reader.file() + ": " + f);
+          } catch (const ValidationError& err) {
+            throw FormatError(err.what());
+          }
+        },
+        [](const RainbowPPTrainConfig& c) { return Json(rainbow_config_to_yaml(c.rainbow)); }});
+    return v;
+  }();
+  return f;
+}
+
+#undef PP_INT
+
+const PPField* find_pp_field(const std::string& key) {
+  for (const PPField& f : pp_fields()) {
+    if (f.key == key) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> pp_keys() {
+  std::vector<std::string> out;
+  for (const PPField& f : pp_fields()) out.push_back(f.key);
+  return out;
+}
+
+void check_pp(const RainbowPPTrainConfig& c, const YamlReader& r) {
+  const std::string bad = validate_rainbow_pp_train_config(c);
+  if (!bad.empty()) {
+    const size_t colon = bad.find(": ");
+    r.fail(bad.substr(0, colon), colon == std::string::npos ? bad : bad.substr(colon + 2));
+  }
+}
+
+}  // namespace
+
+std::string train_config_agent(const std::string& path) {
+  const std::string text = read_text_file(path, "training configuration");
+  const YAML::Node root = parse_yaml_text(text, path);
+  if (!root.IsMap() || !root["agent"]) return "";
+  const YamlReader r(path);
+  const std::string a = r.scalar(root["agent"], "agent");
+  if (a != "gdp" && a != "rainbow-pp") r.fail("agent", "unknown agent '" + a + "' (known: gdp, rainbow-pp)");
+  return a;
+}
+
+RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path) {
+  const std::string text = read_text_file(path, "training configuration");
+  const YAML::Node root = parse_yaml_text(text, path);
+  RainbowPPTrainConfig c;
+  Source s{YamlReader(path), fs::path(path).parent_path().string()};
+  if (!root.IsNull()) {
+    s.reader.expect_map(root, "");
+    if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
+    std::vector<std::string> seen;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      for (const std::string& k : seen) {
+        if (k == key) s.reader.fail(key, "key given twice");
+      }
+      seen.push_back(key);
+      if (key == "format_version") continue;
+      const PPField* f = find_pp_field(key);
+      if (!f) unknown_key(s.reader, "", key, pp_keys());
+      f->read(c, s, it->second, key);
+    }
+  }
+  if (!c.output_dir.empty()) c.output_dir = absolute_path(c.output_dir);
+  check_pp(c, s.reader);
+  return c;
+}
+
+void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  const YamlReader reader("--set");
+  if (eq == std::string::npos || eq == 0) {
+    reader.fail("", "expected KEY=VALUE, got '" + assignment + "'");
+  }
+  const std::string key = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  if (key.rfind("rainbow.", 0) == 0) {
+    try {
+      set_rainbow_option(&config->rainbow, key.substr(8), value);
+    } catch (const ValidationError& e) {
+      reader.fail(key, e.what());
+    }
+  } else {
+    const PPField* f = find_pp_field(key);
+    if (!f || key == "rainbow") {
+      std::vector<std::string> keys = pp_keys();
+      keys.pop_back();
+      for (const std::string& k : rainbow_option_names()) keys.push_back("rainbow." + k);
+      unknown_key(reader, "", key, keys);
+    }
+    const YAML::Node node = parse_yaml_text(value, "--set " + key);
+    Source s{reader, fs::current_path().string()};
+    f->read(*config, s, node, key);
+    if (key == "output_dir" && !config->output_dir.empty())
+      config->output_dir = absolute_path(config->output_dir);
+  }
+  check_pp(*config, reader);
+}
+
+std::string rainbow_pp_train_config_yaml(const RainbowPPTrainConfig& config,
+                                         const std::string& header) {
+  Json root = Json::object();
+  root["format_version"] = "1.0";
+  for (const PPField& f : pp_fields()) {
+    if (f.key != "rainbow") root[f.key] = f.write(config);
+  }
+  std::string out = emit_yaml(root, header);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += "rainbow:\n";
+  std::istringstream in(rainbow_config_to_yaml(config.rainbow));
+  std::string line;
+  while (std::getline(in, line)) out += "  " + line + "\n";
+  return out;
+}
+
+bool same_rainbow_pp_train_config(const RainbowPPTrainConfig& a, const RainbowPPTrainConfig& b) {
+  for (const PPField& f : pp_fields()) {
     if (f.write(a) != f.write(b)) return false;
   }
   return true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agents/gdp.h"
+#include "agents/rainbow_pp_policy.h"
 
 namespace placer::cli {
 
@@ -37,5 +38,27 @@ std::string train_config_yaml(const TrainConfig& config, const std::string& head
 
 /// Field-by-field equality (command aside); train-policy checks its config.yaml with it.
 bool same_train_config(const TrainConfig& a, const TrainConfig& b);
+
+// --- rainbow-pp (`train-policy --agent rainbow-pp`; docs/rainbow_pp_inference.md) -----------
+// Keys are RainbowPPTrainConfig's field names; the agent's options sit under `rainbow:`
+// (RainbowConfig, rainbow_config_from_yaml). An optional `agent: rainbow-pp` names the agent.
+// Input paths (eval_graphs, eval_cluster) are relative to the config file's folder.
+
+/// The `agent:` value of a config file ("" when absent). FileError / FormatError.
+std::string train_config_agent(const std::string& path);
+
+/// Reads `path` on top of the defaults. FileError / FormatError "<path>: <key>: ..." /
+/// ValidationError (bad rainbow option values).
+RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path);
+
+/// One override "key=value": a top-level key, or "rainbow.<option>".
+void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& assignment);
+
+/// Every key as YAML (reads back to an equal config, command aside).
+std::string rainbow_pp_train_config_yaml(const RainbowPPTrainConfig& config,
+                                         const std::string& header);
+
+/// Equality of every key (command aside).
+bool same_rainbow_pp_train_config(const RainbowPPTrainConfig& a, const RainbowPPTrainConfig& b);
 
 }  // namespace placer::cli

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "agents/gdp.h"
+#include "agents/rainbow_pp_policy.h"
 #include "src/cli/commands.h"
 #include "src/cli/train_config.h"
 #include "src/io/yaml_util.h"
@@ -38,6 +39,7 @@ struct TrainArgs {
   uint64_t seed = 0;
   int eval_every = 0;
   std::string output_dir;
+  std::string agent;  ///< "gdp" (default) or "rainbow-pp"; "" = the config's `agent:` or gdp
   bool resume = false, overwrite = false, plot = false, plot_only = false, print_config = false;
 };
 
@@ -264,8 +266,16 @@ const char* const kRunFiles[] = {
     "checkpoint.pt", "checkpoint.pt.meta.json", "policy.pt", "policy.pt.meta.json",
     "best.pt",       "best.pt.meta.json",       "log.jsonl", "curves.png"};
 
+void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub);
+
 void run_train(const TrainArgs& a, const CLI::App& sub) {
   if (a.resume && a.overwrite) throw Error("--resume and --overwrite exclude each other");
+  std::string agent = a.agent;
+  if (agent.empty()) agent = a.config.empty() ? "" : train_config_agent(a.config);
+  if (agent == "rainbow-pp") {
+    run_train_rainbow_pp(a, sub);
+    return;
+  }
   if (a.plot_only && (a.resume || a.print_config)) {
     throw Error("--plot-only plots an existing run; it takes neither --resume nor --print-config");
   }
@@ -409,6 +419,150 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
   }
 }
 
+
+// ------------------------------------------------------------------------ rainbow-pp ----
+
+RainbowPPTrainConfig effective_pp_config(const TrainArgs& a, const CLI::App& sub) {
+  if (!a.corpus.empty() || !a.clusters.empty()) {
+    throw ValidationError(
+        "--corpus / --cluster apply to --agent gdp; rainbow-pp trains on generated arrays "
+        "(eval_graphs / eval_cluster in the config name real graphs to evaluate)");
+  }
+  RainbowPPTrainConfig c;
+  if (!a.config.empty()) {
+    c = load_rainbow_pp_train_config(a.config);
+  } else {
+    c.output_dir = absolute_path(c.output_dir);
+  }
+  for (const std::string& s : a.sets) apply_rainbow_pp_override(&c, s);
+  if (sub.count("--updates") > 0) c.updates = a.updates;
+  if (sub.count("--seed") > 0) c.seed = a.seed;
+  if (sub.count("--eval-every") > 0) c.eval_every = a.eval_every;
+  if (!a.output_dir.empty()) c.output_dir = absolute_path(a.output_dir);
+  c.command = command_line();
+  return c;
+}
+
+void print_pp_eval(const RainbowPPEvalStats& e, std::ostream& out) {
+  out << "\nvalidation at update " << e.update << ": held-out mean reward "
+      << fixed(e.heldout_mean_reward, 3) << " (1 = balanced cuts), better than balanced on "
+      << fixed(100 * e.heldout_win_rate, 1) << "%\n";
+  if (!e.rows.empty()) {
+    size_t w = 8;
+    for (const RainbowPPEvalRow& r : e.rows) w = std::max(w, r.graph.size());
+    out << pad_right("graph", w + 2) << pad_left("center", 12) << pad_left("policy", 12)
+        << pad_left("ratio", 9) << "\n";
+    for (const RainbowPPEvalRow& r : e.rows) {
+      out << pad_right(r.graph, w + 2) << pad_left(human_time(r.center_time), 12)
+          << pad_left(human_time(r.policy_time), 12)
+          << pad_left(r.center_time > 0 ? "x" + fixed(r.policy_time / r.center_time, 3) : "-", 9)
+          << "\n";
+    }
+  }
+  out << std::flush;
+}
+
+const char* const kPPRunFiles[] = {"checkpoint.pt", "checkpoint.pt.meta.json",
+                                   "policy.pt",     "policy.pt.meta.json",
+                                   "best.pt",       "best.pt.meta.json",
+                                   "log.jsonl"};
+
+void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub) {
+  if (a.plot || a.plot_only) throw Error("--plot / --plot-only apply to --agent gdp only");
+  RainbowPPTrainConfig c = effective_pp_config(a, sub);
+  if (a.print_config) {
+    std::cout << rainbow_pp_train_config_yaml(
+        c, "Effective configuration of placer train-policy --agent rainbow-pp");
+    return;
+  }
+  if (!rainbow_pp_policy_available()) {
+    std::cerr << "placer: error: train-policy needs LibTorch, and this placer was built without "
+                 "it; install libtorch-dev (scripts/setup.sh) and rebuild\n";
+    throw CLI::RuntimeError(2);
+  }
+  const std::string dir = c.output_dir;
+  const std::string checkpoint = dir + "/checkpoint.pt";
+  if (a.resume && !fs::exists(checkpoint)) {
+    throw FileError("--resume: no checkpoint to resume from in " + shown(dir) + " (expected " +
+                    shown(checkpoint) + "; start the run without --resume)");
+  }
+  const std::string old_log = dir + "/log.jsonl";
+  if (!a.resume && (fs::exists(checkpoint) || fs::exists(old_log))) {
+    if (!a.overwrite) {
+      throw Error(shown(dir) + " already holds a training run (" +
+                  shown(fs::exists(checkpoint) ? checkpoint : old_log) +
+                  "); continue it with --resume, start over with --overwrite, or pick another "
+                  "--output-dir");
+    }
+    for (const char* f : kPPRunFiles) {
+      std::error_code ec;
+      fs::remove(dir + "/" + f, ec);
+    }
+  }
+
+  StopSignals signals;
+  RainbowPPTrainer trainer(c);
+  int64_t start = 0;
+  if (a.resume) start = trainer.resume();
+  if (signals.stopped()) {
+    std::cerr << "placer: interrupted before training started; nothing written\n";
+    throw CLI::RuntimeError(130);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
+  const std::string config_file = dir + "/config.yaml";
+  write_text_file(config_file, rainbow_pp_train_config_yaml(
+                                   c, "Effective configuration of the training run in this "
+                                      "folder (placer train-policy --agent rainbow-pp)\n"
+                                      "written by: " + c.command));
+  if (!same_rainbow_pp_train_config(load_rainbow_pp_train_config(config_file), c)) {
+    throw std::logic_error(config_file + " does not read back to the effective configuration");
+  }
+  std::cout << "training     rainbow-pp, "
+            << (a.resume ? "resuming after update " + std::to_string(start) + ", " : std::string())
+            << "updates " << start + 1 << ".." << c.updates << " of " << c.arrays_per_update
+            << " generated array problems (" << c.stages << " stages, <= " << c.max_devices
+            << " devices)\n"
+            << "output       " << shown(dir) << "\n"
+            << std::flush;
+
+  Progress progress("placer: train-policy", std::max<int64_t>(0, c.updates - start));
+  int64_t arrays = 0;
+  RainbowPPTrainer::Callbacks cb;
+  cb.on_update = [&](const RainbowPPUpdateStats& u) {
+    arrays += u.arrays;
+    const double rate = u.seconds > 0 ? double(u.arrays) / u.seconds : 0;
+    progress.update(u.update - start, "reward " + fixed(u.mean_reward, 3) + ", eps " +
+                                          fixed(u.epsilon, 2) + ", loss " + fixed(u.loss, 3) +
+                                          ", " + fixed(rate, rate >= 100 ? 0 : 1) + " arrays/s");
+  };
+  cb.on_eval = [](const RainbowPPEvalStats& e) { print_pp_eval(e, std::cout); };
+  cb.should_stop = [&signals]() { return signals.stopped(); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t done = trainer.train(cb);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  progress.finish();
+  if (signals.stopped()) {
+    std::cout << std::flush;
+    std::cerr << "placer: interrupted at update " << done << " (checkpoint " << shown(checkpoint)
+              << "); resume with --resume\n";
+    throw CLI::RuntimeError(130);
+  }
+  std::cout << "\nupdates      " << done << " (" << done - start << " in this run)\n"
+            << "wall time    " << human_time(wall) << "\n"
+            << "arrays       " << arrays << " generated problems in this run\n";
+  std::string files;
+  for (const char* f : {"policy.pt", "best.pt", "checkpoint.pt", "log.jsonl", "config.yaml"}) {
+    if (fs::exists(dir + "/" + f)) files += std::string(files.empty() ? "" : ", ") + f;
+  }
+  std::cout << "files        " << shown(dir) << "/{" << files << "}\n";
+  std::cout << "use it       placer place --method rainbow-pp --policy "
+            << shown(dir + "/policy.pt") << " --graph G --cluster C -o out.plan.yaml\n"
+            << std::flush;
+}
+
 }  // namespace
 
 void register_train_policy(CLI::App& app);
@@ -418,8 +572,15 @@ void register_train_policy(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* sub = app.add_subcommand(
       "train-policy",
-      "Pretrain the GDP placement policy with PPO on a graph corpus (docs/gdp.md); writes\n"
-      "checkpoints, policy.pt (for `placer place --policy`), log.jsonl and config.yaml.");
+      "Pretrain the GDP placement policy with PPO on a graph corpus (docs/gdp.md), or with\n"
+      "--agent rainbow-pp the pipeline-cut policy on generated arrays\n"
+      "(docs/rainbow_pp_inference.md); writes checkpoints, policy.pt (for `placer place\n"
+      "--policy`), log.jsonl and config.yaml.");
+  sub->add_option("--agent", args->agent,
+                  "Policy to pretrain: gdp (default; a graph corpus, PPO) or rainbow-pp (Auto-MAP "
+                  "pipeline cuts on generated arrays, docs/rainbow_pp_inference.md); default: the "
+                  "config's `agent:`, else gdp")
+      ->check(CLI::IsMember({"gdp", "rainbow-pp"}));
   sub->add_option("--config", args->config,
                   "Training configuration (train.yaml; see examples/train_policy.yaml). "
                   "Without it: the defaults plus the options below")
