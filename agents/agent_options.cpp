@@ -1,4 +1,5 @@
-// Text forms of RainbowConfig (agents/rainbow_config.h).
+// Text forms of RainbowConfig (agents/rainbow_config.h). Torch-free, built with or without
+// LibTorch (the CLI parses options either way).
 #include "agents/rainbow_config.h"
 
 #include <yaml-cpp/yaml.h>

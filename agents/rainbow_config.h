@@ -1,8 +1,8 @@
 #pragma once
 // Options of the Rainbow DQN agent (agents/rainbow_agent.h) and their text forms: one
 // option from "key=value" (CLI `--agent-set`, `train-policy --set`), a YAML mapping, and
-// back to YAML. Torch-free header; the implementation (agents/rainbow_config.cpp) is built
-// with LibTorch only, like the agent. See docs/rainbow.md.
+// back to YAML. Torch-free; the implementation (agents/agent_options.cpp) is built with or
+// without LibTorch. See docs/rainbow.md.
 
 #include <cstdint>
 #include <string>

@@ -8,11 +8,14 @@
 #include <set>
 
 #include "agents/gdp.h"
+#include "agents/rainbow_opp.h"
 #include "agents/rainbow_pp.h"
+#include "agents/rainbow_pp_policy.h"
 #include "simulator/trace.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
 #include "src/cli/placing.h"
+#include "src/cli/rainbow_cli.h"
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
@@ -34,11 +37,32 @@ struct PlaceArgs {
   double finetune_lr = 0;       ///< 0 = PpoConfig's default
   int finetune_samples = 0;     ///< 0 = PpoConfig's default
   int stages = 0;               ///< --method rainbow-pp: pipeline stages (0 = default)
+  std::vector<std::string> agent_set;  ///< --agent-set KEY=VALUE (rainbow-pp / -opp / -adp)
   std::set<std::string> given;  ///< the gdp / rainbow-pp options given on the command line
 };
 
 bool is_gdp(const PlaceArgs& a) { return a.method == "gdp"; }
 bool is_rainbow_pp(const PlaceArgs& a) { return a.method == "rainbow-pp"; }
+bool is_rainbow_opp(const PlaceArgs& a) {
+  return a.method == "rainbow-opp" || a.method == "rainbow-adp";
+}
+/// rainbow-pp with --policy: zero-shot inference with a pretrained pipeline-cut policy.
+bool is_rainbow_pp_policy(const PlaceArgs& a) { return is_rainbow_pp(a) && !a.policy.empty(); }
+
+RainbowPPOptions rainbow_pp_options(const PlaceArgs& a) {
+  RainbowPPOptions o;
+  o.stages = a.stages;
+  apply_rainbow_pp_overrides(&o, a.agent_set);
+  return o;
+}
+
+RainbowOppOptions rainbow_opp_options(const PlaceArgs& a) {
+  RainbowOppOptions o = rainbow_opp_defaults(a.method == "rainbow-adp"
+                                                 ? OppEnvOptions::Task::kDataParallel
+                                                 : OppEnvOptions::Task::kOperatorPartitioning);
+  apply_rainbow_opp_overrides(&o, a.agent_set);
+  return o;
+}
 
 GdpPlaceOptions gdp_options(const PlaceArgs& a) {
   GdpPlaceOptions o;
@@ -117,6 +141,17 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   }
   if (is_rainbow_pp(a)) {
     f << "rainbow_pp: {stages: " << a.stages << "}  # 0 = min(4, devices)\n";
+    if (is_rainbow_pp_policy(a)) {
+      f << "policy: " << yaml_quote(a.policy) << "\n";
+      f << "rainbow_pp_policy: {samples: " << a.samples << "}\n";
+    }
+  }
+  if (!a.agent_set.empty()) {
+    f << "agent_set: [";
+    for (size_t i = 0; i < a.agent_set.size(); ++i) {
+      f << (i ? ", " : "") << yaml_quote(a.agent_set[i]);
+    }
+    f << "]\n";
   }
   f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
     << ", seed: " << a.seed << "}  # 0 = the method's default\n";
@@ -169,7 +204,21 @@ void run_place(PlaceArgs a) {
     }
     a.method = "gdp";
   }
-  if (!is_gdp(a)) {
+  if (is_rainbow_pp(a)) {
+    for (const char* opt : {"--finetune", "--finetune-lr", "--finetune-samples"}) {
+      if (a.given.count(opt)) {
+        throw Error(std::string(opt) + " applies to --method gdp only; rainbow-pp with "
+                    "--policy places zero-shot");
+      }
+    }
+    if (a.given.count("--samples") && a.policy.empty()) {
+      throw Error("--samples applies to rainbow-pp with --policy (zero-shot inference) only");
+    }
+    if (is_rainbow_pp_policy(a) && !a.agent_set.empty()) {
+      throw Error("--agent-set applies to the online rainbow-pp search, not to --policy "
+                  "inference");
+    }
+  } else if (!is_gdp(a)) {
     for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
                             "--finetune-samples"}) {
       if (a.given.count(opt)) {
@@ -177,6 +226,10 @@ void run_place(PlaceArgs a) {
                     "not to --method " + a.method);
       }
     }
+  }
+  if (!a.agent_set.empty() && !is_rainbow_pp(a) && !is_rainbow_opp(a)) {
+    throw Error("--agent-set applies to the Rainbow placers (rainbow-pp, rainbow-opp, "
+                "rainbow-adp), not to --method " + a.method);
   }
   if (!is_rainbow_pp(a) && a.given.count("--stages")) {
     throw Error("--stages applies to the pipeline-cut placer only (--method rainbow-pp), not to "
@@ -189,10 +242,19 @@ void run_place(PlaceArgs a) {
     custom = make_gdp_placer(a.policy, gdp_options(a));
   } else if (a.method != "best") {
     make_placer(a.method);
-    if (is_rainbow_pp(a)) {
-      RainbowPPOptions o;
-      o.stages = a.stages;
-      custom = make_rainbow_pp_placer(o);
+    if (is_rainbow_pp_policy(a)) {
+      if (!std::filesystem::is_regular_file(a.policy)) {
+        throw FileError("--policy: '" + a.policy + "' not found (the shipped pipeline-cut "
+                        "policy is models/pretrained/rainbow_pp.pt; train one with `placer "
+                        "train-policy --agent rainbow-pp`)");
+      }
+      RainbowPPPolicyOptions o;
+      o.samples = a.given.count("--samples") ? a.samples : 16;
+      custom = make_rainbow_pp_policy_placer(a.policy, o);
+    } else if (is_rainbow_pp(a)) {
+      custom = make_rainbow_pp_placer(rainbow_pp_options(a));
+    } else if (is_rainbow_opp(a)) {
+      custom = make_rainbow_opp_placer(rainbow_opp_options(a));
     }
   }
   std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
@@ -282,10 +344,13 @@ void register_place(CLI::App& app) {
       ->required();
   sub->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
   sub->add_option("--policy", args->policy,
-                  "GDP policy (*.pt from `placer train-policy`); implies --method gdp. "
-                  "--method gdp without it uses the shipped default policy");
+                  "Learned policy: a GDP policy (*.pt from `placer train-policy`; implies "
+                  "--method gdp, which without it uses the shipped default), or with --method "
+                  "rainbow-pp a pipeline-cut policy (`train-policy --agent rainbow-pp`; "
+                  "models/pretrained/rainbow_pp.pt) placed zero-shot");
   sub->add_option("--samples", args->samples,
-                  "gdp: sampled placements scored besides the greedy one")
+                  "gdp (and rainbow-pp --policy): sampled placements / cut sets scored besides "
+                  "the greedy one")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--finetune", args->finetune,
@@ -299,6 +364,10 @@ void register_place(CLI::App& app) {
                   "gdp: sampled placements per fine-tuning update (default: " +
                       std::to_string(PpoConfig{}.samples) + ")")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--agent-set", args->agent_set,
+                  "rainbow-pp / rainbow-opp / rainbow-adp: KEY=VALUE option of the placer or "
+                  "its Rainbow agent (repeatable; e.g. episodes=600, reward=paper, lr=5e-4; "
+                  "docs/rainbow.md lists them)");
   sub->add_option("--stages", args->stages,
                   "rainbow-pp: pipeline stages (default: min(4, devices))")
       ->check(CLI::Range(2, 1 << 20));
