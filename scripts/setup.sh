@@ -32,6 +32,11 @@ packages=(
   libopenblas0-openmp
   libmetis-dev libscotch-dev
   gnuplot-nox
+  # Headers of the Gloo library that libtorch's c10d ProcessGroupGloo includes (distributed
+  # pretraining, docs/distributed.md); the library itself is inside libtorch.
+  libgloo-dev
+  # placer-calibrate's multi-host bootstrap can use MPI (optional at build time).
+  libopenmpi-dev
 )
 if [ "$python" = 1 ]; then
   packages+=(python3 python3-torch python3-torchvision python3-onnx python3-yaml)
