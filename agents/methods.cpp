@@ -11,6 +11,8 @@ std::vector<MethodInfo> all_methods() {
   add_learned_methods(&m);
   add_rainbow_methods(&m);
   add_rainbow_opp_methods(&m);
+  add_seq2seq_methods(&m);
+  add_placeto_methods(&m);
   return m;
 }
 
