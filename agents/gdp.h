@@ -158,6 +158,21 @@ std::unique_ptr<Placer> make_gdp_placer(const std::string& policy_path,
 
 // ---------------------------------------------------------------- batch pretraining ----
 
+/// Distributed training (docs/distributed.md). Unset fields (-1 / "") are taken from the
+/// environment (agents/gdp_dist.h, resolve_dist); nothing set anywhere = one process.
+struct GdpDistConfig {
+  std::string url;       ///< rendezvous "tcp://host:port" (rank 0 serves it) or "file:///path"
+  int rank = -1;         ///< this process's rank
+  int world_size = -1;   ///< number of processes
+  int local_rank = -1;   ///< rank on this host (picks the GPU with device cuda)
+  double timeout_seconds = 60;  ///< rendezvous and every collective; a lost rank ends the run
+  /// The train instances are split into this many seeded shards (instance i in shard
+  /// i % shards), each update drawing its share of graphs_per_update from every shard; rank r
+  /// works the shards s with s % world_size == r. 0 = world size. A run with a fixed value
+  /// draws the same global batch at any world size (single process included).
+  int shards = 0;
+};
+
 /// Everything `placer train-policy` takes (docs/gdp.md lists the YAML keys).
 struct TrainConfig {
   std::string corpus;                      ///< manifest path (required)
@@ -186,6 +201,9 @@ struct TrainConfig {
   std::vector<std::string> eval_baselines = {"m-etf", "m-sct", "metis", "critical-path"};
   std::string init_policy;                 ///< warm start from this policy ("" = fresh)
   std::string command;                     ///< recorded in the meta
+  GdpDistConfig dist;                      ///< ranks of a distributed run (default: one process)
+  int threads = 0;                         ///< rollout threads per process (0 = all cores)
+  std::string device = "cpu";              ///< where the network trains: "cpu" or "cuda"
 };
 
 /// One update, as logged (one JSONL line {"type":"update", ...}).
@@ -267,6 +285,7 @@ class GdpTrainer {
   size_t num_val_instances() const;
 
  private:
+  friend struct GdpTrainerAccess;  // agents/gdp_dist_group.h (tests of distributed runs)
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -120,6 +120,19 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
   if (cf.eval_instances < 0) throw ValidationError("eval_instances: must be >= 0");
   if (cf.eval_samples < 0) throw ValidationError("eval_samples: must be >= 0");
   if (cf.output_dir.empty()) throw ValidationError("output_dir: required");
+  if (cf.threads < 0) throw ValidationError("threads: must be >= 0 (0 = all cores)");
+  if (cf.dist.shards < 0) throw ValidationError("dist.shards: must be >= 0 (0 = world size)");
+  if (!(cf.dist.timeout_seconds > 0)) throw ValidationError("dist.timeout: must be > 0 seconds");
+  if (cf.device != "cpu" && cf.device != "cuda") {
+    throw ValidationError("device: unknown device '" + cf.device + "' (use cpu or cuda)");
+  }
+  if (cf.device == "cuda") {
+    // The networks, their tensors and the sampling would have to live on the GPU; this
+    // LibTorch (Debian's CPU build) has no CUDA, and the GPU path is not wired yet.
+    throw ValidationError(
+        "device: cuda is not available in this build (LibTorch without CUDA, or no GPU "
+        "visible); train with device cpu (docs/distributed.md)");
+  }
   if (!parse_optimizer(cf.optimizer, &training.optimizer)) {
     throw ValidationError("optimizer: unknown optimizer '" + cf.optimizer +
                           "' (use sgd, momentum or adam)");
@@ -198,6 +211,13 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
       for (int k : cf.device_counts) train_instances.push_back(make(e, int(c), k));
     }
   }
+
+  // ---- distribution ----
+  setup = resolve_dist(cf.dist);
+  threads = resolve_threads(cf.threads);
+  shards = cf.dist.shards > 0 ? cf.dist.shards : setup.world_size;
+  for (int s = setup.rank; s < shards; s += setup.world_size) my_shards.push_back(s);
+  if (setup.world_size > 1) group = std::make_unique<DistGroup>(setup, cf.dist.timeout_seconds);
   // Validation order: every graph once before any repeats, cycling through the
   // (cluster, device count) combinations, so the first few instances are diverse.
   const size_t E = val_entries.size(), CK = clusters.size() * cf.device_counts.size();
@@ -313,6 +333,7 @@ void GdpTrainer::Impl::trim_caches() {
 }
 
 void GdpTrainer::Impl::append_log(const Json& line) const {
+  if (!root()) return;  // rank 0 alone writes the log
   std::error_code ec;
   std::filesystem::create_directories(config.output_dir, ec);
   const std::string path = dir_path("log.jsonl");
@@ -324,20 +345,22 @@ void GdpTrainer::Impl::append_log(const Json& line) const {
 }
 
 std::vector<std::pair<const Instance*, LiveEnv*>> GdpTrainer::Impl::pick_instances(
-    std::mt19937_64& rng) {
-  // Distinct instances by a lazy Fisher-Yates shuffle, skipping oversize graphs.
-  const size_t n = train_instances.size();
-  std::vector<size_t> perm(n);
-  for (size_t i = 0; i < n; ++i) perm[i] = i;
+    std::mt19937_64& rng, int shard, size_t count) {
+  // Distinct instances of the shard (instance i is in shard i % shards) by a lazy
+  // Fisher-Yates shuffle, skipping oversize graphs.
+  std::vector<size_t> perm;
+  for (size_t i = size_t(shard); i < train_instances.size(); i += size_t(shards)) perm.push_back(i);
+  const size_t n = perm.size();
   std::vector<std::pair<const Instance*, LiveEnv*>> picked;
-  for (size_t i = 0; i < n && picked.size() < size_t(config.ppo.graphs_per_update); ++i) {
+  if (count == 0 || n == 0) return picked;
+  for (size_t i = 0; i < n && picked.size() < count; ++i) {
     const size_t j = i + size_t(uniform_below(rng, n - i));
     std::swap(perm[i], perm[j]);
     const Instance& inst = train_instances[perm[i]];
     LiveEnv* live = env(inst);
     if (live) picked.emplace_back(&inst, live);
   }
-  if (picked.empty()) {
+  if (picked.empty() && shards == 1) {
     throw ValidationError("max_ops: every train graph of " + config.corpus + " has more than " +
                           std::to_string(config.max_ops) + " ops in its training step");
   }
@@ -381,6 +404,16 @@ PolicyMeta GdpTrainer::Impl::make_meta() {
 }
 
 void GdpTrainer::Impl::checkpoint() {
+  std::map<std::string, double> all_ema = ema;
+  if (group) {  // every rank holds the baselines of its own shards' instances
+    Json mine = Json::object();
+    for (const auto& [key, v] : ema) mine[key] = v;
+    for (const std::string& text : group->allgather(mine.dump())) {
+      const Json theirs = Json::parse(text);
+      for (auto it = theirs.begin(); it != theirs.end(); ++it) all_ema[it.key()] = it->get<double>();
+    }
+  }
+  if (!root()) return;
   std::error_code ec;
   std::filesystem::create_directories(config.output_dir, ec);
   if (ec) {
@@ -397,7 +430,7 @@ void GdpTrainer::Impl::checkpoint() {
                 {"train_seconds", train_seconds},
                 {"best_val_geomean", num(best_val_geomean)},
                 {"ema", Json::object()}};
-  for (const auto& [key, v] : ema) state["ema"][key] = v;
+  for (const auto& [key, v] : all_ema) state["ema"][key] = v;
 
   torch::serialize::OutputArchive archive;
   write_net(archive, policy.impl().net);
@@ -483,10 +516,20 @@ int64_t GdpTrainer::Impl::resume() {
   } catch (const Json::exception& e) {
     throw FormatError(path + ": trainer_state: " + e.what());
   }
+  if (world() > 1) {  // keep the baselines of this rank's shards (any earlier world size)
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < train_instances.size(); ++i) index[train_instances[i].key] = i;
+    for (auto it = ema.begin(); it != ema.end();) {
+      auto f = index.find(it->first);
+      const bool mine = f != index.end() && int(f->second % size_t(shards)) % world() == setup.rank;
+      it = mine ? std::next(it) : ema.erase(it);
+    }
+  }
+  sync_parameters();
 
-  // Cut the log back to what the checkpoint has seen.
+  // Cut the log back to what the checkpoint has seen (rank 0 owns the files).
   const std::string log = dir_path("log.jsonl");
-  if (std::filesystem::exists(log, ec)) {
+  if (root() && std::filesystem::exists(log, ec)) {
     std::ifstream in(log);
     std::string line, kept;
     while (std::getline(in, line)) {
@@ -509,12 +552,46 @@ int64_t GdpTrainer::Impl::resume() {
   return updates_done;
 }
 
+std::vector<EpisodeRecord> GdpTrainer::Impl::gather(std::vector<EpisodeRecord> mine) const {
+  if (group) {
+    Json j = Json::array();
+    for (const EpisodeRecord& r : mine) j.push_back(r.to_json());
+    mine.clear();
+    for (const std::string& text : group->allgather(j.dump())) {
+      const Json records = Json::parse(text);
+      for (size_t i = 0; i < records.size(); ++i) mine.push_back(EpisodeRecord::from_json(records[i]));
+    }
+  }
+  std::stable_sort(mine.begin(), mine.end(), [](const EpisodeRecord& a, const EpisodeRecord& b) {
+    return a.shard != b.shard ? a.shard < b.shard : a.index < b.index;
+  });
+  return mine;
+}
+
+void GdpTrainer::Impl::sync_parameters() {
+  if (!group) return;
+  std::vector<torch::Tensor> all = policy.impl().net->parameters();
+  for (const torch::Tensor& b : policy.impl().net->buffers()) all.push_back(b);
+  group->broadcast(all);
+}
+
+void GdpTrainer::Impl::reduce_gradients() {
+  if (group) group->allreduce_gradients(policy.impl().net->parameters());
+}
+
 // ------------------------------------------------------------------------ GdpTrainer ----
 
 GdpTrainer::GdpTrainer(TrainConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 GdpTrainer::~GdpTrainer() = default;
 
 int64_t GdpTrainer::resume() { return impl_->resume(); }
+
+std::vector<torch::Tensor> GdpTrainerAccess::parameters(const GdpTrainer& t) {
+  return t.impl_->policy.impl().net->parameters();
+}
+int GdpTrainerAccess::rank(const GdpTrainer& t) { return t.impl_->setup.rank; }
+int GdpTrainerAccess::world_size(const GdpTrainer& t) { return t.impl_->setup.world_size; }
+std::vector<int> GdpTrainerAccess::shards(const GdpTrainer& t) { return t.impl_->my_shards; }
 
 
 TrainEvalStats GdpTrainer::evaluate() { return impl_->evaluate(); }

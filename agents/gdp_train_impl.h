@@ -30,6 +30,8 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/gdp.h"
+#include "agents/gdp_dist.h"
+#include "agents/gdp_dist_group.h"
 #include "agents/gdp_net.h"
 #include "datasets/corpus.h"
 #include "env/placement_env.h"
@@ -177,6 +179,33 @@ inline GdpPolicy initial_policy(const TrainConfig& c) {
   return GdpPolicy(c.net, c.seed);
 }
 
+/// What one episode (an instance in an update) contributed, in a form that travels between
+/// ranks: the update's log line is computed from the records of all ranks in (shard, index)
+/// order, so it does not depend on the world size.
+struct EpisodeRecord {
+  int shard = 0, index = 0;
+  std::string key;
+  std::vector<double> rewards;
+  double ratio = 0;     // best time / reference time
+  double accuracy = 0;  // imitation
+  double loss = 0;      // imitation
+  Json to_json() const {
+    return {{"s", shard}, {"i", index}, {"k", key}, {"r", rewards},
+            {"q", num(ratio)}, {"a", accuracy}, {"l", loss}};
+  }
+  static EpisodeRecord from_json(const Json& j) {
+    EpisodeRecord e;
+    e.shard = j.at("s").get<int>();
+    e.index = j.at("i").get<int>();
+    e.key = j.at("k").get<std::string>();
+    e.rewards = j.at("r").get<std::vector<double>>();
+    e.ratio = j.at("q").is_null() ? std::numeric_limits<double>::infinity() : j.at("q").get<double>();
+    e.accuracy = j.at("a").get<double>();
+    e.loss = j.at("l").get<double>();
+    return e;
+  }
+};
+
 constexpr size_t kMaxLiveEnvs = 128;
 constexpr size_t kMaxCachedGraphs = 128;
 
@@ -217,7 +246,37 @@ struct GdpTrainer::Impl {
   double train_seconds = 0;
   double best_val_geomean = std::numeric_limits<double>::infinity();
 
+  // Distribution (docs/distributed.md): this rank's shards of the train instances, the
+  // process group (null for one process) and the rollout threads.
+  DistSetup setup;
+  std::unique_ptr<DistGroup> group;
+  int shards = 1;
+  std::vector<int> my_shards;
+  int threads = 1;
+
   explicit Impl(TrainConfig c);
+
+  bool root() const { return setup.rank == 0; }
+  int world() const { return setup.world_size; }
+  /// Instances shard s draws in update u (graphs_per_update spread over the shards).
+  size_t shard_count(int s) const {
+    const size_t g = size_t(config.ppo.graphs_per_update), n = size_t(shards);
+    return g / n + (size_t(s) < g % n ? 1 : 0);
+  }
+  uint64_t shard_seed(int64_t u, int s) const {
+    const uint64_t base = stream_seed(config.seed, u, kTrainStream);
+    return s == 0 ? base : splitmix64(base ^ (0x5368617264ull * uint64_t(s)));
+  }
+  /// Sum over the ranks (identity for one process).
+  std::vector<double> sum_all(const std::vector<double>& v) const {
+    return group ? group->allreduce(v, "sum") : v;
+  }
+  /// The records of all ranks, in (shard, index) order.
+  std::vector<EpisodeRecord> gather(std::vector<EpisodeRecord> mine) const;
+  /// Broadcasts rank 0's parameters and buffers (identical start on every rank).
+  void sync_parameters();
+  /// Sums the gradients over the ranks (no-op for one process).
+  void reduce_gradients();
 
   std::string dir_path(const std::string& name) const {
     return (std::filesystem::path(config.output_dir) / name).string();
@@ -229,10 +288,12 @@ struct GdpTrainer::Impl {
   std::shared_ptr<const Graph> graph(size_t entry);
   LiveEnv* env(const Instance& inst);
   void trim_caches();
-  std::vector<std::pair<const Instance*, LiveEnv*>> pick_instances(std::mt19937_64& rng);
+  std::vector<std::pair<const Instance*, LiveEnv*>> pick_instances(std::mt19937_64& rng,
+                                                                   int shard, size_t count);
   TrainUpdateStats run_update(int64_t u);
   TrainUpdateStats run_imitation(int64_t u);
   TrainEvalStats evaluate();
+  PpoStats dist_ppo_update(std::vector<PpoEpisode>& batch, double global_episodes);
   void append_log(const Json& line) const;
   PolicyMeta make_meta();
   const std::string& hash();

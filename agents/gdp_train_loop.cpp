@@ -5,74 +5,126 @@
 
 namespace placer {
 
+namespace {
+
+/// The update's log fields from the records of all ranks (in shard order).
+void summarize(const std::vector<EpisodeRecord>& records, TrainUpdateStats& st) {
+  double reward_sum = 0;
+  int64_t reward_count = 0;
+  st.best_reward = -std::numeric_limits<double>::infinity();
+  std::vector<double> ratios;
+  st.instances.clear();
+  st.evaluations = 0;
+  for (const EpisodeRecord& r : records) {
+    for (double x : r.rewards) {
+      reward_sum += x;
+      ++reward_count;
+      st.best_reward = std::max(st.best_reward, x);
+    }
+    st.evaluations += int64_t(r.rewards.size());
+    ratios.push_back(r.ratio);
+    st.instances.push_back(r.key);
+  }
+  st.mean_reward = reward_count > 0 ? reward_sum / double(reward_count) : 0;
+  st.best_ratio = geomean(ratios);
+}
+
+}  // namespace
+
 TrainUpdateStats GdpTrainer::Impl::run_imitation(int64_t u) {
   const auto t0 = Clock::now();
-  std::mt19937_64 rng(stream_seed(config.seed, u, kTrainStream));
   TrainUpdateStats st;
   st.update = u;
   st.phase = "imitation";
-  const auto picked = pick_instances(rng);
-  const double episodes = double(picked.size());
+  // This rank's instances: the picks of each of its shards, in shard order.
+  std::vector<std::pair<const Instance*, LiveEnv*>> picked;
+  std::vector<EpisodeRecord> records;
+  for (int s : my_shards) {
+    std::mt19937_64 rng(shard_seed(u, s));
+    int index = 0;
+    for (const auto& p : pick_instances(rng, s, shard_count(s))) {
+      picked.push_back(p);
+      EpisodeRecord r;
+      r.shard = s;
+      r.index = index++;
+      r.key = p.first->key;
+      records.push_back(std::move(r));
+    }
+  }
+  const double episodes = sum_all({double(picked.size())})[0];
+  if (!(episodes > 0)) {
+    throw ValidationError("max_ops: every train graph of " + config.corpus + " has more than " +
+                          std::to_string(config.max_ops) + " ops in its training step");
+  }
 
   GdpNet net = policy.impl().net;
   adam->zero_grad();
-  double loss_sum = 0, accuracy_sum = 0, reward_sum = 0;
-  st.best_reward = -std::numeric_limits<double>::infinity();
-  std::vector<double> ratios;
-  for (const auto& [inst, live] : picked) {
+  std::vector<std::vector<int>> greedy(picked.size());
+  for (size_t b = 0; b < picked.size(); ++b) {
+    const auto& [inst, live] = picked[b];
     const std::vector<int16_t>& ref16 = reference_action.at(inst->key);
     const std::vector<int> ref(ref16.begin(), ref16.end());
     const torch::Tensor logits = net->forward(live->tensors);
     const torch::Tensor loss = -action_log_probs(logits, ref).mean();
-    // One backward per instance keeps memory to one graph; the sum is the batch mean's gradient.
+    // One backward per instance keeps memory to one graph; the sum over the instances of
+    // all ranks is the batch mean's gradient.
     (loss / episodes).backward();
-    loss_sum += loss.item<double>();
-
-    const std::vector<int> greedy = greedy_action(logits);
+    records[b].loss = loss.item<double>();
+    greedy[b] = greedy_action(logits);
     size_t match = 0;
-    for (size_t i = 0; i < greedy.size(); ++i) match += greedy[i] == ref[i];
-    accuracy_sum += greedy.empty() ? 1.0 : double(match) / double(greedy.size());
-    const StepResult r = live->env->step(greedy);
-    ++st.evaluations;
-    reward_sum += r.reward;
-    st.best_reward = std::max(st.best_reward, r.reward);
-    ratios.push_back(r.step_time / live->env->reference_time());
-    st.instances.push_back(inst->key);
+    for (size_t i = 0; i < greedy[b].size(); ++i) match += greedy[b][i] == ref[i];
+    records[b].accuracy = greedy[b].empty() ? 1.0 : double(match) / double(greedy[b].size());
   }
+  // The greedy placements' simulations on the rollout threads (one env per instance).
+  parallel_for(picked.size(), threads, [&](size_t b) {
+    LiveEnv* live = picked[b].second;
+    const StepResult r = live->env->step(greedy[b]);
+    records[b].rewards = {r.reward};
+    records[b].ratio = r.step_time / live->env->reference_time();
+  });
+  reduce_gradients();
   if (config.ppo.max_grad_norm > 0) {
     torch::nn::utils::clip_grad_norm_(net->parameters(), config.ppo.max_grad_norm);
   }
   adam->step();
 
+  const std::vector<EpisodeRecord> all = gather(std::move(records));
+  summarize(all, st);
+  double loss_sum = 0, accuracy_sum = 0;
+  for (const EpisodeRecord& r : all) {
+    loss_sum += r.loss;
+    accuracy_sum += r.accuracy;
+  }
   st.loss = loss_sum / episodes;
   st.accuracy = accuracy_sum / episodes;
-  st.mean_reward = reward_sum / episodes;
-  st.best_ratio = geomean(ratios);
   st.seconds = seconds_since(t0);
   return st;
 }
 
 TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
   const auto t0 = Clock::now();
-  std::mt19937_64 rng(stream_seed(config.seed, u, kTrainStream));
   TrainUpdateStats st;
   st.update = u;
   st.phase = "ppo";
-  const auto picked = pick_instances(rng);
 
-  std::vector<PpoEpisode> batch(picked.size());
-  std::vector<double*> baselines;
-  double reward_sum = 0;
-  int64_t reward_count = 0;
-  st.best_reward = -std::numeric_limits<double>::infinity();
-  std::vector<double> ratios;
-  for (size_t b = 0; b < picked.size(); ++b) {
-    LiveEnv& live = *picked[b].second;
-    PpoEpisode& ep = batch[b];
-    ep.tensors = &live.tensors;
-    {
+  // Sampling (forward passes, this rank's shards in order, each from its own seeded stream).
+  std::vector<std::pair<const Instance*, LiveEnv*>> picked;
+  std::vector<EpisodeRecord> records;
+  std::vector<PpoEpisode> batch;
+  for (int s : my_shards) {
+    std::mt19937_64 rng(shard_seed(u, s));
+    int index = 0;
+    for (const auto& p : pick_instances(rng, s, shard_count(s))) {
+      picked.push_back(p);
+      EpisodeRecord r;
+      r.shard = s;
+      r.index = index++;
+      r.key = p.first->key;
+      records.push_back(std::move(r));
+      PpoEpisode ep;
+      ep.tensors = &p.second->tensors;
       torch::NoGradGuard no_grad;
-      const torch::Tensor logits = policy.impl().net->forward(live.tensors);
+      const torch::Tensor logits = policy.impl().net->forward(p.second->tensors);
       const torch::Tensor probs = torch::softmax(logits, -1);
       std::vector<torch::Tensor> old;
       for (int k = 0; k < config.ppo.samples; ++k) {
@@ -80,34 +132,72 @@ TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
         old.push_back(action_log_probs(logits, ep.actions.back()));
       }
       ep.old_log_probs = torch::stack(old);
+      batch.push_back(std::move(ep));
     }
+  }
+  const double episodes = sum_all({double(batch.size())})[0];
+  if (!(episodes > 0)) {
+    throw ValidationError("max_ops: every train graph of " + config.corpus + " has more than " +
+                          std::to_string(config.max_ops) + " ops in its training step");
+  }
+
+  // Rollouts: every instance's placements simulated on the rollout threads (an env is used
+  // by one thread; results go to per-instance slots, so the thread count changes nothing).
+  parallel_for(batch.size(), threads, [&](size_t b) {
+    LiveEnv& live = *picked[b].second;
+    PpoEpisode& ep = batch[b];
     Outcome best;
     for (const std::vector<int>& a : ep.actions) {
       const StepResult r = live.env->step(a);
-      ++st.evaluations;
       ep.rewards.push_back(r.reward);
-      reward_sum += r.reward;
-      ++reward_count;
-      st.best_reward = std::max(st.best_reward, r.reward);
       best.consider(r.step_time, r.oom);
     }
-    ratios.push_back(best.time / live.env->reference_time());
-    st.instances.push_back(picked[b].first->key);
+    records[b].rewards = ep.rewards;
+    records[b].ratio = best.time / live.env->reference_time();
+  });
+
+  std::vector<double*> baselines;
+  for (size_t b = 0; b < batch.size(); ++b) {
     auto e = ema.find(picked[b].first->key);
     if (e == ema.end()) {
       e = ema.emplace(picked[b].first->key, std::numeric_limits<double>::quiet_NaN()).first;
     }
     baselines.push_back(&e->second);
   }
-  compute_advantages(batch, config.ppo, baselines);
+  GdpNet net = policy.impl().net;
+  PpoStats ps;
+  if (!group) {
+    compute_advantages(batch, config.ppo, baselines);
+  } else {
+    // Baselines per instance locally; the standardisation over the global batch.
+    PpoConfig local = config.ppo;
+    local.normalize_advantages = false;
+    compute_advantages(batch, local, baselines);
+    if (config.ppo.normalize_advantages) {
+      double n = 0, sum = 0, sq = 0;
+      for (const auto& ep : batch) {
+        for (double a : ep.advantages) {
+          n += 1;
+          sum += a;
+        }
+      }
+      const std::vector<double> ns = group->allreduce({n, sum});
+      const double mean = ns[0] > 0 ? ns[1] / ns[0] : 0;
+      for (const auto& ep : batch) {
+        for (double a : ep.advantages) sq += (a - mean) * (a - mean);
+      }
+      const double sd = ns[0] > 0 ? std::sqrt(group->allreduce({sq})[0] / ns[0]) : 0;
+      for (auto& ep : batch) {
+        for (double& a : ep.advantages) a = sd > 1e-8 ? (a - mean) / sd : a - mean;
+      }
+    }
+  }
   for (auto it = ema.begin(); it != ema.end();) {  // never-set baselines are not state
     it = std::isnan(it->second) ? ema.erase(it) : std::next(it);
   }
-  GdpNet net = policy.impl().net;
-  const PpoStats ps = ppo_update(net, *adam, batch, config.ppo);
+  ps = group ? dist_ppo_update(batch, episodes) : ppo_update(net, *adam, batch, config.ppo);
 
-  st.mean_reward = reward_sum / double(reward_count);
-  st.best_ratio = geomean(ratios);
+  summarize(gather(std::move(records)), st);
   st.loss = ps.loss;
   st.entropy = ps.entropy;
   st.approx_kl = ps.approx_kl;
@@ -116,19 +206,91 @@ TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
   return st;
 }
 
+PpoStats GdpTrainer::Impl::dist_ppo_update(std::vector<PpoEpisode>& batch,
+                                           double global_episodes) {
+  // ppo_update (agents/gdp_ppo.cpp) over the union of the ranks' batches: each rank
+  // backpropagates its episodes' losses divided by the global episode count, the gradients
+  // are summed over the ranks (= the gradient of the global batch mean), then clipped and
+  // applied identically everywhere.
+  GdpNet net = policy.impl().net;
+  const PpoConfig& config = this->config.ppo;
+  PpoStats stats;
+  std::vector<torch::Tensor> actions, advantages;
+  for (const PpoEpisode& ep : batch) {
+    const int64_t k = int64_t(ep.actions.size()), u = ep.tensors->num_units;
+    auto a = torch::empty({k, u}, torch::kLong);
+    int64_t* ap = a.data_ptr<int64_t>();
+    for (int64_t s = 0; s < k; ++s) {
+      for (int64_t j = 0; j < u; ++j) ap[s * u + j] = ep.actions[size_t(s)][size_t(j)];
+    }
+    actions.push_back(a.unsqueeze(2));
+    advantages.push_back(
+        torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1));
+  }
+  const double lo = 1 - config.clip, hi = 1 + config.clip;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    adam->zero_grad();
+    double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0, count = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const PpoEpisode& ep = batch[i];
+      const GraphTensors& t = *ep.tensors;
+      const int64_t k = actions[i].size(0);
+      auto logits = net->forward(t);
+      auto logp_all = torch::log_softmax(logits, -1);
+      auto new_logp = logp_all.unsqueeze(0)
+                          .expand({k, logp_all.size(0), logp_all.size(1)})
+                          .gather(2, actions[i])
+                          .squeeze(2);
+      auto old_logp = ep.old_log_probs.detach().to(torch::kFloat);
+      auto ratio = torch::exp(new_logp - old_logp);
+      auto surrogate =
+          torch::min(ratio * advantages[i], torch::clamp(ratio, lo, hi) * advantages[i]);
+      auto policy_loss = -surrogate.mean();
+      auto probs = torch::exp(logp_all);
+      auto safe_logp = logp_all.masked_fill(t.mask.logical_not(), 0.0);
+      auto entropy = -(probs * safe_logp).sum(-1).mean();
+      auto loss = policy_loss - config.entropy * entropy;
+      (loss / global_episodes).backward();
+      loss_sum += loss.item<double>();
+      entropy_sum += entropy.item<double>();
+      torch::NoGradGuard no_grad;
+      kl_sum += (old_logp - new_logp.detach()).sum().item<double>();
+      clipped += ((ratio.detach() - 1).abs() > config.clip).sum().item<double>();
+      count += double(new_logp.numel());
+    }
+    reduce_gradients();
+    if (config.max_grad_norm > 0) {
+      torch::nn::utils::clip_grad_norm_(net->parameters(), config.max_grad_norm);
+    }
+    adam->step();
+    const std::vector<double> g = group->allreduce({loss_sum, entropy_sum, kl_sum, clipped, count});
+    stats.loss += g[0] / global_episodes;
+    stats.entropy += g[1] / global_episodes;
+    stats.approx_kl += g[4] > 0 ? g[2] / g[4] : 0;
+    stats.clip_fraction += g[4] > 0 ? g[3] / g[4] : 0;
+  }
+  const double e = double(config.epochs);
+  stats.loss /= e;
+  stats.entropy /= e;
+  stats.approx_kl /= e;
+  stats.clip_fraction /= e;
+  return stats;
+}
+
 TrainEvalStats GdpTrainer::Impl::evaluate() {
   TrainEvalStats out;
   out.update = updates_done;
-  std::mt19937_64 rng(stream_seed(config.seed, updates_done, kEvalStream));
+  const uint64_t eval_seed = stream_seed(config.seed, updates_done, kEvalStream);
   std::vector<double> sampled_ratio, greedy_ratio;
   SimOptions so;
   so.critical_path = false;
-  for (const Instance& inst : val_instances) {
-    if (out.rows.size() >= size_t(config.eval_instances)) break;
+  // One validation candidate (position j of the evaluation order); false when skipped.
+  auto evaluate_one = [&](size_t j, TrainEvalRow& row) {
+    const Instance& inst = val_instances[j];
     LiveEnv* live = env(inst);
-    if (!live) continue;
+    if (!live) return false;
+    std::mt19937_64 rng(splitmix64(eval_seed + j));
     const ClusterSlot& cs = clusters[size_t(inst.cluster)];
-    TrainEvalRow row;
     row.instance = inst.key;
     row.reference_time = live->env->reference_time();
 
@@ -158,28 +320,77 @@ TrainEvalStats GdpTrainer::Impl::evaluate() {
     row.best_classical_time = cl->second.second;
 
     Outcome sampled;
-    {
-      torch::NoGradGuard no_grad;
-      const torch::Tensor logits = policy.impl().net->forward(live->tensors);
-      const StepResult g = live->env->step(greedy_action(logits));
-      ++evaluations;
-      row.greedy_time = g.step_time;
-      sampled.consider(g.step_time, g.oom);
-      if (config.eval_samples > 0) {
-        const torch::Tensor probs = torch::softmax(logits, -1);
-        for (int k = 0; k < config.eval_samples; ++k) {
-          const StepResult r = live->env->step(sample_action(probs, rng));
-          ++evaluations;
-          sampled.consider(r.step_time, r.oom);
-        }
+    torch::NoGradGuard no_grad;
+    const torch::Tensor logits = policy.impl().net->forward(live->tensors);
+    const StepResult g = live->env->step(greedy_action(logits));
+    ++evaluations;
+    row.greedy_time = g.step_time;
+    sampled.consider(g.step_time, g.oom);
+    if (config.eval_samples > 0) {
+      const torch::Tensor probs = torch::softmax(logits, -1);
+      std::vector<std::vector<int>> actions;
+      for (int k = 0; k < config.eval_samples; ++k) actions.push_back(sample_action(probs, rng));
+      std::vector<StepResult> results(actions.size());
+      for (size_t k = 0; k < actions.size(); ++k) results[k] = live->env->step(actions[k]);
+      for (const StepResult& r : results) {
+        ++evaluations;
+        sampled.consider(r.step_time, r.oom);
       }
     }
     row.sampled_time = sampled.time;
-    if (row.best_classical_time > 0) {
-      sampled_ratio.push_back(row.sampled_time / row.best_classical_time);
-      greedy_ratio.push_back(row.greedy_time / row.best_classical_time);
+    return true;
+  };
+  // Sharded: in each round the ranks evaluate consecutive candidates (rank r the r-th) and
+  // the rows are gathered in candidate order, so the table does not depend on the world size.
+  const int64_t evaluations_before = evaluations;
+  const size_t W = size_t(world());
+  for (size_t next = 0;
+       out.rows.size() < size_t(config.eval_instances) && next < val_instances.size();
+       next += W) {
+    const size_t j = next + size_t(setup.rank);
+    TrainEvalRow mine;
+    const bool have = j < val_instances.size() && evaluate_one(j, mine);
+    std::vector<std::pair<bool, TrainEvalRow>> round;
+    if (!group) {
+      round.emplace_back(have, mine);
+    } else {
+      const Json jm = have ? Json{{"instance", mine.instance},
+                                  {"reference_time", mine.reference_time},
+                                  {"best_classical", mine.best_classical},
+                                  {"best_classical_time", mine.best_classical_time},
+                                  {"greedy_time", num(mine.greedy_time)},
+                                  {"sampled_time", num(mine.sampled_time)}}
+                           : Json(nullptr);
+      for (const std::string& text : group->allgather(jm.dump())) {
+        const Json r = Json::parse(text);
+        TrainEvalRow row;
+        if (!r.is_null()) {
+          auto dbl = [&](const char* k) {
+            return r.at(k).is_null() ? std::numeric_limits<double>::infinity()
+                                     : r.at(k).get<double>();
+          };
+          row.instance = r.at("instance").get<std::string>();
+          row.reference_time = dbl("reference_time");
+          row.best_classical = r.at("best_classical").get<std::string>();
+          row.best_classical_time = dbl("best_classical_time");
+          row.greedy_time = dbl("greedy_time");
+          row.sampled_time = dbl("sampled_time");
+        }
+        round.emplace_back(!r.is_null(), row);
+      }
     }
-    out.rows.push_back(std::move(row));
+    for (auto& [ok, row] : round) {
+      if (!ok || out.rows.size() >= size_t(config.eval_instances)) continue;
+      if (row.best_classical_time > 0) {
+        sampled_ratio.push_back(row.sampled_time / row.best_classical_time);
+        greedy_ratio.push_back(row.greedy_time / row.best_classical_time);
+      }
+      out.rows.push_back(std::move(row));
+    }
+  }
+  if (group) {  // every rank counts the simulator runs of all
+    evaluations = evaluations_before +
+                  int64_t(group->allreduce({double(evaluations - evaluations_before)})[0]);
   }
   out.geomean_vs_classical = geomean(sampled_ratio);
   out.geomean_greedy_vs_classical = geomean(greedy_ratio);
@@ -210,8 +421,11 @@ int64_t GdpTrainer::train(const Callbacks& callbacks) {
     ~Reset() { m.callbacks = nullptr; }
   } reset{m};
   bool checkpointed = true;
+  m.sync_parameters();  // every rank starts from rank 0's network
   while (m.updates_done < m.config.updates) {
-    if (callbacks.should_stop && callbacks.should_stop()) break;
+    double stop = callbacks.should_stop && callbacks.should_stop() ? 1 : 0;
+    if (m.group) stop = m.group->allreduce({stop}, "max")[0];  // a stop on any rank stops all
+    if (stop > 0) break;
     const int64_t u = m.updates_done + 1;
     const auto t0 = Clock::now();
     TrainUpdateStats st =
@@ -241,7 +455,7 @@ int64_t GdpTrainer::train(const Callbacks& callbacks) {
       if (!ev.rows.empty() && ev.geomean_vs_classical > 0 &&
           ev.geomean_vs_classical < m.best_val_geomean) {
         m.best_val_geomean = ev.geomean_vs_classical;
-        m.policy.save(m.dir_path("best.pt"), m.make_meta());
+        if (m.root()) m.policy.save(m.dir_path("best.pt"), m.make_meta());
       }
       if (callbacks.on_eval) callbacks.on_eval(ev);
     }

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "agents/gdp.h"
+#include "agents/gdp_dist.h"
 #include "agents/rainbow_pp_policy.h"
 #include "src/cli/commands.h"
 #include "src/cli/train_config.h"
@@ -41,6 +42,10 @@ struct TrainArgs {
   std::string output_dir;
   std::string agent;  ///< "gdp" (default) or "rainbow-pp"; "" = the config's `agent:` or gdp
   bool resume = false, overwrite = false, plot = false, plot_only = false, print_config = false;
+  // Distribution (docs/distributed.md); not part of the saved configuration.
+  std::string dist_url, device = "cpu";
+  int rank = -1, world_size = -1, threads = 0;
+  double dist_timeout = 60;
 };
 
 // ------------------------------------------------------------------------ signals ----
@@ -118,6 +123,12 @@ TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
   if (sub.count("--seed") > 0) c.seed = a.seed;
   if (sub.count("--eval-every") > 0) c.eval_every = a.eval_every;
   if (!a.output_dir.empty()) c.output_dir = absolute_path(a.output_dir);
+  c.dist.url = a.dist_url;
+  c.dist.rank = a.rank;
+  c.dist.world_size = a.world_size;
+  c.dist.timeout_seconds = a.dist_timeout;
+  c.threads = a.threads;
+  c.device = a.device;
   c.command = command_line();
   return c;
 }
@@ -273,6 +284,9 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
   std::string agent = a.agent;
   if (agent.empty()) agent = a.config.empty() ? "" : train_config_agent(a.config);
   if (agent == "rainbow-pp") {
+    if (!a.dist_url.empty() || a.rank >= 0 || a.world_size >= 0) {
+      throw ValidationError("--dist-url / --rank / --world-size: only --agent gdp trains distributed");
+    }
     run_train_rainbow_pp(a, sub);
     return;
   }
@@ -304,6 +318,9 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
         "clusters: required (one or more *.cluster.yaml; set `clusters:` in "
         "the config or pass --cluster)");
   }
+  // Rank 0 alone prints and writes (docs/distributed.md); the others only train.
+  const DistSetup dist = resolve_dist(c.dist);
+  const bool root = dist.rank == 0;
   const std::string dir = c.output_dir;
   const std::string checkpoint = dir + "/checkpoint.pt";
   if (a.resume && !fs::exists(checkpoint)) {
@@ -321,7 +338,7 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
     }
     for (const char* f : kRunFiles) {
       std::error_code ec;
-      fs::remove(dir + "/" + f, ec);
+      if (root) fs::remove(dir + "/" + f, ec);
     }
   }
 
@@ -336,6 +353,13 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
     throw CLI::RuntimeError(130);
   }
 
+  if (!root) {  // another rank: train in step with rank 0, print nothing
+    GdpTrainer::Callbacks quiet;
+    quiet.should_stop = [&signals]() { return signals.stopped(); };
+    trainer.train(quiet);
+    if (signals.stopped()) throw CLI::RuntimeError(130);
+    return;
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
@@ -356,8 +380,12 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
             << "updates " << start + 1 << ".." << c.updates << " on "
             << trainer.num_train_instances() << " train / " << trainer.num_val_instances()
             << " validation instances\n"
-            << "output       " << shown(dir) << "\n"
-            << std::flush;
+            << "output       " << shown(dir) << "\n";
+  if (dist.world_size > 1) {
+    std::cout << "ranks        " << dist.world_size << " (rank 0 here, " << dist.init
+              << ", gloo)\n";
+  }
+  std::cout << std::flush;
 
   Progress progress("placer: train-policy", std::max<int64_t>(0, c.updates - start));
   int64_t run_evaluations = 0;
@@ -601,6 +629,24 @@ void register_train_policy(CLI::App& app) {
                   "Updates between validation evaluations, 0 = off (overrides eval_every)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("-o,--output-dir", args->output_dir, "Output folder (overrides output_dir)");
+  sub->add_option("--dist-url", args->dist_url,
+                  "Distributed run: rendezvous tcp://HOST:PORT (rank 0 serves it) or "
+                  "file:///PATH; default: MASTER_ADDR/MASTER_PORT (docs/distributed.md)");
+  sub->add_option("--rank", args->rank, "Distributed run: this process's rank (default: $RANK)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--world-size", args->world_size,
+                  "Distributed run: number of processes (default: $WORLD_SIZE, else 1)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--dist-timeout", args->dist_timeout,
+                  "Seconds the rendezvous and every collective may take; a lost rank ends the "
+                  "run after at most this (default 60)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--threads", args->threads,
+                  "Rollout (simulator) threads in this process; 0 = all cores (default)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--device", args->device,
+                  "Where the network trains: cpu (default) or cuda (needs a CUDA LibTorch)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--resume", args->resume,
                 "Continue the run in the output folder from its checkpoint.pt");
   sub->add_flag("--overwrite", args->overwrite,
