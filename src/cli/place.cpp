@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agents/gdp.h"
+#include "agents/placeto.h"
 #include "agents/rainbow_opp.h"
 #include "agents/rainbow_pp.h"
 #include "agents/rainbow_pp_policy.h"
@@ -46,6 +47,7 @@ bool is_rainbow_pp(const PlaceArgs& a) { return a.method == "rainbow-pp"; }
 bool is_rainbow_opp(const PlaceArgs& a) {
   return a.method == "rainbow-opp" || a.method == "rainbow-adp";
 }
+bool is_placeto(const PlaceArgs& a) { return a.method == "placeto"; }
 /// rainbow-pp with --policy: zero-shot inference with a pretrained pipeline-cut policy.
 bool is_rainbow_pp_policy(const PlaceArgs& a) { return is_rainbow_pp(a) && !a.policy.empty(); }
 
@@ -146,6 +148,10 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
       f << "rainbow_pp_policy: {samples: " << a.samples << "}\n";
     }
   }
+  if (is_placeto(a) && !a.policy.empty()) {
+    f << "policy: " << yaml_quote(a.policy) << "\n";
+    f << "placeto: {finetune: " << (a.finetune > 0 ? "true" : "false") << "}\n";
+  }
   if (!a.agent_set.empty()) {
     f << "agent_set: [";
     for (size_t i = 0; i < a.agent_set.size(); ++i) {
@@ -218,6 +224,14 @@ void run_place(PlaceArgs a) {
       throw Error("--agent-set applies to the online rainbow-pp search, not to --policy "
                   "inference");
     }
+  } else if (is_placeto(a)) {
+    for (const char* opt : {"--finetune-lr", "--finetune-samples"}) {
+      if (a.given.count(opt)) throw Error(std::string(opt) + " applies to --method gdp only");
+    }
+    if ((a.given.count("--samples") || a.given.count("--finetune")) && a.policy.empty()) {
+      throw Error("--samples / --finetune apply to placeto with --policy (a family-trained "
+                  "policy) only; without it placeto trains online on the graph");
+    }
   } else if (!is_gdp(a)) {
     for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
                             "--finetune-samples"}) {
@@ -255,6 +269,16 @@ void run_place(PlaceArgs a) {
       custom = make_rainbow_pp_placer(rainbow_pp_options(a));
     } else if (is_rainbow_opp(a)) {
       custom = make_rainbow_opp_placer(rainbow_opp_options(a));
+    } else if (is_placeto(a) && !a.policy.empty()) {
+      if (!std::filesystem::is_regular_file(a.policy)) {
+        throw FileError("--policy: '" + a.policy + "' not found (train a Placeto policy on a "
+                        "graph family with placeto_train, docs/placeto.md)");
+      }
+      PlacetoOptions o;
+      o.policy = a.policy;
+      if (a.given.count("--samples")) o.zero_shot_samples = a.samples;
+      o.finetune = a.finetune > 0;
+      custom = make_placeto_placer(o);
     }
   }
   std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
@@ -347,14 +371,16 @@ void register_place(CLI::App& app) {
                   "Learned policy: a GDP policy (*.pt from `placer train-policy`; implies "
                   "--method gdp, which without it uses the shipped default), or with --method "
                   "rainbow-pp a pipeline-cut policy (`train-policy --agent rainbow-pp`; "
-                  "models/pretrained/rainbow_pp.pt) placed zero-shot");
+                  "models/pretrained/rainbow_pp.pt) placed zero-shot, or with --method placeto "
+                  "a family-trained Placeto policy");
   sub->add_option("--samples", args->samples,
-                  "gdp (and rainbow-pp --policy): sampled placements / cut sets scored besides "
-                  "the greedy one")
+                  "gdp (and rainbow-pp / placeto with --policy): sampled placements / cut sets "
+                  "scored besides the greedy one")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--finetune", args->finetune,
-                  "gdp: PPO fine-tuning updates on this graph after zero-shot (0 = zero-shot)")
+                  "gdp: PPO fine-tuning updates on this graph after zero-shot (0 = zero-shot); "
+                  "placeto --policy: N > 0 fine-tunes with REINFORCE while the budget lasts")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--finetune-lr", args->finetune_lr,
