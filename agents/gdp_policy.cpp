@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -268,8 +269,15 @@ GdpPolicy::GdpPolicy() : impl_(std::make_unique<Impl>()) {}
 GdpPolicy::GdpPolicy(const GdpNetConfig& net, uint64_t seed) : GdpPolicy() {
   const std::string why = validate_net_config(net);
   if (!why.empty()) throw ValidationError("GDP network: " + why);
-  torch::manual_seed(seed);
-  impl_->net = GdpNet(net, feat::kDim, int64_t(op_type_vocabulary().size()));
+  {
+    // The initial weights come from torch's process-wide generator: seed and draw them
+    // under one lock, so concurrent constructions (ranks run as threads, thread pools) do
+    // not interleave their draws.
+    static std::mutex init_mutex;
+    std::lock_guard<std::mutex> lock(init_mutex);
+    torch::manual_seed(seed);
+    impl_->net = GdpNet(net, feat::kDim, int64_t(op_type_vocabulary().size()));
+  }
   impl_->meta.feature_version = kFeatureVersion;
   impl_->meta.feature_dim = feat::kDim;
   impl_->meta.op_vocab = int(op_type_vocabulary().size());

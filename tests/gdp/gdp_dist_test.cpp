@@ -258,6 +258,15 @@ TEST_F(GdpDist, RolloutThreadCountDoesNotChangeTraining) {
 }
 
 TEST_F(GdpDist, TwoGlooRanksMatchOneProcessWithTheSameGlobalBatch) {
+  // The ranks run their nets on one intra-op thread each (run_ranks); so does the single
+  // process, or BLAS summation orders differ, a sampled action can flip and the runs diverge
+  // (seen under load with the default thread count).
+  const int saved_threads = torch::get_num_threads();
+  torch::set_num_threads(1);
+  struct Restore {
+    int n;
+    ~Restore() { torch::set_num_threads(n); }
+  } restore{saved_threads};
   const std::string single = temp_dir("single"), multi = temp_dir("multi");
   // One process working both shards: the global batch of the 2-rank run.
   TrainConfig c1 = tiny_config(single);
