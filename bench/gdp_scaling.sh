@@ -8,7 +8,8 @@
 # Usage: bench/gdp_scaling.sh [PLACER] [MAX (default: cores)] [UPDATES (default 8)]
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
-placer=${1:-$src/build/src/placer}
+placer=${1:-$src/build/placer}
+[ -x "$placer" ] || { echo "gdp_scaling.sh: no placer binary at $placer (build first, or pass its path)" >&2; exit 2; }
 max=${2:-$(nproc)}
 updates=${3:-8}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
