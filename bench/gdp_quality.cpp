@@ -28,43 +28,26 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "agents/gdp.h"
 #include "agents/placer.h"
+#include "bench/bench_common.h"
 #include "datasets/corpus.h"
-#include "datasets/family_registry.h"
 #include "simulator/cost_model.h"
-#include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
-#include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
 
 namespace placer {
 namespace {
 
-struct SuiteGraph {
-  std::string label;
-  std::string family;
-  std::map<std::string, int64_t> fixed;
-};
-
-std::vector<SuiteGraph> suite() {
-  return {{"rnnlm_2", "rnnlm", {{"layers", 2}}},
-          {"rnnlm_4", "rnnlm", {{"layers", 4}}},
-          {"gnmt_2", "gnmt", {{"layers", 2}}},
-          {"gnmt_4", "gnmt", {{"layers", 4}}},
-          {"gnmt_8", "gnmt", {{"layers", 8}}},
-          {"txl_2", "transformer_xl", {{"layers", 2}}},
-          {"txl_4", "transformer_xl", {{"layers", 4}}},
-          {"txl_8", "transformer_xl", {{"layers", 8}}},
-          {"inception", "inception", {}},
-          {"amoebanet", "amoebanet", {}},
-          {"wavenet_2", "wavenet", {{"stacks", 2}}},
-          {"wavenet_4", "wavenet", {{"stacks", 4}}}};
-}
+using bench::format_ms;
+using bench::geomean;
+using bench::repo_path;
+using bench::seconds_since;
+using bench::split_list;
+using bench::SuiteGraph;
 
 struct Args {
   std::string policy, cluster, corpus;
@@ -77,22 +60,6 @@ struct Args {
   uint64_t seed = 1;
   int64_t max_ops = 20000;
 };
-
-std::string repo_path(const std::string& rel) {
-  const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path().parent_path();
-  const std::filesystem::path p = here / rel;
-  return std::filesystem::exists(p) ? p.string() : rel;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 void usage() {
   std::cerr << "usage: gdp_quality [--policy P] [--cluster C] [--corpus M] [--devices 2,4,8]\n"
@@ -119,9 +86,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--corpus") a.corpus = value();
     else if (k == "--devices") {
       a.devices.clear();
-      for (const std::string& d : split(value())) a.devices.push_back(std::stoi(d));
+      for (const std::string& d : split_list(value())) a.devices.push_back(std::stoi(d));
     } else if (k == "--rows") {
-      for (const std::string& r : split(value())) a.rows.insert(r);
+      for (const std::string& r : split_list(value())) a.rows.insert(r);
     } else if (k == "--samples") a.samples = std::stoi(value());
     else if (k == "--finetune") a.finetune = std::stoi(value());
     else if (k == "--ppo-samples") a.ppo_samples = std::stoi(value());
@@ -136,10 +103,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /// Search + validate + simulate; step time, or +inf when the method fails or OOMs.
 /// *placement_only: the plan is a plain op placement (no pipeline, partition or replicas),
 /// i.e. the kind of plan GDP produces.
@@ -149,15 +112,11 @@ double run_classical(const std::string& method, const Problem& p, const SearchBu
   try {
     Plan plan = make_placer(method)->search(p, b);
     *seconds = seconds_since(t0);
-    plan.validate(p.graph, p.cluster);
     if (placement_only) {
       *placement_only = !plan.pipeline.enabled() && plan.partitions.empty() &&
                         plan.data_parallel.replicas <= 1;
     }
-    SimOptions o;
-    o.critical_path = false;
-    const SimResult r = p.simulator.run(plan, o);
-    return r.oom ? INFINITY : r.step_time;
+    return bench::simulate_plan(p, plan);
   } catch (const std::exception& e) {
     *seconds = seconds_since(t0);
     std::cerr << "  (" << method << " failed: " << e.what() << ")\n";
@@ -165,12 +124,7 @@ double run_classical(const std::string& method, const Problem& p, const SearchBu
   }
 }
 
-std::string ms(double s) {
-  if (!std::isfinite(s)) return "oom/fail";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", s * 1e3);
-  return buf;
-}
+std::string ms(double s) { return format_ms(s, 2); }
 
 struct Row {
   std::string label;
@@ -185,13 +139,6 @@ struct Row {
   int64_t fine_evals = 0;
 };
 
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return NAN;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
-}
-
 int run(const Args& a) {
   if (!gdp_available()) {
     std::cerr << "gdp_quality: built without LibTorch\n";
@@ -199,7 +146,7 @@ int run(const Args& a) {
   }
   const GdpPolicy policy = GdpPolicy::load(a.policy);
   const Cluster cluster = load_cluster_yaml(a.cluster);
-  const CostModel cost(cluster, default_profile());
+  const CostModel cost = bench::default_cost_model(cluster);
   std::set<std::pair<std::string, uint64_t>> corpus_specs;
   if (!a.corpus.empty() && std::filesystem::exists(a.corpus)) {
     const Corpus c = load_corpus(a.corpus);
@@ -207,11 +154,8 @@ int run(const Args& a) {
       if (e.is_generated()) corpus_specs.insert({e.generate.family, e.generate.seed});
     }
   }
-  std::vector<std::string> classical;
-  for (const MethodInfo& m : placer_methods()) {
-    // anneal has its own column, at the fine-tuning's evaluation count.
-    if (m.fast && m.name != "gdp" && m.name != "anneal") classical.push_back(m.name);
-  }
+  // anneal has its own column, at the fine-tuning's evaluation count.
+  const std::vector<std::string> classical = bench::fast_classical_methods();
   std::printf("# policy %s (%lld parameters, %lld training updates, corpus %s)\n",
               a.policy.c_str(), static_cast<long long>(policy.num_parameters()),
               static_cast<long long>(policy.meta().updates), policy.meta().corpus_hash.c_str());
@@ -226,29 +170,23 @@ int run(const Args& a) {
   std::fflush(stdout);
 
   std::vector<Row> rows;
-  const std::vector<SuiteGraph> graphs = suite();
-  for (size_t gi = 0; gi < graphs.size(); ++gi) {
-    const SuiteGraph& sg = graphs[gi];
+  const std::vector<SuiteGraph> graphs = bench::gdp_suite();
+  for (const SuiteGraph& sg : graphs) {
     if (!a.rows.empty() && !a.rows.count(sg.label)) continue;
-    FamilyRanges ranges;
-    for (const auto& [name, v] : sg.fixed) ranges.overrides[name] = ParamRange::fixed(v);
-    const Graph forward = make_family_graph(sg.family, 7001 + gi, ranges, sg.label);
-    if (corpus_specs.count({sg.family, 7001 + gi})) {
-      std::printf("# WARNING: %s (seed %zu) is also generated by the corpus\n", sg.label.c_str(),
-                  7001 + gi);
+    if (corpus_specs.count({sg.family, sg.seed})) {
+      std::printf("# WARNING: %s (seed %llu) is also generated by the corpus\n", sg.label.c_str(),
+                  static_cast<unsigned long long>(sg.seed));
     }
-    const Graph step = expand_training_step(forward);
+    bench::StepProblem sp(bench::family_training_step(sg), cluster, cost);
+    const Graph& step = sp.graph();
     if (static_cast<int64_t>(step.num_ops()) > a.max_ops) {
       std::printf("%-10s skipped: %zu ops > --max-ops %lld\n", sg.label.c_str(), step.num_ops(),
                   static_cast<long long>(a.max_ops));
       continue;
     }
-    Simulator sim(step, cluster, cost);
     for (int k : a.devices) {
       if (k > cluster.num_devices()) continue;
-      std::vector<int> devs(k);
-      for (int d = 0; d < k; ++d) devs[d] = d;
-      const Problem p{step, cluster, cost, sim, devs};
+      const Problem p = sp.problem(bench::first_devices(cluster, k));
       Row r;
       r.label = sg.label;
       r.k = k;

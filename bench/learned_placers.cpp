@@ -1,14 +1,23 @@
 // The learned placers side by side (issue 8, "Reports"): colocrl, hdp, placeto (online),
 // gdp (the shipped policy, PPO fine-tuned on the graph), anneal and the best classical fast
-// placer, all in one process, at the same budget of simulated placements, on rows of the
-// Placeto suite (families enas_cnn / gnmt, default sizes, seeds 1000+) and of GDP's suite
-// (the layer counts and seeds 7001 + index of bench/gdp_quality.cpp), on the DGX-1 P100
-// cluster (datasets/clusters/dgx1_p100.cluster.yaml), first --devices GPUs.
+// placer, all in one process, at the same budget of simulated placements, on the DGX-1 P100
+// cluster (datasets/clusters/dgx1_p100.cluster.yaml), first K GPUs. Rows (graph x devices):
 //
-// Per row and method: the step time of the best plan, the wall time, and for the searches
-// "placements sampled until the best was found" (to-best: colocrl / hdp / placeto report it
-// exactly, gdp and anneal from their progress curves) and until within 5% of a common target
-// (the best of gdp and hdp on that row: GDP's faster-convergence claim). Then two summaries:
+//   --suite placeto   Placeto's suite (bench_common.h placeto_suite): enas_cnn (cifar10),
+//                     enas_rnn (ptb), gnmt (nmt), seeds 1000..1002 at default sizes, on 2
+//                     and 4 GPUs: 18 rows
+//   --suite gdp       GDP's suite (gdp_suite, the graphs and seeds of bench/gdp_quality.cpp),
+//                     each graph on one device count (its layer / stack count, Inception 2,
+//                     AmoebaNet 4): 12 rows
+//   --suite all       both (30 rows); --devices K,K.. replaces the suites' device counts
+//   --rows a,b@K      ad-hoc rows by label (of either suite), on --devices (default 4) or @K
+//
+// Per row, seed (--seeds N: seeds --seed .. --seed + N - 1) and method: the step time of the
+// best plan, the wall time, and for the searches "placements sampled until the best was
+// found" (to-best: colocrl / hdp / placeto report it exactly, gdp and anneal from their
+// progress curves) and until within 5% of a common target (the best of gdp and hdp on that
+// row and seed: GDP's faster-convergence claim). The table shows per row the means over the
+// seeds; the summaries count every row x seed:
 //
 //   Placeto's claim   comparable placements with far fewer samples than the RNN placers:
 //                     placeto's step time and to-best against colocrl's and hdp's
@@ -19,8 +28,13 @@
 // --zs-unseen unseen members (seeds 5000..) zero-shot (greedy + 7 samples) vs online
 // Placeto retrained on the graph with --budget placements.
 //
+// --csv FILE writes one line per row x seed x method (the table and summaries can be
+// rebuilt from it); progress goes to stderr, one line per method run.
+//
 //   ./build/bench/learned_placers --budget 160
 //   ./build/bench/learned_placers --rows enas_cnn_1000,gnmt_2 --budget 200 --zs-updates 20
+//   ./build/bench/learned_placers --suite all --budget 1000 --seeds 3 --csv lp.csv
+//   ./build/bench/learned_placers --suite gdp --list
 //
 // Budgets are small next to the papers' (thousands of placements): docs/learned_placers.md.
 #include <ATen/Parallel.h>
@@ -31,10 +45,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,132 +60,202 @@
 #include "agents/hdp.h"
 #include "agents/placer.h"
 #include "agents/placeto.h"
+#include "bench/bench_common.h"
 #include "datasets/family_registry.h"
 #include "simulator/cost_model.h"
-#include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
-#include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
 
-struct SuiteGraph {
-  std::string label;
-  std::string family;
-  uint64_t seed = 0;
-  std::map<std::string, int64_t> fixed;
-};
+using bench::format_count;
+using bench::geomean;
+using bench::seconds_since;
+using bench::split_list;
+using bench::SuiteGraph;
 
-// Placeto's suite: family members at default sizes; GDP's: gdp_quality's rows and seeds.
-std::vector<SuiteGraph> suite() {
-  std::vector<SuiteGraph> s = {{"enas_cnn_1000", "enas_cnn", 1000, {}},
-                               {"enas_cnn_1001", "enas_cnn", 1001, {}},
-                               {"gnmt_1000", "gnmt", 1000, {}},
-                               {"gnmt_1001", "gnmt", 1001, {}}};
-  const std::vector<std::pair<std::string, std::pair<std::string, std::map<std::string, int64_t>>>>
-      gdp = {{"rnnlm_2", {"rnnlm", {{"layers", 2}}}},
-             {"rnnlm_4", {"rnnlm", {{"layers", 4}}}},
-             {"gnmt_2", {"gnmt", {{"layers", 2}}}},
-             {"gnmt_4", {"gnmt", {{"layers", 4}}}},
-             {"gnmt_8", {"gnmt", {{"layers", 8}}}},
-             {"txl_2", {"transformer_xl", {{"layers", 2}}}},
-             {"txl_4", {"transformer_xl", {{"layers", 4}}}},
-             {"txl_8", {"transformer_xl", {{"layers", 8}}}},
-             {"inception", {"inception", {}}},
-             {"amoebanet", {"amoebanet", {}}},
-             {"wavenet_2", {"wavenet", {{"stacks", 2}}}},
-             {"wavenet_4", {"wavenet", {{"stacks", 4}}}}};
-  for (size_t i = 0; i < gdp.size(); ++i) {
-    s.push_back({gdp[i].first, gdp[i].second.first, 7001 + i, gdp[i].second.second});
-  }
-  return s;
-}
+const std::vector<std::string> kMethods = {"anneal", "colocrl", "hdp", "placeto", "gdp"};
 
 struct Args {
   std::string policy, cluster;
-  std::vector<std::string> rows = {"enas_cnn_1000", "gnmt_2"};
-  int devices = 4;
+  std::string suite;  ///< "", placeto, gdp, all
+  std::vector<std::string> rows;
+  std::vector<int> devices;  ///< empty: the suites' counts, 4 for --rows
+  std::vector<std::string> methods = kMethods;
   int64_t budget = 160;
   uint64_t seed = 1;
+  int seeds = 1;
   int threads = 1;
   int gdp_samples = 7;  ///< zero-shot samples before PPO (greedy + these)
   int ppo_samples = 8;
   int64_t max_ops = 20000;
+  std::string csv;
+  bool list = false;
   std::string zs_family = "enas_cnn";
-  int zs_graphs = 8, zs_updates = 0, zs_unseen = 2;
+  int zs_graphs = 8, zs_updates = 0, zs_unseen = 2, zs_devices = 4;
 };
 
-std::string repo_path(const std::string& rel) {
-  const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path().parent_path();
-  const std::filesystem::path p = here / rel;
-  return std::filesystem::exists(p) ? p.string() : rel;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
+/// Every labelled graph of both suites (the --rows names).
+std::vector<SuiteGraph> all_graphs() {
+  std::vector<SuiteGraph> s = bench::placeto_suite();
+  for (const SuiteGraph& g : bench::gdp_suite()) s.push_back(g);
+  return s;
 }
 
 void usage() {
-  std::cerr << "usage: learned_placers [--rows a,b] [--devices K] [--budget N] [--seed S]\n"
-               "                       [--threads T] [--policy P] [--cluster C]\n"
-               "                       [--gdp-samples K] [--ppo-samples S] [--max-ops N]\n"
+  std::cerr << "usage: learned_placers [--suite placeto|gdp|all] [--rows a,b@K,...]\n"
+               "                       [--devices K,K..] [--methods m,m..] [--budget N]\n"
+               "                       [--seed S] [--seeds N] [--max-ops N] [--csv FILE]\n"
+               "                       [--list] [--threads T] [--policy P] [--cluster C]\n"
+               "                       [--gdp-samples K] [--ppo-samples S]\n"
                "                       [--zs-family F] [--zs-graphs G] [--zs-updates U]\n"
-               "                       [--zs-unseen N]\n"
+               "                       [--zs-unseen N] [--zs-devices K]\n"
+               "methods: anneal colocrl hdp placeto gdp (default all)\n"
                "rows: ";
-  for (const SuiteGraph& g : suite()) std::cerr << g.label << " ";
+  for (const SuiteGraph& g : all_graphs()) std::cerr << g.label << " ";
   std::cerr << "\n";
+}
+
+[[noreturn]] void bad(const std::string& message) {
+  std::cerr << "learned_placers: " << message << "\n";
+  usage();
+  std::exit(2);
 }
 
 Args parse(int argc, char** argv) {
   Args a;
   a.policy = default_policy_path();
-  a.cluster = repo_path("datasets/clusters/dgx1_p100.cluster.yaml");
+  a.cluster = bench::repo_path("datasets/clusters/dgx1_p100.cluster.yaml");
+  bool rows_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        usage();
-        std::exit(2);
-      }
+      if (i + 1 >= argc) bad(k + " needs a value");
       return argv[++i];
     };
-    if (k == "--rows") a.rows = split(value());
-    else if (k == "--devices") a.devices = std::stoi(value());
-    else if (k == "--budget") a.budget = std::stoll(value());
-    else if (k == "--seed") a.seed = std::stoull(value());
-    else if (k == "--threads") a.threads = std::stoi(value());
-    else if (k == "--policy") a.policy = value();
-    else if (k == "--cluster") a.cluster = value();
-    else if (k == "--gdp-samples") a.gdp_samples = std::stoi(value());
-    else if (k == "--ppo-samples") a.ppo_samples = std::stoi(value());
-    else if (k == "--max-ops") a.max_ops = std::stoll(value());
-    else if (k == "--zs-family") a.zs_family = value();
-    else if (k == "--zs-graphs") a.zs_graphs = std::stoi(value());
-    else if (k == "--zs-updates") a.zs_updates = std::stoi(value());
-    else if (k == "--zs-unseen") a.zs_unseen = std::stoi(value());
-    else {
-      usage();
-      std::exit(2);
+    try {
+      if (k == "--suite")
+        a.suite = value();
+      else if (k == "--rows") {
+        a.rows = split_list(value());
+        rows_given = true;
+      } else if (k == "--devices")
+        a.devices = bench::parse_int_list(value(), "--devices");
+      else if (k == "--methods")
+        a.methods = split_list(value());
+      else if (k == "--budget")
+        a.budget = std::stoll(value());
+      else if (k == "--seed")
+        a.seed = std::stoull(value());
+      else if (k == "--seeds")
+        a.seeds = std::stoi(value());
+      else if (k == "--threads")
+        a.threads = std::stoi(value());
+      else if (k == "--policy")
+        a.policy = value();
+      else if (k == "--cluster")
+        a.cluster = value();
+      else if (k == "--gdp-samples")
+        a.gdp_samples = std::stoi(value());
+      else if (k == "--ppo-samples")
+        a.ppo_samples = std::stoi(value());
+      else if (k == "--max-ops")
+        a.max_ops = std::stoll(value());
+      else if (k == "--csv")
+        a.csv = value();
+      else if (k == "--list")
+        a.list = true;
+      else if (k == "--zs-family")
+        a.zs_family = value();
+      else if (k == "--zs-graphs")
+        a.zs_graphs = std::stoi(value());
+      else if (k == "--zs-updates")
+        a.zs_updates = std::stoi(value());
+      else if (k == "--zs-unseen")
+        a.zs_unseen = std::stoi(value());
+      else if (k == "--zs-devices")
+        a.zs_devices = std::stoi(value());
+      else if (k == "--help" || k == "-h") {
+        usage();
+        std::exit(0);
+      } else {
+        bad("unknown option '" + k + "'");
+      }
+    } catch (const std::logic_error& e) {  // std::stoi & co.: not a number
+      bad(k + ": bad value (" + e.what() + ")");
+    } catch (const Error& e) {
+      bad(e.what());
     }
   }
-  if (a.budget < 1 || a.devices < 1 || a.threads < 1 || a.ppo_samples < 1 ||
-      a.gdp_samples < 0 || a.zs_graphs < 1 || a.zs_updates < 0 || a.zs_unseen < 0) {
-    std::cerr << "learned_placers: --budget, --devices, --threads, --ppo-samples and "
-                 "--zs-graphs must be >= 1, the other counts >= 0\n";
-    std::exit(2);
+  if (!a.suite.empty() && a.suite != "placeto" && a.suite != "gdp" && a.suite != "all")
+    bad("--suite must be placeto, gdp or all, not '" + a.suite + "'");
+  if (!a.suite.empty() && rows_given) bad("--suite and --rows exclude each other");
+  if (a.suite.empty() && !rows_given) a.rows = {"enas_cnn_1000", "gnmt_2"};
+  if (a.methods.empty()) bad("--methods lists no method");
+  for (const std::string& m : a.methods) {
+    if (std::find(kMethods.begin(), kMethods.end(), m) == kMethods.end())
+      bad("unknown method '" + m + "' in --methods");
+  }
+  // Table order, each method once.
+  std::vector<std::string> ordered;
+  for (const std::string& m : kMethods) {
+    if (std::find(a.methods.begin(), a.methods.end(), m) != a.methods.end()) ordered.push_back(m);
+  }
+  a.methods = ordered;
+  for (int d : a.devices) {
+    if (d < 1) bad("--devices counts must be >= 1");
+  }
+  if (a.budget < 1 || a.seeds < 1 || a.threads < 1 || a.ppo_samples < 1 || a.gdp_samples < 0 ||
+      a.zs_graphs < 1 || a.zs_updates < 0 || a.zs_unseen < 0 || a.zs_devices < 1 || a.max_ops < 1) {
+    bad("--budget, --seeds, --threads, --ppo-samples, --zs-graphs, --zs-devices and "
+        "--max-ops must be >= 1, the other counts >= 0");
   }
   return a;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+/// One row of the table: a suite graph on its first k devices.
+struct RowSpec {
+  SuiteGraph graph;
+  int k = 0;
+};
+
+/// The rows of --suite or --rows, in order; exits with status 2 for an unknown label.
+std::vector<RowSpec> row_specs(const Args& a) {
+  std::vector<RowSpec> out;
+  auto add = [&](const SuiteGraph& g, const std::vector<int>& own) {
+    for (int k : a.devices.empty() ? own : a.devices) out.push_back({g, k});
+  };
+  if (!a.suite.empty()) {
+    if (a.suite != "gdp") {
+      for (const SuiteGraph& g : bench::placeto_suite()) add(g, g.devices);
+    }
+    if (a.suite != "placeto") {
+      for (const SuiteGraph& g : bench::gdp_suite()) add(g, g.devices);
+    }
+    return out;
+  }
+  std::map<std::string, SuiteGraph> by_label;
+  for (const SuiteGraph& g : all_graphs()) by_label[g.label] = g;
+  for (const std::string& r : a.rows) {
+    const size_t at = r.find('@');
+    const std::string label = r.substr(0, at);
+    if (!by_label.count(label)) bad("unknown row '" + label + "'");
+    if (at == std::string::npos) {
+      add(by_label[label], {4});
+    } else {
+      std::vector<int> k;
+      try {
+        k = bench::parse_int_list(r.substr(at + 1), "--rows " + r);
+      } catch (const Error& e) {
+        bad(e.what());
+      }
+      if (k.size() != 1 || k[0] < 1) bad("--rows " + r + ": expected label@K with K >= 1");
+      out.push_back({by_label[label], k[0]});
+    }
+  }
+  return out;
 }
 
 /// (placements simulated so far, best step time so far) after each progress report.
@@ -215,28 +300,14 @@ struct Result {
   double time = INFINITY;  ///< best plan's simulated step time; inf = failed / OOM
   double seconds = 0;
   int64_t evaluations = 0;
-  int64_t to_best = -1;  ///< placements until the best was found (-1: not tracked)
+  int64_t to_best = -1;           ///< placements until the best was found (-1: not tracked)
   int64_t episodes_to_best = -1;  ///< placeto: complete episodes until the best
+  int64_t within5 = -1;           ///< hdp / gdp: placements to within 5% of min(gdp, hdp); -1 never
   Curve curve;
   std::string note;
 };
 
-double simulate(const Problem& p, const Plan& plan) {
-  plan.validate(p.graph, p.cluster);
-  SimOptions o;
-  o.critical_path = false;
-  const SimResult r = p.simulator.run(plan, o);
-  return r.oom ? INFINITY : r.step_time;
-}
-
-std::string ms(double s) {
-  if (!std::isfinite(s)) return "oom/fail";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", s * 1e3);
-  return buf;
-}
-
-std::string count(int64_t n) { return n < 0 ? "-" : std::to_string(n); }
+std::string ms(double s) { return bench::format_ms(s, 3); }
 
 template <typename F>
 Result guarded(const std::string& name, F&& f) {
@@ -253,121 +324,325 @@ Result guarded(const std::string& name, F&& f) {
   return r;
 }
 
-struct Row {
-  std::string label;
-  int64_t ops = 0;
+/// One seed of one row.
+struct SeedRun {
+  uint64_t seed = 0;
   std::string classic_name;
   double classic = INFINITY;
-  std::map<std::string, Result> m;  ///< anneal colocrl hdp placeto gdp
+  double classic_seconds = 0;
+  std::map<std::string, Result> m;  ///< by method, the methods run
 };
 
-const std::vector<std::string> kMethods = {"anneal", "colocrl", "hdp", "placeto", "gdp"};
+struct RowResult {
+  std::string label;
+  int k = 0;
+  int64_t ops = 0;
+  std::vector<SeedRun> runs;
+};
 
-Row run_row(const Args& a, const SuiteGraph& sg, const Cluster& cluster, const CostModel& cost,
-            const GdpPolicy& policy, const std::vector<std::string>& classical) {
-  Row row;
-  row.label = sg.label;
-  FamilyRanges ranges;
-  for (const auto& [name, v] : sg.fixed) ranges.overrides[name] = ParamRange::fixed(v);
-  const Graph step = expand_training_step(make_family_graph(sg.family, sg.seed, ranges, sg.label));
-  row.ops = static_cast<int64_t>(step.num_ops());
-  if (row.ops > a.max_ops) return row;
-  Simulator sim(step, cluster, cost);
-  std::vector<int> devs(a.devices);
-  for (int d = 0; d < a.devices; ++d) devs[d] = d;
-  const Problem p{step, cluster, cost, sim, devs};
+bool has(const Args& a, const std::string& method) {
+  return std::find(a.methods.begin(), a.methods.end(), method) != a.methods.end();
+}
+
+/// Progress line on stderr: "[row i/n] label@k seed s: what (s), elapsed".
+struct Progress {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  size_t row = 0, rows = 0;
+  std::string where;
+  void done(const std::string& what, const Result& r) const {
+    std::fprintf(stderr, "[row %zu/%zu] %s: %-8s %9s ms  %7.1f s  (elapsed %.0f s)\n", row, rows,
+                 where.c_str(), what.c_str(), ms(r.time).c_str(), r.seconds, seconds_since(t0));
+    std::fflush(stderr);
+  }
+};
+
+SeedRun run_seed(const Args& a, const Problem& p, const GdpPolicy* policy, uint64_t seed,
+                 const std::vector<std::string>& classical, const Progress& progress) {
+  SeedRun run;
+  run.seed = seed;
   SearchBudget b;
-  b.seed = a.seed;
+  b.seed = seed;
+  const auto c0 = std::chrono::steady_clock::now();
   for (const std::string& name : classical) {
     const Result r = guarded(name, [&] {
       Result x;
-      x.time = simulate(p, make_placer(name)->search(p, b));
+      x.time = bench::simulate_plan(p, make_placer(name)->search(p, b));
       return x;
     });
-    if (r.time < row.classic) {
-      row.classic = r.time;
-      row.classic_name = name;
+    if (r.time < run.classic) {
+      run.classic = r.time;
+      run.classic_name = name;
     }
   }
+  run.classic_seconds = seconds_since(c0);
+  {
+    Result c;
+    c.time = run.classic;
+    c.seconds = run.classic_seconds;
+    progress.done("classic", c);
+  }
   b.max_evaluations = a.budget;
-  row.m["anneal"] = guarded("anneal", [&] {
-    Result x;
-    AnnealPlacer an;
-    x.time = simulate(p, an.search(p, recording(b, &x.curve)));
-    x.evaluations = an.last_stats().evaluations;
-    // Progress comes every 16 placements: to-best is the first report showing the best.
-    x.to_best = reached(x.curve, an.last_stats().best_step_time);
-    // Found after the last report: at most the placements spent.
-    if (x.to_best < 0) x.to_best = x.evaluations;
-    return x;
-  });
   auto learned = [&](const LearnedSearchResult& s, Result* x) {
-    x->time = s.best_oom ? INFINITY : simulate(p, s.plan);
+    x->time = s.best_oom ? INFINITY : bench::simulate_plan(p, s.plan);
     x->evaluations = s.evaluations;
     x->to_best = s.best_evaluation;
   };
-  row.m["colocrl"] = guarded("colocrl", [&] {
-    Result x;
-    const ColocrlOptions o;
-    const SearchBudget rb = recording(b, &x.curve);
-    learned(colocrl_search(p, o, rb), &x);
-    return x;
-  });
-  row.m["hdp"] = guarded("hdp", [&] {
-    Result x;
-    const HdpOptions o;
-    const SearchBudget rb = recording(b, &x.curve);
-    learned(hdp_search(p, o, rb), &x);
-    return x;
-  });
-  row.m["placeto"] = guarded("placeto", [&] {
-    Result x;
-    const PlacetoOptions o;
-    const SearchBudget rb = recording(b, &x.curve);
-    const PlacetoSearchResult s = placeto_search(p, o, rb);
-    x.time = s.best_oom ? INFINITY : simulate(p, s.plan);
-    x.evaluations = s.evaluations;
-    x.to_best = s.best_evaluation;
-    // Every MDP step is simulated (intermediate rewards): an episode is groups + 1
-    // simulations, so in complete placements the best came at this episode.
-    if (s.evaluations > 0 && s.episodes > 0) {
-      const double per = double(s.evaluations) / double(s.episodes);
-      x.episodes_to_best = static_cast<int64_t>(std::ceil(double(s.best_evaluation) / per));
+  for (const std::string& method : a.methods) {
+    Result& out = run.m[method];
+    if (method == "anneal") {
+      out = guarded("anneal", [&] {
+        Result x;
+        AnnealPlacer an;
+        x.time = bench::simulate_plan(p, an.search(p, recording(b, &x.curve)));
+        x.evaluations = an.last_stats().evaluations;
+        // Progress comes every 16 placements: to-best is the first report showing the best.
+        x.to_best = reached(x.curve, an.last_stats().best_step_time);
+        // Found after the last report: at most the placements spent.
+        if (x.to_best < 0) x.to_best = x.evaluations;
+        return x;
+      });
+    } else if (method == "colocrl") {
+      out = guarded("colocrl", [&] {
+        Result x;
+        const ColocrlOptions o;
+        learned(colocrl_search(p, o, recording(b, &x.curve)), &x);
+        return x;
+      });
+    } else if (method == "hdp") {
+      out = guarded("hdp", [&] {
+        Result x;
+        const HdpOptions o;
+        learned(hdp_search(p, o, recording(b, &x.curve)), &x);
+        return x;
+      });
+    } else if (method == "placeto") {
+      out = guarded("placeto", [&] {
+        Result x;
+        const PlacetoOptions o;
+        const PlacetoSearchResult s = placeto_search(p, o, recording(b, &x.curve));
+        x.time = s.best_oom ? INFINITY : bench::simulate_plan(p, s.plan);
+        x.evaluations = s.evaluations;
+        x.to_best = s.best_evaluation;
+        // Every MDP step is simulated (intermediate rewards): an episode is groups + 1
+        // simulations, so in complete placements the best came at this episode.
+        if (s.evaluations > 0 && s.episodes > 0) {
+          const double per = double(s.evaluations) / double(s.episodes);
+          x.episodes_to_best = static_cast<int64_t>(std::ceil(double(s.best_evaluation) / per));
+        }
+        return x;
+      });
+    } else if (method == "gdp") {
+      out = guarded("gdp", [&] {
+        Result x;
+        GdpPlaceOptions o;
+        o.samples = a.gdp_samples;
+        o.ppo.samples = a.ppo_samples;
+        o.finetune_updates = static_cast<int>((a.budget + a.ppo_samples - 1) / a.ppo_samples);
+        const GdpPlaceResult s = gdp_place(*policy, p, o, b);
+        x.time = s.plan.predicted.oom ? INFINITY : bench::simulate_plan(p, s.plan);
+        x.evaluations = s.evaluations;
+        // Greedy + samples, then ppo.samples per update (the last update may be cut short).
+        const int64_t zero = 1 + a.gdp_samples;
+        x.curve.push_back({std::min<int64_t>(zero, s.evaluations), s.zero_shot_time});
+        for (size_t u = 0; u < s.finetune_curve.size(); ++u) {
+          x.curve.push_back(
+              {std::min<int64_t>(zero + int64_t(u + 1) * a.ppo_samples, s.evaluations),
+               s.finetune_curve[u]});
+        }
+        x.to_best = reached(x.curve, s.best_time);
+        return x;
+      });
     }
-    return x;
-  });
-  row.m["gdp"] = guarded("gdp", [&] {
-    Result x;
-    GdpPlaceOptions o;
-    o.samples = a.gdp_samples;
-    o.ppo.samples = a.ppo_samples;
-    o.finetune_updates = static_cast<int>((a.budget + a.ppo_samples - 1) / a.ppo_samples);
-    const GdpPlaceResult s = gdp_place(policy, p, o, b);
-    x.time = s.plan.predicted.oom ? INFINITY : simulate(p, s.plan);
-    x.evaluations = s.evaluations;
-    // Greedy + samples, then ppo.samples per update (the last update may be cut short).
-    const int64_t zero = 1 + a.gdp_samples;
-    x.curve.push_back({std::min<int64_t>(zero, s.evaluations), s.zero_shot_time});
-    for (size_t u = 0; u < s.finetune_curve.size(); ++u) {
-      x.curve.push_back({std::min<int64_t>(zero + int64_t(u + 1) * a.ppo_samples, s.evaluations),
-                         s.finetune_curve[u]});
+    progress.done(method, out);
+  }
+  if (run.m.count("gdp") && run.m.count("hdp")) {
+    const double target = std::min(run.m["gdp"].time, run.m["hdp"].time) * 1.05;
+    if (std::isfinite(target)) {
+      for (const char* m : {"gdp", "hdp"}) run.m[m].within5 = reached(run.m[m].curve, target);
     }
-    x.to_best = reached(x.curve, s.best_time);
-    return x;
-  });
-  return row;
+  }
+  return run;
 }
 
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return NAN;
+/// Mean of the finite values; inf when there is none.
+double mean_finite(const std::vector<double>& v) {
   double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
+  int n = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) {
+      s += x;
+      ++n;
+    }
+  }
+  return n ? s / n : INFINITY;
+}
+
+/// Mean of the non-negative counts, rounded; -1 when there is none.
+int64_t mean_count(const std::vector<int64_t>& v) {
+  double s = 0;
+  int n = 0;
+  for (int64_t x : v) {
+    if (x >= 0) {
+      s += double(x);
+      ++n;
+    }
+  }
+  return n ? static_cast<int64_t>(std::llround(s / n)) : -1;
+}
+
+void write_csv_header(std::ofstream& csv) {
+  csv << "graph,devices,ops,seed,method,step_ms,to_best,evaluations,seconds,within5,"
+         "episodes_to_best,detail\n";
+}
+
+void write_csv(std::ofstream& csv, const RowResult& row, const SeedRun& run) {
+  auto cell = [](double t) {
+    char buf[48];
+    if (!std::isfinite(t)) return std::string("inf");
+    std::snprintf(buf, sizeof buf, "%.6f", t * 1e3);
+    return std::string(buf);
+  };
+  auto line = [&](const std::string& method, const Result& r, const std::string& detail) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
+    csv << row.label << "," << row.k << "," << row.ops << "," << run.seed << "," << method << ","
+        << cell(r.time) << "," << r.to_best << "," << r.evaluations << "," << secs << ","
+        << r.within5 << "," << r.episodes_to_best << "," << detail << "\n";
+  };
+  Result c;
+  c.time = run.classic;
+  c.seconds = run.classic_seconds;
+  line("classical", c, run.classic_name);
+  for (const auto& [method, r] : run.m) line(method, r, r.note);
+  csv.flush();
+}
+
+void print_header(const Args& a) {
+  std::printf("%-14s %2s %5s | %-11s %8s |", "graph", "k", "ops", "classical", "ms");
+  for (const std::string& m : a.methods) std::printf(" %8s %9s %5s |", m.c_str(), "tb/ev", "s");
+  if (has(a, "gdp") && has(a, "hdp")) std::printf(" %4s %4s", "w5hd", "w5gd");
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void print_row(const Args& a, const RowResult& r) {
+  std::vector<double> cl;
+  for (const SeedRun& s : r.runs) cl.push_back(s.classic);
+  std::printf("%-14s %2d %5lld | %-11s %8s |", r.label.c_str(), r.k, static_cast<long long>(r.ops),
+              r.runs.front().classic_name.c_str(), ms(mean_finite(cl)).c_str());
+  std::map<std::string, std::vector<uint64_t>> failed;
+  for (const std::string& m : a.methods) {
+    std::vector<double> t, sec;
+    std::vector<int64_t> tb, ev;
+    for (const SeedRun& s : r.runs) {
+      const Result& x = s.m.at(m);
+      t.push_back(x.time);
+      sec.push_back(x.seconds);
+      tb.push_back(x.to_best);
+      ev.push_back(x.evaluations);
+      if (!std::isfinite(x.time)) failed[m].push_back(s.seed);
+    }
+    const std::string tbev = format_count(mean_count(tb)) + "/" + format_count(mean_count(ev));
+    std::printf(" %8s %9s %5.0f |", ms(mean_finite(t)).c_str(), tbev.c_str(), mean_finite(sec));
+  }
+  if (has(a, "gdp") && has(a, "hdp")) {
+    // Per seed, not reached = budget + 1; "-" when no seed reached it.
+    for (const char* m : {"hdp", "gdp"}) {
+      double s = 0;
+      bool any = false;
+      for (const SeedRun& run : r.runs) {
+        const int64_t w = run.m.at(m).within5;
+        any = any || w >= 0;
+        s += w < 0 ? double(a.budget + 1) : double(w);
+      }
+      std::printf(" %4s",
+                  any ? format_count(std::llround(s / double(r.runs.size()))).c_str() : "-");
+    }
+  }
+  std::printf("\n");
+  for (const auto& [m, seeds] : failed) {
+    std::printf("#   %s@%d: %s oom/failed on seed(s)", r.label.c_str(), r.k, m.c_str());
+    for (uint64_t s : seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
+    std::printf(" (the mean is over the others)\n");
+  }
+  std::fflush(stdout);
+}
+
+void summaries(const Args& a, const std::vector<RowResult>& rows) {
+  size_t runs = 0;
+  for (const RowResult& r : rows) runs += r.runs.size();
+  if (has(a, "placeto")) {
+    // Placeto's claim: step time vs the RNN placers, and samples to best.
+    std::printf(
+        "\n# Placeto vs the RNN placers over %zu row x seed runs (per row: means over "
+        "the seeds)\n",
+        runs);
+    for (const RowResult& r : rows) {
+      std::vector<int64_t> tb, ev, ep;
+      for (const SeedRun& s : r.runs) {
+        const Result& pl = s.m.at("placeto");
+        tb.push_back(pl.to_best);
+        ev.push_back(pl.evaluations);
+        ep.push_back(pl.episodes_to_best);
+      }
+      std::printf("# %-14s k=%d placeto: best at simulation %s of %s = episode %s\n",
+                  r.label.c_str(), r.k, format_count(mean_count(tb)).c_str(),
+                  format_count(mean_count(ev)).c_str(), format_count(mean_count(ep)).c_str());
+    }
+    for (const char* rnn : {"colocrl", "hdp"}) {
+      if (!has(a, rnn)) continue;
+      std::vector<double> t, n, ne;
+      int comparable = 0, fewer = 0, both = 0;
+      for (const RowResult& r : rows) {
+        for (const SeedRun& s : r.runs) {
+          const Result& pl = s.m.at("placeto");
+          const Result& o = s.m.at(rnn);
+          if (!std::isfinite(pl.time) || !std::isfinite(o.time)) continue;
+          if (pl.episodes_to_best > 0 && o.to_best > 0)
+            ne.push_back(double(pl.episodes_to_best) / double(o.to_best));
+          if (pl.to_best < 1 || o.to_best < 1) continue;
+          t.push_back(pl.time / o.time);
+          n.push_back(double(pl.to_best) / double(o.to_best));
+          const bool c = pl.time <= 1.05 * o.time, f = pl.to_best < o.to_best;
+          comparable += c;
+          fewer += f;
+          both += c && f;
+        }
+      }
+      std::printf(
+          "# placeto / %-7s: geomean step time %.4f, geomean to-best %.4f (simulations; "
+          "in complete episodes %.4f) over %zu runs; within 5%% or better in %d, fewer "
+          "simulations to best in %d, both in %d\n",
+          rnn, geomean(t), geomean(n), geomean(ne), t.size(), comparable, fewer, both);
+    }
+  }
+  if (has(a, "gdp") && has(a, "hdp")) {
+    // GDP's claim: faster convergence than HDP.
+    int gdp_faster = 0, n_gdp = 0;
+    std::vector<double> w;
+    for (const RowResult& r : rows) {
+      for (const SeedRun& s : r.runs) {
+        const double target = std::min(s.m.at("gdp").time, s.m.at("hdp").time) * 1.05;
+        if (!std::isfinite(target)) continue;
+        ++n_gdp;
+        // Not reached within the budget counts as budget + 1.
+        const int64_t h = s.m.at("hdp").within5, g = s.m.at("gdp").within5;
+        const double hh = h < 0 ? double(a.budget + 1) : double(h);
+        const double gg = g < 0 ? double(a.budget + 1) : double(g);
+        w.push_back(gg / hh);
+        gdp_faster += gg < hh;
+      }
+    }
+    std::printf(
+        "# gdp vs hdp: placements to within 5%% of min(gdp, hdp): gdp fewer in %d of %d "
+        "runs, geomean gdp / hdp %.4f (not reached = budget + 1)\n",
+        gdp_faster, n_gdp, geomean(w));
+  }
+  std::fflush(stdout);
 }
 
 void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
-  std::vector<int> devs(a.devices);
-  for (int d = 0; d < a.devices; ++d) devs[d] = d;
+  const std::vector<int> devs = bench::first_devices(cluster, a.zs_devices);
   PlacetoTrainConfig t;
   t.family = a.zs_family;
   t.graphs = a.zs_graphs;
@@ -381,18 +656,20 @@ void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
   t.checkpoint_every = a.zs_updates;
   const auto t0 = std::chrono::steady_clock::now();
   const PlacetoTrainResult tr = placeto_train(t, cluster, cost);
-  std::printf("\n# Placeto zero-shot within %s: trained %lld updates x %d episodes on %d "
-              "members (seeds 1..%d), %lld placements, %.0f s\n",
-              a.zs_family.c_str(), static_cast<long long>(tr.updates), t.rl.episodes, t.graphs,
-              t.graphs, static_cast<long long>(tr.evaluations), seconds_since(t0));
+  std::printf(
+      "\n# Placeto zero-shot within %s on devices 0..%d: trained %lld updates x %d "
+      "episodes on %d members (seeds 1..%d), %lld placements, %.0f s\n",
+      a.zs_family.c_str(), a.zs_devices - 1, static_cast<long long>(tr.updates), t.rl.episodes,
+      t.graphs, t.graphs, static_cast<long long>(tr.evaluations), seconds_since(t0));
   std::printf("%-16s %6s %9s | %9s %9s %6s | %9s %8s %6s\n", "unseen graph", "ops", "device 0",
               "zs greedy", "zs best8", "s", "online", "to-best", "s");
   std::vector<double> ratio;
   for (int i = 0; i < a.zs_unseen; ++i) {
     const uint64_t seed = 5000 + uint64_t(i);
-    const Graph g = expand_training_step(make_family_graph(a.zs_family, seed));
-    Simulator sim(g, cluster, cost);
-    const Problem p{g, cluster, cost, sim, devs};
+    bench::StepProblem sp(bench::family_training_step({"", a.zs_family, seed, {}, {}}), cluster,
+                          cost);
+    const Graph& g = sp.graph();
+    const Problem p = sp.problem(devs);
     SearchBudget b;
     b.seed = a.seed;
     b.max_evaluations = a.budget;
@@ -410,7 +687,8 @@ void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
     const double on_s = seconds_since(z0);
     const double zt = zs.best_oom ? INFINITY : zs.best_time;
     const double ot = on.best_oom ? INFINITY : on.best_time;
-    const double single = simulate(p, placement_plan(p, std::vector<int>(g.num_ops(), 0), "single"));
+    const double single =
+        bench::simulate_plan(p, placement_plan(p, std::vector<int>(g.num_ops(), 0), "single"));
     std::printf("%-16s %6zu %9s | %9s %9s %6.1f | %9s %4lld/%-3lld %6.1f\n",
                 (a.zs_family + "_" + std::to_string(seed)).c_str(), g.num_ops(), ms(single).c_str(),
                 ms(greedy.best_oom ? INFINITY : greedy.best_time).c_str(), ms(zt).c_str(), zs_s,
@@ -419,9 +697,10 @@ void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
     std::fflush(stdout);
     if (std::isfinite(zt) && std::isfinite(ot)) ratio.push_back(zt / ot);
   }
-  std::printf("# geomean zero-shot (best of 8) / online (%lld placements) = %.4f over %zu "
-              "graphs\n",
-              static_cast<long long>(a.budget), geomean(ratio), ratio.size());
+  std::printf(
+      "# geomean zero-shot (best of 8) / online (%lld placements) = %.4f over %zu "
+      "graphs\n",
+      static_cast<long long>(a.budget), geomean(ratio), ratio.size());
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }
@@ -432,116 +711,112 @@ int run(const Args& a) {
     return 2;
   }
   at::set_num_threads(a.threads);
-  const GdpPolicy policy = GdpPolicy::load(a.policy);
   const Cluster cluster = load_cluster_yaml(a.cluster);
-  if (a.devices > cluster.num_devices()) {
-    std::cerr << "learned_placers: --devices " << a.devices << " > the cluster's "
-              << cluster.num_devices() << " devices\n";
-    return 2;
-  }
-  const CostModel cost(cluster, default_profile());
-  std::vector<std::string> classical;
-  for (const MethodInfo& m : placer_methods()) {
-    if (m.fast && m.name != "gdp" && m.name != "anneal") classical.push_back(m.name);
-  }
-  std::map<std::string, SuiteGraph> by_label;
-  for (const SuiteGraph& g : suite()) by_label[g.label] = g;
-  for (const std::string& r : a.rows) {
-    if (!by_label.count(r)) {
-      std::cerr << "learned_placers: unknown row '" << r << "'\n";
-      usage();
+  const CostModel cost = bench::default_cost_model(cluster);
+  const std::vector<RowSpec> specs = row_specs(a);
+  for (const RowSpec& s : specs) {
+    if (s.k > cluster.num_devices()) {
+      std::cerr << "learned_placers: row " << s.graph.label << " on " << s.k
+                << " devices: the cluster " << cluster.name << " has " << cluster.num_devices()
+                << "\n";
       return 2;
     }
   }
-  std::printf("# cluster %s, devices 0..%d; budget %lld simulated placements per search "
-              "(anneal, colocrl, hdp, placeto, gdp); seed %llu; torch threads %d\n",
-              cluster.name.c_str(), a.devices - 1, static_cast<long long>(a.budget),
-              static_cast<unsigned long long>(a.seed), a.threads);
-  std::printf("# gdp: %s, greedy + %d samples, then PPO updates of %d samples; step times in "
-              "ms; 'tb' = placements until the best was found, 'w5' = until within 5%% of "
-              "min(gdp, hdp)\n",
-              a.policy.c_str(), a.gdp_samples, a.ppo_samples);
-  std::printf("%-13s %5s | %-10s %8s |", "graph", "ops", "classical", "ms");
-  for (const std::string& m : kMethods) std::printf(" %8s %9s %4s |", m.c_str(), "tb/ev", "s");
-  std::printf(" %4s %4s\n", "w5hd", "w5gd");
-  std::fflush(stdout);
+  if (a.zs_updates > 0 && a.zs_devices > cluster.num_devices()) {
+    std::cerr << "learned_placers: --zs-devices " << a.zs_devices << " > the cluster's "
+              << cluster.num_devices() << " devices\n";
+    return 2;
+  }
+  if (a.list) {
+    // The rows and their training-step sizes, nothing run.
+    std::printf("%-14s %-15s %5s %2s %6s\n", "graph", "family", "seed", "k", "ops");
+    std::map<std::string, int64_t> ops;
+    for (const RowSpec& s : specs) {
+      if (!ops.count(s.graph.label))
+        ops[s.graph.label] = static_cast<int64_t>(bench::family_training_step(s.graph).num_ops());
+      const int64_t n = ops[s.graph.label];
+      std::printf("%-14s %-15s %5llu %2d %6lld%s\n", s.graph.label.c_str(), s.graph.family.c_str(),
+                  static_cast<unsigned long long>(s.graph.seed), s.k, static_cast<long long>(n),
+                  n > a.max_ops ? "  (skipped: > --max-ops)" : "");
+    }
+    return 0;
+  }
+  const bool gdp_needed = has(a, "gdp");
+  // Loaded only when gdp runs (a missing policy file does not stop the other methods).
+  std::unique_ptr<GdpPolicy> policy;
+  if (gdp_needed) policy = std::make_unique<GdpPolicy>(GdpPolicy::load(a.policy));
+  std::ofstream csv;
+  if (!a.csv.empty()) {
+    csv.open(a.csv);
+    if (!csv) throw FileError(a.csv + ": cannot open for writing");
+    write_csv_header(csv);
+  }
+  const std::vector<std::string> classical = bench::fast_classical_methods();
+  std::string methods;
+  for (const std::string& m : a.methods) methods += (methods.empty() ? "" : ", ") + m;
+  std::printf(
+      "# cluster %s; %zu rows (%s); budget %lld simulated placements per search (%s); "
+      "seeds %llu..%llu; torch threads %d\n",
+      cluster.name.c_str(), specs.size(), a.suite.empty() ? "--rows" : ("suite " + a.suite).c_str(),
+      static_cast<long long>(a.budget), methods.c_str(), static_cast<unsigned long long>(a.seed),
+      static_cast<unsigned long long>(a.seed + uint64_t(a.seeds) - 1), a.threads);
+  if (gdp_needed) {
+    std::printf("# gdp: %s, greedy + %d samples, then PPO updates of %d samples\n",
+                a.policy.c_str(), a.gdp_samples, a.ppo_samples);
+  }
+  std::printf(
+      "# k = devices (0..k-1); step times in ms, means over the seeds; 'tb/ev' = "
+      "placements until the best was found / spent%s\n",
+      has(a, "gdp") && has(a, "hdp") ? "; 'w5' = until within 5% of min(gdp, hdp)" : "");
+  print_header(a);
 
-  std::vector<Row> rows;
-  for (const std::string& label : a.rows) {
-    Row r = run_row(a, by_label[label], cluster, cost, policy, classical);
-    if (r.m.empty()) {
-      std::printf("%-13s skipped: %lld ops > --max-ops\n", r.label.c_str(),
-                  static_cast<long long>(r.ops));
+  Progress progress;
+  progress.rows = specs.size();
+  std::vector<RowResult> rows;
+  std::vector<std::string> skipped;
+  // Rows of one graph are adjacent: its training step and simulator are built once.
+  std::unique_ptr<bench::StepProblem> sp;
+  std::string sp_label;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const RowSpec& spec = specs[i];
+    if (!sp || sp_label != spec.graph.label) {
+      sp.reset();
+      sp = std::make_unique<bench::StepProblem>(bench::family_training_step(spec.graph), cluster,
+                                                cost);
+      sp_label = spec.graph.label;
+    }
+    RowResult r;
+    r.label = spec.graph.label;
+    r.k = spec.k;
+    r.ops = static_cast<int64_t>(sp->graph().num_ops());
+    const std::string where = r.label + "@" + std::to_string(r.k);
+    if (r.ops > a.max_ops) {
+      std::printf("%-14s %2d %5lld skipped: > --max-ops %lld\n", r.label.c_str(), r.k,
+                  static_cast<long long>(r.ops), static_cast<long long>(a.max_ops));
+      std::fprintf(stderr, "[row %zu/%zu] %s: skipped, %lld ops > --max-ops\n", i + 1, specs.size(),
+                   where.c_str(), static_cast<long long>(r.ops));
+      skipped.push_back(where + " (" + std::to_string(r.ops) + " ops)");
       continue;
     }
-    const double target = std::min(r.m["gdp"].time, r.m["hdp"].time) * 1.05;
-    std::printf("%-13s %5lld | %-10s %8s |", r.label.c_str(), static_cast<long long>(r.ops),
-                r.classic_name.c_str(), ms(r.classic).c_str());
-    for (const std::string& m : kMethods) {
-      const Result& x = r.m[m];
-      const std::string tb = count(x.to_best) + "/" + std::to_string(x.evaluations);
-      std::printf(" %8s %9s %4.0f |", ms(x.time).c_str(), tb.c_str(), x.seconds);
+    const Problem p = sp->problem(bench::first_devices(cluster, spec.k));
+    progress.row = i + 1;
+    for (int s = 0; s < a.seeds; ++s) {
+      const uint64_t seed = a.seed + uint64_t(s);
+      progress.where = where + " seed " + std::to_string(seed);
+      r.runs.push_back(run_seed(a, p, policy.get(), seed, classical, progress));
+      if (csv.is_open()) write_csv(csv, r, r.runs.back());
     }
-    std::printf(" %4s %4s\n", count(reached(r.m["hdp"].curve, target)).c_str(),
-                count(reached(r.m["gdp"].curve, target)).c_str());
-    std::fflush(stdout);
+    print_row(a, r);
     rows.push_back(std::move(r));
   }
-
-  // Placeto's claim: step time vs the RNN placers, and samples to best.
-  std::printf("\n# Placeto vs the RNN placers (per row: time ratio, to-best ratio)\n");
-  for (Row& r : rows) {
-    const Result& pl = r.m["placeto"];
-    std::printf("# %-13s placeto: best at simulation %s of %s = episode %s\n", r.label.c_str(),
-                count(pl.to_best).c_str(), count(pl.evaluations).c_str(),
-                count(pl.episodes_to_best).c_str());
+  if (!skipped.empty()) {
+    std::printf("# skipped (training step > --max-ops %lld):", static_cast<long long>(a.max_ops));
+    for (const std::string& s : skipped) std::printf(" %s", s.c_str());
+    std::printf("\n");
   }
-  for (const char* rnn : {"colocrl", "hdp"}) {
-    std::vector<double> t, n;
-    int comparable = 0, fewer = 0, both = 0;
-    for (Row& r : rows) {
-      const Result& pl = r.m["placeto"];
-      const Result& o = r.m[rnn];
-      if (!std::isfinite(pl.time) || !std::isfinite(o.time) || pl.to_best < 1 || o.to_best < 1)
-        continue;
-      t.push_back(pl.time / o.time);
-      n.push_back(double(pl.to_best) / double(o.to_best));
-      const bool c = pl.time <= 1.05 * o.time, f = pl.to_best < o.to_best;
-      comparable += c;
-      fewer += f;
-      both += c && f;
-    }
-    std::vector<double> ne;
-    for (Row& r : rows) {
-      const Result& pl = r.m["placeto"];
-      const Result& o = r.m[rnn];
-      if (std::isfinite(pl.time) && std::isfinite(o.time) && pl.episodes_to_best > 0 &&
-          o.to_best > 0)
-        ne.push_back(double(pl.episodes_to_best) / double(o.to_best));
-    }
-    std::printf("# placeto / %-7s: geomean step time %.4f, geomean to-best %.4f (simulations; "
-                "in complete episodes %.4f) over %zu rows; within 5%% or better in %d, fewer "
-                "simulations to best in %d, both in %d\n",
-                rnn, geomean(t), geomean(n), geomean(ne), t.size(), comparable, fewer, both);
-  }
-  // GDP's claim: faster convergence than HDP.
-  int gdp_faster = 0, n_gdp = 0;
-  std::vector<double> w;
-  for (Row& r : rows) {
-    const double target = std::min(r.m["gdp"].time, r.m["hdp"].time) * 1.05;
-    if (!std::isfinite(target)) continue;
-    ++n_gdp;
-    const int64_t h = reached(r.m["hdp"].curve, target), g = reached(r.m["gdp"].curve, target);
-    // Not reached within the budget counts as budget + 1.
-    const double hh = h < 0 ? double(a.budget + 1) : double(h);
-    const double gg = g < 0 ? double(a.budget + 1) : double(g);
-    w.push_back(gg / hh);
-    gdp_faster += gg < hh;
-  }
-  std::printf("# gdp vs hdp: placements to within 5%% of min(gdp, hdp): gdp fewer in %d of %d "
-              "rows, geomean gdp / hdp %.4f (not reached = budget + 1)\n",
-              gdp_faster, n_gdp, geomean(w));
-  std::fflush(stdout);
+  summaries(a, rows);
+  std::fprintf(stderr, "learned_placers: %zu rows x %d seeds in %.0f s\n", rows.size(), a.seeds,
+               seconds_since(progress.t0));
 
   if (a.zs_updates > 0) zero_shot(a, cluster, cost);
   return 0;

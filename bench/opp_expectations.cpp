@@ -30,21 +30,18 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "agents/placer.h"
 #include "agents/rainbow_config.h"
 #include "agents/rainbow_opp.h"
+#include "bench/bench_common.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"
 #include "simulator/cost_model.h"
-#include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
-#include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
-#include "src/io/graph_json.h"
 
 namespace placer {
 namespace {
@@ -63,21 +60,9 @@ struct Args {
   std::vector<std::string> agent_set;  ///< RainbowConfig overrides, key=value
 };
 
-std::string repo_path(const std::string& rel) {
-  const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path().parent_path();
-  const std::filesystem::path p = here / rel;
-  return std::filesystem::exists(p) ? p.string() : rel;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
+using bench::model_path;
+using bench::repo_path;
+using bench::split_list;
 
 void usage() {
   std::cerr << "usage: opp_expectations [--models a,b] [--cluster C] [--degree K]\n"
@@ -104,11 +89,11 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     if (k == "--models")
-      a.models = split(value());
+      a.models = split_list(value());
     else if (k == "--cluster")
       a.cluster = value();
     else if (k == "--rewards")
-      a.rewards = split(value());
+      a.rewards = split_list(value());
     else if (k == "--degree")
       a.degree = std::stoi(value());
     else if (k == "--episodes")
@@ -133,17 +118,9 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-std::string model_path(const std::string& m) {
-  if (std::filesystem::exists(m)) return m;
-  return repo_path("datasets/models/" + m + ".graph.json");
-}
-
 std::string ms(double s) {
   if (std::isnan(s)) return "conflict";
-  if (!std::isfinite(s)) return "oom";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", s * 1e3);
-  return buf;
+  return bench::format_ms(s, 2, "oom");
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -365,7 +342,7 @@ double expected_time(const Graph& g, const Cluster& c, const CostModel& cost,
 
 int run(const Args& a) {
   const Cluster cluster = load_cluster_yaml(a.cluster);
-  const CostModel cost(cluster, default_profile());
+  const CostModel cost = bench::default_cost_model(cluster);
   if (a.degree < 2 || a.degree > cluster.num_devices()) {
     std::cerr << "opp_expectations: --degree must be in [2, " << cluster.num_devices() << "]\n";
     return 2;
@@ -384,12 +361,9 @@ int run(const Args& a) {
   std::fflush(stdout);
   for (const std::string& m : a.models) {
     const std::string path = model_path(m);
-    const Graph forward = load_graph_json(path);
-    const Graph step = forward.is_training_step() ? forward : expand_training_step(forward);
-    Simulator sim(step, cluster, cost);
-    std::vector<int> devs(static_cast<size_t>(a.degree));
-    for (int d = 0; d < a.degree; ++d) devs[static_cast<size_t>(d)] = d;
-    const Problem problem{step, cluster, cost, sim, devs};
+    bench::StepProblem sp(bench::model_training_step(path), cluster, cost);
+    const Graph& step = sp.graph();
+    const Problem problem = sp.problem(bench::first_devices(cluster, a.degree));
     const ShardingPropagator prop(step, a.degree);
     const bool is_vgg = m.find("vgg") != std::string::npos;
     OppEnvOptions eo;
