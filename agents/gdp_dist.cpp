@@ -1,6 +1,9 @@
 // The c10d process group of distributed GDP training (agents/gdp_dist_group.h): a TCPStore
-// (or FileStore) rendezvous, ProcessGroupGloo (NCCL is not needed: gradients are reduced on
-// the CPU copies), and the collectives with timeouts and clear errors.
+// (or FileStore) rendezvous, ProcessGroupGloo for everything on a CPU run (and for the small
+// values and strings of a GPU run), ProcessGroupNCCL for the gradients and parameters of a
+// GPU run when LibTorch has it (USE_C10D_NCCL; else Gloo reduces CPU copies), and the
+// collectives with timeouts and clear errors. The NCCL path compiles only against a CUDA
+// LibTorch and is untested in this project (no GPU; docs/distributed.md).
 #include "agents/gdp_dist_group.h"
 
 #include <algorithm>
@@ -10,12 +13,42 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 namespace placer {
 
 struct DistGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+#ifdef USE_C10D_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // gradients / parameters on the GPU
+#endif
+  torch::Device device{torch::kCPU};
+  /// Where the tensor collectives run: the GPU with NCCL, else the CPU (Gloo).
+  torch::Device tensor_device() const {
+#ifdef USE_C10D_NCCL
+    if (nccl) return device;
+#endif
+    return torch::Device(torch::kCPU);
+  }
+  /// Sum (allreduce) or rank 0's values (broadcast) of `bucket` through NCCL when there is
+  /// an NCCL group, else Gloo.
+  c10::intrusive_ptr<c10d::Work> tensor_allreduce(std::vector<torch::Tensor>& bucket) {
+#ifdef USE_C10D_NCCL
+    if (nccl) return nccl->allreduce(bucket);
+#endif
+    return pg->allreduce(bucket);
+  }
+  c10::intrusive_ptr<c10d::Work> tensor_broadcast(std::vector<torch::Tensor>& bucket) {
+    c10d::BroadcastOptions o;
+    o.rootRank = 0;
+#ifdef USE_C10D_NCCL
+    if (nccl) return nccl->broadcast(bucket, o);
+#endif
+    return pg->broadcast(bucket, o);
+  }
   std::chrono::milliseconds timeout{60000};
   std::string where;
   int64_t ops = 0;
@@ -41,8 +74,9 @@ std::string first_line(const std::exception& e) {
 }
 }  // namespace
 
-DistGroup::DistGroup(const DistSetup& setup, double timeout_seconds)
+DistGroup::DistGroup(const DistSetup& setup, double timeout_seconds, torch::Device device)
     : impl_(std::make_unique<Impl>()), rank_(setup.rank), world_(setup.world_size) {
+  impl_->device = device;
   if (!(timeout_seconds > 0)) throw ValidationError("--dist-timeout: must be > 0 seconds");
   impl_->timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
   impl_->where = "rank " + std::to_string(rank_) + " of " + std::to_string(world_);
@@ -76,6 +110,15 @@ DistGroup::DistGroup(const DistSetup& setup, double timeout_seconds)
     auto opts = c10d::ProcessGroupGloo::Options::create(impl_->timeout);
     opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank_, world_, opts);
+#ifdef USE_C10D_NCCL
+    if (device.is_cuda()) {
+      auto nccl_store = c10::make_intrusive<c10d::PrefixStore>("placer_gdp_nccl", impl_->store);
+      auto nccl_opts = c10d::ProcessGroupNCCL::Options::create();
+      nccl_opts->timeout = impl_->timeout;
+      impl_->nccl =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(nccl_store, rank_, world_, nccl_opts);
+    }
+#endif
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -86,6 +129,10 @@ DistGroup::DistGroup(const DistSetup& setup, double timeout_seconds)
 }
 
 DistGroup::~DistGroup() = default;
+
+std::string DistGroup::backend() const {
+  return impl_->tensor_device().is_cpu() ? "gloo" : "nccl";
+}
 
 void DistGroup::allreduce_gradients(const std::vector<torch::Tensor>& params,
                                     int64_t bucket_bytes) {
@@ -108,11 +155,11 @@ void DistGroup::allreduce_gradients(const std::vector<torch::Tensor>& params,
     std::vector<torch::Tensor> flat;
     while (j < grads.size() && (j == i || bytes + grads[j].nbytes() <= size_t(bucket_bytes))) {
       bytes += int64_t(grads[j].nbytes());
-      flat.push_back(grads[j].detach().reshape({-1}).to(torch::kCPU));
+      flat.push_back(grads[j].detach().reshape({-1}).to(impl_->tensor_device()));
       ++j;
     }
     std::vector<torch::Tensor> bucket{torch::cat(flat)};
-    impl_->wait(impl_->pg->allreduce(bucket), "gradient all-reduce");
+    impl_->wait(impl_->tensor_allreduce(bucket), "gradient all-reduce");
     int64_t off = 0;
     for (size_t k = i; k < j; ++k) {
       const int64_t n = grads[k].numel();
@@ -127,11 +174,11 @@ void DistGroup::allreduce_gradients(const std::vector<torch::Tensor>& params,
 void DistGroup::broadcast(const std::vector<torch::Tensor>& tensors) {
   if (tensors.empty()) return;
   std::vector<torch::Tensor> flat;
-  for (const torch::Tensor& t : tensors) flat.push_back(t.detach().reshape({-1}).to(torch::kCPU));
+  for (const torch::Tensor& t : tensors) {
+    flat.push_back(t.detach().reshape({-1}).to(impl_->tensor_device()));
+  }
   std::vector<torch::Tensor> buf{torch::cat(flat)};
-  c10d::BroadcastOptions o;
-  o.rootRank = 0;
-  impl_->wait(impl_->pg->broadcast(buf, o), "parameter broadcast");
+  impl_->wait(impl_->tensor_broadcast(buf), "parameter broadcast");
   int64_t off = 0;
   torch::NoGradGuard no_grad;
   for (const torch::Tensor& t : tensors) {

@@ -136,7 +136,23 @@ void atomic_rename(const std::string& tmp, const std::string& final_path) {
 
 void write_net(torch::serialize::OutputArchive& archive, const GdpNet& net) {
   torch::serialize::OutputArchive sub(archive.compilation_unit());
-  net->save(sub);
+  bool on_cpu = true;
+  for (const torch::Tensor& p : net->parameters()) on_cpu = on_cpu && p.device().is_cpu();
+  if (on_cpu) {
+    net->save(sub);
+  } else {
+    // A network trained on a GPU is written from a CPU copy, so the file loads anywhere
+    // (a CPU-only build included).
+    GdpNet copy(net->config, feat::kDim, int64_t(op_type_vocabulary().size()));
+    torch::NoGradGuard no_grad;
+    auto dst = copy->named_parameters(/*recurse=*/true);
+    for (const auto& p : net->named_parameters(/*recurse=*/true)) dst[p.key()].copy_(p.value());
+    auto dst_buffers = copy->named_buffers(/*recurse=*/true);
+    for (const auto& b : net->named_buffers(/*recurse=*/true)) {
+      dst_buffers[b.key()].copy_(b.value());
+    }
+    copy->save(sub);
+  }
   archive.write("net", sub);
 }
 

@@ -104,9 +104,11 @@ PpoStats ppo_update(GdpNet& net, torch::optim::Adam& optimizer, std::vector<PpoE
         ap[s * u + j] = d;
       }
     }
-    actions.push_back(a.unsqueeze(2));
+    // On the device of the graph tensors (the network's; a no-op on the CPU).
+    const torch::Device device = ep.tensors->x.device();
+    actions.push_back(a.unsqueeze(2).to(device));
     advantages.push_back(
-        torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1));
+        torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1).to(device));
   }
 
   const double lo = 1 - config.clip, hi = 1 + config.clip;

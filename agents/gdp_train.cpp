@@ -4,6 +4,8 @@
 // the training loop are in agents/gdp_train_loop.cpp.
 #include "agents/gdp_train_impl.h"
 
+#include <torch/cuda.h>
+
 namespace placer {
 namespace gdp_train {
 
@@ -72,6 +74,55 @@ std::vector<int16_t> reference_units(const PlacementEnv& env, const std::vector<
   return canonical_devices(env, out);
 }
 
+Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vector<int>& devices,
+                          const TrainConfig& config) {
+  Simulator sim(g, cs.cluster, *cs.cost);
+  Problem problem{g, cs.cluster, *cs.cost, sim, devices};
+  SimOptions so;
+  so.critical_path = false;
+  Reference best;
+  for (const std::string& m : config.reference_methods) {
+    try {
+      SearchBudget budget;
+      budget.seed = config.seed;
+      const Plan plan = make_placer(m)->search(problem, budget);
+      const SimResult r = sim.run(plan, so);
+      if (!r.oom && r.step_time > 0 && (best.time == 0 || r.step_time < best.time)) {
+        best.time = r.step_time;
+        best.placement = plan.placement;
+      }
+    } catch (const std::exception&) {
+      // a reference method that fails on this instance is just not a reference
+    }
+  }
+  return best;
+}
+
+std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot& cs,
+                                              const std::vector<int>& devices,
+                                              const TrainConfig& config) {
+  Simulator sim(g, cs.cluster, *cs.cost);
+  Problem problem{g, cs.cluster, *cs.cost, sim, devices};
+  SimOptions so;
+  so.critical_path = false;
+  std::string best_name;
+  Outcome best;
+  for (const std::string& m : config.eval_baselines) {
+    try {
+      SearchBudget budget;
+      budget.seed = config.seed;
+      const Plan plan = make_placer(m)->search(problem, budget);
+      const SimResult r = sim.run(plan, so);
+      const Outcome before = best;
+      best.consider(r.step_time, r.oom);
+      if (best.time != before.time || best.oom != before.oom) best_name = m;
+    } catch (const std::exception&) {
+      // a baseline that fails on this instance is skipped
+    }
+  }
+  return {best_name, best.valid ? best.time : 0.0};
+}
+
 }  // namespace gdp_train
 
 GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_policy(config)) {
@@ -127,11 +178,16 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
     throw ValidationError("device: unknown device '" + cf.device + "' (use cpu or cuda)");
   }
   if (cf.device == "cuda") {
-    // The networks, their tensors and the sampling would have to live on the GPU; this
-    // LibTorch (Debian's CPU build) has no CUDA, and the GPU path is not wired yet.
-    throw ValidationError(
-        "device: cuda is not available in this build (LibTorch without CUDA, or no GPU "
-        "visible); train with device cpu (docs/distributed.md)");
+    // The network, the optimizer state and the batch tensors go to the GPU of this rank's
+    // local rank; the simulator and the sampling stay on the CPU (docs/distributed.md).
+    if (!torch::cuda::is_available()) {
+      throw ValidationError(
+          "device: cuda is not available in this build (LibTorch without CUDA, or no GPU "
+          "visible); train with device cpu (docs/distributed.md)");
+    }
+    const int gpus = static_cast<int>(torch::cuda::device_count());
+    const int local = std::max(0, resolve_dist(cf.dist).local_rank);
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local % std::max(1, gpus)));
   }
   if (!parse_optimizer(cf.optimizer, &training.optimizer)) {
     throw ValidationError("optimizer: unknown optimizer '" + cf.optimizer +
@@ -197,6 +253,7 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
     s.cost = std::make_unique<CostModel>(s.cluster, profile);
     clusters.push_back(std::move(s));
   }
+  if (on_gpu()) policy.impl().net->to(device);
   adam = std::make_unique<torch::optim::Adam>(policy.impl().net->parameters(),
                                               torch::optim::AdamOptions(cf.ppo.lr));
 
@@ -217,7 +274,9 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
   threads = resolve_threads(cf.threads);
   shards = cf.dist.shards > 0 ? cf.dist.shards : setup.world_size;
   for (int s = setup.rank; s < shards; s += setup.world_size) my_shards.push_back(s);
-  if (setup.world_size > 1) group = std::make_unique<DistGroup>(setup, cf.dist.timeout_seconds);
+  if (setup.world_size > 1) {
+    group = std::make_unique<DistGroup>(setup, cf.dist.timeout_seconds, device);
+  }
   // Validation order: every graph once before any repeats, cycling through the
   // (cluster, device count) combinations, so the first few instances are diverse.
   const size_t E = val_entries.size(), CK = clusters.size() * cf.device_counts.size();
@@ -258,60 +317,84 @@ std::shared_ptr<const Graph> GdpTrainer::Impl::graph(size_t entry) {
   return p;
 }
 
-LiveEnv* GdpTrainer::Impl::env(const Instance& inst) {
-  auto it = envs.find(inst.key);
-  if (it != envs.end()) {
-    it->second->last_used = ++tick;
-    return it->second.get();
-  }
-  std::shared_ptr<const Graph> g = graph(inst.entry);
-  if (!g) return nullptr;
-  const ClusterSlot& cs = clusters[size_t(inst.cluster)];
-  std::vector<int> devices(size_t(inst.k));
-  for (int d = 0; d < inst.k; ++d) devices[size_t(d)] = d;
-
-  auto ref = reference_baseline.find(inst.key);
-  std::vector<int> ref_placement;  // device per op of the best reference method's plan
-  if (ref == reference_baseline.end()) {
-    prepare(0, 1, "reference for " + inst.key);
-    Simulator sim(*g, cs.cluster, *cs.cost);
-    Problem problem{*g, cs.cluster, *cs.cost, sim, devices};
-    SimOptions so;
-    so.critical_path = false;
-    double best = 0;
-    for (const std::string& m : config.reference_methods) {
-      try {
-        SearchBudget budget;
-        budget.seed = config.seed;
-        const Plan plan = make_placer(m)->search(problem, budget);
-        const SimResult r = sim.run(plan, so);
-        if (!r.oom && r.step_time > 0 && (best == 0 || r.step_time < best)) {
-          best = r.step_time;
-          ref_placement = plan.placement;
-        }
-      } catch (const std::exception&) {
-        // a reference method that fails on this instance is just not a reference
-      }
+std::vector<LiveEnv*> GdpTrainer::Impl::envs_of(const std::vector<const Instance*>& insts) {
+  // Serial: cache hits and graphs (shared caches). Parallel: the missing references and envs,
+  // each into its own slot. Serial again: the caches, in `insts` order.
+  struct Build {
+    const Instance* inst = nullptr;
+    std::shared_ptr<const Graph> graph;
+    bool need_reference = false, need_action = false;
+    Reference reference;
+    std::vector<int16_t> action;
+    std::unique_ptr<LiveEnv> live;
+  };
+  std::vector<LiveEnv*> out(insts.size(), nullptr);
+  std::vector<Build> builds;
+  std::map<std::string, size_t> building;      // key -> index in builds
+  std::vector<std::pair<size_t, size_t>> fill;  // (index in insts, index in builds)
+  size_t references = 0;
+  for (size_t i = 0; i < insts.size(); ++i) {
+    const Instance& inst = *insts[i];
+    auto it = envs.find(inst.key);
+    if (it != envs.end()) {
+      it->second->last_used = ++tick;
+      out[i] = it->second.get();
+      continue;
     }
-    ref = reference_baseline.emplace(inst.key, best).first;
-    prepare(1, 1, "reference for " + inst.key);
+    auto pending = building.find(inst.key);
+    if (pending != building.end()) {
+      fill.emplace_back(i, pending->second);
+      continue;
+    }
+    std::shared_ptr<const Graph> g = graph(inst.entry);
+    if (!g) continue;
+    Build b;
+    b.inst = &inst;
+    b.graph = std::move(g);
+    auto ref = reference_baseline.find(inst.key);
+    b.need_reference = ref == reference_baseline.end();
+    if (!b.need_reference) b.reference.time = ref->second;
+    b.need_action = !reference_action.count(inst.key);
+    references += b.need_reference ? 1 : 0;
+    building[inst.key] = builds.size();
+    fill.emplace_back(i, builds.size());
+    builds.push_back(std::move(b));
   }
-  auto live = std::make_unique<LiveEnv>();
-  live->graph = g;
-  PlacementEnvOptions eo;
-  eo.oom_penalty = config.ppo.oom_penalty;
-  eo.max_devices = config.net.max_devices;
-  eo.devices = devices;
-  eo.colocate = true;
-  eo.baseline_time = ref->second;
-  live->env = std::make_unique<PlacementEnv>(*g, cs.cluster, *cs.cost, eo);
-  live->tensors = to_tensors(*live->env);
-  if (!reference_action.count(inst.key)) {
-    reference_action[inst.key] = reference_units(*live->env, ref_placement, ref->second);
+  if (builds.empty()) return out;
+  if (references > 0) prepare(0, int64_t(references), "building references");
+  parallel_for(builds.size(), threads, [&](size_t k) {
+    Build& b = builds[k];
+    const ClusterSlot& cs = clusters[size_t(b.inst->cluster)];
+    std::vector<int> devices(size_t(b.inst->k));
+    for (int d = 0; d < b.inst->k; ++d) devices[size_t(d)] = d;
+    if (b.need_reference) b.reference = build_reference(*b.graph, cs, devices, config);
+    auto live = std::make_unique<LiveEnv>();
+    live->graph = b.graph;
+    PlacementEnvOptions eo;
+    eo.oom_penalty = config.ppo.oom_penalty;
+    eo.max_devices = config.net.max_devices;
+    eo.devices = devices;
+    eo.colocate = true;
+    eo.baseline_time = b.reference.time;
+    live->env = std::make_unique<PlacementEnv>(*b.graph, cs.cluster, *cs.cost, eo);
+    live->tensors = to_tensors(*live->env);
+    if (b.need_action) {
+      b.action = reference_units(*live->env, b.reference.placement, b.reference.time);
+    }
+    b.live = std::move(live);
+  });
+  if (references > 0) {
+    prepare(int64_t(references), int64_t(references), "building references");
   }
-  live->last_used = ++tick;
-  LiveEnv* out = live.get();
-  envs[inst.key] = std::move(live);
+  for (Build& b : builds) {
+    const std::string& key = b.inst->key;
+    if (b.need_reference) reference_baseline.emplace(key, b.reference.time);
+    if (b.need_action) reference_action[key] = std::move(b.action);
+    if (on_gpu()) b.live->tensors = tensors_to(b.live->tensors, device);
+    b.live->last_used = ++tick;
+    envs[key] = std::move(b.live);
+  }
+  for (const auto& [i, k] : fill) out[i] = envs.at(builds[k].inst->key).get();
   return out;
 }
 
@@ -344,27 +427,46 @@ void GdpTrainer::Impl::append_log(const Json& line) const {
   if (!out) throw FileError(path + ": write failed");
 }
 
-std::vector<std::pair<const Instance*, LiveEnv*>> GdpTrainer::Impl::pick_instances(
-    std::mt19937_64& rng, int shard, size_t count) {
+std::vector<const Instance*> GdpTrainer::Impl::pick_instances(std::mt19937_64& rng, int shard,
+                                                              size_t count) {
   // Distinct instances of the shard (instance i is in shard i % shards) by a lazy
   // Fisher-Yates shuffle, skipping oversize graphs.
   std::vector<size_t> perm;
   for (size_t i = size_t(shard); i < train_instances.size(); i += size_t(shards)) perm.push_back(i);
   const size_t n = perm.size();
-  std::vector<std::pair<const Instance*, LiveEnv*>> picked;
+  std::vector<const Instance*> picked;
   if (count == 0 || n == 0) return picked;
   for (size_t i = 0; i < n && picked.size() < count; ++i) {
     const size_t j = i + size_t(uniform_below(rng, n - i));
     std::swap(perm[i], perm[j]);
     const Instance& inst = train_instances[perm[i]];
-    LiveEnv* live = env(inst);
-    if (live) picked.emplace_back(&inst, live);
+    if (envs.count(inst.key) || graph(inst.entry)) picked.push_back(&inst);
   }
   if (picked.empty() && shards == 1) {
     throw ValidationError("max_ops: every train graph of " + config.corpus + " has more than " +
                           std::to_string(config.max_ops) + " ops in its training step");
   }
   return picked;
+}
+
+GdpTrainer::Impl::Picks GdpTrainer::Impl::pick_update(int64_t u) {
+  Picks p;
+  p.rngs.reserve(my_shards.size());
+  for (int s : my_shards) {
+    p.rngs.emplace_back(shard_seed(u, s));
+    int index = 0;
+    for (const Instance* inst : pick_instances(p.rngs.back(), s, shard_count(s))) {
+      p.instances.push_back(inst);
+      p.stream.push_back(p.rngs.size() - 1);
+      EpisodeRecord r;
+      r.shard = s;
+      r.index = index++;
+      r.key = inst->key;
+      p.records.push_back(std::move(r));
+    }
+  }
+  p.envs = envs_of(p.instances);
+  return p;
 }
 
 const std::string& GdpTrainer::Impl::hash() {
@@ -432,22 +534,24 @@ void GdpTrainer::Impl::checkpoint() {
                 {"ema", Json::object()}};
   for (const auto& [key, v] : all_ema) state["ema"][key] = v;
 
-  torch::serialize::OutputArchive archive;
-  write_net(archive, policy.impl().net);
-  torch::serialize::OutputArchive opt(archive.compilation_unit());
-  adam->save(opt);
-  archive.write("optimizer", opt);
-  archive.write("trainer_state", c10::IValue(state.dump()));
-
+  // Written from CPU copies (a checkpoint of a GPU run loads anywhere).
   const std::string path = dir_path("checkpoint.pt");
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    std::string what = e.what();
-    throw FileError(path + ": cannot write " + tmp + ": " + what.substr(0, what.find('\n')));
-  }
+  with_cpu_state([&] {
+    torch::serialize::OutputArchive archive;
+    write_net(archive, policy.impl().net);
+    torch::serialize::OutputArchive opt(archive.compilation_unit());
+    adam->save(opt);
+    archive.write("optimizer", opt);
+    archive.write("trainer_state", c10::IValue(state.dump()));
+    try {
+      archive.save_to(tmp);
+    } catch (const std::exception& e) {
+      std::remove(tmp.c_str());
+      std::string what = e.what();
+      throw FileError(path + ": cannot write " + tmp + ": " + what.substr(0, what.find('\n')));
+    }
+  });
   atomic_rename(tmp, path);
   write_meta_json(path + ".meta.json", meta);
   policy.save(dir_path("policy.pt"), meta);
@@ -488,23 +592,26 @@ int64_t GdpTrainer::Impl::resume() {
 
   torch::serialize::InputArchive archive;
   Json state;
-  try {
-    archive.load_from(path);
-    GdpNet net = policy.impl().net;
-    read_net(archive, net, path);
-    torch::serialize::InputArchive opt;
-    archive.read("optimizer", opt);
-    adam->load(opt);
-    c10::IValue s;
-    archive.read("trainer_state", s);
-    state = Json::parse(s.toStringRef());
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw FormatError(path +
-                      ": not a readable training checkpoint: " + what.substr(0, what.find('\n')));
-  }
+  // Read on the CPU (as written), then moved to the training device with the optimizer state.
+  with_cpu_state([&] {
+    try {
+      archive.load_from(path);
+      GdpNet net = policy.impl().net;
+      read_net(archive, net, path);
+      torch::serialize::InputArchive opt;
+      archive.read("optimizer", opt);
+      adam->load(opt);
+      c10::IValue s;
+      archive.read("trainer_state", s);
+      state = Json::parse(s.toStringRef());
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      throw FormatError(path + ": not a readable training checkpoint: " +
+                        what.substr(0, what.find('\n')));
+    }
+  });
   try {
     updates_done = state.at("updates_done").get<int64_t>();
     evaluations = state.at("evaluations").get<int64_t>();
@@ -592,6 +699,7 @@ std::vector<torch::Tensor> GdpTrainerAccess::parameters(const GdpTrainer& t) {
 int GdpTrainerAccess::rank(const GdpTrainer& t) { return t.impl_->setup.rank; }
 int GdpTrainerAccess::world_size(const GdpTrainer& t) { return t.impl_->setup.world_size; }
 std::vector<int> GdpTrainerAccess::shards(const GdpTrainer& t) { return t.impl_->my_shards; }
+std::string GdpTrainerAccess::device(const GdpTrainer& t) { return t.impl_->device.str(); }
 
 
 TrainEvalStats GdpTrainer::evaluate() { return impl_->evaluate(); }

@@ -206,6 +206,53 @@ struct EpisodeRecord {
   }
 };
 
+/// `t` with every tensor on `device` (the GPU path; on the CPU the tensors are used as built).
+inline GraphTensors tensors_to(const GraphTensors& t, torch::Device device) {
+  auto to = [&](const torch::Tensor& x) { return x.defined() ? x.to(device) : x; };
+  GraphTensors d;
+  d.x = to(t.x);
+  d.op_type = to(t.op_type);
+  d.in_off = to(t.in_off);
+  d.in_idx = to(t.in_idx);
+  d.out_off = to(t.out_off);
+  d.out_idx = to(t.out_idx);
+  d.order = to(t.order);
+  d.unit_of_node = to(t.unit_of_node);
+  d.unit_count = to(t.unit_count);
+  d.mask = to(t.mask);
+  d.cond = to(t.cond);
+  d.num_units = t.num_units;
+  return d;
+}
+
+/// Moves Adam's per-parameter state (moment estimates) to `device`; the parameters must be
+/// there too before the next step. Checkpoints are written from CPU copies, so a checkpoint
+/// of a GPU run loads on a CPU-only build.
+inline void optimizer_state_to(torch::optim::Adam& adam, torch::Device device) {
+  for (auto& entry : adam.state()) {
+    auto* s = dynamic_cast<torch::optim::AdamParamState*>(entry.second.get());
+    if (s == nullptr) continue;
+    if (s->exp_avg().defined()) s->exp_avg(s->exp_avg().to(device));
+    if (s->exp_avg_sq().defined()) s->exp_avg_sq(s->exp_avg_sq().to(device));
+    if (s->max_exp_avg_sq().defined()) s->max_exp_avg_sq(s->max_exp_avg_sq().to(device));
+  }
+}
+
+/// The reference of an instance: the best time of the reference methods (0 = none) and that
+/// plan's device per op (empty = none). A pure function of its arguments, so references of
+/// several instances are built on the rollout threads.
+struct Reference {
+  double time = 0;
+  std::vector<int> placement;
+};
+Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vector<int>& devices,
+                          const TrainConfig& config);
+
+/// The best of the eval baselines on one instance: (method, step time; 0 = none fitted).
+std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot& cs,
+                                              const std::vector<int>& devices,
+                                              const TrainConfig& config);
+
 constexpr size_t kMaxLiveEnvs = 128;
 constexpr size_t kMaxCachedGraphs = 128;
 
@@ -253,8 +300,16 @@ struct GdpTrainer::Impl {
   int shards = 1;
   std::vector<int> my_shards;
   int threads = 1;
+  // Where the network, the optimizer state and the batch tensors live (TrainConfig::device;
+  // cuda:<local rank>). The simulator and the sampling stay on the CPU.
+  torch::Device device{torch::kCPU};
 
   explicit Impl(TrainConfig c);
+  bool on_gpu() const { return !device.is_cpu(); }
+  /// Runs `fn` with the network and the optimizer state on the CPU (checkpoints, resume),
+  /// moving them back to `device` afterwards (also when fn throws).
+  template <class Fn>
+  void with_cpu_state(Fn&& fn);
 
   bool root() const { return setup.rank == 0; }
   int world() const { return setup.world_size; }
@@ -286,10 +341,26 @@ struct GdpTrainer::Impl {
   }
 
   std::shared_ptr<const Graph> graph(size_t entry);
-  LiveEnv* env(const Instance& inst);
+  LiveEnv* env(const Instance& inst) { return envs_of({&inst})[0]; }
+  /// The live envs of `insts` (nullptr where the graph exceeds max_ops), building the
+  /// missing ones — references (the classical reference placers) and envs — on the rollout
+  /// threads; the caches are updated afterwards in `insts` order, so nothing depends on the
+  /// thread count.
+  std::vector<LiveEnv*> envs_of(const std::vector<const Instance*>& insts);
   void trim_caches();
-  std::vector<std::pair<const Instance*, LiveEnv*>> pick_instances(std::mt19937_64& rng,
-                                                                   int shard, size_t count);
+  /// `count` distinct instances of `shard` drawn with `rng`, skipping oversize graphs (their
+  /// envs are not built yet: envs_of).
+  std::vector<const Instance*> pick_instances(std::mt19937_64& rng, int shard, size_t count);
+  /// This rank's instances of update u with their envs (its shards in order, each drawing
+  /// from its own stream; the samples continue the stream after the draw).
+  struct Picks {
+    std::vector<std::mt19937_64> rngs;      // one per shard of this rank
+    std::vector<const Instance*> instances;
+    std::vector<LiveEnv*> envs;
+    std::vector<size_t> stream;             // index into rngs of each instance
+    std::vector<EpisodeRecord> records;     // shard, index and key filled in
+  };
+  Picks pick_update(int64_t u);
   TrainUpdateStats run_update(int64_t u);
   TrainUpdateStats run_imitation(int64_t u);
   TrainEvalStats evaluate();
@@ -300,5 +371,24 @@ struct GdpTrainer::Impl {
   void checkpoint();
   int64_t resume();
 };
+
+template <class Fn>
+void GdpTrainer::Impl::with_cpu_state(Fn&& fn) {
+  if (!on_gpu()) {
+    fn();
+    return;
+  }
+  struct Back {
+    Impl& m;
+    ~Back() {
+      m.policy.impl().net->to(m.device);
+      optimizer_state_to(*m.adam, m.device);
+    }
+  };
+  policy.impl().net->to(torch::kCPU);
+  optimizer_state_to(*adam, torch::kCPU);
+  Back back{*this};
+  fn();
+}
 
 }  // namespace placer

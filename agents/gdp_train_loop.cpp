@@ -36,21 +36,14 @@ TrainUpdateStats GdpTrainer::Impl::run_imitation(int64_t u) {
   TrainUpdateStats st;
   st.update = u;
   st.phase = "imitation";
-  // This rank's instances: the picks of each of its shards, in shard order.
+  // This rank's instances: the picks of each of its shards, in shard order (envs and
+  // references built on the rollout threads).
+  Picks picks = pick_update(u);
   std::vector<std::pair<const Instance*, LiveEnv*>> picked;
-  std::vector<EpisodeRecord> records;
-  for (int s : my_shards) {
-    std::mt19937_64 rng(shard_seed(u, s));
-    int index = 0;
-    for (const auto& p : pick_instances(rng, s, shard_count(s))) {
-      picked.push_back(p);
-      EpisodeRecord r;
-      r.shard = s;
-      r.index = index++;
-      r.key = p.first->key;
-      records.push_back(std::move(r));
-    }
+  for (size_t b = 0; b < picks.instances.size(); ++b) {
+    picked.emplace_back(picks.instances[b], picks.envs[b]);
   }
+  std::vector<EpisodeRecord> records = std::move(picks.records);
   const double episodes = sum_all({double(picked.size())})[0];
   if (!(episodes > 0)) {
     throw ValidationError("max_ops: every train graph of " + config.corpus + " has more than " +
@@ -107,33 +100,28 @@ TrainUpdateStats GdpTrainer::Impl::run_update(int64_t u) {
   st.update = u;
   st.phase = "ppo";
 
-  // Sampling (forward passes, this rank's shards in order, each from its own seeded stream).
+  // The instances of this rank's shards (envs and references built on the rollout threads),
+  // then sampling: forward passes in shard order, each shard continuing its seeded stream.
+  Picks picks = pick_update(u);
   std::vector<std::pair<const Instance*, LiveEnv*>> picked;
-  std::vector<EpisodeRecord> records;
+  std::vector<EpisodeRecord> records = std::move(picks.records);
   std::vector<PpoEpisode> batch;
-  for (int s : my_shards) {
-    std::mt19937_64 rng(shard_seed(u, s));
-    int index = 0;
-    for (const auto& p : pick_instances(rng, s, shard_count(s))) {
-      picked.push_back(p);
-      EpisodeRecord r;
-      r.shard = s;
-      r.index = index++;
-      r.key = p.first->key;
-      records.push_back(std::move(r));
-      PpoEpisode ep;
-      ep.tensors = &p.second->tensors;
-      torch::NoGradGuard no_grad;
-      const torch::Tensor logits = policy.impl().net->forward(p.second->tensors);
-      const torch::Tensor probs = torch::softmax(logits, -1);
-      std::vector<torch::Tensor> old;
-      for (int k = 0; k < config.ppo.samples; ++k) {
-        ep.actions.push_back(sample_action(probs, rng));
-        old.push_back(action_log_probs(logits, ep.actions.back()));
-      }
-      ep.old_log_probs = torch::stack(old);
-      batch.push_back(std::move(ep));
+  for (size_t b = 0; b < picks.instances.size(); ++b) {
+    LiveEnv* live = picks.envs[b];
+    std::mt19937_64& rng = picks.rngs[picks.stream[b]];
+    picked.emplace_back(picks.instances[b], live);
+    PpoEpisode ep;
+    ep.tensors = &live->tensors;
+    torch::NoGradGuard no_grad;
+    const torch::Tensor logits = policy.impl().net->forward(live->tensors);
+    const torch::Tensor probs = torch::softmax(logits, -1);
+    std::vector<torch::Tensor> old;
+    for (int k = 0; k < config.ppo.samples; ++k) {
+      ep.actions.push_back(sample_action(probs, rng));
+      old.push_back(action_log_probs(logits, ep.actions.back()));
     }
+    ep.old_log_probs = torch::stack(old);
+    batch.push_back(std::move(ep));
   }
   const double episodes = sum_all({double(batch.size())})[0];
   if (!(episodes > 0)) {
@@ -223,9 +211,10 @@ PpoStats GdpTrainer::Impl::dist_ppo_update(std::vector<PpoEpisode>& batch,
     for (int64_t s = 0; s < k; ++s) {
       for (int64_t j = 0; j < u; ++j) ap[s * u + j] = ep.actions[size_t(s)][size_t(j)];
     }
-    actions.push_back(a.unsqueeze(2));
+    // On the network's device (a no-op on the CPU).
+    actions.push_back(a.unsqueeze(2).to(device));
     advantages.push_back(
-        torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1));
+        torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1).to(device));
   }
   const double lo = 1 - config.clip, hi = 1 + config.clip;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
@@ -282,111 +271,129 @@ TrainEvalStats GdpTrainer::Impl::evaluate() {
   out.update = updates_done;
   const uint64_t eval_seed = stream_seed(config.seed, updates_done, kEvalStream);
   std::vector<double> sampled_ratio, greedy_ratio;
-  SimOptions so;
-  so.critical_path = false;
-  // One validation candidate (position j of the evaluation order); false when skipped.
-  auto evaluate_one = [&](size_t j, TrainEvalRow& row) {
-    const Instance& inst = val_instances[j];
-    LiveEnv* live = env(inst);
-    if (!live) return false;
-    std::mt19937_64 rng(splitmix64(eval_seed + j));
-    const ClusterSlot& cs = clusters[size_t(inst.cluster)];
-    row.instance = inst.key;
-    row.reference_time = live->env->reference_time();
-
-    auto cl = classical.find(inst.key);
-    if (cl == classical.end()) {
-      Simulator sim(*live->graph, cs.cluster, *cs.cost);
-      Problem problem{*live->graph, cs.cluster, *cs.cost, sim, live->env->allowed_devices()};
-      std::string best_name;
-      Outcome best;
-      for (const std::string& m : config.eval_baselines) {
-        try {
-          SearchBudget budget;
-          budget.seed = config.seed;
-          const Plan plan = make_placer(m)->search(problem, budget);
-          const SimResult r = sim.run(plan, so);
-          const Outcome before = best;
-          best.consider(r.step_time, r.oom);
-          if (best.time != before.time || best.oom != before.oom) best_name = m;
-        } catch (const std::exception&) {
-          // a baseline that fails on this instance is skipped
-        }
-      }
-      cl = classical.emplace(inst.key, std::make_pair(best_name, best.valid ? best.time : 0.0))
-               .first;
+  // One validation candidate (position j of the evaluation order) of this rank.
+  struct Candidate {
+    size_t j = 0;
+    LiveEnv* live = nullptr;  // null: skipped (graph over max_ops) or beyond the order
+    bool need_classical = false;
+    std::pair<std::string, double> classical;
+    std::vector<int> greedy;
+    std::vector<std::vector<int>> samples;
+    int64_t simulations = 0;
+    TrainEvalRow row;
+  };
+  auto to_json = [](const Candidate& c) {
+    if (c.live == nullptr) return Json(nullptr);
+    const TrainEvalRow& r = c.row;
+    return Json{{"instance", r.instance},
+                {"reference_time", r.reference_time},
+                {"best_classical", r.best_classical},
+                {"best_classical_time", r.best_classical_time},
+                {"greedy_time", num(r.greedy_time)},
+                {"sampled_time", num(r.sampled_time)}};
+  };
+  auto from_json = [](const Json& r) {
+    auto dbl = [&](const char* k) {
+      return r.at(k).is_null() ? std::numeric_limits<double>::infinity() : r.at(k).get<double>();
+    };
+    TrainEvalRow row;
+    row.instance = r.at("instance").get<std::string>();
+    row.reference_time = dbl("reference_time");
+    row.best_classical = r.at("best_classical").get<std::string>();
+    row.best_classical_time = dbl("best_classical_time");
+    row.greedy_time = dbl("greedy_time");
+    row.sampled_time = dbl("sampled_time");
+    return row;
+  };
+  // Sharded: the candidates are taken in rounds of `world`, rank r evaluating the r-th of each
+  // round, and the rows are gathered in candidate order, so the table does not depend on the
+  // world size. Each pass takes as many rounds as rows are still missing could fill at most
+  // (so no candidate is evaluated that a round-by-round pass would not have evaluated); its
+  // candidates are evaluated on the rollout threads, one env each, the forward passes and the
+  // draws (seeded per candidate) on this thread before, the caches updated after in order.
+  const int64_t evaluations_before = evaluations;
+  const size_t W = size_t(world()), wanted = size_t(config.eval_instances);
+  for (size_t next = 0; out.rows.size() < wanted && next < val_instances.size();) {
+    const size_t rounds = (wanted - out.rows.size() + W - 1) / W;
+    std::vector<Candidate> mine(rounds);
+    std::vector<const Instance*> insts;
+    for (size_t k = 0; k < rounds; ++k) {
+      mine[k].j = next + k * W + size_t(setup.rank);
+      if (mine[k].j < val_instances.size()) insts.push_back(&val_instances[mine[k].j]);
     }
-    row.best_classical = cl->second.first;
-    row.best_classical_time = cl->second.second;
-
-    Outcome sampled;
-    torch::NoGradGuard no_grad;
-    const torch::Tensor logits = policy.impl().net->forward(live->tensors);
-    const StepResult g = live->env->step(greedy_action(logits));
-    ++evaluations;
-    row.greedy_time = g.step_time;
-    sampled.consider(g.step_time, g.oom);
-    if (config.eval_samples > 0) {
-      const torch::Tensor probs = torch::softmax(logits, -1);
-      std::vector<std::vector<int>> actions;
-      for (int k = 0; k < config.eval_samples; ++k) actions.push_back(sample_action(probs, rng));
-      std::vector<StepResult> results(actions.size());
-      for (size_t k = 0; k < actions.size(); ++k) results[k] = live->env->step(actions[k]);
-      for (const StepResult& r : results) {
-        ++evaluations;
+    const std::vector<LiveEnv*> lives = envs_of(insts);
+    for (size_t k = 0; k < insts.size(); ++k) {
+      Candidate& c = mine[k];  // the candidates in range come first
+      c.live = lives[k];
+      if (c.live == nullptr) continue;
+      const Instance& inst = val_instances[c.j];
+      c.row.instance = inst.key;
+      c.row.reference_time = c.live->env->reference_time();
+      auto cl = classical.find(inst.key);
+      c.need_classical = cl == classical.end();
+      if (!c.need_classical) c.classical = cl->second;
+      torch::NoGradGuard no_grad;
+      const torch::Tensor logits = policy.impl().net->forward(c.live->tensors);
+      c.greedy = greedy_action(logits);
+      if (config.eval_samples > 0) {
+        std::mt19937_64 rng(splitmix64(eval_seed + c.j));
+        const torch::Tensor probs = torch::softmax(logits, -1);
+        for (int k2 = 0; k2 < config.eval_samples; ++k2) c.samples.push_back(sample_action(probs, rng));
+      }
+    }
+    parallel_for(mine.size(), threads, [&](size_t k) {
+      Candidate& c = mine[k];
+      if (c.live == nullptr) return;
+      PlacementEnv& env = *c.live->env;
+      if (c.need_classical) {
+        c.classical = best_classical(*c.live->graph, clusters[size_t(val_instances[c.j].cluster)],
+                                     env.allowed_devices(), config);
+      }
+      c.row.best_classical = c.classical.first;
+      c.row.best_classical_time = c.classical.second;
+      Outcome sampled;
+      const StepResult g = env.step(c.greedy);
+      ++c.simulations;
+      c.row.greedy_time = g.step_time;
+      sampled.consider(g.step_time, g.oom);
+      for (const std::vector<int>& a : c.samples) {
+        const StepResult r = env.step(a);
+        ++c.simulations;
         sampled.consider(r.step_time, r.oom);
       }
+      c.row.sampled_time = sampled.time;
+    });
+    for (const Candidate& c : mine) {
+      if (c.live == nullptr) continue;
+      if (c.need_classical) classical.emplace(c.row.instance, c.classical);
+      evaluations += c.simulations;
     }
-    row.sampled_time = sampled.time;
-    return true;
-  };
-  // Sharded: in each round the ranks evaluate consecutive candidates (rank r the r-th) and
-  // the rows are gathered in candidate order, so the table does not depend on the world size.
-  const int64_t evaluations_before = evaluations;
-  const size_t W = size_t(world());
-  for (size_t next = 0;
-       out.rows.size() < size_t(config.eval_instances) && next < val_instances.size();
-       next += W) {
-    const size_t j = next + size_t(setup.rank);
-    TrainEvalRow mine;
-    const bool have = j < val_instances.size() && evaluate_one(j, mine);
-    std::vector<std::pair<bool, TrainEvalRow>> round;
+    // The pass's rows in candidate order (round k, then rank).
+    std::vector<std::pair<bool, TrainEvalRow>> rows;
     if (!group) {
-      round.emplace_back(have, mine);
+      for (const Candidate& c : mine) rows.emplace_back(c.live != nullptr, c.row);
     } else {
-      const Json jm = have ? Json{{"instance", mine.instance},
-                                  {"reference_time", mine.reference_time},
-                                  {"best_classical", mine.best_classical},
-                                  {"best_classical_time", mine.best_classical_time},
-                                  {"greedy_time", num(mine.greedy_time)},
-                                  {"sampled_time", num(mine.sampled_time)}}
-                           : Json(nullptr);
-      for (const std::string& text : group->allgather(jm.dump())) {
-        const Json r = Json::parse(text);
-        TrainEvalRow row;
-        if (!r.is_null()) {
-          auto dbl = [&](const char* k) {
-            return r.at(k).is_null() ? std::numeric_limits<double>::infinity()
-                                     : r.at(k).get<double>();
-          };
-          row.instance = r.at("instance").get<std::string>();
-          row.reference_time = dbl("reference_time");
-          row.best_classical = r.at("best_classical").get<std::string>();
-          row.best_classical_time = dbl("best_classical_time");
-          row.greedy_time = dbl("greedy_time");
-          row.sampled_time = dbl("sampled_time");
+      Json jm = Json::array();
+      for (const Candidate& c : mine) jm.push_back(to_json(c));
+      const std::vector<std::string> texts = group->allgather(jm.dump());
+      std::vector<Json> theirs;
+      for (const std::string& text : texts) theirs.push_back(Json::parse(text));
+      for (size_t k = 0; k < rounds; ++k) {
+        for (size_t r = 0; r < W; ++r) {
+          const Json& row = theirs[r].at(k);
+          rows.emplace_back(!row.is_null(), row.is_null() ? TrainEvalRow{} : from_json(row));
         }
-        round.emplace_back(!r.is_null(), row);
       }
     }
-    for (auto& [ok, row] : round) {
-      if (!ok || out.rows.size() >= size_t(config.eval_instances)) continue;
+    for (auto& [ok, row] : rows) {
+      if (!ok || out.rows.size() >= wanted) continue;
       if (row.best_classical_time > 0) {
         sampled_ratio.push_back(row.sampled_time / row.best_classical_time);
         greedy_ratio.push_back(row.greedy_time / row.best_classical_time);
       }
       out.rows.push_back(std::move(row));
     }
+    next += rounds * W;
   }
   if (group) {  // every rank counts the simulator runs of all
     evaluations = evaluations_before +

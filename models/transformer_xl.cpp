@@ -172,8 +172,9 @@ TransformerXLOutput TransformerXLImpl::forward_sequence(const torch::Tensor& x) 
   const int64_t ns = (n + t - 1) / t;
   // Key validity per segment: memory rows at global positions s*t - m + j (j < m) exist when
   // >= 0; current rows s*t + i exist when < n.
-  auto seg = torch::arange(ns, torch::kLong).unsqueeze(1);
-  auto j = torch::arange(m + t, torch::kLong).unsqueeze(0);
+  const auto long_on_x = torch::TensorOptions(torch::kLong).device(x.device());
+  auto seg = torch::arange(ns, long_on_x).unsqueeze(1);
+  auto j = torch::arange(m + t, long_on_x).unsqueeze(0);
   auto gpos = seg * t - m + j;  // [S, M+T]
   auto key_valid = (gpos >= 0).logical_and(gpos < n);
   TransformerXLOutput result;

@@ -238,6 +238,10 @@ const std::vector<Field>& fields() {
     v.push_back(double_field("ppo.oom_penalty", PLACER_REF(ppo.oom_penalty), -kMaxDouble,
                              kMaxDouble, false));
     v.push_back(bool_field("ppo.normalize_advantages", PLACER_REF(ppo.normalize_advantages)));
+
+    // Distribution (docs/distributed.md). Only the shard count is configuration (it fixes
+    // the global batch); ranks, rendezvous and timeout are flags of the launch.
+    v.push_back(int_field("dist.shards", PLACER_REF(dist.shards), 0, kMaxInt));
     return v;
   }();
   return f;
@@ -301,7 +305,7 @@ void read_level(TrainConfig* c, const Source& s, const YAML::Node& map,
     bool ok = false;
     for (const std::string& a : allowed) ok = ok || a == key;
     if (!ok) unknown_key(s.reader, section, key, allowed);
-    if (section.empty() && (key == "net" || key == "ppo")) {
+    if (section.empty() && (key == "net" || key == "ppo" || key == "dist")) {
       if (!it->second.IsNull()) read_level(c, s, it->second, key);
       continue;
     }

@@ -3,8 +3,9 @@
 // overrides, read into placer::TrainConfig (agents/gdp.h), and the effective configuration
 // written back as YAML. docs/gdp.md lists the keys.
 //
-// Keys are TrainConfig's field names; the network sizes sit under `net:` (GdpNetConfig) and
-// the PPO options under `ppo:` (PpoConfig). Every key is optional (defaults: gdp.h) except
+// Keys are TrainConfig's field names; the network sizes sit under `net:` (GdpNetConfig),
+// the PPO options under `ppo:` (PpoConfig) and the shard count under `dist:` (`dist.shards`,
+// GdpDistConfig; the rest of the distributed setup is command-line flags). Every key is optional (defaults: gdp.h) except
 // that training needs `corpus` and `clusters`. Input paths (corpus, clusters, profile,
 // init_policy) are relative to the config file's folder; output_dir is relative to the
 // current directory, like every output path of placer. All paths come out absolute.

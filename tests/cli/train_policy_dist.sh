@@ -33,19 +33,41 @@ expect "rank outside the world" "rank 2 is outside [0, 2)" \
 expect "bad url scheme" "is not tcp://host:port" \
   -- train-policy --config "$cfg" -o e4 --dist-url udp://x:1 --rank 0 --world-size 2
 
+# --- dist.shards: configuration (train.yaml / --set), round trip, bad values -------------
+# has_shards N FILE: the effective configuration has dist.shards N (flow or block style).
+has_shards() { grep -Eq "^dist: \{shards: $1\}\$" "$2" || grep -A1 '^dist:$' "$2" | grep -q "^  shards: $1\$"; }
+if "$placer" train-policy --config "$cfg" --set dist.shards=2 -o cfg --print-config > s1.yaml 2> s.err &&
+   "$placer" train-policy --config s1.yaml --print-config > s2.yaml 2>> s.err; then
+  cmp -s s1.yaml s2.yaml && ok "dist.shards round trip" || bad "round trip differs: $(diff s1.yaml s2.yaml)"
+  has_shards 2 s1.yaml && ok "dist.shards=2 in the effective configuration" ||
+    bad "effective configuration: $(cat s1.yaml)"
+else
+  bad "print-config with dist.shards: $(cat s.err)"
+fi
+"$placer" train-policy --config "$cfg" -o cfg --print-config > s0.yaml 2> s.err &&
+  has_shards 0 s0.yaml && ok "dist.shards defaults to 0 (world size)" ||
+  bad "default dist.shards: $(cat s0.yaml s.err)"
+{ cat "$cfg"; printf 'dist: {shards: 3}\n'; } | sed "s#^corpus: .*#corpus: $data/gdp_cli/tiny.corpus.yaml#; s#\.\./two_gpus#$data/two_gpus#" > shards3.yaml
+"$placer" train-policy --config shards3.yaml -o cfg --print-config > s3.yaml 2> s.err &&
+  has_shards 3 s3.yaml && ok "dist: {shards: 3} read from train.yaml" ||
+  bad "train.yaml dist.shards: $(cat s3.yaml s.err)"
+expect "--set dist.shards=-1" "--set: dist.shards:" -- train-policy --config "$cfg" --set dist.shards=-1 --print-config
+expect "unknown dist key" "unknown key 'dist.shard'" "did you mean 'dist.shards'" \
+  -- train-policy --config "$cfg" --set dist.shard=2 --print-config
+
 "$placer" train-policy --config "$cfg" -o probe --updates 1 --eval-every 0 > probe.out 2> probe.err; rc=$?
 if [ $rc = 2 ] && grep -q "without" probe.err; then
   echo "note: placer was built without LibTorch; distributed checks skipped"
   echo "$n checks, $fail failed"; [ $fail = 0 ]; exit
 fi
 
-# --- Two ranks train the tiny run --------------------------------------------------------
+# --- Two ranks train the tiny run (dist.shards=2 given: the same as the default) ---------
 port=$(free_port)
 "$placer" train-policy --config "$cfg" -o two --dist-url "tcp://127.0.0.1:$port" --rank 0 \
-  --world-size 2 --threads 2 > r0.out 2> r0.err &
+  --world-size 2 --threads 2 --set dist.shards=2 > r0.out 2> r0.err &
 p0=$!; pids+=("$p0")
 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 \
-  "$placer" train-policy --config "$cfg" -o two --threads 1 > r1.out 2> r1.err &
+  "$placer" train-policy --config "$cfg" -o two --threads 1 --set dist.shards=2 > r1.out 2> r1.err &
 p1=$!; pids+=("$p1")
 wait $p0; rc0=$?; wait $p1; rc1=$?
 if [ $rc0 = 0 ] && [ $rc1 = 0 ]; then ok "two ranks exit 0"; else
@@ -61,6 +83,20 @@ grep -q '^ranks        2 (rank 0 here, tcp://127.0.0.1:' r0.out && grep -q '^upd
 for f in checkpoint.pt policy.pt log.jsonl config.yaml; do
   [ -s "two/$f" ] && ok "two/$f written" || bad "two/$f missing"
 done
+
+# One process with dist.shards=2 draws the same global batches as the two ranks (the same
+# instances in every update, the same number of simulations; the parameters agree up to
+# float rounding, tests/gdp/gdp_dist_test.cpp).
+"$placer" train-policy --config "$cfg" -o one --threads 1 --set dist.shards=2 > o.out 2> o.err; rc=$?
+batches() { grep '"type":"update"' "$1" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    j = json.loads(line); print(j["update"], j["instances"], j["evaluations"])'; }
+if [ $rc = 0 ] && [ -n "$(batches one/log.jsonl)" ] && [ "$(batches one/log.jsonl)" = "$(batches two/log.jsonl)" ]; then
+  ok "1 process with dist.shards=2 draws the 2-rank batches"
+else
+  bad "1 process vs 2 ranks (exit $rc): $(batches one/log.jsonl) / $(batches two/log.jsonl) $(cat o.err)"
+fi
 
 # --- A killed rank ---------------------------------------------------------------------
 port=$(free_port)

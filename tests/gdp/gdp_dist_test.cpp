@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <torch/cuda.h>
 #include <torch/types.h>
 #include <torch/utils.h>
 #include <nlohmann/json.hpp>
@@ -257,6 +258,130 @@ TEST_F(GdpDist, RolloutThreadCountDoesNotChangeTraining) {
   std::filesystem::remove_all(b);
 }
 
+void expect_same_rows(const TrainEvalStats& a, const TrainEvalStats& b) {
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(a.rows[i].instance, b.rows[i].instance) << i;
+    EXPECT_EQ(a.rows[i].reference_time, b.rows[i].reference_time) << i;
+    EXPECT_EQ(a.rows[i].best_classical, b.rows[i].best_classical) << i;
+    EXPECT_EQ(a.rows[i].best_classical_time, b.rows[i].best_classical_time) << i;
+    EXPECT_EQ(a.rows[i].greedy_time, b.rows[i].greedy_time) << i;
+    EXPECT_EQ(a.rows[i].sampled_time, b.rows[i].sampled_time) << i;
+  }
+  EXPECT_EQ(a.geomean_vs_classical, b.geomean_vs_classical);
+  EXPECT_EQ(a.geomean_greedy_vs_classical, b.geomean_greedy_vs_classical);
+}
+
+TEST_F(GdpDist, ReferencesAndEvaluationOnThreadsMatchOneThread) {
+  // Imitation updates (they need every picked instance's reference placement, 4 instances
+  // built at once per update on the threads), then a PPO update and an evaluation of every
+  // validation instance against all four classical baselines (computed on the threads).
+  std::vector<TrainEvalStats> evals;
+  std::vector<std::vector<Json>> logs;
+  std::vector<std::vector<torch::Tensor>> params;
+  for (int threads : {1, 2, 4}) {
+    const std::string dir = temp_dir("evthreads" + std::to_string(threads));
+    TrainConfig c = tiny_config(dir);
+    c.threads = threads;
+    c.updates = 3;
+    c.imitation_updates = 2;
+    c.eval_every = 3;
+    c.eval_instances = 4;  // 2 validation graphs x 2 device counts: all of them
+    c.eval_samples = 3;
+    c.eval_baselines = {"m-etf", "m-sct", "metis", "critical-path"};
+    GdpTrainer t(c);
+    ASSERT_EQ(t.num_val_instances(), 4u);
+    std::vector<TrainEvalStats> during;
+    GdpTrainer::Callbacks cb;
+    cb.on_eval = [&](const TrainEvalStats& e) { during.push_back(e); };
+    EXPECT_EQ(t.train(cb), 3);
+    ASSERT_EQ(during.size(), 1u);
+    evals.push_back(during[0]);
+    evals.push_back(t.evaluate());  // again: baselines from the cache this time
+    logs.push_back(timeless(read_log(dir)));
+    params.push_back(policy_parameters(dir + "/policy.pt"));
+    std::filesystem::remove_all(dir);
+  }
+  const TrainEvalStats& e = evals[0];
+  ASSERT_EQ(e.rows.size(), 4u);
+  for (const TrainEvalRow& r : e.rows) {
+    EXPECT_GT(r.reference_time, 0) << r.instance;
+    EXPECT_GT(r.best_classical_time, 0) << r.instance;
+    EXPECT_FALSE(r.best_classical.empty()) << r.instance;
+  }
+  expect_same_rows(evals[0], evals[1]);  // the same policy, cached baselines
+  for (size_t k = 1; k < logs.size(); ++k) {
+    SCOPED_TRACE("threads run " + std::to_string(k));
+    EXPECT_EQ(logs[0], logs[k]);
+    expect_same_rows(evals[0], evals[2 * k]);
+    expect_same_rows(evals[1], evals[2 * k + 1]);
+    ASSERT_EQ(params[0].size(), params[k].size());
+    for (size_t i = 0; i < params[0].size(); ++i) {
+      EXPECT_TRUE(torch::equal(params[0][i], params[k][i])) << i;
+    }
+  }
+  ASSERT_EQ(logs[0].size(), 5u);  // 3 updates + 2 evaluations (during training, then evaluate())
+  EXPECT_EQ(logs[0][0].at("phase"), "imitation");
+  EXPECT_EQ(logs[0][2].at("phase"), "ppo");
+  EXPECT_EQ(logs[0][3].at("type"), "eval");
+  EXPECT_EQ(logs[0][4].at("type"), "eval");
+}
+
+TEST_F(GdpDist, DeviceCpuIsTheDefaultAndCudaFailsClearlyWithoutIt) {
+  const std::string a = temp_dir("dev_default"), b = temp_dir("dev_cpu");
+  TrainConfig ca = tiny_config(a), cb = tiny_config(b);
+  ca.updates = cb.updates = 2;
+  ca.eval_every = cb.eval_every = 0;
+  cb.device = "cpu";  // explicitly: the same run as the default
+  {
+    GdpTrainer ta(ca), tb(cb);
+    EXPECT_EQ(GdpTrainerAccess::device(ta), "cpu");
+    EXPECT_EQ(GdpTrainerAccess::device(tb), "cpu");
+    ta.train({});
+    tb.train({});
+  }
+  EXPECT_EQ(timeless(read_log(a)), timeless(read_log(b)));
+  const auto pa = policy_parameters(a + "/policy.pt"), pb = policy_parameters(b + "/policy.pt");
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
+
+  const std::string g = temp_dir("dev_cuda");
+  TrainConfig cg = tiny_config(g);
+  cg.updates = 2;
+  cg.eval_every = 0;
+  cg.device = "cuda";
+  if (!torch::cuda::is_available()) {
+    // This project's Debian LibTorch is CPU-only: one clear error, nothing written.
+    try {
+      GdpTrainer t(cg);
+      FAIL() << "no throw";
+    } catch (const ValidationError& e) {
+      EXPECT_NE(std::string(e.what()).find("device: cuda is not available in this build"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(g));
+  } else {
+    // A CUDA LibTorch with a GPU (not available where this was written): the run trains on
+    // cuda:0, its files are CPU tensors that load here, and it resumes on the GPU.
+    GdpTrainer t(cg);
+    EXPECT_EQ(GdpTrainerAccess::device(t), "cuda:0");
+    EXPECT_EQ(t.train({}), 2);
+    for (const torch::Tensor& p : policy_parameters(g + "/policy.pt")) {
+      EXPECT_TRUE(p.device().is_cpu());
+    }
+    TrainConfig more = cg;
+    more.updates = 3;
+    GdpTrainer r(more);
+    EXPECT_EQ(r.resume(), 2);
+    EXPECT_EQ(r.train({}), 3);
+    for (const torch::Tensor& p : GdpTrainerAccess::parameters(r)) EXPECT_TRUE(p.is_cuda());
+  }
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+  std::filesystem::remove_all(g);
+}
+
 TEST_F(GdpDist, TwoGlooRanksMatchOneProcessWithTheSameGlobalBatch) {
   // The ranks run their nets on one intra-op thread each (run_ranks); so does the single
   // process, or BLAS summation orders differ, a sampled action can flip and the runs diverge
@@ -328,9 +453,22 @@ TEST_F(GdpDist, TwoGlooRanksMatchOneProcessWithTheSameGlobalBatch) {
       }
     }
   }
-  // The checkpoint's baselines cover the instances of both ranks.
+  // dist.shards = 2 set explicitly (train.yaml `dist: {shards: 2}`) is the same run as the
+  // default (shards = world size): bit-identical parameters on every rank.
+  const std::string fixed = temp_dir("multi_fixed");
+  TrainConfig c3 = tiny_config(fixed);
+  c3.dist.shards = 2;
+  const auto params3 = run_ranks(c3, 2, &errors);
+  ASSERT_EQ(errors, (std::vector<std::string>{"", ""}));
+  ASSERT_EQ(params3[0].size(), params[0].size());
+  for (size_t i = 0; i < params[0].size(); ++i) {
+    EXPECT_TRUE(torch::equal(params3[0][i], params[0][i])) << "parameter " << i;
+    EXPECT_TRUE(torch::equal(params3[1][i], params[0][i])) << "parameter " << i;
+  }
+  EXPECT_EQ(timeless(read_log(fixed)), timeless(read_log(multi)));
   std::filesystem::remove_all(single);
   std::filesystem::remove_all(multi);
+  std::filesystem::remove_all(fixed);
 }
 
 TEST_F(GdpDist, ALostRankEndsTheOtherWithAnErrorAndAResumableCheckpoint) {
