@@ -22,6 +22,10 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig&, const Cluster&, cons
                                  const std::function<void(int64_t, int64_t, const std::string&)>&) {
   no_torch();
 }
+PlacetoTrainResult placeto_train(const PlacetoTrainConfig&, const Cluster&, const CostModel&,
+                                 const PlacetoTrainCallbacks&) {
+  no_torch();
+}
 PlacetoPolicyMeta read_placeto_policy_meta(const std::string&) { no_torch(); }
 
 }  // namespace placer

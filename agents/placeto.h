@@ -129,6 +129,41 @@ struct PlacetoTrainConfig {
   PlacetoNetConfig net;
   PlacetoRlConfig rl;
   PlacetoMdpConfig mdp;
+  /// Also write output_dir/checkpoint.pt (+ checkpoint.pt.meta.json) with every policy.pt:
+  /// the network, Adam's state, the sampling generator's state and the counters (update,
+  /// per-graph best placements, evaluations, seconds), so that `resume` continues the run
+  /// exactly. Off by default: the library then writes policy.pt, its sidecar and log.jsonl.
+  bool resumable = false;
+  /// Continue the run in output_dir from its checkpoint.pt (written by a `resumable` run):
+  /// updates checkpoint + 1 .. updates, bit-identical to the run that was not stopped
+  /// (same thread count). log.jsonl loses its lines past the checkpoint, then is appended.
+  /// Every setting but updates, checkpoint_every and output_dir must equal the
+  /// checkpoint's (ValidationError naming the first that differs).
+  bool resume = false;
+};
+
+/// One REINFORCE update of placeto_train (also a log.jsonl line).
+struct PlacetoTrainUpdate {
+  int64_t update = 0;       ///< 1-based, counted over the whole run (resumed ones included)
+  int64_t total = 0;        ///< config.updates
+  int graph = 0;            ///< training graph index (update - 1) % graphs
+  double mean_return = 0, entropy = 0, loss = 0, grad_norm = 0;
+  double best_ratio = 0;    ///< best env time seen on that graph / its reference time
+  int64_t evaluations = 0;  ///< simulated placements so far (whole run)
+  int64_t update_evaluations = 0;  ///< simulated placements of this update
+  double update_seconds = 0;       ///< wall time of this update
+};
+
+struct PlacetoTrainCallbacks {
+  /// Building the training graphs (expand, coarsen, envs): done of total.
+  std::function<void(int64_t done, int64_t total)> on_prepare;
+  /// Once the graphs are ready (and a resumed run's checkpoint loaded and checked), before
+  /// the first update: the update training continues after (0 for a fresh run).
+  std::function<void(int64_t start_update)> on_start;
+  std::function<void(const PlacetoTrainUpdate&)> on_update;
+  /// Polled while preparing and before every update; true: stop, after writing the policy
+  /// (and checkpoint) of the updates done when any update ran.
+  std::function<bool()> should_stop;
 };
 
 struct PlacetoTrainResult {
@@ -139,6 +174,11 @@ struct PlacetoTrainResult {
   /// Per training graph: the best env step time seen / the env's reference time.
   std::vector<double> best_ratio;
   std::string policy_path;          ///< output_dir/policy.pt when written
+  int64_t start_update = 0;         ///< the checkpoint's update when resumed, else 0
+  bool stopped = false;             ///< should_stop ended the run early
+  /// mean_return holds this call's updates (start_update + 1 ..); evaluations and seconds
+  /// count the whole run (resumed parts included); best_ratio is empty when stopped before
+  /// any graph was prepared, and infinite for a graph no update has visited.
 };
 
 /// Trains a policy on the family's graphs (training steps expanded with Adam, coarsened to
@@ -148,6 +188,10 @@ struct PlacetoTrainResult {
 PlacetoTrainResult placeto_train(
     const PlacetoTrainConfig& config, const Cluster& cluster, const CostModel& cost,
     const std::function<void(int64_t, int64_t, const std::string&)>& progress = nullptr);
+
+/// The same with callbacks (progress of the preparation, a record per update, stopping).
+PlacetoTrainResult placeto_train(const PlacetoTrainConfig& config, const Cluster& cluster,
+                                 const CostModel& cost, const PlacetoTrainCallbacks& callbacks);
 
 /// The sidecar of a policy file (policy.pt.meta.json).
 struct PlacetoPolicyMeta {

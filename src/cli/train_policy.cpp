@@ -1,6 +1,9 @@
 // `placer train-policy`: pretrains the GDP policy (agents/gdp.h) with PPO over a graph
 // corpus, from a train.yaml plus command-line overrides; checkpoints, resumes, stops cleanly
 // on SIGINT / SIGTERM, prints validation tables, and plots the learning curves with gnuplot.
+// --agent rainbow-pp pretrains the pipeline-cut policy (agents/rainbow_pp_policy.h), --agent
+// placeto a Placeto policy on a graph family (agents/placeto.h); the run folder, signals and
+// summary work the same way for all three.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,9 +23,14 @@
 
 #include "agents/gdp.h"
 #include "agents/gdp_dist.h"
+#include "agents/placeto.h"
 #include "agents/rainbow_pp_policy.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
 #include "src/cli/commands.h"
+#include "src/cli/placeto_train_config.h"
 #include "src/cli/train_config.h"
+#include "src/io/cluster_yaml.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
@@ -40,7 +50,7 @@ struct TrainArgs {
   uint64_t seed = 0;
   int eval_every = 0;
   std::string output_dir;
-  std::string agent;  ///< "gdp" (default) or "rainbow-pp"; "" = the config's `agent:` or gdp
+  std::string agent;  ///< "gdp" (default), "rainbow-pp" or "placeto"; "" = the config's or gdp
   bool resume = false, overwrite = false, plot = false, plot_only = false, print_config = false;
   // Distribution (docs/distributed.md); not part of the saved configuration.
   std::string dist_url, device = "cpu";
@@ -142,6 +152,83 @@ std::string shown(const std::string& path) {
 }
 
 std::string ratio_text(double r) { return r > 0 ? "x" + fixed(r, 3) : std::string("-"); }
+
+// ------------------------------------------------------------ shared by the agents ----
+
+/// Exit 2 with the usual line when this placer has no LibTorch.
+void require_torch(bool available) {
+  if (available) return;
+  std::cerr << "placer: error: train-policy needs LibTorch, and this placer was built without "
+               "it; install libtorch-dev (scripts/setup.sh) and rebuild\n";
+  throw CLI::RuntimeError(2);
+}
+
+/// The output folder of a run: --resume needs its checkpoint.pt; without it an existing run
+/// (checkpoint or log) is an error unless --overwrite, which removes `run_files` (when
+/// `remove`: rank 0 alone removes in a distributed run).
+void prepare_run_dir(const std::string& dir, bool resume, bool overwrite,
+                     const std::vector<std::string>& run_files, bool remove = true) {
+  const std::string checkpoint = dir + "/checkpoint.pt";
+  if (resume && !fs::exists(checkpoint)) {
+    throw FileError("--resume: no checkpoint to resume from in " + shown(dir) + " (expected " +
+                    shown(checkpoint) + "; start the run without --resume)");
+  }
+  // A fresh run would append to an old log.jsonl: an existing run is never mixed in.
+  const std::string old_log = dir + "/log.jsonl";
+  if (!resume && (fs::exists(checkpoint) || fs::exists(old_log))) {
+    if (!overwrite) {
+      throw Error(shown(dir) + " already holds a training run (" +
+                  shown(fs::exists(checkpoint) ? checkpoint : old_log) +
+                  "); continue it with --resume, start over with --overwrite, or pick another "
+                  "--output-dir");
+    }
+    for (const std::string& f : run_files) {
+      std::error_code ec;
+      if (remove) fs::remove(dir + "/" + f, ec);
+    }
+  }
+}
+
+/// Creates the output folder and writes its config.yaml, which must read back to the
+/// effective configuration (a mismatch is a bug of the config reader / writer).
+template <class Config>
+void write_run_config(const std::string& dir, const std::string& yaml,
+                      const std::function<Config(const std::string&)>& load,
+                      const std::function<bool(const Config&)>& same_as_effective) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
+  const std::string config_file = dir + "/config.yaml";
+  write_text_file(config_file, yaml);
+  if (!same_as_effective(load(config_file))) {
+    throw std::logic_error(config_file + " does not read back to the effective configuration");
+  }
+}
+
+[[noreturn]] void interrupted_before_start() {
+  std::cerr << "placer: interrupted before training started; nothing written\n";
+  throw CLI::RuntimeError(130);
+}
+
+[[noreturn]] void interrupted_at(int64_t done, const std::string& checkpoint) {
+  std::cout << std::flush;
+  std::cerr << "placer: interrupted at update " << done << " (checkpoint " << shown(checkpoint)
+            << "); resume with --resume\n";
+  throw CLI::RuntimeError(130);
+}
+
+/// The closing lines: the files present in `dir` and how to use the policy.
+void print_files_and_use(const std::string& dir, const std::string& use_method) {
+  std::string files;
+  for (const char* f : {"policy.pt", "best.pt", "checkpoint.pt", "log.jsonl", "config.yaml"}) {
+    if (fs::exists(dir + "/" + f)) files += std::string(files.empty() ? "" : ", ") + f;
+  }
+  std::cout << "files        " << shown(dir) << "/{" << files << "}\n";
+  std::cout << "use it       placer place " << use_method << "--policy "
+            << shown(dir + "/policy.pt") << " --graph G --cluster C -o out.plan.yaml\n"
+            << std::flush;
+}
 
 void print_eval(const TrainEvalStats& e, std::ostream& out) {
   size_t w = 8;
@@ -273,21 +360,26 @@ std::string plot_curves(const std::string& dir) {
 // ------------------------------------------------------------------------ training ----
 
 /// Files a fresh run writes; removed by --overwrite.
-const char* const kRunFiles[] = {
+const std::vector<std::string> kRunFiles = {
     "checkpoint.pt", "checkpoint.pt.meta.json", "policy.pt", "policy.pt.meta.json",
     "best.pt",       "best.pt.meta.json",       "log.jsonl", "curves.png"};
 
 void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub);
+void run_train_placeto(const TrainArgs& a, const CLI::App& sub);
 
 void run_train(const TrainArgs& a, const CLI::App& sub) {
   if (a.resume && a.overwrite) throw Error("--resume and --overwrite exclude each other");
   std::string agent = a.agent;
-  if (agent.empty()) agent = a.config.empty() ? "" : train_config_agent(a.config);
-  if (agent == "rainbow-pp") {
+  if (agent.empty()) agent = a.config.empty() ? "" : train_config_file_agent(a.config);
+  if (agent == "rainbow-pp" || agent == "placeto") {
     if (!a.dist_url.empty() || a.rank >= 0 || a.world_size >= 0) {
       throw ValidationError("--dist-url / --rank / --world-size: only --agent gdp trains distributed");
     }
-    run_train_rainbow_pp(a, sub);
+    if (agent == "rainbow-pp") {
+      run_train_rainbow_pp(a, sub);
+    } else {
+      run_train_placeto(a, sub);
+    }
     return;
   }
   if (a.plot_only && (a.resume || a.print_config)) {
@@ -303,11 +395,7 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
     std::cout << "curves       " << shown(png) << "\n";
     return;
   }
-  if (!gdp_available()) {
-    std::cerr << "placer: error: train-policy needs LibTorch, and this placer was built without "
-                 "it; install libtorch-dev (scripts/setup.sh) and rebuild\n";
-    throw CLI::RuntimeError(2);
-  }
+  require_torch(gdp_available());
   if (c.corpus.empty()) {
     throw ValidationError(
         "corpus: required (a *.corpus.yaml; set `corpus:` in the config or "
@@ -323,24 +411,7 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
   const bool root = dist.rank == 0;
   const std::string dir = c.output_dir;
   const std::string checkpoint = dir + "/checkpoint.pt";
-  if (a.resume && !fs::exists(checkpoint)) {
-    throw FileError("--resume: no checkpoint to resume from in " + shown(dir) + " (expected " +
-                    shown(checkpoint) + "; start the run without --resume)");
-  }
-  // A fresh run would append to an old log.jsonl: an existing run is never mixed in.
-  const std::string old_log = dir + "/log.jsonl";
-  if (!a.resume && (fs::exists(checkpoint) || fs::exists(old_log))) {
-    if (!a.overwrite) {
-      throw Error(shown(dir) + " already holds a training run (" +
-                  shown(fs::exists(checkpoint) ? checkpoint : old_log) +
-                  "); continue it with --resume, start over with --overwrite, or pick another "
-                  "--output-dir");
-    }
-    for (const char* f : kRunFiles) {
-      std::error_code ec;
-      if (root) fs::remove(dir + "/" + f, ec);
-    }
-  }
+  prepare_run_dir(dir, a.resume, a.overwrite, kRunFiles, root);
 
   StopSignals signals;
   std::unique_ptr<Progress> prep;
@@ -348,10 +419,7 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
   GdpTrainer trainer(c);
   int64_t start = 0;
   if (a.resume) start = trainer.resume();
-  if (signals.stopped()) {
-    std::cerr << "placer: interrupted before training started; nothing written\n";
-    throw CLI::RuntimeError(130);
-  }
+  if (signals.stopped()) interrupted_before_start();
 
   if (!root) {  // another rank: train in step with rank 0, print nothing
     GdpTrainer::Callbacks quiet;
@@ -360,20 +428,14 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
     if (signals.stopped()) throw CLI::RuntimeError(130);
     return;
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
-  const std::string config_file = dir + "/config.yaml";
-  write_text_file(config_file,
-                  train_config_yaml(c,
-                                    "Effective configuration of the training run in this "
-                                    "folder (placer train-policy)\nwritten by: " +
-                                        c.command));
-  // The file must reproduce the run (docs/gdp.md); a mismatch is a bug of train_config.cpp.
-  if (!same_train_config(load_train_config(config_file), c)) {
-    throw std::logic_error(config_file + " does not read back to the effective configuration");
-  }
+  // The file must reproduce the run (docs/gdp.md).
+  write_run_config<TrainConfig>(
+      dir,
+      train_config_yaml(c,
+                        "Effective configuration of the training run in this folder (placer "
+                        "train-policy)\nwritten by: " +
+                            c.command),
+      load_train_config, [&c](const TrainConfig& back) { return same_train_config(back, c); });
 
   std::cout << "training     "
             << (a.resume ? "resuming after update " + std::to_string(start) + ", " : std::string())
@@ -421,26 +483,14 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress.finish();
 
-  if (signals.stopped()) {
-    std::cout << std::flush;
-    std::cerr << "placer: interrupted at update " << done << " (checkpoint " << shown(checkpoint)
-              << "); resume with --resume\n";
-    throw CLI::RuntimeError(130);
-  }
+  if (signals.stopped()) interrupted_at(done, checkpoint);
 
   std::cout << "\nupdates      " << done << " (" << done - start << " in this run)\n"
             << "wall time    " << human_time(wall) << "\n"
             << "placements/s "
             << (wall > 0 ? fixed(double(run_evaluations) / wall, 1) : std::string("-")) << " ("
             << run_evaluations << " simulated placements)\n";
-  std::string files;
-  for (const char* f : {"policy.pt", "best.pt", "checkpoint.pt", "log.jsonl", "config.yaml"}) {
-    if (fs::exists(dir + "/" + f)) files += std::string(files.empty() ? "" : ", ") + f;
-  }
-  std::cout << "files        " << shown(dir) << "/{" << files << "}\n";
-  std::cout << "use it       placer place --policy " << shown(dir + "/policy.pt")
-            << " --graph G --cluster C -o out.plan.yaml\n"
-            << std::flush;
+  print_files_and_use(dir, "");
   if (a.plot) {
     const std::string png = plot_curves(dir);
     std::cout << "curves       " << shown(png) << "\n";
@@ -490,10 +540,9 @@ void print_pp_eval(const RainbowPPEvalStats& e, std::ostream& out) {
   out << std::flush;
 }
 
-const char* const kPPRunFiles[] = {"checkpoint.pt", "checkpoint.pt.meta.json",
-                                   "policy.pt",     "policy.pt.meta.json",
-                                   "best.pt",       "best.pt.meta.json",
-                                   "log.jsonl"};
+const std::vector<std::string> kPPRunFiles = {
+    "checkpoint.pt", "checkpoint.pt.meta.json", "policy.pt", "policy.pt.meta.json",
+    "best.pt",       "best.pt.meta.json",       "log.jsonl"};
 
 void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub) {
   if (a.plot || a.plot_only) throw Error("--plot / --plot-only apply to --agent gdp only");
@@ -503,51 +552,25 @@ void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub) {
         c, "Effective configuration of placer train-policy --agent rainbow-pp");
     return;
   }
-  if (!rainbow_pp_policy_available()) {
-    std::cerr << "placer: error: train-policy needs LibTorch, and this placer was built without "
-                 "it; install libtorch-dev (scripts/setup.sh) and rebuild\n";
-    throw CLI::RuntimeError(2);
-  }
+  require_torch(rainbow_pp_policy_available());
   const std::string dir = c.output_dir;
   const std::string checkpoint = dir + "/checkpoint.pt";
-  if (a.resume && !fs::exists(checkpoint)) {
-    throw FileError("--resume: no checkpoint to resume from in " + shown(dir) + " (expected " +
-                    shown(checkpoint) + "; start the run without --resume)");
-  }
-  const std::string old_log = dir + "/log.jsonl";
-  if (!a.resume && (fs::exists(checkpoint) || fs::exists(old_log))) {
-    if (!a.overwrite) {
-      throw Error(shown(dir) + " already holds a training run (" +
-                  shown(fs::exists(checkpoint) ? checkpoint : old_log) +
-                  "); continue it with --resume, start over with --overwrite, or pick another "
-                  "--output-dir");
-    }
-    for (const char* f : kPPRunFiles) {
-      std::error_code ec;
-      fs::remove(dir + "/" + f, ec);
-    }
-  }
+  prepare_run_dir(dir, a.resume, a.overwrite, kPPRunFiles);
 
   StopSignals signals;
   RainbowPPTrainer trainer(c);
   int64_t start = 0;
   if (a.resume) start = trainer.resume();
-  if (signals.stopped()) {
-    std::cerr << "placer: interrupted before training started; nothing written\n";
-    throw CLI::RuntimeError(130);
-  }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
-  const std::string config_file = dir + "/config.yaml";
-  write_text_file(config_file, rainbow_pp_train_config_yaml(
-                                   c, "Effective configuration of the training run in this "
-                                      "folder (placer train-policy --agent rainbow-pp)\n"
-                                      "written by: " + c.command));
-  if (!same_rainbow_pp_train_config(load_rainbow_pp_train_config(config_file), c)) {
-    throw std::logic_error(config_file + " does not read back to the effective configuration");
-  }
+  if (signals.stopped()) interrupted_before_start();
+  write_run_config<RainbowPPTrainConfig>(
+      dir,
+      rainbow_pp_train_config_yaml(c,
+                                   "Effective configuration of the training run in this "
+                                   "folder (placer train-policy --agent rainbow-pp)\n"
+                                   "written by: " +
+                                       c.command),
+      load_rainbow_pp_train_config,
+      [&c](const RainbowPPTrainConfig& back) { return same_rainbow_pp_train_config(back, c); });
   std::cout << "training     rainbow-pp, "
             << (a.resume ? "resuming after update " + std::to_string(start) + ", " : std::string())
             << "updates " << start + 1 << ".." << c.updates << " of " << c.arrays_per_update
@@ -572,23 +595,139 @@ void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub) {
   const int64_t done = trainer.train(cb);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress.finish();
-  if (signals.stopped()) {
-    std::cout << std::flush;
-    std::cerr << "placer: interrupted at update " << done << " (checkpoint " << shown(checkpoint)
-              << "); resume with --resume\n";
-    throw CLI::RuntimeError(130);
-  }
+  if (signals.stopped()) interrupted_at(done, checkpoint);
   std::cout << "\nupdates      " << done << " (" << done - start << " in this run)\n"
             << "wall time    " << human_time(wall) << "\n"
             << "arrays       " << arrays << " generated problems in this run\n";
-  std::string files;
-  for (const char* f : {"policy.pt", "best.pt", "checkpoint.pt", "log.jsonl", "config.yaml"}) {
-    if (fs::exists(dir + "/" + f)) files += std::string(files.empty() ? "" : ", ") + f;
+  print_files_and_use(dir, "--method rainbow-pp ");
+}
+
+// ------------------------------------------------------------------------ placeto ----
+
+PlacetoCliConfig effective_placeto_config(const TrainArgs& a, const CLI::App& sub) {
+  if (!a.corpus.empty()) {
+    throw ValidationError(
+        "--corpus applies to --agent gdp; placeto trains on generated members of `family:` "
+        "(graphs, first_seed, ranges in the config)");
   }
-  std::cout << "files        " << shown(dir) << "/{" << files << "}\n";
-  std::cout << "use it       placer place --method rainbow-pp --policy "
-            << shown(dir + "/policy.pt") << " --graph G --cluster C -o out.plan.yaml\n"
-            << std::flush;
+  if (a.clusters.size() > 1) {
+    throw ValidationError("--cluster: --agent placeto trains on one cluster (got " +
+                          std::to_string(a.clusters.size()) + ")");
+  }
+  for (const char* opt : {"--eval-every", "--threads", "--device", "--dist-timeout"}) {
+    if (sub.count(opt) > 0) {
+      throw ValidationError(std::string(opt) + " applies to --agent gdp only");
+    }
+  }
+  PlacetoCliConfig c = a.config.empty() ? PlacetoCliConfig{} : load_placeto_train_config(a.config);
+  if (a.config.empty()) c.train.output_dir = absolute_path(c.train.output_dir);
+  for (const std::string& s : a.sets) apply_placeto_override(&c, s);
+  if (!a.clusters.empty()) c.cluster = absolute_path(a.clusters.front());
+  if (sub.count("--updates") > 0) {
+    if (a.updates > std::numeric_limits<int>::max())
+      throw ValidationError("--updates: at most " + std::to_string(std::numeric_limits<int>::max()));
+    c.train.updates = int(a.updates);
+  }
+  if (sub.count("--seed") > 0) c.train.seed = a.seed;
+  if (!a.output_dir.empty()) c.train.output_dir = absolute_path(a.output_dir);
+  c.command = command_line();
+  return c;
+}
+
+const std::vector<std::string> kPlacetoRunFiles = {"checkpoint.pt", "checkpoint.pt.meta.json",
+                                                   "policy.pt", "policy.pt.meta.json",
+                                                   "log.jsonl"};
+
+void run_train_placeto(const TrainArgs& a, const CLI::App& sub) {
+  if (a.plot || a.plot_only) throw ValidationError("--plot / --plot-only apply to --agent gdp only");
+  PlacetoCliConfig c = effective_placeto_config(a, sub);
+  if (a.print_config) {
+    std::cout << placeto_train_config_yaml(
+        c, "Effective configuration of placer train-policy --agent placeto");
+    return;
+  }
+  require_torch(placeto_available());
+  if (c.cluster.empty()) {
+    throw ValidationError(
+        "cluster: required (a *.cluster.yaml; set `cluster:` in the config or pass --cluster)");
+  }
+  const Cluster cluster = load_cluster_yaml(c.cluster);
+  for (int d : c.train.devices) {
+    if (d >= cluster.num_devices()) {
+      throw ValidationError("devices: device " + std::to_string(d) + " is not in " +
+                            shown(c.cluster) + " (" + std::to_string(cluster.num_devices()) +
+                            " devices, ids 0.." + std::to_string(cluster.num_devices() - 1) + ")");
+    }
+  }
+  const CostModel cost(cluster, c.profile.empty() ? default_profile() : load_cost_profile(c.profile));
+  const std::string dir = c.train.output_dir;
+  const std::string checkpoint = dir + "/checkpoint.pt";
+  prepare_run_dir(dir, a.resume, a.overwrite, kPlacetoRunFiles);
+
+  StopSignals signals;
+
+  PlacetoTrainConfig t = c.train;
+  t.resumable = true;
+  t.resume = a.resume;
+  std::unique_ptr<Progress> prep, progress;
+  int64_t start = 0, run_evaluations = 0;
+  double run_update_seconds = 0;
+  PlacetoTrainCallbacks cb;
+  cb.on_prepare = [&](int64_t done, int64_t total) {
+    if (!prep) prep = std::make_unique<Progress>("placer: preparing graphs", total);
+    prep->update(done);
+    if (done >= total) prep->finish();
+  };
+  cb.on_start = [&](int64_t start_update) {
+    start = start_update;
+    // After the checkpoint was checked against the configuration (placeto_train).
+    write_run_config<PlacetoCliConfig>(
+        dir,
+        placeto_train_config_yaml(c,
+                                  "Effective configuration of the training run in this folder "
+                                  "(placer train-policy --agent placeto)\nwritten by: " +
+                                      c.command),
+        load_placeto_train_config,
+        [&c](const PlacetoCliConfig& back) { return same_placeto_train_config(back, c); });
+    std::cout << "training     placeto, "
+              << (a.resume ? "resuming after update " + std::to_string(start) + ", "
+                           : std::string())
+              << "updates " << start + 1 << ".." << t.updates << " on " << t.graphs << " "
+              << t.family << " graphs (seeds " << t.first_seed << ".."
+              << t.first_seed + uint64_t(t.graphs) - 1 << "), " << t.devices.size()
+              << " devices of " << cluster.name << ", " << t.rl.episodes
+              << " episodes per update\n"
+              << "output       " << shown(dir) << "\n"
+              << std::flush;
+    progress = std::make_unique<Progress>("placer: train-policy",
+                                          std::max<int64_t>(0, t.updates - start));
+  };
+  cb.on_update = [&](const PlacetoTrainUpdate& u) {
+    run_evaluations += u.update_evaluations;
+    run_update_seconds += u.update_seconds;
+    const double rate = run_update_seconds > 0 ? double(run_evaluations) / run_update_seconds : 0;
+    progress->update(u.update - start,
+                     "return " + fixed(u.mean_return, 3) + ", entropy " + fixed(u.entropy, 2) +
+                         ", best " + ratio_text(u.best_ratio) + " ref, " +
+                         fixed(rate, rate >= 100 ? 0 : 1) + " placements/s");
+  };
+  cb.should_stop = [&signals]() { return signals.stopped(); };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const PlacetoTrainResult res = placeto_train(t, cluster, cost, cb);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (prep) prep->finish();
+  if (progress) progress->finish();
+  if (res.stopped) {
+    if (res.policy_path.empty()) interrupted_before_start();
+    interrupted_at(res.updates, checkpoint);
+  }
+  std::cout << "\nupdates      " << res.updates << " (" << res.updates - res.start_update
+            << " in this run)\n"
+            << "wall time    " << human_time(wall) << "\n"
+            << "placements   " << run_evaluations << " simulated in this run ("
+            << res.evaluations << " in all)\n";
+  print_files_and_use(dir, "--method placeto ");
 }
 
 }  // namespace
@@ -602,15 +741,18 @@ void register_train_policy(CLI::App& app) {
       "train-policy",
       "Pretrain the GDP placement policy with PPO on a graph corpus (docs/gdp.md), or with\n"
       "--agent rainbow-pp the pipeline-cut policy on generated arrays\n"
-      "(docs/rainbow_pp_inference.md); writes checkpoints, policy.pt (for `placer place\n"
+      "(docs/rainbow_pp_inference.md), or with --agent placeto a Placeto policy on a graph\n"
+      "family (docs/placeto.md); writes checkpoints, policy.pt (for `placer place\n"
       "--policy`), log.jsonl and config.yaml.");
   sub->add_option("--agent", args->agent,
-                  "Policy to pretrain: gdp (default; a graph corpus, PPO) or rainbow-pp (Auto-MAP "
-                  "pipeline cuts on generated arrays, docs/rainbow_pp_inference.md); default: the "
-                  "config's `agent:`, else gdp")
-      ->check(CLI::IsMember({"gdp", "rainbow-pp"}));
+                  "Policy to pretrain: gdp (default; a graph corpus, PPO), rainbow-pp (Auto-MAP "
+                  "pipeline cuts on generated arrays, docs/rainbow_pp_inference.md) or placeto "
+                  "(REINFORCE on a graph family, docs/placeto.md); default: the config's "
+                  "`agent:`, else gdp")
+      ->check(CLI::IsMember({"gdp", "rainbow-pp", "placeto"}));
   sub->add_option("--config", args->config,
-                  "Training configuration (train.yaml; see examples/train_policy.yaml). "
+                  "Training configuration (train.yaml; see examples/train_policy.yaml, "
+                  "train_rainbow_pp.yaml, train_placeto.yaml). "
                   "Without it: the defaults plus the options below")
       ->check(CLI::ExistingFile);
   sub->add_option("--set", args->sets,
@@ -620,7 +762,8 @@ void register_train_policy(CLI::App& app) {
   sub->add_option("--corpus", args->corpus, "Corpus manifest (*.corpus.yaml); overrides corpus")
       ->check(CLI::ExistingFile);
   sub->add_option("--cluster", args->clusters,
-                  "Cluster file (*.cluster.yaml), repeatable; replaces clusters")
+                  "Cluster file (*.cluster.yaml), repeatable; replaces clusters (placeto: one, "
+                  "replaces cluster)")
       ->check(CLI::ExistingFile);
   sub->add_option("--updates", args->updates, "PPO updates in total (overrides updates)")
       ->check(CLI::NonNegativeNumber);

@@ -361,5 +361,106 @@ TEST(PlacetoSearch, OptionErrorsAndRegistration) {
   EXPECT_TRUE(placeto_available());
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+/// log.jsonl without the wall times (the one field a resumed run changes).
+std::string log_sans_seconds(const std::string& path) {
+  std::ifstream in(path);
+  std::string out;
+  for (std::string l; std::getline(in, l);) out += l.substr(0, l.find(",\"seconds\"")) + "\n";
+  return out;
+}
+
+// `resumable` + `resume`: 3 updates, a stop (should_stop), then a resume to 6 give the same
+// log (returns, losses, gradient norms, evaluations), the same weights (zero-shot plans) and
+// the same evaluation count as 6 updates straight; a changed setting is refused by name.
+TEST(PlacetoTrain, ResumeIsExact) {
+  torch::set_num_threads(1);
+  const std::string base = std::string(PLACER_BINARY_DIR) + "/placeto_resume_test";
+  std::filesystem::remove_all(base);
+  const Cluster c = dgx1();
+  CostModel cost(c, default_profile());
+  PlacetoTrainConfig t;
+  t.family = "enas_cnn";
+  t.graphs = 2;
+  t.first_seed = 100;
+  t.updates = 6;
+  t.checkpoint_every = 4;
+  t.mdp.groups = 6;
+  t.rl.episodes = 3;
+  t.net.hidden = 8;
+  t.net.pool = 8;
+  t.net.policy_hidden = 16;
+  t.resumable = true;
+
+  t.output_dir = base + "/straight";
+  const PlacetoTrainResult straight = placeto_train(t, c, cost, PlacetoTrainCallbacks{});
+  EXPECT_EQ(straight.updates, 6);
+  EXPECT_FALSE(straight.stopped);
+  EXPECT_TRUE(std::filesystem::exists(t.output_dir + "/checkpoint.pt"));
+
+  t.output_dir = base + "/resumed";
+  PlacetoTrainCallbacks stop_after_3;
+  int64_t seen = 0, started = -1;
+  stop_after_3.on_start = [&](int64_t s) { started = s; };
+  stop_after_3.on_update = [&](const PlacetoTrainUpdate& u) { seen = u.update; };
+  stop_after_3.should_stop = [&] { return seen >= 3; };
+  const PlacetoTrainResult first = placeto_train(t, c, cost, stop_after_3);
+  EXPECT_TRUE(first.stopped);
+  EXPECT_EQ(first.updates, 3);
+  EXPECT_EQ(started, 0);
+  EXPECT_EQ(read_placeto_policy_meta(first.policy_path).updates, 3);  // written at the stop
+
+  t.resume = true;
+  PlacetoTrainCallbacks count;
+  std::vector<int64_t> updates;
+  count.on_start = [&](int64_t s) { started = s; };
+  count.on_update = [&](const PlacetoTrainUpdate& u) { updates.push_back(u.update); };
+  const PlacetoTrainResult second = placeto_train(t, c, cost, count);
+  EXPECT_EQ(started, 3);
+  EXPECT_EQ(second.start_update, 3);
+  EXPECT_EQ(second.updates, 6);
+  EXPECT_EQ(updates, (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_EQ(second.mean_return.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(second.mean_return[i], straight.mean_return[i + 3]);
+  EXPECT_EQ(second.evaluations, straight.evaluations);
+  EXPECT_EQ(second.best_ratio, straight.best_ratio);
+  EXPECT_EQ(log_sans_seconds(base + "/resumed/log.jsonl"),
+            log_sans_seconds(base + "/straight/log.jsonl"));
+  EXPECT_NE(read_file(base + "/resumed/checkpoint.pt.meta.json").find("\"update\": 6,"),
+            std::string::npos);
+
+  // The same weights: zero-shot from both policies gives the same plan.
+  const Graph g = expand_training_step(make_family_graph("enas_cnn", 7));
+  Simulator sim(g, c, cost);
+  Problem p{g, c, cost, sim, {0, 1, 2, 3}};
+  PlacetoOptions o;
+  o.mdp.groups = 6;
+  o.zero_shot_samples = 2;
+  SearchBudget b;
+  b.seed = 5;
+  o.policy = straight.policy_path;
+  const PlacetoSearchResult za = placeto_search(p, o, b);
+  o.policy = second.policy_path;
+  const PlacetoSearchResult zb = placeto_search(p, o, b);
+  EXPECT_EQ(za.plan.placement, zb.plan.placement);
+  EXPECT_EQ(za.greedy_env_time, zb.greedy_env_time);
+
+  // A changed setting is refused, naming it; a missing checkpoint is a FileError.
+  t.rl.lr = 0.5;
+  try {
+    placeto_train(t, c, cost, PlacetoTrainCallbacks{});
+    FAIL() << "expected ValidationError";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("rl.lr is 0.5 here but 0.01"), std::string::npos)
+        << e.what();
+  }
+  t.rl.lr = 0.01;
+  t.output_dir = base + "/none";
+  EXPECT_THROW(placeto_train(t, c, cost, PlacetoTrainCallbacks{}), FileError);
+}
+
 }  // namespace
 }  // namespace placer
