@@ -41,6 +41,7 @@ void check_net(const Seq2SeqConfig& n, const std::string& method) {
   if (n.attention != "bahdanau" && n.attention != "luong")
     fail("net.attention: unknown attention '" + n.attention + "' (known: bahdanau, luong)");
   if (!(n.tanh_constant >= 0)) fail("net.tanh_constant must be >= 0");
+  if (!(n.temperature > 0)) fail("net.temperature must be > 0");
 }
 
 }  // namespace
@@ -53,7 +54,28 @@ Seq2SeqOptions seq2seq_options(const Seq2SeqConfig& n, int64_t input_dim, int64_
       .device_embedding(n.device_embedding)
       .attention(n.attention)
       .bidirectional(n.bidirectional)
-      .tanh_constant(n.tanh_constant);
+      .tanh_constant(n.tanh_constant)
+      .temperature(n.temperature);
+}
+
+std::string seq2seq_meta_json(const std::string& method, const Problem& problem,
+                              const Seq2SeqConfig& n, int64_t input_dim, int64_t devices,
+                              int num_units, int num_steps, const std::string& extra) {
+  // Hand-written JSON (the values are numbers and plain names; the graph name is escaped).
+  std::string graph;
+  for (char c : problem.graph.name()) {
+    if (c == '"' || c == '\\') graph += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) graph += c;
+  }
+  return "{\"method\": \"" + method + "\", \"graph\": \"" + graph +
+         "\", \"num_units\": " + std::to_string(num_units) +
+         ", \"num_steps\": " + std::to_string(num_steps) +
+         ", \"input_dim\": " + std::to_string(input_dim) +
+         ", \"num_devices\": " + std::to_string(devices) +
+         ", \"hidden\": " + std::to_string(n.hidden) +
+         ", \"device_embedding\": " + std::to_string(n.device_embedding) +
+         ", \"attention\": \"" + n.attention + "\", \"bidirectional\": " +
+         (n.bidirectional ? "true" : "false") + extra + "}";
 }
 
 void check_seq2seq_config(const Seq2SeqConfig& n, const std::string& method) { check_net(n, method); }
@@ -91,6 +113,9 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
 
   torch::manual_seed(budget.seed);
   Seq2SeqPlacer net(seq2seq_options(options.net, in.dim, int64_t(devices.size())));
+  const std::string meta = seq2seq_meta_json("colocrl", problem, options.net, in.dim,
+                                             int64_t(devices.size()), n_units, steps, "");
+  if (!options.policy.empty()) load_learned_policy(options.policy, *net, meta);
 
   auto per_unit = [&](const torch::Tensor& actions, int64_t row) {
     const torch::Tensor a = actions[row].contiguous();
@@ -105,11 +130,17 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
   spec.default_evaluations = options.default_evaluations;
   spec.devices = devices;
   spec.parameters = net->parameters();
-  spec.sample = [&](int k, std::mt19937_64& rng) {
-    // One encoding of the (sample-independent) group sequence, k decodes.
-    Seq2SeqOutput o = net->forward(x, DecodeMode::kSample, &rng, {}, false, k);
+  spec.sample = [&](int k, std::mt19937_64& rng, double noise) {
+    // One encoding of the (sample-independent) group sequence, k decodes as one batch,
+    // without autograd; then the log-probabilities in one teacher-forced pass with grad.
+    torch::Tensor actions;
+    {
+      torch::NoGradGuard no_grad;
+      actions = net->forward(x, DecodeMode::kSample, &rng, {}, false, k, noise).actions;
+    }
+    const Seq2SeqOutput o = net->forward(x, DecodeMode::kForced, nullptr, actions, false, k);
     PolicySamples s;
-    for (int i = 0; i < k; ++i) s.device_index_per_unit.push_back(per_unit(o.actions, i));
+    for (int i = 0; i < k; ++i) s.device_index_per_unit.push_back(per_unit(actions, i));
     s.log_prob = o.log_prob;
     s.entropy = o.entropy;
     return s;
@@ -121,6 +152,7 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
   LearnedSearchResult r = reinforce_search(problem, env, spec, budget);
   r.num_units = n_units;
   r.num_steps = steps;
+  if (!options.save_policy.empty()) save_learned_policy(options.save_policy, *net, meta);
   return r;
 }
 

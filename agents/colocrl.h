@@ -35,6 +35,17 @@ struct ReinforceConfig {
   /// Runtime charged to an OOM placement, in units of the reference time (TF failing_signal
   /// = 100): reward -sqrt(100) = -10, GDP's oom_penalty.
   double failing_runtime = 100;
+  /// Exploration (TF logits_std_noise, 0.5 there): while sampling, Gaussian noise of std
+  /// logits_noise x RMS(logits) is added to every decoder step's logits ... Off by
+  /// default: at 201-1001 placements TF's 0.5 kept the policy on one device more often
+  /// than no noise (docs/colocrl_hdp.md, "Exploration").
+  double logits_noise = 0;
+  /// ... during the first noise_updates updates (TF stop_noise_step = 750); 0 = never.
+  int noise_updates = 750;
+  /// LibTorch intra-op threads during the search (restored after); 0 = leave LibTorch's
+  /// setting. 1 by default: the per-step tensors are small, and on this project's shared
+  /// 2-core machine two threads made a colocrl update ~8x slower (docs/colocrl_hdp.md).
+  int threads = 1;
 };
 
 /// The seq2seq policy's sizes (models/seq2seq.h).
@@ -44,6 +55,7 @@ struct Seq2SeqConfig {
   std::string attention = "bahdanau";  ///< or "luong"
   bool bidirectional = true;         ///< TF bi_lstm
   double tanh_constant = 0;          ///< > 0: logits squashed (TF 1.0; 0 = off, see docs)
+  double temperature = 1;            ///< logits divided by this (TF temperature 1.0)
 };
 
 struct ColocrlOptions {
@@ -60,6 +72,13 @@ struct ColocrlOptions {
   int adjacency_width = 16;  ///< neighbour ids hashed into this many buckets per direction
   bool colocate = true;      ///< units = colocation groups (else one op per unit)
   int64_t default_evaluations = 1000;  ///< when the budget gives neither limit
+  /// Non-empty: the final policy is written there (LibTorch archive) with a
+  /// "<path>.meta.json" sidecar (sizes, graph), each atomically (temp file + rename).
+  std::string save_policy;
+  /// Non-empty: the search starts from this saved policy instead of a fresh one; it must
+  /// have been saved by the same method for the same graph (units, steps) and net sizes
+  /// (FormatError naming the mismatching field, FileError when missing).
+  std::string policy;
 };
 
 /// What one online search did (colocrl_search / hdp_search).
@@ -76,6 +95,7 @@ struct LearnedSearchResult {
   int num_steps = 0;             ///< decoder steps (groups / blocks)
   std::vector<double> mean_reward;  ///< per update, over its K samples
   double greedy_time = 0;        ///< the final policy's argmax placement (0 when no budget left)
+  std::vector<int> greedy_placement;  ///< that placement (device per op)
 };
 
 /// Online ColocRL on one problem. Budget: max_evaluations (simulated placements) and/or

@@ -105,6 +105,15 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
                       .hidden(options.grouper_hidden)
                       .activation(options.grouper_activation));
   Seq2SeqPlacer placer(seq2seq_options(options.net, in.dim + 2 * g + 1, n_dev));
+  torch::nn::Module root;  // both networks, for checkpoints
+  root.register_module("grouper", grouper.ptr());
+  root.register_module("placer", placer.ptr());
+  const std::string meta = seq2seq_meta_json(
+      "hdp", problem, options.net, in.dim + 2 * g + 1, n_dev, n_units, g,
+      ", \"groups\": " + std::to_string(g) + ", \"grouper_hidden\": " +
+          std::to_string(options.grouper_hidden) + ", \"grouper_activation\": \"" +
+          options.grouper_activation + "\"");
+  if (!options.policy.empty()) load_learned_policy(options.policy, root, meta);
 
   auto per_unit = [&](const torch::Tensor& groups, const torch::Tensor& actions, int64_t row) {
     const torch::Tensor gr = groups[row].to(torch::kLong).contiguous();
@@ -122,9 +131,17 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
   spec.devices = devices;
   spec.parameters = grouper->parameters();
   for (const auto& p : placer->parameters()) spec.parameters.push_back(p);
-  spec.sample = [&](int k, std::mt19937_64& rng) {
+  spec.sample = [&](int k, std::mt19937_64& rng, double noise) {
     GrouperOutput go = grouper->sample(x, k, &rng);
-    Seq2SeqOutput po = placer->forward(group_inputs(in, go.groups, g), DecodeMode::kSample, &rng);
+    // The K group sequences decoded as one batch without autograd, then their
+    // log-probabilities in one teacher-forced pass with grad.
+    const torch::Tensor gin = group_inputs(in, go.groups, g);
+    torch::Tensor actions;
+    {
+      torch::NoGradGuard no_grad;
+      actions = placer->forward(gin, DecodeMode::kSample, &rng, {}, false, 0, noise).actions;
+    }
+    Seq2SeqOutput po = placer->forward(gin, DecodeMode::kForced, nullptr, actions);
     PolicySamples s;
     for (int i = 0; i < k; ++i) s.device_index_per_unit.push_back(per_unit(go.groups, po.actions, i));
     // The gradients of the paper: grad log p(g) + grad log p(d | g), one advantage.
@@ -140,6 +157,7 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
   LearnedSearchResult r = reinforce_search(problem, env, spec, budget);
   r.num_units = n_units;
   r.num_steps = g;
+  if (!options.save_policy.empty()) save_learned_policy(options.save_policy, root, meta);
   return r;
 }
 

@@ -23,6 +23,8 @@ struct HdpOptions {
   int adjacency_width = 20; ///< TF adj_embed_dim
   bool colocate = true;     ///< the grouper groups colocation units (else single ops)
   int64_t default_evaluations = 1000;  ///< when the budget gives neither limit
+  std::string save_policy;  ///< as ColocrlOptions::save_policy (grouper + placer)
+  std::string policy;       ///< as ColocrlOptions::policy
 };
 
 /// Number of groups HDP uses for `num_devices` devices: options.groups, or min(256, 20 x d).

@@ -11,15 +11,27 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/utils.h>
 
+#include "agents/gdp_net.h"
 #include "src/util/error.h"
 
 namespace placer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int kLearnedPolicyFormat = 1;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -127,6 +139,78 @@ void check_reinforce_config(const ReinforceConfig& c, const std::string& method)
   if (!(c.max_grad_norm >= 0)) fail("rl.max_grad_norm must be >= 0");
   if (!(c.failing_runtime >= 1) || !std::isfinite(c.failing_runtime))
     fail("rl.failing_runtime must be a finite value >= 1 (in units of the reference time)");
+  if (!(c.logits_noise >= 0) || !std::isfinite(c.logits_noise))
+    fail("rl.logits_noise must be a finite value >= 0");
+  if (c.noise_updates < 0) fail("rl.noise_updates must be >= 0");
+  if (c.threads < 0) fail("rl.threads must be >= 0 (0 = LibTorch's setting)");
+}
+
+void save_learned_policy(const std::string& path, torch::nn::Module& root,
+                         const std::string& meta_json) {
+  nlohmann::json meta = nlohmann::json::parse(meta_json);
+  meta["format_version"] = kLearnedPolicyFormat;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  torch::serialize::OutputArchive archive;
+  root.save(archive);
+  try {
+    archive.save_to(tmp);
+  } catch (const std::exception& e) {
+    std::remove(tmp.c_str());
+    const std::string what = e.what();
+    throw FileError(path + ": cannot write " + tmp + ": " + what.substr(0, what.find('\n')));
+  }
+  atomic_rename(tmp, path);
+  const std::string meta_path = path + ".meta.json";
+  const std::string meta_tmp = meta_path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(meta_tmp, std::ios::binary);
+    f << meta.dump(2) << "\n";
+    if (!f) {
+      std::remove(meta_tmp.c_str());
+      throw FileError(meta_path + ": cannot write " + meta_tmp);
+    }
+  }
+  atomic_rename(meta_tmp, meta_path);
+}
+
+void load_learned_policy(const std::string& path, torch::nn::Module& root,
+                         const std::string& expected_meta_json) {
+  if (!std::ifstream(path, std::ios::binary))
+    throw FileError(path + ": cannot open the policy file (missing?)");
+  const std::string meta_path = path + ".meta.json";
+  std::ifstream in(meta_path, std::ios::binary);
+  if (!in) throw FileError(meta_path + ": cannot open the policy sidecar (missing?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(meta_path + ": not valid JSON: " + e.what());
+  }
+  if (!meta.is_object()) throw FormatError(meta_path + ": expected a JSON object");
+  nlohmann::json expected = nlohmann::json::parse(expected_meta_json);
+  expected["format_version"] = kLearnedPolicyFormat;
+  auto check = [&](const std::string& key, const nlohmann::json& want) {
+    const auto f = meta.find(key);
+    if (f == meta.end()) throw FormatError(meta_path + ": " + key + ": missing");
+    if (*f != want) {
+      throw FormatError(meta_path + ": " + key + ": the policy has " + f->dump() +
+                        ", this search needs " + want.dump());
+    }
+  };
+  // The method and the format first (a policy of the other method differs everywhere).
+  for (const char* key : {"method", "format_version"})
+    if (expected.contains(key)) check(key, expected[key]);
+  for (auto it = expected.begin(); it != expected.end(); ++it) check(it.key(), it.value());
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+    root.load(archive);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw FormatError(path + ": cannot load the policy: " + what.substr(0, what.find('\n')));
+  }
 }
 
 PlacementEnvOptions seq2seq_env_options(const Problem& problem, const ReinforceConfig& config,
@@ -183,6 +267,19 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
   const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations
                             : budget.max_seconds > 0   ? 0
                                                        : spec.default_evaluations;
+  // LibTorch's intra-op threads for the search, restored on every exit.
+  struct ThreadsGuard {
+    int saved = 0;
+    explicit ThreadsGuard(int n) {
+      if (n > 0) {
+        saved = torch::get_num_threads();
+        torch::set_num_threads(n);
+      }
+    }
+    ~ThreadsGuard() {
+      if (saved > 0) torch::set_num_threads(saved);
+    }
+  } threads_guard(cfg.threads);
   LearnedSearchResult result;
   result.reference_time = env.reference_time();
   std::mt19937_64 rng(budget.seed);
@@ -225,7 +322,8 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
       for (auto& g : adam.param_groups())
         static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
     }
-    PolicySamples s = spec.sample(k, rng);
+    const double noise = u <= cfg.noise_updates ? cfg.logits_noise : 0.0;
+    PolicySamples s = spec.sample(k, rng, noise);
     std::vector<double> rewards;
     rewards.reserve(size_t(k));
     for (const std::vector<int>& idx : s.device_index_per_unit) rewards.push_back(evaluate(idx).reward);
@@ -245,6 +343,9 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
       g = spec.greedy();
     }
     result.greedy_time = evaluate(g).step_time;
+    std::vector<int> ga(g.size());
+    for (size_t i = 0; i < g.size(); ++i) ga[i] = spec.devices[size_t(g[i])];
+    result.greedy_placement = env.to_plan(ga).placement;
   }
   if (best_action.empty()) {
     throw Error(spec.method + ": the budget allowed no simulated placement");

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
@@ -92,7 +93,10 @@ struct ReinforceSearchSpec {
   const ReinforceConfig* config = nullptr;
   int64_t default_evaluations = 1000;
   std::vector<int> devices;           ///< cluster id of each device index
-  std::function<PolicySamples(int k, std::mt19937_64& rng)> sample;
+  /// K samples; logits_noise = the TF logit noise of this update (0 once noise_updates are
+  /// over). Sample without autograd, then recompute log_prob / entropy with grad in one
+  /// batched teacher-forced pass (DecodeMode::kForced).
+  std::function<PolicySamples(int k, std::mt19937_64& rng, double logits_noise)> sample;
   std::function<std::vector<int>()> greedy;  ///< argmax device index per unit
   std::vector<torch::Tensor> parameters;
 };
@@ -104,6 +108,16 @@ void check_reinforce_config(const ReinforceConfig& c, const std::string& method)
 /// sampling generator. result.num_units / num_steps are left for the caller.
 LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
                                      const ReinforceSearchSpec& spec, const SearchBudget& budget);
+
+/// Checkpoints of the seq2seq placers. save: `root`'s parameters to `path` (LibTorch archive)
+/// and `meta` (a JSON object; format_version added) to "<path>.meta.json", each through a
+/// temporary file renamed into place (FileError on failure). load: reads the sidecar,
+/// checks that every field of `expected` has the same value there (FormatError naming the
+/// field, the file's and the expected value), then loads the parameters into `root`.
+void save_learned_policy(const std::string& path, torch::nn::Module& root,
+                         const std::string& meta_json);
+void load_learned_policy(const std::string& path, torch::nn::Module& root,
+                         const std::string& expected_meta_json);
 
 /// PlacementEnv options for a learned seq2seq placer on `problem`: its devices, max_devices
 /// = largest id + 1, OOM reward -sqrt(failing_runtime).
@@ -117,4 +131,9 @@ namespace placer {
 /// bad net.* field, prefixed by `method`; the model options of a Seq2SeqConfig.
 void check_seq2seq_config(const Seq2SeqConfig& net, const std::string& method);
 Seq2SeqOptions seq2seq_options(const Seq2SeqConfig& net, int64_t input_dim, int64_t devices);
+/// The checkpoint sidecar fields that must match (a JSON object; `extra` = more fields, each
+/// starting with ", ").
+std::string seq2seq_meta_json(const std::string& method, const Problem& problem,
+                              const Seq2SeqConfig& net, int64_t input_dim, int64_t devices,
+                              int num_units, int num_steps, const std::string& extra);
 }  // namespace placer

@@ -13,12 +13,18 @@
 //               = m_i . (W2 s_t)                (attention "luong", multiplicative)
 //     a_t       = softmax_i(score_t,i)          (sums to 1 over the T groups)
 //     c_t       = sum_i a_t,i m_i
-//     logits_t  = W_out [s_t ; c_t]             (then tanh_constant * tanh(. / tanh_constant)
+//     logits_t  = W_out [s_t ; c_t] / temperature  (then tanh_constant * tanh(. / tanh_constant)
 //                                                when tanh_constant > 0)
+//     (sampling only: + Gaussian noise of std logits_noise x RMS(logits_t), TF's
+//      logits_std_noise, drawn from the caller's generator)
 //     device_t  ~ softmax(logits_t)             (sampled, greedy argmax, or forced)
 //
 // K independent sequences (e.g. K sampled placements, each with its own grouping) run as one
 // batch. The log-probability of a whole placement is the sum over its T steps.
+// Sampling and greedy decoding step through the decoder (the next input is the device just
+// chosen); kForced (teacher forcing, the log-probabilities REINFORCE needs) knows every input
+// up front and runs as one batched pass: the decoder LSTM fused over the whole sequence
+// (torch::lstm with the LSTMCell's weights) and the attention of all steps at once.
 // Sampling uses a caller-owned std::mt19937_64, so the same seed gives the same placements.
 
 #include <cstdint>
@@ -52,6 +58,8 @@ struct Seq2SeqOptions {
   TORCH_ARG(bool, bidirectional) = true;
   /// > 0: logits squashed to (-c, c) by c * tanh(logits / c); 0 = raw logits.
   TORCH_ARG(double, tanh_constant) = 0.0;
+  /// Logits divided by this before the squashing (TF temperature; > 0).
+  TORCH_ARG(double, temperature) = 1.0;
 };
 
 /// What one decode produced.
@@ -75,9 +83,12 @@ class Seq2SeqPlacerImpl : public torch::nn::Module {
   /// keep_attention fills Seq2SeqOutput::attention. `decodes` > 0 with inputs [1, T, in]:
   /// the sequence is encoded once and decoded `decodes` times (K = decodes; the same result
   /// as passing the input repeated K times, at 1/K of the encoder's cost).
+  /// logits_noise > 0 (kSample only): Gaussian noise of std logits_noise x RMS(logits) is
+  /// added to each step's logits before drawing (drawn from `rng`); log_prob / entropy are
+  /// then those of the noisy logits. REINFORCE recomputes them noise-free with kForced.
   Seq2SeqOutput forward(const torch::Tensor& inputs, DecodeMode mode, std::mt19937_64* rng,
                         const torch::Tensor& forced = {}, bool keep_attention = false,
-                        int64_t decodes = 0);
+                        int64_t decodes = 0, double logits_noise = 0);
 
   Seq2SeqOptions options;
   torch::nn::Linear in_proj{nullptr};
@@ -86,6 +97,10 @@ class Seq2SeqPlacerImpl : public torch::nn::Module {
   torch::nn::Embedding device_embed{nullptr};  ///< num_devices + 1 rows; the last is "go"
   torch::nn::LSTMCell decoder{nullptr};
   torch::nn::Linear out{nullptr};
+
+ private:
+  /// temperature and tanh squashing of raw logits.
+  torch::Tensor scale_logits(torch::Tensor logits) const;
 };
 TORCH_MODULE(Seq2SeqPlacer);
 

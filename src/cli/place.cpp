@@ -7,7 +7,9 @@
 #include <memory>
 #include <set>
 
+#include "agents/colocrl.h"
 #include "agents/gdp.h"
+#include "agents/hdp.h"
 #include "agents/placeto.h"
 #include "agents/rainbow_opp.h"
 #include "agents/rainbow_pp.h"
@@ -48,6 +50,7 @@ bool is_rainbow_opp(const PlaceArgs& a) {
   return a.method == "rainbow-opp" || a.method == "rainbow-adp";
 }
 bool is_placeto(const PlaceArgs& a) { return a.method == "placeto"; }
+bool is_seq2seq(const PlaceArgs& a) { return a.method == "colocrl" || a.method == "hdp"; }
 /// rainbow-pp with --policy: zero-shot inference with a pretrained pipeline-cut policy.
 bool is_rainbow_pp_policy(const PlaceArgs& a) { return is_rainbow_pp(a) && !a.policy.empty(); }
 
@@ -241,9 +244,9 @@ void run_place(PlaceArgs a) {
       }
     }
   }
-  if (!a.agent_set.empty() && !is_rainbow_pp(a) && !is_rainbow_opp(a)) {
+  if (!a.agent_set.empty() && !is_rainbow_pp(a) && !is_rainbow_opp(a) && !is_seq2seq(a)) {
     throw Error("--agent-set applies to the Rainbow placers (rainbow-pp, rainbow-opp, "
-                "rainbow-adp), not to --method " + a.method);
+                "rainbow-adp) and to colocrl / hdp, not to --method " + a.method);
   }
   if (!is_rainbow_pp(a) && a.given.count("--stages")) {
     throw Error("--stages applies to the pipeline-cut placer only (--method rainbow-pp), not to "
@@ -269,6 +272,14 @@ void run_place(PlaceArgs a) {
       custom = make_rainbow_pp_placer(rainbow_pp_options(a));
     } else if (is_rainbow_opp(a)) {
       custom = make_rainbow_opp_placer(rainbow_opp_options(a));
+    } else if (a.method == "colocrl" && !a.agent_set.empty()) {
+      ColocrlOptions o;
+      apply_colocrl_overrides(&o, a.agent_set);
+      custom = make_colocrl_placer(o);
+    } else if (a.method == "hdp" && !a.agent_set.empty()) {
+      HdpOptions o;
+      apply_hdp_overrides(&o, a.agent_set);
+      custom = make_hdp_placer(o);
     } else if (is_placeto(a) && !a.policy.empty()) {
       if (!std::filesystem::is_regular_file(a.policy)) {
         throw FileError("--policy: '" + a.policy + "' not found (train a Placeto policy on a "
@@ -393,7 +404,8 @@ void register_place(CLI::App& app) {
   sub->add_option("--agent-set", args->agent_set,
                   "rainbow-pp / rainbow-opp / rainbow-adp: KEY=VALUE option of the placer or "
                   "its Rainbow agent (repeatable; e.g. episodes=600, reward=paper, lr=5e-4; "
-                  "docs/rainbow.md lists them)");
+                  "docs/rainbow.md lists them); colocrl / hdp: e.g. samples=8, lr=1e-3, "
+                  "logits_noise=0.5, save_policy=p.pt, policy=p.pt (docs/colocrl_hdp.md)");
   sub->add_option("--stages", args->stages,
                   "rainbow-pp: pipeline stages (default: min(4, devices))")
       ->check(CLI::Range(2, 1 << 20));

@@ -129,6 +129,105 @@ const Setters<RainbowOppOptions>& opp_setters() {
   return s;
 }
 
+/// The keys colocrl and hdp share (O = ColocrlOptions or HdpOptions).
+template <class O>
+void add_seq2seq_setters(Setters<O>* v, const std::string& m) {
+  Setters<O>& s = *v;
+  s["samples"] = [m](O* o, const std::string& x) { o->rl.samples = integer(m, "samples", x); };
+  s["lr"] = [m](O* o, const std::string& x) { o->rl.lr = num(m, "lr", x); };
+  s["lr_decay"] = [m](O* o, const std::string& x) { o->rl.lr_decay = num(m, "lr_decay", x); };
+  s["lr_decay_start"] = [m](O* o, const std::string& x) {
+    o->rl.lr_decay_start = integer(m, "lr_decay_start", x);
+  };
+  s["lr_decay_every"] = [m](O* o, const std::string& x) {
+    o->rl.lr_decay_every = integer(m, "lr_decay_every", x);
+  };
+  s["baseline_decay"] = [m](O* o, const std::string& x) {
+    o->rl.baseline_decay = num(m, "baseline_decay", x);
+  };
+  s["entropy"] = [m](O* o, const std::string& x) { o->rl.entropy = num(m, "entropy", x); };
+  s["max_grad_norm"] = [m](O* o, const std::string& x) {
+    o->rl.max_grad_norm = num(m, "max_grad_norm", x);
+  };
+  s["failing_runtime"] = [m](O* o, const std::string& x) {
+    o->rl.failing_runtime = num(m, "failing_runtime", x);
+  };
+  s["logits_noise"] = [m](O* o, const std::string& x) {
+    o->rl.logits_noise = num(m, "logits_noise", x);
+  };
+  s["noise_updates"] = [m](O* o, const std::string& x) {
+    o->rl.noise_updates = integer(m, "noise_updates", x);
+  };
+  s["threads"] = [m](O* o, const std::string& x) { o->rl.threads = integer(m, "threads", x); };
+  s["hidden"] = [m](O* o, const std::string& x) { o->net.hidden = integer(m, "hidden", x); };
+  s["device_embedding"] = [m](O* o, const std::string& x) {
+    o->net.device_embedding = integer(m, "device_embedding", x);
+  };
+  s["attention"] = [](O* o, const std::string& x) { o->net.attention = x; };
+  s["bidirectional"] = [m](O* o, const std::string& x) {
+    o->net.bidirectional = boolean(m, "bidirectional", x);
+  };
+  s["tanh_constant"] = [m](O* o, const std::string& x) {
+    o->net.tanh_constant = num(m, "tanh_constant", x);
+  };
+  s["temperature"] = [m](O* o, const std::string& x) {
+    o->net.temperature = num(m, "temperature", x);
+  };
+  s["adjacency_width"] = [m](O* o, const std::string& x) {
+    o->adjacency_width = integer(m, "adjacency_width", x);
+  };
+  s["colocate"] = [m](O* o, const std::string& x) { o->colocate = boolean(m, "colocate", x); };
+  s["save_policy"] = [m](O* o, const std::string& x) {
+    if (x.empty()) bad(m, "save_policy", "expected a file path");
+    o->save_policy = x;
+  };
+  s["policy"] = [m](O* o, const std::string& x) {
+    if (x.empty()) bad(m, "policy", "expected a file path");
+    o->policy = x;
+  };
+}
+
+const Setters<ColocrlOptions>& colocrl_setters() {
+  static const Setters<ColocrlOptions> s = [] {
+    const std::string m = "colocrl";
+    Setters<ColocrlOptions> v;
+    add_seq2seq_setters(&v, m);
+    v["max_steps"] = [m](ColocrlOptions* o, const std::string& x) {
+      o->max_steps = integer(m, "max_steps", x);
+    };
+    return v;
+  }();
+  return s;
+}
+
+const Setters<HdpOptions>& hdp_setters() {
+  static const Setters<HdpOptions> s = [] {
+    const std::string m = "hdp";
+    Setters<HdpOptions> v;
+    add_seq2seq_setters(&v, m);
+    v["groups"] = [m](HdpOptions* o, const std::string& x) { o->groups = integer(m, "groups", x); };
+    v["grouper_hidden"] = [m](HdpOptions* o, const std::string& x) {
+      o->grouper_hidden = integer(m, "grouper_hidden", x);
+    };
+    v["grouper_activation"] = [](HdpOptions* o, const std::string& x) {
+      o->grouper_activation = x;
+    };
+    return v;
+  }();
+  return s;
+}
+
+template <class O>
+void apply_setters(const Setters<O>& setters, const std::string& method, const std::string& known,
+                   O* o, const std::vector<std::string>& key_values) {
+  for (const std::string& kv : key_values) {
+    const auto [k, v] = split_kv(kv);
+    const auto it = setters.find(k);
+    if (it == setters.end()) bad(method, k, "unknown option (known: " + known + ")");
+    it->second(o, v);
+  }
+}
+
 template <class O>
 std::string names(const Setters<O>& s) {
   std::string out;
@@ -146,6 +245,17 @@ std::string rainbow_opp_option_names() {
     if (n != "seed") out += ", " + n;
   }
   return out;
+}
+
+std::string colocrl_option_names() { return names(colocrl_setters()); }
+std::string hdp_option_names() { return names(hdp_setters()); }
+
+void apply_colocrl_overrides(ColocrlOptions* o, const std::vector<std::string>& key_values) {
+  apply_setters(colocrl_setters(), "colocrl", colocrl_option_names(), o, key_values);
+}
+
+void apply_hdp_overrides(HdpOptions* o, const std::vector<std::string>& key_values) {
+  apply_setters(hdp_setters(), "hdp", hdp_option_names(), o, key_values);
 }
 
 void apply_rainbow_pp_overrides(RainbowPPOptions* o, const std::vector<std::string>& key_values) {

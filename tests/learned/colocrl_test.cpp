@@ -2,15 +2,22 @@
 // online training to the brute-force optimum of two chains on a fast and a slow device.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include <torch/autograd.h>
 #include <torch/optim/adam.h>
 #include <torch/utils.h>
 
 #include "agents/colocrl.h"
+#include "agents/hdp.h"
 #include "agents/reinforce.h"
 #include "models/seq2seq.h"
 #include "src/util/error.h"
@@ -75,6 +82,70 @@ TEST(Seq2SeqTest, AttentionWeightsSumToOneAndForcedReplayMatches) {
   std::mt19937_64 r1(5), r2(5);
   EXPECT_TRUE(torch::equal(net->forward(x, DecodeMode::kSample, &r1).actions,
                            net->forward(x, DecodeMode::kSample, &r2).actions));
+}
+
+TEST(Seq2SeqTest, TeacherForcedPassMatchesStepwiseDecodeAndItsGradients) {
+  torch::set_num_threads(1);
+  for (const std::string attention : {"bahdanau", "luong"}) {
+    for (const int64_t decodes : {int64_t(0), int64_t(3)}) {
+      Seq2SeqPlacer net = small_net(attention);
+      torch::manual_seed(5);
+      const torch::Tensor x = torch::randn({decodes > 0 ? 1 : 3, 7, 5});
+      const std::vector<torch::Tensor> params = net->parameters();
+      // Step by step (greedy, with autograd) ...
+      const Seq2SeqOutput g = net->forward(x, DecodeMode::kGreedy, nullptr, {}, true, decodes);
+      const auto step_grads = torch::autograd::grad({g.log_prob.sum() + g.entropy.sum()}, params,
+                                                    {}, false, false, true);
+      // ... and the fused teacher-forced pass over the same actions agree.
+      const Seq2SeqOutput f =
+          net->forward(x, DecodeMode::kForced, nullptr, g.actions, true, decodes);
+      EXPECT_LT((f.log_prob - g.log_prob).abs().max().item<double>(), 1e-5) << attention;
+      EXPECT_LT((f.entropy - g.entropy).abs().max().item<double>(), 1e-5) << attention;
+      EXPECT_LT((f.attention - g.attention).abs().max().item<double>(), 1e-5) << attention;
+      const auto forced_grads = torch::autograd::grad({f.log_prob.sum() + f.entropy.sum()},
+                                                      params, {}, false, false, true);
+      ASSERT_EQ(step_grads.size(), forced_grads.size());
+      for (size_t i = 0; i < params.size(); ++i) {
+        // (attn_v has no gradient with the multiplicative attention in either pass)
+        ASSERT_EQ(step_grads[i].defined(), forced_grads[i].defined()) << attention << " " << i;
+        if (!step_grads[i].defined()) {
+          EXPECT_EQ(attention, "luong");
+          continue;
+        }
+        EXPECT_LT((step_grads[i] - forced_grads[i]).abs().max().item<double>(), 1e-4)
+            << attention << " parameter " << i;
+      }
+    }
+  }
+}
+
+TEST(Seq2SeqTest, TemperatureAndLogitNoise) {
+  torch::set_num_threads(1);
+  // A huge temperature flattens every step's softmax over 3 devices: log p = -T log 3 for
+  // any placement of T = 6 steps, entropy log 3.
+  torch::manual_seed(7);
+  Seq2SeqPlacer hot(
+      Seq2SeqOptions(5, 3).hidden(8).device_embedding(4).temperature(1e9));
+  const torch::Tensor x = torch::randn({2, 6, 5});
+  const Seq2SeqOutput f = hot->forward(x, DecodeMode::kForced, nullptr,
+                                       torch::tensor({0, 1, 2, 2, 1, 0}).repeat({2, 1}));
+  EXPECT_NEAR(f.log_prob[0].item<double>(), -6 * std::log(3.0), 1e-5);
+  EXPECT_NEAR(f.entropy[1].item<double>(), std::log(3.0), 1e-6);
+  EXPECT_THROW(Seq2SeqPlacer(Seq2SeqOptions(5, 2).temperature(0)), ValidationError);
+
+  // Logit noise: drawn from the caller's generator (same seed, same samples); noise 0 is
+  // the plain decode.
+  Seq2SeqPlacer net = small_net("bahdanau");
+  const torch::Tensor y = torch::randn({8, 6, 5});
+  std::mt19937_64 r1(5), r2(5), r3(5), r4(5);
+  const torch::Tensor a = net->forward(y, DecodeMode::kSample, &r1, {}, false, 0, 1.0).actions;
+  const torch::Tensor b = net->forward(y, DecodeMode::kSample, &r2, {}, false, 0, 1.0).actions;
+  const torch::Tensor c = net->forward(y, DecodeMode::kSample, &r3).actions;
+  const torch::Tensor d = net->forward(y, DecodeMode::kSample, &r4, {}, false, 0, 0.0).actions;
+  EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_TRUE(torch::equal(c, d));
+  EXPECT_FALSE(torch::equal(a, c));
+  EXPECT_THROW(net->forward(y, DecodeMode::kSample, &r1, {}, false, 0, -1.0), ValidationError);
 }
 
 TEST(Seq2SeqTest, RejectsBadOptionsAndInputs) {
@@ -145,14 +216,7 @@ TEST(ReinforceTest, UnitInputsOfTwoChains) {
   EXPECT_DOUBLE_EQ(seq2seq_env_options(p, cfg, true).oom_penalty, -10.0);
 }
 
-ColocrlOptions tiny_options() {
-  ColocrlOptions o;
-  o.net.hidden = 32;
-  o.net.device_embedding = 8;
-  o.rl.samples = 16;
-  o.rl.lr = 0.01;
-  return o;
-}
+ColocrlOptions tiny_options() { return testing::tiny_seq2seq_options<ColocrlOptions>(); }
 
 TEST(ColocrlTest, LearnsTheKnownOptimumOfTwoChains) {
   torch::set_num_threads(1);
@@ -164,44 +228,19 @@ TEST(ColocrlTest, LearnsTheKnownOptimumOfTwoChains) {
   // lr 0.01: with seeds 1-3 the mean reward of the last 5 updates came within 0.035 of the
   // optimum's (lr 0.03 converged faster on seeds 1-2 but into a local optimum on seed 3).
   opt.rl.lr = 0.01;
-  SearchBudget budget;
-  budget.seed = 1;
-  budget.max_evaluations = 16 * 80 + 1;  // 80 updates + the greedy placement
-  const LearnedSearchResult r = colocrl_search(p, opt, budget);
+  const LearnedSearchResult r = colocrl_search(p, opt, testing::updates_budget(1, 80, 16));
   EXPECT_EQ(r.updates, 80);
-  ASSERT_GE(r.mean_reward.size(), 10u);
   EXPECT_EQ(r.evaluations, 16 * 80 + 1);
-  EXPECT_GT(r.greedy_time, 0.0);
   EXPECT_EQ(r.num_units, 6);
   EXPECT_EQ(r.num_steps, 6);
-  EXPECT_EQ(r.best_time, best);
-  EXPECT_FALSE(r.best_oom);
-  EXPECT_EQ(r.plan.method, "colocrl");
-  EXPECT_EQ(r.plan.placement, (std::vector<int>{1, 1, 1, 0, 0, 0}));
-  // The expected reward (mean over each update's 16 samples) improves: first 5 vs last 5.
-  double first = 0, last = 0;
-  for (int i = 0; i < 5; ++i) {
-    first += r.mean_reward[size_t(i)] / 5;
-    last += r.mean_reward[r.mean_reward.size() - 1 - size_t(i)] / 5;
-  }
-  const double optimum_reward = -std::sqrt(best / r.reference_time);
-  std::printf("colocrl two chains: mean reward %.4f -> %.4f (optimum %.4f), best found at "
-              "evaluation %lld\n",
-              first, last, optimum_reward, static_cast<long long>(r.best_evaluation));
-  EXPECT_GT(last, first + 0.02);
-  // The gap to the optimum's reward at least halves.
-  EXPECT_LT(optimum_reward - last, 0.5 * (optimum_reward - first));
-  // The trained policy's own argmax placement is the optimum.
-  EXPECT_EQ(r.greedy_time, best);
+  testing::expect_learned_two_chains(r, best, "colocrl");
 }
 
 TEST(ColocrlTest, SameSeedSamePlanAndMergedSteps) {
   torch::set_num_threads(1);
   testing::ChainsInstance inst;
   Problem p = inst.problem();
-  SearchBudget budget;
-  budget.seed = 4;
-  budget.max_evaluations = 33;  // 4 updates of 8 + the greedy placement
+  const SearchBudget budget = testing::updates_budget(4, 4, 8);  // 33 evaluations
   ColocrlOptions o = tiny_options();
   o.rl.samples = 8;
   const LearnedSearchResult a = colocrl_search(p, o, budget);
@@ -227,8 +266,76 @@ TEST(ColocrlTest, SameSeedSamePlanAndMergedSteps) {
   o.rl.samples = 0;
   EXPECT_THROW(colocrl_search(p, o, budget), ValidationError);
   o = tiny_options();
+  o.rl.logits_noise = -0.5;
+  EXPECT_THROW(colocrl_search(p, o, budget), ValidationError);
+  o = tiny_options();
+  o.net.temperature = 0;
+  EXPECT_THROW(colocrl_search(p, o, budget), ValidationError);
+  o = tiny_options();
   o.net.attention = "dot";
   EXPECT_THROW(colocrl_search(p, o, budget), ValidationError);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ColocrlTest, SavedPolicyRoundTripAndMismatches) {
+  torch::set_num_threads(1);
+  testing::ChainsInstance inst;
+  Problem p = inst.problem();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("colocrl_policy_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "colocrl.pt").string();
+  ColocrlOptions o = tiny_options();
+  o.rl.samples = 8;
+  o.save_policy = path;
+  const LearnedSearchResult a = colocrl_search(p, o, testing::updates_budget(2, 6, 8));
+  ASSERT_TRUE(std::filesystem::is_regular_file(path));
+  ASSERT_TRUE(std::filesystem::is_regular_file(path + ".meta.json"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            2);  // no temporary file left
+  ASSERT_EQ(a.greedy_placement.size(), 6u);
+
+  // Loaded with another seed and no update (1 evaluation: the greedy placement only): the
+  // saved policy's greedy placement.
+  ColocrlOptions l = tiny_options();
+  l.policy = path;
+  SearchBudget one;
+  one.seed = 9;
+  one.max_evaluations = 1;
+  const LearnedSearchResult b = colocrl_search(p, l, one);
+  EXPECT_EQ(b.updates, 0);
+  EXPECT_EQ(b.greedy_placement, a.greedy_placement);
+  EXPECT_EQ(b.greedy_time, a.greedy_time);
+
+  // Mismatches name the field.
+  l.net.hidden = 16;
+  std::string e = error_of([&] { colocrl_search(p, l, one); });
+  EXPECT_NE(e.find("hidden: the policy has 32, this search needs 16"), std::string::npos) << e;
+  EXPECT_THROW(colocrl_search(p, l, one), FormatError);
+  l = tiny_options();
+  l.policy = path;
+  l.max_steps = 3;
+  e = error_of([&] { colocrl_search(p, l, one); });
+  EXPECT_NE(e.find("num_steps: the policy has 6, this search needs 3"), std::string::npos) << e;
+  HdpOptions h;
+  h.policy = path;
+  e = error_of([&] { hdp_search(p, h, one); });
+  EXPECT_NE(e.find("method: the policy has \"colocrl\", this search needs \"hdp\""),
+            std::string::npos)
+      << e;
+  l = tiny_options();
+  l.policy = (dir / "missing.pt").string();
+  EXPECT_THROW(colocrl_search(p, l, one), FileError);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -2,9 +2,13 @@
 // the brute-force optimum of two chains on a fast and a slow device.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <torch/utils.h>
@@ -85,13 +89,9 @@ TEST(HdpTest, DefaultNumberOfGroups) {
 }
 
 HdpOptions tiny_options() {
-  HdpOptions o;
+  HdpOptions o = testing::tiny_seq2seq_options<HdpOptions>();
   o.groups = 4;
   o.grouper_hidden = 16;
-  o.net.hidden = 32;
-  o.net.device_embedding = 8;
-  o.rl.samples = 16;
-  o.rl.lr = 0.01;
   return o;
 }
 
@@ -104,40 +104,18 @@ TEST(HdpTest, LearnsTheKnownOptimumOfTwoChains) {
   // lr 0.03: with seeds 1-3 the last 5 updates' mean reward came within 0.003 of the
   // optimum's (lr 0.01 needed 100 updates).
   opt.rl.lr = 0.03;
-  SearchBudget budget;
-  budget.seed = 1;
-  budget.max_evaluations = 16 * 80 + 1;  // 80 updates + the greedy placement
-  const LearnedSearchResult r = hdp_search(p, opt, budget);
+  const LearnedSearchResult r = hdp_search(p, opt, testing::updates_budget(1, 80, 16));
   EXPECT_EQ(r.updates, 80);
-  ASSERT_GE(r.mean_reward.size(), 10u);
   EXPECT_EQ(r.num_units, 6);
   EXPECT_EQ(r.num_steps, 4);
-  EXPECT_EQ(r.best_time, best);
-  EXPECT_EQ(r.plan.method, "hdp");
-  EXPECT_EQ(r.plan.placement, (std::vector<int>{1, 1, 1, 0, 0, 0}));
-  double first = 0, last = 0;
-  for (int i = 0; i < 5; ++i) {
-    first += r.mean_reward[size_t(i)] / 5;
-    last += r.mean_reward[r.mean_reward.size() - 1 - size_t(i)] / 5;
-  }
-  const double optimum_reward = -std::sqrt(best / r.reference_time);
-  std::printf("hdp two chains: mean reward %.4f -> %.4f (optimum %.4f), best found at "
-              "evaluation %lld\n",
-              first, last, optimum_reward, static_cast<long long>(r.best_evaluation));
-  EXPECT_GT(last, first + 0.02);
-  // The gap to the optimum's reward at least halves.
-  EXPECT_LT(optimum_reward - last, 0.5 * (optimum_reward - first));
-  // The trained policy's own argmax placement is the optimum.
-  EXPECT_EQ(r.greedy_time, best);
+  testing::expect_learned_two_chains(r, best, "hdp");
 }
 
 TEST(HdpTest, SameSeedSamePlan) {
   torch::set_num_threads(1);
   testing::ChainsInstance inst;
   Problem p = inst.problem();
-  SearchBudget budget;
-  budget.seed = 4;
-  budget.max_evaluations = 25;  // 3 updates of 8 + the greedy placement
+  const SearchBudget budget = testing::updates_budget(4, 3, 8);  // 25 evaluations
   HdpOptions o = tiny_options();
   o.rl.samples = 8;
   const LearnedSearchResult a = hdp_search(p, o, budget);
@@ -154,6 +132,40 @@ TEST(HdpTest, SameSeedSamePlan) {
   o = tiny_options();
   o.grouper_activation = "swish";
   EXPECT_THROW(hdp_search(p, o, budget), ValidationError);
+}
+
+TEST(HdpTest, SavedPolicyRoundTrip) {
+  torch::set_num_threads(1);
+  testing::ChainsInstance inst;
+  Problem p = inst.problem();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("hdp_policy_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "hdp.pt").string();
+  HdpOptions o = tiny_options();
+  o.rl.samples = 8;
+  o.save_policy = path;
+  const LearnedSearchResult a = hdp_search(p, o, testing::updates_budget(3, 6, 8));
+  HdpOptions l = tiny_options();
+  l.policy = path;
+  SearchBudget one;
+  one.seed = 11;
+  one.max_evaluations = 1;  // no update: the loaded policy's greedy placement only
+  const LearnedSearchResult b = hdp_search(p, l, one);
+  EXPECT_EQ(b.updates, 0);
+  ASSERT_EQ(b.greedy_placement.size(), 6u);
+  EXPECT_EQ(b.greedy_placement, a.greedy_placement);
+  EXPECT_EQ(b.greedy_time, a.greedy_time);
+  l.groups = 5;
+  try {
+    hdp_search(p, l, one);
+    ADD_FAILURE() << "a policy with 4 groups loaded into 5";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("groups: the policy has 4, this search needs 5"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

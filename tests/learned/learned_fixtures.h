@@ -2,11 +2,17 @@
 // The tiny instance with a known optimum shared by the colocrl / hdp tests (the one of
 // tests/gdp/gdp_ppo_test.cpp): two independent chains of three heavy ops on a fast and a
 // slow device; the optimum (found by brute force in the tests) puts the heavy chain b on the
-// fast device 0 and chain a on the slow device 1.
+// fast device 0 and chain a on the slow device 1. Also the option, budget and learning
+// checks both tests share.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agents/colocrl.h"
 #include "agents/placer.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -69,5 +75,51 @@ struct ChainsInstance {
     return best;
   }
 };
+
+/// The small networks of the colocrl / hdp tests (O = ColocrlOptions or HdpOptions): hidden
+/// 32, device embedding 8, 16 samples per update, lr 0.01.
+template <class O>
+O tiny_seq2seq_options(O o = {}) {
+  o.net.hidden = 32;
+  o.net.device_embedding = 8;
+  o.rl.samples = 16;
+  o.rl.lr = 0.01;
+  return o;
+}
+
+/// A seeded evaluation budget: `updates` updates of `samples` + the greedy placement.
+inline SearchBudget updates_budget(uint64_t seed, int updates, int samples) {
+  SearchBudget b;
+  b.seed = seed;
+  b.max_evaluations = int64_t(updates) * samples + 1;
+  return b;
+}
+
+/// The checks of an online run on the two chains that should have learned the optimum
+/// `best`: it found it (plan = chain a on the slow device 1, chain b on the fast device 0),
+/// the mean reward of the last 5 updates beats the first 5's and at least halves the gap
+/// to the optimum's reward, and the trained policy's greedy placement is the optimum.
+inline void expect_learned_two_chains(const LearnedSearchResult& r, double best,
+                                      const std::string& method) {
+  EXPECT_EQ(r.best_time, best);
+  EXPECT_FALSE(r.best_oom);
+  EXPECT_EQ(r.plan.method, method);
+  EXPECT_EQ(r.plan.placement, (std::vector<int>{1, 1, 1, 0, 0, 0}));
+  ASSERT_GE(r.mean_reward.size(), 10u);
+  double first = 0, last = 0;
+  for (size_t i = 0; i < 5; ++i) {
+    first += r.mean_reward[i] / 5;
+    last += r.mean_reward[r.mean_reward.size() - 1 - i] / 5;
+  }
+  const double optimum_reward = -std::sqrt(best / r.reference_time);
+  std::printf("%s two chains: mean reward %.4f -> %.4f (optimum %.4f), best found at "
+              "evaluation %lld\n",
+              method.c_str(), first, last, optimum_reward,
+              static_cast<long long>(r.best_evaluation));
+  EXPECT_GT(last, first + 0.02);
+  EXPECT_LT(optimum_reward - last, 0.5 * (optimum_reward - first));
+  EXPECT_EQ(r.greedy_time, best);
+  EXPECT_EQ(r.greedy_placement, (std::vector<int>{1, 1, 1, 0, 0, 0}));
+}
 
 }  // namespace placer::testing
