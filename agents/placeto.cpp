@@ -503,10 +503,17 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
     throw ValidationError("placeto: budget limits must be >= 0");
   PlacetoNet net{nullptr};
   PlacetoNetConfig net_cfg = options.net;
+  PlacetoMdpConfig mdp = options.mdp;
   if (!options.policy.empty()) {
     PlacetoPolicyMeta meta;
     net = load_policy(options.policy, &meta);
     net_cfg = meta.net;
+    if (options.mdp_from_policy) {
+      // Place with the MDP the policy was trained on: its group count and reward.
+      if (meta.groups >= 0) mdp.groups = meta.groups;
+      PlacetoReward reward;
+      if (parse_placeto_reward(meta.reward, &reward)) mdp.reward = reward;
+    }
   } else {
     torch::manual_seed(budget.seed);
     net = PlacetoNet(net_options(net_cfg));
@@ -517,7 +524,7 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
   const bool train = !zero_shot || options.finetune;
   const int episodes = std::max(options.rl.episodes, zero_shot ? options.zero_shot_samples : 0);
   std::unique_ptr<Instance> in = make_instance(problem.graph, problem.cluster, problem.cost,
-                                               devices, options.mdp, net_cfg.max_devices,
+                                               devices, mdp, net_cfg.max_devices,
                                                episodes);
   const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations
                             : budget.max_seconds > 0   ? 0

@@ -79,6 +79,9 @@ struct PlacetoOptions {
   /// With a policy: REINFORCE on the graph after the zero-shot episodes (fine-tuning), while
   /// the budget lasts. Without a policy, online training always runs.
   bool finetune = false;
+  /// With a policy: take mdp.groups and mdp.reward from the policy's meta (the MDP it was
+  /// trained on) instead of `mdp`.
+  bool mdp_from_policy = true;
   int64_t default_evaluations = 20000;  ///< online budget when the budget gives neither limit
 };
 

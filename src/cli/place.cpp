@@ -283,7 +283,7 @@ void run_place(PlaceArgs a) {
     } else if (is_placeto(a) && !a.policy.empty()) {
       if (!std::filesystem::is_regular_file(a.policy)) {
         throw FileError("--policy: '" + a.policy + "' not found (train a Placeto policy on a "
-                        "graph family with placeto_train, docs/placeto.md)");
+                        "graph family with placer train-policy --agent placeto, docs/placeto.md)");
       }
       PlacetoOptions o;
       o.policy = a.policy;

@@ -283,11 +283,18 @@ TEST(PlacetoTrain, FamilyCheckpointAndZeroShot) {
   Problem p{g, c, cost, sim, {0, 1, 2, 3}};
   PlacetoOptions o;
   o.policy = tr.policy_path;
-  o.mdp.groups = 8;
+  o.mdp.groups = 32;  // not used: the policy's meta says it was trained with 8 groups
   o.zero_shot_samples = 3;
   SearchBudget b;
   b.seed = 11;
   const PlacetoSearchResult z = placeto_search(p, o, b);
+  EXPECT_EQ(z.num_groups, 8);
+  {
+    PlacetoOptions own = o;  // mdp_from_policy off: the caller's 32 groups
+    own.mdp_from_policy = false;
+    own.zero_shot_samples = 0;
+    EXPECT_GT(placeto_search(p, own, b).num_groups, 8);
+  }
   EXPECT_NO_THROW(z.plan.validate(g, c));
   for (int d : z.plan.placement) EXPECT_LT(d, 4);
   EXPECT_EQ(z.updates, 0);
