@@ -58,7 +58,8 @@ PlacetoNetOptions net_options(const PlacetoNetConfig& c) {
       .hidden(c.hidden)
       .rounds(c.rounds)
       .pool(c.pool)
-      .policy_hidden(c.policy_hidden);
+      .policy_hidden(c.policy_hidden)
+      .logit_clip(c.logit_clip);
 }
 
 // ------------------------------------------------------------------------ instance ----
@@ -292,7 +293,8 @@ Json meta_json(const PlacetoPolicyMeta& m) {
                 {"rounds", m.net.rounds},
                 {"pool", m.net.pool},
                 {"policy_hidden", m.net.policy_hidden},
-                {"max_devices", m.net.max_devices}}},
+                {"max_devices", m.net.max_devices},
+                {"logit_clip", m.net.logit_clip}}},
               {"updates", m.updates},
               {"seed", m.seed},
               {"family", m.family},
@@ -384,6 +386,8 @@ void check_net_config(const PlacetoNetConfig& n, const std::string& prefix) {
   if (n.pool < 1) fail("net.pool must be >= 1 (got " + std::to_string(n.pool) + ")");
   if (n.policy_hidden < 1)
     fail("net.policy_hidden must be >= 1 (got " + std::to_string(n.policy_hidden) + ")");
+  if (!(n.logit_clip >= 0) || !std::isfinite(n.logit_clip))
+    fail("net.logit_clip must be finite and >= 0 (0 = off)");
   if (n.max_devices < 1 || n.max_devices > 64)
     fail("net.max_devices must be in [1, 64] (got " + std::to_string(n.max_devices) + ")");
 }
@@ -469,6 +473,9 @@ PlacetoPolicyMeta read_placeto_policy_meta(const std::string& policy_path) {
   m.net.pool = get_field<int>(*it, "pool", path, "net.");
   m.net.policy_hidden = get_field<int>(*it, "policy_hidden", path, "net.");
   m.net.max_devices = get_field<int>(*it, "max_devices", path, "net.");
+  // Absent in sidecars written before the clipping: those policies were trained unclipped.
+  m.net.logit_clip =
+      it->contains("logit_clip") ? get_field<double>(*it, "logit_clip", path, "net.") : 0.0;
   try {
     check_net_config(m.net, "");
   } catch (const ValidationError& e) {
@@ -628,7 +635,8 @@ Json train_fingerprint(const PlacetoTrainConfig& c, const Cluster& cluster) {
                 {"rounds", c.net.rounds},
                 {"pool", c.net.pool},
                 {"policy_hidden", c.net.policy_hidden},
-                {"max_devices", c.net.max_devices}}},
+                {"max_devices", c.net.max_devices},
+                {"logit_clip", c.net.logit_clip}}},
               {"rl",
                {{"episodes", c.rl.episodes},
                 {"lr", c.rl.lr},

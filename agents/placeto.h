@@ -36,9 +36,12 @@ struct PlacetoNetConfig {
   int pool = 32;           ///< width of each pooled summary (ancestors, descendants, parallel)
   int policy_hidden = 64;  ///< the policy MLP's hidden width
   int max_devices = 8;     ///< device softmax width: a policy uses devices with id < this
+  /// Logits squashed to logit_clip * tanh(logits / logit_clip) (models/placeto_net.h); 0 = off.
+  double logit_clip = 2.5;
   bool operator==(const PlacetoNetConfig& o) const {
     return hidden == o.hidden && rounds == o.rounds && pool == o.pool &&
-           policy_hidden == o.policy_hidden && max_devices == o.max_devices;
+           policy_hidden == o.policy_hidden && max_devices == o.max_devices &&
+           logit_clip == o.logit_clip;
   }
 };
 

@@ -1,5 +1,6 @@
 #include "models/placeto_net.h"
 
+#include <cmath>
 #include <string>
 
 #include <torch/torch.h>
@@ -54,6 +55,8 @@ PlacetoNetImpl::PlacetoNetImpl(const PlacetoNetOptions& o) : options(o) {
   if (o.rounds() < 0) fail("rounds must be >= 0");
   if (o.pool() < 1) fail("pool must be >= 1");
   if (o.policy_hidden() < 1) fail("policy_hidden must be >= 1");
+  if (!(o.logit_clip() >= 0) || !std::isfinite(o.logit_clip()))
+    fail("logit_clip must be finite and >= 0 (0 = off)");
   const int64_t h = o.hidden(), p = o.pool(), ph = o.policy_hidden();
   node_in = register_module("node_in", torch::nn::Linear(o.input_dim(), h));
   down_self = register_module("down_self", torch::nn::Linear(h, h));
@@ -113,7 +116,9 @@ torch::Tensor PlacetoNetImpl::forward(const torch::Tensor& x, const torch::Tenso
   torch::Tensor z = torch::cat({emb.current, emb.ancestors, emb.descendants, emb.parallel}, -1);
   z = torch::relu(p1->forward(z));
   z = torch::relu(p2->forward(z));
-  const torch::Tensor logits = p3->forward(z);
+  torch::Tensor logits = p3->forward(z);
+  const double clip = options.logit_clip();
+  if (clip > 0) logits = clip * torch::tanh(logits / clip);
   return logits.masked_fill(g.mask.logical_not().unsqueeze(0), -1e9);
 }
 

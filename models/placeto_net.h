@@ -12,7 +12,18 @@
 //   ("child" side) and the parallel nodes (neither) are pooled separately, each with its
 //   own layer: pool_S = mean_{u in S} ReLU(P_S h_u)   [B, pool]   (0 when S is empty)
 //   z = [h_v, pool_anc, pool_desc, pool_par] --Linear+ReLU--Linear+ReLU--Linear--> logits
-//   [B, max_devices]; devices outside the mask get -1e9.
+//   [B, max_devices], squashed to logit_clip * tanh(logits / logit_clip) when logit_clip > 0
+//   (Bello et al. 2017's logit clipping); devices outside the mask get -1e9.
+//
+// Why the clipping: REINFORCE with Adam and normalised advantages drives the logits apart
+// within a few updates when one device is consistently best on average (on enas_cnn, "keep
+// every group on the first device", since random moves add transfers); a saturated policy
+// samples the same placement every episode, every advantage is 0, the gradient vanishes
+// (the entropy bonus's too) and it never recovers. Clipped logits keep every allowed
+// device at probability >= 1 / (1 + (D - 1) e^(2 logit_clip)) (D allowed devices); a policy
+// saturated on one device gives each other device e^(-2c) / (1 + (D - 1) e^(-2c)): with
+// the default c = 2.5 and 4 devices 0.66% each, so it still moves about one group in 50
+// per episode (a local search around its mode). Greedy episodes are unchanged (argmax).
 //
 // The paper's sweep in topological order reaches every ancestor; `rounds` synchronous
 // rounds reach those within `rounds` hops (the sweep when rounds >= the DAG's depth). Means
@@ -39,6 +50,8 @@ struct PlacetoNetOptions {
   TORCH_ARG(int64_t, rounds) = 4;          ///< message-passing rounds per direction
   TORCH_ARG(int64_t, pool) = 32;           ///< width of each pooled summary
   TORCH_ARG(int64_t, policy_hidden) = 64;  ///< width of the policy MLP's two hidden layers
+  /// Logits squashed to logit_clip * tanh(logits / logit_clip); 0 = unclipped.
+  TORCH_ARG(double, logit_clip) = 2.5;
 };
 
 /// The static structure of one graph as tensors (built once per graph).

@@ -5,9 +5,11 @@
 //   PLACETO_FAMILY [enas_cnn]  PLACETO_GRAPHS [32]  PLACETO_UPDATES [300]
 //   PLACETO_GROUPS [32]  PLACETO_DEVICES [4]  PLACETO_BUDGET [2000] (online placements)
 //   PLACETO_UNSEEN [3] (unseen members for the zero-shot table)  PLACETO_LR [0.01]
-//   PLACETO_EPISODES [8]  PLACETO_ENTROPY [0.01]  PLACETO_REWARD [intermediate]
+//   PLACETO_EPISODES [8]  PLACETO_ENTROPY [0.01]  PLACETO_REWARD [the placer's default]
 //   PLACETO_OUT [placeto_report] (training output folder)  PLACETO_POLICY (skip training)
 //   PLACETO_SEARCH_GRAPHS [3] (graphs of the search table)  PLACETO_THREADS [1]
+//   PLACETO_START [the placer's default] (single / random)  PLACETO_GRAPH_SEED [1000]
+//   (OnlineCurve's graph)  PLACETO_GROUP_LIST [8,16,32,64] (GroupBound)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,7 +25,9 @@
 
 #include "agents/anneal.h"
 #include "agents/placeto.h"
+#include "datasets/coarsen.h"
 #include "datasets/family_registry.h"
+#include "env/placeto_env.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
@@ -47,7 +52,8 @@ PlacetoOptions base_options() {
   o.rl.lr = env_num("PLACETO_LR", o.rl.lr);
   o.rl.episodes = int(env_num("PLACETO_EPISODES", o.rl.episodes));
   o.rl.entropy = env_num("PLACETO_ENTROPY", o.rl.entropy);
-  parse_placeto_reward(env_str("PLACETO_REWARD", "intermediate"), &o.mdp.reward);
+  parse_placeto_reward(env_str("PLACETO_REWARD", to_string(o.mdp.reward)), &o.mdp.reward);
+  parse_placeto_start(env_str("PLACETO_START", to_string(o.mdp.start)), &o.mdp.start);
   return o;
 }
 
@@ -178,7 +184,8 @@ TEST(PlacetoReport, DISABLED_OnlineCurve) {
   const Cluster c = load_cluster_yaml(PLACER_SOURCE_DIR "/datasets/clusters/dgx1_p100.cluster.yaml");
   CostModel cost(c, default_profile());
   const std::string family = env_str("PLACETO_FAMILY", "enas_cnn");
-  const Graph g = expand_training_step(make_family_graph(family, 1000));
+  const Graph g = expand_training_step(
+      make_family_graph(family, uint64_t(env_num("PLACETO_GRAPH_SEED", 1000))));
   Simulator sim(g, c, cost);
   Problem p{g, c, cost, sim, first_devices()};
   SearchBudget b;
@@ -195,6 +202,69 @@ TEST(PlacetoReport, DISABLED_OnlineCurve) {
               r.best_time * 1e3, static_cast<long long>(r.best_evaluation),
               static_cast<long long>(r.evaluations), r.greedy_env_time * 1e3,
               r.reference_time * 1e3, r.seconds);
+}
+
+// What the MDP can reach at all: a group-level annealing (one group moved to a random allowed
+// device per step, Metropolis acceptance on the cost with a geometric temperature) over the
+// same coarsening the placer uses, from the single-device start, PLACETO_BUDGET simulations,
+// for each group count of PLACETO_GROUP_LIST (comma separated; 0 = colocation + fusion).
+// Compare with anneal on the ops (SearchVsAnneal): what the coarsening leaves reachable.
+TEST(PlacetoReport, DISABLED_GroupBound) {
+  const Cluster c = load_cluster_yaml(PLACER_SOURCE_DIR "/datasets/clusters/dgx1_p100.cluster.yaml");
+  CostModel cost(c, default_profile());
+  const std::string family = env_str("PLACETO_FAMILY", "enas_cnn");
+  const int64_t budget = int64_t(env_num("PLACETO_BUDGET", 2000));
+  const int n = int(env_num("PLACETO_SEARCH_GRAPHS", 3));
+  std::vector<int> group_list;
+  {
+    const std::string l = env_str("PLACETO_GROUP_LIST", "8,16,32,64");
+    size_t pos = 0;
+    while (pos < l.size()) {
+      const size_t e = l.find(',', pos);
+      group_list.push_back(std::atoi(l.substr(pos, e == std::string::npos ? e : e - pos).c_str()));
+      if (e == std::string::npos) break;
+      pos = e + 1;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const uint64_t seed = 1000 + uint64_t(i);
+    const Graph g = expand_training_step(make_family_graph(family, seed));
+    for (int groups : group_list) {
+      CoarsenOptions co;
+      co.target_groups = groups;
+      const Coarsening cs = coarsen(g, co);
+      PlacetoEnvOptions eo;
+      eo.devices = first_devices();
+      eo.max_devices = 8;
+      PlacetoEnv env(g, c, cost, cs.group_of_op, eo);
+      std::mt19937_64 rng(1);
+      std::vector<int> cur(size_t(env.num_nodes()), eo.devices[0]);
+      double cur_cost = env.evaluate(cur);
+      const double single_cost = cur_cost;
+      const double t0 = 0.05, t1 = 0.0005;
+      for (int64_t k = 1; k < budget; ++k) {
+        const double temp = t0 * std::pow(t1 / t0, double(k) / double(budget));
+        std::vector<int> nxt = cur;
+        const size_t v = size_t(rng() % nxt.size());
+        nxt[v] = eo.devices[size_t(rng() % eo.devices.size())];
+        if (nxt == cur) continue;
+        const double nc = env.evaluate(nxt);
+        const double u = double(rng() >> 11) * 0x1.0p-53;
+        if (nc <= cur_cost || u < std::exp((cur_cost - nc) / temp)) {
+          cur = nxt;
+          cur_cost = nc;
+        }
+      }
+      std::printf("%s_%llu groups %d (%d nodes): reference %.2f ms (cost %.3f), group anneal "
+                  "best %.2f ms%s (x%.3f) at %lld of %lld\n",
+                  family.c_str(), static_cast<unsigned long long>(seed), groups, env.num_nodes(),
+                  env.reference_time() * 1e3, single_cost, env.best_time() * 1e3, env.best_oom() ? " OOM" : "",
+                  env.best_time() / env.reference_time(),
+                  static_cast<long long>(env.best_simulation()),
+                  static_cast<long long>(env.simulations()));
+      std::fflush(stdout);
+    }
+  }
 }
 
 }  // namespace
