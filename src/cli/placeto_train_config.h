@@ -26,10 +26,6 @@ struct PlacetoCliConfig {
   PlacetoCliConfig();        ///< the library's defaults, output_dir runs/placeto
 };
 
-/// The `agent:` value of any train-policy config file: "gdp", "rainbow-pp", "placeto", or ""
-/// when absent. FileError / FormatError (an unknown agent, with a suggestion).
-std::string train_config_file_agent(const std::string& path);
-
 /// Reads `path` on top of the defaults. FileError: unreadable. FormatError "<path>: <key>:
 /// ...": malformed YAML, an unknown key (with a "did you mean" suggestion), a value of the
 /// wrong type or out of range, an unknown family / family parameter / reward / start,

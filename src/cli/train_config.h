@@ -4,8 +4,9 @@
 // written back as YAML. docs/gdp.md lists the keys.
 //
 // Keys are TrainConfig's field names; the network sizes sit under `net:` (GdpNetConfig),
-// the PPO options under `ppo:` (PpoConfig) and the shard count under `dist:` (`dist.shards`,
-// GdpDistConfig; the rest of the distributed setup is command-line flags). Every key is optional (defaults: gdp.h) except
+// the PPO options under `ppo:` (PpoConfig) and the shard count and timeout under `dist:`
+// (`dist.shards`, `dist.timeout` = GdpDistConfig::timeout_seconds; the rest of the distributed
+// setup is command-line flags). Every key is optional (defaults: gdp.h) except
 // that training needs `corpus` and `clusters`. Input paths (corpus, clusters, profile,
 // init_policy) are relative to the config file's folder; output_dir is relative to the
 // current directory, like every output path of placer. All paths come out absolute.
@@ -18,6 +19,11 @@
 #include "agents/rainbow_pp_policy.h"
 
 namespace placer::cli {
+
+/// The `agent:` value of any train-policy config file: "gdp", "rainbow-pp", "placeto"
+/// (placeto_train_config.h), or "" when absent. FileError / FormatError (an unknown agent,
+/// with a suggestion).
+std::string train_config_file_agent(const std::string& path);
 
 /// Reads `path` on top of the defaults. FileError: unreadable. FormatError
 /// "<path>: <key>: ...": malformed YAML, an unknown key (with a "did you mean" suggestion),
@@ -45,8 +51,6 @@ bool same_train_config(const TrainConfig& a, const TrainConfig& b);
 // (RainbowConfig, rainbow_config_from_yaml). An optional `agent: rainbow-pp` names the agent.
 // Input paths (eval_graphs, eval_cluster) are relative to the config file's folder.
 
-/// The `agent:` value of a config file ("" when absent). FileError / FormatError.
-std::string train_config_agent(const std::string& path);
 
 /// Reads `path` on top of the defaults. FileError / FormatError "<path>: <key>: ..." /
 /// ValidationError (bad rainbow option values).

@@ -28,6 +28,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "src/cli/commands.h"
+#include "src/cli/config_fields.h"
 #include "src/cli/placeto_train_config.h"
 #include "src/cli/train_config.h"
 #include "src/io/cluster_yaml.h"
@@ -52,10 +53,11 @@ struct TrainArgs {
   std::string output_dir;
   std::string agent;  ///< "gdp" (default), "rainbow-pp" or "placeto"; "" = the config's or gdp
   bool resume = false, overwrite = false, plot = false, plot_only = false, print_config = false;
-  // Distribution (docs/distributed.md); not part of the saved configuration.
+  // Distribution (docs/distributed.md); not part of the saved configuration, except
+  // --dist-timeout, which overrides dist.timeout.
   std::string dist_url, device = "cpu";
   int rank = -1, world_size = -1, threads = 0;
-  double dist_timeout = 60;
+  double dist_timeout = 60;  ///< applied only when given (else the config's dist.timeout)
 };
 
 // ------------------------------------------------------------------------ signals ----
@@ -113,12 +115,6 @@ std::string command_line() {
   return out.empty() ? "placer train-policy" : out;
 }
 
-std::string absolute_path(const std::string& p) {
-  std::string s = fs::absolute(fs::path(p)).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
 /// The config file (or defaults), then --set in order, then the direct flags.
 TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
   TrainConfig c = a.config.empty() ? TrainConfig{} : load_train_config(a.config);
@@ -136,7 +132,7 @@ TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
   c.dist.url = a.dist_url;
   c.dist.rank = a.rank;
   c.dist.world_size = a.world_size;
-  c.dist.timeout_seconds = a.dist_timeout;
+  if (sub.count("--dist-timeout") > 0) c.dist.timeout_seconds = a.dist_timeout;
   c.threads = a.threads;
   c.device = a.device;
   c.command = command_line();
@@ -782,7 +778,7 @@ void register_train_policy(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--dist-timeout", args->dist_timeout,
                   "Seconds the rendezvous and every collective may take; a lost rank ends the "
-                  "run after at most this (default 60)")
+                  "run after at most this (overrides dist.timeout, default 60)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--threads", args->threads,
                   "Rollout (simulator) threads in this process; 0 = all cores (default)")

@@ -34,8 +34,13 @@ expect "bad url scheme" "is not tcp://host:port" \
   -- train-policy --config "$cfg" -o e4 --dist-url udp://x:1 --rank 0 --world-size 2
 
 # --- dist.shards: configuration (train.yaml / --set), round trip, bad values -------------
-# has_shards N FILE: the effective configuration has dist.shards N (flow or block style).
-has_shards() { grep -Eq "^dist: \{shards: $1\}\$" "$2" || grep -A1 '^dist:$' "$2" | grep -q "^  shards: $1\$"; }
+# dist_has KEY VALUE FILE: the effective configuration's dist section has KEY: VALUE (flow
+# style "dist: {shards: 2, timeout: 60}" or block style).
+dist_has() {
+  grep -Eq "^dist: \{(.*, )?$1: $2(, .*)?\}\$" "$3" ||
+    sed -n '/^dist:$/,/^[^ ]/p' "$3" | grep -q "^  $1: $2\$"
+}
+has_shards() { dist_has shards "$1" "$2"; }
 if "$placer" train-policy --config "$cfg" --set dist.shards=2 -o cfg --print-config > s1.yaml 2> s.err &&
    "$placer" train-policy --config s1.yaml --print-config > s2.yaml 2>> s.err; then
   cmp -s s1.yaml s2.yaml && ok "dist.shards round trip" || bad "round trip differs: $(diff s1.yaml s2.yaml)"
@@ -54,6 +59,44 @@ fi
 expect "--set dist.shards=-1" "--set: dist.shards:" -- train-policy --config "$cfg" --set dist.shards=-1 --print-config
 expect "unknown dist key" "unknown key 'dist.shard'" "did you mean 'dist.shards'" \
   -- train-policy --config "$cfg" --set dist.shard=2 --print-config
+
+# --- dist.timeout: configuration (seconds, > 0), round trip; --dist-timeout overrides it ---
+if "$placer" train-policy --config "$cfg" --set dist.timeout=12.5 -o cfg --print-config > t1.yaml 2> t.err &&
+   "$placer" train-policy --config t1.yaml --print-config > t2.yaml 2>> t.err; then
+  cmp -s t1.yaml t2.yaml && ok "dist.timeout round trip" || bad "round trip differs: $(diff t1.yaml t2.yaml)"
+  dist_has timeout 12.5 t1.yaml && dist_has shards 0 t1.yaml &&
+    ok "dist.timeout=12.5 in the effective configuration" || bad "effective configuration: $(cat t1.yaml)"
+else
+  bad "print-config with dist.timeout: $(cat t.err)"
+fi
+"$placer" train-policy --config "$cfg" -o cfg --print-config > t0.yaml 2> t.err &&
+  dist_has timeout 60 t0.yaml && ok "dist.timeout defaults to 60" ||
+  bad "default dist.timeout: $(cat t0.yaml t.err)"
+{ cat "$cfg"; printf 'dist:\n  shards: 2\n  timeout: 7\n'; } |
+  sed "s#^corpus: .*#corpus: $data/gdp_cli/tiny.corpus.yaml#; s#\.\./two_gpus#$data/two_gpus#" > timeout7.yaml
+"$placer" train-policy --config timeout7.yaml -o cfg --print-config > t7.yaml 2> t.err &&
+  dist_has timeout 7 t7.yaml && dist_has shards 2 t7.yaml &&
+  ok "dist: {shards: 2, timeout: 7} read from train.yaml" || bad "train.yaml dist.timeout: $(cat t7.yaml t.err)"
+# A flag not given leaves the file's value; a given one overrides file and --set.
+"$placer" train-policy --config timeout7.yaml -o cfg --dist-url tcp://127.0.0.1:1 --rank 0 --world-size 1 \
+  --print-config > t7b.yaml 2> t.err && dist_has timeout 7 t7b.yaml &&
+  ok "other dist flags keep dist.timeout 7" || bad "dist flags without --dist-timeout: $(cat t7b.yaml t.err)"
+"$placer" train-policy --config timeout7.yaml --set dist.timeout=8 --dist-timeout 9 -o cfg --print-config \
+  > t9.yaml 2> t.err && dist_has timeout 9 t9.yaml &&
+  ok "--dist-timeout 9 overrides dist.timeout" || bad "--dist-timeout override: $(cat t9.yaml t.err)"
+expect "--set dist.timeout=0" "--set: dist.timeout: must be > 0.0 (got '0')" \
+  -- train-policy --config "$cfg" --set dist.timeout=0 --print-config
+expect "--set dist.timeout=-5" "--set: dist.timeout: must be > 0.0 (got '-5')" \
+  -- train-policy --config "$cfg" --set dist.timeout=-5 --print-config
+expect "--set dist.timeout=soon" "--set: dist.timeout:" "soon" \
+  -- train-policy --config "$cfg" --set dist.timeout=soon --print-config
+sed 's/timeout: 7/timeout: 0/' timeout7.yaml > timeout0.yaml
+expect "dist.timeout 0 in train.yaml" "timeout0.yaml: dist.timeout: must be > 0.0 (got '0')" \
+  -- train-policy --config timeout0.yaml --print-config
+sed 's/timeout: 7/timout: 7/' timeout7.yaml > timout.yaml
+expect "dist.timout in train.yaml" "timout.yaml: dist: unknown key 'timout' (did you mean 'timeout'?)" \
+  -- train-policy --config timout.yaml --print-config
+expect "--dist-timeout 0" "--dist-timeout" -- train-policy --config "$cfg" --dist-timeout 0 --print-config
 
 "$placer" train-policy --config "$cfg" -o probe --updates 1 --eval-every 0 > probe.out 2> probe.err; rc=$?
 if [ $rc = 2 ] && grep -q "without" probe.err; then
@@ -109,6 +152,8 @@ p0=$!; pids+=("$p0")
   --dist-timeout 20 --threads 1 > k1.out 2> k1.err &
 p1=$!; pids+=("$p1")
 for _ in $(seq 600); do [ "$(updates_in kill/log.jsonl)" -ge 3 ] && break; sleep 0.1; done
+dist_has timeout 20 kill/config.yaml && ok "kill/config.yaml records --dist-timeout 20 (dist.timeout)" ||
+  bad "kill/config.yaml: $(cat kill/config.yaml)"
 kill -9 $p1; { wait $p1; } 2> /dev/null
 t0=$SECONDS
 wait $p0; rc=$?
