@@ -283,6 +283,8 @@ class GdpTrainer {
   /// Number of train / validation instances (graphs x clusters x device counts).
   size_t num_train_instances() const;
   size_t num_val_instances() const;
+  /// The gradient all-reduce backend of a distributed run ("gloo" or "nccl"); "" for one process.
+  std::string dist_backend() const;
 
  private:
   friend struct GdpTrainerAccess;  // agents/gdp_dist_group.h (tests of distributed runs)

@@ -708,5 +708,8 @@ int64_t GdpTrainer::updates_done() const { return impl_->updates_done; }
 const TrainConfig& GdpTrainer::config() const { return impl_->config; }
 size_t GdpTrainer::num_train_instances() const { return impl_->train_instances.size(); }
 size_t GdpTrainer::num_val_instances() const { return impl_->val_instances.size(); }
+std::string GdpTrainer::dist_backend() const {
+  return impl_->group ? impl_->group->backend() : std::string();
+}
 
 }  // namespace placer

@@ -63,6 +63,7 @@ int64_t GdpTrainer::updates_done() const { no_torch(); }
 const TrainConfig& GdpTrainer::config() const { no_torch(); }
 size_t GdpTrainer::num_train_instances() const { no_torch(); }
 size_t GdpTrainer::num_val_instances() const { no_torch(); }
+std::string GdpTrainer::dist_backend() const { no_torch(); }
 
 // Without LibTorch no learned method is registered (`placer place --method gdp` then names
 // the known methods).

@@ -144,6 +144,8 @@ const std::vector<Field>& fields() {
                                             1 << 16));
     v.push_back(
         int_field<PlacetoCliConfig>("net.max_devices", PT_REF(train.net.max_devices), 1, 64));
+    v.push_back(double_field<PlacetoCliConfig>("net.logit_clip", PT_REF(train.net.logit_clip), 0,
+                                               kMaxDouble, false));
 
     v.push_back(int_field<PlacetoCliConfig>("rl.episodes", PT_REF(train.rl.episodes), 1, 1 << 16));
     v.push_back(double_field<PlacetoCliConfig>("rl.lr", PT_REF(train.rl.lr), 0, kMaxDouble, true));

@@ -441,7 +441,7 @@ void run_train(const TrainArgs& a, const CLI::App& sub) {
             << "output       " << shown(dir) << "\n";
   if (dist.world_size > 1) {
     std::cout << "ranks        " << dist.world_size << " (rank 0 here, " << dist.init
-              << ", gloo)\n";
+              << ", " << trainer.dist_backend() << ")\n";
   }
   std::cout << std::flush;
 

@@ -72,6 +72,11 @@ expect "unknown family parameter" "ranges" "unknown parameter 'layerz'" \
   -- train-policy --config tiny.yaml --set ranges.layerz=2 --print-config
 expect "device beyond max_devices" "devices[2]: device 2 is beyond net.max_devices (2)" \
   -- train-policy --config tiny.yaml --set net.max_devices=2 --print-config
+"$placer" train-policy --agent placeto --set net.logit_clip=0 --print-config > clip.yaml 2>&1 &&
+  grep -q '^  logit_clip: 0$' clip.yaml && "$placer" train-policy --agent placeto --print-config 2>&1 |
+  grep -q '^  logit_clip: 2.5$' && ok "net.logit_clip (default 2.5, 0 = off)" || bad "logit_clip: $(cat clip.yaml)"
+expect "negative logit_clip" "net.logit_clip: must be >= 0" \
+  -- train-policy --agent placeto --set net.logit_clip=-1 --print-config
 expect "--set unknown key" "--set: unknown key 'rl.lrr'" "did you mean 'rl.lr'" \
   -- train-policy --agent placeto --set rl.lrr=1 --print-config
 expect "--corpus is for gdp" "--corpus applies to --agent gdp" \
