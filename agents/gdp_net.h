@@ -30,6 +30,7 @@
 #include "env/placement_env.h"
 #include "models/graphsage.h"
 #include "models/transformer_xl.h"
+#include "src/util/files.h"
 
 namespace placer {
 
@@ -150,8 +151,7 @@ void write_meta_json(const std::string& path, const PolicyMeta& meta);
 /// the field, the file's value and the expected value).
 PolicyMeta read_meta_json(const std::string& path);
 
-/// std::rename(tmp, final_path); on failure removes `tmp` and throws FileError.
-void atomic_rename(const std::string& tmp, const std::string& final_path);
+// atomic_rename and the other atomic-write helpers: src/util/files.h (included above).
 
 /// Empty when `config` describes a buildable network, else why not (e.g. "hidden (30) is not
 /// divisible by heads (4)"). GdpPolicy's constructor throws it as ValidationError; loading

@@ -14,6 +14,7 @@
 
 #include "agents/gdp_net.h"
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 namespace {
@@ -26,19 +27,6 @@ std::string shape_str(const torch::Tensor& t) {
   for (int64_t i = 0; i < t.dim(); ++i) os << (i ? ", " : "") << t.size(i);
   os << "]";
   return os.str();
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string tmp_name(const std::string& path) {
-  return path + ".tmp." + std::to_string(::getpid());
 }
 
 bool file_exists(const std::string& path) {
@@ -125,15 +113,6 @@ std::string validate_net_config(const GdpNetConfig& c) {
 
 // ------------------------------------------------------------------------ files ----
 
-void atomic_rename(const std::string& tmp, const std::string& final_path) {
-  if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw FileError(format_context(
-        final_path, "", std::string("cannot move ") + tmp + " into place: " + std::strerror(err)));
-  }
-}
-
 void write_net(torch::serialize::OutputArchive& archive, const GdpNet& net) {
   torch::serialize::OutputArchive sub(archive.compilation_unit());
   bool on_cpu = true;
@@ -207,7 +186,7 @@ void write_meta_json(const std::string& path, const PolicyMeta& meta) {
             {"evaluations", meta.evaluations},
             {"created", meta.created},
             {"command", meta.command}};
-  const std::string tmp = tmp_name(path);
+  const std::string tmp = temp_path_for(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw FileError(format_context(path, "", "cannot write " + tmp));
@@ -343,7 +322,7 @@ void GdpPolicy::save(const std::string& path, PolicyMeta meta) const {
 
   torch::serialize::OutputArchive archive;
   write_net(archive, impl_->net);
-  const std::string tmp = tmp_name(path);
+  const std::string tmp = temp_path_for(path);
   try {
     archive.save_to(tmp);
   } catch (const std::exception& e) {

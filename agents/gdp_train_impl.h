@@ -41,6 +41,7 @@
 #include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 namespace gdp_train {
@@ -81,15 +82,6 @@ inline uint64_t fnv1a(uint64_t h, const std::string& s) {
     h *= 0x100000001b3ull;
   }
   return h;
-}
-
-inline std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 /// "dgx1_p100" for ".../dgx1_p100.cluster.yaml".

@@ -26,6 +26,7 @@
 #include "simulator/cost_model.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 namespace {
@@ -36,15 +37,6 @@ constexpr int kPolicyFormat = 1;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string format_ms(double seconds) {
@@ -256,34 +248,6 @@ UpdateStats reinforce(Instance& in, PlacetoNet& net, torch::optim::Adam& adam,
 
 // ------------------------------------------------------------------------ files ----
 
-std::string tmp_name(const std::string& path) {
-  return path + ".tmp." + std::to_string(::getpid());
-}
-
-void move_into_place(const std::string& tmp, const std::string& path) {
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw FileError(format_context(path, "", std::string("cannot move ") + tmp +
-                                                 " into place: " + std::strerror(err)));
-  }
-}
-
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = tmp_name(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw FileError(format_context(path, "", "cannot write " + tmp));
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw FileError(format_context(path, "", "error while writing " + tmp));
-    }
-  }
-  move_into_place(tmp, path);
-}
-
 Json meta_json(const PlacetoPolicyMeta& m) {
   return Json{{"format_version", m.format_version},
               {"method", "placeto"},
@@ -336,7 +300,7 @@ void save_policy(const std::string& path, PlacetoNet& net, PlacetoPolicyMeta met
   if (meta.created.empty()) meta.created = utc_now();
   torch::serialize::OutputArchive archive;
   net->save(archive);
-  const std::string tmp = tmp_name(path);
+  const std::string tmp = temp_path_for(path);
   try {
     archive.save_to(tmp);
   } catch (const std::exception& e) {
@@ -345,7 +309,7 @@ void save_policy(const std::string& path, PlacetoNet& net, PlacetoPolicyMeta met
     throw FileError(format_context(path, "", "cannot write " + tmp + ": " +
                                                  what.substr(0, what.find('\n'))));
   }
-  move_into_place(tmp, path);
+  atomic_rename(tmp, path);
   write_text_atomic(path + ".meta.json", meta_json(meta).dump(2) + "\n");
 }
 
@@ -692,7 +656,7 @@ void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Ada
   adam.save(opt);
   archive.write("optimizer", opt);
   archive.write("update", torch::tensor(st.update, torch::kLong));
-  const std::string tmp = tmp_name(path);
+  const std::string tmp = temp_path_for(path);
   try {
     archive.save_to(tmp);
   } catch (const std::exception& e) {
@@ -709,7 +673,7 @@ void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Ada
                   {"rng", st.rng},                  {"graphs", graphs}};
   // Each file is renamed into place; both carry the update, checked on resume.
   write_text_atomic(path + ".meta.json", meta.dump(1) + "\n");
-  move_into_place(tmp, path);
+  atomic_rename(tmp, path);
 }
 
 /// Restores the network, Adam and the instances' records from output_dir/checkpoint.pt.

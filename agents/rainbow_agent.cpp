@@ -16,6 +16,7 @@
 #include <torch/utils.h>
 
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 
@@ -366,17 +367,14 @@ void RainbowAgent::save(const std::string& path) const {
   rng_state << rng_;
   archive.write("rng", c10::IValue(rng_state.str()));
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = temp_path_for(path);
   try {
     archive.save_to(tmp);
   } catch (const std::exception& e) {
     std::remove(tmp.c_str());
     throw FileError(path + ": cannot write " + tmp + ": " + first_line(e));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot rename " + tmp + " to it");
-  }
+  atomic_rename(tmp, path);
 }
 
 void RainbowAgent::load(const std::string& path) {

@@ -31,6 +31,7 @@
 #include "src/io/graph_json.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 namespace {
@@ -73,20 +74,6 @@ RainbowConfig agent_config(const RainbowConfig& base, int stages, uint64_t seed)
   return r;
 }
 
-/// Writes `text` to `path` atomically (temporary file, then rename).
-void write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f) throw FileError(path + ": cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot rename " + tmp + " into place");
-  }
-}
-
 Json read_json(const std::string& path, const std::string& what) {
   if (!fs::exists(path)) throw FileError(path + ": not found (" + what + ")");
   const std::string text = read_text_file(path, what);
@@ -99,17 +86,14 @@ Json read_json(const std::string& path, const std::string& what) {
 void save_net(RainbowAgent& agent, const std::string& path) {
   torch::serialize::OutputArchive archive;
   agent.net()->save(archive);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = temp_path_for(path);
   try {
     archive.save_to(tmp);
   } catch (const std::exception& e) {
     std::remove(tmp.c_str());
     throw FileError(path + ": cannot write " + tmp + ": " + e.what());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot rename " + tmp + " into place");
-  }
+  atomic_rename(tmp, path);
 }
 
 void load_net(RainbowAgent& agent, const std::string& path) {
@@ -444,7 +428,7 @@ struct RainbowPPTrainer::Impl {
     } else {
       save_net(*agent, path(file));
     }
-    write_atomic(path(file) + ".meta.json", meta_json(c, rc, done, kind, last_heldout).dump(2) + "\n");
+    write_text_atomic(path(file) + ".meta.json", meta_json(c, rc, done, kind, last_heldout).dump(2) + "\n");
   }
 
   void log(const Json& j) {

@@ -25,6 +25,7 @@
 
 #include "agents/gdp_net.h"
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 namespace {
