@@ -248,17 +248,21 @@ UpdateStats reinforce(Instance& in, PlacetoNet& net, torch::optim::Adam& adam,
 
 // ------------------------------------------------------------------------ files ----
 
+/// The network sizes as recorded in policy metas and training fingerprints.
+Json net_json(const PlacetoNetConfig& n) {
+  return Json{{"hidden", n.hidden},
+              {"rounds", n.rounds},
+              {"pool", n.pool},
+              {"policy_hidden", n.policy_hidden},
+              {"max_devices", n.max_devices},
+              {"logit_clip", n.logit_clip}};
+}
+
 Json meta_json(const PlacetoPolicyMeta& m) {
   return Json{{"format_version", m.format_version},
               {"method", "placeto"},
               {"feature_dim", m.feature_dim},
-              {"net",
-               {{"hidden", m.net.hidden},
-                {"rounds", m.net.rounds},
-                {"pool", m.net.pool},
-                {"policy_hidden", m.net.policy_hidden},
-                {"max_devices", m.net.max_devices},
-                {"logit_clip", m.net.logit_clip}}},
+              {"net", net_json(m.net)},
               {"updates", m.updates},
               {"seed", m.seed},
               {"family", m.family},
@@ -594,13 +598,7 @@ Json train_fingerprint(const PlacetoTrainConfig& c, const Cluster& cluster) {
               {"devices", c.devices},
               {"seed", c.seed},
               {"cluster", cluster.name},
-              {"net",
-               {{"hidden", c.net.hidden},
-                {"rounds", c.net.rounds},
-                {"pool", c.net.pool},
-                {"policy_hidden", c.net.policy_hidden},
-                {"max_devices", c.net.max_devices},
-                {"logit_clip", c.net.logit_clip}}},
+              {"net", net_json(c.net)},
               {"rl",
                {{"episodes", c.rl.episodes},
                 {"lr", c.rl.lr},
