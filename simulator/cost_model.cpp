@@ -50,12 +50,17 @@ CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std
 }
 
 double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_fraction) const {
+  return op_time(op, bytes, device, work_fraction, op.dtype);
+}
+
+double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_fraction,
+                          DType dtype) const {
   if (op.category == OpCategory::kInput) return 0;
   const OpCostProfile& prof = profile_.op(op.category);
   const double f = op.flops * work_fraction;
   const double b = static_cast<double>(bytes) * work_fraction;
   double t = 0;
-  if (f > 0) t = f / (peak_[device][static_cast<int>(op.dtype)] * prof.compute.at(f));
+  if (f > 0) t = f / (peak_[device][static_cast<int>(dtype)] * prof.compute.at(f));
   if (b > 0) t = std::max(t, b / (mem_bw_[device] * prof.memory.at(b)));
   return launch_[device] + t;
 }

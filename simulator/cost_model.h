@@ -50,6 +50,9 @@ class CostModel {
   /// Seconds for `work_fraction` of op `op` on `device`, reading/writing `bytes` in total
   /// (pass Graph::op_bytes; the fraction scales both flops and bytes).
   double op_time(const Op& op, uint64_t bytes, int device, double work_fraction = 1.0) const;
+  /// As above, computing in `dtype` instead of the op's own (a plan's precision.compute).
+  double op_time(const Op& op, uint64_t bytes, int device, double work_fraction,
+                 DType dtype) const;
   /// Launch overhead of `device` (the profile's when set).
   double launch_overhead(int device) const { return launch_[device]; }
 

@@ -164,6 +164,18 @@ void CostProfile::validate(const std::string& where) const {
   if (std::isnan(launch_overhead)) {
     throw ValidationError(format_context(where, "launch_overhead", "is NaN"));
   }
+  for (int c = 0; c < kNumOpCategories; ++c) {
+    const double d = ops[c].dispatch;
+    if (!(d >= 0 && d < 1)) {
+      throw ValidationError(format_context(
+          where, std::string("ops.") + to_string(static_cast<OpCategory>(c)) + ".dispatch",
+          "must be in [0, 1 s), got " + format_double(d)));
+    }
+  }
+  if (!(overlap_slowdown >= 1 && overlap_slowdown <= 10)) {
+    throw ValidationError(format_context(where, "overlap_slowdown",
+                                         "must be in [1, 10], got " + format_double(overlap_slowdown)));
+  }
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
     for (int l = 0; l < kNumLinkLevels; ++l) {
       const std::optional<CollectiveCurve>& c = collective_curves[k][l];
@@ -214,6 +226,7 @@ bool CostProfile::has_collective_curves() const {
 bool CostProfile::operator==(const CostProfile& o) const {
   return name == o.name && description == o.description && ops == o.ops && links == o.links &&
          all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
+         overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
          collective_curves == o.collective_curves && fit_errors == o.fit_errors;
 }
 
@@ -319,8 +332,8 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
   r.check_format_version(root, 1, 0);
   r.check_keys(
       root, "",
-      {"format_version", "name", "description", "launch_overhead", "ops", "links", "collectives",
-       "collective_curves", "fit_errors"});
+      {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
+       "p2p_host_sync", "ops", "links", "collectives", "collective_curves", "fit_errors"});
   CostProfile p = default_profile();
   if (root["name"]) p.name = r.scalar(root["name"], "name");
   if (root["description"]) p.description = r.scalar(root["description"], "description");
@@ -329,6 +342,10 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
     p.launch_overhead =
         s == "device" ? -1 : r.to_quantity(n, QuantityKind::kTime, "launch_overhead");
   }
+  if (const YAML::Node n = root["overlap_slowdown"]) {
+    p.overlap_slowdown = r.to_double(n, "overlap_slowdown");
+  }
+  if (const YAML::Node n = root["p2p_host_sync"]) p.p2p_host_sync = r.to_bool(n, "p2p_host_sync");
   if (const YAML::Node ops = root["ops"]; ops && !ops.IsNull()) {
     r.expect_map(ops, "ops");
     for (auto it = ops.begin(); it != ops.end(); ++it) {
@@ -342,7 +359,10 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
         }
         r.fail(field, "unknown op category '" + key + "' (expected one of: " + all + ")");
       }
-      r.check_keys(it->second, field, {"compute_efficiency", "memory_efficiency"});
+      r.check_keys(it->second, field, {"compute_efficiency", "memory_efficiency", "dispatch"});
+      if (const YAML::Node d = it->second["dispatch"]) {
+        p.op(cat).dispatch = r.to_quantity(d, QuantityKind::kTime, field_join(field, "dispatch"));
+      }
       if (const YAML::Node c = it->second["compute_efficiency"]) {
         p.op(cat).compute = read_curve(r, c, field_join(field, "compute_efficiency"));
       }
@@ -461,11 +481,14 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
   j["description"] = p.description;
   j["launch_overhead"] =
       p.launch_overhead < 0 ? std::string("device") : format_time(p.launch_overhead);
+  if (p.overlap_slowdown != 1.0) j["overlap_slowdown"] = p.overlap_slowdown;
+  if (p.p2p_host_sync) j["p2p_host_sync"] = true;
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (int c = 0; c < kNumOpCategories; ++c) {
     nlohmann::ordered_json o;
     o["compute_efficiency"] = write_curve(p.ops[c].compute);
     o["memory_efficiency"] = write_curve(p.ops[c].memory);
+    if (p.ops[c].dispatch > 0) o["dispatch"] = format_time(p.ops[c].dispatch);
     ops[to_string(static_cast<OpCategory>(c))] = o;
   }
   j["ops"] = ops;

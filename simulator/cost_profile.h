@@ -46,9 +46,13 @@ struct EfficiencyCurve {
 struct OpCostProfile {
   EfficiencyCurve compute;  ///< fraction of peak FLOP/s vs the op's FLOPs
   EfficiencyCurve memory;   ///< fraction of memory bandwidth vs the op's bytes accessed
+  /// Host time to issue one op of this category (framework dispatch: Python, autograd,
+  /// the CUDA launch call), seconds. The device's host issues ops in order; an op cannot
+  /// start before it is issued, so chains of small ops become host-bound.
+  double dispatch = 0;
 
   bool operator==(const OpCostProfile& o) const {
-    return compute == o.compute && memory == o.memory;
+    return compute == o.compute && memory == o.memory && dispatch == o.dispatch;
   }
   bool operator!=(const OpCostProfile& o) const { return !(*this == o); }
 };
@@ -124,6 +128,13 @@ struct CostProfile {
   std::array<LinkOverride, kNumLinkLevels> links{};   ///< indexed by LinkLevel (kSame unused)
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
   double launch_overhead = -1;  ///< seconds per op; < 0 = each device's own
+  /// Compute slowdown while the device also runs a collective or transfer (shared SMs and
+  /// memory bandwidth): an op that starts while its device communicates takes this many
+  /// times longer. 1 = no interference.
+  double overlap_slowdown = 1.0;
+  /// The host waits for each point-to-point transfer it sends or receives (Megatron's
+  /// pipeline p2p synchronises after batch_isend_irecv), so later ops are issued after it.
+  bool p2p_host_sync = false;
   /// Optional measured curves per collective kind and link level (kIntraHost: the group is
   /// on one host; kInterHost: it spans hosts). When present, CostModel times that collective
   /// with the curve instead of its alpha-beta formulas (docs/formats/profile.md).

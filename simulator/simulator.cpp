@@ -9,6 +9,7 @@
 
 #include "simulator/cost_model.h"
 #include "simulator/simulator_impl.h"
+#include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -21,6 +22,7 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return b <= 1 ? a : (a + b - 1) / b;
 // devices under a non-batch split, none under a batch split; per non-batch level (x2) for
 // recursive halving.
 uint64_t shard_div(const OpPartition& q) {
+  if (q.replicated) return 1;
   if (q.levels.empty()) return q.dim != 0 ? q.devices.size() : 1;
   uint64_t d = 1;
   for (int l : q.levels) d *= l != 0 ? 2 : 1;
@@ -69,6 +71,8 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
   op_scaled.resize(n_ops);
   op_input.resize(n_ops);
   op_resident.resize(n_ops);
+  op_param.resize(n_ops);
+  op_state.resize(n_ops);
   for (OpId o = 0; o < n_ops; ++o) {
     const Op& op = g.op(o);
     out_t.insert(out_t.end(), op.outputs.begin(), op.outputs.end());
@@ -80,6 +84,8 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     op_scaled[o] = op.batch_scaled;
     op_input[o] = op.category == OpCategory::kInput;
     op_resident[o] = op.param_bytes + op.state_bytes;
+    op_param[o] = op.param_bytes;
+    op_state[o] = op.state_bytes;
   }
   t_producer.resize(n_tensors);
   t_raw.resize(n_tensors);
@@ -147,6 +153,7 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
   dur_cache_dev.assign(n_ops, -1);
   dur_cache_frac.assign(n_ops, -1.0);
   dur_cache_val.assign(n_ops, 0.0);
+  dur_cache_dtype.assign(n_ops, -1);
   site_epoch.assign(n_dev, 0);
   site_of_dev.assign(n_dev, 0);
   ready.resize(n_dev);
@@ -219,6 +226,10 @@ void Simulator::Impl::check_plan(const Plan& p) {
       const std::string what = "pipeline stage " + std::to_string(s);
       if (st.devices.empty()) fail(what + ": no devices");
       for (int d : st.devices) check_dev(d, what + " device");
+      if (st.tensor_parallel < 1 || st.devices.size() % size_t(st.tensor_parallel) != 0) {
+        fail(what + ": tensor_parallel " + std::to_string(st.tensor_parallel) +
+             " does not divide its " + std::to_string(st.devices.size()) + " devices");
+      }
       for (OpId o : st.ops) {
         if (o >= n_ops) fail(what + ": op #" + std::to_string(o) + " is not in the graph");
         if (mark[o]) fail(what + ": op '" + g.op(o).name + "' is in two stages");
@@ -228,6 +239,7 @@ void Simulator::Impl::check_plan(const Plan& p) {
   }
   const DataParallelConfig& dp = p.data_parallel;
   if (dp.replicas < 1) fail("data_parallel: replicas must be >= 1");
+  if (dp.zero_stage < 0 || dp.zero_stage > 3) fail("data_parallel: zero_stage must be 0..3");
   if (dp.replicas > 1) {
     if (!dp.replica_devices.empty()) {
       if (static_cast<int>(dp.replica_devices.size()) < dp.replicas) {
@@ -288,7 +300,11 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   R = p.data_parallel.replicas;
   n_stages = pipelined ? static_cast<int>(p.pipeline.stages.size()) : 0;
   sync = p.data_parallel.sync;
-  bucket_bytes = p.data_parallel.bucket_bytes;
+  // Without overlap every gradient of a sync group goes into one bucket, launched when the
+  // last one is ready (after the last backward op that produces one).
+  bucket_bytes = p.data_parallel.overlap ? p.data_parallel.bucket_bytes : UINT64_MAX;
+  overlap_slowdown = cost.profile().overlap_slowdown;
+  p2p_host_sync = cost.profile().p2p_host_sync;
 
   // Partitions: an op's partition also covers its backward / optimizer ops.
   op_part.assign(n_ops, -1);
@@ -344,15 +360,19 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   op_frac.resize(n_ops);
   op_dur.resize(n_ops);
   op_inst.resize(n_ops + 1);
+  op_disp.resize(n_ops);
+  op_dp.resize(n_ops);
+  op_bdiv.resize(n_ops);
   dev_used.assign(n_dev, 0);
   uint32_t ninst = 0;
+  const bool dtype_override = p.precision.compute_set;
   for (OpId o = 0; o < n_ops; ++o) {
     const Phase phase = op_phase[o];
     int k_stage = 1;
     if (pipelined) {
       const PipelineStage& st = p.pipeline.stages[op_stage[o]];
       op_dev[o] = st.devices[0];
-      k_stage = static_cast<int>(st.devices.size());
+      k_stage = st.data_parallel();
     } else {
       op_dev[o] = p.placement[o];
     }
@@ -361,11 +381,15 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     op_multi[o] = multi;
     double div = 1;
     if (op_scaled[o]) div = double(R) * k_stage * (multi ? M : 1);
+    op_bdiv[o] = div;
+    op_dp[o] = R * k_stage;
     if (op_part[o] >= 0) {
       const OpPartition& q = p.partitions[op_part[o]];
       op_dev[o] = q.devices[0];
-      // The optimizer updates its shard (1/k), or its replica under a batch split.
-      if (phase == Phase::kOptimizer) {
+      // The optimizer updates its shard (1/k), or its replica under a batch split; a
+      // replicated op runs whole on every device.
+      if (q.replicated) {
+      } else if (phase == Phase::kOptimizer) {
         div *= static_cast<double>(shard_div(q));
       } else {
         div *= static_cast<double>(q.devices.size());
@@ -375,12 +399,19 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     dev_used[op_dev[o]] = 1;
     const double frac = 1.0 / div;
     op_frac[o] = frac;
-    if (dur_cache_dev[o] != op_dev[o] || dur_cache_frac[o] != frac) {
+    const Op& op = g.op(o);
+    const bool floating =
+        op.dtype == DType::kF32 || op.dtype == DType::kF16 || op.dtype == DType::kBF16;
+    const DType dt = dtype_override && floating ? p.precision.compute : op.dtype;
+    if (dur_cache_dev[o] != op_dev[o] || dur_cache_frac[o] != frac ||
+        dur_cache_dtype[o] != static_cast<int8_t>(dt)) {
       dur_cache_dev[o] = op_dev[o];
       dur_cache_frac[o] = frac;
-      dur_cache_val[o] = cost.op_time(g.op(o), op_bytes[o], op_dev[o], frac);
+      dur_cache_dtype[o] = static_cast<int8_t>(dt);
+      dur_cache_val[o] = cost.op_time(op, op_bytes[o], op_dev[o], frac, dt);
     }
     op_dur[o] = dur_cache_val[o];
+    op_disp[o] = op.category == OpCategory::kInput ? 0.0 : cost.profile().op(op.category).dispatch;
     op_inst[o] = ninst;
     ninst += multi ? static_cast<uint32_t>(M) : 1u;
   }
@@ -391,6 +422,8 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   // gradients of an operator split on a non-batch dim are sharded.
   t_mb.resize(n_tensors);
   t_bytes.resize(n_tensors);
+  t_sync_bytes.resize(n_tensors);
+  const int zero = p.data_parallel.zero_stage;
   for (TensorId t = 0; t < n_tensors; ++t) {
     const OpId pr = t_producer[t];
     t_mb[t] = pr != kNoOp && op_multi[pr] && !t_grad[t];
@@ -399,7 +432,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       if (t_scaled[t]) {
         uint64_t div = static_cast<uint64_t>(R);
         if (pipelined) {
-          div *= p.pipeline.stages[op_stage[pr]].devices.size() * (op_multi[pr] ? M : 1);
+          div *= p.pipeline.stages[op_stage[pr]].data_parallel() * (op_multi[pr] ? M : 1);
         }
         b = ceil_div(b, div);
       }
@@ -415,7 +448,40 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
         }
       }
     }
+    t_sync_bytes[t] = b;
+    // ZeRO-2/3 keep 1/dp of each gradient after the reduce-scatter.
+    if (zero >= 2 && pr != kNoOp && t_grad[t]) b = ceil_div(b, static_cast<uint64_t>(op_dp[pr]));
     t_bytes[t] = b;
+  }
+
+  // Step barrier: dynamic loss scaling and gradient clipping each all-reduce a scalar over
+  // every device of the step before the optimizer may run.
+  barrier_pending = 0;
+  barrier_time = 0;
+  barrier_devs.clear();
+  if (const int n_barrier = int(p.precision.loss_scaling) + int(p.precision.grad_clipping)) {
+    std::vector<uint8_t>& all = dev_mark;
+    all.assign(n_dev, 0);
+    for (int d = 0; d < n_dev; ++d) {
+      if (dev_used[d]) all[d] = 1;
+    }
+    if (pipelined) {
+      for (const PipelineStage& st : p.pipeline.stages) {
+        for (int d : st.devices) all[d] = 1;
+      }
+    }
+    for (int d = 0; d < n_dev; ++d) {
+      if (!all[d]) continue;
+      for (int r = 0; r < R; ++r) barrier_devs.push_back(p.replica_device(d, r, n_dev));
+    }
+    std::sort(barrier_devs.begin(), barrier_devs.end());
+    barrier_devs.erase(std::unique(barrier_devs.begin(), barrier_devs.end()), barrier_devs.end());
+    for (TensorId t = 0; t < n_tensors; ++t) barrier_pending += t_grad[t] && t_producer[t] != kNoOp;
+    if (barrier_devs.size() > 1) {
+      barrier_time = n_barrier * cost.group_collective_time(CollectiveKind::kAllReduce,
+                                                            groups[group_index(barrier_devs)],
+                                                            sizeof(float), SyncScheme::kAuto);
+    }
   }
 
   // Instances.
@@ -440,7 +506,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t i = op_inst[o] + j;
       inst_op[i] = o;
-      pending[i] = pend;
+      pending[i] = pend + (barrier_pending > 0 && phase == Phase::kOptimizer ? 1 : 0);
       uint64_t slot = 0;
       if (pipelined) {
         const int64_t m = M;
@@ -483,9 +549,31 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_part[o] < 0) continue;
     const OpPartition& q = p.partitions[op_part[o]];
-    if (q.devices.size() < 2) continue;
+    if (q.devices.size() < 2 || q.replicated) continue;
     const Op& op = g.op(o);
     if (op.phase == Phase::kOptimizer) continue;  // each device updates its shard / copy
+    op_group[o] = part_group[op_part[o]];
+    const PartitionCollective pc =
+        op.phase == Phase::kBackward ? q.backward_collective : q.forward_collective;
+    if (pc != PartitionCollective::kAuto) {
+      // A named collective moves the whole tensor of one micro-batch share: forward, the
+      // op's output; backward, the gradient of the forward op's first input.
+      if (pc == PartitionCollective::kNone) continue;
+      const OpId f = op.phase == Phase::kBackward ? op_fwd[o] : o;
+      if (f == kNoOp) continue;
+      const Op& fop = g.op(f);
+      const std::vector<TensorId>& ts = op.phase == Phase::kBackward ? fop.inputs : fop.outputs;
+      if (ts.empty()) continue;
+      const TensorId t = ts[0];
+      const uint64_t b = t_scaled[t] ? ceil_div(t_raw[t], static_cast<uint64_t>(op_bdiv[f]))
+                                     : t_raw[t];
+      const CollectiveKind k = pc == PartitionCollective::kAllReduce   ? CollectiveKind::kAllReduce
+                               : pc == PartitionCollective::kAllGather ? CollectiveKind::kAllGather
+                                                                       : CollectiveKind::kReduceScatter;
+      op_coll_bytes[o] = b;
+      op_coll[o] = cost.group_collective_time(k, groups[op_group[o]], b, SyncScheme::kAuto);
+      continue;
+    }
     uint64_t act = 0, grad = 0;
     for (TensorId t : op.outputs) (g.tensor(t).is_param_grad ? grad : act) += t_bytes[t];
     const uint32_t gi = part_group[op_part[o]];
@@ -577,8 +665,11 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       const int st = op_stage[pr];
       if (stage_sync[st] == -1) {
         scratch_devs.clear();
-        for (int d : p.pipeline.stages[st].devices) {
-          for (int r = 0; r < R; ++r) scratch_devs.push_back(p.replica_device(d, r, n_dev));
+        // The stage's data-parallel copies of TP rank 0 (each TP rank syncs its own shard
+        // with its copies at the same time, over disjoint devices).
+        const PipelineStage& pst = p.pipeline.stages[st];
+        for (size_t k = 0; k < pst.devices.size(); k += size_t(pst.tensor_parallel)) {
+          for (int r = 0; r < R; ++r) scratch_devs.push_back(p.replica_device(pst.devices[k], r, n_dev));
         }
         const int32_t id = add_sync(scratch_devs);
         stage_sync[st] = id < 0 ? -2 : id;
@@ -600,6 +691,23 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     }
   }
   t_next.assign(n_tensors, kNoTensor);
+
+  // ZeRO-3: a forward op and its first backward op first all-gather the op's parameters
+  // from the data-parallel group (no prefetch modelled).
+  if (zero >= 3) {
+    for (OpId f = 0; f < n_ops; ++f) {
+      if (op_phase[f] != Phase::kForward || op_param[f] == 0) continue;
+      const int32_t si = pipelined ? stage_sync[op_stage[f]] : (R > 1 ? dev_sync[op_dev[f]] : -2);
+      if (si < 0) continue;
+      const uint64_t div = op_part[f] >= 0 ? shard_div(p.partitions[op_part[f]]) : 1;
+      const double t = cost.group_collective_time(CollectiveKind::kAllGather, groups[syncs[si].group],
+                                                  ceil_div(op_param[f], div), SyncScheme::kAuto);
+      op_dur[f] += t;
+      if (bwd_off[f] < bwd_off[f + 1]) op_dur[bwd_of[bwd_off[f]]] += t;
+    }
+  }
+
+  prepare_recompute(p);
   buckets.clear();
 
   // Sites and reference counts.
@@ -630,6 +738,8 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     for (int k = 0; k < nd; ++k) site_at(pd[k], true);
     const bool mb = t_mb[t];
     for (OpId cns : g.consumers(t)) {
+      // A recomputed activation is not held for the backward ops that read it.
+      if (t_recomp[t] && op_phase[cns] == Phase::kBackward) continue;
       int nc = 0;
       const int* cd = devs_of(cns, &nc);
       for (int k = 0; k < nc; ++k) {
@@ -675,7 +785,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       const uint64_t b = sites[site_off[t]].bytes;
       (t_mb[t] ? op_alloc_each[o] : op_alloc_first[o]) += b;
     }
-    op_alloc_each[o] += op_ws[o];
+    op_alloc_each[o] += op_ws_run[o];
   }
 
   // Pipeline gates (see simulator_impl.h).
@@ -711,6 +821,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   dev_lock.assign(n_dev, 0);
   dev_busy_until.assign(n_dev, 0.0);
   comm_free.assign(n_dev, 0.0);
+  host_issued.assign(n_dev, 0.0);
   compute_time.assign(n_dev, 0.0);
   dev_cur.assign(n_dev, kNoInst);
   mem_cur.assign(n_dev, 0);
@@ -731,12 +842,69 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     if (op_resident[o] == 0) continue;
     int nd = 0;
     const int* d = devs_of(o, &nd);
-    uint64_t b = op_resident[o];
-    if (op_part[o] >= 0) b = ceil_div(b, shard_div(p.partitions[op_part[o]]));
-    for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(b);
+    const uint64_t div = op_part[o] >= 0 ? shard_div(p.partitions[op_part[o]]) : 1;
+    uint64_t par = ceil_div(op_param[o], div), st = ceil_div(op_state[o], div);
+    // ZeRO shards the optimizer state (stage >= 1) and the parameters (stage 3) over the
+    // data-parallel group.
+    const uint64_t dp = static_cast<uint64_t>(std::max(1, op_dp[o]));
+    if (zero >= 1) st = ceil_div(st, dp);
+    if (zero >= 3) par = ceil_div(par, dp);
+    for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(par + st);
   }
   mem_peak = mem_cur;
   mem_resident = mem_cur;
+}
+
+// Activation recomputation: the forward op of a recomputed layer runs again (with its
+// collective) just before its backward op; its activations are not held from forward to
+// backward, except the layer's inputs (tensors read by a forward op of another layer).
+// While a layer's backward runs, its rematerialised activations are held: every backward
+// op of the layer holds them as workspace, so the peak sees one layer at a time.
+void Simulator::Impl::prepare_recompute(const Plan& p) {
+  op_ws_run = op_ws;
+  t_recomp.assign(n_tensors, 0);
+  const bool any = p.recompute != Recompute::kNone ||
+                   std::any_of(p.pipeline.stages.begin(), p.pipeline.stages.end(),
+                               [](const PipelineStage& s) {
+                                 return s.recompute != Recompute::kInherit &&
+                                        s.recompute != Recompute::kNone;
+                               });
+  if (!any) return;
+  auto same_devices = [&](OpId a, OpId b) {
+    int na = 0, nb = 0;
+    const int* da = devs_of(a, &na);
+    const int* db = devs_of(b, &nb);
+    return na == nb && std::equal(da, da + na, db);
+  };
+  // Rematerialised bytes per (stage, layer) of one micro-batch.
+  std::map<std::pair<int32_t, int32_t>, uint64_t> layer_bytes;
+  auto key = [&](OpId o) { return std::make_pair(pipelined ? op_stage[o] : 0, g.op(o).layer); };
+  for (OpId f = 0; f < n_ops; ++f) {
+    if (op_phase[f] != Phase::kForward || op_input[f] || bwd_off[f] == bwd_off[f + 1]) continue;
+    const Recompute rc = pipelined ? p.stage_recompute(static_cast<size_t>(op_stage[f])) : p.recompute;
+    const Op& op = g.op(f);
+    const bool again = (rc == Recompute::kFull && op.layer >= 0) ||
+                       (rc == Recompute::kSelective && op.scope.find("core_attention") != std::string::npos);
+    if (!again) continue;
+    op_dur[bwd_of[bwd_off[f]]] += op_dur[f] + op_coll[f];
+    for (TensorId t : op.outputs) {
+      if (t_grad[t]) continue;
+      bool dropped = true;
+      for (OpId c : g.consumers(t)) {
+        const bool other_layer = op_phase[c] == Phase::kForward && g.op(c).layer != op.layer;
+        if (other_layer || !same_devices(f, c)) dropped = false;
+      }
+      if (!dropped) continue;
+      t_recomp[t] = 1;
+      layer_bytes[key(f)] += t_bytes[t];
+    }
+  }
+  for (OpId b = 0; b < n_ops; ++b) {
+    const OpId f = op_fwd[b];
+    if (op_phase[b] != Phase::kBackward || f == kNoOp || g.op(f).layer < 0) continue;
+    const auto it = layer_bytes.find(key(f));
+    if (it != layer_bytes.end()) op_ws_run[b] += it->second;
+  }
 }
 
 // ---- Simulator --------------------------------------------------------------------------
@@ -750,8 +918,13 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
 Simulator::~Simulator() = default;
 
 SimResult Simulator::run(const Plan& plan, const SimOptions& options) {
-  impl_->check_plan(plan);
-  impl_->prepare(plan, options);
+  const Plan* p = &plan;
+  if (needs_tensor_parallel_expansion(plan)) {
+    impl_->expanded = expand_tensor_parallel(plan, graph_, cluster_.num_devices());
+    p = &impl_->expanded;
+  }
+  impl_->check_plan(*p);
+  impl_->prepare(*p, options);
   SimResult r;
   impl_->out = &r;
   impl_->simulate();

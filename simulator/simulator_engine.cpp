@@ -148,16 +148,27 @@ void Simulator::Impl::alloc_outputs(OpId o) {
   for (int k = 0; k < nd; ++k) alloc(d[k], b);
 }
 
+// The host of device d issues ops in the order the device runs them, op_disp each; an op
+// starts no earlier than its issue. A host that ran ahead (the device was busy) hides it.
+double Simulator::Impl::issue_time(int d, OpId o) {
+  host_issued[d] += op_disp[o];
+  return host_issued[d];
+}
+
 void Simulator::Impl::start_single(uint32_t inst, int d) {
   const OpId o = inst_op[inst];
-  const double end = now + op_dur[o];
-  start_time[inst] = now;
+  double start = now;
+  if (op_disp[o] > 0) start = std::max(start, issue_time(d, o));
+  double dur = op_dur[o];
+  if (overlap_slowdown > 1 && comm_free[d] > start) dur *= overlap_slowdown;
+  const double end = start + dur;
+  start_time[inst] = start;
   end_time[inst] = end;
-  cause[inst] = now > ready_time[inst] ? dev_cur[d] : ready_cause[inst];
+  cause[inst] = start > ready_time[inst] ? dev_cur[d] : ready_cause[inst];
   dev_running[d] = 1;
   dev_busy_until[d] = end;
   dev_cur[d] = inst;
-  compute_time[d] += op_dur[o];
+  compute_time[d] += dur;
   alloc_outputs(o);
   record_compute(inst, d);
   push_event(end, kFinish, inst);
@@ -175,7 +186,12 @@ void Simulator::Impl::start_gang(uint32_t inst, int d) {
     const int e = devs[k];
     if (e != d && dev_busy_until[e] > start) start = dev_busy_until[e], last = e;
   }
-  const double end = start + op_dur[o];
+  if (op_disp[o] > 0) {
+    for (int k = 0; k < nd; ++k) start = std::max(start, issue_time(devs[k], o));
+  }
+  double dur = op_dur[o];
+  if (overlap_slowdown > 1 && comm_free[d] > start) dur *= overlap_slowdown;
+  const double end = start + dur;
   start_time[inst] = start;
   end_time[inst] = end;
   cause[inst] = start > ready_time[inst] ? dev_cur[last] : ready_cause[inst];
@@ -198,7 +214,7 @@ void Simulator::Impl::begin_gang(uint32_t inst) {
   int nd = 0;
   const int* devs = devs_of(o, &nd);
   for (int k = 0; k < nd; ++k) {
-    compute_time[devs[k]] += op_dur[o];
+    compute_time[devs[k]] += end_time[inst] - start_time[inst];
     record_compute(inst, devs[k]);
   }
   alloc_outputs(o);
@@ -215,7 +231,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   const int primary = op_dev[o];
   for (int k = 0; k < nd; ++k) {
     const int e = devs[k];
-    if (op_ws[o] > 0) release(e, op_ws[o]);
+    if (op_ws_run[o] > 0) release(e, op_ws_run[o]);
     if (e == primary) {
       dev_running[e] = 0;
     } else {
@@ -227,6 +243,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   // Inputs read by this instance: one reference per (tensor, device).
   for (uint32_t k = in_off[o]; k < in_off[o + 1]; ++k) {
     const TensorId t = in_t[k];
+    if (t_recomp[t] && op_phase[o] == Phase::kBackward) continue;  // not held (recomputed)
     const uint32_t idx = t_mb[t] ? (op_multi[o] ? j : static_cast<uint32_t>(M - 1)) : 0;
     for (int q = 0; q < nd; ++q) release_ref(find_site(t, devs[q]), idx);
   }
@@ -304,16 +321,19 @@ void Simulator::Impl::produce(uint32_t inst) {
 }
 
 void Simulator::Impl::make_available(TensorId t, uint32_t i, uint32_t producer) {
+  if (barrier_pending > 0 && t_grad[t]) {
+    barrier_cause = producer;
+    gradient_ready();
+  }
   const bool mb = t_mb[t];
   const uint32_t last = static_cast<uint32_t>(M - 1);
   for (uint32_t s = site_off[t]; s < site_off[t + 1]; ++s) {
     const Site& st = sites[s];
     if (st.source) {
-      if (refs[st.ref_base + i] == 0) {
-        release(st.dev, st.bytes);  // nobody reads it (a sink's output)
-      } else {
-        deliver(s, i, producer);
-      }
+      // Nobody holds it (a sink's output, or read only by backward ops that recompute
+      // it): freed at once; its readers on this device still learn it was produced.
+      if (refs[st.ref_base + i] == 0) release(st.dev, st.bytes);
+      deliver(s, i, producer);
     } else if (!mb || st.refs_mb > 0 || (i == last && st.refs_last > 0)) {
       issue_transfer(s, i);
     }
@@ -372,6 +392,12 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
 
 void Simulator::Impl::on_arrive(uint32_t site, uint32_t i) {
   const Site& s = sites[site];
+  if (p2p_host_sync) {
+    // Both hosts wait for the transfer before they issue anything else.
+    host_issued[s.dev] = std::max(host_issued[s.dev], now);
+    const int src = sites[site_off[s.tensor]].dev;
+    host_issued[src] = std::max(host_issued[src], now);
+  }
   alloc(s.dev, s.bytes);
   deliver(site, i, producer_inst(s.tensor, i));
   release_ref(site_off[s.tensor], i);  // the sender's copy
@@ -388,7 +414,7 @@ void Simulator::Impl::bucket_add(TensorId t) {
   }
   s.tail = t;
   t_next[t] = kNoTensor;
-  s.open_bytes += t_bytes[t];
+  s.open_bytes += t_sync_bytes[t];
   --s.remaining;
   if (s.open_bytes >= bucket_bytes || s.remaining == 0) launch_bucket(t_sync[t]);
 }
@@ -426,6 +452,23 @@ void Simulator::Impl::on_bucket_done(uint32_t bucket) {
   }
 }
 
+// ---- the step barrier before the optimizer ----------------------------------------------
+
+void Simulator::Impl::gradient_ready() {
+  if (--barrier_pending == 0) push_event(now + barrier_time, kBarrier, barrier_cause);
+}
+
+void Simulator::Impl::on_barrier() {
+  for (int d : barrier_devs) {
+    host_issued[d] = std::max(host_issued[d], now);  // the host read the scalar (.item())
+    if (barrier_time > 0) add_comm(d, now - barrier_time, now);
+  }
+  for (OpId o = 0; o < n_ops; ++o) {
+    if (op_phase[o] != Phase::kOptimizer) continue;
+    for (uint32_t i = op_inst[o]; i < op_inst[o + 1]; ++i) dec_pending(i, barrier_cause);
+  }
+}
+
 // ---- the loop ---------------------------------------------------------------------------
 
 void Simulator::Impl::simulate() {
@@ -457,6 +500,9 @@ void Simulator::Impl::simulate() {
           break;
         case kBucketDone:
           on_bucket_done(e.a);
+          break;
+        case kBarrier:
+          on_barrier();
           break;
       }
     }
@@ -518,8 +564,10 @@ void Simulator::Impl::finish_result(SimResult* r) {
   };
   if (pipelined) {
     for (const PipelineStage& st : p.pipeline.stages) {
-      for (int d : st.devices) {
-        for (int k = 0; k < R; ++k) mirror(st.devices[0], p.replica_device(d, k, n_dev));
+      // Device i of the stage's grid runs what TP rank i % tensor_parallel of copy 0 runs.
+      for (size_t i = 0; i < st.devices.size(); ++i) {
+        const int from = st.devices[i % size_t(st.tensor_parallel)];
+        for (int k = 0; k < R; ++k) mirror(from, p.replica_device(st.devices[i], k, n_dev));
       }
     }
   } else if (R > 1) {

@@ -31,6 +31,7 @@ struct Simulator::Impl {
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
   void prepare(const Plan& plan, const SimOptions& options);
+  void prepare_recompute(const Plan& plan);
   uint32_t group_index(const std::vector<int>& devices);  // cached CollectiveGroup
 
   // ---- event loop (simulator_engine.cpp) ----
@@ -66,8 +67,11 @@ struct Simulator::Impl {
   std::vector<double> chan_free;          // channel -> time it is free again
   std::vector<double> dur_cache_frac, dur_cache_val;  // per op, for the last device / fraction
   std::vector<int32_t> dur_cache_dev;
+  std::vector<int8_t> dur_cache_dtype;
+  std::vector<uint64_t> op_param, op_state;  // param_bytes, state_bytes
 
   // ---- per run ----
+  Plan expanded;  // the plan with its tensor-parallel shorthand expanded (when it has one)
   const Plan* plan = nullptr;
   SimOptions opts;
   SimResult* out = nullptr;
@@ -93,6 +97,11 @@ struct Simulator::Impl {
   std::vector<uint64_t> op_alloc_each;   // output bytes allocated per instance and device
   std::vector<uint64_t> op_alloc_first;  // ... once (accumulated gradients), first instance
   std::vector<uint8_t> op_started;
+  std::vector<double> op_disp;       // host dispatch time per instance (profile, per category)
+  std::vector<uint64_t> op_ws_run;   // workspace + rematerialised activations (recompute)
+  std::vector<uint8_t> op_opt_wait;  // optimizer op waits for the step barrier
+  std::vector<int32_t> op_dp;        // data-parallel group size of the op's replicas
+  std::vector<double> op_bdiv;       // batch divisor of one instance (replicas x copies x mbs)
 
   // Instances.
   uint32_t n_inst = 0;
@@ -113,6 +122,8 @@ struct Simulator::Impl {
     uint64_t bytes;      // memory held at this site per instance
   };
   std::vector<uint8_t> t_mb;       // one instance per micro-batch
+  std::vector<uint8_t> t_recomp;   // activation recomputed before backward (not held)
+  std::vector<uint64_t> t_sync_bytes;  // gradient bytes the data-parallel sync moves
   std::vector<uint64_t> t_bytes;   // payload of one instance
   std::vector<int32_t> t_sync;     // gradient sync group, -1 = none
   std::vector<TensorId> t_next;    // bucket lists
@@ -126,6 +137,14 @@ struct Simulator::Impl {
   std::vector<uint8_t> dev_running, dev_used;
   std::vector<int32_t> dev_lock;
   std::vector<double> dev_busy_until, comm_free, compute_time;
+  std::vector<double> host_issued;  // per device: when its host issued its last op
+  double overlap_slowdown = 1.0;
+  bool p2p_host_sync = false;
+  // Step barrier before the optimizer (loss-scale found-inf / gradient-norm all-reduces).
+  uint32_t barrier_pending = 0;  // gradients not yet synchronised; 0 = no barrier
+  double barrier_time = 0;       // seconds of the barrier's collectives
+  uint32_t barrier_cause = kNoInst;
+  std::vector<int> barrier_devs;
   std::vector<int64_t> mem_cur, mem_peak, mem_resident;
   struct ReadyItem {
     uint64_t key;
@@ -175,7 +194,7 @@ struct Simulator::Impl {
   void release_held(int stage);
 
   // Events.
-  enum EventKind : uint8_t { kFinish, kGangStart, kArrive, kPartDone, kBucketDone };
+  enum EventKind : uint8_t { kFinish, kGangStart, kArrive, kPartDone, kBucketDone, kBarrier };
   struct ReadyAfter {  // heap order: smallest key
     bool operator()(const ReadyItem& x, const ReadyItem& y) const { return x.key > y.key; }
   };
@@ -224,6 +243,9 @@ struct Simulator::Impl {
   void bucket_add(TensorId t);
   void launch_bucket(uint32_t sync_index);
   void on_bucket_done(uint32_t bucket);
+  void gradient_ready();
+  void on_barrier();
+  double issue_time(int d, OpId o);
   double reserve_comm(uint32_t group, double duration, double* start);
   void alloc_outputs(OpId o);
   void alloc(int d, uint64_t bytes);

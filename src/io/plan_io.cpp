@@ -115,7 +115,8 @@ class PlanReader {
     r_.check_format_version(root, kPlanFormatMajor, kPlanFormatMinor);
     r_.check_keys(root, "",
                   {"format_version", "graph", "method", "description", "placement", "partitions",
-                   "pipeline", "data_parallel", "predicted"});
+                   "pipeline", "data_parallel", "tensor_parallel", "recompute", "precision",
+                   "predicted"});
     Plan p;
     if (root["graph"]) {
       p.graph_name = r_.scalar(root["graph"], "graph");
@@ -128,7 +129,11 @@ class PlanReader {
     read_placement(root["placement"], p.pipeline, &p.placement);
     if (root["partitions"]) read_partitions(root["partitions"], &p.partitions);
     if (root["data_parallel"]) read_data_parallel(root["data_parallel"], &p.data_parallel);
+    if (root["tensor_parallel"]) read_tensor_parallel(root["tensor_parallel"], &p.tensor_parallel);
+    if (root["recompute"]) p.recompute = read_recompute(root["recompute"], "recompute", false);
+    if (root["precision"]) read_precision(root["precision"], &p.precision);
     if (root["predicted"]) read_predicted(root["predicted"], &p.predicted);
+    for (const std::string& w : plan_warnings(p, g_)) warn(w);
     try {
       p.validate(g_, c_);
     } catch (const ValidationError& e) {
@@ -233,9 +238,16 @@ class PlanReader {
     for (size_t s = 0; s < stages.size(); ++s) {
       const std::string stf = field_index(sf, s);
       const YAML::Node st = stages[s];
-      r_.check_keys(st, stf, {"devices", "ops", "range", "scopes"});
+      r_.check_keys(st, stf, {"devices", "ops", "range", "scopes", "tensor_parallel", "recompute"});
       PipelineStage stage;
       stage.devices = device_list(r_.required(st, "devices", stf), field_join(stf, "devices"));
+      if (st["tensor_parallel"]) {
+        stage.tensor_parallel = int(r_.to_int(st["tensor_parallel"],
+                                              field_join(stf, "tensor_parallel"), 1, 1 << 16));
+      }
+      if (st["recompute"]) {
+        stage.recompute = read_recompute(st["recompute"], field_join(stf, "recompute"), false);
+      }
       const int forms = int(bool(st["ops"])) + int(bool(st["range"])) + int(bool(st["scopes"]));
       if (forms != 1) {
         r_.fail(stf, "give exactly one of 'ops', 'range' or 'scopes' (found " +
@@ -357,11 +369,33 @@ class PlanReader {
     r_.expect_sequence(n, f);
     for (size_t k = 0; k < n.size(); ++k) {
       const std::string pf = field_index(f, k);
-      r_.check_keys(n[k], pf, {"op", "dim", "levels", "devices", "sharded_output", "sharded_input"});
+      r_.check_keys(n[k], pf, {"op", "dim", "levels", "devices", "sharded_output", "sharded_input",
+                               "replicated", "forward_collective", "backward_collective"});
       OpPartition part;
       part.op = op(r_.required(n[k], "op", pf), field_join(pf, "op"));
-      // Exactly one of `dim` (one split) and `levels` (recursive halving).
-      if (n[k]["levels"]) {
+      if (n[k]["replicated"]) {
+        part.replicated = r_.to_bool(n[k]["replicated"], field_join(pf, "replicated"));
+      }
+      for (const char* key : {"forward_collective", "backward_collective"}) {
+        if (!n[k][key]) continue;
+        const std::string cf = field_join(pf, key);
+        const std::string v = r_.scalar(n[k][key], cf);
+        PartitionCollective pc;
+        if (!parse_partition_collective(v, &pc)) {
+          r_.fail(cf, "unknown collective '" + v +
+                          "' (use auto, none, all_reduce, all_gather or reduce_scatter)");
+        }
+        (std::string(key) == "forward_collective" ? part.forward_collective
+                                                  : part.backward_collective) = pc;
+      }
+      // Exactly one of `dim` (one split) and `levels` (recursive halving); neither for a
+      // replicated op.
+      if (part.replicated) {
+        if (n[k]["dim"] || n[k]["levels"]) {
+          r_.fail(pf, "a replicated op is not split: give no 'dim' or 'levels'");
+        }
+        part.dim = 0;
+      } else if (n[k]["levels"]) {
         if (n[k]["dim"]) r_.fail(pf, "give either 'dim' or 'levels', not both");
         const YAML::Node lv = n[k]["levels"];
         const std::string lf = field_join(pf, "levels");
@@ -387,7 +421,12 @@ class PlanReader {
 
   void read_data_parallel(const YAML::Node& n, DataParallelConfig* dp) {
     const std::string f = "data_parallel";
-    r_.check_keys(n, f, {"replicas", "sync", "bucket_size", "replica_devices"});
+    r_.check_keys(n, f, {"replicas", "sync", "bucket_size", "replica_devices", "zero_stage",
+                         "overlap"});
+    if (n["zero_stage"]) {
+      dp->zero_stage = int(r_.to_int(n["zero_stage"], field_join(f, "zero_stage"), 0, 3));
+    }
+    if (n["overlap"]) dp->overlap = r_.to_bool(n["overlap"], field_join(f, "overlap"));
     // replicas defaults to 1: a pipeline plan uses this section for sync and bucket size only.
     if (n["replicas"]) {
       dp->replicas = int(r_.to_int(n["replicas"], field_join(f, "replicas"), 1, 1 << 20));
@@ -409,6 +448,52 @@ class PlanReader {
         r_.expect_sequence(n["replica_devices"][k], ef);
         dp->replica_devices.push_back(device_list(n["replica_devices"][k], ef));
       }
+    }
+  }
+
+  Recompute read_recompute(const YAML::Node& n, const std::string& f, bool) {
+    const std::string v = r_.scalar(n, f);
+    Recompute r;
+    if (!parse_recompute(v, &r)) {
+      r_.fail(f, "unknown recomputation '" + v + "' (use none, selective or full)");
+    }
+    return r;
+  }
+
+  void read_tensor_parallel(const YAML::Node& n, TensorParallelConfig* tp) {
+    const std::string f = "tensor_parallel";
+    r_.check_keys(n, f, {"degree", "style", "sequence_parallel"});
+    tp->degree = int(r_.to_int(r_.required(n, "degree", f), field_join(f, "degree"), 1, 1 << 16));
+    if (n["style"]) {
+      const std::string st = r_.scalar(n["style"], field_join(f, "style"));
+      if (st != "megatron") {
+        r_.fail(field_join(f, "style"), "unknown style '" + st + "' (only 'megatron')");
+      }
+    }
+    if (n["sequence_parallel"]) {
+      tp->sequence_parallel =
+          r_.to_bool(n["sequence_parallel"], field_join(f, "sequence_parallel"));
+    }
+  }
+
+  void read_precision(const YAML::Node& n, PrecisionConfig* pr) {
+    const std::string f = "precision";
+    r_.check_keys(n, f, {"compute", "loss_scaling", "grad_clipping"});
+    if (n["compute"]) {
+      const std::string cf = field_join(f, "compute");
+      const std::string v = r_.scalar(n["compute"], cf);
+      DType d;
+      if (!parse_dtype(v, &d) || !(d == DType::kF32 || d == DType::kF16 || d == DType::kBF16)) {
+        r_.fail(cf, "unknown compute dtype '" + v + "' (use f32, f16 or bf16)");
+      }
+      pr->compute_set = true;
+      pr->compute = d;
+    }
+    if (n["loss_scaling"]) {
+      pr->loss_scaling = r_.to_bool(n["loss_scaling"], field_join(f, "loss_scaling"));
+    }
+    if (n["grad_clipping"]) {
+      pr->grad_clipping = r_.to_bool(n["grad_clipping"], field_join(f, "grad_clipping"));
     }
   }
 
@@ -452,6 +537,23 @@ int most_common(const std::vector<int>& v, const Ids& ids, int num_devices) {
   return best;
 }
 
+bool uses_format_1_1(const Plan& p) {
+  for (const OpPartition& q : p.partitions) {
+    if (q.replicated || q.forward_collective != PartitionCollective::kAuto ||
+        q.backward_collective != PartitionCollective::kAuto) {
+      return true;
+    }
+  }
+  for (const PipelineStage& s : p.pipeline.stages) {
+    if (s.tensor_parallel != 1 || s.recompute != Recompute::kInherit) return true;
+  }
+  const PrecisionConfig& pc = p.precision;
+  return p.data_parallel.zero_stage != 0 || !p.data_parallel.overlap ||
+         p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel ||
+         p.recompute != Recompute::kNone || pc.compute_set || pc.loss_scaling ||
+         pc.grad_clipping;
+}
+
 Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units) {
   try {
     p.validate(g, c);
@@ -461,7 +563,8 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
   auto dev = [&](int d) { return c.device(d).name; };
   const size_t n = g.num_ops();
   Json root;
-  root["format_version"] = "1.0";
+  // 1.0 files stay 1.0 when written back; any 1.1 field makes the file 1.1.
+  root["format_version"] = uses_format_1_1(p) ? "1.1" : "1.0";
   if (!p.graph_name.empty()) root["graph"] = p.graph_name;
   if (!p.method.empty()) root["method"] = p.method;
 
@@ -524,7 +627,9 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
       Json e;
       e["op"] = g.op(part.op).name;
       auto dim_json = [](int d) { return d == OpPartition::kReduceDim ? Json("reduce") : Json(d); };
-      if (part.levels.empty()) {
+      if (part.replicated) {
+        e["replicated"] = true;
+      } else if (part.levels.empty()) {
         e["dim"] = dim_json(part.dim);
       } else {
         Json lv = Json::array();
@@ -536,6 +641,12 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
       e["devices"] = devs;
       if (part.sharded_output) e["sharded_output"] = true;
       if (part.sharded_input) e["sharded_input"] = true;
+      if (part.forward_collective != PartitionCollective::kAuto) {
+        e["forward_collective"] = to_string(part.forward_collective);
+      }
+      if (part.backward_collective != PartitionCollective::kAuto) {
+        e["backward_collective"] = to_string(part.backward_collective);
+      }
       parts.push_back(e);
     }
     root["partitions"] = parts;
@@ -555,6 +666,8 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
       Json devs = Json::array();
       for (int d : s.devices) devs.push_back(dev(d));
       sj["devices"] = devs;
+      if (s.tensor_parallel != 1) sj["tensor_parallel"] = s.tensor_parallel;
+      if (s.recompute != Recompute::kInherit) sj["recompute"] = to_string(s.recompute);
       // A stage that is exactly a run of the forward topological order is a range.
       bool is_range = s.ops.size() >= 2 && pos[s.ops[0]] != UINT32_MAX;
       for (size_t k = 0; is_range && k < s.ops.size(); ++k) {
@@ -576,7 +689,7 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
   const DataParallelConfig& dp = p.data_parallel;
   const DataParallelConfig dflt;
   if (dp.replicas != 1 || dp.sync != dflt.sync || dp.bucket_bytes != dflt.bucket_bytes ||
-      !dp.replica_devices.empty()) {
+      !dp.replica_devices.empty() || dp.zero_stage != 0 || dp.overlap != dflt.overlap) {
     Json dj;
     dj["replicas"] = dp.replicas;
     dj["sync"] = to_string(dp.sync);
@@ -585,7 +698,25 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
     else
       dj["bucket_size"] = dp.bucket_bytes;
     if (!dp.replica_devices.empty()) dj["replica_devices"] = dp.replica_devices;
+    if (dp.zero_stage != 0) dj["zero_stage"] = dp.zero_stage;
+    if (dp.overlap != dflt.overlap) dj["overlap"] = dp.overlap;
     root["data_parallel"] = dj;
+  }
+  if (p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel) {
+    Json tj;
+    tj["degree"] = p.tensor_parallel.degree;
+    tj["style"] = "megatron";
+    if (p.tensor_parallel.sequence_parallel) tj["sequence_parallel"] = true;
+    root["tensor_parallel"] = tj;
+  }
+  if (p.recompute != Recompute::kNone) root["recompute"] = to_string(p.recompute);
+  const PrecisionConfig& pc = p.precision;
+  if (pc.compute_set || pc.loss_scaling || pc.grad_clipping) {
+    Json pj;
+    if (pc.compute_set) pj["compute"] = to_string(pc.compute);
+    if (pc.loss_scaling) pj["loss_scaling"] = true;
+    if (pc.grad_clipping) pj["grad_clipping"] = true;
+    root["precision"] = pj;
   }
 
   if (p.predicted.valid) {

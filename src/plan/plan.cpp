@@ -41,6 +41,55 @@ bool parse_sync_scheme(const std::string& s, SyncScheme* out) {
   return true;
 }
 
+namespace {
+std::string lower(const std::string& s) {
+  std::string l = s;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  return l;
+}
+}  // namespace
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kInherit: return "inherit";
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+bool parse_recompute(const std::string& s, Recompute* out) {
+  const std::string l = lower(s);
+  if (l == "none") *out = Recompute::kNone;
+  else if (l == "selective") *out = Recompute::kSelective;
+  else if (l == "full") *out = Recompute::kFull;
+  else return false;
+  return true;
+}
+
+const char* to_string(PartitionCollective c) {
+  switch (c) {
+    case PartitionCollective::kAuto: return "auto";
+    case PartitionCollective::kNone: return "none";
+    case PartitionCollective::kAllReduce: return "all_reduce";
+    case PartitionCollective::kAllGather: return "all_gather";
+    case PartitionCollective::kReduceScatter: return "reduce_scatter";
+  }
+  return "auto";
+}
+
+bool parse_partition_collective(const std::string& s, PartitionCollective* out) {
+  const std::string l = lower(s);
+  if (l == "auto") *out = PartitionCollective::kAuto;
+  else if (l == "none") *out = PartitionCollective::kNone;
+  else if (l == "all_reduce" || l == "allreduce") *out = PartitionCollective::kAllReduce;
+  else if (l == "all_gather" || l == "allgather") *out = PartitionCollective::kAllGather;
+  else if (l == "reduce_scatter" || l == "reducescatter") *out = PartitionCollective::kReduceScatter;
+  else return false;
+  return true;
+}
+
 Plan Plan::single_device(const Graph& g, int device) {
   Plan p;
   p.graph_name = g.name();

@@ -9,6 +9,16 @@
 //    with m micro-batches under GPipe or 1F1B;
 //  - data_parallel: R replicas of the placed graph, gradients synchronised by ring / tree /
 //    hierarchical all-reduce or a parameter server, in buckets overlapped with backward.
+// Plan format 1.1 adds how large models are really trained (docs/parallelism.md):
+//  - a stage is a grid of tensor_parallel x data-parallel devices (TP ranks contiguous);
+//  - partitions may be `replicated` (the op runs whole on every device of the group, as
+//    Megatron runs LayerNorm / dropout / residual adds on each TP rank) and may name their
+//    forward / backward collective (sequence parallelism: reduce-scatter / all-gather);
+//  - `tensor_parallel` is a shorthand that expands to those partitions for the transformer
+//    graphs it recognises (src/plan/tensor_parallel.h);
+//  - activation recomputation (none / selective / full) per plan or stage;
+//  - precision (compute dtype, loss scaling, gradient clipping), ZeRO stage and whether
+//    the data-parallel gradient sync overlaps backward.
 // The plan also records what the simulator predicted for it.
 
 #include <cstdint>
@@ -31,6 +41,21 @@ enum class SyncScheme : uint8_t { kRing, kTree, kHierarchical, kParameterServer,
 const char* to_string(SyncScheme s);
 /// "ring", "tree", "hierarchical", "ps" / "parameter_server", "auto".
 bool parse_sync_scheme(const std::string& s, SyncScheme* out);
+
+/// Activation recomputation (Korthikanti et al. 2022): `full` re-runs a layer's forward
+/// before its backward and keeps only layer inputs; `selective` re-runs the attention core
+/// (ops whose scope contains "core_attention") and keeps everything else.
+enum class Recompute : uint8_t { kInherit, kNone, kSelective, kFull };
+const char* to_string(Recompute r);
+/// "none", "selective", "full" (kInherit is not spelled in files).
+bool parse_recompute(const std::string& s, Recompute* out);
+
+/// The collective a partitioned op runs after its forward or backward instance; kAuto =
+/// what the split implies (docs/formats/plan.md), kNone = nothing.
+enum class PartitionCollective : uint8_t { kAuto, kNone, kAllReduce, kAllGather, kReduceScatter };
+const char* to_string(PartitionCollective c);
+/// "auto", "none", "all_reduce", "all_gather", "reduce_scatter".
+bool parse_partition_collective(const std::string& s, PartitionCollective* out);
 
 /// One operator split over several devices (partition-n-reduce). Applies to the forward op
 /// and, mirrored, to its backward ops.
@@ -55,11 +80,26 @@ struct OpPartition {
   /// local shards (no transfer), and its backward ops skip the input-gradient collective:
   /// those gradients stay sharded (1/k each) for the producers' backward ops.
   bool sharded_input = false;
+  /// The op runs whole on every device of the group, reading its inputs there (no split,
+  /// no collective, parameters and gradients replicated). `dim` is ignored.
+  bool replicated = false;
+  /// Collective after each forward / backward instance (kAuto = implied by the split).
+  PartitionCollective forward_collective = PartitionCollective::kAuto;
+  PartitionCollective backward_collective = PartitionCollective::kAuto;
 };
 
 struct PipelineStage {
   std::vector<OpId> ops;     ///< forward ops of the stage
-  std::vector<int> devices;  ///< >= 1; more than one = stage replicated data-parallel
+  /// tensor_parallel x data-parallel grid: devices[r * tensor_parallel + t] is TP rank t of
+  /// data-parallel rank r (Megatron's order). tensor_parallel == 1: every device is a
+  /// data-parallel copy of the stage.
+  std::vector<int> devices;
+  int tensor_parallel = 1;  ///< divides devices.size()
+  Recompute recompute = Recompute::kInherit;  ///< kInherit = the plan's
+  /// Data-parallel copies of the stage.
+  int data_parallel() const {
+    return tensor_parallel > 0 ? static_cast<int>(devices.size()) / tensor_parallel : 1;
+  }
 };
 
 struct PipelineConfig {
@@ -76,6 +116,32 @@ struct DataParallelConfig {
   /// replica_devices[r][d] = the device that placement device d maps to in replica r.
   /// Empty = default: replica r uses device d + r * (num_devices / replicas).
   std::vector<std::vector<int>> replica_devices;
+  /// ZeRO stage over the data-parallel group (Rajbhandari et al. 2020): 1 shards the
+  /// optimizer state, 2 also the gradients (reduce-scatter + all-gather), 3 also the
+  /// parameters (all-gathered per op in forward and backward).
+  int zero_stage = 0;
+  /// true: gradients all-reduced in buckets during backward; false: one all-reduce per
+  /// data-parallel group after the last backward op (Megatron without overlap).
+  bool overlap = true;
+};
+
+/// Shorthand for Megatron-style tensor parallelism (src/plan/tensor_parallel.h).
+struct TensorParallelConfig {
+  int degree = 1;  ///< default TP degree of stages that do not set one; 1 = off
+  bool sequence_parallel = false;
+  bool enabled() const { return degree > 1; }
+};
+
+/// Numerics of the step.
+struct PrecisionConfig {
+  /// Compute dtype of floating-point ops (selects the device's peak); nullopt-like
+  /// `set == false` = each op's own dtype.
+  bool compute_set = false;
+  DType compute = DType::kF16;
+  /// Dynamic loss scaling: one found-inf all-reduce before the optimizer step.
+  bool loss_scaling = false;
+  /// Gradient clipping: one gradient-norm all-reduce before the optimizer step.
+  bool grad_clipping = false;
 };
 
 /// What the simulator predicted for the plan (written into plan files).
@@ -93,7 +159,16 @@ struct Plan {
   std::vector<OpPartition> partitions;
   PipelineConfig pipeline;
   DataParallelConfig data_parallel;
+  TensorParallelConfig tensor_parallel;
+  Recompute recompute = Recompute::kNone;  ///< default for stages (and unpipelined plans)
+  PrecisionConfig precision;
   PlanPrediction predicted;
+
+  /// Effective recomputation of stage `s` (the plan's when the stage inherits).
+  Recompute stage_recompute(size_t s) const {
+    const Recompute r = s < pipeline.stages.size() ? pipeline.stages[s].recompute : Recompute::kInherit;
+    return r == Recompute::kInherit ? recompute : r;
+  }
 
   /// A plan with every op on `device`.
   static Plan single_device(const Graph& g, int device = 0);
@@ -107,5 +182,9 @@ struct Plan {
   /// micro_batches < 1, replicas that do not fit the cluster, replica device map errors.
   void validate(const Graph& g, const Cluster& c) const;
 };
+
+/// Findings that are not errors but probably not what was meant (plan readers print them):
+/// a partition over devices of a stage whose devices are data-parallel copies.
+std::vector<std::string> plan_warnings(const Plan& p, const Graph& g);
 
 }  // namespace placer

@@ -2,12 +2,14 @@
 // Messages name the plan field, the op and the devices ("pipeline.stages[2]: op 'fc1' is
 // also in stage 0"); file readers prefix the file name.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
 #include "src/plan/plan.h"
+#include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -38,6 +40,7 @@ class Validator {
     partitions();
     pipeline();
     data_parallel();
+    tensor_parallel_stages();
   }
 
  private:
@@ -109,6 +112,19 @@ class Validator {
       }
       check_device_list(part.devices, f, "op " + op(part.op) + ": ");
       const size_t degree = part.devices.size();
+      if (part.replicated) {
+        if (!part.levels.empty() || part.sharded_output || part.sharded_input ||
+            part.forward_collective != PartitionCollective::kAuto ||
+            part.backward_collective != PartitionCollective::kAuto) {
+          fail(f, "op " + op(part.op) + " is replicated: it takes no levels, sharded_output, "
+                  "sharded_input or collectives");
+        }
+        continue;
+      }
+      if (part.forward_collective == PartitionCollective::kReduceScatter && !part.sharded_output) {
+        fail(f, "op " + op(part.op) + ": a reduce_scatter forward collective leaves the output "
+                "split; set sharded_output: true");
+      }
       if (part.levels.empty()) {
         check_dim(part, part.dim, degree, f);
         continue;
@@ -174,7 +190,10 @@ class Validator {
   void check_dim(const OpPartition& part, int dim, size_t degree, const std::string& f) {
     const Op& o = g_.op(part.op);
     if (dim == OpPartition::kReduceDim) {
-      if (!has_reduce_dim(o.category)) {
+      // A loss over a vocabulary-split input (Megatron's vocab-parallel cross-entropy)
+      // leaves partial sums too.
+      const bool vocab_loss = part.sharded_input && o.category == OpCategory::kSoftmax;
+      if (!has_reduce_dim(o.category) && !vocab_loss) {
         fail(f, "op " + op(part.op) + " (" + o.type + ", " + to_string(o.category) +
                     ") has no reduction dimension to split; split an output dim instead");
       }
@@ -186,7 +205,14 @@ class Validator {
     }
     if (o.outputs.empty()) fail(f, "op " + op(part.op) + " has no output to split");
     const Tensor& t = g_.tensor(o.outputs[0]);
-    if (t.shape.empty()) return;  // shape unknown: nothing more to check
+    if (t.shape.empty()) {
+      // No shape: unknown (graphs built from sizes only), or a scalar, which has no dim.
+      if (t.bytes <= uint64_t(dtype_bytes(t.dtype))) {
+        fail(f, "dim " + std::to_string(dim) + ": output '" + t.name + "' of op " + op(part.op) +
+                    " is a scalar; it has no dimension to split");
+      }
+      return;
+    }
     const size_t rank = t.shape.size();
     if (size_t(dim) >= rank) {
       fail(f, "dim " + std::to_string(dim) + " is out of range: output '" + t.name +
@@ -213,6 +239,13 @@ class Validator {
       const PipelineStage& st = pipe.stages[s];
       const std::string f = idx("pipeline.stages", s);
       if (st.devices.empty()) fail(f, "stage " + std::to_string(s) + " has no devices");
+      if (st.tensor_parallel < 1 || st.devices.size() % size_t(st.tensor_parallel) != 0) {
+        fail(f + ".tensor_parallel",
+             "stage " + std::to_string(s) + " has " + std::to_string(st.devices.size()) +
+                 " devices, not a multiple of tensor_parallel " +
+                 std::to_string(st.tensor_parallel) +
+                 " (devices form a tensor_parallel x data-parallel grid)");
+      }
       check_device_list(st.devices, f, "");
       if (st.ops.empty()) fail(f, "stage " + std::to_string(s) + " has no ops");
       for (OpId o : st.ops) {
@@ -240,6 +273,44 @@ class Validator {
     }
   }
 
+  // Stage grids: the partitions of a stage's ops use the stage's first TP group; a stage of
+  // several devices that are data-parallel copies must not also hold a partition over them
+  // (that is tensor parallelism spelled ambiguously).
+  void tensor_parallel_stages() {
+    const PipelineConfig& pipe = p_.pipeline;
+    if (p_.tensor_parallel.enabled()) {
+      try {
+        const Plan expanded = expand_tensor_parallel(p_, g_, nd_);
+        Validator(expanded, g_, c_).run();
+      } catch (const ValidationError& e) {
+        const std::string m = e.what();
+        throw ValidationError(m.rfind("tensor_parallel", 0) == 0 ? m : "tensor_parallel: " + m);
+      }
+      return;
+    }
+    if (!pipe.enabled()) return;
+    std::vector<int> stage_of(g_.num_ops(), -1);
+    for (size_t s = 0; s < pipe.stages.size(); ++s) {
+      for (OpId o : pipe.stages[s].ops) stage_of[o] = int(s);
+    }
+    for (size_t k = 0; k < p_.partitions.size(); ++k) {
+      const OpPartition& part = p_.partitions[k];
+      const int s = stage_of[part.op];
+      if (s < 0) continue;
+      const PipelineStage& st = pipe.stages[size_t(s)];
+      const std::string f = idx("partitions", k);
+      if (st.tensor_parallel > 1) {
+        const std::vector<int> group(st.devices.begin(), st.devices.begin() + st.tensor_parallel);
+        if (part.devices != group) {
+          fail(f, "op " + op(part.op) + " is in stage " + std::to_string(s) +
+                      " (tensor_parallel " + std::to_string(st.tensor_parallel) +
+                      "), so it must be partitioned over the stage's first TP group, its first " +
+                      std::to_string(st.tensor_parallel) + " devices");
+        }
+      }
+    }
+  }
+
   void data_parallel() {
     const DataParallelConfig& dp = p_.data_parallel;
     const std::string f = "data_parallel";
@@ -251,6 +322,9 @@ class Validator {
                                 c_.name + "' with " + std::to_string(nd_) + " devices");
     }
     if (dp.bucket_bytes == 0) fail(f + ".bucket_size", "must be > 0");
+    if (dp.zero_stage < 0 || dp.zero_stage > 3) {
+      fail(f + ".zero_stage", "must be 0, 1, 2 or 3 (got " + std::to_string(dp.zero_stage) + ")");
+    }
     if (!dp.replica_devices.empty()) {
       const std::string rf = f + ".replica_devices";
       if (dp.replica_devices.size() != size_t(dp.replicas)) {
@@ -316,5 +390,36 @@ class Validator {
 }  // namespace
 
 void Plan::validate(const Graph& g, const Cluster& c) const { Validator(*this, g, c).run(); }
+
+std::vector<std::string> plan_warnings(const Plan& p, const Graph& g) {
+  std::vector<std::string> out;
+  const PipelineConfig& pipe = p.pipeline;
+  if (!pipe.enabled() || p.tensor_parallel.enabled()) return out;
+  std::vector<int> stage_of(g.num_ops(), -1);
+  for (size_t s = 0; s < pipe.stages.size(); ++s) {
+    for (OpId o : pipe.stages[s].ops) {
+      if (o < g.num_ops()) stage_of[o] = int(s);
+    }
+  }
+  for (size_t k = 0; k < p.partitions.size(); ++k) {
+    const OpPartition& part = p.partitions[k];
+    if (part.op >= g.num_ops() || stage_of[part.op] < 0) continue;
+    const size_t s = size_t(stage_of[part.op]);
+    const PipelineStage& st = pipe.stages[s];
+    if (st.tensor_parallel != 1 || st.devices.size() < 2) continue;
+    for (int d : part.devices) {
+      if (d != st.devices[0] && std::find(st.devices.begin(), st.devices.end(), d) != st.devices.end()) {
+        out.push_back(idx("partitions", k) + ": op '" + g.op(part.op).name +
+                      "' is partitioned over devices of pipeline stage " + std::to_string(s) +
+                      ", whose " + std::to_string(st.devices.size()) +
+                      " devices are data-parallel copies (tensor_parallel: 1): simulated as "
+                      "data parallelism; set the stage's tensor_parallel to mean tensor "
+                      "parallelism");
+        break;
+      }
+    }
+  }
+  return out;
+}
 
 }  // namespace placer

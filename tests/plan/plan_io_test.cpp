@@ -67,6 +67,22 @@ class PlanIo : public ::testing::Test {
     p.data_parallel.replicas = 1 + int(seed % 2);
     p.data_parallel.sync = static_cast<SyncScheme>(rng() % 5);
     p.data_parallel.bucket_bytes = (10ull << 20) + rng() % 1000;
+    // Format 1.1 fields on some seeds (others stay 1.0 files).
+    if (seed % 6 == 1) {
+      p.partitions.push_back({5, 0, {0, 1}});
+      p.partitions.back().replicated = true;
+      p.partitions.back().dim = 0;
+      p.data_parallel.zero_stage = int(rng() % 4);
+      p.data_parallel.overlap = false;
+      p.recompute = seed % 4 == 1 ? Recompute::kFull : Recompute::kSelective;
+      p.precision.compute_set = true;
+      p.precision.compute = DType::kBF16;
+      p.precision.loss_scaling = true;
+      p.precision.grad_clipping = seed % 2 == 1;
+    }
+    if (seed % 6 == 1 && p.pipeline.enabled()) {
+      p.pipeline.stages.back().recompute = Recompute::kNone;
+    }
     if (seed % 5 == 0 && p.data_parallel.replicas == 2) {
       p.data_parallel.replica_devices = {{0, 1, 2, 3}, {7, 6, 5, 4}};
     }
@@ -426,6 +442,121 @@ TEST_F(PlanFixtures, BadFiles) {
                             "build reads 1.x)");
   expect_error<FormatError>([&] { load_plan(bad("malformed.plan.json"), g, c); },
                             "malformed.plan.json: malformed JSON: parse error at line 4");
+}
+
+}  // namespace
+}  // namespace placer
+
+namespace placer {
+namespace {
+
+class PlanIo11 : public ::testing::Test {
+ protected:
+  Graph g = testing_plan::make_test_graph();
+  Cluster c = testing_plan::make_test_cluster();
+  Plan parse(const std::string& body) {
+    return parse_plan_yaml("format_version: \"1.1\"\ngraph: testnet\n" + (body.find("placement") == std::string::npos ? std::string("placement: {default: 0}\n") : std::string()) + body, "p.yaml", g, c);
+  }
+};
+
+TEST_F(PlanIo11, StageGridReplicatedPartitionsAndCollectivesRoundTrip) {
+  const Plan p = parse(
+      "placement: {default: 0}\n"
+      "partitions:\n"
+      "  - {op: l1_fc, dim: 1, devices: [0, 1], backward_collective: reduce_scatter}\n"
+      "  - {op: l1_act, replicated: true, devices: [0, 1]}\n"
+      "  - {op: l10_fc, dim: reduce, devices: [2, 3], forward_collective: none}\n"
+      "pipeline:\n"
+      "  micro_batches: 4\n"
+      "  stages:\n"
+      "    - {devices: [0, 1], tensor_parallel: 2, ops: [x_in, embed, l1_fc, l1_act],"
+      " recompute: full}\n"
+      "    - {devices: [2, 3, 6, 7], tensor_parallel: 2, ops: [l10_fc, head]}\n"
+      "data_parallel: {zero_stage: 1, overlap: false}\n"
+      "recompute: selective\n"
+      "precision: {compute: bf16, loss_scaling: true, grad_clipping: true}\n");
+  EXPECT_EQ(p.pipeline.stages[0].tensor_parallel, 2);
+  EXPECT_EQ(p.pipeline.stages[1].data_parallel(), 2);
+  EXPECT_EQ(p.pipeline.stages[0].recompute, Recompute::kFull);
+  EXPECT_EQ(p.pipeline.stages[1].recompute, Recompute::kInherit);
+  EXPECT_EQ(p.stage_recompute(1), Recompute::kSelective);
+  EXPECT_TRUE(p.partitions[1].replicated);
+  EXPECT_EQ(p.partitions[0].backward_collective, PartitionCollective::kReduceScatter);
+  EXPECT_EQ(p.partitions[2].forward_collective, PartitionCollective::kNone);
+  EXPECT_EQ(p.data_parallel.zero_stage, 1);
+  EXPECT_FALSE(p.data_parallel.overlap);
+  EXPECT_EQ(p.precision.compute, DType::kBF16);
+  EXPECT_TRUE(p.precision.loss_scaling && p.precision.grad_clipping);
+  for (const bool json : {false, true}) {
+    const std::string text = json ? plan_to_json(p, g, c) : plan_to_yaml(p, g, c);
+    EXPECT_NE(text.find("1.1"), std::string::npos);
+    const Plan q = json ? parse_plan_json(text, "p.json", g, c) : parse_plan_yaml(text, "p.yaml", g, c);
+    testing_plan::expect_same_plan(p, q);
+  }
+}
+
+TEST_F(PlanIo11, ShorthandRoundTripsAndExpandsOnlyWhenSimulated) {
+  Plan p = Plan::single_device(g, 0);
+  p.tensor_parallel.degree = 2;
+  p.tensor_parallel.sequence_parallel = true;
+  // testnet's ops have no Megatron names: the shorthand cannot expand, and says which op.
+  testing_plan::expect_error<ValidationError>([&] { p.validate(g, c); },
+                                              "tensor_parallel: op 'embed' (MatMul, scope 'embed') "
+                                              "matches no Megatron role");
+}
+
+TEST_F(PlanIo11, BadFieldsAreNamed) {
+  using testing_plan::expect_error;
+  expect_error<FormatError>([&] { parse("pipeline: {stages: [{devices: [0], ops: [x_in, embed, "
+                                        "l1_fc, l1_act, l10_fc, head], recompute: half}]}\n"); },
+                            "p.yaml: pipeline.stages[0].recompute: unknown recomputation 'half'");
+  expect_error<ValidationError>(
+      [&] { parse("pipeline: {stages: [{devices: [0, 1, 2], tensor_parallel: 2, ops: [x_in, embed,"
+                  " l1_fc, l1_act, l10_fc, head]}]}\n"); },
+      "pipeline.stages[0].tensor_parallel: stage 0 has 3 devices, not a multiple of "
+      "tensor_parallel 2");
+  expect_error<FormatError>([&] { parse("data_parallel: {zero_stage: 4}\n"); },
+                            "p.yaml: data_parallel.zero_stage");
+  expect_error<FormatError>([&] { parse("precision: {compute: int8}\n"); },
+                            "p.yaml: precision.compute: unknown compute dtype 'int8'");
+  expect_error<FormatError>([&] { parse("partitions: [{op: l1_fc, dim: 1, devices: [0, 1],"
+                                        " forward_collective: broadcast}]\n"); },
+                            "partitions[0].forward_collective: unknown collective 'broadcast'");
+  expect_error<FormatError>([&] { parse("partitions: [{op: l1_act, dim: 1, replicated: true,"
+                                        " devices: [0, 1]}]\n"); },
+                            "partitions[0]: a replicated op is not split");
+  expect_error<ValidationError>([&] { parse("partitions: [{op: l1_fc, dim: 1, devices: [0, 1],"
+                                            " forward_collective: reduce_scatter}]\n"); },
+                                "a reduce_scatter forward collective leaves the output split");
+  expect_error<FormatError>([&] { parse("tensor_parallel: {degree: 2, style: deepspeed}\n"); },
+                            "tensor_parallel.style: unknown style 'deepspeed'");
+  // A stage of data-parallel copies that also holds a partition over them is ambiguous: a
+  // warning names the choice made.
+  std::vector<std::string> warnings;
+  parse_plan_yaml("format_version: \"1.1\"\ngraph: testnet\nplacement: {default: 0}\n"
+                  "partitions: [{op: l1_fc, dim: 1, devices: [0, 1]}]\n"
+                  "pipeline: {stages: [{devices: [0, 1], ops: [x_in, embed, l1_fc, l1_act,"
+                  " l10_fc, head]}]}\n",
+                  "p.yaml", g, c, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("p.yaml: partitions[0]: op 'l1_fc' is partitioned over devices of "
+                             "pipeline stage 0, whose 2 devices are data-parallel copies "
+                             "(tensor_parallel: 1): simulated as data parallelism"),
+            std::string::npos)
+      << warnings[0];
+  // In a TP stage, partitions use the stage's first TP group.
+  expect_error<ValidationError>(
+      [&] { parse("partitions: [{op: l1_fc, dim: 1, devices: [2, 3]}]\n"
+                  "pipeline: {stages: [{devices: [0, 1, 2, 3], tensor_parallel: 2, ops: [x_in,"
+                  " embed, l1_fc, l1_act, l10_fc, head]}]}\n"); },
+      "must be partitioned over the stage's first TP group");
+}
+
+TEST_F(PlanIo11, ADimMustExistInTheOutputShape) {
+  using testing_plan::expect_error;
+  // head's output y is [8, 4]: dim 2 does not exist.
+  expect_error<ValidationError>([&] { parse("partitions: [{op: head, dim: 2, devices: [0, 1]}]\n"); },
+                                "dim 2 is out of range: output 'y' of op 'head' has rank 2");
 }
 
 }  // namespace

@@ -116,6 +116,11 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
     EXPECT_EQ(a.partitions[i].dim, b.partitions[i].dim) << i;
     EXPECT_EQ(a.partitions[i].devices, b.partitions[i].devices) << i;
     EXPECT_EQ(a.partitions[i].levels, b.partitions[i].levels) << i;
+    EXPECT_EQ(a.partitions[i].sharded_output, b.partitions[i].sharded_output) << i;
+    EXPECT_EQ(a.partitions[i].sharded_input, b.partitions[i].sharded_input) << i;
+    EXPECT_EQ(a.partitions[i].replicated, b.partitions[i].replicated) << i;
+    EXPECT_EQ(a.partitions[i].forward_collective, b.partitions[i].forward_collective) << i;
+    EXPECT_EQ(a.partitions[i].backward_collective, b.partitions[i].backward_collective) << i;
   }
   EXPECT_EQ(a.pipeline.micro_batches, b.pipeline.micro_batches);
   EXPECT_EQ(a.pipeline.schedule, b.pipeline.schedule);
@@ -123,7 +128,18 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   for (size_t s = 0; s < a.pipeline.stages.size(); ++s) {
     EXPECT_EQ(a.pipeline.stages[s].ops, b.pipeline.stages[s].ops) << s;
     EXPECT_EQ(a.pipeline.stages[s].devices, b.pipeline.stages[s].devices) << s;
+    EXPECT_EQ(a.pipeline.stages[s].tensor_parallel, b.pipeline.stages[s].tensor_parallel) << s;
+    EXPECT_EQ(a.pipeline.stages[s].recompute, b.pipeline.stages[s].recompute) << s;
   }
+  EXPECT_EQ(a.data_parallel.zero_stage, b.data_parallel.zero_stage);
+  EXPECT_EQ(a.data_parallel.overlap, b.data_parallel.overlap);
+  EXPECT_EQ(a.tensor_parallel.degree, b.tensor_parallel.degree);
+  EXPECT_EQ(a.tensor_parallel.sequence_parallel, b.tensor_parallel.sequence_parallel);
+  EXPECT_EQ(a.recompute, b.recompute);
+  EXPECT_EQ(a.precision.compute_set, b.precision.compute_set);
+  EXPECT_EQ(a.precision.compute, b.precision.compute);
+  EXPECT_EQ(a.precision.loss_scaling, b.precision.loss_scaling);
+  EXPECT_EQ(a.precision.grad_clipping, b.precision.grad_clipping);
   EXPECT_EQ(a.data_parallel.replicas, b.data_parallel.replicas);
   EXPECT_EQ(a.data_parallel.sync, b.data_parallel.sync);
   EXPECT_EQ(a.data_parallel.bucket_bytes, b.data_parallel.bucket_bytes);

@@ -1,0 +1,47 @@
+#pragma once
+// A Megatron-LM parallel configuration as a plan (docs/parallelism.md).
+//
+// Megatron orders ranks tensor-parallel fastest, then data-parallel, then pipeline: with
+// tp = 2, dp = 2, pp = 2 on devices 0..7, stage 0 is devices 0..3 (TP pairs {0, 1} and
+// {2, 3}) and stage 1 devices 4..7. Layers are split evenly over the stages (the first
+// stage also holds the embedding, the last the final norm, LM head and loss), each stage
+// runs global_batch / (micro_batch x dp) micro-batches under 1F1B, and the tensor-parallel
+// shorthand expands to Megatron's per-op partitions when the plan is simulated.
+//
+//   MegatronConfig m;
+//   m.tp = 2; m.pp = 2; m.dp = 2; m.micro_batch = 4; m.global_batch = 64;
+//   Plan p = megatron_plan(gpt_graph, m);
+
+#include <string>
+
+#include "src/graph/graph.h"
+#include "src/plan/plan.h"
+
+namespace placer {
+
+struct MegatronConfig {
+  int tp = 1, pp = 1, dp = 1;
+  int micro_batch = 1;    ///< samples per micro-batch per data-parallel rank
+  int global_batch = 1;   ///< samples per step; the graph's batch size must equal it
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  int zero_stage = 0;               ///< 1 = Megatron's distributed optimizer
+  bool overlap_grad_reduce = false;  ///< Megatron's --overlap-grad-reduce
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  int first_device = 0;  ///< devices first_device .. first_device + tp*dp*pp - 1
+  /// Mixed precision as Megatron runs it: fp16 with dynamic loss scaling, or bf16; both
+  /// with gradient clipping (1.0 by default).
+  bool loss_scaling = true;
+  bool grad_clipping = true;
+};
+
+/// Micro-batches per step: global_batch / (micro_batch * dp). Throws ValidationError
+/// naming the field when it is not a positive integer.
+int megatron_micro_batches(const MegatronConfig& m);
+
+/// The plan of configuration `m` on graph `g` (a forward-and-backward training step of a
+/// layered transformer: forward ops carry their layer index). Throws ValidationError when
+/// pp exceeds the layers, the batch does not divide, or the graph's batch differs.
+Plan megatron_plan(const Graph& g, const MegatronConfig& m);
+
+}  // namespace placer

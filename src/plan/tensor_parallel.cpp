@@ -1,0 +1,239 @@
+#include "src/plan/tensor_parallel.h"
+
+#include <string>
+#include <vector>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+[[noreturn]] void fail(const std::string& message) {
+  throw ValidationError("tensor_parallel: " + message);
+}
+
+// Name suffixes per role: Megatron's module names (datasets/gpt.h) first, then the
+// Transformer generator's (datasets/synthetic.h) and BERT-style exports.
+const char* const kColumn[] = {".query_key_value", ".dense_h_to_4h", ".query", ".key", ".value",
+                               ".intermediate.dense"};
+const char* const kRow[] = {".self_attention.dense", ".dense_4h_to_h", ".attention.output.dense",
+                            ".output.dense"};
+const char* const kSharded[] = {".rotary", ".bias_gelu", ".swiglu", ".scores", ".softmax",
+                                ".context", ".intermediate.gelu"};
+const char* const kReplicated[] = {"layernorm", ".bias_dropout_add", ".residual",
+                                   ".position_embeddings", ".embedding.add",
+                                   ".embedding_dropout"};
+
+template <size_t N>
+bool any_suffix(const std::string& name, const char* const (&list)[N]) {
+  for (const char* s : list) {
+    if (ends_with(name, s)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* to_string(TensorParallelRole r) {
+  switch (r) {
+    case TensorParallelRole::kColumn: return "column-parallel";
+    case TensorParallelRole::kSharded: return "sharded";
+    case TensorParallelRole::kRow: return "row-parallel";
+    case TensorParallelRole::kReplicated: return "replicated";
+    case TensorParallelRole::kVocabEmbedding: return "vocab-parallel embedding";
+    case TensorParallelRole::kVocabLoss: return "vocab-parallel cross-entropy";
+    case TensorParallelRole::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+TensorParallelRole megatron_role(const Op& op) {
+  const std::string& n = op.name;
+  if (op.category == OpCategory::kInput) return TensorParallelRole::kReplicated;
+  // Everything inside the attention core works on the local heads.
+  if (contains(n, ".core_attention.")) return TensorParallelRole::kSharded;
+  if (any_suffix(n, kRow)) return TensorParallelRole::kRow;
+  if (any_suffix(n, kColumn)) return TensorParallelRole::kColumn;
+  if (any_suffix(n, kSharded)) return TensorParallelRole::kSharded;
+  if (ends_with(n, "word_embeddings") || n == "embedding") return TensorParallelRole::kVocabEmbedding;
+  if (n == "output_layer" || n == "lm_head") return TensorParallelRole::kColumn;
+  if (n == "loss") return TensorParallelRole::kVocabLoss;
+  if (any_suffix(n, kReplicated) || contains(n, "layernorm") || contains(n, "norm")) {
+    return TensorParallelRole::kReplicated;
+  }
+  return TensorParallelRole::kUnknown;
+}
+
+bool needs_tensor_parallel_expansion(const Plan& plan) { return plan.tensor_parallel.enabled(); }
+
+Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
+  Plan out = plan;
+  if (!plan.tensor_parallel.enabled()) return out;
+  const int degree = plan.tensor_parallel.degree;
+  const bool sp = plan.tensor_parallel.sequence_parallel;
+  const size_t n = g.num_ops();
+
+  // The TP group (first device, degree) of every forward op.
+  std::vector<int> first(n, -1), tp(n, 1);
+  if (out.pipeline.enabled()) {
+    for (size_t s = 0; s < out.pipeline.stages.size(); ++s) {
+      PipelineStage& st = out.pipeline.stages[s];
+      if (st.tensor_parallel == 1) st.tensor_parallel = degree;
+      if (st.devices.empty() || st.devices.size() % size_t(st.tensor_parallel) != 0) {
+        fail("pipeline.stages[" + std::to_string(s) + "] has " + std::to_string(st.devices.size()) +
+             " devices, not a multiple of its tensor-parallel degree " +
+             std::to_string(st.tensor_parallel));
+      }
+      for (OpId o : st.ops) {
+        if (o < n) first[o] = static_cast<int>(s), tp[o] = st.tensor_parallel;
+      }
+    }
+  } else {
+    if (out.placement.size() != n) fail("the plan's placement does not cover the graph");
+    for (OpId o = 0; o < n; ++o) {
+      tp[o] = degree;
+      if (out.placement[o] + degree > num_devices) {
+        fail("op '" + g.op(o).name + "' is on device " + std::to_string(out.placement[o]) +
+             "; its group of " + std::to_string(degree) + " devices would end past the cluster's " +
+             std::to_string(num_devices));
+      }
+    }
+  }
+  auto group_of = [&](OpId o) {
+    std::vector<int> devs;
+    if (out.pipeline.enabled()) {
+      const PipelineStage& st = out.pipeline.stages[size_t(first[o])];
+      devs.assign(st.devices.begin(), st.devices.begin() + tp[o]);
+    } else {
+      for (int k = 0; k < tp[o]; ++k) devs.push_back(out.placement[o] + k);
+    }
+    return devs;
+  };
+
+  std::vector<int> explicit_part(n, -1);
+  for (size_t k = 0; k < plan.partitions.size(); ++k) {
+    if (plan.partitions[k].op < n) explicit_part[plan.partitions[k].op] = static_cast<int>(k);
+  }
+
+  // Roles, then the partition of every forward op in a TP > 1 group.
+  std::vector<TensorParallelRole> role(n, TensorParallelRole::kUnknown);
+  for (OpId o = 0; o < n; ++o) {
+    const Op& op = g.op(o);
+    if (op.phase != Phase::kForward || tp[o] < 2 || explicit_part[o] >= 0) continue;
+    role[o] = megatron_role(op);
+    if (role[o] == TensorParallelRole::kUnknown) {
+      fail("op '" + op.name + "' (" + op.type + ", scope '" + op.scope +
+           "') matches no Megatron role (column / row / sharded / replicated, "
+           "docs/parallelism.md); partition it explicitly in 'partitions'");
+    }
+  }
+  // Under sequence parallelism the replicated ops (except graph inputs) are split on the
+  // sequence dim.
+  auto seq_split = [&](OpId o) {
+    return sp && role[o] == TensorParallelRole::kReplicated &&
+           g.op(o).category != OpCategory::kInput;
+  };
+  std::vector<uint8_t> sharded_out(n, 0), reduce_scatter_out(n, 0);
+  for (OpId o = 0; o < n; ++o) {
+    switch (role[o]) {
+      case TensorParallelRole::kColumn:
+      case TensorParallelRole::kSharded:
+        sharded_out[o] = 1;
+        break;
+      case TensorParallelRole::kRow:
+      case TensorParallelRole::kVocabEmbedding:
+        sharded_out[o] = sp;
+        reduce_scatter_out[o] = sp;
+        break;
+      default:
+        break;
+    }
+    if (seq_split(o)) {
+      // Stays split unless a consumer needs the whole sequence (a column-parallel input).
+      bool all_split = true;
+      for (TensorId t : g.op(o).outputs) {
+        for (OpId c : g.consumers(t)) {
+          if (g.op(c).phase == Phase::kForward && !seq_split(c)) all_split = false;
+        }
+      }
+      sharded_out[o] = all_split;
+    }
+  }
+  for (OpId o = 0; o < n; ++o) {
+    if (role[o] == TensorParallelRole::kUnknown) continue;
+    const Op& op = g.op(o);
+    OpPartition q;
+    q.op = o;
+    q.devices = group_of(o);
+    bool reads_shards = false, reads_scattered = false;
+    for (TensorId t : op.inputs) {
+      const OpId pr = g.tensor(t).producer;
+      if (pr == kNoOp || pr >= n) continue;
+      if (sharded_out[pr] && group_of(pr) == q.devices) reads_shards = true;
+      if (reduce_scatter_out[pr]) reads_scattered = true;
+    }
+    const std::vector<int64_t>& shape =
+        op.outputs.empty() ? std::vector<int64_t>{} : g.tensor(op.outputs[0]).shape;
+    auto last_dim = [&]() {
+      if (shape.size() < 2) {
+        fail("op '" + op.name + "' (" + to_string(role[o]) + ") needs an output shape of rank >= 2");
+      }
+      return shape.size() == 4 ? 1 : static_cast<int>(shape.size()) - 1;  // heads or features
+    };
+    switch (role[o]) {
+      case TensorParallelRole::kColumn:
+        q.dim = last_dim();
+        q.sharded_output = true;
+        q.sharded_input = reads_shards;
+        if (sp) q.backward_collective = PartitionCollective::kReduceScatter;
+        break;
+      case TensorParallelRole::kSharded:
+        q.dim = last_dim();
+        q.sharded_input = reads_shards;
+        q.sharded_output = true;
+        break;
+      case TensorParallelRole::kRow:
+      case TensorParallelRole::kVocabEmbedding:
+        q.dim = OpPartition::kReduceDim;
+        q.sharded_input = reads_shards;
+        if (sp) {
+          q.sharded_output = true;
+          q.forward_collective = PartitionCollective::kReduceScatter;
+        }
+        break;
+      case TensorParallelRole::kVocabLoss:
+        q.dim = OpPartition::kReduceDim;
+        q.sharded_input = reads_shards;
+        break;
+      case TensorParallelRole::kReplicated:
+        if (!seq_split(o)) {
+          q.replicated = true;
+          break;
+        }
+        q.dim = 1;
+        q.sharded_input = reads_shards;
+        q.sharded_output = sharded_out[o];
+        q.forward_collective =
+            sharded_out[o] ? PartitionCollective::kNone : PartitionCollective::kAllGather;
+        q.backward_collective =
+            reads_scattered ? PartitionCollective::kAllGather : PartitionCollective::kNone;
+        break;
+      case TensorParallelRole::kUnknown:
+        break;
+    }
+    out.partitions.push_back(std::move(q));
+  }
+  out.tensor_parallel = TensorParallelConfig{};
+  return out;
+}
+
+}  // namespace placer
