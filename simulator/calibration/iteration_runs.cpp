@@ -1,0 +1,258 @@
+#include "simulator/calibration/iteration_runs.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "datasets/gpt.h"
+#include "simulator/cost_model.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/io/yaml_util.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : line) {
+    if (ch == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (ch != '\r') {
+      cur += ch;
+    }
+  }
+  out.push_back(cur);
+  for (std::string& f : out) {
+    const size_t a = f.find_first_not_of(" \t");
+    const size_t b = f.find_last_not_of(" \t");
+    f = a == std::string::npos ? std::string() : f.substr(a, b - a + 1);
+  }
+  return out;
+}
+
+class RowReader {
+ public:
+  RowReader(const std::string& file, int line, const std::map<std::string, size_t>& cols,
+            const std::vector<std::string>& fields)
+      : file_(file), line_(line), cols_(cols), fields_(fields) {}
+
+  [[noreturn]] void fail(const std::string& column, const std::string& message) const {
+    throw FormatError(file_ + ":" + std::to_string(line_) + ": column '" + column + "': " + message);
+  }
+  bool has(const std::string& c) const {
+    auto it = cols_.find(c);
+    return it != cols_.end() && !fields_[it->second].empty();
+  }
+  const std::string& text(const std::string& c) const {
+    auto it = cols_.find(c);
+    if (it == cols_.end() || fields_[it->second].empty()) fail(c, "is empty");
+    return fields_[it->second];
+  }
+  double number(const std::string& c) const {
+    const std::string& s = text(c);
+    double v = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v)) {
+      fail(c, "'" + s + "' is not a number");
+    }
+    return v;
+  }
+  int64_t integer(const std::string& c, int64_t lo, int64_t hi) const {
+    const double v = number(c);
+    if (v != std::floor(v)) fail(c, "'" + text(c) + "' is not an integer");
+    if (v < double(lo) || v > double(hi)) {
+      fail(c, text(c) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return static_cast<int64_t>(v);
+  }
+  int64_t integer_or(const std::string& c, int64_t dflt, int64_t lo, int64_t hi) const {
+    return has(c) ? integer(c, lo, hi) : dflt;
+  }
+
+ private:
+  const std::string& file_;
+  int line_;
+  const std::map<std::string, size_t>& cols_;
+  const std::vector<std::string>& fields_;
+};
+
+const char* const kRequired[] = {"gpus", "global_batch", "micro_batch", "hidden", "heads", "layers",
+                                 "seq_len", "tp", "dp", "pp", "iteration_ms"};
+const char* const kOptional[] = {"model", "vocab", "ffn", "kv_heads", "recompute", "precision",
+                                 "zero_stage", "overlap_grad_reduce", "sequence_parallel"};
+
+}  // namespace
+
+std::vector<IterationRun> parse_iteration_runs(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  std::map<std::string, size_t> cols;
+  std::vector<IterationRun> runs;
+  while (std::getline(in, line)) {
+    ++n;
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const std::vector<std::string> fields = split_fields(line);
+    if (cols.empty()) {
+      for (size_t i = 0; i < fields.size(); ++i) {
+        bool known = false;
+        for (const char* c : kRequired) known = known || fields[i] == c;
+        for (const char* c : kOptional) known = known || fields[i] == c;
+        if (!known) {
+          throw FormatError(file + ":" + std::to_string(n) + ": unknown column '" + fields[i] +
+                            "' (docs/formats/iteration_runs.md)");
+        }
+        cols[fields[i]] = i;
+      }
+      for (const char* c : kRequired) {
+        if (!cols.count(c)) {
+          throw FormatError(file + ":" + std::to_string(n) + ": the header has no column '" + c +
+                            "'");
+        }
+      }
+      continue;
+    }
+    if (fields.size() != cols.size()) {
+      throw FormatError(file + ":" + std::to_string(n) + ": " + std::to_string(fields.size()) +
+                        " fields, the header has " + std::to_string(cols.size()));
+    }
+    const RowReader r(file, n, cols, fields);
+    IterationRun run;
+    run.source = file;
+    run.line = n;
+    if (r.has("model")) {
+      run.model = r.text("model");
+      if (run.model != "gpt" && run.model != "llama") r.fail("model", "'" + run.model + "' is not gpt or llama");
+    }
+    run.gpus = int(r.integer("gpus", 1, 1 << 20));
+    run.hidden = r.integer("hidden", 1, 1 << 20);
+    run.heads = r.integer("heads", 1, 1 << 14);
+    run.layers = int(r.integer("layers", 1, 1 << 12));
+    run.seq_len = r.integer("seq_len", 1, 1 << 24);
+    run.vocab = r.integer_or("vocab", 50257, 1, int64_t(1) << 24);
+    run.ffn = r.integer_or("ffn", 0, 0, 1 << 22);
+    run.kv_heads = r.integer_or("kv_heads", 0, 0, run.heads);
+    MegatronConfig& m = run.config;
+    m.tp = int(r.integer("tp", 1, 1 << 14));
+    m.dp = int(r.integer("dp", 1, 1 << 20));
+    m.pp = int(r.integer("pp", 1, 1 << 12));
+    m.micro_batch = int(r.integer("micro_batch", 1, 1 << 20));
+    m.global_batch = int(r.integer("global_batch", 1, 1 << 26));
+    m.zero_stage = int(r.integer_or("zero_stage", 0, 0, 3));
+    m.overlap_grad_reduce = r.integer_or("overlap_grad_reduce", 0, 0, 1) == 1;
+    m.sequence_parallel = r.integer_or("sequence_parallel", 0, 0, 1) == 1;
+    m.recompute = Recompute::kFull;
+    if (r.has("recompute") && !parse_recompute(r.text("recompute"), &m.recompute)) {
+      r.fail("recompute", "'" + r.text("recompute") + "' is not none, selective or full");
+    }
+    if (r.has("precision")) {
+      const std::string& p = r.text("precision");
+      if (p == "fp16" || p == "f16") {
+        run.dtype = DType::kF16;
+      } else if (p == "bf16") {
+        run.dtype = DType::kBF16;
+      } else {
+        r.fail("precision", "'" + p + "' is not fp16 or bf16");
+      }
+    }
+    // Megatron uses dynamic loss scaling with fp16 only.
+    m.loss_scaling = run.dtype == DType::kF16;
+    const double ms = r.number("iteration_ms");
+    if (!(ms > 0)) r.fail("iteration_ms", "must be > 0");
+    run.measured = ms * 1e-3;
+    // The configuration must be one Megatron can run.
+    if (run.heads % m.tp != 0) {
+      r.fail("tp", "tp " + std::to_string(m.tp) + " does not divide heads " + std::to_string(run.heads));
+    }
+    if (run.hidden % run.heads != 0) {
+      r.fail("heads", std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
+    }
+    if (int64_t(m.tp) * m.dp * m.pp != run.gpus) {
+      r.fail("gpus", "dp x tp x pp = " + std::to_string(int64_t(m.tp) * m.dp * m.pp) + ", not gpus " +
+                         std::to_string(run.gpus));
+    }
+    if (m.global_batch % (int64_t(m.micro_batch) * m.dp) != 0) {
+      r.fail("global_batch", "global_batch " + std::to_string(m.global_batch) +
+                                 " is not a whole number of micro-batches of micro_batch x dp = " +
+                                 std::to_string(int64_t(m.micro_batch) * m.dp));
+    }
+    if (m.pp > run.layers) {
+      r.fail("pp", "pp " + std::to_string(m.pp) + " exceeds layers " + std::to_string(run.layers));
+    }
+    runs.push_back(std::move(run));
+  }
+  if (cols.empty()) throw FormatError(file + ": no header row");
+  return runs;
+}
+
+std::vector<IterationRun> load_iteration_runs(const std::string& path) {
+  return parse_iteration_runs(read_text_file(path, "iteration runs file"), path);
+}
+
+RunPredictor::RunPredictor(const Cluster& cluster) : cluster_(cluster) {}
+RunPredictor::~RunPredictor() = default;
+
+const Graph& RunPredictor::graph(const IterationRun& run) {
+  const auto key = std::make_tuple(run.model, run.hidden, run.heads, run.kv_heads, run.ffn,
+                                   run.seq_len, run.vocab, run.layers, run.config.global_batch,
+                                   run.config.tp, static_cast<int>(run.dtype));
+  std::unique_ptr<Graph>& g = graphs_[key];
+  if (!g) {
+    Graph forward;
+    if (run.model == "llama") {
+      LlamaOptions o;
+      o.layers = run.layers;
+      o.hidden = run.hidden;
+      o.heads = run.heads;
+      o.kv_heads = run.kv_heads;
+      o.ffn = run.ffn;
+      o.seq_len = run.seq_len;
+      o.batch = run.config.global_batch;
+      o.vocab = run.vocab;
+      o.tp = run.config.tp;
+      o.dtype = run.dtype;
+      forward = make_llama(o);
+    } else {
+      GptOptions o;
+      o.layers = run.layers;
+      o.hidden = run.hidden;
+      o.heads = run.heads;
+      o.ffn = run.ffn;
+      o.seq_len = run.seq_len;
+      o.batch = run.config.global_batch;
+      o.vocab = run.vocab;
+      o.tp = run.config.tp;
+      o.dtype = run.dtype;
+      forward = make_gpt(o);
+    }
+    TrainingOptions t;
+    t.optimizer = Optimizer::kAdam;
+    t.master_weights = true;
+    g = std::make_unique<Graph>(expand_training_step(forward, t));
+  }
+  return *g;
+}
+
+Plan RunPredictor::plan(const IterationRun& run) { return megatron_plan(graph(run), run.config); }
+
+double RunPredictor::predict(const IterationRun& run, const CostProfile& profile) {
+  if (run.gpus > cluster_.num_devices()) {
+    throw ValidationError(run.where() + ": the run uses " + std::to_string(run.gpus) +
+                          " GPUs, cluster '" + cluster_.name + "' has " +
+                          std::to_string(cluster_.num_devices()));
+  }
+  const Graph& g = graph(run);
+  const CostModel cost(cluster_, profile);
+  Simulator sim(g, cluster_, cost);
+  SimOptions opt;
+  opt.critical_path = false;
+  return sim.run(megatron_plan(g, run.config), opt).step_time;
+}
+
+}  // namespace placer

@@ -1,0 +1,73 @@
+#pragma once
+// Measured training runs: iteration times of whole training steps with the model and the
+// parallel configuration that produced them (docs/formats/iteration_runs.md), and the
+// simulator's prediction for each (the graph from the GPT / LLaMA generator, the plan from
+// megatron_plan). This is what `placer calibrate fit|check --iterations` and
+// bench/megatron_fidelity read.
+//
+//   std::vector<IterationRun> runs = load_iteration_runs("runs.csv");
+//   RunPredictor pred(cluster);
+//   double t = pred.predict(runs[0], profile);  // seconds
+//
+// The CSV has a header row; `#` lines are comments. Required columns: gpus, global_batch,
+// micro_batch, hidden, heads, layers, seq_len, tp, dp, pp, iteration_ms. Optional columns
+// (defaults = the setup of the shipped Megatron-DeepSpeed file): model (gpt | llama),
+// vocab (50257), ffn (0 = the model's), kv_heads (0 = heads), recompute (full), precision
+// (fp16 | bf16, fp16), zero_stage (0), overlap_grad_reduce (0), sequence_parallel (0).
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "simulator/cost_profile.h"
+#include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+#include "src/plan/megatron_plan.h"
+
+namespace placer {
+
+struct IterationRun {
+  std::string source;  ///< file name
+  int line = 0;        ///< 1-based line in the file
+  std::string model = "gpt";
+  int gpus = 1;
+  int64_t hidden = 0, heads = 0, kv_heads = 0, ffn = 0, seq_len = 0, vocab = 50257;
+  int layers = 0;
+  DType dtype = DType::kF16;
+  MegatronConfig config;
+  double measured = 0;  ///< seconds per iteration
+
+  std::string where() const { return source + ":" + std::to_string(line); }
+};
+
+/// Parses the CSV. Errors (FormatError, "file:line: column 'x': ...") for a missing
+/// column, a non-numeric or non-integer field, and impossible configurations: tp not
+/// dividing heads, dp x tp x pp != gpus, micro-batches not an integer, pp > layers.
+std::vector<IterationRun> parse_iteration_runs(const std::string& text, const std::string& file);
+std::vector<IterationRun> load_iteration_runs(const std::string& path);
+
+/// Builds (and caches) the training-step graph of each distinct model of the runs and
+/// simulates a run under a cost profile on `cluster` (devices 0 .. gpus-1).
+class RunPredictor {
+ public:
+  explicit RunPredictor(const Cluster& cluster);
+  ~RunPredictor();
+
+  /// The training-step graph of `run` (fp16/bf16, Adam with fp32 master weights).
+  const Graph& graph(const IterationRun& run);
+  /// The plan of `run` on its graph.
+  Plan plan(const IterationRun& run);
+  /// Predicted iteration time (seconds) of `run` under `profile`.
+  double predict(const IterationRun& run, const CostProfile& profile);
+
+ private:
+  const Cluster& cluster_;
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
+                      int, int>,
+           std::unique_ptr<Graph>>
+      graphs_;
+};
+
+}  // namespace placer

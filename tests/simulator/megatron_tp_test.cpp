@@ -1,0 +1,158 @@
+// Megatron tensor parallelism through the plan shorthand on the GPT generator's graph:
+// exactly the collectives Megatron-LM issues per layer, no point-to-point transfers.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "datasets/gpt.h"
+#include "sim_fixtures.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/plan/megatron_plan.h"
+#include "src/plan/tensor_parallel.h"
+
+namespace placer {
+namespace {
+
+using testing::link;
+using testing::make_cluster;
+
+Graph small_gpt(int tp) {
+  GptOptions o;
+  o.layers = 2;
+  o.hidden = 64;
+  o.heads = 4;
+  o.seq_len = 32;
+  o.batch = 8;
+  o.vocab = 1000;
+  o.tp = tp;
+  TrainingOptions t;
+  t.master_weights = true;
+  return expand_training_step(make_gpt(o), t);
+}
+
+// Names (without the layer prefix) of the layer-0 ops that run a collective on device 0,
+// forward and backward (backward ops named by their forward op).
+struct LayerCollectives {
+  std::multiset<std::string> forward, backward;
+};
+
+LayerCollectives layer0_collectives(const Graph& g, const SimResult& r) {
+  const std::string prefix = "language_model.encoder.layers.0.";
+  LayerCollectives out;
+  for (const SimEvent& e : r.events) {
+    if (e.kind != SimEvent::kCollective || e.device != 0 || e.op == kNoOp) continue;
+    const Op& op = g.op(e.op);
+    const Op& f = op.phase == Phase::kForward ? op : g.op(op.forward_op);
+    if (f.layer != 0) continue;
+    const std::string name = f.name.substr(prefix.size());
+    (op.phase == Phase::kForward ? out.forward : out.backward).insert(name);
+  }
+  return out;
+}
+
+class MegatronTp : public ::testing::TestWithParam<int> {};
+
+TEST_P(MegatronTp, TwoAllReducesForwardAndTwoBackwardPerLayer) {
+  const int tp = GetParam();
+  const Graph g = small_gpt(tp);
+  const Cluster cl = make_cluster(1, 4, link(5e-6, 1e11), link(5e-6, 1e10));
+  const CostModel cost(cl, uniform_profile(0.5));
+  Simulator sim(g, cl, cost);
+  MegatronConfig m;
+  m.tp = tp;
+  m.micro_batch = 8;
+  m.global_batch = 8;
+  const Plan p = megatron_plan(g, m);
+  p.validate(g, cl);
+  SimOptions opt;
+  opt.record_events = true;
+  const SimResult r = sim.run(p, opt);
+  EXPECT_EQ(r.num_transfers, 0u);
+  const LayerCollectives c = layer0_collectives(g, r);
+  // Forward: the row-parallel outputs are all-reduced; backward: the column-parallel inputs'
+  // gradients (Shoeybi et al. 2019, Fig. 3).
+  EXPECT_EQ(c.forward, (std::multiset<std::string>{"self_attention.dense", "mlp.dense_4h_to_h"}));
+  EXPECT_EQ(c.backward, (std::multiset<std::string>{"self_attention.query_key_value",
+                                                     "mlp.dense_h_to_4h"}));
+  // Every device of the group computes: the same work on each rank.
+  for (int d = 1; d < tp; ++d) EXPECT_DOUBLE_EQ(r.compute_time[d], r.compute_time[0]) << d;
+
+  // Sequence parallelism: all-gather before each column-parallel linear and reduce-scatter
+  // after each row-parallel one, forward; the mirror images backward.
+  Plan sp = p;
+  sp.tensor_parallel.sequence_parallel = true;
+  sp.validate(g, cl);
+  const SimResult rs = sim.run(sp, opt);
+  EXPECT_EQ(rs.num_transfers, 0u);
+  const LayerCollectives s = layer0_collectives(g, rs);
+  EXPECT_EQ(s.forward, (std::multiset<std::string>{"input_layernorm", "self_attention.dense",
+                                                    "post_attention_layernorm",
+                                                    "mlp.dense_4h_to_h"}));
+  EXPECT_EQ(s.backward, (std::multiset<std::string>{"self_attention.query_key_value",
+                                                     "mlp.dense_h_to_4h",
+                                                     "self_attention.bias_dropout_add",
+                                                     "mlp.bias_dropout_add"}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Degrees, MegatronTp, ::testing::Values(2, 4));
+
+TEST(MegatronTp, ExpansionGivesEveryOpItsMegatronRole) {
+  const Graph g = small_gpt(2);
+  MegatronConfig m;
+  m.tp = 2;
+  m.micro_batch = 8;
+  m.global_batch = 8;
+  const Plan e = expand_tensor_parallel(megatron_plan(g, m), g, 4);
+  auto part = [&](const std::string& name) -> const OpPartition& {
+    const OpId o = g.find_op(name);
+    for (const OpPartition& q : e.partitions) {
+      if (q.op == o) return q;
+    }
+    ADD_FAILURE() << name << " has no partition";
+    static OpPartition none;
+    return none;
+  };
+  const std::string l = "language_model.encoder.layers.1.";
+  EXPECT_TRUE(part(l + "input_layernorm").replicated);
+  EXPECT_TRUE(part(l + "mlp.bias_dropout_add").replicated);
+  EXPECT_TRUE(part(l + "self_attention.query_key_value").sharded_output);
+  EXPECT_EQ(part(l + "self_attention.query_key_value").dim, 2);
+  EXPECT_EQ(part(l + "self_attention.core_attention.scores").dim, 1);  // heads
+  EXPECT_TRUE(part(l + "self_attention.core_attention.context").sharded_input);
+  EXPECT_EQ(part(l + "self_attention.dense").dim, OpPartition::kReduceDim);
+  EXPECT_TRUE(part(l + "self_attention.dense").sharded_input);
+  EXPECT_FALSE(part(l + "self_attention.dense").sharded_output);
+  EXPECT_EQ(part("language_model.embedding.word_embeddings").dim, OpPartition::kReduceDim);
+  EXPECT_TRUE(part("output_layer").sharded_output);
+  EXPECT_TRUE(part("loss").sharded_input);
+  for (const OpPartition& q : e.partitions) EXPECT_EQ(q.devices, (std::vector<int>{0, 1}));
+}
+
+TEST(MegatronTp, AGridOfTwoPipelineStagesAndTwoCopiesSimulates) {
+  const Graph g = small_gpt(2);
+  const Cluster cl = make_cluster(1, 8, link(5e-6, 1e11), link(5e-6, 1e10));
+  const CostModel cost(cl, uniform_profile(0.5));
+  Simulator sim(g, cl, cost);
+  MegatronConfig m;
+  m.tp = 2;
+  m.pp = 2;
+  m.dp = 2;
+  m.micro_batch = 1;
+  m.global_batch = 8;
+  m.recompute = Recompute::kFull;
+  const Plan p = megatron_plan(g, m);
+  ASSERT_EQ(p.pipeline.micro_batches, 4);
+  EXPECT_EQ(p.pipeline.stages[1].devices, (std::vector<int>{4, 5, 6, 7}));
+  p.validate(g, cl);
+  const SimResult r = sim.run(p);
+  EXPECT_GT(r.num_transfers, 0u);  // activations between the stages
+  // Each stage's DP copy (TP ranks 2, 3 / 6, 7) mirrors TP ranks 0, 1 / 4, 5.
+  EXPECT_DOUBLE_EQ(r.compute_time[2], r.compute_time[0]);
+  EXPECT_DOUBLE_EQ(r.compute_time[7], r.compute_time[5]);
+  EXPECT_EQ(r.peak_memory[6], r.peak_memory[4]);
+}
+
+}  // namespace
+}  // namespace placer
