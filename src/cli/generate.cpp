@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "datasets/gpt.h"
 #include "datasets/synthetic.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
@@ -16,11 +17,18 @@ namespace {
 
 struct GenerateArgs {
   std::string output, name, dtype = "f32", optimizer = "adam";
+  std::string gpt_dtype = "f16", llama_dtype = "bf16";  // their own defaults
   bool training_step = false;
+  /// --master-weights / --no-master-weights; when neither is given, on for gpt / llama with
+  /// a 16-bit dtype and off otherwise.
+  bool master_weights = false;
+  CLI::Option* master_weights_flag = nullptr;  // of the subcommand that runs
   MlpOptions mlp;
   TransformerOptions transformer;
   LayeredRandomOptions random;
   ChainOptions chain;
+  GptOptions gpt;
+  LlamaOptions llama;
 };
 
 DType dtype_of(const std::string& s) {
@@ -29,12 +37,15 @@ DType dtype_of(const std::string& s) {
   return t;
 }
 
-void write(const GenerateArgs& a, Graph g) {
+/// `master_default`: --master-weights when neither it nor --no-master-weights is given.
+void write(const GenerateArgs& a, Graph g, bool master_default = false) {
   if (a.training_step) {
     TrainingOptions opts;
     if (!parse_optimizer(a.optimizer, &opts.optimizer)) {
       throw Error("--optimizer: unknown optimizer '" + a.optimizer + "'");
     }
+    const bool given = a.master_weights_flag != nullptr && a.master_weights_flag->count() > 0;
+    opts.master_weights = given ? a.master_weights : master_default;
     g = expand_training_step(g, opts);
   }
   ensure_parent_dir(a.output);
@@ -45,15 +56,29 @@ void write(const GenerateArgs& a, Graph g) {
             << (g.is_training_step() ? " (training step)\n" : " (forward)\n");
 }
 
-void add_common(CLI::App* sub, GenerateArgs* a) {
+/// `dtype`: where --dtype goes (families differ in their default). Returns the
+/// --master-weights flag.
+CLI::Option* add_common(CLI::App* sub, GenerateArgs* a, std::string* dtype,
+                        const char* master_default = "off") {
   sub->add_option("-o,--output", a->output, "Graph file to write (*.graph.json)")->required();
   sub->add_option("--name", a->name, "Graph name (default: the family's)");
-  sub->add_option("--dtype", a->dtype, "Element type: f32, f16, bf16")->capture_default_str();
+  sub->add_option("--dtype", *dtype, "Element type: f32, f16, bf16")->capture_default_str();
   sub->add_flag("--training-step", a->training_step,
                 "Write the training step (backward + optimizer) instead of the forward graph");
   sub->add_option("--optimizer", a->optimizer, "Optimizer for --training-step: sgd, momentum, adam")
       ->capture_default_str();
+  return sub->add_flag("--master-weights,!--no-master-weights", a->master_weights,
+                       std::string("With --training-step: fp32 master weights and optimizer "
+                                   "state for 16-bit parameters (Adam 12 B/param; default: ") +
+                           master_default + ")");
 }
+
+/// Runs before a subcommand's callback: remembers which --master-weights flag was parsed.
+void use_flag(CLI::App* sub, GenerateArgs* a, CLI::Option* flag) {
+  sub->preparse_callback([a, flag](size_t) { a->master_weights_flag = flag; });
+}
+
+bool is_16bit(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
 }  // namespace
 
@@ -66,7 +91,7 @@ void register_generate(CLI::App& app) {
   gen->require_subcommand(1);
 
   CLI::App* mlp = gen->add_subcommand("mlp", "Multi-layer perceptron (Linear + Relu layers)");
-  add_common(mlp, a.get());
+  use_flag(mlp, a.get(), add_common(mlp, a.get(), &a->dtype));
   mlp->add_option("--layers", a->mlp.layers, "Linear layers")->capture_default_str()->check(CLI::PositiveNumber);
   mlp->add_option("--input", a->mlp.input, "Input features")->capture_default_str()->check(CLI::PositiveNumber);
   mlp->add_option("--hidden", a->mlp.hidden, "Hidden width")->capture_default_str()->check(CLI::PositiveNumber);
@@ -80,7 +105,7 @@ void register_generate(CLI::App& app) {
   });
 
   CLI::App* tr = gen->add_subcommand("transformer", "Transformer encoder stack with an LM head");
-  add_common(tr, a.get());
+  use_flag(tr, a.get(), add_common(tr, a.get(), &a->dtype));
   tr->add_option("--layers", a->transformer.layers, "Layers")->capture_default_str()->check(CLI::PositiveNumber);
   tr->add_option("--d-model", a->transformer.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
   tr->add_option("--heads", a->transformer.heads, "Attention heads (divides d-model)")->capture_default_str()->check(CLI::PositiveNumber);
@@ -96,7 +121,7 @@ void register_generate(CLI::App& app) {
   });
 
   CLI::App* rnd = gen->add_subcommand("random", "Layered random DAG (scale tests)");
-  add_common(rnd, a.get());
+  use_flag(rnd, a.get(), add_common(rnd, a.get(), &a->dtype));
   rnd->add_option("--ops", a->random.n_ops, "Number of ops")->capture_default_str()->check(CLI::Range(2, 100000000));
   rnd->add_option("--width", a->random.width, "Ops per level")->capture_default_str()->check(CLI::PositiveNumber);
   rnd->add_option("--seed", a->random.seed, "Random seed")->capture_default_str();
@@ -109,7 +134,7 @@ void register_generate(CLI::App& app) {
   });
 
   CLI::App* ch = gen->add_subcommand("chain", "Chain of equal ops (pipeline tests)");
-  add_common(ch, a.get());
+  use_flag(ch, a.get(), add_common(ch, a.get(), &a->dtype));
   ch->add_option("--ops", a->chain.n, "Number of ops")->capture_default_str()->check(CLI::PositiveNumber);
   ch->add_option("--flops", a->chain.flops, "FLOPs per op")->capture_default_str();
   ch->add_option("--activation-bytes", a->chain.activation_bytes, "Bytes of each op's output")->capture_default_str();
@@ -119,6 +144,69 @@ void register_generate(CLI::App& app) {
     o.dtype = dtype_of(a->dtype);
     if (!a->name.empty()) o.name = a->name;
     write(*a, make_chain(o));
+  });
+
+  // Megatron-style GPT and LLaMA (datasets/gpt.h). No CLI11 range checks: make_gpt /
+  // make_llama validate every option with a one-line message naming it.
+  CLI::App* gpt = gen->add_subcommand(
+      "gpt", "Megatron-LM GPT (learned positions, LayerNorm, GeLU, tied embeddings)");
+  use_flag(gpt, a.get(), add_common(gpt, a.get(), &a->gpt_dtype, "on for f16 / bf16"));
+  gpt->add_option("--layers", a->gpt.layers, "Transformer layers")->capture_default_str();
+  gpt->add_option("--hidden", a->gpt.hidden, "Hidden size h")->capture_default_str();
+  gpt->add_option("--heads", a->gpt.heads, "Attention heads (divides hidden)")
+      ->capture_default_str();
+  gpt->add_option("--ffn", a->gpt.ffn, "MLP width (0 = 4 x hidden)")->capture_default_str();
+  gpt->add_option("--seq-len", a->gpt.seq_len, "Sequence length")->capture_default_str();
+  gpt->add_option("--batch", a->gpt.batch, "Global batch size")->capture_default_str();
+  gpt->add_option("--vocab", a->gpt.vocab, "Vocabulary size (before padding)")
+      ->capture_default_str();
+  gpt->add_option("--pad-vocab-multiple", a->gpt.pad_vocab_multiple,
+                  "Pad the vocabulary to a multiple of this x tp")->capture_default_str();
+  gpt->add_option("--tp", a->gpt.tp, "Tensor-parallel size the vocabulary is padded for")
+      ->capture_default_str();
+  gpt->add_flag("--tied,!--untied", a->gpt.tied_embeddings,
+                "Output layer shares the word embeddings (default: tied)");
+  gpt->add_flag("--position-embeddings,!--no-position-embeddings", a->gpt.position_embeddings,
+                "Learned position embeddings (default: on)");
+  gpt->add_option("--dropout", a->gpt.dropout, "Dropout probability (0 omits the Dropout ops)")
+      ->capture_default_str();
+  gpt->callback([a]() {
+    GptOptions o = a->gpt;
+    o.dtype = dtype_of(a->gpt_dtype);
+    if (!a->name.empty()) o.name = a->name;
+    write(*a, make_gpt(o), is_16bit(o.dtype));
+  });
+
+  CLI::App* llama = gen->add_subcommand(
+      "llama", "LLaMA in Megatron's layout (RMSNorm, rotary, SwiGLU, GQA, no biases)");
+  use_flag(llama, a.get(), add_common(llama, a.get(), &a->llama_dtype, "on for f16 / bf16"));
+  llama->add_option("--layers", a->llama.layers, "Transformer layers")->capture_default_str();
+  llama->add_option("--hidden", a->llama.hidden, "Hidden size h")->capture_default_str();
+  llama->add_option("--heads", a->llama.heads, "Attention heads (divides hidden)")
+      ->capture_default_str();
+  llama->add_option("--kv-heads", a->llama.kv_heads,
+                    "Key/value heads (0 = heads; fewer = grouped-query attention; divides heads)")
+      ->capture_default_str();
+  llama->add_option("--ffn", a->llama.ffn,
+                    "MLP width (0 = 8/3 x hidden rounded up to a multiple of 256)")
+      ->capture_default_str();
+  llama->add_option("--seq-len", a->llama.seq_len, "Sequence length")->capture_default_str();
+  llama->add_option("--batch", a->llama.batch, "Global batch size")->capture_default_str();
+  llama->add_option("--vocab", a->llama.vocab, "Vocabulary size (before padding)")
+      ->capture_default_str();
+  llama->add_option("--pad-vocab-multiple", a->llama.pad_vocab_multiple,
+                    "Pad the vocabulary to a multiple of this x tp")->capture_default_str();
+  llama->add_option("--tp", a->llama.tp, "Tensor-parallel size the vocabulary is padded for")
+      ->capture_default_str();
+  llama->add_flag("--tied,!--untied", a->llama.tied_embeddings,
+                  "Output layer shares the word embeddings (default: untied)");
+  llama->add_option("--dropout", a->llama.dropout, "Dropout probability (0 omits the Dropout ops)")
+      ->capture_default_str();
+  llama->callback([a]() {
+    LlamaOptions o = a->llama;
+    o.dtype = dtype_of(a->llama_dtype);
+    if (!a->name.empty()) o.name = a->name;
+    write(*a, make_llama(o), is_16bit(o.dtype));
   });
 }
 

@@ -70,6 +70,20 @@ const char* optimizer_op_type(Optimizer o) {
   return "AdamUpdate";
 }
 
+namespace {
+// fp32 master copy and fp32 optimizer states (ZeRO, Rajbhandari et al. 2020, Sec. 3.1).
+constexpr uint64_t kMasterBytesPerElement = 4;
+bool is_16bit_float(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+}  // namespace
+
+uint64_t optimizer_state_bytes(Optimizer o, uint64_t param_bytes, DType dtype,
+                               bool master_weights) {
+  const uint64_t copies = static_cast<uint64_t>(optimizer_state_copies(o));
+  if (!master_weights || !is_16bit_float(dtype)) return copies * param_bytes;
+  const uint64_t elems = param_bytes / static_cast<uint64_t>(dtype_bytes(dtype));
+  return elems * kMasterBytesPerElement * (1 + copies);
+}
+
 BackwardMultipliers default_backward_multipliers() {
   BackwardMultipliers m;
   m.fill(1.0);
@@ -381,9 +395,16 @@ Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
     const double elems =
         static_cast<double>(fo.param_bytes) / static_cast<double>(dtype_bytes(fo.dtype));
     u.flops = optimizer_flops_per_element(o) * elems;
-    u.state_bytes = static_cast<uint64_t>(copies) * fo.param_bytes;
-    // Reads parameter, gradient and states; writes parameter and states.
-    u.bytes_accessed = static_cast<uint64_t>(3 + 2 * copies) * fo.param_bytes;
+    if (opt.master_weights && is_16bit_float(fo.dtype)) {
+      // Reads the gradient, reads and writes the fp32 master copy and states, writes the
+      // 16-bit parameter.
+      u.state_bytes = optimizer_state_bytes(o, fo.param_bytes, fo.dtype, true);
+      u.bytes_accessed = 2 * fo.param_bytes + 2 * u.state_bytes;
+    } else {
+      u.state_bytes = static_cast<uint64_t>(copies) * fo.param_bytes;
+      // Reads parameter, gradient and states; writes parameter and states.
+      u.bytes_accessed = static_cast<uint64_t>(3 + 2 * copies) * fo.param_bytes;
+    }
     b.add_op(std::move(u));
   }
   return b.build();

@@ -43,7 +43,21 @@ struct TrainingOptions {
   Optimizer optimizer = Optimizer::kAdam;
   /// Backward FLOP multiplier per forward op category.
   BackwardMultipliers backward_multiplier = default_backward_multipliers();
+  /// Mixed precision as Megatron / ZeRO (Rajbhandari et al. 2020, Sec. 3.1) count it: for
+  /// 16-bit parameters (f16, bf16) the optimizer keeps an fp32 master copy plus its fp32
+  /// state, so an update op's state_bytes are elements * (4 + 4 * optimizer_state_copies):
+  /// Adam (4 + 4 + 4) = 12 bytes per parameter element, momentum 8, SGD 4. Gradients stay in
+  /// the parameter's dtype (with the 2-byte parameter, Adam totals 2 + 2 + 12 = 16 bytes per
+  /// parameter). The update then reads the gradient, reads and writes the master copy and
+  /// the states, and writes the 16-bit parameter: bytes_accessed = 2 * param_bytes +
+  /// 2 * state_bytes. Parameters of other dtypes (f32) are unaffected; false (the default)
+  /// keeps states in the parameter's dtype.
+  bool master_weights = false;
 };
+
+/// Bytes of optimizer state an update op keeps for `param_bytes` of parameters of `dtype`
+/// (see TrainingOptions::master_weights).
+uint64_t optimizer_state_bytes(Optimizer o, uint64_t param_bytes, DType dtype, bool master_weights);
 
 /// Which forward tensors a backward op reads besides the incoming gradients.
 enum class SavedTensors : uint8_t { kNone, kInputs, kOutputs };

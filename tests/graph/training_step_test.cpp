@@ -232,6 +232,68 @@ TEST(TrainingStep, OptimizerStateAndCost) {
   }
 }
 
+// x[4,8] f16 -> mm MatMul (P = 8*16 = 128 fp16 parameters) -> y[4,16] -> loss.
+Graph fp16_matmul(DType dt = DType::kF16) {
+  G g;
+  g.b.set_batch_size(4);
+  const TensorId x = g.t("x", 32, dt), y = g.t("y", 64, dt);
+  const uint64_t eb = static_cast<uint64_t>(dtype_bytes(dt));
+  const OpId mm = g.op("mm", "MatMul", {x}, {y}, 2.0 * 4 * 8 * 16, 128 * eb);
+  g.b.op(mm).dtype = dt;
+  g.loss({y}, 320);
+  return g.b.build();
+}
+
+TEST(TrainingStep, MasterWeightsAdamIs16BytesPerParameter) {
+  const uint64_t P = 128;
+  TrainingOptions opts;
+  opts.optimizer = Optimizer::kAdam;
+  opts.master_weights = true;
+  const Graph s = expand_training_step(fp16_matmul(), opts);
+  EXPECT_EQ(s.op(s.find_op("mm")).param_bytes, 2 * P);
+  const Op& u = s.op(s.find_op("mm/update"));
+  EXPECT_EQ(u.state_bytes, 12 * P);  // fp32 master (4) + m (4) + v (4)
+  EXPECT_EQ(tensor_named(s, "mm/param_grad").bytes, 2 * P);  // gradients stay fp16
+  // 2 + 2 + 12 = 16 bytes per parameter (ZeRO, Sec. 3.1).
+  EXPECT_EQ(s.op(s.find_op("mm")).param_bytes + tensor_named(s, "mm/param_grad").bytes +
+                u.state_bytes,
+            16 * P);
+  // Read g (2), write the fp16 w (2), read + write master, m, v (2 x 12).
+  EXPECT_EQ(u.bytes_accessed, 2 * 2 * P + 2 * 12 * P);
+  EXPECT_DOUBLE_EQ(u.flops, 12.0 * P);  // unchanged
+  EXPECT_EQ(u.param_bytes, 0u);
+}
+
+TEST(TrainingStep, MasterWeightsPerOptimizerAndDtype) {
+  const uint64_t P = 128;
+  struct Case {
+    Optimizer opt;
+    DType dtype;
+    uint64_t state;
+  };
+  for (const Case& c : {Case{Optimizer::kSgd, DType::kF16, 4 * P},
+                        Case{Optimizer::kMomentum, DType::kF16, 8 * P},
+                        Case{Optimizer::kAdam, DType::kBF16, 12 * P},
+                        // fp32 parameters need no master copy: states in fp32 as before.
+                        Case{Optimizer::kAdam, DType::kF32, 8 * P},
+                        Case{Optimizer::kSgd, DType::kF32, 0}}) {
+    TrainingOptions opts;
+    opts.optimizer = c.opt;
+    opts.master_weights = true;
+    const Graph s = expand_training_step(fp16_matmul(c.dtype), opts);
+    EXPECT_EQ(s.op(s.find_op("mm/update")).state_bytes, c.state)
+        << to_string(c.opt) << " " << to_string(c.dtype);
+    EXPECT_EQ(optimizer_state_bytes(c.opt, P * dtype_bytes(c.dtype), c.dtype, true), c.state);
+  }
+  // Without master_weights an fp16 Adam state is two fp16 copies (the old behaviour).
+  TrainingOptions plain;
+  const Graph s = expand_training_step(fp16_matmul(), plain);
+  EXPECT_FALSE(plain.master_weights);
+  EXPECT_EQ(s.op(s.find_op("mm/update")).state_bytes, 2 * 2 * P);
+  EXPECT_EQ(s.op(s.find_op("mm/update")).bytes_accessed, 7 * 2 * P);
+  EXPECT_EQ(optimizer_state_bytes(Optimizer::kAdam, 2 * P, DType::kF16, false), 4 * P);
+}
+
 TEST(TrainingStep, BranchWithoutParametersGetsNoBackward) {
   // x -> lin (params) -> y;  x -> aux (Relu, no params) -> z;  add(y, z) -> loss.
   G g;

@@ -1,0 +1,104 @@
+#pragma once
+// Megatron-LM-style GPT and LLaMA forward graphs (the layer structure of Megatron's
+// GPTModel: language_model.embedding -> language_model.encoder.layers.<i> ->
+// final_layernorm -> output_layer -> loss), built like make_transformer
+// (datasets/synthetic.h) and with the same cost conventions.
+//
+// Op names, types and scopes are a contract: the tensor-parallel expansion matches ops by
+// name suffix, so they follow Megatron's module names (docs/models.md has the table).
+// Per layer i, with P = "language_model.encoder.layers.<i>" (ops in this order):
+//   P.input_layernorm                               LayerNormalization | RMSNormalization
+//   P.self_attention.query_key_value                MatMul  [b, s, (a + 2 kv) d_head]
+//   P.self_attention.rotary                         RotaryEmbedding (LLaMA only)
+//   P.self_attention.core_attention.scores          MatMul  [b, a, s, s]
+//   P.self_attention.core_attention.scale_mask_softmax  Softmax [b, a, s, s]
+//   P.self_attention.core_attention.attention_dropout   Dropout (only when dropout > 0)
+//   P.self_attention.core_attention.context         MatMul  [b, s, h]
+//   P.self_attention.dense                          MatMul  [b, s, h]
+//   P.self_attention.bias_dropout_add               Add (residual)
+//   P.post_attention_layernorm                      norm
+//   P.mlp.dense_h_to_4h                             MatMul  [b, s, f] (LLaMA [b, s, 2f])
+//   P.mlp.bias_gelu | P.mlp.swiglu                  Gelu | Swiglu [b, s, f]
+//   P.mlp.dense_4h_to_h                             MatMul  [b, s, h]
+//   P.mlp.bias_dropout_add                          Add (residual)
+// Each op's scope is its parent module path (e.g. P + ".self_attention.core_attention").
+//
+//   GptOptions o;
+//   o.layers = 24; o.hidden = 2048; o.heads = 16; o.batch = 8;
+//   Graph g = make_gpt(o);  // GPT-3 XL-sized forward graph, vocab padded to 50304
+
+#include <cstdint>
+#include <string>
+
+#include "src/graph/graph.h"
+
+namespace placer {
+
+/// Per-element FLOP counts of the ops that only these generators use (the others come from
+/// datasets/synthetic.h).
+/// Dropout: draw-compare against the keep probability and scale the kept value by
+/// 1 / (1 - p): 2 FLOPs per element (the random-number generation itself is not counted).
+inline constexpr double kFlopsPerElemDropout = 2;
+/// RMSNorm (Zhang & Sennrich 2019): square, sum, normalise, scale: 4 FLOPs per element
+/// (LayerNorm's 8 less the mean subtraction and the shift).
+inline constexpr double kFlopsPerElemRmsNorm = 4;
+/// Rotary position embedding (Su et al. 2021): x * cos + rotate_half(x) * sin, 2
+/// multiplications and an addition per element of q and k.
+inline constexpr double kFlopsPerElemRotary = 3;
+/// SwiGLU (Shazeer 2020): silu(gate) * up = gate * sigmoid(gate) * up, a sigmoid (4, as
+/// kFlopsPerElemSigmoid) and two multiplications per output element.
+inline constexpr double kFlopsPerElemSwiglu = 6;
+
+/// Megatron's padded vocabulary: `vocab` rounded up to a multiple of multiple * tp
+/// (--make-vocab-size-divisible-by times the tensor-parallel size), so the embedding and
+/// output layer split evenly over tp ranks. padded_vocab(50257, 128, 1) = 50304.
+int64_t padded_vocab(int64_t vocab, int64_t multiple, int tp);
+
+/// GPT-2 / GPT-3 as Megatron-LM builds it: learned position embeddings, LayerNorm, fused
+/// QKV with biases, GeLU MLP, tied input/output embeddings. Parameters (ffn = 4h, tied,
+/// biases): 12*l*h^2 + 13*l*h + V*h + s*h + 2h; MatMul FLOPs per layer
+/// 24*b*s*h^2 + 4*b*s^2*h.
+struct GptOptions {
+  std::string name = "gpt";
+  int layers = 24;
+  int64_t hidden = 2048;
+  int64_t heads = 16;  ///< must divide hidden
+  int64_t ffn = 0;     ///< 0 = 4 * hidden
+  int64_t seq_len = 1024;
+  int64_t batch = 8;  ///< global batch for this graph
+  int64_t vocab = 50257;
+  int64_t pad_vocab_multiple = 128;  ///< vocab is padded to a multiple of this * tp
+  int tp = 1;                        ///< tensor-parallel size the vocabulary is padded for
+  DType dtype = DType::kF16;
+  bool tied_embeddings = true;  ///< output_layer reuses word_embeddings (0 own parameters)
+  bool position_embeddings = true;
+  double dropout = 0.1;  ///< hidden and attention dropout; 0 omits the Dropout ops
+};
+Graph make_gpt(const GptOptions& options = {});
+
+/// LLaMA (Touvron et al. 2023) in Megatron's module layout: no position embeddings (rotary
+/// on q and k), RMSNorm, no biases, SwiGLU MLP with gate and up fused in dense_h_to_4h,
+/// grouped-query attention when kv_heads < heads, untied output layer.
+struct LlamaOptions {
+  std::string name = "llama";
+  int layers = 32;
+  int64_t hidden = 4096;
+  int64_t heads = 32;    ///< must divide hidden
+  int64_t kv_heads = 0;  ///< 0 = heads; GQA when smaller (must divide heads)
+  int64_t ffn = 0;       ///< 0 = 2/3 * 4 * hidden rounded up to a multiple of 256 (11008 at 4096)
+  int64_t seq_len = 4096;
+  int64_t batch = 1;  ///< global batch for this graph
+  int64_t vocab = 32000;
+  int64_t pad_vocab_multiple = 128;
+  int tp = 1;
+  DType dtype = DType::kBF16;
+  bool tied_embeddings = false;
+  double dropout = 0;  ///< 0 (LLaMA's) omits the Dropout ops
+};
+Graph make_llama(const LlamaOptions& options = {});
+
+/// LLaMA's default FFN width for `hidden`: floor(8 * hidden / 3) rounded up to a multiple
+/// of 256.
+int64_t llama_ffn(int64_t hidden);
+
+}  // namespace placer
