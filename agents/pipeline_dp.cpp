@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "src/util/error.h"
@@ -11,6 +12,22 @@ namespace placer {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The largest divisor of q (> 0) that is <= target (1 when target < 1).
+int64_t divisor_at_most(int64_t q, int64_t target) {
+  for (int64_t m = std::min(q, target); m > 1; --m) {
+    if (q % m == 0) return m;
+  }
+  return 1;
+}
+
+/// The smallest divisor of q (> 0) that is >= target, or 0 when target > q.
+int64_t divisor_at_least(int64_t q, int64_t target) {
+  for (int64_t m = std::max<int64_t>(1, target); m <= q; ++m) {
+    if (q % m == 0) return m;
+  }
+  return 0;
+}
 }  // namespace
 
 LayerChain build_layer_chain(const Graph& g, int max_units) {
@@ -153,6 +170,7 @@ PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineD
       double& best = A[at(j, d)];
       for (int i = 0; i < j; ++i) {
         for (int r = 1; r <= std::min(R, d); ++r) {
+          if (opt.replicas_divide > 0 && opt.replicas_divide % r != 0) continue;
           const int first = d - r;
           if (i == 0 && first != 0) continue;  // the first stage starts at slot 0
           if (t.fits && !t.fits(i, j, first, r)) continue;
@@ -352,7 +370,15 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
   PLACER_CHECK(!devices.empty(), "pipeline-dp: no devices to place on");
   const LayerChain chain = build_layer_chain(g, options.max_units);
   const PipelineCostTable table = make_pipeline_cost_table(problem, chain, devices, options);
-  const PipelineDpSolution sol = solve_pipeline_dp(table, options.dp);
+  // Replica counts that split a micro-batch evenly: r | B / m for a fixed m, else r | B (m
+  // is then chosen below so that B / m is a multiple of every stage's r).
+  const int64_t batch = g.batch_size();
+  PipelineDpOptions dp_options = options.dp;
+  if (batch > 0 && dp_options.replicas_divide == 0) {
+    const int64_t m = options.micro_batches;
+    dp_options.replicas_divide = m <= 0 ? batch : (batch % m == 0 ? batch / m : 1);
+  }
+  const PipelineDpSolution sol = solve_pipeline_dp(table, dp_options);
   if (!sol.feasible()) {
     throw Error(format_context("", "pipeline-dp",
                                "graph '" + g.name() + "' fits on no pipeline of " +
@@ -366,7 +392,7 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
   plan.method = "pipeline-dp";
   plan.pipeline.schedule = options.schedule;
   std::vector<int> stage_of_unit(chain.units.size(), 0);
-  int max_r = 1;
+  int64_t lcm_r = 1;
   for (size_t s = 0; s < sol.stages.size(); ++s) {
     const PipelineStageChoice& c = sol.stages[s];
     PipelineStage st;
@@ -377,7 +403,7 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
     }
     for (int r = 0; r < c.replicas; ++r)
       st.devices.push_back(devices[static_cast<size_t>(c.first + r)]);
-    max_r = std::max(max_r, c.replicas);
+    lcm_r = std::lcm(lcm_r, static_cast<int64_t>(c.replicas));
     plan.pipeline.stages.push_back(std::move(st));
   }
   plan.placement.resize(g.num_ops());
@@ -385,16 +411,17 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
     const int s = stage_of_unit[static_cast<size_t>(chain.unit_of[o])];
     plan.placement[o] = plan.pipeline.stages[static_cast<size_t>(s)].devices[0];
   }
-  // Micro-batches: 4 x stages by default (also 2x and 8x tried in the simulator), no more
-  // than the batch allows per replica.
-  const int64_t per_replica = g.batch_size() > 0 ? std::max<int64_t>(1, g.batch_size() / max_r) : 0;
+  // Micro-batches: 4 x stages by default (also 2x and 8x tried in the simulator), each
+  // rounded down to a divisor of B / lcm(replicas) so that every replica of every stage
+  // gets a whole number of samples per micro-batch (the DP kept r | B, so lcm | B).
+  const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
   const int s = static_cast<int>(sol.stages.size());
   std::vector<int> candidates;
   if (options.micro_batches > 0) {
     candidates = {options.micro_batches};
   } else {
     for (int m : {4 * s, 2 * s, 8 * s}) {
-      if (per_replica > 0) m = static_cast<int>(std::min<int64_t>(m, per_replica));
+      if (per_replica > 0) m = static_cast<int>(divisor_at_most(per_replica, m));
       m = std::max(1, m);
       if (std::find(candidates.begin(), candidates.end(), m) == candidates.end())
         candidates.push_back(m);
@@ -417,8 +444,11 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
     }
   }
   for (int tries = 0; res.oom && tries < 4; ++tries) {
-    const int next = plan.pipeline.micro_batches * 2;
-    if (per_replica > 0 && next > per_replica) break;
+    int next = plan.pipeline.micro_batches * 2;
+    if (per_replica > 0) {
+      next = static_cast<int>(divisor_at_least(per_replica, next));
+      if (next == 0) break;
+    }
     Plan more = plan;
     more.pipeline.micro_batches = next;
     SimResult r2 = problem.simulator.run(more, so);

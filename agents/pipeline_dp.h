@@ -52,6 +52,9 @@ struct PipelineDpOptions {
   int max_replicas = 0;           ///< 0 = num_devices
   /// A stage may skip devices to start at the next host boundary.
   bool align_to_hosts = true;
+  /// When > 0, a stage's replica count r must divide it (samples are split evenly among a
+  /// stage's replicas: r | batch / micro_batches). 0 = any r. pipeline_dp_plan sets it.
+  int64_t replicas_divide = 0;
 };
 
 struct PipelineStageChoice {
@@ -94,8 +97,12 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
                                            const PipelinePlacerOptions& options);
 
 /// Runs the DP on a problem and returns the plan (pipeline, placement filled by stage).
-/// Simulates it; on OOM doubles the micro-batches (up to the batch size) a few times.
-/// Throws placer::Error when no configuration fits in memory.
+/// Every stage's replica count divides the samples of a micro-batch, so no replica gets a
+/// fractional share: with a batch size B > 0 and a fixed `micro_batches` m dividing B the
+/// DP only considers r | B / m (only r = 1 when m does not divide B); otherwise r | B, and
+/// m is then chosen among the divisors of B / lcm(replicas) (the largest <= 4 s, 2 s, 8 s).
+/// Simulates it; on OOM moves to more micro-batches (the next such divisor >= 2 m) a few
+/// times. Throws placer::Error when no configuration fits in memory.
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options = {},
                       PipelineDpSolution* solution = nullptr);
 

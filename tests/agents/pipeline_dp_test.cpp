@@ -49,12 +49,12 @@ struct Fixture {
 };
 
 Graph chain_step(const std::vector<double>& flops, uint64_t act = 4 << 20,
-                 uint64_t params = 8 << 20) {
+                 uint64_t params = 8 << 20, int64_t batch = 64) {
   ChainOptions o;
   o.per_op_flops = flops;
   o.activation_bytes = act;
   o.param_bytes = params;
-  o.batch = 64;
+  o.batch = batch;
   return expand_training_step(make_chain(o));
 }
 
@@ -326,6 +326,76 @@ TEST(PipelineDp, MemoryForcesOneLayerPerStage) {
   Fixture f3(chain_step({1e9, 1e9, 1e9, 1e9}, 1 << 20, 2 * gib), make_cluster(1, 3));
   Problem p3 = f3.problem();
   EXPECT_THROW(pipeline_dp_plan(p3), Error);
+}
+
+TEST(PipelineDp, ReplicasSplitMicroBatchesEvenly) {
+  // Compute-heavy layers with small parameters make wide replication pay, so the
+  // unconstrained DP picks replica counts like 3 that leave fractional samples per replica
+  // (64 / 3, or 1/2/3/2 GPUs with 2 micro-batches). The placer must only use r dividing
+  // the per-micro-batch batch B / m, with m dividing B.
+  struct Case {
+    std::vector<double> flops;
+    int hosts, per_host;
+    int64_t batch;
+    int micro_batches;  // 0 = the placer's choice
+  };
+  const std::vector<Case> cases = {
+      {{1e11}, 1, 3, 64, 0},
+      {{1e11, 1e11}, 1, 3, 64, 0},
+      {{1e11, 1e11, 1e11}, 1, 6, 24, 0},
+      {{1e11, 2e11, 3e11, 2e11}, 1, 8, 64, 2},
+      {{1e11, 2e11, 3e11, 2e11}, 1, 8, 48, 0},
+      {{1e11, 2e11, 3e11, 2e11}, 1, 8, 48, 3},
+      {{1e11, 1e11, 3e11}, 2, 3, 36, 0},
+      {{3e11, 1e11, 1e11, 1e11, 2e11}, 1, 7, 60, 4},
+  };
+  int uneven_before = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    SCOPED_TRACE("case " + std::to_string(k));
+    Fixture f(chain_step(c.flops, 1 << 20, 1 << 20, c.batch), make_cluster(c.hosts, c.per_host));
+    Problem p = f.problem();
+    PipelinePlacerOptions po;
+    po.micro_batches = c.micro_batches;
+    // What the DP alone (no divisibility constraint) would choose.
+    const LayerChain chain = build_layer_chain(f.g, po.max_units);
+    std::vector<int> devs(static_cast<size_t>(f.c.num_devices()));
+    for (size_t d = 0; d < devs.size(); ++d) devs[d] = static_cast<int>(d);
+    const PipelineCostTable t = make_pipeline_cost_table(p, chain, devs, po);
+    const PipelineDpSolution free_sol = solve_pipeline_dp(t, po.dp);
+    ASSERT_TRUE(free_sol.feasible());
+    const int64_t b_free = c.batch / (c.micro_batches > 0 ? c.micro_batches : 1);
+    for (const PipelineStageChoice& st : free_sol.stages) {
+      if (b_free % st.replicas != 0) {
+        ++uneven_before;
+        break;
+      }
+    }
+
+    PipelineDpSolution sol;
+    const Plan plan = pipeline_dp_plan(p, po, &sol);
+    ASSERT_NO_THROW(plan.validate(f.g, f.c));
+    const int m = plan.pipeline.micro_batches;
+    if (c.micro_batches > 0) {
+      EXPECT_EQ(m, c.micro_batches);
+    }
+    ASSERT_EQ(c.batch % m, 0) << "m = " << m;
+    const int64_t per_micro_batch = c.batch / m;
+    ASSERT_FALSE(plan.pipeline.stages.empty());
+    for (const PipelineStage& st : plan.pipeline.stages) {
+      EXPECT_EQ(per_micro_batch % static_cast<int64_t>(st.devices.size()), 0)
+          << st.devices.size() << " replicas, " << per_micro_batch << " samples per micro-batch";
+    }
+    // Deterministic: the same problem gives the same plan.
+    const Plan again = pipeline_dp_plan(p, po);
+    ASSERT_EQ(again.pipeline.stages.size(), plan.pipeline.stages.size());
+    for (size_t s = 0; s < plan.pipeline.stages.size(); ++s) {
+      EXPECT_EQ(again.pipeline.stages[s].devices, plan.pipeline.stages[s].devices);
+    }
+    EXPECT_EQ(again.pipeline.micro_batches, m);
+  }
+  // The cases do exercise the constraint: without it some would split unevenly.
+  EXPECT_GT(uneven_before, 0);
 }
 
 TEST(PipelineDp, ClearErrorWhenNothingFits) {

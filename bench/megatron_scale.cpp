@@ -1,0 +1,239 @@
+// Simulator scale on Megatron-LM GPT configurations: GPT-3 175B on 512 A100s (64 DGX A100
+// hosts on InfiniBand; tp 8, pp 16, dp 4, global batch 1536) and smaller GPT configurations
+// for throughput. Per row: ops of the training-step graph, simulated op executions
+// (SimResult::simulated_ops), the time of each phase (make_gpt, expand_training_step,
+// megatron_plan, CostModel + Simulator construction, run: best of --reps), simulated ops per
+// second, the process's peak RSS (VmHWM, reset per row where the kernel allows), the
+// predicted step time and device 0's peak memory; PASS/MISS against the targets (175B:
+// <= 2 s per simulation and <= 2 GB; all rows: >= 2M simulated ops/s). Results and
+// commands: docs/results.md.
+//
+//   ./build/bench/megatron_scale [--cluster datasets/clusters/dgx_a100.cluster.yaml]
+//       [--profile datasets/clusters/dgx_a100.profile.yaml] [--reps 3] [--only 175b|small]
+//
+// The cluster file supplies the device type and the intra-host link of one host; the
+// program repeats that host as often as a row needs (64 for 512 GPUs) and adds an
+// InfiniBand inter-host link (HDR 200 Gbit/s per GPU, one NIC per GPU: per_device, 5 us,
+// as datasets/clusters/measurements/coreweave_hgx_a100_4node.cluster.yaml).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "datasets/gpt.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+#include "src/plan/megatron_plan.h"
+#include "src/util/error.h"
+
+using namespace placer;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// A /proc/self/status field in kB (VmHWM, VmRSS); -1 when unreadable.
+long status_kb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size(), key) == 0) return std::atol(line.c_str() + key.size());
+  }
+  return -1;
+}
+
+/// Resets VmHWM to the current RSS (Linux >= 4.0: "5" > /proc/self/clear_refs).
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  if (!out) return false;
+  out << "5";
+  out.flush();
+  return bool(out);
+}
+
+/// `hosts` copies of the base cluster's first host, with an InfiniBand inter-host link.
+Cluster make_hosts(const Cluster& base, int hosts) {
+  const DeviceSpec spec = base.device(base.host(0).devices[0]).spec;
+  const int per_host = static_cast<int>(base.host(0).devices.size());
+  Cluster c;
+  c.name = base.name + "-x" + std::to_string(hosts);
+  for (int h = 0; h < hosts; ++h) c.add_host("node" + std::to_string(h), spec, per_host);
+  c.set_link(LinkLevel::kIntraHost, base.link(LinkLevel::kIntraHost));
+  c.set_link(LinkLevel::kInterHost,
+             LinkSpec{"infiniband", 5e-6, 200e9 / 8, LinkSharing::kPerDevice});
+  c.validate();
+  return c;
+}
+
+struct Config {
+  std::string label;
+  int layers;
+  int64_t hidden, heads, seq_len;
+  int tp, pp, dp, micro_batch, micro_batches;
+  bool big;  ///< the 175B row: targets <= 2 s and <= 2 GB
+};
+
+struct Row {
+  const Config* cfg;
+  size_t ops = 0;
+  uint64_t simulated = 0;
+  double t_gpt = 0, t_expand = 0, t_plan = 0, t_sim_ctor = 0, t_run = 0;
+  long rss_kb = -1;
+  double step = 0;
+  uint64_t peak0 = 0;
+  bool oom = false;
+};
+
+Row run_config(const Config& c, const Cluster& base, const CostProfile& profile, int reps) {
+  Row row;
+  row.cfg = &c;
+  reset_peak_rss();
+  const int gpus = c.tp * c.pp * c.dp;
+  const int per_host = static_cast<int>(base.host(0).devices.size());
+  const Cluster cluster = make_hosts(base, (gpus + per_host - 1) / per_host);
+  MegatronConfig m;
+  m.tp = c.tp;
+  m.pp = c.pp;
+  m.dp = c.dp;
+  m.micro_batch = c.micro_batch;
+  m.global_batch = c.micro_batch * c.dp * c.micro_batches;
+  m.recompute = Recompute::kFull;
+  m.zero_stage = 1;
+
+  auto t0 = Clock::now();
+  GptOptions o;
+  o.name = c.label;
+  o.layers = c.layers;
+  o.hidden = c.hidden;
+  o.heads = c.heads;
+  o.seq_len = c.seq_len;
+  o.batch = m.global_batch;
+  o.vocab = 50257;
+  o.tp = c.tp;
+  Graph forward = make_gpt(o);
+  row.t_gpt = seconds_since(t0);
+
+  t0 = Clock::now();
+  TrainingOptions t;
+  t.optimizer = Optimizer::kAdam;
+  t.master_weights = true;
+  const Graph g = expand_training_step(forward, t);
+  row.t_expand = seconds_since(t0);
+  forward = Graph();
+  row.ops = g.num_ops();
+
+  t0 = Clock::now();
+  const Plan plan = megatron_plan(g, m);
+  row.t_plan = seconds_since(t0);
+
+  t0 = Clock::now();
+  const CostModel cost(cluster, profile);
+  Simulator sim(g, cluster, cost);
+  row.t_sim_ctor = seconds_since(t0);
+
+  SimOptions so;
+  so.critical_path = false;
+  row.t_run = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    t0 = Clock::now();
+    const SimResult res = sim.run(plan, so);
+    row.t_run = std::min(row.t_run, seconds_since(t0));
+    row.simulated = res.simulated_ops;
+    row.step = res.step_time;
+    row.peak0 = res.peak_memory.empty() ? 0 : res.peak_memory[0];
+    row.oom = res.oom;
+  }
+  row.rss_kb = status_kb("VmHWM");
+  return row;
+}
+
+const char* pass(bool ok) { return ok ? "PASS" : "MISS"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cluster_path = "datasets/clusters/dgx_a100.cluster.yaml";
+  std::string profile_path = "datasets/clusters/dgx_a100.profile.yaml";
+  std::string only;
+  int reps = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "megatron_scale: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--cluster") cluster_path = next();
+    else if (a == "--profile") profile_path = next();
+    else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--only") only = next();
+    else {
+      std::fprintf(stderr,
+                   "usage: megatron_scale [--cluster C] [--profile P] [--reps N] "
+                   "[--only 175b|small]\n");
+      return 2;
+    }
+  }
+  if (!only.empty() && only != "175b" && only != "small") {
+    std::fprintf(stderr, "megatron_scale: --only takes 175b or small, not '%s'\n", only.c_str());
+    return 2;
+  }
+  // GPT-3 sizes (Brown et al. 2020, Table 2.1); 175B as Narayanan et al. 2021 ran it.
+  const std::vector<Config> configs = {
+      {"gpt3-175b mb1", 96, 12288, 96, 2048, 8, 16, 4, 1, 384, true},
+      {"gpt3-175b mb6", 96, 12288, 96, 2048, 8, 16, 4, 6, 64, true},
+      {"gpt3-350m", 24, 1024, 16, 2048, 1, 2, 4, 1, 32, false},
+      {"gpt3-1.3b", 24, 2048, 16, 2048, 2, 2, 2, 1, 32, false},
+      {"gpt3-6.7b", 32, 4096, 32, 2048, 8, 4, 2, 1, 64, false},
+      {"gpt3-13b", 40, 5120, 40, 2048, 8, 8, 2, 1, 128, false},
+  };
+  try {
+    const Cluster base = load_cluster_yaml(cluster_path);
+    const CostProfile profile = load_cost_profile(profile_path);
+    std::printf("# megatron_scale: cluster %s repeated per row (+ IB 200 Gbit/s per GPU), "
+                "profile %s; fp16, Adam + fp32 master weights, recompute full, ZeRO-1, 1F1B; "
+                "run = best of %d\n",
+                cluster_path.c_str(), profile_path.c_str(), reps);
+    std::printf("| config | GPUs tp/pp/dp | m x mb | ops | simulated ops | make_gpt s | "
+                "expand s | plan s | Simulator() s | run s | sim ops/s | peak RSS MB | "
+                "step s | dev0 peak GiB | targets |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const Config& c : configs) {
+      if (only == "175b" && !c.big) continue;
+      if (only == "small" && c.big) continue;
+      const Row r = run_config(c, base, profile, reps);
+      const double rate = r.t_run > 0 ? double(r.simulated) / r.t_run : 0;
+      const double rss_mb = r.rss_kb >= 0 ? double(r.rss_kb) / 1024 : -1;
+      std::string targets = std::string(pass(rate >= 2e6)) + " >=2M ops/s";
+      if (c.big) {
+        targets = std::string(pass(r.t_run <= 2.0)) + " <=2 s, " +
+                  pass(rss_mb >= 0 && rss_mb <= 2000) + " <=2 GB, " + targets;
+      }
+      std::printf("| %s | %d %d/%d/%d | %d x %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | "
+                  "%.3f | %.2fM | %.0f | %.3f | %.2f%s | %s |\n",
+                  c.label.c_str(), c.tp * c.pp * c.dp, c.tp, c.pp, c.dp, c.micro_batches,
+                  c.micro_batch, r.ops, static_cast<unsigned long long>(r.simulated), r.t_gpt,
+                  r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, rate / 1e6, rss_mb, r.step,
+                  double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "",
+                  targets.c_str());
+      std::fflush(stdout);
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "megatron_scale: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
