@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Checks the dependency direction of DESIGN.md by the include lines:
+# Checks the dependency direction of docs/architecture.md by the include lines:
 #   cli -> agents -> models (torch);  cli -> agents -> env -> simulator -> core;
-#   cli -> datasets -> core.
+#   cli -> datasets -> core; simulator/calibration -> datasets (graphs of measured runs).
 # Each folder may include only the folders listed for it, and only models/ and agents/
 # may include LibTorch. Prints every violation; exits 1 if there is any.
 set -euo pipefail
@@ -10,6 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 declare -A allowed=(
   [src]="src"
   [simulator]="src simulator"
+  [simulator/calibration]="src simulator datasets"
   [datasets]="src datasets"
   [env]="src simulator env datasets"
   [models]="src models"
@@ -23,6 +24,7 @@ for f in $files; do
   [ -f "$f" ] || continue
   case "$f" in
     src/cli/*) layer=src/cli ;;
+    simulator/calibration/*) layer=simulator/calibration ;;
     *) layer=${f%%/*} ;;
   esac
   ok=" ${allowed[$layer]} "

@@ -172,6 +172,10 @@ void CostProfile::validate(const std::string& where) const {
           "must be in [0, 1 s), got " + format_double(d)));
     }
   }
+  if (!(micro_batch_overhead >= 0 && micro_batch_overhead < 1)) {
+    throw ValidationError(format_context(where, "micro_batch_overhead",
+                                         "must be in [0, 1 s), got " + format_double(micro_batch_overhead)));
+  }
   if (!(overlap_slowdown >= 1 && overlap_slowdown <= 10)) {
     throw ValidationError(format_context(where, "overlap_slowdown",
                                          "must be in [1, 10], got " + format_double(overlap_slowdown)));
@@ -227,6 +231,7 @@ bool CostProfile::operator==(const CostProfile& o) const {
   return name == o.name && description == o.description && ops == o.ops && links == o.links &&
          all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
+         micro_batch_overhead == o.micro_batch_overhead &&
          collective_curves == o.collective_curves && fit_errors == o.fit_errors;
 }
 
@@ -333,7 +338,7 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
   r.check_keys(
       root, "",
       {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
-       "p2p_host_sync", "ops", "links", "collectives", "collective_curves", "fit_errors"});
+       "p2p_host_sync", "micro_batch_overhead", "ops", "links", "collectives", "collective_curves", "fit_errors"});
   CostProfile p = default_profile();
   if (root["name"]) p.name = r.scalar(root["name"], "name");
   if (root["description"]) p.description = r.scalar(root["description"], "description");
@@ -346,6 +351,9 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
     p.overlap_slowdown = r.to_double(n, "overlap_slowdown");
   }
   if (const YAML::Node n = root["p2p_host_sync"]) p.p2p_host_sync = r.to_bool(n, "p2p_host_sync");
+  if (const YAML::Node n = root["micro_batch_overhead"]) {
+    p.micro_batch_overhead = r.to_quantity(n, QuantityKind::kTime, "micro_batch_overhead");
+  }
   if (const YAML::Node ops = root["ops"]; ops && !ops.IsNull()) {
     r.expect_map(ops, "ops");
     for (auto it = ops.begin(); it != ops.end(); ++it) {
@@ -483,6 +491,7 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
       p.launch_overhead < 0 ? std::string("device") : format_time(p.launch_overhead);
   if (p.overlap_slowdown != 1.0) j["overlap_slowdown"] = p.overlap_slowdown;
   if (p.p2p_host_sync) j["p2p_host_sync"] = true;
+  if (p.micro_batch_overhead > 0) j["micro_batch_overhead"] = format_time(p.micro_batch_overhead);
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (int c = 0; c < kNumOpCategories; ++c) {
     nlohmann::ordered_json o;

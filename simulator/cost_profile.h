@@ -128,13 +128,17 @@ struct CostProfile {
   std::array<LinkOverride, kNumLinkLevels> links{};   ///< indexed by LinkLevel (kSame unused)
   CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
   double launch_overhead = -1;  ///< seconds per op; < 0 = each device's own
-  /// Compute slowdown while the device also runs a collective or transfer (shared SMs and
-  /// memory bandwidth): an op that starts while its device communicates takes this many
-  /// times longer. 1 = no interference.
+  /// Compute slowdown while the device also runs a collective (shared SMs and memory
+  /// bandwidth): an op that starts while a collective of its device is in flight takes this
+  /// many times longer (point-to-point transfers do not count). 1 = no interference.
   double overlap_slowdown = 1.0;
   /// The host waits for each point-to-point transfer it sends or receives (Megatron's
   /// pipeline p2p synchronises after batch_isend_irecv), so later ops are issued after it.
   bool p2p_host_sync = false;
+  /// Host time per micro-batch per pipeline stage outside the ops (the framework's
+  /// schedule: fetching and broadcasting the batch, loss bookkeeping, p2p set-up), seconds.
+  /// Charged to the host before the stage's first forward op of each micro-batch.
+  double micro_batch_overhead = 0;
   /// Optional measured curves per collective kind and link level (kIntraHost: the group is
   /// on one host; kInterHost: it spans hosts). When present, CostModel times that collective
   /// with the curve instead of its alpha-beta formulas (docs/formats/profile.md).

@@ -708,6 +708,25 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   }
 
   prepare_recompute(p);
+
+  // The framework's per-micro-batch host work, before each stage's first forward ops (those
+  // with no forward predecessor in their stage).
+  if (const double mbo = cost.profile().micro_batch_overhead; mbo > 0) {
+    std::vector<uint8_t> charged(static_cast<size_t>(std::max(n_stages, 1)), 0);
+    for (OpId o : g.topo_order()) {
+      if (op_phase[o] != Phase::kForward || op_input[o]) continue;
+      const size_t st = pipelined ? static_cast<size_t>(op_stage[o]) : 0;
+      if (charged[st]) continue;
+      bool entry = true;
+      for (OpId q : g.preds(o)) {
+        if (op_phase[q] == Phase::kForward && !op_input[q] &&
+            (!pipelined || op_stage[q] == op_stage[o])) {
+          entry = false;
+        }
+      }
+      if (entry) op_disp[o] += mbo, charged[st] = 1;
+    }
+  }
   buckets.clear();
 
   // Sites and reference counts.

@@ -170,6 +170,11 @@ std::vector<IterationRun> parse_iteration_runs(const std::string& text, const st
     if (run.heads % m.tp != 0) {
       r.fail("tp", "tp " + std::to_string(m.tp) + " does not divide heads " + std::to_string(run.heads));
     }
+    if (run.kv_heads > 0 && (run.heads % run.kv_heads != 0 || run.kv_heads % m.tp != 0)) {
+      r.fail("kv_heads", std::to_string(run.kv_heads) + " kv heads must divide heads " +
+                             std::to_string(run.heads) + " and be a multiple of tp " +
+                             std::to_string(m.tp));
+    }
     if (run.hidden % run.heads != 0) {
       r.fail("heads", std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
     }
@@ -252,7 +257,13 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
   Simulator sim(g, cluster_, cost);
   SimOptions opt;
   opt.critical_path = false;
-  return sim.run(megatron_plan(g, run.config), opt).step_time;
+  const Plan plan = megatron_plan(g, run.config);
+  try {
+    plan.validate(g, cluster_);
+  } catch (const ValidationError& e) {
+    throw ValidationError(run.where() + ": " + e.what());
+  }
+  return sim.run(plan, opt).step_time;
 }
 
 }  // namespace placer

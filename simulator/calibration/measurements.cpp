@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -535,6 +536,92 @@ MeasurementSet parse_nccl_tests_log(const std::string& text, const std::string& 
   return set;
 }
 
+bool looks_like_nccl_tests_csv(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos || line[a] == '#') continue;
+    return line.compare(a, 8, "size(B),") == 0;
+  }
+  return false;
+}
+
+MeasurementSet parse_nccl_tests_csv(const std::string& text, const std::string& file,
+                                    const std::string& op) {
+  MeasurementSet set;
+  set.source = file;
+  set.format = "nccl-tests-csv";
+  const std::string coll = op.empty() ? std::string("all_reduce") : normalize_collective_name(op);
+  if (coll.empty()) throw FormatError(file + ": '" + op + "' is not a collective");
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    ++n;
+    const size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos || line[a] == '#') continue;
+    std::vector<std::string> f;
+    std::string cur;
+    for (char ch : line) {
+      if (ch == ',') {
+        f.push_back(cur);
+        cur.clear();
+      } else if (ch != '\r' && ch != ' ') {
+        cur += ch;
+      }
+    }
+    f.push_back(cur);
+    const std::string where = file + ":" + std::to_string(n);
+    if (!header) {
+      if (f.size() < 5 || f[0] != "size(B)" || f[3] != "time(ns)" || f[4] != "busbw(GB/s)") {
+        throw FormatError(where + ": expected the header size(B),count,type,time(ns),busbw(GB/s)"
+                                  "[,time(ns),busbw(GB/s)]");
+      }
+      header = true;
+      continue;
+    }
+    if (f.size() != 5 && f.size() != 7) {
+      throw FormatError(where + ": " + std::to_string(f.size()) + " fields, expected 5 or 7");
+    }
+    static const char* const kCols[] = {"size(B)", "count", "type", "time(ns)", "busbw(GB/s)",
+                                        "time(ns) (in-place)", "busbw(GB/s) (in-place)"};
+    auto num = [&](size_t i) {
+      double v = 0;
+      const auto r = std::from_chars(f[i].data(), f[i].data() + f[i].size(), v);
+      if (r.ec != std::errc() || r.ptr != f[i].data() + f[i].size() || !std::isfinite(v) || v <= 0) {
+        throw FormatError(where + ": column '" + kCols[i] + "': '" + f[i] +
+                          "' is not a positive number");
+      }
+      return v;
+    };
+    Measurement m;
+    m.kind = MeasureKind::kCollective;
+    m.op = coll;
+    m.dtype = f[2];
+    m.bytes = num(0);
+    m.time_s = num(3) * 1e-9;
+    m.min_s = m.max_s = m.time_s;
+    if (f.size() == 7) {
+      const double t2 = num(5) * 1e-9;
+      m.min_s = std::min(m.time_s, t2);
+      m.max_s = std::max(m.time_s, t2);
+    }
+    // busbw / algbw = 2(p-1)/p for an all-reduce, (p-1)/p for gathers and scatters.
+    const double ratio = num(4) * 1e9 / (m.bytes / m.time_s);
+    const double factor = coll == "all_reduce" ? 2.0 : 1.0;
+    const double p = factor / (factor - std::min(ratio, factor * 0.999));
+    m.devices = std::max(2, static_cast<int>(std::lround(p)));
+    m.hosts = 1;
+    m.source = file;
+    m.line = n;
+    set.rows.push_back(m);
+  }
+  if (!header) throw FormatError(file + ": no header row");
+  return set;
+}
+
 MeasurementSet load_measurements(const std::string& spec) {
   std::string op, path = spec;
   const size_t eq = spec.find('=');
@@ -546,6 +633,7 @@ MeasurementSet load_measurements(const std::string& spec) {
     }
   }
   const std::string text = read_text_file(path, "measurements");
+  if (looks_like_nccl_tests_csv(text)) return parse_nccl_tests_csv(text, path, op);
   if (!op.empty() || looks_like_nccl_tests(text)) return parse_nccl_tests_log(text, path, op);
   return parse_measurements_csv(text, path);
 }

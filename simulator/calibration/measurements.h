@@ -69,6 +69,16 @@ MeasurementSet parse_measurements_csv(const std::string& text, const std::string
 MeasurementSet parse_nccl_tests_log(const std::string& text, const std::string& file,
                                     const std::string& op = "");
 
+/// An nccl-tests table saved as CSV: a header "size(B),count,type,time(ns),busbw(GB/s),
+/// time(ns),busbw(GB/s)" (out-of-place, then in-place; `#` lines are comments), one row per
+/// size. The file does not name the rank count: it is the p that busbw / algbw = 2(p-1)/p
+/// implies for an all-reduce (the only collective these tables hold unless `op` says
+/// otherwise); hosts = 1. Errors: FormatError "file:line: ..." naming the column.
+MeasurementSet parse_nccl_tests_csv(const std::string& text, const std::string& file,
+                                    const std::string& op = "");
+/// True when `text` is such a table (its first non-comment line starts with "size(B),").
+bool looks_like_nccl_tests_csv(const std::string& text);
+
 /// True when `text` looks like nccl-tests output rather than a CSV.
 bool looks_like_nccl_tests(const std::string& text);
 

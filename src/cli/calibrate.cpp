@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "simulator/calibration/fit.h"
+#include "simulator/calibration/iteration_fit.h"
+#include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/measurements.h"
 #include "simulator/calibration/profiler_trace.h"
 #include "simulator/calibration/trace_fit.h"
@@ -26,6 +28,8 @@ namespace {
 struct FitArgs {
   std::string cluster, base, output, name, optimizer = "adam", profiler_dtype = "f32";
   std::vector<std::string> measurements, nccl_tests, profiler_traces, traces, graphs, plans;
+  std::vector<std::string> iterations;
+  int fit_every = 3, fit_iterations = 12, folds = 0, threads = 2;
   double line_tolerance = 0.05;
   double knot_step = 1.0;
   int max_evals = 400;
@@ -34,7 +38,8 @@ struct FitArgs {
 
 struct CheckArgs {
   std::string cluster, profile, csv;
-  std::vector<std::string> measurements;
+  std::vector<std::string> measurements, iterations;
+  int threads = 2;
   bool quiet_rows = false;
 };
 
@@ -42,6 +47,84 @@ std::string pct(double v) { return fixed(100 * v, 1) + "%"; }
 
 std::string rows_of(const MeasurementSet& s) {
   return std::to_string(s.rows.size()) + (s.rows.size() == 1 ? " row" : " rows");
+}
+
+std::string fidelity_line(const FidelitySummary& f) {
+  return "MAPE " + pct(f.mape) + ", median " + pct(f.median) + ", p90 " + pct(f.p90) +
+         ", signed " + (f.signed_mean >= 0 ? "+" : "") + pct(f.signed_mean) + ", Spearman " +
+         fixed(f.spearman, 3) + " (" + std::to_string(f.n) + " runs)";
+}
+
+std::vector<double> measured_of(const std::vector<IterationRun>& runs) {
+  std::vector<double> m;
+  for (const IterationRun& r : runs) m.push_back(r.measured);
+  return m;
+}
+
+// The iteration-time fit (after the collective fits, whose curves it keeps): every
+// fit_every-th run, then optional k-fold cross-validation. Returns a note for the profile.
+std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
+                           const std::vector<IterationRun>& runs, FitReport* rep) {
+  if (a.fit_every < 1 || a.fit_iterations < 1 || a.folds < 0 || a.folds == 1 || a.threads < 1) {
+    throw Error("calibrate fit: --fit-every, --fit-iterations and --threads must be >= 1, "
+                "--folds 0 or >= 2");
+  }
+  const CostProfile start = iteration_fit_start(rep->profile);
+  auto subsample = [&](const std::vector<IterationRun>& rs) {
+    std::vector<IterationRun> out;
+    for (size_t i = 0; i < rs.size(); i += size_t(a.fit_every)) out.push_back(rs[i]);
+    return out;
+  };
+  IterationFitOptions fo;
+  fo.max_iterations = a.fit_iterations;
+  fo.threads = a.threads;
+  fo.progress = [](int it, double rms) {
+    std::cerr << "placer: iteration fit " << it << ": RMS log error " << fixed(rms, 4) << "\n";
+  };
+  std::vector<std::vector<std::pair<std::string, double>>> fold_values;
+  std::string cv;
+  if (a.folds >= 2) {
+    std::vector<double> pred(runs.size()), meas = measured_of(runs);
+    for (int k = 0; k < a.folds; ++k) {
+      std::vector<IterationRun> train, test;
+      std::vector<size_t> test_idx;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        if (int(i % size_t(a.folds)) == k) {
+          test.push_back(runs[i]);
+          test_idx.push_back(i);
+        } else {
+          train.push_back(runs[i]);
+        }
+      }
+      const IterationFitResult f = fit_iteration_times(cluster, start, subsample(train), fo);
+      fold_values.push_back(f.values);
+      const std::vector<double> p = predict_runs(cluster, f.profile, test, a.threads);
+      for (size_t j = 0; j < p.size(); ++j) pred[test_idx[j]] = p[j];
+      std::cerr << "placer: fold " << k + 1 << "/" << a.folds << ": "
+                << fidelity_line(summarize_fidelity(measured_of(test), p)) << "\n";
+    }
+    cv = fidelity_line(summarize_fidelity(meas, pred));
+    std::cout << a.folds << "-fold cross-validated: " << cv << "\n";
+  }
+  const IterationFitResult f = fit_iteration_times(cluster, start, subsample(runs), fo);
+  const std::vector<double> all = predict_runs(cluster, f.profile, runs, a.threads);
+  const std::string fitted = fidelity_line(summarize_fidelity(measured_of(runs), all));
+  std::cout << "iteration fit: " << f.values.size() << " parameters, " << f.iterations
+            << " iterations, " << f.simulations << " simulations of " << subsample(runs).size()
+            << " runs, " << fixed(f.seconds, 1) << " s; on all runs: " << fitted << "\n";
+  for (size_t j = 0; j < f.values.size(); ++j) {
+    std::string spread;
+    if (!fold_values.empty()) {
+      double lo = fold_values[0][j].second, hi = lo;
+      for (const auto& v : fold_values) lo = std::min(lo, v[j].second), hi = std::max(hi, v[j].second);
+      spread = "  folds " + format_double(lo) + " .. " + format_double(hi);
+    }
+    std::cout << "  " << pad_right(f.values[j].first, 30) << pad_left(format_double(f.values[j].second), 14)
+              << spread << "\n";
+  }
+  rep->profile = f.profile;
+  return "; iteration fit on " + std::to_string(runs.size()) + " runs: " + fitted +
+         (cv.empty() ? "" : "; " + std::to_string(a.folds) + "-fold CV " + cv);
 }
 
 void run_fit(const FitArgs& a) {
@@ -60,7 +143,12 @@ void run_fit(const FitArgs& a) {
       op = m.substr(0, eq);
       path = m.substr(eq + 1);
     }
-    sets.push_back(parse_nccl_tests_log(read_text_file(path, "nccl-tests log"), path, op));
+    const std::string text = read_text_file(path, "nccl-tests log");
+    sets.push_back(looks_like_nccl_tests_csv(text) ? parse_nccl_tests_csv(text, path, op)
+                                                   : parse_nccl_tests_log(text, path, op));
+    if (sets.back().header.count("ranks") == 0 && !sets.back().rows.empty()) {
+      sets.back().header["ranks"] = std::to_string(sets.back().rows.front().devices);
+    }
     std::cerr << "placer: read " << path << " (nccl-tests " << sets.back().rows.front().op << ", "
               << sets.back().header["ranks"] << " ranks, " << rows_of(sets.back()) << ")\n";
   }
@@ -75,10 +163,16 @@ void run_fit(const FitArgs& a) {
                 std::to_string(a.traces.size()) + " traces, " + std::to_string(a.graphs.size()) +
                 " graphs, " + std::to_string(a.plans.size()) + " plans)");
   }
-  if (sets.empty() && traces.empty() && a.traces.empty()) {
+  std::vector<IterationRun> runs;
+  for (const std::string& path : a.iterations) {
+    std::vector<IterationRun> r = load_iteration_runs(path);
+    std::cerr << "placer: read " << path << " (" << r.size() << " measured iterations)\n";
+    runs.insert(runs.end(), r.begin(), r.end());
+  }
+  if (sets.empty() && traces.empty() && a.traces.empty() && runs.empty()) {
     throw Error(
         "calibrate fit: nothing to fit; give --measurements, --nccl-tests, "
-        "--profiler-trace or --trace/--graph/--plan");
+        "--profiler-trace, --trace/--graph/--plan or --iterations");
   }
   FitReport rep;
   if (!sets.empty() || !traces.empty()) {
@@ -122,13 +216,17 @@ void run_fit(const FitArgs& a) {
       rep.terms.push_back(tf);
     }
   }
+  std::string iteration_note;
+  if (!runs.empty()) iteration_note = fit_iterations(a, cluster, runs, &rep);
   rep.profile.name = !a.name.empty() ? a.name : "calibrated";
   std::string sources;
+  for (const std::string& p : a.iterations) sources += (sources.empty() ? "" : ", ") + p;
   for (const MeasurementSet& s : sets) sources += (sources.empty() ? "" : ", ") + s.source;
   for (const ProfilerTrace& t : traces) sources += (sources.empty() ? "" : ", ") + t.source;
   for (const std::string& t : a.traces) sources += (sources.empty() ? "" : ", ") + t;
   rep.profile.description = "Fitted by placer calibrate fit on cluster '" + cluster.name +
-                            "' from: " + sources + (a.base.empty() ? "" : "; base " + a.base);
+                            "' from: " + sources + (a.base.empty() ? "" : "; base " + a.base) +
+                            iteration_note;
   rep.profile.validate(a.output);
 
   std::ostream& out = std::cout;
@@ -162,9 +260,57 @@ void write_check_csv(const CheckReport& r, const std::string& path) {
   write_text_file(path, text);
 }
 
+void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProfile& profile) {
+  std::vector<IterationRun> runs;
+  for (const std::string& path : a.iterations) {
+    std::vector<IterationRun> r = load_iteration_runs(path);
+    runs.insert(runs.end(), r.begin(), r.end());
+  }
+  const std::vector<double> pred = predict_runs(cluster, profile, runs, a.threads);
+  std::ostream& out = std::cout;
+  std::string csv = "source,line,hidden,layers,global_batch,micro_batch,tp,dp,pp,measured_s,predicted_s,rel_error\n";
+  if (!a.quiet_rows) {
+    out << pad_right("run", 30) << pad_right("model / config", 34) << pad_left("measured", 12)
+        << pad_left("predicted", 12) << pad_left("error", 9) << "\n";
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const IterationRun& r = runs[i];
+    const MegatronConfig& m = r.config;
+    const double e = (pred[i] - r.measured) / r.measured;
+    const std::string cfg = "h" + std::to_string(r.hidden) + " l" + std::to_string(r.layers) +
+                            " gb" + std::to_string(m.global_batch) + " mb" +
+                            std::to_string(m.micro_batch) + " t" + std::to_string(m.tp) + "d" +
+                            std::to_string(m.dp) + "p" + std::to_string(m.pp);
+    if (!a.quiet_rows) {
+      std::string where = r.where();
+      if (where.size() > 28) where = "..." + where.substr(where.size() - 25);
+      out << pad_right(where, 30) << pad_right(cfg, 34) << pad_left(human_time(r.measured), 12)
+          << pad_left(human_time(pred[i]), 12) << pad_left((e >= 0 ? "+" : "") + pct(e), 9) << "\n";
+    }
+    csv += r.source + "," + std::to_string(r.line) + "," + std::to_string(r.hidden) + "," +
+           std::to_string(r.layers) + "," + std::to_string(m.global_batch) + "," +
+           std::to_string(m.micro_batch) + "," + std::to_string(m.tp) + "," + std::to_string(m.dp) +
+           "," + std::to_string(m.pp) + "," + format_double(r.measured) + "," +
+           format_double(pred[i]) + "," + format_double(e) + "\n";
+  }
+  out << "iterations: " << fidelity_line(summarize_fidelity(measured_of(runs), pred)) << "\n";
+  if (!a.csv.empty()) {
+    ensure_parent_dir(a.csv);
+    write_text_file(a.csv, csv);
+    out << "csv " << a.csv << "\n";
+  }
+}
+
 void run_check(const CheckArgs& a) {
   Cluster cluster = load_cluster(a.cluster);
   CostProfile profile = load_cost_profile(a.profile);
+  if (a.measurements.empty() && a.iterations.empty()) {
+    throw Error("calibrate check: give --measurements or --iterations");
+  }
+  if (!a.iterations.empty()) {
+    check_iterations(a, cluster, profile);
+    if (a.measurements.empty()) return;
+  }
   std::vector<MeasurementSet> sets;
   for (const std::string& m : a.measurements) {
     sets.push_back(load_measurements(m));
@@ -261,6 +407,17 @@ void register_calibrate(CLI::App& app) {
       ->capture_default_str();
   fit->add_option("--max-evals", fa->max_evals, "Simulations per trace fit")->capture_default_str();
   fit->add_option("--seed", fa->seed, "Seed of the trace fit's search")->capture_default_str();
+  fit->add_option("--iterations", fa->iterations,
+                  "Measured training runs (CSV, docs/formats/iteration_runs.md): fit dispatch,\n"
+                  "efficiency curves and overheads to their iteration times; repeatable");
+  fit->add_option("--fit-every", fa->fit_every,
+                  "Fit on every K-th run (the fit simulates the runs ~20 times per iteration)")
+      ->capture_default_str();
+  fit->add_option("--fit-iterations", fa->fit_iterations, "Levenberg-Marquardt iterations")
+      ->capture_default_str();
+  fit->add_option("--folds", fa->folds, "K-fold cross-validation of the iteration fit (0 = off)")
+      ->capture_default_str();
+  fit->add_option("--threads", fa->threads, "Threads simulating runs")->capture_default_str();
   fit->add_option("--optimizer", fa->optimizer,
                   "Optimizer for expanding a forward --graph: sgd, momentum, adam")
       ->capture_default_str();
@@ -277,10 +434,11 @@ void register_calibrate(CLI::App& app) {
   check->add_option("-c,--cluster", ca->cluster, "Cluster (*.cluster.yaml)")
       ->required()
       ->check(CLI::ExistingFile);
-  check
-      ->add_option("-m,--measurements", ca->measurements,
-                   "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable")
-      ->required();
+  check->add_option("-m,--measurements", ca->measurements,
+                    "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");
+  check->add_option("--iterations", ca->iterations,
+                    "Measured training runs (CSV, docs/formats/iteration_runs.md); repeatable");
+  check->add_option("--threads", ca->threads, "Threads simulating runs")->capture_default_str();
   check->add_option("--csv", ca->csv, "Write the per-row comparison as CSV");
   check->add_flag("--summary", ca->quiet_rows, "Print only the per-group summary");
   check->callback([ca]() { run_check(*ca); });

@@ -207,9 +207,10 @@ class Validator {
     const Tensor& t = g_.tensor(o.outputs[0]);
     if (t.shape.empty()) {
       // No shape: unknown (graphs built from sizes only), or a scalar, which has no dim.
-      if (t.bytes <= uint64_t(dtype_bytes(t.dtype))) {
+      // (dim 0 stays allowed: a batch split of a loss reduces each device's share.)
+      if (dim >= 1 && t.bytes <= uint64_t(dtype_bytes(t.dtype))) {
         fail(f, "dim " + std::to_string(dim) + ": output '" + t.name + "' of op " + op(part.op) +
-                    " is a scalar; it has no dimension to split");
+                    " is a scalar; it has no dimension " + std::to_string(dim) + " to split");
       }
       return;
     }

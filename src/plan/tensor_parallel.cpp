@@ -158,11 +158,13 @@ Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
         break;
     }
     if (seq_split(o)) {
-      // Stays split unless a consumer needs the whole sequence (a column-parallel input).
+      // Stays split unless a consumer needs the whole sequence (a column-parallel input) or
+      // sits in another TP group (the next pipeline stage receives the whole tensor).
       bool all_split = true;
       for (TensorId t : g.op(o).outputs) {
         for (OpId c : g.consumers(t)) {
-          if (g.op(c).phase == Phase::kForward && !seq_split(c)) all_split = false;
+          if (g.op(c).phase != Phase::kForward) continue;
+          if (!seq_split(c) || group_of(c) != group_of(o)) all_split = false;
         }
       }
       sharded_out[o] = all_split;

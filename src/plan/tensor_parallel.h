@@ -1,8 +1,8 @@
 #pragma once
 // Megatron-style tensor parallelism as a plan shorthand (docs/parallelism.md).
 //
-// `tensor_parallel: {degree: 4, style: megatron, sequence_parallel: false}` in a plan (and
-// `tensor_parallel: k` on a pipeline stage) stands for the per-op partitions Megatron-LM
+// `tensor_parallel: {degree: 4, style: megatron, sequence_parallel: false}` in a plan stands
+// for the per-op partitions Megatron-LM
 // uses (Shoeybi et al. 2019; Korthikanti et al. 2022 for sequence parallelism):
 //  - column-parallel linears (fused QKV, MLP up-projection, LM head): weights split on the
 //    output dim, outputs stay sharded, the input gradient is all-reduced in backward;
@@ -15,6 +15,9 @@
 // With sequence parallelism the replicated ops are split on the sequence dim instead; the
 // all-reduces become reduce-scatter (row outputs) and all-gather (before column inputs).
 //
+// A stage's own `tensor_parallel: k` overrides the degree for that stage when the shorthand
+// is present; without the shorthand it only makes the stage a TP x DP grid, and its ops are
+// partitioned as the plan's `partitions` say (an unpartitioned op runs on TP rank 0).
 // The TP group of an op is the first `degree` devices of its pipeline stage (TP ranks are
 // contiguous, as Megatron orders them), or, without a pipeline, `degree` devices starting at
 // the op's placement. Ops are matched by name (the GPT / LLaMA generators' Megatron module

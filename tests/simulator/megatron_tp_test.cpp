@@ -152,6 +152,12 @@ TEST(MegatronTp, AGridOfTwoPipelineStagesAndTwoCopiesSimulates) {
   EXPECT_DOUBLE_EQ(r.compute_time[2], r.compute_time[0]);
   EXPECT_DOUBLE_EQ(r.compute_time[7], r.compute_time[5]);
   EXPECT_EQ(r.peak_memory[6], r.peak_memory[4]);
+  // Sequence parallelism across stages: the last op of stage 0 hands stage 1 the whole
+  // sequence (all-gathered), so the plan stays valid.
+  Plan sp = p;
+  sp.tensor_parallel.sequence_parallel = true;
+  sp.validate(g, cl);
+  EXPECT_GT(sim.run(sp).step_time, 0);
 }
 
 }  // namespace

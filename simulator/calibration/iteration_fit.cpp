@@ -1,0 +1,299 @@
+#include "simulator/calibration/iteration_fit.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <thread>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+// Knots (log10 of FLOPs / bytes) of the fitted curves: GEMMs of the transformer runs span
+// 1e8..1e12 FLOPs, element-wise tensors 1e6..1e9 bytes.
+constexpr double kGemmKnots[] = {8, 9, 10, 11, 12};
+constexpr double kMemKnots[] = {6, 7, 8, 9};
+
+ProfileParameter dispatch(OpCategory c) {
+  ProfileParameter p;
+  p.name = std::string("ops.") + to_string(c) + ".dispatch";
+  p.lo = 0;
+  p.hi = 300e-6;
+  p.get = [c](const CostProfile& pr) { return pr.op(c).dispatch; };
+  p.set = [c](CostProfile& pr, double v) { pr.op(c).dispatch = v; };
+  return p;
+}
+
+// The value of knot k of a curve whose knots are exactly `knots`.
+ProfileParameter knot(OpCategory c, bool compute, const double* knots, size_t nk, size_t k) {
+  ProfileParameter p;
+  p.name = std::string("ops.") + to_string(c) + (compute ? ".compute" : ".memory") + "@1e" +
+           std::to_string(static_cast<int>(knots[k]));
+  p.lo = 0.02;
+  p.hi = 1.0;
+  const std::vector<double> xs(knots, knots + nk);
+  auto curve = [c, compute](CostProfile& pr) -> EfficiencyCurve& {
+    return compute ? pr.op(c).compute : pr.op(c).memory;
+  };
+  p.get = [c, compute, xs, k](const CostProfile& pr) {
+    const EfficiencyCurve& e = compute ? pr.op(c).compute : pr.op(c).memory;
+    return e.at(std::pow(10.0, xs[k]));
+  };
+  p.set = [curve, xs, k](CostProfile& pr, double v) {
+    EfficiencyCurve& e = curve(pr);
+    if (e.points.size() != xs.size()) {  // re-knot, keeping the curve's values
+      std::vector<std::pair<double, double>> pts;
+      for (double x : xs) pts.emplace_back(x, e.at(std::pow(10.0, x)));
+      e.points = pts;
+    }
+    e.points[k].second = v;
+  };
+  return p;
+}
+
+ProfileParameter constant_memory(OpCategory c) {
+  ProfileParameter p;
+  p.name = std::string("ops.") + to_string(c) + ".memory";
+  p.lo = 0.02;
+  p.hi = 1.0;
+  p.get = [c](const CostProfile& pr) { return pr.op(c).memory.at(1e8); };
+  p.set = [c](CostProfile& pr, double v) { pr.op(c).memory = EfficiencyCurve::constant(v); };
+  return p;
+}
+
+// Each thread predicts every threads-th run with its own graph cache.
+class ParallelPredictor {
+ public:
+  ParallelPredictor(const Cluster& cluster, int threads) {
+    for (int t = 0; t < std::max(1, threads); ++t) {
+      predictors_.push_back(std::make_unique<RunPredictor>(cluster));
+    }
+  }
+  std::vector<double> predict(const CostProfile& profile, const std::vector<IterationRun>& runs) {
+    std::vector<double> out(runs.size(), 0);
+    const size_t nt = predictors_.size();
+    std::vector<std::string> errors(nt);
+    auto work = [&](size_t t) {
+      try {
+        for (size_t i = t; i < runs.size(); i += nt) out[i] = predictors_[t]->predict(runs[i], profile);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < nt; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& th : pool) th.join();
+    for (const std::string& e : errors) {
+      if (!e.empty()) throw Error(e);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<RunPredictor>> predictors_;
+};
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+}  // namespace
+
+std::vector<ProfileParameter> iteration_fit_parameters() {
+  std::vector<ProfileParameter> ps;
+  for (OpCategory c : {OpCategory::kMatMul, OpCategory::kElementwise, OpCategory::kNormalization,
+                       OpCategory::kSoftmax, OpCategory::kOptimizer}) {
+    ps.push_back(dispatch(c));
+  }
+  for (size_t k = 0; k < std::size(kGemmKnots); ++k) {
+    ps.push_back(knot(OpCategory::kMatMul, true, kGemmKnots, std::size(kGemmKnots), k));
+  }
+  for (size_t k = 0; k < std::size(kMemKnots); ++k) {
+    ps.push_back(knot(OpCategory::kElementwise, false, kMemKnots, std::size(kMemKnots), k));
+  }
+  for (OpCategory c : {OpCategory::kNormalization, OpCategory::kSoftmax, OpCategory::kEmbedding,
+                       OpCategory::kOptimizer}) {
+    ps.push_back(constant_memory(c));
+  }
+  ProfileParameter mb;
+  mb.name = "micro_batch_overhead";
+  mb.lo = 0;
+  mb.hi = 2e-3;
+  mb.get = [](const CostProfile& pr) { return pr.micro_batch_overhead; };
+  mb.set = [](CostProfile& pr, double v) { pr.micro_batch_overhead = v; };
+  ps.push_back(mb);
+  ProfileParameter ov;
+  ov.name = "overlap_slowdown";
+  ov.lo = 1.0;
+  ov.hi = 2.0;
+  ov.get = [](const CostProfile& pr) { return pr.overlap_slowdown; };
+  ov.set = [](CostProfile& pr, double v) { pr.overlap_slowdown = v; };
+  ps.push_back(ov);
+  return ps;
+}
+
+double spearman_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ranks = [](const std::vector<double>& v) {
+    std::vector<size_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < idx.size();) {
+      size_t j = i;
+      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j);
+      i = j + 1;
+    }
+    return r;
+  };
+  if (a.size() < 2 || a.size() != b.size()) return 0;
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = double(a.size());
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
+  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
+}
+
+FidelitySummary summarize_fidelity(const std::vector<double>& measured,
+                                   const std::vector<double>& predicted) {
+  FidelitySummary s;
+  s.n = static_cast<int>(measured.size());
+  if (measured.empty()) return s;
+  std::vector<double> ape;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const double e = (predicted[i] - measured[i]) / measured[i];
+    ape.push_back(std::fabs(e));
+    s.signed_mean += e;
+  }
+  s.signed_mean /= double(ape.size());
+  s.mape = std::accumulate(ape.begin(), ape.end(), 0.0) / double(ape.size());
+  std::sort(ape.begin(), ape.end());
+  s.median = ape[ape.size() / 2];
+  s.p90 = ape[std::min(ape.size() - 1, size_t(std::ceil(0.9 * double(ape.size()))) - 1)];
+  s.spearman = spearman_correlation(measured, predicted);
+  return s;
+}
+
+std::vector<double> predict_runs(const Cluster& cluster, const CostProfile& profile,
+                                 const std::vector<IterationRun>& runs, int threads) {
+  ParallelPredictor p(cluster, threads);
+  return p.predict(profile, runs);
+}
+
+CostProfile iteration_fit_start(const CostProfile& base) {
+  CostProfile start = base;
+  if (const auto& ar = start.curve(CollectiveKind::kAllReduce, LinkLevel::kIntraHost)) {
+    for (CollectiveKind k : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+      if (!start.curve(k, LinkLevel::kIntraHost)) start.curve(k, LinkLevel::kIntraHost) = ar;
+    }
+  }
+  start.p2p_host_sync = true;
+  for (int c = 0; c < kNumOpCategories; ++c) {
+    if (start.ops[size_t(c)].dispatch == 0) start.ops[size_t(c)].dispatch = 12e-6;
+  }
+  if (start.micro_batch_overhead == 0) start.micro_batch_overhead = 200e-6;
+  return start;
+}
+
+IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile& start,
+                                       const std::vector<IterationRun>& runs,
+                                       const IterationFitOptions& options) {
+  if (runs.empty()) throw ValidationError("iteration fit: no runs");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<ProfileParameter> params = iteration_fit_parameters();
+  if (!options.only.empty()) {
+    std::vector<ProfileParameter> kept;
+    for (const std::string& name : options.only) {
+      auto it = std::find_if(params.begin(), params.end(),
+                             [&](const ProfileParameter& p) { return p.name == name; });
+      if (it == params.end()) throw ValidationError("iteration fit: unknown parameter '" + name + "'");
+      kept.push_back(*it);
+    }
+    params = kept;
+  }
+  const int np = static_cast<int>(params.size());
+  const int n = static_cast<int>(runs.size());
+  ParallelPredictor predictor(cluster, options.threads);
+  IterationFitResult result;
+
+  // Unconstrained coordinates: value = lo + (hi - lo) * sigmoid(x).
+  auto to_profile = [&](const Eigen::VectorXd& x) {
+    CostProfile p = start;
+    for (int j = 0; j < np; ++j) {
+      params[size_t(j)].set(p, params[size_t(j)].lo + (params[size_t(j)].hi - params[size_t(j)].lo) * sigmoid(x[j]));
+    }
+    return p;
+  };
+  // A weak prior keeps each parameter near its starting value where the runs do not tell
+  // (dispatch time and small-GEMM efficiency trade off against each other): one residual
+  // per parameter, prior_weight * (x - x0), next to the n log errors.
+  Eigen::VectorXd x0(np);
+  auto residuals = [&](const Eigen::VectorXd& x) {
+    const std::vector<double> pred = predictor.predict(to_profile(x), runs);
+    ++result.simulations;
+    Eigen::VectorXd r(n + np);
+    for (int i = 0; i < n; ++i) r[i] = std::log(pred[size_t(i)] / runs[size_t(i)].measured);
+    for (int j = 0; j < np; ++j) r[n + j] = options.prior_weight * (x[j] - x0[j]);
+    return r;
+  };
+  Eigen::VectorXd x(np);
+  for (int j = 0; j < np; ++j) {
+    const ProfileParameter& p = params[size_t(j)];
+    const double u = std::clamp((p.get(start) - p.lo) / (p.hi - p.lo), 0.02, 0.98);
+    x[j] = std::log(u / (1 - u));
+  }
+  x0 = x;
+  Eigen::VectorXd r = residuals(x);
+  double cost = r.squaredNorm();
+  double lambda = 1e-2;
+  constexpr double kStep = 0.05;  // finite-difference step in logit space
+  for (int it = 0; it < options.max_iterations; ++it) {
+    Eigen::MatrixXd J(n + np, np);
+    for (int j = 0; j < np; ++j) {
+      Eigen::VectorXd xs = x;
+      xs[j] += kStep;
+      J.col(j) = (residuals(xs) - r) / kStep;
+    }
+    const Eigen::MatrixXd A = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 6 && !improved; ++tries) {
+      Eigen::MatrixXd M = A;
+      for (int j = 0; j < np; ++j) M(j, j) += lambda * A(j, j) + 1e-9;
+      const Eigen::VectorXd delta = M.ldlt().solve(-g);
+      const Eigen::VectorXd xn = x + delta.cwiseMax(-3.0).cwiseMin(3.0);
+      const Eigen::VectorXd rn = residuals(xn);
+      const double cn = rn.squaredNorm();
+      if (cn < cost) {
+        x = xn;
+        r = rn;
+        improved = cost - cn > 1e-6 * cost;
+        cost = cn;
+        lambda = std::max(lambda / 3, 1e-6);
+        improved = true;
+      } else {
+        lambda *= 4;
+      }
+    }
+    result.iterations = it + 1;
+    if (options.progress) options.progress(it + 1, std::sqrt(r.head(n).squaredNorm() / n));
+    if (!improved) break;
+  }
+  result.profile = to_profile(x);
+  for (const ProfileParameter& p : params) result.values.emplace_back(p.name, p.get(result.profile));
+  result.rms_log_error = std::sqrt(r.head(n).squaredNorm() / n);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace placer
