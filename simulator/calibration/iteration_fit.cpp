@@ -266,8 +266,8 @@ IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile
     }
     const Eigen::MatrixXd A = J.transpose() * J;
     const Eigen::VectorXd g = J.transpose() * r;
-    bool improved = false;
-    for (int tries = 0; tries < 6 && !improved; ++tries) {
+    bool accepted = false, improved = false;
+    for (int tries = 0; tries < 6 && !accepted; ++tries) {
       Eigen::MatrixXd M = A;
       for (int j = 0; j < np; ++j) M(j, j) += lambda * A(j, j) + 1e-9;
       const Eigen::VectorXd delta = M.ldlt().solve(-g);
@@ -277,10 +277,10 @@ IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile
       if (cn < cost) {
         x = xn;
         r = rn;
-        improved = cost - cn > 1e-6 * cost;
+        improved = cost - cn > 1e-4 * cost;  // stop once a step gains < 0.01 %
         cost = cn;
         lambda = std::max(lambda / 3, 1e-6);
-        improved = true;
+        accepted = true;
       } else {
         lambda *= 4;
       }

@@ -230,6 +230,12 @@ void run_fit(const FitArgs& a) {
   rep.profile.validate(a.output);
 
   std::ostream& out = std::cout;
+  if (rep.terms.empty()) {
+    ensure_parent_dir(a.output);
+    save_cost_profile(rep.profile, a.output);
+    out << "profile " << a.output << "\n";
+    return;
+  }
   size_t w = 4;
   for (const TermFit& t : rep.terms) w = std::max(w, t.term.size() + 2);
   out << pad_right("term", w) << pad_right("model", 18) << pad_left("points", 7)
