@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Plan format 1.1 from the command line: the shipped Megatron example (TP 2 x PP 2 x DP 2,
+# recomputation, fp16) on a generated GPT simulates, its written plan round-trips to the
+# same prediction, and the tensor-parallel shorthand names an op it cannot match.
+# Usage: megatron_plan.sh PLACER SOURCE_DIR TEST_DATA_DIR
+set -u
+placer=$1; src=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0; n=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib/expect.bash"
+cluster=$src/datasets/clusters/dgx_a100.cluster.yaml
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  n=$((n + 1))
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
+}
+
+"$placer" generate gpt --layers 2 --hidden 1024 --heads 16 --seq-len 1024 --batch 16 --tp 2 \
+  --training-step -o "$tmp/gpt.graph.json" > /dev/null 2>&1
+"$placer" simulate --graph "$tmp/gpt.graph.json" --cluster "$cluster" \
+  --plan "$src/examples/gpt_tp2_pp2_dp2.plan.yaml" -o "$tmp/out.plan.yaml" > "$tmp/sim.txt" 2>&1
+check simulate grep -q "pipeline 2 stages x 8 micro-batches" "$tmp/sim.txt"
+check written-1.1 grep -q 'format_version: "1.1"' "$tmp/out.plan.yaml"
+check keeps-shorthand grep -q "tensor_parallel:" "$tmp/out.plan.yaml"
+"$placer" simulate --graph "$tmp/gpt.graph.json" --cluster "$cluster" --plan "$tmp/out.plan.yaml" > "$tmp/sim2.txt" 2>&1
+check same-prediction test "$(grep '^step time' "$tmp/sim.txt")" = "$(grep '^step time' "$tmp/sim2.txt")"
+
+"$placer" generate mlp --training-step -o "$tmp/mlp.graph.json" > /dev/null 2>&1
+printf 'format_version: "1.1"\nplacement: {default: 0}\ntensor_parallel: {degree: 2}\n' > "$tmp/tp.plan.yaml"
+expect unmatched-op "tensor_parallel: op 'layers.0.linear'" "matches no Megatron role" -- \
+  simulate --graph "$tmp/mlp.graph.json" --cluster "$cluster" --plan "$tmp/tp.plan.yaml"
+printf 'format_version: "1.1"\nplacement: {default: 0}\nrecompute: sometimes\n' > "$tmp/rc.plan.yaml"
+expect bad-recompute "rc.plan.yaml: recompute: unknown recomputation 'sometimes'" -- \
+  simulate --graph "$tmp/mlp.graph.json" --cluster "$cluster" --plan "$tmp/rc.plan.yaml"
+
+echo "$((n - fail)) passed, $fail failed"
+[ $fail -eq 0 ]
