@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   std::string csv_path;
   int every = 1;
   int fit_every = 0;  // > 0: fit the profile on every fit_every-th run first
-  int fit_iters = 12;
+  int fit_iters = 20;
   std::string write_profile, extrapolate;
   int folds = 0;
   for (int i = 1; i < argc; ++i) {

@@ -108,9 +108,10 @@ double bus_factor(CollectiveKind kind, int ranks) {
 
 double CollectiveCurve::time(CollectiveKind kind, int ranks_in_group, double bytes) const {
   if (ranks_in_group <= 1) return 0;
+  const double alpha = latency + latency_per_rank * std::max(0, ranks_in_group - 2);
   const double moved = bytes * bus_factor(kind, ranks_in_group);
-  if (!(moved > 0)) return latency;
-  return latency + moved / (bus_bandwidth * efficiency.at(bytes));
+  if (!(moved > 0)) return alpha;
+  return alpha + moved / (bus_bandwidth * efficiency.at(bytes));
 }
 
 // ---- CostProfile ------------------------------------------------------------------------
@@ -191,6 +192,11 @@ void CostProfile::validate(const std::string& where) const {
           l != static_cast<int>(LinkLevel::kInterHost)) {
         throw ValidationError(
             format_context(where, base, "curves exist only for intra_host and inter_host"));
+      }
+      if (!(c->latency_per_rank >= 0) || std::isinf(c->latency_per_rank)) {
+        throw ValidationError(format_context(where, base + ".latency_per_rank",
+                                             "must be finite and >= 0, got " +
+                                                 format_double(c->latency_per_rank)));
       }
       if (!(c->latency >= 0) || std::isinf(c->latency)) {
         throw ValidationError(format_context(where, base + ".latency",
@@ -439,8 +445,13 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
           r.fail(lfield,
                  "unknown link level '" + lkey + "' (expected intra_host or inter_host)");
         }
-        r.check_keys(lt->second, lfield, {"latency", "bus_bandwidth", "efficiency", "ranks"});
+        r.check_keys(lt->second, lfield,
+                     {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
         CollectiveCurve c;
+        if (const YAML::Node lr = lt->second["latency_per_rank"]) {
+          c.latency_per_rank =
+              r.to_quantity(lr, QuantityKind::kTime, field_join(lfield, "latency_per_rank"));
+        }
         if (const YAML::Node n = lt->second["latency"]) {
           c.latency = r.to_quantity(n, QuantityKind::kTime, field_join(lfield, "latency"));
         }
@@ -522,6 +533,7 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
         if (!c) continue;
         nlohmann::ordered_json o;
         o["latency"] = format_time(c->latency);
+        if (c->latency_per_rank > 0) o["latency_per_rank"] = format_time(c->latency_per_rank);
         o["bus_bandwidth"] = format_bandwidth(c->bus_bandwidth);
         o["efficiency"] = write_curve(c->efficiency);
         if (c->ranks > 0) o["ranks"] = c->ranks;

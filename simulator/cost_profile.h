@@ -92,10 +92,14 @@ double bus_factor(CollectiveKind kind, int ranks);
 
 /// A measured collective (fitted by `placer calibrate fit`): for a group of p ranks and a
 /// message of `bytes` (the full buffer, as nccl-tests' "size"),
-///   time = latency + bytes * bus_factor(kind, p) / (bus_bandwidth * efficiency(bytes)).
+///   time = latency + latency_per_rank * (p - 2)
+///          + bytes * bus_factor(kind, p) / (bus_bandwidth * efficiency(bytes)).
 /// An alpha-beta fit has a constant efficiency of 1; a ramp is a piecewise curve.
 struct CollectiveCurve {
   double latency = 0;          ///< seconds (alpha), >= 0
+  /// Seconds of latency per rank beyond two (a ring's steps grow with the group; fitted
+  /// when the measurements cover several group sizes), >= 0.
+  double latency_per_rank = 0;
   double bus_bandwidth = 0;    ///< bytes/s, > 0
   EfficiencyCurve efficiency;  ///< fraction of bus_bandwidth vs log10(bytes)
   int ranks = 0;               ///< group size of the measurements (informational; 0 = unknown)
@@ -103,7 +107,8 @@ struct CollectiveCurve {
   double time(CollectiveKind kind, int ranks_in_group, double bytes) const;
 
   bool operator==(const CollectiveCurve& o) const {
-    return latency == o.latency && bus_bandwidth == o.bus_bandwidth &&
+    return latency == o.latency && latency_per_rank == o.latency_per_rank &&
+           bus_bandwidth == o.bus_bandwidth &&
            efficiency == o.efficiency && ranks == o.ranks;
   }
   bool operator!=(const CollectiveCurve& o) const { return !(*this == o); }

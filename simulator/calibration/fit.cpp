@@ -1,6 +1,7 @@
 #include "simulator/calibration/fit.h"
 
 #include <Eigen/Dense>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -183,6 +184,18 @@ EfficiencyCurve fit_efficiency_curve(const std::vector<double>& size,
   return EfficiencyCurve::ramp(std::move(pts));
 }
 
+namespace {
+double size_weighted_error(const std::vector<double>& pred, const std::vector<double>& t,
+                           const std::vector<double>& bytes) {
+  double sum = 0, w = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    sum += std::abs(pred[i] - t[i]) / t[i] / bytes[i];
+    w += 1 / bytes[i];
+  }
+  return w > 0 ? sum / w : 0;
+}
+}  // namespace
+
 CollectiveCurve fit_collective_curve(CollectiveKind kind,
                                      const std::vector<CollectivePoint>& points,
                                      double line_tolerance, FitError* error, std::string* model,
@@ -209,6 +222,47 @@ CollectiveCurve fit_collective_curve(CollectiveKind kind,
   line.efficiency = EfficiencyCurve::constant(1.0);
   line.ranks = max_ranks;
   FitError line_err = relative_errors(predict(line), t);
+  // Several group sizes: latency grows with the ring's steps. The bandwidth term from the
+  // large messages (>= 64 MiB, where latency is negligible), then alpha + gamma (p - 2)
+  // from the small ones (<= 8 MiB) by least squares of the relative residuals; kept when
+  // its RMS relative error over all points beats the plain line (the small sizes, where the
+  // latency matters, are a minority and do not move the median).
+  std::pair<double, double> ranked_latency{-1, 0};  // (alpha, gamma) when fitted
+  std::vector<int> sizes;
+  for (const CollectivePoint& p : points) {
+    if (std::find(sizes.begin(), sizes.end(), p.ranks) == sizes.end()) sizes.push_back(p.ranks);
+  }
+  std::vector<double> xl, tl;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].bytes >= double(64 << 20)) xl.push_back(x[i]), tl.push_back(t[i]);
+  }
+  if (sizes.size() >= 2 && xl.size() >= 2) {
+    const double beta = fit_alpha_beta(xl, tl).beta;
+    double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].bytes > double(8 << 20)) continue;
+      const double w = 1 / (t[i] * t[i]), q = points[i].ranks - 2, r = t[i] - beta * x[i];
+      s11 += w, s12 += w * q, s22 += w * q * q, b1 += w * r, b2 += w * q * r;
+    }
+    const double det = s11 * s22 - s12 * s12;
+    if (det > 0 && beta > 0) {
+      const double alpha = (b1 * s22 - b2 * s12) / det, gamma = (s11 * b2 - s12 * b1) / det;
+      CollectiveCurve ranked = line;
+      ranked.latency = round_sig(std::max(0.0, alpha));
+      ranked.latency_per_rank = round_sig(std::max(0.0, gamma));
+      ranked.bus_bandwidth = round_sig(1 / beta);
+      auto rms = [&](const std::vector<double>& pred) {
+        double sum = 0;
+        for (size_t i = 0; i < pred.size(); ++i) sum += (pred[i] - t[i]) * (pred[i] - t[i]) / (t[i] * t[i]);
+        return std::sqrt(sum / double(pred.size()));
+      };
+      if (ranked.latency_per_rank > 0 && rms(predict(ranked)) < rms(predict(line))) {
+        line = ranked;
+        line_err = relative_errors(predict(ranked), t);
+      }
+      if (ranked.latency_per_rank > 0) ranked_latency = {ranked.latency, ranked.latency_per_rank};
+    }
+  }
   if (line_err.median <= line_tolerance || points.size() < 3) {
     if (error) *error = line_err;
     if (model) *model = "alpha-beta";
@@ -222,17 +276,38 @@ CollectiveCurve fit_collective_curve(CollectiveKind kind,
   CollectiveCurve best = line;
   FitError best_err = line_err;
   std::string best_model = "alpha-beta";
-  for (double frac : {0.0, 0.25, 0.5, 0.75, 0.9}) {
+  // Ramps under a fraction of the fastest time as latency, and (several group sizes) under
+  // the per-rank latency fitted above (fraction -1).
+  for (double frac : {0.0, 0.25, 0.5, 0.75, 0.9, -1.0}) {
     CollectiveCurve c;
-    c.latency = round_sig(frac * tmin);
+    if (frac < 0) {
+      if (ranked_latency.first < 0) continue;
+      c.latency = ranked_latency.first;
+      c.latency_per_rank = ranked_latency.second;
+    } else {
+      c.latency = round_sig(frac * tmin);
+    }
     c.bus_bandwidth = round_sig(best_bw);
     c.ranks = max_ranks;
     std::vector<double> eff;
-    for (size_t i = 0; i < x.size(); ++i) eff.push_back(x[i] / ((t[i] - c.latency) * best_bw));
+    bool ok = true;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double busy = t[i] - c.latency - c.latency_per_rank * (points[i].ranks - 2);
+      ok = ok && busy > 0;
+      eff.push_back(x[i] / (std::max(busy, 1e-12) * best_bw));
+    }
+    if (!ok) continue;
     c.efficiency = fit_efficiency_curve(bytes, eff, knot_step, 1e-9, 2.0);
     const FitError err = relative_errors(predict(c), t);
-    if (err.median < best_err.median - 1e-12 ||
-        (std::abs(err.median - best_err.median) <= 1e-12 && err.p90 < best_err.p90)) {
+    // Several group sizes (tables of linearly spaced sizes): candidates compete on the mean
+    // relative error weighted by 1 / bytes, i.e. evenly per decade of message size, so the
+    // small and middle sizes where latency and ramp matter count as much as the large ones.
+    const bool better =
+        sizes.size() >= 2
+            ? size_weighted_error(predict(c), t, bytes) < size_weighted_error(predict(best), t, bytes)
+            : err.median < best_err.median - 1e-12 ||
+                  (std::abs(err.median - best_err.median) <= 1e-12 && err.p90 < best_err.p90);
+    if (better) {
       best = c;
       best_err = err;
       best_model = "curve(" + std::to_string(c.efficiency.points.size()) + " knots)";
@@ -452,7 +527,7 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
                                                    &tf.model, options.knot_step);
     p.curve(kind, level) = c;
     tf.points = static_cast<int>(pts.size());
-    tf.values = "latency " + human_time(c.latency) + ", bus bw " + gbps(c.bus_bandwidth) +
+    tf.values = "latency " + human_time(c.latency) + (c.latency_per_rank > 0 ? " + " + human_time(c.latency_per_rank) + " per rank > 2" : std::string()) + ", bus bw " + gbps(c.bus_bandwidth) +
                 ", ranks " + std::to_string(c.ranks);
     p.fit_errors[tf.term] = tf.error;
     rep.terms.push_back(tf);

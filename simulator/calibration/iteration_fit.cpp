@@ -29,20 +29,28 @@ ProfileParameter dispatch(OpCategory c) {
   return p;
 }
 
-// The value of knot k of a curve whose knots are exactly `knots`.
+// Knot k of a curve whose knots are exactly `knots`, fitted so the curve cannot fall with
+// size (efficiency rises with work until it saturates): knot 0 is its efficiency, knot k > 0
+// the fraction of the way from knot k - 1 to 1 (parameters are set in knot order).
 ProfileParameter knot(OpCategory c, bool compute, const double* knots, size_t nk, size_t k) {
   ProfileParameter p;
   p.name = std::string("ops.") + to_string(c) + (compute ? ".compute" : ".memory") + "@1e" +
            std::to_string(static_cast<int>(knots[k]));
-  p.lo = 0.02;
+  p.lo = k == 0 ? 0.02 : 0.0;
   p.hi = 1.0;
   const std::vector<double> xs(knots, knots + nk);
   auto curve = [c, compute](CostProfile& pr) -> EfficiencyCurve& {
     return compute ? pr.op(c).compute : pr.op(c).memory;
   };
-  p.get = [c, compute, xs, k](const CostProfile& pr) {
+  auto value = [c, compute, xs](const CostProfile& pr, size_t i) {
     const EfficiencyCurve& e = compute ? pr.op(c).compute : pr.op(c).memory;
-    return e.at(std::pow(10.0, xs[k]));
+    return e.at(std::pow(10.0, xs[i]));
+  };
+  p.report = [value, k](const CostProfile& pr) { return value(pr, k); };
+  p.get = [value, k](const CostProfile& pr) {
+    if (k == 0) return value(pr, 0);
+    const double prev = value(pr, k - 1), cur = value(pr, k);
+    return prev >= 1 ? 0.0 : std::clamp((cur - prev) / (1 - prev), 0.0, 1.0);
   };
   p.set = [curve, xs, k](CostProfile& pr, double v) {
     EfficiencyCurve& e = curve(pr);
@@ -51,7 +59,12 @@ ProfileParameter knot(OpCategory c, bool compute, const double* knots, size_t nk
       for (double x : xs) pts.emplace_back(x, e.at(std::pow(10.0, x)));
       e.points = pts;
     }
-    e.points[k].second = v;
+    if (k == 0) {
+      e.points[0].second = v;
+    } else {
+      const double prev = e.points[k - 1].second;
+      e.points[k].second = prev + (1 - prev) * v;
+    }
   };
   return p;
 }
@@ -256,18 +269,18 @@ IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile
   Eigen::VectorXd r = residuals(x);
   double cost = r.squaredNorm();
   double lambda = 1e-2;
-  constexpr double kStep = 0.05;  // finite-difference step in logit space
+  double fd_step = 0.05;  // finite-difference step in logit space, halved when stuck
   for (int it = 0; it < options.max_iterations; ++it) {
     Eigen::MatrixXd J(n + np, np);
     for (int j = 0; j < np; ++j) {
       Eigen::VectorXd xs = x;
-      xs[j] += kStep;
-      J.col(j) = (residuals(xs) - r) / kStep;
+      xs[j] += fd_step;
+      J.col(j) = (residuals(xs) - r) / fd_step;
     }
     const Eigen::MatrixXd A = J.transpose() * J;
     const Eigen::VectorXd g = J.transpose() * r;
     bool accepted = false, improved = false;
-    for (int tries = 0; tries < 6 && !accepted; ++tries) {
+    for (int tries = 0; tries < 8 && !accepted; ++tries) {
       Eigen::MatrixXd M = A;
       for (int j = 0; j < np; ++j) M(j, j) += lambda * A(j, j) + 1e-9;
       const Eigen::VectorXd delta = M.ldlt().solve(-g);
@@ -287,10 +300,18 @@ IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile
     }
     result.iterations = it + 1;
     if (options.progress) options.progress(it + 1, std::sqrt(r.head(n).squaredNorm() / n));
+    if (!accepted && fd_step > 0.01) {
+      // No step helped: the slopes may be off at this resolution; retry with finer ones.
+      fd_step /= 2;
+      lambda = 1e-2;
+      continue;
+    }
     if (!improved) break;
   }
   result.profile = to_profile(x);
-  for (const ProfileParameter& p : params) result.values.emplace_back(p.name, p.get(result.profile));
+  for (const ProfileParameter& p : params) {
+    result.values.emplace_back(p.name, p.report ? p.report(result.profile) : p.get(result.profile));
+  }
   result.rms_log_error = std::sqrt(r.head(n).squaredNorm() / n);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -32,6 +32,9 @@ struct ProfileParameter {
   double lo = 0, hi = 1;
   std::function<double(const CostProfile&)> get;
   std::function<void(CostProfile&, double)> set;
+  /// The value to report (default: get): curve knots are fitted as their rise above the
+  /// previous knot, reported as the efficiency itself.
+  std::function<double(const CostProfile&)> report;
 };
 
 /// The parameters fitted from iteration times (see the header comment).
@@ -51,7 +54,7 @@ std::vector<double> predict_runs(const Cluster& cluster, const CostProfile& prof
                                  const std::vector<IterationRun>& runs, int threads = 2);
 
 struct IterationFitOptions {
-  int max_iterations = 12;  ///< Levenberg-Marquardt iterations
+  int max_iterations = 20;  ///< Levenberg-Marquardt iterations
   int threads = 2;
   /// Weight of the prior that keeps parameters near their starting values (in the bounded
   /// parameters' logit coordinates); 0 = none.

@@ -29,7 +29,7 @@ struct FitArgs {
   std::string cluster, base, output, name, optimizer = "adam", profiler_dtype = "f32";
   std::vector<std::string> measurements, nccl_tests, profiler_traces, traces, graphs, plans;
   std::vector<std::string> iterations;
-  int fit_every = 3, fit_iterations = 12, folds = 0, threads = 2;
+  int fit_every = 2, fit_iterations = 20, folds = 0, threads = 2;
   double line_tolerance = 0.05;
   double knot_step = 1.0;
   int max_evals = 400;
