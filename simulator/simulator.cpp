@@ -220,6 +220,10 @@ void Simulator::Impl::check_plan(const Plan& p) {
   }
   if (pipe) {
     if (p.pipeline.micro_batches < 1) fail("pipeline: micro_batches must be >= 1");
+    const int v = p.pipeline.virtual_stages;
+    if (v < 1 || p.pipeline.stages.size() % size_t(v) != 0) {
+      fail("pipeline: virtual_stages must divide the number of stages");
+    }
     std::fill(mark.begin(), mark.end(), 0);
     for (size_t s = 0; s < p.pipeline.stages.size(); ++s) {
       const PipelineStage& st = p.pipeline.stages[s];
@@ -299,6 +303,18 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   M = pipelined ? p.pipeline.micro_batches : 1;
   R = p.data_parallel.replicas;
   n_stages = pipelined ? static_cast<int>(p.pipeline.stages.size()) : 0;
+  vstages = pipelined ? p.pipeline.virtual_stages : 1;
+  n_ranks = pipelined ? std::max(n_stages / vstages, 1) : 1;
+  // Forward passes before a rank's first backward: Megatron's 1F1B warm-up, and for the
+  // interleaved schedule 2 (ranks - r - 1) + (v - 1) ranks (all of them when M = ranks).
+  rank_warmup.assign(static_cast<size_t>(n_ranks), 0);
+  rank_gated.assign(static_cast<size_t>(n_ranks), 0);
+  for (int r = 0; r < n_ranks; ++r) {
+    const int64_t total = int64_t(M) * vstages;
+    int64_t w = vstages == 1 ? n_ranks - r - 1 : 2 * (n_ranks - r - 1) + int64_t(vstages - 1) * n_ranks;
+    if (vstages > 1 && M == n_ranks) w = total;
+    rank_warmup[size_t(r)] = static_cast<int32_t>(std::min(w, total));
+  }
   sync = p.data_parallel.sync;
   // Without overlap every gradient of a sync group goes into one bucket, launched when the
   // last one is ready (after the last backward op that produces one).
@@ -509,18 +525,22 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       pending[i] = pend + (barrier_pending > 0 && phase == Phase::kOptimizer ? 1 : 0);
       uint64_t slot = 0;
       if (pipelined) {
-        const int64_t m = M;
+        // The order a rank runs its passes in: m passes of each kind, the first w forward
+        // passes (warm-up), then one backward, one forward, ..., then the last backwards.
+        const int64_t m = int64_t(M) * vstages;
         if (!op_multi[o]) {
           slot = phase == Phase::kForward ? 0 : static_cast<uint64_t>(2 * m);
         } else if (p.pipeline.schedule == PipelineSchedule::kGPipe) {
           slot = phase == Phase::kForward ? j : static_cast<uint64_t>(m + j);
         } else {
-          const int64_t w = std::min<int64_t>(n_stages - op_stage[o] - 1, m);
-          const int64_t jj = j;
+          const int st = op_stage[o];
+          const int64_t w = rank_warmup[stage_rank(st)];
           if (phase == Phase::kForward) {
-            slot = static_cast<uint64_t>(jj < w ? jj : w + 2 * (jj - w));
+            const int64_t k = fwd_vindex(st, static_cast<int>(j));
+            slot = static_cast<uint64_t>(k < w ? k : w + 2 * (k - w));
           } else {
-            slot = static_cast<uint64_t>(jj < m - w ? w + 2 * jj + 1 : m + jj);
+            const int64_t k = bwd_vindex(st, static_cast<int>(j));
+            slot = static_cast<uint64_t>(k < m - w ? w + 2 * k + 1 : m + k);
           }
         }
       }
@@ -810,7 +830,6 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   // Pipeline gates (see simulator_impl.h).
   const size_t ns = static_cast<size_t>(std::max(n_stages, 1));
   gpipe = pipelined && p.pipeline.schedule == PipelineSchedule::kGPipe;
-  stage_limit.assign(ns, 0);
   bwd_left.assign(ns * M, 0);
   fwd_left.assign(ns * M, 0);
   fwd_left_stage.assign(ns, 0);
@@ -824,9 +843,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       ++bwd_ops[(op_phase[o] == Phase::kBackward ? 0 : ns) + op_stage[o]];
     }
     for (int s = 0; s < n_stages; ++s) {
-      // 1F1B keeps at most (stages - stage index) micro-batches in flight on a stage.
-      const int limit = n_stages - s;
-      if (!gpipe && bwd_ops[s] > 0 && limit < M) stage_limit[s] = limit;
+      // 1F1B: a rank's forward k waits for its backward k - warmup - 1.
+      const int r = stage_rank(s);
+      if (!gpipe && bwd_ops[s] > 0 && rank_warmup[r] + 1 < int64_t(M) * vstages) rank_gated[r] = 1;
       fwd_left_stage[s] = bwd_ops[ns + s] * M;
       for (int m = 0; m < M; ++m) {
         bwd_left[static_cast<size_t>(s) * M + m] = bwd_ops[s];

@@ -85,8 +85,17 @@ bool Simulator::Impl::gated(uint32_t inst) const {
   const int st = op_stage[o];
   const int j = static_cast<int>(inst - op_inst[o]);
   if (op_phase[o] == Phase::kForward) {
-    const int limit = stage_limit[st];
-    return limit > 0 && j >= limit && bwd_left[static_cast<size_t>(st) * M + (j - limit)] > 0;
+    const int r = stage_rank(st);
+    if (!rank_gated[r]) return false;
+    const int64_t k = fwd_vindex(st, j) - rank_warmup[r] - 1;  // the backward to wait for
+    if (k < 0) return false;
+    // Invert bwd_vindex on rank r: group of n_ranks micro-batches, chunk, micro-batch.
+    const int64_t per_group = int64_t(n_ranks) * vstages;
+    const int64_t in_group = k % per_group;
+    const int chunk = vstages - 1 - static_cast<int>(in_group / n_ranks);
+    const int64_t mb = (k / per_group) * n_ranks + in_group % n_ranks;
+    const size_t s2 = static_cast<size_t>(chunk) * n_ranks + r;
+    return bwd_left[s2 * M + static_cast<size_t>(mb)] > 0;
   }
   if (op_phase[o] == Phase::kBackward) {
     return gpipe ? fwd_left_stage[st] > 0 : fwd_left[static_cast<size_t>(st) * M + j] > 0;
@@ -94,8 +103,8 @@ bool Simulator::Impl::gated(uint32_t inst) const {
   return false;
 }
 
-void Simulator::Impl::release_held(int stage) {
-  std::vector<uint32_t>& h = held[stage];
+void Simulator::Impl::release_held(int rank) {
+  std::vector<uint32_t>& h = held[rank];
   for (size_t k = 0; k < h.size();) {
     const uint32_t x = h[k];
     if (gated(x)) {
@@ -114,7 +123,7 @@ void Simulator::Impl::release_held(int stage) {
 void Simulator::Impl::make_ready(uint32_t inst) {
   const OpId o = inst_op[inst];
   if (pipelined && op_multi[o] && gated(inst)) {
-    held[op_stage[o]].push_back(inst);
+    held[stage_rank(op_stage[o])].push_back(inst);
     return;
   }
   const int d = op_dev[o];
@@ -258,12 +267,12 @@ void Simulator::Impl::on_finish(uint32_t inst) {
     const size_t k = static_cast<size_t>(st) * M + j;
     bool open = false;
     if (op_phase[o] == Phase::kBackward) {
-      open = --bwd_left[k] == 0 && stage_limit[st] > 0;
+      open = --bwd_left[k] == 0 && rank_gated[stage_rank(st)];
     } else if (op_phase[o] == Phase::kForward) {
       open = --fwd_left[k] == 0;
       open = (--fwd_left_stage[st] == 0 && gpipe) || (open && !gpipe);
     }
-    if (open && !held[st].empty()) release_held(st);
+    if (open && !held[stage_rank(st)].empty()) release_held(stage_rank(st));
   }
   if (op_coll[o] > 0) {
     // Partition-n-reduce: the outputs exist only after the all-gather / all-reduce.

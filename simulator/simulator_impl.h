@@ -181,17 +181,31 @@ struct Simulator::Impl {
   std::vector<Bucket> buckets;
 
   // Pipeline gates. GPipe: a stage's backward starts after all its forward micro-batches
-  // (the flush). 1F1B: backward j after forward j of the stage; forward j waits while
-  // stage_limit micro-batches are in flight.
+  // (the flush). 1F1B: backward j after forward j of the stage; on a pipeline rank the
+  // forward passes are numbered in the order the rank runs them (virtual index k; with
+  // interleaving, chunk by chunk in groups of n_ranks micro-batches, as Megatron does) and
+  // forward k waits for backward k - warmup - 1 of the rank.
   bool gpipe = false;
-  std::vector<int32_t> stage_limit;     // 0 = no limit
+  int n_ranks = 1;  // pipeline ranks: stages / virtual stages
+  int vstages = 1;  // model chunks per rank
+  std::vector<int32_t> rank_warmup;  // forward passes a rank runs before its first backward
+  std::vector<uint8_t> rank_gated;   // some forward of the rank waits for a backward
   std::vector<int32_t> bwd_left;        // [stage * M + mb]: backward instances not finished
   std::vector<int32_t> fwd_left;        // [stage * M + mb]: forward instances not finished
   std::vector<int32_t> fwd_left_stage;  // per stage: forward instances not finished
   std::vector<int32_t> stage_ops_scratch;
-  std::vector<std::vector<uint32_t>> held;  // per stage: instances waiting at a gate
+  std::vector<std::vector<uint32_t>> held;  // per rank: instances waiting at a gate
   bool gated(uint32_t inst) const;
-  void release_held(int stage);
+  void release_held(int rank);
+  int stage_rank(int s) const { return s % n_ranks; }
+  // Virtual index of micro-batch j's forward / backward pass of stage s on its rank.
+  int64_t fwd_vindex(int s, int j) const {
+    return int64_t(j / n_ranks) * n_ranks * vstages + int64_t(s / n_ranks) * n_ranks + j % n_ranks;
+  }
+  int64_t bwd_vindex(int s, int j) const {
+    return int64_t(j / n_ranks) * n_ranks * vstages +
+           int64_t(vstages - 1 - s / n_ranks) * n_ranks + j % n_ranks;
+  }
 
   // Events.
   enum EventKind : uint8_t { kFinish, kGangStart, kArrive, kPartDone, kBucketDone, kBarrier };

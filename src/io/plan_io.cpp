@@ -219,7 +219,7 @@ class PlanReader {
 
   void read_pipeline(const YAML::Node& n, PipelineConfig* pipe) {
     const std::string f = "pipeline";
-    r_.check_keys(n, f, {"micro_batches", "schedule", "stages"});
+    r_.check_keys(n, f, {"micro_batches", "schedule", "virtual_stages", "stages"});
     if (n["micro_batches"]) {
       pipe->micro_batches =
           int(r_.to_int(n["micro_batches"], field_join(f, "micro_batches"), 1, 1 << 24));
@@ -229,6 +229,10 @@ class PlanReader {
       if (!parse_pipeline_schedule(s, &pipe->schedule)) {
         r_.fail(field_join(f, "schedule"), "unknown schedule '" + s + "' (use gpipe or 1f1b)");
       }
+    }
+    if (n["virtual_stages"]) {
+      pipe->virtual_stages =
+          int(r_.to_int(n["virtual_stages"], field_join(f, "virtual_stages"), 1, 1 << 16));
     }
     const YAML::Node stages = r_.required(n, "stages", f);
     const std::string sf = field_join(f, "stages");
@@ -549,6 +553,7 @@ bool uses_format_1_1(const Plan& p) {
   }
   const PrecisionConfig& pc = p.precision;
   return p.data_parallel.zero_stage != 0 || !p.data_parallel.overlap ||
+         p.pipeline.virtual_stages != 1 ||
          p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel ||
          p.recompute != Recompute::kNone || pc.compute_set || pc.loss_scaling ||
          pc.grad_clipping;
@@ -657,6 +662,7 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
     Json pj;
     pj["micro_batches"] = pipe.micro_batches;
     pj["schedule"] = to_string(pipe.schedule);
+    if (pipe.virtual_stages != 1) pj["virtual_stages"] = pipe.virtual_stages;
     const std::vector<OpId> fwd = forward_topo(g);
     std::vector<uint32_t> pos(n, UINT32_MAX);
     for (size_t k = 0; k < fwd.size(); ++k) pos[fwd[k]] = uint32_t(k);

@@ -38,37 +38,46 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
     fwd.push_back(o);
     layers = std::max(layers, g.op(o).layer + 1);
   }
-  if (layers < m.pp) {
-    fail("pp " + std::to_string(m.pp) + " exceeds the graph's " + std::to_string(layers) + " layers");
+  if (m.virtual_stages < 1) fail("virtual_stages must be >= 1");
+  const int n_stages = m.pp * m.virtual_stages;
+  if (layers < n_stages) {
+    fail("pp x virtual_stages = " + std::to_string(n_stages) + " exceeds the graph's " +
+         std::to_string(layers) + " layers");
+  }
+  if (m.virtual_stages > 1 && M % m.pp != 0) {
+    fail("interleaved 1F1B needs micro-batches (" + std::to_string(M) +
+         ") to be a multiple of pp " + std::to_string(m.pp));
   }
   Plan p;
   p.graph_name = g.name();
   p.method = "megatron";
   p.pipeline.micro_batches = M;
   p.pipeline.schedule = m.schedule;
-  p.pipeline.stages.resize(size_t(m.pp));
+  p.pipeline.virtual_stages = m.virtual_stages;
+  p.pipeline.stages.resize(size_t(n_stages));
   const int per_stage = m.tp * m.dp;
-  for (int s = 0; s < m.pp; ++s) {
+  for (int s = 0; s < n_stages; ++s) {
     PipelineStage& st = p.pipeline.stages[size_t(s)];
-    for (int k = 0; k < per_stage; ++k) st.devices.push_back(m.first_device + s * per_stage + k);
+    const int rank = s % m.pp;
+    for (int k = 0; k < per_stage; ++k) st.devices.push_back(m.first_device + rank * per_stage + k);
     st.tensor_parallel = m.tp;
   }
-  // Layer l goes to stage l * pp / layers (Megatron's even split; uneven counts put the
-  // extra layers first). Ops outside layers go to the first stage before the first layer
-  // and to the last stage after it.
+  // Layer l goes to stage (model chunk) l * stages / layers (Megatron's even split; uneven
+  // counts put the extra layers first). Ops outside layers go to the first stage before the
+  // first layer and to the last stage after it.
   bool seen_layer = false;
   for (OpId o : fwd) {
     const int l = g.op(o).layer;
     int s;
     if (l >= 0) {
       seen_layer = true;
-      s = static_cast<int>(int64_t(l) * m.pp / layers);
+      s = static_cast<int>(int64_t(l) * n_stages / layers);
     } else {
-      s = seen_layer ? m.pp - 1 : 0;
+      s = seen_layer ? n_stages - 1 : 0;
     }
     p.pipeline.stages[size_t(s)].ops.push_back(o);
   }
-  for (int s = 0; s < m.pp; ++s) {
+  for (int s = 0; s < n_stages; ++s) {
     if (p.pipeline.stages[size_t(s)].ops.empty()) fail("stage " + std::to_string(s) + " has no ops");
   }
   // Placement (informational under a pipeline): every op on its stage's first device.

@@ -28,6 +28,9 @@ struct MegatronConfig {
   int zero_stage = 0;               ///< 1 = Megatron's distributed optimizer
   bool overlap_grad_reduce = false;  ///< Megatron's --overlap-grad-reduce
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  /// Model chunks per pipeline rank (--virtual-pipeline-model-parallel-size): the layers
+  /// are split into pp x virtual_stages chunks, chunk c on rank c % pp, interleaved 1F1B.
+  int virtual_stages = 1;
   int first_device = 0;  ///< devices first_device .. first_device + tp*dp*pp - 1
   /// Mixed precision as Megatron runs it: fp16 with dynamic loss scaling, or bf16; both
   /// with gradient clipping (1.0 by default).

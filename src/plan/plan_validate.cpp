@@ -272,6 +272,39 @@ class Validator {
         fail("pipeline.stages", "forward op " + op(o) + " is in no stage");
       }
     }
+    virtual_stages();
+  }
+
+  // Interleaved 1F1B: v chunks per rank; stage s shares the devices of stage s % ranks.
+  void virtual_stages() {
+    const PipelineConfig& pipe = p_.pipeline;
+    const int v = pipe.virtual_stages;
+    if (v == 1) return;
+    const int n = static_cast<int>(pipe.stages.size());
+    if (v < 1 || n % v != 0) {
+      fail("pipeline.virtual_stages", "must divide the " + std::to_string(n) +
+                                          " stages (got " + std::to_string(v) + ")");
+    }
+    if (pipe.schedule != PipelineSchedule::k1F1B) {
+      fail("pipeline.virtual_stages", "interleaving needs schedule 1f1b");
+    }
+    const int ranks = n / v;
+    if (pipe.micro_batches % ranks != 0) {
+      fail("pipeline.micro_batches", "interleaved 1F1B needs a multiple of the " +
+                                         std::to_string(ranks) + " pipeline ranks (got " +
+                                         std::to_string(pipe.micro_batches) + ")");
+    }
+    for (int s = ranks; s < n; ++s) {
+      const PipelineStage& a = pipe.stages[size_t(s)];
+      const PipelineStage& b = pipe.stages[size_t(s % ranks)];
+      if (a.devices != b.devices || a.tensor_parallel != b.tensor_parallel) {
+        fail(idx("pipeline.stages", size_t(s)) + ".devices",
+             "with virtual_stages " + std::to_string(v) + ", stage " + std::to_string(s) +
+                 " runs on rank " + std::to_string(s % ranks) +
+                 " and must have the devices and tensor_parallel of stage " +
+                 std::to_string(s % ranks));
+      }
+    }
   }
 
   // Stage grids: the partitions of a stage's ops use the stage's first TP group; a stage of

@@ -11,6 +11,7 @@
 #include "src/graph/training_step.h"
 #include "src/plan/megatron_plan.h"
 #include "src/plan/tensor_parallel.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
@@ -18,9 +19,9 @@ namespace {
 using testing::link;
 using testing::make_cluster;
 
-Graph small_gpt(int tp) {
+Graph small_gpt(int tp, int layers = 2) {
   GptOptions o;
-  o.layers = 2;
+  o.layers = layers;
   o.hidden = 64;
   o.heads = 4;
   o.seq_len = 32;
@@ -158,6 +159,41 @@ TEST(MegatronTp, AGridOfTwoPipelineStagesAndTwoCopiesSimulates) {
   sp.tensor_parallel.sequence_parallel = true;
   sp.validate(g, cl);
   EXPECT_GT(sim.run(sp).step_time, 0);
+}
+
+// Interleaved 1F1B: 4 layers on pp 2 x 2 virtual stages put layers 0 and 2 on rank 0 and
+// layers 1 and 3 on rank 1; each rank does the same work as with 2 layers per rank, and
+// activations cross 3 stage boundaries instead of 1.
+TEST(MegatronTp, VirtualStagesPutEveryOtherChunkOnARank) {
+  const Graph g = small_gpt(2, 4);
+  const Cluster cl = make_cluster(1, 4, link(5e-6, 1e11), link(5e-6, 1e10));
+  const CostModel cost(cl, uniform_profile(0.5));
+  Simulator sim(g, cl, cost);
+  MegatronConfig m;
+  m.tp = 2;
+  m.pp = 2;
+  m.micro_batch = 1;
+  m.global_batch = 8;
+  const Plan plain = megatron_plan(g, m);
+  m.virtual_stages = 2;
+  const Plan inter = megatron_plan(g, m);
+  ASSERT_EQ(inter.pipeline.stages.size(), 4u);
+  EXPECT_EQ(inter.pipeline.virtual_stages, 2);
+  EXPECT_EQ(inter.pipeline.stages[2].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(inter.pipeline.stages[3].devices, (std::vector<int>{2, 3}));
+  for (OpId o : inter.pipeline.stages[2].ops) EXPECT_EQ(g.op(o).layer, 2) << g.op(o).name;
+  inter.validate(g, cl);
+  const SimResult a = sim.run(plain), b = sim.run(inter);
+  for (int d = 0; d < 4; ++d) EXPECT_NEAR(b.compute_time[d], a.compute_time[d], 1e-12) << d;
+  EXPECT_EQ(b.num_transfers, 3 * a.num_transfers);
+  m.micro_batch = 8;  // one micro-batch cannot be interleaved over 2 ranks
+  try {
+    megatron_plan(g, m);
+    FAIL() << "accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "megatron: interleaved 1F1B needs micro-batches (1) to be a multiple of pp 2");
+  }
 }
 
 }  // namespace

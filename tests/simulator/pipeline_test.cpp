@@ -1,8 +1,11 @@
 // Pipeline schedules: hand-computed step times and activation memory.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "sim_fixtures.h"
 #include "simulator/simulator.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
@@ -192,6 +195,69 @@ TEST(Pipeline, UnlistedOpsFollowTheirNeighbours) {
   EXPECT_EQ(dev[b1], 1);
   EXPECT_EQ(dev[b0], 0);
   EXPECT_EQ(r.simulated_ops, 12u);  // 6 ops x 2 micro-batches
+}
+
+// Interleaved 1F1B (Narayanan et al. 2021): p ranks each holding v model chunks of equal
+// cost. With t = forward + backward time of one chunk and micro-batch, the step is
+// (m v + p - 1) t: the bubble (p - 1) t is v times smaller than with one chunk per rank,
+// where the same model takes (m + p - 1) v t.
+TEST(Pipeline, InterleavedOneFOneBBubbleShrinksByTheVirtualStages) {
+  for (const auto& [p, v, m] : {std::tuple{2, 2, 4}, std::tuple{4, 2, 8}, std::tuple{2, 3, 4}}) {
+    SCOPED_TRACE("p=" + std::to_string(p) + " v=" + std::to_string(v) + " m=" + std::to_string(m));
+    const PipeGraph pg = pipe_graph(p * v, 2e9, 0);
+    const Cluster cl = make_cluster(1, p, link(0, 1e10), link(0, 1e9));
+    const CostModel cost(cl, uniform_profile(1.0));
+    Simulator sim(pg.g, cl, cost);
+    const double tc = 3 * 2 * (2e9 / m) / 1e12;  // forward 2 ops, backward twice that
+    Plan inter = pipe_plan(pg, m, PipelineSchedule::k1F1B);
+    for (size_t s = 0; s < inter.pipeline.stages.size(); ++s) {
+      inter.pipeline.stages[s].devices = {static_cast<int>(s) % p};
+    }
+    inter.pipeline.virtual_stages = v;
+    const SimResult r = sim.run(inter);
+    EXPECT_NEAR(r.step_time, (m * v + p - 1) * tc, 1e-12);
+    for (int d = 0; d < p; ++d) EXPECT_NEAR(r.compute_time[d], m * v * tc, 1e-12);
+
+    // The same chunks, one contiguous block of v per rank: bubble (p - 1) v t.
+    Plan plain;
+    plain.pipeline.micro_batches = m;
+    plain.pipeline.stages.resize(size_t(p));
+    for (int s = 0; s < p * v; ++s) {
+      PipelineStage& st = plain.pipeline.stages[size_t(s / v)];
+      st.devices = {s / v};
+      st.ops.insert(st.ops.end(), pg.stage_ops[size_t(s)].begin(), pg.stage_ops[size_t(s)].end());
+    }
+    EXPECT_NEAR(sim.run(plain).step_time, (m + p - 1) * v * tc, 1e-12);
+  }
+}
+
+TEST(Pipeline, VirtualStagesMustShareTheirRanksDevices) {
+  const PipeGraph pg = pipe_graph(4, 2e9, 0);
+  const Cluster cl = make_cluster(1, 4, link(0, 1e10), link(0, 1e9));
+  Plan p = pipe_plan(pg, 4, PipelineSchedule::k1F1B);  // stages on devices 0, 1, 2, 3
+  p.pipeline.virtual_stages = 2;
+  p.placement.assign(pg.g.num_ops(), 0);
+  try {
+    p.validate(pg.g, cl);
+    FAIL() << "validated";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "pipeline.stages[2].devices: with virtual_stages 2, stage 2 runs on rank 0 and "
+                 "must have the devices and tensor_parallel of stage 0");
+  }
+  p.pipeline.stages[2].devices = {0};
+  p.pipeline.stages[3].devices = {1};
+  p.pipeline.micro_batches = 3;
+  try {
+    p.validate(pg.g, cl);
+    FAIL() << "validated";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "pipeline.micro_batches: interleaved 1F1B needs a multiple of the 2 pipeline "
+                 "ranks (got 3)");
+  }
+  p.pipeline.micro_batches = 4;
+  EXPECT_NO_THROW(p.validate(pg.g, cl));
 }
 
 }  // namespace
