@@ -16,18 +16,6 @@ namespace placer {
 
 namespace {
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return b <= 1 ? a : (a + b - 1) / b; }
-
-// How many ways a partition shards parameters, their gradients and optimizer work: all k
-// devices under a non-batch split, none under a batch split; per non-batch level (x2) for
-// recursive halving.
-uint64_t shard_div(const OpPartition& q) {
-  if (q.replicated) return 1;
-  if (q.levels.empty()) return q.dim != 0 ? q.devices.size() : 1;
-  uint64_t d = 1;
-  for (int l : q.levels) d *= l != 0 ? 2 : 1;
-  return d;
-}
 
 // 2^(number of levels before `skip` for which `shards(level dim)` holds). Level l's
 // collective works on what the earlier levels left: a recursive all-gather of [0, 0, 0]
@@ -472,10 +460,13 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
 
   // Step barrier: dynamic loss scaling and gradient clipping each all-reduce a scalar over
   // every device of the step before the optimizer may run.
+  // Tied embeddings across stages add their gradient all-reduce to the barrier.
   barrier_pending = 0;
   barrier_time = 0;
   barrier_devs.clear();
-  if (const int n_barrier = int(p.precision.loss_scaling) + int(p.precision.grad_clipping)) {
+  prepare_tied_embeddings(p);
+  const int n_barrier = int(p.precision.loss_scaling) + int(p.precision.grad_clipping);
+  if (n_barrier > 0 || tied_time > 0) {
     std::vector<uint8_t>& all = dev_mark;
     all.assign(n_dev, 0);
     for (int d = 0; d < n_dev; ++d) {
@@ -493,11 +484,12 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     std::sort(barrier_devs.begin(), barrier_devs.end());
     barrier_devs.erase(std::unique(barrier_devs.begin(), barrier_devs.end()), barrier_devs.end());
     for (TensorId t = 0; t < n_tensors; ++t) barrier_pending += t_grad[t] && t_producer[t] != kNoOp;
-    if (barrier_devs.size() > 1) {
+    if (barrier_devs.size() > 1 && n_barrier > 0) {
       barrier_time = n_barrier * cost.group_collective_time(CollectiveKind::kAllReduce,
                                                             groups[group_index(barrier_devs)],
                                                             sizeof(float), SyncScheme::kAuto);
     }
+    barrier_time += tied_time;
   }
 
   // Instances.
@@ -889,60 +881,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     if (zero >= 3) par = ceil_div(par, dp);
     for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(par + st);
   }
+  for (const auto& [d, bytes] : tied_memory) mem_cur[d] += static_cast<int64_t>(bytes);
   mem_peak = mem_cur;
   mem_resident = mem_cur;
-}
-
-// Activation recomputation: the forward op of a recomputed layer runs again (with its
-// collective) just before its backward op; its activations are not held from forward to
-// backward, except the layer's inputs (tensors read by a forward op of another layer).
-// While a layer's backward runs, its rematerialised activations are held: every backward
-// op of the layer holds them as workspace, so the peak sees one layer at a time.
-void Simulator::Impl::prepare_recompute(const Plan& p) {
-  op_ws_run = op_ws;
-  t_recomp.assign(n_tensors, 0);
-  const bool any = p.recompute != Recompute::kNone ||
-                   std::any_of(p.pipeline.stages.begin(), p.pipeline.stages.end(),
-                               [](const PipelineStage& s) {
-                                 return s.recompute != Recompute::kInherit &&
-                                        s.recompute != Recompute::kNone;
-                               });
-  if (!any) return;
-  auto same_devices = [&](OpId a, OpId b) {
-    int na = 0, nb = 0;
-    const int* da = devs_of(a, &na);
-    const int* db = devs_of(b, &nb);
-    return na == nb && std::equal(da, da + na, db);
-  };
-  // Rematerialised bytes per (stage, layer) of one micro-batch.
-  std::map<std::pair<int32_t, int32_t>, uint64_t> layer_bytes;
-  auto key = [&](OpId o) { return std::make_pair(pipelined ? op_stage[o] : 0, g.op(o).layer); };
-  for (OpId f = 0; f < n_ops; ++f) {
-    if (op_phase[f] != Phase::kForward || op_input[f] || bwd_off[f] == bwd_off[f + 1]) continue;
-    const Recompute rc = pipelined ? p.stage_recompute(static_cast<size_t>(op_stage[f])) : p.recompute;
-    const Op& op = g.op(f);
-    const bool again = (rc == Recompute::kFull && op.layer >= 0) ||
-                       (rc == Recompute::kSelective && op.scope.find("core_attention") != std::string::npos);
-    if (!again) continue;
-    op_dur[bwd_of[bwd_off[f]]] += op_dur[f] + op_coll[f];
-    for (TensorId t : op.outputs) {
-      if (t_grad[t]) continue;
-      bool dropped = true;
-      for (OpId c : g.consumers(t)) {
-        const bool other_layer = op_phase[c] == Phase::kForward && g.op(c).layer != op.layer;
-        if (other_layer || !same_devices(f, c)) dropped = false;
-      }
-      if (!dropped) continue;
-      t_recomp[t] = 1;
-      layer_bytes[key(f)] += t_bytes[t];
-    }
-  }
-  for (OpId b = 0; b < n_ops; ++b) {
-    const OpId f = op_fwd[b];
-    if (op_phase[b] != Phase::kBackward || f == kNoOp || g.op(f).layer < 0) continue;
-    const auto it = layer_bytes.find(key(f));
-    if (it != layer_bytes.end()) op_ws_run[b] += it->second;
-  }
 }
 
 // ---- Simulator --------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "simulator/cost_model.h"
@@ -25,13 +26,27 @@ namespace placer {
 
 inline constexpr uint32_t kNoInst = UINT32_MAX;
 
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return b <= 1 ? a : (a + b - 1) / b; }
+
+// How many ways a partition shards parameters, their gradients and optimizer work: all k
+// devices under a non-batch split, none under a batch split; per non-batch level (x2) for
+// recursive halving.
+inline uint64_t shard_div(const OpPartition& q) {
+  if (q.replicated) return 1;
+  if (q.levels.empty()) return q.dim != 0 ? q.devices.size() : 1;
+  uint64_t d = 1;
+  for (int l : q.levels) d *= l != 0 ? 2 : 1;
+  return d;
+}
+
 struct Simulator::Impl {
   Impl(const Graph& g, const Cluster& c, const CostModel& cost);
 
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
   void prepare(const Plan& plan, const SimOptions& options);
-  void prepare_recompute(const Plan& plan);
+  void prepare_recompute(const Plan& plan);        // recompute.cpp
+  void prepare_tied_embeddings(const Plan& plan);  // tied_embeddings.cpp
   uint32_t group_index(const std::vector<int>& devices);  // cached CollectiveGroup
 
   // ---- event loop (simulator_engine.cpp) ----
@@ -145,6 +160,8 @@ struct Simulator::Impl {
   double barrier_time = 0;       // seconds of the barrier's collectives
   uint32_t barrier_cause = kNoInst;
   std::vector<int> barrier_devs;
+  double tied_time = 0;  // tied-embedding gradient all-reduce (part of the barrier)
+  std::vector<std::pair<int, uint64_t>> tied_memory;  // (device, bytes) of embedding copies
   std::vector<int64_t> mem_cur, mem_peak, mem_resident;
   struct ReadyItem {
     uint64_t key;

@@ -25,7 +25,7 @@ struct PipeGraph {
 };
 
 PipeGraph pipe_graph(int s, double flops, uint64_t h_bytes, uint64_t param_bytes = 0,
-                     std::vector<double> stage_scale = {}) {
+                     std::vector<double> stage_scale = {}, bool tie_last_to_first = false) {
   stage_scale.resize(s, 1.0);
   TestGraph b("pipe");
   std::vector<TensorId> a(s), h(s), gh(s), grad(s);
@@ -45,6 +45,8 @@ PipeGraph pipe_graph(int s, double flops, uint64_t h_bytes, uint64_t param_bytes
     pg.stage_ops[i] = {f[i], gg[i]};
     prev = a[i];
   }
+  // As GPT's output layer reuses the word embedding: the last op shares f0's weights.
+  if (tie_last_to_first) b.at(gg[s - 1]).attrs.emplace_back("tied_to", "f0");
   TensorId up = a[s - 1];  // the loss gradient seed
   for (int i = s - 1; i >= 0; --i) {
     const std::string n = std::to_string(i);
@@ -258,6 +260,36 @@ TEST(Pipeline, VirtualStagesMustShareTheirRanksDevices) {
   }
   p.pipeline.micro_batches = 4;
   EXPECT_NO_THROW(p.validate(pg.g, cl));
+}
+
+// Tied embeddings across stages (Megatron's embedding group): the last stage keeps a copy of
+// f0's weights, and after the last backward the two copies' gradients are all-reduced
+// between the stages before any optimizer step.
+TEST(Pipeline, TiedWeightsAcrossStagesAllReduceTheirGradients) {
+  const int s = 2, m = 2;
+  const uint64_t param = 8000000;
+  const PipeGraph plain = pipe_graph(s, 2e9, 0, param);
+  const PipeGraph tied = pipe_graph(s, 2e9, 0, param, {}, true);
+  const Cluster cl = make_cluster(1, s, link(1e-5, 1e10), link(1e-5, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim_plain(plain.g, cl, cost), sim_tied(tied.g, cl, cost);
+  const SimResult a = sim_plain.run(pipe_plan(plain, m, PipelineSchedule::k1F1B));
+  const SimResult b = sim_tied.run(pipe_plan(tied, m, PipelineSchedule::k1F1B));
+  // f0's gradient is the last one ready (stage 0's last backward op); f0/update then waits
+  // for the all-reduce of its 8 MB with device 1.
+  const double all_reduce = cost.collective_time(CollectiveKind::kAllReduce, {0, 1}, param,
+                                                 SyncScheme::kAuto);
+  EXPECT_GT(all_reduce, 1e-4);
+  EXPECT_NEAR(b.step_time - a.step_time, all_reduce, 1e-12);
+  EXPECT_EQ(b.peak_memory[1], a.peak_memory[1] + param);  // the copy of f0's weights
+  EXPECT_EQ(b.peak_memory[0], a.peak_memory[0]);
+  // On one stage nothing is tied across devices.
+  Plan one = pipe_plan(tied, m, PipelineSchedule::k1F1B);
+  Plan one_plain = pipe_plan(plain, m, PipelineSchedule::k1F1B);
+  for (Plan* q : {&one, &one_plain}) {
+    q->pipeline.stages[1].devices = {0};
+  }
+  EXPECT_DOUBLE_EQ(sim_tied.run(one).step_time, sim_plain.run(one_plain).step_time);
 }
 
 }  // namespace
