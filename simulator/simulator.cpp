@@ -557,6 +557,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   }
   op_coll.assign(n_ops, 0.0);
   op_coll_bytes.assign(n_ops, 0);
+  op_coll_kind.assign(n_ops, 0);
   op_group.assign(n_ops, 0);
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_part[o] < 0) continue;
@@ -583,6 +584,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
                                : pc == PartitionCollective::kAllGather ? CollectiveKind::kAllGather
                                                                        : CollectiveKind::kReduceScatter;
       op_coll_bytes[o] = b;
+      op_coll_kind[o] = static_cast<uint8_t>(k);
       op_coll[o] = cost.group_collective_time(k, groups[op_group[o]], b, SyncScheme::kAuto);
       continue;
     }
@@ -627,6 +629,11 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       }
       op_coll_bytes[o] = total;
       op_coll[o] = t;
+      op_coll_kind[o] = static_cast<uint8_t>(
+          std::any_of(q.levels.begin(), q.levels.end(),
+                      [&](int dl) { return op.phase == Phase::kBackward ? dl >= 1 : dl == OpPartition::kReduceDim; })
+              ? CollectiveKind::kAllReduce
+              : CollectiveKind::kAllGather);
       continue;
     }
     if (op.phase == Phase::kBackward) {
@@ -635,6 +642,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       // under a batch split (all-reduce); sharded otherwise.
       // Under sharded_input the input gradients stay sharded (no collective).
       const CollectiveKind k = q.dim >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+      op_coll_kind[o] = static_cast<uint8_t>(act > 0 && !q.sharded_input ? k : CollectiveKind::kAllReduce);
       if (q.sharded_input) act = 0;
       if (act > 0) t += cost.group_collective_time(k, grp, act, SyncScheme::kAuto);
       if (q.dim == 0 && grad > 0) {
@@ -645,6 +653,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       const CollectiveKind k = q.dim == OpPartition::kReduceDim ? CollectiveKind::kAllReduce
                                                                 : CollectiveKind::kAllGather;
       const uint64_t b = q.sharded_output ? 0 : act + grad;
+      op_coll_kind[o] = static_cast<uint8_t>(k);
       if (b > 0) t = cost.group_collective_time(k, grp, b, SyncScheme::kAuto);
       op_coll_bytes[o] = b;
     }
@@ -852,6 +861,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   dev_busy_until.assign(n_dev, 0.0);
   comm_free.assign(n_dev, 0.0);
   host_issued.assign(n_dev, 0.0);
+  host_wait.assign(n_dev, 0.0);
   compute_time.assign(n_dev, 0.0);
   dev_cur.assign(n_dev, kNoInst);
   mem_cur.assign(n_dev, 0);

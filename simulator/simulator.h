@@ -34,6 +34,10 @@ struct SimEvent {
   double start = 0;      ///< seconds from step start
   double end = 0;
   uint64_t bytes = 0;    ///< transfer / collective payload
+  /// kCollective: its CollectiveKind (cost_profile.h) as a number. A collective with an op
+  /// is a partition's (tensor parallelism), with a tensor and no op a data-parallel
+  /// gradient bucket, with neither the step barrier before the optimizer.
+  uint8_t collective = 0;
 };
 
 struct SimResult {
@@ -41,6 +45,7 @@ struct SimResult {
   std::vector<double> compute_time;   ///< per device: busy computing
   std::vector<double> comm_time;      ///< per device: sending, receiving or in collectives
   std::vector<double> idle_time;      ///< per device: step_time - compute_time (may overlap comm)
+  std::vector<double> host_wait;      ///< per device: idle while its host issued the next op
   std::vector<uint64_t> peak_memory;  ///< per device: peak bytes
   bool oom = false;                   ///< some device's peak exceeds its capacity
   std::vector<int> oom_devices;

@@ -168,6 +168,7 @@ void Simulator::Impl::start_single(uint32_t inst, int d) {
   const OpId o = inst_op[inst];
   double start = now;
   if (op_disp[o] > 0) start = std::max(start, issue_time(d, o));
+  host_wait[d] += start - now;
   double dur = op_dur[o];
   if (overlap_slowdown > 1 && comm_free[d] > start) dur *= overlap_slowdown;
   const double end = start + dur;
@@ -196,7 +197,9 @@ void Simulator::Impl::start_gang(uint32_t inst, int d) {
     if (e != d && dev_busy_until[e] > start) start = dev_busy_until[e], last = e;
   }
   if (op_disp[o] > 0) {
+    const double free = start;
     for (int k = 0; k < nd; ++k) start = std::max(start, issue_time(devs[k], o));
+    for (int k = 0; k < nd; ++k) host_wait[devs[k]] += start - free;
   }
   double dur = op_dur[o];
   if (overlap_slowdown > 1 && comm_free[d] > start) dur *= overlap_slowdown;
@@ -290,6 +293,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
         e.start = start;
         e.end = end;
         e.bytes = op_coll_bytes[o];
+        e.collective = op_coll_kind[o];
         out->events.push_back(e);
       }
     }
@@ -471,6 +475,14 @@ void Simulator::Impl::on_barrier() {
   for (int d : barrier_devs) {
     host_issued[d] = std::max(host_issued[d], now);  // the host read the scalar (.item())
     if (barrier_time > 0) add_comm(d, now - barrier_time, now);
+    if (barrier_time > 0 && opts.record_events && d < n_dev && dev_used[d]) {
+      SimEvent e;
+      e.kind = SimEvent::kCollective;
+      e.device = d;
+      e.start = now - barrier_time;
+      e.end = now;
+      out->events.push_back(e);
+    }
   }
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_phase[o] != Phase::kOptimizer) continue;
@@ -561,6 +573,7 @@ void Simulator::Impl::finish_result(SimResult* r) {
   }
   r->peak_memory.resize(n_dev);
   for (int d = 0; d < n_dev; ++d) r->peak_memory[d] = static_cast<uint64_t>(mem_peak[d]);
+  r->host_wait = host_wait;
 
   // Devices that replicate a simulated one (data-parallel replicas, the extra devices of a
   // replicated pipeline stage) run the same timeline.
@@ -568,6 +581,7 @@ void Simulator::Impl::finish_result(SimResult* r) {
   auto mirror = [&](int from, int to) {
     if (to == from || to < 0 || to >= n_dev || dev_used[to]) return;
     r->compute_time[to] = r->compute_time[from];
+    r->host_wait[to] = r->host_wait[from];
     r->comm_time[to] = std::max(r->comm_time[to], r->comm_time[from]);
     r->peak_memory[to] = r->peak_memory[from];
   };

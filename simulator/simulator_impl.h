@@ -106,6 +106,7 @@ struct Simulator::Impl {
   std::vector<double> op_dur;     // seconds per instance
   std::vector<double> op_coll;    // partition collective after each instance (seconds)
   std::vector<uint64_t> op_coll_bytes;
+  std::vector<uint8_t> op_coll_kind;  // CollectiveKind of op_coll (the main one of a level list)
   std::vector<uint32_t> op_group;  // collective group of a partitioned op
   std::vector<uint32_t> op_inst;   // first instance; size n_ops + 1
   std::vector<uint32_t> op_produced;
@@ -153,6 +154,7 @@ struct Simulator::Impl {
   std::vector<int32_t> dev_lock;
   std::vector<double> dev_busy_until, comm_free, compute_time;
   std::vector<double> host_issued;  // per device: when its host issued its last op
+  std::vector<double> host_wait;    // per device: idle time waiting for the host to issue
   double overlap_slowdown = 1.0;
   bool p2p_host_sync = false;
   // Step barrier before the optimizer (loss-scale found-inf / gradient-norm all-reduces).

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "simulator/breakdown.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -20,6 +21,7 @@ namespace {
 struct SimulateArgs {
   std::string graph, cluster, plan, profile, trace, output, optimizer = "adam";
   bool no_expand = false;
+  bool breakdown = false;
 };
 
 std::string describe_plan(const Plan& p) {
@@ -113,6 +115,61 @@ void report(const SimulateArgs& a, const Graph& g, const Cluster& c, const Plan&
   }
 }
 
+// Columns of the breakdown table: header and the value of a row.
+struct BreakdownColumn {
+  const char* name;
+  double (*value)(const DeviceBreakdown&);
+};
+
+const BreakdownColumn kBreakdownColumns[] = {
+    {"forward", [](const DeviceBreakdown& b) { return b.forward; }},
+    {"backward", [](const DeviceBreakdown& b) { return b.backward; }},
+    {"optimizer", [](const DeviceBreakdown& b) { return b.optimizer; }},
+    {"tp-allred", [](const DeviceBreakdown& b) { return b.collective[0]; }},
+    {"tp-allgath", [](const DeviceBreakdown& b) { return b.collective[1]; }},
+    {"tp-redscat", [](const DeviceBreakdown& b) { return b.collective[2]; }},
+    {"tp-bcast", [](const DeviceBreakdown& b) { return b.collective[3]; }},
+    {"dp-sync", [](const DeviceBreakdown& b) { return b.gradient_sync; }},
+    {"barrier", [](const DeviceBreakdown& b) { return b.barrier; }},
+    {"transfers", [](const DeviceBreakdown& b) { return b.transfer; }},
+    {"host-wait", [](const DeviceBreakdown& b) { return b.host_wait; }},
+    {"idle", [](const DeviceBreakdown& b) { return b.idle; }},
+};
+
+// `--breakdown`: per device, where the step goes; columns that are zero everywhere are left
+// out, and at most 64 devices are listed.
+void print_breakdown(const Graph& g, const Cluster& c, const Plan& plan, const SimResult& r) {
+  const std::vector<DeviceBreakdown> rows = step_breakdown(r, g, plan);
+  std::vector<const BreakdownColumn*> cols;
+  for (const BreakdownColumn& col : kBreakdownColumns) {
+    for (const DeviceBreakdown& b : rows) {
+      if (col.value(b) > 0) {
+        cols.push_back(&col);
+        break;
+      }
+    }
+  }
+  std::ostream& out = std::cout;
+  out << "\nbreakdown    exposed time per device (each instant counted once, first of: compute,\n"
+         "             tensor-parallel collectives, data-parallel sync, barrier, transfers,\n"
+         "             host wait; idle = pipeline bubble and waiting for inputs)\n";
+  size_t w = 8;
+  for (const DeviceBreakdown& b : rows) w = std::max(w, c.device(b.device).name.size() + 2);
+  out << pad_right("device", w) << pad_right("stages", 8);
+  for (const BreakdownColumn* col : cols) out << pad_left(col->name, 11);
+  out << "\n";
+  const size_t shown = std::min<size_t>(rows.size(), 64);
+  for (size_t i = 0; i < shown; ++i) {
+    const DeviceBreakdown& b = rows[i];
+    std::string stages;
+    for (int s : b.stages) stages += (stages.empty() ? "" : ",") + std::to_string(s);
+    out << pad_right(c.device(b.device).name, w) << pad_right(stages.empty() ? "-" : stages, 8);
+    for (const BreakdownColumn* col : cols) out << pad_left(human_time(col->value(b)), 11);
+    out << "\n";
+  }
+  if (rows.size() > shown) out << "... " << rows.size() - shown << " more devices\n";
+}
+
 void run_simulate(const SimulateArgs& a) {
   Graph g = load_graph_for_step(a.graph, !a.no_expand, a.optimizer);
   Cluster c = load_cluster(a.cluster);
@@ -123,9 +180,10 @@ void run_simulate(const SimulateArgs& a) {
 
   Simulator sim(g, c, cost);
   SimOptions opts;
-  opts.record_events = !a.trace.empty();
+  opts.record_events = !a.trace.empty() || a.breakdown;
   SimResult r = sim.run(plan, opts);
   report(a, g, c, plan, r);
+  if (a.breakdown) print_breakdown(g, c, plan, r);
 
   if (!a.trace.empty()) {
     ensure_parent_dir(a.trace);
@@ -176,6 +234,9 @@ void register_simulate(CLI::App& app) {
   sub->add_option("--optimizer", args->optimizer,
                   "Optimizer for expanding a forward graph: sgd, momentum, adam")
       ->capture_default_str();
+  sub->add_flag("--breakdown", args->breakdown,
+                "Print where each device's step goes: compute, exposed collectives by kind,\n"
+                "data-parallel sync, barrier, transfers, host wait, idle (bubble)");
   sub->add_flag("--no-expand", args->no_expand,
                 "Simulate a forward graph as it is (no backward / optimizer ops)");
   sub->callback([args]() { run_simulate(*args); });

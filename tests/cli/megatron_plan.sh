@@ -23,6 +23,11 @@ check simulate grep -q "pipeline 2 stages x 8 micro-batches" "$tmp/sim.txt"
 check written-1.1 grep -q 'format_version: "1.1"' "$tmp/out.plan.yaml"
 check keeps-shorthand grep -q "tensor_parallel:" "$tmp/out.plan.yaml"
 "$placer" simulate --graph "$tmp/gpt.graph.json" --cluster "$cluster" --plan "$tmp/out.plan.yaml" > "$tmp/sim2.txt" 2>&1
+# --breakdown: one row per computing device (TP ranks of copy 0 per stage), TP collectives shown.
+"$placer" simulate --graph "$tmp/gpt.graph.json" --cluster "$cluster" \
+  --plan "$src/examples/gpt_tp2_pp2_dp2.plan.yaml" --breakdown > "$tmp/bd.txt" 2>&1
+check breakdown-columns grep -q "^device .*forward .*backward .*tp-allred" "$tmp/bd.txt"
+check breakdown-rows test "$(grep -cE '^dgx/gpu[0-9]+ +[01] ' "$tmp/bd.txt")" = 4
 check same-prediction test "$(grep '^step time' "$tmp/sim.txt")" = "$(grep '^step time' "$tmp/sim2.txt")"
 
 "$placer" generate mlp --training-step -o "$tmp/mlp.graph.json" > /dev/null 2>&1
