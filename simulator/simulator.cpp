@@ -304,6 +304,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     rank_warmup[size_t(r)] = static_cast<int32_t>(std::min(w, total));
   }
   sync = p.data_parallel.sync;
+  zero_stage = p.data_parallel.zero_stage;
   // Without overlap every gradient of a sync group goes into one bucket, launched when the
   // last one is ready (after the last backward op that produces one).
   bucket_bytes = p.data_parallel.overlap ? p.data_parallel.bucket_bytes : UINT64_MAX;

@@ -436,8 +436,16 @@ void Simulator::Impl::launch_bucket(uint32_t sync_index) {
   Sync& s = syncs[sync_index];
   const uint32_t b = static_cast<uint32_t>(buckets.size());
   buckets.push_back(Bucket{sync_index, s.head, s.open_bytes});
+  // ZeRO (Megatron's distributed optimizer): gradients are reduce-scattered, and the updated
+  // parameter shards all-gathered after the optimizer step; both are charged to the bucket.
   const double dur =
-      cost.group_collective_time(CollectiveKind::kAllReduce, groups[s.group], s.open_bytes, sync);
+      zero_stage >= 1
+          ? cost.group_collective_time(CollectiveKind::kReduceScatter, groups[s.group],
+                                       s.open_bytes, SyncScheme::kAuto) +
+                cost.group_collective_time(CollectiveKind::kAllGather, groups[s.group],
+                                           s.open_bytes, SyncScheme::kAuto)
+          : cost.group_collective_time(CollectiveKind::kAllReduce, groups[s.group], s.open_bytes,
+                                       sync);
   double start = 0;
   const double end = reserve_comm(s.group, dur, &start);
   ++out->num_collectives;

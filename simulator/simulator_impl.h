@@ -95,6 +95,7 @@ struct Simulator::Impl {
   bool pipelined = false;
   int n_stages = 0;
   SyncScheme sync = SyncScheme::kRing;
+  int zero_stage = 0;
   uint64_t bucket_bytes = 0;
 
   // Ops.
