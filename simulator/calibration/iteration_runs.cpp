@@ -209,31 +209,27 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
                                    run.config.tp, static_cast<int>(run.dtype));
   std::unique_ptr<Graph>& g = graphs_[key];
   if (!g) {
+    // The sizes both generators share.
+    auto fill = [&](auto& o) {
+      o.layers = run.layers;
+      o.hidden = run.hidden;
+      o.heads = run.heads;
+      o.ffn = run.ffn;
+      o.seq_len = run.seq_len;
+      o.batch = run.config.global_batch;
+      o.vocab = run.vocab;
+      o.tp = run.config.tp;
+      o.dtype = run.dtype;
+    };
     Graph forward;
     if (run.model == "llama") {
       LlamaOptions o;
-      o.layers = run.layers;
-      o.hidden = run.hidden;
-      o.heads = run.heads;
+      fill(o);
       o.kv_heads = run.kv_heads;
-      o.ffn = run.ffn;
-      o.seq_len = run.seq_len;
-      o.batch = run.config.global_batch;
-      o.vocab = run.vocab;
-      o.tp = run.config.tp;
-      o.dtype = run.dtype;
       forward = make_llama(o);
     } else {
       GptOptions o;
-      o.layers = run.layers;
-      o.hidden = run.hidden;
-      o.heads = run.heads;
-      o.ffn = run.ffn;
-      o.seq_len = run.seq_len;
-      o.batch = run.config.global_batch;
-      o.vocab = run.vocab;
-      o.tp = run.config.tp;
-      o.dtype = run.dtype;
+      fill(o);
       forward = make_gpt(o);
     }
     TrainingOptions t;
