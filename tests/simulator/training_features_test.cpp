@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
+#include <vector>
 
 #include <algorithm>
 
@@ -20,6 +22,17 @@ using testing::TestGraph;
 constexpr double kAlpha = 5e-6;
 constexpr double kBeta = 1e9;
 
+// Adds a `replicated` partition of each op over `devices`.
+void replicate_on(Plan* p, std::initializer_list<OpId> ops, const std::vector<int>& devices) {
+  for (OpId o : ops) {
+    OpPartition q;
+    q.op = o;
+    q.replicated = true;
+    q.devices = devices;
+    p->partitions.push_back(q);
+  }
+}
+
 TEST(TrainingFeatures, ReplicatedOpsRunWholeOnEveryDeviceWithoutCommunication) {
   TestGraph b;
   const TensorId x = b.tensor("x", 4000000);
@@ -30,13 +43,7 @@ TEST(TrainingFeatures, ReplicatedOpsRunWholeOnEveryDeviceWithoutCommunication) {
   const CostModel cost(cl, uniform_profile(1.0));
   Simulator sim(g, cl, cost);
   Plan p = place(g, {0, 0});
-  for (OpId o : {a, c}) {
-    OpPartition q;
-    q.op = o;
-    q.replicated = true;
-    q.devices = {0, 1};
-    p.partitions.push_back(q);
-  }
+  replicate_on(&p, {a, c}, {0, 1});
   p.validate(g, cl);
   const SimResult r = sim.run(p);
   EXPECT_DOUBLE_EQ(r.step_time, 3e-3);  // the whole op on each device, in parallel
@@ -62,13 +69,7 @@ TEST(TrainingFeatures, AStageIsATensorParallelByDataParallelGrid) {
   // A 2 x 2 grid: TP pairs {0, 1} and {2, 3}, each running half of the batch; the ops are
   // replicated inside a pair.
   p.pipeline.stages[0].tensor_parallel = 2;
-  for (OpId o : {a, c}) {
-    OpPartition q;
-    q.op = o;
-    q.replicated = true;
-    q.devices = {0, 1};
-    p.partitions.push_back(q);
-  }
+  replicate_on(&p, {a, c}, {0, 1});
   p.placement.assign(g.num_ops(), 0);
   p.validate(g, cl);
   const SimResult r = sim.run(p);
