@@ -1,0 +1,71 @@
+// Pipeline schedules (Simulator::Impl, set-up part): per pipeline rank, the order its
+// forward and backward passes run in (the ready-queue priority slot of each instance) and
+// the gates that hold a pass back (GPipe's flush; 1F1B's in-flight limit, interleaved or
+// not). The gates are checked and opened by the event loop (simulator_engine.cpp).
+#include <algorithm>
+#include <vector>
+
+#include "simulator/simulator_impl.h"
+
+namespace placer {
+
+void Simulator::Impl::prepare_pipeline_ranks() {
+  gpipe = pipelined && plan->pipeline.schedule == PipelineSchedule::kGPipe;
+  // Forward passes before a rank's first backward: Megatron's 1F1B warm-up, and for the
+  // interleaved schedule 2 (ranks - r - 1) + (v - 1) ranks (all of them when M = ranks).
+  rank_warmup.assign(static_cast<size_t>(n_ranks), 0);
+  rank_gated.assign(static_cast<size_t>(n_ranks), 0);
+  for (int r = 0; r < n_ranks; ++r) {
+    const int64_t total = int64_t(M) * vstages;
+    int64_t w = vstages == 1 ? n_ranks - r - 1 : 2 * (n_ranks - r - 1) + int64_t(vstages - 1) * n_ranks;
+    if (vstages > 1 && M == n_ranks) w = total;
+    rank_warmup[size_t(r)] = static_cast<int32_t>(std::min(w, total));
+  }
+}
+
+uint64_t Simulator::Impl::schedule_slot(OpId o, uint32_t j) const {
+  const Phase phase = op_phase[o];
+  // The order a rank runs its passes in: m passes of each kind, the first w forward
+  // passes (warm-up), then one backward, one forward, ..., then the last backwards.
+  const int64_t m = int64_t(M) * vstages;
+  if (!op_multi[o]) return phase == Phase::kForward ? 0 : static_cast<uint64_t>(2 * m);
+  if (gpipe) return phase == Phase::kForward ? j : static_cast<uint64_t>(m + j);
+  const int st = op_stage[o];
+  const int64_t w = rank_warmup[stage_rank(st)];
+  if (phase == Phase::kForward) {
+    const int64_t k = fwd_vindex(st, static_cast<int>(j));
+    return static_cast<uint64_t>(k < w ? k : w + 2 * (k - w));
+  }
+  const int64_t k = bwd_vindex(st, static_cast<int>(j));
+  return static_cast<uint64_t>(k < m - w ? w + 2 * k + 1 : m + k);
+}
+
+void Simulator::Impl::prepare_pipeline_gates() {
+  const size_t ns = static_cast<size_t>(std::max(n_stages, 1));
+  bwd_left.assign(ns * M, 0);
+  fwd_left.assign(ns * M, 0);
+  fwd_left_stage.assign(ns, 0);
+  if (held.size() < ns) held.resize(ns);
+  for (auto& h : held) h.clear();
+  if (pipelined && M > 1) {
+    std::vector<int32_t>& bwd_ops = stage_ops_scratch;
+    bwd_ops.assign(2 * ns, 0);  // [stage]: backward ops, [ns + stage]: forward ops
+    for (OpId o = 0; o < n_ops; ++o) {
+      if (!op_multi[o]) continue;
+      ++bwd_ops[(op_phase[o] == Phase::kBackward ? 0 : ns) + op_stage[o]];
+    }
+    for (int s = 0; s < n_stages; ++s) {
+      // 1F1B: a rank's forward k waits for its backward k - warmup - 1.
+      const int r = stage_rank(s);
+      if (!gpipe && bwd_ops[s] > 0 && rank_warmup[r] + 1 < int64_t(M) * vstages) rank_gated[r] = 1;
+      fwd_left_stage[s] = bwd_ops[ns + s] * M;
+      for (int m = 0; m < M; ++m) {
+        bwd_left[static_cast<size_t>(s) * M + m] = bwd_ops[s];
+        fwd_left[static_cast<size_t>(s) * M + m] = bwd_ops[ns + s];
+      }
+    }
+  }
+
+}
+
+}  // namespace placer
