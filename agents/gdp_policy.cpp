@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/gdp_net.h"
+#include "models/archive_file.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 
@@ -186,18 +187,7 @@ void write_meta_json(const std::string& path, const PolicyMeta& meta) {
             {"evaluations", meta.evaluations},
             {"created", meta.created},
             {"command", meta.command}};
-  const std::string tmp = temp_path_for(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw FileError(format_context(path, "", "cannot write " + tmp));
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw FileError(format_context(path, "", "error while writing " + tmp));
-    }
-  }
-  atomic_rename(tmp, path);
+  write_text_atomic(path, j.dump(2) + "\n", "policy metadata");
 }
 
 PolicyMeta read_meta_json(const std::string& path) {
@@ -322,17 +312,8 @@ void GdpPolicy::save(const std::string& path, PolicyMeta meta) const {
 
   torch::serialize::OutputArchive archive;
   write_net(archive, impl_->net);
-  const std::string tmp = temp_path_for(path);
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    throw FileError(format_context(path, "", "cannot write " + tmp + ": " + what));
-  }
-  atomic_rename(tmp, path);
-  write_meta_json(path + ".meta.json", meta);
+  save_archive_with_meta(archive, path, "policy",
+                         [&] { write_meta_json(path + ".meta.json", meta); });
 }
 
 const GdpNetConfig& GdpPolicy::config() const { return impl_->net->config; }

@@ -6,6 +6,8 @@
 
 #include <torch/cuda.h>
 
+#include "models/archive_file.h"
+
 namespace placer {
 namespace gdp_train {
 
@@ -419,12 +421,9 @@ void GdpTrainer::Impl::append_log(const Json& line) const {
   if (!root()) return;  // rank 0 alone writes the log
   std::error_code ec;
   std::filesystem::create_directories(config.output_dir, ec);
-  const std::string path = dir_path("log.jsonl");
-  std::ofstream out(path, std::ios::app);
-  if (!out) throw FileError(path + ": cannot open for appending");
-  out << line.dump() << '\n';
-  out.flush();
-  if (!out) throw FileError(path + ": write failed");
+  // A failed append stops the run with one clear error (the line is not left torn); the last
+  // checkpoint stays intact and --resume cuts the log back to it.
+  append_line(dir_path("log.jsonl"), line.dump(), "training log");
 }
 
 std::vector<const Instance*> GdpTrainer::Impl::pick_instances(std::mt19937_64& rng, int shard,
@@ -536,7 +535,6 @@ void GdpTrainer::Impl::checkpoint() {
 
   // Written from CPU copies (a checkpoint of a GPU run loads anywhere).
   const std::string path = dir_path("checkpoint.pt");
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   with_cpu_state([&] {
     torch::serialize::OutputArchive archive;
     write_net(archive, policy.impl().net);
@@ -544,16 +542,9 @@ void GdpTrainer::Impl::checkpoint() {
     adam->save(opt);
     archive.write("optimizer", opt);
     archive.write("trainer_state", c10::IValue(state.dump()));
-    try {
-      archive.save_to(tmp);
-    } catch (const std::exception& e) {
-      std::remove(tmp.c_str());
-      std::string what = e.what();
-      throw FileError(path + ": cannot write " + tmp + ": " + what.substr(0, what.find('\n')));
-    }
+    save_archive_with_meta(archive, path, "checkpoint",
+                           [&] { write_meta_json(path + ".meta.json", meta); });
   });
-  atomic_rename(tmp, path);
-  write_meta_json(path + ".meta.json", meta);
   policy.save(dir_path("policy.pt"), meta);
 }
 
@@ -648,13 +639,7 @@ int64_t GdpTrainer::Impl::resume() {
       }
     }
     in.close();
-    const std::string tmp = log + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << kept;
-      if (!out.flush()) throw FileError(tmp + ": write failed");
-    }
-    atomic_rename(tmp, log);
+    write_text_atomic(log, kept, "training log");
   }
   return updates_done;
 }

@@ -22,6 +22,7 @@
 
 #include "agents/methods.h"
 #include "datasets/coarsen.h"
+#include "models/archive_file.h"
 #include "models/placeto_net.h"
 #include "simulator/cost_model.h"
 #include "src/graph/training_step.h"
@@ -304,17 +305,9 @@ void save_policy(const std::string& path, PlacetoNet& net, PlacetoPolicyMeta met
   if (meta.created.empty()) meta.created = utc_now();
   torch::serialize::OutputArchive archive;
   net->save(archive);
-  const std::string tmp = temp_path_for(path);
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    std::string what = e.what();
-    throw FileError(format_context(path, "", "cannot write " + tmp + ": " +
-                                                 what.substr(0, what.find('\n'))));
-  }
-  atomic_rename(tmp, path);
-  write_text_atomic(path + ".meta.json", meta_json(meta).dump(2) + "\n");
+  save_archive_with_meta(archive, path, "policy", [&] {
+    write_text_atomic(path + ".meta.json", meta_json(meta).dump(2) + "\n", "policy metadata");
+  });
 }
 
 PlacetoNet load_policy(const std::string& path, PlacetoPolicyMeta* meta_out) {
@@ -654,24 +647,16 @@ void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Ada
   adam.save(opt);
   archive.write("optimizer", opt);
   archive.write("update", torch::tensor(st.update, torch::kLong));
-  const std::string tmp = temp_path_for(path);
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    std::string what = e.what();
-    throw FileError(format_context(path, "", "cannot write " + tmp + ": " +
-                                                 what.substr(0, what.find('\n'))));
-  }
   Json graphs = Json::array();
   for (const auto& in : instances) graphs.push_back(instance_json(*in));
   const Json meta{{"format_version", kPolicyFormat}, {"method", "placeto"},
                   {"kind", "checkpoint"},           {"update", st.update},
                   {"seconds", st.seconds},          {"config", fingerprint},
                   {"rng", st.rng},                  {"graphs", graphs}};
-  // Each file is renamed into place; both carry the update, checked on resume.
-  write_text_atomic(path + ".meta.json", meta.dump(1) + "\n");
-  atomic_rename(tmp, path);
+  // Both files carry the update, checked on resume.
+  save_archive_with_meta(archive, path, "checkpoint", [&] {
+    write_text_atomic(path + ".meta.json", meta.dump(1) + "\n", "checkpoint metadata");
+  });
 }
 
 /// Restores the network, Adam and the instances' records from output_dir/checkpoint.pt.
@@ -768,7 +753,7 @@ void truncate_log(const std::string& path, int64_t update) {
     kept += line + "\n";
   }
   in.close();
-  write_text_atomic(path, kept);
+  write_text_atomic(path, kept, "training log");
 }
 
 }  // namespace
@@ -840,13 +825,15 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
   const double seconds_before = state.seconds;
   auto run_seconds = [&] { return seconds_before + seconds_since(t0); };
 
-  std::ofstream log;
+  std::string log_path;  // empty: no log
   if (!cfg.output_dir.empty()) {
     std::filesystem::create_directories(cfg.output_dir);
-    const std::string log_path = cfg.output_dir + "/log.jsonl";
-    if (cfg.resume) truncate_log(log_path, state.update);
-    log.open(log_path, cfg.resume ? std::ios::app : std::ios::trunc);
-    if (!log) throw FileError(format_context(log_path, "", "cannot write"));
+    log_path = cfg.output_dir + "/log.jsonl";
+    if (cfg.resume) {
+      truncate_log(log_path, state.update);
+    } else {
+      write_text_atomic(log_path, "", "training log");
+    }
     res.policy_path = cfg.output_dir + "/policy.pt";
   }
   auto evaluations = [&] {
@@ -906,7 +893,7 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
     rec.evaluations = evaluations();
     rec.update_evaluations = rec.evaluations - evals_before;
     rec.update_seconds = seconds_since(tu);
-    if (log.is_open()) {
+    if (!log_path.empty()) {
       Json line = {{"type", "update"},
                    {"update", u},
                    {"graph", gi},
@@ -917,7 +904,9 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
                    {"best_ratio", rec.best_ratio},
                    {"evaluations", rec.evaluations},
                    {"seconds", run_seconds()}};
-      log << line.dump() << "\n" << std::flush;
+      // A failed append stops training with one clear error (no torn line); the last
+      // checkpoint stays intact and --resume cuts the log back to it.
+      append_line(log_path, line.dump(), "training log");
     }
     if (u % cfg.checkpoint_every == 0) {
       checkpoint(u);

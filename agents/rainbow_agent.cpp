@@ -15,6 +15,7 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/utils.h>
 
+#include "models/archive_file.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 
@@ -367,14 +368,7 @@ void RainbowAgent::save(const std::string& path) const {
   rng_state << rng_;
   archive.write("rng", c10::IValue(rng_state.str()));
 
-  const std::string tmp = temp_path_for(path);
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot write " + tmp + ": " + first_line(e));
-  }
-  atomic_rename(tmp, path);
+  save_archive_atomic(archive, path, "checkpoint");
 }
 
 void RainbowAgent::load(const std::string& path) {

@@ -24,6 +24,7 @@
 
 #include "agents/rainbow_agent.h"
 #include "env/pipeline_arrays.h"
+#include "models/archive_file.h"
 #include "env/pipeline_env.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
@@ -86,14 +87,7 @@ Json read_json(const std::string& path, const std::string& what) {
 void save_net(RainbowAgent& agent, const std::string& path) {
   torch::serialize::OutputArchive archive;
   agent.net()->save(archive);
-  const std::string tmp = temp_path_for(path);
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    throw FileError(path + ": cannot write " + tmp + ": " + e.what());
-  }
-  atomic_rename(tmp, path);
+  save_archive_atomic(archive, path, "policy");
 }
 
 void load_net(RainbowAgent& agent, const std::string& path) {
@@ -428,13 +422,14 @@ struct RainbowPPTrainer::Impl {
     } else {
       save_net(*agent, path(file));
     }
-    write_text_atomic(path(file) + ".meta.json", meta_json(c, rc, done, kind, last_heldout).dump(2) + "\n");
+    write_text_atomic(path(file) + ".meta.json",
+                      meta_json(c, rc, done, kind, last_heldout).dump(2) + "\n", kind + " metadata");
   }
 
   void log(const Json& j) {
     fs::create_directories(c.output_dir);
-    std::ofstream f(path("log.jsonl"), std::ios::app);
-    f << j.dump() << "\n";
+    // A failed append stops training with one clear error (no torn line).
+    append_line(path("log.jsonl"), j.dump(), "training log");
   }
 
   RainbowPPEvalStats evaluate() {

@@ -24,6 +24,7 @@
 #include <torch/utils.h>
 
 #include "agents/gdp_net.h"
+#include "models/archive_file.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 
@@ -150,28 +151,11 @@ void save_learned_policy(const std::string& path, torch::nn::Module& root,
                          const std::string& meta_json) {
   nlohmann::json meta = nlohmann::json::parse(meta_json);
   meta["format_version"] = kLearnedPolicyFormat;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   torch::serialize::OutputArchive archive;
   root.save(archive);
-  try {
-    archive.save_to(tmp);
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    const std::string what = e.what();
-    throw FileError(path + ": cannot write " + tmp + ": " + what.substr(0, what.find('\n')));
-  }
-  atomic_rename(tmp, path);
-  const std::string meta_path = path + ".meta.json";
-  const std::string meta_tmp = meta_path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(meta_tmp, std::ios::binary);
-    f << meta.dump(2) << "\n";
-    if (!f) {
-      std::remove(meta_tmp.c_str());
-      throw FileError(meta_path + ": cannot write " + meta_tmp);
-    }
-  }
-  atomic_rename(meta_tmp, meta_path);
+  save_archive_with_meta(archive, path, "policy", [&] {
+    write_text_atomic(path + ".meta.json", meta.dump(2) + "\n", "policy metadata");
+  });
 }
 
 void load_learned_policy(const std::string& path, torch::nn::Module& root,

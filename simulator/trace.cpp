@@ -1,11 +1,8 @@
 #include "simulator/trace.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 
@@ -94,12 +91,7 @@ std::string chrome_trace_json(const SimResult& r, const Graph& g, const Cluster&
 
 void write_chrome_trace(const SimResult& result, const Graph& graph, const Cluster& cluster,
                         const std::string& path) {
-  const std::string text = chrome_trace_json(result, graph, cluster);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FileError(path + ": cannot write trace (" + std::strerror(errno) + ")");
-  out << text << "\n";
-  out.flush();
-  if (!out) throw FileError(path + ": error while writing trace");
+  write_file_atomic(path, chrome_trace_json(result, graph, cluster) + "\n", "trace");
 }
 
 }  // namespace placer

@@ -3,14 +3,12 @@
 
 #include "src/io/graph_json.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 namespace {
@@ -112,15 +110,7 @@ std::string graph_to_json(const Graph& g) {
 }
 
 void save_graph_json(const Graph& g, const std::string& path) {
-  const std::string text = graph_to_json(g);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    throw FileError(
-        format_context(path, "", std::string("cannot write graph file: ") + std::strerror(errno)));
-  }
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) throw FileError(format_context(path, "", "error while writing graph file"));
+  write_file_atomic(path, graph_to_json(g), "graph file");
 }
 
 }  // namespace placer
