@@ -139,6 +139,8 @@ uint32_t Simulator::Impl::group_index(const std::vector<int>& devices) {
   const uint32_t id = static_cast<uint32_t>(groups.size());
   groups.push_back(cost.make_group(devices));
   group_devs.push_back(devices);
+  group_member.emplace_back(static_cast<size_t>(n_dev), 0);
+  for (int d : devices) group_member.back()[static_cast<size_t>(d)] = 1;
   group_ids.emplace(devices, id);
   return id;
 }

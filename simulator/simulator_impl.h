@@ -185,6 +185,7 @@ struct Simulator::Impl {
   // Collective groups (cached across runs) and gradient sync.
   std::map<std::vector<int>, uint32_t> group_ids;
   std::vector<std::vector<int>> group_devs;
+  std::vector<std::vector<uint8_t>> group_member;  // per group, per device: 1 = in it
   std::vector<CollectiveGroup> groups;
   std::vector<int> scratch_devs;
   std::vector<uint32_t> part_group;  // per partition
@@ -254,10 +255,7 @@ struct Simulator::Impl {
   }
   bool on_device(OpId o, int dev) const {
     if (op_part[o] < 0) return op_dev[o] == dev;
-    for (int d : plan->partitions[op_part[o]].devices) {
-      if (d == dev) return true;
-    }
-    return false;
+    return group_member[part_group[op_part[o]]][dev] != 0;
   }
   uint32_t n_inst_of(OpId o) const { return op_inst[o + 1] - op_inst[o]; }
   uint32_t find_site(TensorId t, int dev) const;
