@@ -51,9 +51,11 @@ std::optional<WriteFault> write_fault_from_env() {
 }
 
 /// Writes all of `bytes` to `fd` (retrying short writes and EINTR). Returns 0, or the errno of
-/// the write that failed; under an injected fault, the fault's error once its bytes are out.
+/// the write that failed; under an injected fault, content longer than its byte count fails
+/// with its error once that many bytes are out.
 int write_all(int fd, std::string_view bytes, const std::optional<WriteFault>& fault) {
-  const size_t limit = fault ? std::min(bytes.size(), fault->after_bytes) : bytes.size();
+  const bool injected = fault && bytes.size() > fault->after_bytes;
+  const size_t limit = injected ? fault->after_bytes : bytes.size();
   size_t done = 0;
   while (done < limit) {
     const ssize_t n = ::write(fd, bytes.data() + done, limit - done);
@@ -63,7 +65,7 @@ int write_all(int fd, std::string_view bytes, const std::optional<WriteFault>& f
     }
     done += size_t(n);
   }
-  return fault ? fault->error : 0;
+  return injected ? fault->error : 0;
 }
 
 /// Gives the new file the permission bits of the file it replaces (the atomic rename would

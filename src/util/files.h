@@ -62,10 +62,11 @@ void write_text_atomic(const std::string& path, const std::string& text,
 void append_line(const std::string& path, std::string_view line, const std::string& what = "log");
 
 /// Test hook (for tests only): when this environment variable is set to an errno name
-/// (ENOSPC, EDQUOT, EIO, EROFS, EACCES), optionally followed by "@N", every write_file_atomic
-/// and append_line writes the first N bytes (default 0) of its content and then fails with
-/// that error, as a disk that fills up mid-file does. Any other value is an Error naming the
-/// variable, so a typo cannot make a test pass silently.
+/// (ENOSPC, EDQUOT, EIO, EROFS, EACCES), optionally followed by "@N", every write_file_atomic,
+/// StagedFile and append_line whose content is longer than N bytes (default 0) writes the
+/// first N bytes and then fails with that error, as a disk that fills up mid-file does;
+/// shorter content is written. Any other value is an Error naming the variable, so a typo
+/// cannot make a test pass silently.
 inline constexpr const char* kWriteFaultEnv = "PLACER_TEST_WRITE_FAULT";
 
 }  // namespace placer

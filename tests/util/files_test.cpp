@@ -98,6 +98,16 @@ TEST_F(FilesTest, DiskFullMidFileLeavesNoFileAndNamesPathAndCause) {
   EXPECT_TRUE(names().empty());
 }
 
+TEST_F(FilesTest, ContentWithinTheFaultsByteCountIsWritten) {
+  ::setenv(kWriteFaultEnv, "ENOSPC@4", 1);
+  write_text_atomic(path("small"), "1234");
+  append_line(path("log"), "abc");  // 4 bytes with the newline
+  EXPECT_EQ(read(path("small")), "1234");
+  EXPECT_EQ(read(path("log")), "abc\n");
+  EXPECT_THROW(write_text_atomic(path("big"), "12345"), FileError);
+  EXPECT_EQ(names(), (std::vector<std::string>{"log", "small"}));
+}
+
 TEST_F(FilesTest, FailedWriteLeavesAnExistingTargetUntouched) {
   write_text_atomic(path("policy.pt"), "the old policy");
   ::setenv(kWriteFaultEnv, "EDQUOT", 1);
