@@ -193,18 +193,25 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 Graph build_graph(onnx::ModelProto& m, const std::string& file, const ImportOptions& opts,
                   std::vector<std::string>* warnings, ImportStats& st) {
-  using onnx_import::check_opset;
   st.ir_version = m.ir_version();
-  st.opset = check_opset(m, file);
+  onnx_import::check_inference_domains(m, file);
+  st.opset = onnx_import::check_opset(m, file);
   st.producer =
       m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
-  st.nodes = static_cast<size_t>(m.graph().node_size());
   auto warn = [&](const std::string& w) {
     if (warnings) warnings->push_back(w);
   };
 
-  const auto roles = onnx_import::classify_inputs(m.graph(), opts);
+  auto roles = onnx_import::classify_inputs(m.graph(), opts);
   const int64_t batch = onnx_import::substitute_dims(m, roles, opts, file, warnings, &st);
+  if (st.opset < onnx_import::kMinOpset) {
+    // After the dims are substituted: the converter's adapters need static input shapes.
+    onnx_import::upgrade_opset(m, st.opset, file);
+    st.upgraded_from = st.opset;
+    st.opset = onnx_import::kMinOpset;
+    roles = onnx_import::classify_inputs(m.graph(), opts);  // the adapters may add nodes
+  }
+  st.nodes = static_cast<size_t>(m.graph().node_size());
   onnx_import::infer_shapes(m, file, warnings, &st);
   st.batch_size = batch;
   const onnx::GraphProto& g = m.graph();

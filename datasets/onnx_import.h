@@ -10,9 +10,13 @@
 //   std::vector<std::string> warnings;
 //   Graph g = import_onnx("resnet50.onnx", opts, &warnings);
 //
+// Models below opset 7 are upgraded to 7 with ONNX's version converter first
+// (ImportStats::upgraded_from says so).
+//
 // Errors: FileError (missing / unreadable file), FormatError (empty, truncated or non-ONNX
-// file, unsupported opset, unresolved symbolic dims, output shapes inference cannot fill,
-// static shapes that contradict --batch-size), each naming the file and the node or input.
+// file, an opset too new or one the converter cannot upgrade, training-domain operators,
+// unresolved symbolic dims, output shapes inference cannot fill, static shapes that
+// contradict --batch-size), each naming the file and the node or input.
 
 #include <cstdint>
 #include <map>
@@ -45,7 +49,8 @@ struct ImportOptions {
 /// What the importer saw and did (for the CLI summary and tests).
 struct ImportStats {
   int64_t ir_version = 0;
-  int64_t opset = 0;            ///< default-domain opset
+  int64_t opset = 0;            ///< default-domain opset imported (after an upgrade)
+  int64_t upgraded_from = 0;    ///< the file's opset when it was older and upgraded (0 = not)
   std::string producer;         ///< producer_name producer_version
   size_t nodes = 0;             ///< nodes in the ONNX graph
   size_t folded_nodes = 0;      ///< constant / shape / weight-layout nodes that became no op

@@ -25,8 +25,6 @@ size_t resolve_shapes(onnx::ModelProto& m, size_t* reinferred);
 
 namespace {
 
-constexpr int64_t kMinOpset = 7;
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
@@ -151,7 +149,15 @@ onnx::ModelProto parse_model(const std::string& bytes, const std::string& file) 
                                          "; the file is truncated or not an ONNX file)"));
   }
   if (m.graph().node_size() == 0) {
-    throw FormatError(format_context(file, "graph", "has no nodes (truncated file?)"));
+    std::unordered_set<std::string> given;
+    for (const auto& in : m.graph().input()) given.insert(in.name());
+    for (const auto& t : m.graph().initializer()) given.insert(t.name());
+    bool pass_through = m.graph().output_size() > 0;
+    for (const auto& out : m.graph().output()) pass_through = pass_through && given.count(out.name());
+    throw FormatError(format_context(
+        file, "graph",
+        pass_through ? "has no nodes: its outputs are its inputs, there is nothing to compute"
+                     : "has no nodes (truncated file?)"));
   }
   return m;
 }
@@ -194,11 +200,10 @@ int64_t check_opset(const onnx::ModelProto& m, const std::string& file) {
             PLACER_ONNX_VERSION + ": opsets " + std::to_string(kMinOpset) + " to " +
             std::to_string(hi) + "); re-export with opset_version <= " + std::to_string(hi)));
   }
-  if (v < kMinOpset) {
-    throw FormatError(format_context(
-        file, "opset_import",
-        "opset " + std::to_string(v) + " is too old (supported: " + std::to_string(kMinOpset) +
-            " to " + std::to_string(hi) + "); convert it with onnx.version_converter"));
+  if (v < 1) {
+    throw FormatError(format_context(file, "opset_import",
+                                     "opset " + std::to_string(v) +
+                                         " is not an ONNX opset (they start at 1; truncated file?)"));
   }
   return v;
 }
@@ -216,22 +221,28 @@ std::unordered_map<std::string, InputRole> classify_inputs(const onnx::GraphProt
       if (!node.input(s).empty()) uses[node.input(s)].emplace_back(n, s);
     }
   }
-  // True when every use of `name` is a weight slot, looking through layout ops (W^T).
-  // *buffer: every such slot holds a buffer.
-  std::function<bool(const std::string&, int, bool*)> weight_only =
-      [&](const std::string& name, int depth, bool* buffer) -> bool {
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& out : g.output()) graph_outputs.insert(out.name());
+  // True when every use of `name` is a weight slot, looking through layout ops (W^T), and
+  // there is at least one. A value that reaches a graph output through layout ops only is
+  // data passed through (an Identity model), not a weight. *buffer: every slot holds a
+  // buffer.
+  std::function<bool(const std::string&, int, bool*, bool*)> weight_only =
+      [&](const std::string& name, int depth, bool* buffer, bool* slot_seen) -> bool {
+    if (graph_outputs.count(name) || depth > 8) return false;
     auto it = uses.find(name);
-    if (it == uses.end() || depth > 8) return false;
+    if (it == uses.end()) return true;  // a dead end of a layout chain
     for (const auto& u : it->second) {
       const auto& node = g.node(u.first);
       bool buf = false;
       if (weight_slot(node.op_type(), u.second, &buf)) {
         *buffer = *buffer && buf;
+        *slot_seen = true;
         continue;
       }
       if (!layout_op(node.op_type())) return false;
       for (const auto& out : node.output()) {
-        if (!out.empty() && uses.count(out) && !weight_only(out, depth + 1, buffer)) return false;
+        if (!out.empty() && !weight_only(out, depth + 1, buffer, slot_seen)) return false;
       }
     }
     return true;
@@ -273,7 +284,7 @@ std::unordered_map<std::string, InputRole> classify_inputs(const onnx::GraphProt
       role = InputRole::kData;  // a symbolic first dim is a batch
     } else if (param_name(name)) {
       role = InputRole::kParam;
-    } else if (weight_only(name, 0, &buffer)) {
+    } else if (bool slot_seen = false; weight_only(name, 0, &buffer, &slot_seen) && slot_seen) {
       role = buffer ? InputRole::kState : InputRole::kParam;
     }
     roles[name] = role;

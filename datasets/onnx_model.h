@@ -22,11 +22,27 @@ onnx::ModelProto load_model(const std::string& path);
 /// Parses serialized bytes; `file` names the source in messages.
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& file);
 
+/// The oldest default-domain opset the importer reads as it is; older models are upgraded
+/// to it first (upgrade_opset).
+constexpr int64_t kMinOpset = 7;
+
 /// The default-domain opset of the model. FormatError when there is none, or when it is
-/// outside what this build's ONNX library knows (7 .. kMaxOpset).
+/// outside 1 .. max_supported_opset() (below kMinOpset the caller upgrades the model).
 int64_t check_opset(const onnx::ModelProto& m, const std::string& file);
 /// The newest default-domain opset the linked ONNX library has schemas for.
 int64_t max_supported_opset();
+
+/// FormatError naming the domain (and the node) when a node is in a training domain
+/// (ai.onnx.training, ai.onnx.preview.training: optimizer and gradient operators, not a
+/// forward graph), or when such a domain is the only one imported. Defined in
+/// onnx_upgrade.cpp.
+void check_inference_domains(const onnx::ModelProto& m, const std::string& file);
+
+/// Rewrites a model of default-domain opset `from` (< kMinOpset) to opset kMinOpset with
+/// libonnx's version converter (shapes are inferred first: its adapters need them, so
+/// symbolic input dims must be substituted before). FormatError with the converter's reason
+/// when an op cannot be upgraded. Defined in onnx_upgrade.cpp.
+void upgrade_opset(onnx::ModelProto& m, int64_t from, const std::string& file);
 
 /// Role of a graph input or initializer.
 enum class InputRole : uint8_t { kData, kParam, kState, kConst };

@@ -28,11 +28,11 @@ I64 = TensorProto.INT64
 RNG = np.random.default_rng(0)
 
 
-def init(name, shape, dtype=np.float32):
-    """A seeded initializer (float weights or int64 constants)."""
+def init(name, shape, dtype=np.float32, rng=None):
+    """A seeded initializer (float weights or int64 constants); `rng` defaults to RNG."""
     if dtype == np.int64:
         return numpy_helper.from_array(np.asarray(shape, dtype=np.int64), name)
-    return numpy_helper.from_array(RNG.standard_normal(shape).astype(dtype), name)
+    return numpy_helper.from_array((rng or RNG).standard_normal(shape).astype(dtype), name)
 
 
 def const(name, value, dtype=np.int64):
@@ -195,6 +195,68 @@ def relu_opset(opset):
     return model(g, opset=opset)
 
 
+def opset6_conv_net():
+    """conv_net as the pytorch-converted models of ONNX's test data are written: IR 3, opset 6,
+    initializers also listed as inputs, the conv bias as a separate Add with the old
+    broadcast=1 axis=1 attributes, BatchNormalization and Dropout with is_test=1, Gemm with
+    broadcast=1. The importer upgrades it to opset 7 (the Add's bias gets an Unsqueeze to
+    [4,1,1], a weight re-layout that is folded).
+
+    FLOPs: Conv 2*(2*4*8*8)*27 = 27648; bias Add 512; BN 8*512 = 4096; Relu 512;
+    AveragePool 128 outputs * 4 = 512; Flatten 0; Gemm 2*2*64*10 + 20 = 2580; Dropout 20.
+    Total 35880. Parameters 770 floats (3080 B), buffers 8 floats (32 B), as conv_net.
+    """
+    rng = np.random.default_rng(6)  # its own generator: the other fixtures stay unchanged
+    inits = [init(name, shape, rng=rng) for name, shape in [
+        ("conv.weight", [4, 3, 3, 3]), ("conv.bias", [4]), ("bn.weight", [4]), ("bn.bias", [4]),
+        ("bn.running_mean", [4]), ("bn.running_var", [4]), ("fc.weight", [10, 64]),
+        ("fc.bias", [10])]]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="conv", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "conv.bias"], ["cb"], name="conv_bias", broadcast=1, axis=1),
+        helper.make_node("BatchNormalization",
+                         ["cb", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
+                         ["b"], name="bn", is_test=1, epsilon=1e-5),
+        helper.make_node("Relu", ["b"], ["r"], name="relu"),
+        helper.make_node("AveragePool", ["r"], ["p"], name="pool", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["h"], name="fc", broadcast=1,
+                         transB=1),
+        helper.make_node("Dropout", ["h"], ["y"], name="dropout", is_test=1, ratio=0.5),
+    ]
+    inputs = [vi("x", F, [2, 3, 8, 8])] + [vi(t.name, F, list(t.dims)) for t in inits]
+    g = helper.make_graph(nodes, "opset6_conv_net", inputs, [vi("y", F, [2, 10])],
+                          initializer=inits)
+    m = model(g, opset=6)
+    m.ir_version = 3
+    return m
+
+
+def pass_through():
+    """ONNX's test_identity: x [2, 3] -> Identity -> y. x is data passed through (a view op),
+    not a weight folded away."""
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "pass_through",
+                          [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    return model(g)
+
+
+def training_adagrad():
+    """ONNX's test_adagrad: one Adagrad node of the ai.onnx.preview.training domain, the only
+    opset imported (an optimizer update, not a forward graph: refused with the domain named)."""
+    node = helper.make_node("Adagrad", ["R", "T", "X", "G", "H"], ["X_new", "H_new"],
+                            domain="ai.onnx.preview.training", norm_coefficient=0.001,
+                            epsilon=1e-5, decay_factor=0.1)
+    inputs = [vi("R", F, []), vi("T", I64, []), vi("X", F, [1]), vi("G", F, [1]), vi("H", F, [1])]
+    g = helper.make_graph([node], "training_adagrad", inputs,
+                          [vi("X_new", F, [1]), vi("H_new", F, [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("ai.onnx.preview.training", 1)],
+                          producer_name="make_test_onnx.py")
+    m.ir_version = 7
+    return m
+
+
 def ops_zoo():
     """Transformer-style ops on x [2, 4, 8] (64 elements), opset 17. Hand counts:
     Gather embedding (table 'embed.weight' [10,8]) 0; position Gather ('pos.weight' [4,8],
@@ -326,7 +388,9 @@ def main():
     # Not checked: a custom domain op, and opsets the checker of ONNX 1.12 rejects.
     onnx.save(unknown_op(), os.path.join(args.out, "unknown_op.onnx"))
     onnx.save(relu_opset(18), os.path.join(args.out, "opset_too_new.onnx"))
-    onnx.save(relu_opset(6), os.path.join(args.out, "opset_too_old.onnx"))
+    onnx.save(opset6_conv_net(), os.path.join(args.out, "opset6_conv_net.onnx"))
+    onnx.save(pass_through(), os.path.join(args.out, "pass_through.onnx"))
+    onnx.save(training_adagrad(), os.path.join(args.out, "training_adagrad.onnx"))
 
     # Broken files: a truncated model and a text file.
     data = conv_net().SerializeToString()

@@ -63,9 +63,14 @@ void run_import(const ImportArgs& a) {
   save_graph_json(g, out_path);
 
   std::ostream& out = std::cout;
-  out << "model        " << a.model << " (ONNX ir " << st.ir_version << ", opset " << st.opset;
+  out << "model        " << a.model << " (ONNX ir " << st.ir_version << ", opset "
+      << (st.upgraded_from > 0 ? st.upgraded_from : st.opset);
   if (!st.producer.empty()) out << ", " << st.producer;
   out << ")\n";
+  if (st.upgraded_from > 0) {
+    out << "opset        upgraded opset " << st.upgraded_from << " -> " << st.opset
+        << " with ONNX's version converter\n";
+  }
   out << "inputs       ";
   for (size_t i = 0; i < st.data_input_shapes.size(); ++i) {
     out << (i ? ", " : "") << st.data_input_shapes[i];
