@@ -14,6 +14,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT  # so that a timed-out run still unmounts its tmpfs
 cd "$tmp" || exit 1
 fail=0; n=0
 run_as=()  # a command prefix that runs placer as another user (the permission test)
