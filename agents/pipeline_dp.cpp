@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <unordered_map>
 
 #include "src/util/error.h"
 
@@ -149,12 +150,23 @@ double pipeline_bottleneck(const PipelineCostTable& table,
   return worst;
 }
 
+std::vector<int> pipeline_replica_counts(int num_devices, const PipelineDpOptions& opt) {
+  int R = opt.allow_replication ? num_devices : 1;
+  if (opt.allow_replication && opt.max_replicas > 0) R = std::min(R, opt.max_replicas);
+  std::vector<int> out;
+  for (int r = 1; r <= R; ++r) {
+    if (opt.replicas_divide > 0 && opt.replicas_divide % r != 0) continue;
+    if (opt.power_of_two_replicas && (r & (r - 1)) != 0) continue;
+    out.push_back(r);
+  }
+  return out;
+}
+
 PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineDpOptions& opt) {
   const int L = t.num_layers, N = t.num_devices;
   PipelineDpSolution sol;
   if (L <= 0 || N <= 0) return sol;
-  int R = opt.allow_replication ? N : 1;
-  if (opt.allow_replication && opt.max_replicas > 0) R = std::min(R, opt.max_replicas);
+  const std::vector<int> replica_counts = pipeline_replica_counts(N, opt);
   const auto at = [N](int j, int d) { return static_cast<size_t>(j) * (N + 1) + d; };
   std::vector<double> A(static_cast<size_t>(L + 1) * (N + 1), kInf);
   struct Parent {
@@ -169,8 +181,8 @@ PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineD
     for (int d = 1; d <= N; ++d) {
       double& best = A[at(j, d)];
       for (int i = 0; i < j; ++i) {
-        for (int r = 1; r <= std::min(R, d); ++r) {
-          if (opt.replicas_divide > 0 && opt.replicas_divide % r != 0) continue;
+        for (int r : replica_counts) {
+          if (r > d) break;
           const int first = d - r;
           if (i == 0 && first != 0) continue;  // the first stage starts at slot 0
           if (t.fits && !t.fits(i, j, first, r)) continue;
@@ -227,8 +239,17 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
     std::vector<double> grad, resident, saved;    // prefix over units
     std::vector<uint64_t> workspace;              // per unit
     std::vector<double> cross;                    // bytes over the cut before unit j
-    std::vector<CollectiveGroup> groups;          // [first * N + r - 1]
-    std::vector<uint64_t> capacity;               // [first * N + r - 1]
+    // Sync groups of the (first, r) pairs the DP asks for, made on first use: making all
+    // N^2 of them up front took minutes on 1024 devices.
+    std::unordered_map<size_t, CollectiveGroup> groups;  // key first * N + r - 1
+    // min_memory[k][a]: the smallest device memory among slots [a, a + 2^k).
+    std::vector<std::vector<uint64_t>> min_memory;
+    uint64_t capacity(int first, int r) const {
+      int k = 0;
+      while ((2 << k) <= r) ++k;
+      return std::min(min_memory[static_cast<size_t>(k)][static_cast<size_t>(first)],
+                      min_memory[static_cast<size_t>(k)][static_cast<size_t>(first + r - (1 << k))]);
+    }
   };
   auto D = std::make_shared<Data>();
   D->L = L;
@@ -290,24 +311,18 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
     run += diff[static_cast<size_t>(j)];
     D->cross[static_cast<size_t>(j)] = run;
   }
-  D->groups.resize(static_cast<size_t>(N) * N);
-  D->capacity.assign(static_cast<size_t>(N) * N, 0);
-  const int R = options.dp.allow_replication
-                    ? (options.dp.max_replicas > 0 ? std::min(N, options.dp.max_replicas) : N)
-                    : 1;
+  D->min_memory.emplace_back();
   for (int a = 0; a < N; ++a) {
-    uint64_t cap = std::numeric_limits<uint64_t>::max();
-    std::vector<int> members;
-    for (int r = 1; r <= std::min(R, N - a); ++r) {
-      const int dev = devices[static_cast<size_t>(a + r - 1)];
-      cap = std::min(cap, problem.cluster.device(dev).spec.memory_bytes);
-      members.push_back(dev);
-      std::vector<int> sorted = members;  // the simulator sorts sync groups by id
-      std::sort(sorted.begin(), sorted.end());
-      const size_t k = static_cast<size_t>(a) * N + static_cast<size_t>(r) - 1;
-      if (r > 1) D->groups[k] = cost.make_group(sorted);
-      D->capacity[k] = cap;
+    D->min_memory[0].push_back(
+        problem.cluster.device(devices[static_cast<size_t>(a)]).spec.memory_bytes);
+  }
+  for (size_t k = 1; (1 << k) <= N; ++k) {
+    const auto& prev = D->min_memory[k - 1];
+    std::vector<uint64_t> level(static_cast<size_t>(N - (1 << k) + 1));
+    for (size_t a = 0; a < level.size(); ++a) {
+      level[a] = std::min(prev[a], prev[a + (size_t(1) << (k - 1))]);
     }
+    D->min_memory.push_back(std::move(level));
   }
 
   PipelineCostTable t;
@@ -327,10 +342,16 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
                (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
     if (r > 1) {
       const double grad = D->grad[static_cast<size_t>(j)] - D->grad[static_cast<size_t>(i)];
-      v += cm->group_collective_time(
-          CollectiveKind::kAllReduce,
-          D->groups[static_cast<size_t>(first) * D->N + static_cast<size_t>(r) - 1],
-          static_cast<uint64_t>(grad), SyncScheme::kAuto);
+      const size_t key = static_cast<size_t>(first) * D->N + static_cast<size_t>(r) - 1;
+      auto it = D->groups.find(key);
+      if (it == D->groups.end()) {
+        // The simulator sorts sync groups by device id.
+        std::vector<int> members(D->devices.begin() + first, D->devices.begin() + first + r);
+        std::sort(members.begin(), members.end());
+        it = D->groups.emplace(key, cm->make_group(members)).first;
+      }
+      v += cm->group_collective_time(CollectiveKind::kAllReduce, it->second,
+                                     static_cast<uint64_t>(grad), SyncScheme::kAuto);
     }
     return v;
   };
@@ -357,8 +378,7 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
         (D->resident[static_cast<size_t>(j)] - D->resident[static_cast<size_t>(i)]) +
         frac * (D->saved[static_cast<size_t>(j)] - D->saved[static_cast<size_t>(i)]) / r +
         static_cast<double>(work);
-    return need <= static_cast<double>(
-                       D->capacity[static_cast<size_t>(first) * D->N + static_cast<size_t>(r) - 1]);
+    return need <= static_cast<double>(D->capacity(first, r));
   };
   return t;
 }
@@ -368,8 +388,6 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
   const Graph& g = problem.graph;
   const std::vector<int> devices = problem_devices(problem);
   PLACER_CHECK(!devices.empty(), "pipeline-dp: no devices to place on");
-  const LayerChain chain = build_layer_chain(g, options.max_units);
-  const PipelineCostTable table = make_pipeline_cost_table(problem, chain, devices, options);
   // Replica counts that split a micro-batch evenly: r | B / m for a fixed m, else r | B (m
   // is then chosen below so that B / m is a multiple of every stage's r).
   const int64_t batch = g.batch_size();
@@ -378,6 +396,22 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
     const int64_t m = options.micro_batches;
     dp_options.replicas_divide = m <= 0 ? batch : (batch % m == 0 ? batch / m : 1);
   }
+  // The search budget: steps = units^2 / 2 x slots x replica counts.
+  const int64_t budget = std::max<int64_t>(options.max_dp_steps, 1);
+  const auto slot_steps = [&] {
+    return static_cast<int64_t>(devices.size()) *
+           static_cast<int64_t>(pipeline_replica_counts(static_cast<int>(devices.size()),
+                                                        dp_options).size());
+  };
+  int max_units = std::max(1, options.max_units);
+  if (int64_t(max_units) * max_units / 2 * slot_steps() > budget) {
+    dp_options.power_of_two_replicas = true;
+  }
+  while (max_units > 4 && int64_t(max_units) * max_units / 2 * slot_steps() > budget) {
+    max_units = max_units * 3 / 4;
+  }
+  const LayerChain chain = build_layer_chain(g, max_units);
+  const PipelineCostTable table = make_pipeline_cost_table(problem, chain, devices, options);
   const PipelineDpSolution sol = solve_pipeline_dp(table, dp_options);
   if (!sol.feasible()) {
     throw Error(format_context("", "pipeline-dp",

@@ -55,7 +55,14 @@ struct PipelineDpOptions {
   /// When > 0, a stage's replica count r must divide it (samples are split evenly among a
   /// stage's replicas: r | batch / micro_batches). 0 = any r. pipeline_dp_plan sets it.
   int64_t replicas_divide = 0;
+  /// Only replica counts that are powers of two (the search budget's restriction on large
+  /// clusters; see PipelinePlacerOptions::max_dp_steps).
+  bool power_of_two_replicas = false;
 };
+
+/// Replica counts the DP tries (ascending): 1..max (max_replicas, else num_devices; 1
+/// without replication) that divide replicas_divide, powers of two only when asked.
+std::vector<int> pipeline_replica_counts(int num_devices, const PipelineDpOptions& options);
 
 struct PipelineStageChoice {
   int begin = 0, end = 0;  ///< layers [begin, end)
@@ -85,6 +92,10 @@ struct PipelinePlacerOptions {
   int max_units = 64;     ///< chain length after coarsening
   int micro_batches = 0;  ///< 0 = 4 x stages (capped by the batch size)
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  /// Default search budget: the DP's steps (layer pairs x device slots x replica counts).
+  /// Above it the replica counts are restricted to powers of two, then the chain is
+  /// coarsened, so 1024 devices take seconds (unbounded, 137 s).
+  int64_t max_dp_steps = 30'000'000;
 };
 
 /// The cost table of a problem (chain from build_layer_chain, device slots = devices).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "src/cluster/cluster_limits.h"
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
@@ -337,9 +338,10 @@ nlohmann::ordered_json write_curve(const EfficiencyCurve& c) {
 
 }  // namespace
 
-CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& file) {
+namespace {
+
+CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   YamlReader r(file);
-  const YAML::Node root = parse_yaml_text(yaml_text, file);
   r.check_format_version(root, 1, 0);
   r.check_keys(
       root, "",
@@ -464,7 +466,7 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
           c.efficiency = read_curve(r, n, field_join(lfield, "efficiency"));
         }
         if (const YAML::Node n = lt->second["ranks"]) {
-          c.ranks = static_cast<int>(r.to_double(n, field_join(lfield, "ranks")));
+          c.ranks = static_cast<int>(r.to_int(n, field_join(lfield, "ranks"), 0, kMaxDevices));
         }
         p.curve(kind, level) = c;
       }
@@ -480,13 +482,20 @@ CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& 
       if (const YAML::Node n = it->second["median"]) e.median = r.to_double(n, field_join(field, "median"));
       if (const YAML::Node n = it->second["p90"]) e.p90 = r.to_double(n, field_join(field, "p90"));
       if (const YAML::Node n = it->second["points"]) {
-        e.points = static_cast<int>(r.to_double(n, field_join(field, "points")));
+        e.points = static_cast<int>(r.to_int(n, field_join(field, "points"), 0, INT32_MAX));
       }
       p.fit_errors[key] = e;
     }
   }
   p.validate(file);
   return p;
+}
+
+}  // namespace
+
+CostProfile parse_cost_profile(const std::string& yaml_text, const std::string& file) {
+  const YAML::Node root = parse_yaml_text(yaml_text, file);
+  return with_yaml_errors(file, [&] { return read_cost_profile(root, file); });
 }
 
 CostProfile load_cost_profile(const std::string& path) {

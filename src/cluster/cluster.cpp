@@ -1,6 +1,9 @@
 #include "src/cluster/cluster.h"
 
+#include "src/cluster/cluster_limits.h"
+
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "src/util/error.h"
@@ -82,6 +85,20 @@ LinkLevel Cluster::level(int a, int b) const {
   return LinkLevel::kIntraHost;
 }
 
+std::array<bool, kNumLinkLevels> link_levels_in_use(const Cluster& c) {
+  std::array<bool, kNumLinkLevels> used{};
+  int hosts_with_devices = 0;
+  for (const Host& h : c.hosts()) {
+    int per_kind[2] = {0, 0};
+    for (int id : h.devices) ++per_kind[static_cast<int>(c.device(id).spec.kind)];
+    if (per_kind[0] > 1 || per_kind[1] > 1) used[static_cast<int>(LinkLevel::kIntraHost)] = true;
+    if (per_kind[0] > 0 && per_kind[1] > 0) used[static_cast<int>(LinkLevel::kHostDevice)] = true;
+    hosts_with_devices += !h.devices.empty();
+  }
+  used[static_cast<int>(LinkLevel::kInterHost)] = hosts_with_devices > 1;
+  return used;
+}
+
 double Cluster::bandwidth(int a, int b) const {
   if (a == b) return std::numeric_limits<double>::infinity();
   if (!bw_matrix_.empty()) return bw_matrix_[static_cast<size_t>(a) * num_devices() + b];
@@ -102,14 +119,19 @@ double Cluster::transfer_time(int a, int b, uint64_t bytes) const {
 void Cluster::validate() const {
   const std::string where = "cluster '" + name + "'";
   if (devices_.empty()) throw ValidationError(where + ": no devices");
+  if (num_devices() > kMaxDevices) {
+    throw ValidationError(where + ": " + std::to_string(num_devices()) +
+                          " devices, more than the " + std::to_string(kMaxDevices) +
+                          " the simulator's per-pair tables allow");
+  }
   for (const Device& d : devices_) {
-    if (!(d.spec.peak(DType::kF32) > 0)) {
+    if (!(d.spec.peak(DType::kF32) > 0 && std::isfinite(d.spec.peak(DType::kF32)))) {
       throw ValidationError(where + ": device '" + d.name + "' has no peak FLOP/s");
     }
     if (d.spec.memory_bytes == 0) {
       throw ValidationError(where + ": device '" + d.name + "' has zero memory");
     }
-    if (d.spec.memory_bandwidth <= 0) {
+    if (!(d.spec.memory_bandwidth > 0 && std::isfinite(d.spec.memory_bandwidth))) {
       throw ValidationError(where + ": device '" + d.name + "' has no memory bandwidth");
     }
   }
@@ -124,7 +146,7 @@ void Cluster::validate() const {
       for (size_t j = 0; j < n; ++j) {
         if (i == j) continue;
         const double v = m[i * n + j];
-        if (positive ? !(v > 0) : !(v >= 0)) {
+        if (!std::isfinite(v) || (positive ? !(v > 0) : !(v >= 0))) {
           throw ValidationError(where + ": " + what + " from '" + devices_[i].name + "' to '" +
                                 devices_[j].name + "' is " + std::to_string(v) +
                                 (positive ? " (must be > 0)" : " (must be >= 0)"));
@@ -136,19 +158,16 @@ void Cluster::validate() const {
   check_matrix(lat_matrix_, "latency", false);
   if (bw_matrix_.empty()) {
     // Every level that some device pair uses needs a positive bandwidth.
-    bool used[kNumLinkLevels] = {false, false, false, false};
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t j = 0; j < n; ++j) used[static_cast<int>(level(int(i), int(j)))] = true;
-    }
+    const std::array<bool, kNumLinkLevels> used = link_levels_in_use(*this);
     for (int l = 1; l < kNumLinkLevels; ++l) {
-      if (used[l] && !(links_[l].bandwidth > 0)) {
+      if (used[l] && !(links_[l].bandwidth > 0 && std::isfinite(links_[l].bandwidth))) {
         throw ValidationError(where + ": link level '" + to_string(static_cast<LinkLevel>(l)) +
                               "' is used but has bandwidth " +
                               std::to_string(links_[l].bandwidth) + " (must be > 0)");
       }
-      if (used[l] && links_[l].latency < 0) {
+      if (used[l] && !(links_[l].latency >= 0 && std::isfinite(links_[l].latency))) {
         throw ValidationError(where + ": link level '" + to_string(static_cast<LinkLevel>(l)) +
-                              "' has a negative latency");
+                              "' has a negative or non-finite latency");
       }
     }
   }

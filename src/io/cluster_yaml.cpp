@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "src/cluster/cluster_limits.h"
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
@@ -166,14 +167,11 @@ std::vector<double> read_matrix(const YamlReader& r, const YAML::Node& n, Quanti
       const YAML::Node e = rows[i][j];
       if (i == j && (e.IsNull() || (e.IsScalar() && e.Scalar() == "-"))) continue;
       const std::string text = r.scalar(e, fij);
+      // A plain number is in `unit` ("3.125" with GB/s reads as "3.125 GB/s"), checked for
+      // finiteness and bounds like any quantity.
       double plain = 0;
-      double v = 0;
-      if (!unit.empty() && parse_double(text, &plain)) {
-        v = apply_unit(plain, unit, k);
-        if (v < 0) r.fail(fij, "'" + text + "' is negative");
-      } else {
-        v = parse_quantity(text, k, r.file(), fij);
-      }
+      const bool in_unit = !unit.empty() && parse_double(text, &plain);
+      const double v = parse_quantity(in_unit ? text + " " + unit : text, k, r.file(), fij);
       if (i != j && k == QuantityKind::kBandwidth && !(v > 0)) {
         r.fail_validation(fij, "zero bandwidth from '" + c.device(int(i)).name + "' to '" +
                                    c.device(int(j)).name + "' (must be > 0)");
@@ -209,13 +207,15 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
       if (g["count"]) count = int(r.to_int(g["count"], field_join(f, "count"), 1, 1 << 20));
       groups.emplace_back(&it->second, count);
     };
-    const YAML::Node devs = h["devices"];
+    const YAML::Node devs = h["devices"];  // invalid (not just undefined) when absent
     const std::string df = field_join(hf, "devices");
-    if (devs.IsMap()) {
+    if (!devs.IsDefined() || devs.IsNull()) {
+      // no accelerators: only the `cpu` device, checked below
+    } else if (devs.IsMap()) {
       add_group(devs, df);
     } else if (devs.IsSequence()) {
       for (size_t k = 0; k < devs.size(); ++k) add_group(devs[k], field_index(df, k));
-    } else if (devs.IsDefined() && !devs.IsNull()) {
+    } else {
       r.fail(df, "expected {type: <device type>, count: <n>} or a list of those");
     }
     if (h["cpu"]) {
@@ -238,6 +238,20 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
       if (base.empty() || base.find('/') != std::string::npos) {
         r.fail(field_join(hf, "name"), "host names must be non-empty and contain no '/'");
       }
+    }
+    // Bound the device count before allocating any (the simulator's tables grow with its
+    // square): the sums stay far below int64 overflow (count <= 2^20, repeat <= 2^16).
+    int64_t per_host = 0;
+    for (const auto& g : groups) per_host += g.second;
+    const int64_t total = c->num_devices() + per_host * repeat;
+    if (total > kMaxDevices) {
+      r.fail_validation(hf, "brings the cluster to " + std::to_string(total) +
+                                " devices, more than the " + std::to_string(kMaxDevices) +
+                                " placer supports (the simulator keeps ~33 B per device pair: " +
+                                std::to_string(total) + " devices would need ~" +
+                                format_bytes(uint64_t(pair_table_bytes(double(total)) / 1e9) *
+                                             1000000000ull) +
+                                ")");
     }
     for (int k = 0; k < repeat; ++k) {
       std::string name = base;
@@ -264,8 +278,18 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
 
 }  // namespace
 
+namespace {
+Cluster read_cluster(const YAML::Node& root, const std::string& filename);
+}  // namespace
+
 Cluster parse_cluster_yaml(const std::string& text, const std::string& filename) {
   const YAML::Node root = parse_yaml_text(text, filename);
+  return with_yaml_errors(filename, [&] { return read_cluster(root, filename); });
+}
+
+namespace {
+
+Cluster read_cluster(const YAML::Node& root, const std::string& filename) {
   YamlReader r(filename);
   r.check_format_version(root, kClusterFormatMajor, kClusterFormatMinor);
   r.check_keys(root, "",
@@ -301,10 +325,12 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& filename)
   }
   // Every level some device pair uses must be described (its sharing and latency apply
   // even under a bandwidth matrix).
-  for (int a = 0; a < c.num_devices(); ++a) {
-    for (int b = 0; b < c.num_devices(); ++b) {
-      const int l = static_cast<int>(c.level(a, b));
-      if (!given[l]) {
+  const std::array<bool, kNumLinkLevels> used = link_levels_in_use(c);
+  for (int l = 1; l < kNumLinkLevels; ++l) {
+    if (!used[l] || given[l]) continue;
+    for (int a = 0; a < c.num_devices(); ++a) {  // name the first such pair
+      for (int b = 0; b < c.num_devices(); ++b) {
+        if (static_cast<int>(c.level(a, b)) != l) continue;
         r.fail_validation(field_join("links", kLevelKeys[l]),
                           "missing, but devices '" + c.device(a).name + "' and '" +
                               c.device(b).name + "' are connected at this level");
@@ -326,6 +352,8 @@ Cluster parse_cluster_yaml(const std::string& text, const std::string& filename)
   }
   return c;
 }
+
+}  // namespace
 
 Cluster load_cluster_yaml(const std::string& path) {
   return parse_cluster_yaml(read_text_file(path, "cluster file"), path);

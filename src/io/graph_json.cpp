@@ -17,6 +17,12 @@
 namespace placer {
 namespace {
 
+/// Physical bounds of a graph's numbers: no op comes near 1e24 FLOPs (a whole training step
+/// of the largest models is ~1e21) and no tensor near 1 EiB (parse_bytes' bound too); within
+/// them, sums over a graph stay finite and far from uint64 overflow.
+constexpr double kMaxOpFlops = 1e24;
+constexpr uint64_t kMaxBytes = uint64_t(1) << 60;
+
 // Where a value sits in the file ("ops[12].inputs[0]"). Rendered only when reporting an
 // error, so the happy path builds no strings.
 struct Where {
@@ -255,6 +261,15 @@ class GraphSax {
       return static_cast<uint64_t>(v.d);
     }
     fail_at(w, "expected a non-negative integer, got " + describe(v));
+  }
+  /// A byte count: a non-negative integer within the physical bound (1 EiB), so that sums
+  /// over a graph stay far from uint64 overflow.
+  uint64_t bytes_of(const Value& v, const Where& w) const {
+    const uint64_t b = u64_of(v, w);
+    if (b > kMaxBytes) {
+      fail_at(w, "is " + describe(v) + " bytes, beyond the physical bound of 1 EiB");
+    }
+    return b;
   }
   int64_t i64_of(const Value& v, const Where& w) const {
     if (v.kind == Value::kInt) return v.i;
@@ -554,7 +569,7 @@ void GraphSax::tensor_value(const Value& v) {
       stack_.push_back(kShape);
       break;
     case kBytes:
-      t.bytes = u64_of(v, tensor_where("bytes"));
+      t.bytes = bytes_of(v, tensor_where("bytes"));
       have_bytes_ = true;
       break;
     case kBatchScaled:
@@ -595,6 +610,11 @@ void GraphSax::op_value(const Value& v) {
     case kFlops:
       o.flops = number_of(v, op_where("flops"));
       if (!(o.flops >= 0)) fail_at(op_where("flops"), "must be >= 0, got " + describe(v));
+      if (!(o.flops <= kMaxOpFlops)) {
+        fail_at(op_where("flops"), "is " + describe(v) +
+                                       ", beyond the physical bound of 1e24 FLOPs per op "
+                                       "(a training step of the largest models is ~1e21)");
+      }
       break;
     case kCategory:
       o.category = category_of(v, op_where("category"));
@@ -621,16 +641,16 @@ void GraphSax::op_value(const Value& v) {
       o.group = take_string(v, op_where("group"));
       break;
     case kBytesAccessed:
-      o.bytes_accessed = u64_of(v, op_where("bytes_accessed"));
+      o.bytes_accessed = bytes_of(v, op_where("bytes_accessed"));
       break;
     case kParamBytes:
-      o.param_bytes = u64_of(v, op_where("param_bytes"));
+      o.param_bytes = bytes_of(v, op_where("param_bytes"));
       break;
     case kStateBytes:
-      o.state_bytes = u64_of(v, op_where("state_bytes"));
+      o.state_bytes = bytes_of(v, op_where("state_bytes"));
       break;
     case kWorkspaceBytes:
-      o.workspace_bytes = u64_of(v, op_where("workspace_bytes"));
+      o.workspace_bytes = bytes_of(v, op_where("workspace_bytes"));
       break;
     case kBatchScaled:
       o.batch_scaled = boolean_of(v, op_where("batch_scaled"));

@@ -750,12 +750,16 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
 
 Plan parse_plan_yaml(const std::string& text, const std::string& filename, const Graph& g,
                      const Cluster& c, std::vector<std::string>* warnings) {
-  return PlanReader(filename, g, c, warnings).read(parse_yaml_text(text, filename));
+  const YAML::Node root = parse_yaml_text(text, filename);
+  return with_yaml_errors(filename,
+                          [&] { return PlanReader(filename, g, c, warnings).read(root); });
 }
 
 Plan parse_plan_json(const std::string& text, const std::string& filename, const Graph& g,
                      const Cluster& c, std::vector<std::string>* warnings) {
-  return PlanReader(filename, g, c, warnings).read(parse_json_as_yaml(text, filename));
+  const YAML::Node root = parse_json_as_yaml(text, filename);
+  return with_yaml_errors(filename,
+                          [&] { return PlanReader(filename, g, c, warnings).read(root); });
 }
 
 Plan load_plan(const std::string& path, const Graph& g, const Cluster& c,

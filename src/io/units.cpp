@@ -146,7 +146,28 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-enum class ParseStatus { kOk, kBadNumber, kBadUnit, kNegative };
+enum class ParseStatus { kOk, kBadNumber, kBadUnit, kNegative, kOutOfBounds };
+
+/// Physical bounds of a non-zero quantity read from a file: no device or link comes near
+/// them, and beyond them sums and times overflow. The lower bounds keep derived times finite
+/// (bytes / bandwidth, FLOPs / rate).
+struct Bounds {
+  double lo, hi;
+  const char* text;
+};
+Bounds bounds_of(QuantityKind k) {
+  switch (k) {
+    case QuantityKind::kBytes:
+      return {1, 1152921504606846976.0, "between 1 B and 1 EiB"};
+    case QuantityKind::kBandwidth:
+      return {1, 1e14, "between 1 B/s and 100 TB/s"};
+    case QuantityKind::kTime:
+      return {0, 1e9, "at most 1e9 s (about 32 years)"};
+    case QuantityKind::kFlops:
+      return {1, 1e18, "between 1 FLOP/s and 1 EFLOP/s"};
+  }
+  return {0, 0, ""};
+}
 
 ParseStatus parse_impl(const std::string& text, QuantityKind k, double* out) {
   const std::string t = trim(text);
@@ -163,6 +184,8 @@ ParseStatus parse_impl(const std::string& text, QuantityKind k, double* out) {
   const double v = apply(number, u);
   if (!std::isfinite(v)) return ParseStatus::kBadNumber;
   if (v < 0) return ParseStatus::kNegative;
+  const Bounds b = bounds_of(k);
+  if (v != 0 && (v < b.lo || v > b.hi)) return ParseStatus::kOutOfBounds;
   *out = v == 0 ? 0.0 : v;  // no negative zero
   return ParseStatus::kOk;
 }
@@ -257,6 +280,11 @@ double parse_quantity(const std::string& text, QuantityKind k, const std::string
       throw FormatError(format_context(
           file, field,
           std::string("'") + text + "' is negative; " + quantity_description(k) + " must be >= 0"));
+    case ParseStatus::kOutOfBounds:
+      throw FormatError(format_context(file, field,
+                                       "'" + text + "' is out of physical bounds: " +
+                                           quantity_description(k) + " must be 0 or " +
+                                           bounds_of(k).text));
     case ParseStatus::kBadNumber:
     case ParseStatus::kBadUnit:
       break;
@@ -276,14 +304,23 @@ uint64_t parse_bytes(const std::string& text, const std::string& file, const std
     if (find_unit(trim(std::string(res.ptr, t.data() + t.size())), QuantityKind::kBytes, &u) &&
         u.div == 1) {
       const uint64_t mul = static_cast<uint64_t>(u.mul);
-      if (whole <= UINT64_MAX / mul) return whole * mul;
+      if (whole <= UINT64_MAX / mul && static_cast<double>(whole * mul) <= bounds_of(QuantityKind::kBytes).hi) {
+        return whole * mul;
+      }
     }
   }
-  const double v = std::round(parse_quantity(text, QuantityKind::kBytes, file, field));
-  if (v >= 18446744073709551616.0) {
-    throw FormatError(format_context(file, field, "'" + text + "' is too large for a byte count"));
+  // A fraction of a plain byte is an error; fractions of larger units ("10.5 GiB", as
+  // format_bytes writes them) round to the nearest byte.
+  double number = 0;
+  const char* b = t.data() + (!t.empty() && t[0] == '+');
+  auto num = std::from_chars(b, t.data() + t.size(), number, std::chars_format::general);
+  Unit u;
+  if (num.ec == std::errc() && std::isfinite(number) && number != std::floor(number) &&
+      find_unit(trim(std::string(num.ptr, t.data() + t.size())), QuantityKind::kBytes, &u) &&
+      u.mul == 1) {
+    throw FormatError(format_context(file, field, "'" + text + "' is not a whole number of bytes"));
   }
-  return static_cast<uint64_t>(v);
+  return static_cast<uint64_t>(std::round(parse_quantity(text, QuantityKind::kBytes, file, field)));
 }
 double parse_bandwidth(const std::string& text, const std::string& file, const std::string& field) {
   return parse_quantity(text, QuantityKind::kBandwidth, file, field);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "src/util/error.h"
+#include "src/util/files.h"
 
 namespace placer {
 
@@ -31,11 +33,7 @@ std::string read_text_file(const std::string& path, const std::string& what) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FileError(path + ": cannot write file (" + std::strerror(errno) + ")");
-  out << text;
-  out.flush();
-  if (!out) throw FileError(path + ": error while writing file");
+  write_text_atomic(path, text);
 }
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
@@ -223,6 +221,10 @@ std::string field_index(const std::string& parent, size_t index) {
   return parent + "[" + std::to_string(index) + "]";
 }
 
+void throw_unexpected_yaml(const std::string& file, const YAML::Exception& e) {
+  throw FormatError(format_context(file, "", "unexpected YAML structure (" + e.msg + ")"));
+}
+
 void YamlReader::fail(const std::string& field, const std::string& message) const {
   throw FormatError(format_context(file_, field, message));
 }
@@ -231,15 +233,17 @@ void YamlReader::fail_validation(const std::string& field, const std::string& me
   throw ValidationError(format_context(file_, field, message));
 }
 
+// Every check below tests IsDefined() first: a missing key of a const map is an invalid node,
+// and yaml-cpp throws InvalidNode (naming no file) from IsMap() / Scalar() on it.
 void YamlReader::expect_map(const YAML::Node& n, const std::string& field) const {
-  if (!n.IsMap()) {
+  if (!n.IsDefined() || !n.IsMap()) {
     fail(field.empty() ? "" : field,
          std::string("expected a mapping (key: value lines), found ") + node_kind(n));
   }
 }
 
 void YamlReader::expect_sequence(const YAML::Node& n, const std::string& field) const {
-  if (!n.IsSequence()) {
+  if (!n.IsDefined() || !n.IsSequence()) {
     fail(field, std::string("expected a list, found ") + node_kind(n));
   }
 }
@@ -277,7 +281,9 @@ YAML::Node YamlReader::required(const YAML::Node& map, const char* key,
 }
 
 std::string YamlReader::scalar(const YAML::Node& n, const std::string& field) const {
-  if (!n.IsScalar()) fail(field, std::string("expected a single value, found ") + node_kind(n));
+  if (!n.IsDefined() || !n.IsScalar()) {
+    fail(field, std::string("expected a single value, found ") + node_kind(n));
+  }
   return n.Scalar();
 }
 
@@ -301,6 +307,7 @@ double YamlReader::to_double(const YAML::Node& n, const std::string& field) cons
   const std::string s = scalar(n, field);
   double v = 0;
   if (!parse_double(s, &v)) fail(field, "expected a number, got '" + s + "'");
+  if (!std::isfinite(v)) fail(field, "expected a finite number, got '" + s + "'");
   return v;
 }
 

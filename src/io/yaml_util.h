@@ -49,6 +49,19 @@ std::string field_join(const std::string& parent, const std::string& key);
 /// "a[3]".
 std::string field_index(const std::string& parent, size_t index);
 
+[[noreturn]] void throw_unexpected_yaml(const std::string& file, const YAML::Exception& e);
+/// Runs `read` over one file's YAML tree. A yaml-cpp exception that escapes the reader's own
+/// checks becomes FormatError "<file>: unexpected YAML structure (<yaml-cpp's message>)", so
+/// no input reaches `main` as an internal error (the checks name the field; this names the
+/// file at least).
+template <typename Read>
+auto with_yaml_errors(const std::string& file, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const YAML::Exception& e) {
+    throw_unexpected_yaml(file, e);
+  }
+}
 /// Reads values out of one file's YAML tree; every error names the file and field.
 class YamlReader {
  public:

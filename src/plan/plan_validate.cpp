@@ -16,6 +16,10 @@ namespace placer {
 
 namespace {
 
+/// The most micro-batches a plan may have (also at most the graph's batch): the simulator's
+/// events grow with their number (1,000,000 ran for minutes), and no schedule needs more.
+constexpr int kMaxMicroBatches = 16384;
+
 [[noreturn]] void fail(const std::string& field, const std::string& message) {
   throw ValidationError(format_context("", field, message));
 }
@@ -233,6 +237,19 @@ class Validator {
     if (pipe.micro_batches < 1) {
       fail("pipeline.micro_batches",
            "must be >= 1 (got " + std::to_string(pipe.micro_batches) + ")");
+    }
+    // Each micro-batch needs a sample; the simulator's work grows with their number.
+    const int64_t batch = g_.batch_size();
+    if (batch > 0 && pipe.micro_batches > batch) {
+      fail("pipeline.micro_batches",
+           std::to_string(pipe.micro_batches) + " micro-batches, more than the batch of graph '" +
+               g_.name() + "' (" + std::to_string(batch) +
+               " samples; each micro-batch needs at least one)");
+    }
+    if (pipe.micro_batches > kMaxMicroBatches) {
+      fail("pipeline.micro_batches", std::to_string(pipe.micro_batches) +
+                                         " micro-batches, more than the " +
+                                         std::to_string(kMaxMicroBatches) + " placer simulates");
     }
     if (!pipe.enabled()) return;
     std::vector<int> stage_of(g_.num_ops(), -1);

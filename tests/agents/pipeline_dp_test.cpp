@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -402,6 +403,34 @@ TEST(PipelineDp, ClearErrorWhenNothingFits) {
   Fixture f(chain_step({1e9, 1e9}, 1 << 20, 64 << 20), make_cluster(1, 2, 1 << 20));
   Problem p = f.problem();
   EXPECT_THROW(pipeline_dp_plan(p), Error);
+}
+
+TEST(PipelineDp, ReplicaCountsUnderTheBudget) {
+  PipelineDpOptions o;
+  o.replicas_divide = 24;
+  EXPECT_EQ(pipeline_replica_counts(16, o), (std::vector<int>{1, 2, 3, 4, 6, 8, 12}));
+  o.power_of_two_replicas = true;
+  EXPECT_EQ(pipeline_replica_counts(16, o), (std::vector<int>{1, 2, 4, 8}));
+  o.allow_replication = false;
+  EXPECT_EQ(pipeline_replica_counts(16, o), (std::vector<int>{1}));
+}
+
+// The default budget: 1024 devices (128 hosts x 8) searched in seconds (unbounded: 137 s),
+// by powers of two for the replica counts and a shorter chain.
+TEST(PipelineDp, DefaultBudgetBoundsALargeCluster) {
+  std::vector<double> flops(48, 1e9);
+  Fixture f(chain_step(flops, 1 << 20, 1 << 20, /*batch=*/1024), make_cluster(128, 8));
+  const auto start = std::chrono::steady_clock::now();
+  PipelineDpSolution sol;
+  const Plan plan = pipeline_dp_plan(f.problem(), {}, &sol);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(sol.feasible());
+  EXPECT_FALSE(plan.pipeline.stages.empty());
+  for (const PipelineStageChoice& c : sol.stages) {
+    EXPECT_EQ(c.replicas & (c.replicas - 1), 0) << c.replicas;
+  }
+  EXPECT_LT(seconds, 20.0);
 }
 
 }  // namespace

@@ -402,5 +402,62 @@ TEST(ClusterYamlBad, InconsistentStructure) {
       "dup.yaml: links.intra_host: key given twice");
 }
 
+// ---- Bounds (issue 17) ----------------------------------------------------------------
+
+/// `two_hosts` with its intra-host link bandwidth set to `bw`.
+std::string with_bandwidth(const std::string& bw) {
+  return two_hosts("links:\n  intra_host: {bandwidth: " + bw +
+                   "}\n  inter_host: {bandwidth: 10 GB/s}\n");
+}
+
+TEST(ClusterYamlBounds, HostWithoutDevicesNamesTheKey) {
+  const std::string path = kData + "/bad/host_without_devices.cluster.yaml";
+  expect_error<FormatError>([&] { load_cluster_yaml(path); },
+                            path + ": hosts[0]: missing required key 'devices'");
+}
+
+TEST(ClusterYamlBounds, NonFiniteAndNonPhysicalBandwidths) {
+  expect_error<FormatError>([] { parse_cluster_yaml(with_bandwidth("NaN"), "c.yaml"); },
+                            "c.yaml: links.intra_host.bandwidth: cannot read 'NaN' as a bandwidth");
+  expect_error<FormatError>([] { parse_cluster_yaml(with_bandwidth(".inf"), "c.yaml"); },
+                            "c.yaml: links.intra_host.bandwidth: cannot read '.inf'");
+  for (const std::string bw : {"1e308", "9.2e18"}) {
+    expect_error<FormatError>([&] { parse_cluster_yaml(with_bandwidth(bw), "c.yaml"); },
+                              "c.yaml: links.intra_host.bandwidth: '" + bw +
+                                  "' is out of physical bounds: a bandwidth must be 0 or between "
+                                  "1 B/s and 100 TB/s");
+  }
+  // Plain numbers of a matrix in its unit are checked the same way.
+  std::string text = two_hosts("links:\n  intra_host: {bandwidth: 1 GB/s}\n"
+                               "  inter_host: {bandwidth: 1 GB/s}\n"
+                               "bandwidth_matrix:\n  unit: GB/s\n  rows:\n");
+  for (int i = 0; i < 4; ++i) text += i == 1 ? "    - [1, ~, NaN, 1]\n" : "    - [~, 1, 1, 1]\n";
+  expect_error<FormatError>([&] { parse_cluster_yaml(text, "m.yaml"); },
+                            "m.yaml: bandwidth_matrix.rows[1][2]: cannot read 'NaN GB/s'");
+}
+
+TEST(ClusterYamlBounds, DeviceCountIsBoundedBeforeAllocating) {
+  std::string text = two_hosts("links:\n  intra_host: {bandwidth: 1 GB/s}\n");
+  // One host of 100000 devices; then the largest repeat x count the keys allow (2^36).
+  const std::string one = "  - {name: n, repeat: 2, devices: {type: g, count: 2}}\n";
+  std::string huge = text;
+  huge.replace(huge.find(one), one.size(), "  - {name: n, devices: {type: g, count: 100000}}\n");
+  expect_error<ValidationError>(
+      [&] { parse_cluster_yaml(huge, "h.yaml"); },
+      "h.yaml: hosts[0]: brings the cluster to 100000 devices, more than the 4096 placer "
+      "supports (the simulator keeps ~33 B per device pair: 100000 devices would need ~330 GB)");
+  std::string widest = text;
+  widest.replace(widest.find(one), one.size(),
+                 "  - {name: n, repeat: 65536, devices: {type: g, count: 1048576}}\n");
+  expect_error<ValidationError>([&] { parse_cluster_yaml(widest, "w.yaml"); },
+                                "w.yaml: hosts[0]: brings the cluster to 68719476736 devices");
+  // Exactly the limit loads.
+  std::string limit = text;
+  limit.replace(limit.find(one), one.size(),
+                "  - {name: n, repeat: 2, devices: {type: g, count: 2048}}\n");
+  limit += "  inter_host: {bandwidth: 1 GB/s}\n";
+  EXPECT_EQ(parse_cluster_yaml(limit, "l.yaml").num_devices(), 4096);
+}
+
 }  // namespace
 }  // namespace placer

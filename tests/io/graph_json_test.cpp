@@ -88,7 +88,7 @@ Graph every_field_graph() {
   w.name = "w\tspecial \\ \"é\"";
   w.dtype = DType::kI8;
   w.shape = {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
-  w.bytes = std::numeric_limits<uint64_t>::max();
+  w.bytes = uint64_t(1) << 60;  // the physical bound
   w.batch_scaled = false;
   b.add_tensor(w);
   Tensor g;
@@ -154,7 +154,7 @@ Graph every_field_graph() {
   comm.type = "CustomThing";
   comm.category = OpCategory::kCommunication;
   comm.phase = Phase::kCommunication;
-  comm.flops = std::numeric_limits<double>::max();
+  comm.flops = 1e24;  // the physical bound
   comm.layer = std::numeric_limits<int32_t>::max();
   b.add_op(comm);
   return b.build();
@@ -169,9 +169,9 @@ TEST(GraphJson, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(back.op(0).flops, 1.2345678901234567e12);
   EXPECT_EQ(back.op(1).flops, 0.1);
   EXPECT_EQ(back.op(2).flops, std::numeric_limits<double>::denorm_min());
-  EXPECT_EQ(back.op(3).flops, std::numeric_limits<double>::max());
+  EXPECT_EQ(back.op(3).flops, 1e24);
   EXPECT_EQ(back.op(0).bytes_accessed, 9007199254740993ull);
-  EXPECT_EQ(back.tensor(1).bytes, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(back.tensor(1).bytes, uint64_t(1) << 60);
   // Saving again gives the same bytes.
   EXPECT_EQ(graph_to_json(back), read_text(path));
   std::remove(path.c_str());
@@ -185,7 +185,7 @@ TEST(GraphJson, DefaultsAreLeftOut) {
   const std::string line = text.substr(at, text.find('\n', at) - at);
   EXPECT_EQ(line,
             "{\"name\":\"comm/allreduce\",\"type\":\"CustomThing\",\"category\":\"communication\","
-            "\"phase\":\"communication\",\"layer\":2147483647,\"flops\":1.7976931348623157e+308,"
+            "\"phase\":\"communication\",\"layer\":2147483647,\"flops\":1e+24,"
             "\"inputs\":[],\"outputs\":[]}");
   // MatMul's category is its default: absent. Attrs keep their order.
   EXPECT_NE(text.find("{\"name\":\"encoder/layer.12/attn/MatMul_3\",\"type\":\"MatMul\",\"dtype\""),
@@ -303,6 +303,21 @@ std::string with_ops(const std::string& ops_json, const std::string& version = "
     {"name":"y","dtype":"f32","shape":[4],"bytes":16},
     {"name":"z","dtype":"f32","shape":[4],"bytes":16}], "ops": )" +
          ops_json + "}";
+}
+
+TEST(GraphJsonErrors, NonPhysicalNumbers) {
+  EXPECT_EQ(format_error(with_ops(R"([{"name":"a","type":"MatMul","flops":1e308,"outputs":[0]}])")),
+            "g.graph.json: ops[0].flops: is 1e308, beyond the physical bound of 1e24 FLOPs per op "
+            "(a training step of the largest models is ~1e21)");
+  EXPECT_EQ(format_error(with_ops(R"([{"name":"a","type":"MatMul","flops":1e25,"outputs":[0]}])")),
+            "g.graph.json: ops[0].flops: is 1e25, beyond the physical bound of 1e24 FLOPs per op "
+            "(a training step of the largest models is ~1e21)");
+  EXPECT_EQ(
+      format_error(with_ops(R"([{"name":"a","type":"MatMul","param_bytes":2e18,"outputs":[0]}])")),
+      "g.graph.json: ops[0].param_bytes: is 2e18 bytes, beyond the physical bound of 1 EiB");
+  EXPECT_NO_THROW(
+      parse_graph_json(with_ops(R"([{"name":"a","type":"MatMul","flops":1e24,"outputs":[0]}])"),
+                       "g.graph.json"));
 }
 
 TEST(GraphJsonErrors, MissingFile) {

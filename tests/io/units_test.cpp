@@ -88,6 +88,59 @@ TEST(Units, ErrorsNameFileFieldAndHint) {
   EXPECT_THROW(parse_bytes("1e30 B"), FormatError);  // does not fit 64 bits
 }
 
+/// The FormatError message of `f`, or a note that it threw none.
+template <typename F>
+std::string format_error_of(F f) {
+  try {
+    f();
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "no FormatError";
+}
+
+TEST(Units, NonFiniteAndNonPhysicalNumbersAreErrors) {
+  double v = 0;
+  for (const char* text : {"NaN", "nan", "inf", "-inf", "1e400", "NaN GB/s"}) {
+    EXPECT_FALSE(try_parse_quantity(text, QuantityKind::kBandwidth, &v)) << text;
+  }
+  EXPECT_EQ(format_error_of([] { parse_bandwidth("1e308", "c.yaml", "links.x.bandwidth"); }),
+            "c.yaml: links.x.bandwidth: '1e308' is out of physical bounds: a bandwidth must be 0 "
+            "or between 1 B/s and 100 TB/s");
+  EXPECT_EQ(format_error_of([] { parse_bandwidth("9.2e18", "c.yaml", "b"); }),
+            "c.yaml: b: '9.2e18' is out of physical bounds: a bandwidth must be 0 or between "
+            "1 B/s and 100 TB/s");
+  EXPECT_EQ(format_error_of([] { parse_bandwidth("1e-300", "c.yaml", "b"); }),
+            "c.yaml: b: '1e-300' is out of physical bounds: a bandwidth must be 0 or between "
+            "1 B/s and 100 TB/s");
+  EXPECT_EQ(format_error_of([] { parse_flops("1e308", "c.yaml", "peak_flops"); }),
+            "c.yaml: peak_flops: '1e308' is out of physical bounds: a FLOP/s rate must be 0 or "
+            "between 1 FLOP/s and 1 EFLOP/s");
+  EXPECT_EQ(format_error_of([] { parse_time("1e308", "c.yaml", "latency"); }),
+            "c.yaml: latency: '1e308' is out of physical bounds: a time must be 0 or at most "
+            "1e9 s (about 32 years)");
+  // The bounds themselves are accepted, and so is 0 (checked where it matters).
+  EXPECT_EQ(parse_bandwidth("100 TB/s"), 1e14);
+  EXPECT_EQ(parse_flops("1 EFLOPS"), 1e18);
+  EXPECT_EQ(parse_bandwidth("0"), 0.0);
+}
+
+TEST(Units, ByteSizesAreWholeAndBounded) {
+  EXPECT_EQ(format_error_of([] { parse_bytes("0.5 B", "p.yaml", "data_parallel.bucket_size"); }),
+            "p.yaml: data_parallel.bucket_size: '0.5 B' is not a whole number of bytes");
+  EXPECT_EQ(format_error_of([] { parse_bytes("1.5", "p.yaml", "m"); }),
+            "p.yaml: m: '1.5' is not a whole number of bytes");
+  EXPECT_EQ(format_error_of([] { parse_bytes("2 EiB", "p.yaml", "m"); }),
+            "p.yaml: m: cannot read '2 EiB' as a byte size (use e.g. '16 GiB' or '512 MB')");
+  EXPECT_EQ(format_error_of([] { parse_bytes("18446744073709551615", "p.yaml", "m"); }),
+            "p.yaml: m: '18446744073709551615' is out of physical bounds: a byte size must be 0 "
+            "or between 1 B and 1 EiB");
+  // Fractions of larger units round to a byte, as format_bytes writes them.
+  EXPECT_EQ(parse_bytes("10.5 GiB"), 11274289152ull);
+  EXPECT_EQ(parse_bytes(format_bytes(1234567)), 1234567u);
+  EXPECT_EQ(parse_bytes("1024 PiB"), 1ull << 60);
+}
+
 TEST(Units, FormattersAreReadable) {
   EXPECT_EQ(format_bytes(16ull << 30), "16 GiB");
   EXPECT_EQ(format_bytes(80000000000ull), "80 GB");
@@ -109,14 +162,17 @@ TEST(Units, FormattersAreReadable) {
 
 TEST(Units, FormatParseRoundTripIsExact) {
   std::mt19937_64 rng(42);
-  std::uniform_real_distribution<double> mant(0.0, 10.0);
-  std::uniform_int_distribution<int> expo(-12, 15);
+  // Within the physical bounds: times up to 1e9 s, rates 1 .. 1e14, bytes up to 2^60.
+  std::uniform_real_distribution<double> mant(1.0, 10.0);
+  std::uniform_int_distribution<int> expo(-12, 8);
+  std::uniform_int_distribution<int> rate_expo(0, 13);
   for (int i = 0; i < 20000; ++i) {
     const double v = mant(rng) * std::pow(10.0, expo(rng));
     EXPECT_EQ(parse_time(format_time(v)), v) << format_time(v);
-    EXPECT_EQ(parse_bandwidth(format_bandwidth(v)), v) << format_bandwidth(v);
-    EXPECT_EQ(parse_flops(format_flops(v)), v) << format_flops(v);
-    const uint64_t b = rng() >> (rng() % 64);
+    const double r = mant(rng) * std::pow(10.0, rate_expo(rng));
+    EXPECT_EQ(parse_bandwidth(format_bandwidth(r)), r) << format_bandwidth(r);
+    EXPECT_EQ(parse_flops(format_flops(r)), r) << format_flops(r);
+    const uint64_t b = (rng() >> 4) >> (rng() % 60);
     EXPECT_EQ(parse_bytes(format_bytes(b)), b) << format_bytes(b);
   }
   // Values that are not short in any unit still round trip.

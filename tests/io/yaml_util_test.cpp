@@ -79,6 +79,36 @@ TEST(YamlUtil, ReaderMessages) {
   EXPECT_EQ(r.to_int(n["a"], "a", 0, 5), 1);
 }
 
+TEST(YamlUtil, MissingKeysOfConstMapsNameTheField) {
+  // A missing key of a const map is an invalid node: yaml-cpp throws InvalidNode from
+  // IsMap() / Scalar() on it. The reader checks name the field instead.
+  const YAML::Node root = parse_yaml_text("a: {b: 1}\n", "f.yaml");
+  const YamlReader r("f.yaml");
+  expect_error<FormatError>([&] { r.expect_map(root["nope"], "nope"); },
+                            "f.yaml: nope: expected a mapping (key: value lines), found nothing");
+  expect_error<FormatError>([&] { r.expect_sequence(root["nope"], "nope"); },
+                            "f.yaml: nope: expected a list, found nothing");
+  expect_error<FormatError>([&] { r.scalar(root["nope"], "nope"); },
+                            "f.yaml: nope: expected a single value, found nothing");
+  expect_error<FormatError>([&] { r.to_double(root["a"]["c"], "a.c"); },
+                            "f.yaml: a.c: expected a single value, found nothing");
+}
+
+TEST(YamlUtil, NumbersAreFinite) {
+  const YamlReader r("f.yaml");
+  for (const char* text : {"nan", ".nan", "inf", "-inf", "1e999"}) {
+    const YAML::Node n = parse_yaml_text(std::string("x: ") + text + "\n", "f.yaml");
+    expect_error<FormatError>([&] { r.to_double(n["x"], "x"); }, "f.yaml: x: expected a");
+  }
+}
+
+TEST(YamlUtil, EscapingYamlExceptionsNameTheFile) {
+  const YAML::Node root = parse_yaml_text("a: 1\n", "f.yaml");
+  expect_error<FormatError>(
+      [&] { with_yaml_errors("f.yaml", [&] { return root["missing"].as<int>(); }); },
+      "f.yaml: unexpected YAML structure (invalid node; first invalid key: \"missing\")");
+}
+
 TEST(YamlUtil, FormatVersionPolicy) {
   YamlReader same("f.yaml");
   same.check_format_version(parse_yaml_text("format_version: \"1.0\"\nzz: 1\n", "f"), 1, 0);

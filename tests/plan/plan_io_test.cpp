@@ -58,7 +58,7 @@ class PlanIo : public ::testing::Test {
     }
     if (seed % 4 == 0) p.partitions.push_back({1, 0, {0, 1, 2, 3}, {0, OpPartition::kReduceDim}});
     if (seed % 4 != 3) {
-      p.pipeline.micro_batches = 1 + int(rng() % 16);
+      p.pipeline.micro_batches = 1 + int(rng() % 8);  // at most the batch of 8
       p.pipeline.schedule = seed % 5 ? PipelineSchedule::k1F1B : PipelineSchedule::kGPipe;
       p.pipeline.stages = {{{0, 1, 2}, {0}}, {{3, 4, 5}, {1, 2}}};
       if (seed % 3 == 1) p.pipeline.stages[1].ops = {4, 3, 5};  // not in topological order
@@ -91,7 +91,7 @@ class PlanIo : public ::testing::Test {
       p.predicted.step_time = std::uniform_real_distribution<double>(1e-6, 10)(rng);
       p.predicted.oom = rng() % 2;
       p.predicted.peak_memory.assign(8, 0);
-      for (int d = 0; d < 4; ++d) p.predicted.peak_memory[d] = rng() >> (rng() % 40);
+      for (int d = 0; d < 4; ++d) p.predicted.peak_memory[d] = (rng() >> 4) >> (rng() % 40);  // <= 1 EiB
     }
     p.validate(g, c);
     return p;

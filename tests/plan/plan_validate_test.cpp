@@ -123,6 +123,18 @@ TEST_F(PlanValidate, Pipeline) {
   expect_invalid("pipeline.stages[1]: op #40 does not exist");
 }
 
+TEST_F(PlanValidate, MicroBatchesAtMostTheBatch) {
+  p.pipeline.stages = {{{0, 1, 2}, {0}}, {{3, 4, 5}, {1}}};
+  p.pipeline.micro_batches = 8;  // the graph's batch: one sample each
+  EXPECT_NO_THROW(p.validate(g, c));
+  p.pipeline.micro_batches = 9;
+  expect_invalid(
+      "pipeline.micro_batches: 9 micro-batches, more than the batch of graph 'testnet' (8 "
+      "samples; each micro-batch needs at least one)");
+  p.pipeline.micro_batches = 1000000;
+  expect_invalid("pipeline.micro_batches: 1000000 micro-batches, more than the batch");
+}
+
 TEST_F(PlanValidate, DataParallel) {
   p.data_parallel.replicas = 2;  // device 0 -> replica 1 on device 4
   EXPECT_NO_THROW(p.validate(g, c));
