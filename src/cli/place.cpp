@@ -2,10 +2,10 @@
 // plan, report it and write the plan with its prediction plus the effective configuration.
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
+#include <sstream>
 
 #include "agents/colocrl.h"
 #include "agents/gdp.h"
@@ -21,11 +21,15 @@
 #include "src/cli/rainbow_cli.h"
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
+#include "src/util/files.h"
 #include "src/util/format.h"
 #include "src/util/progress.h"
 
 namespace placer::cli {
 namespace {
+
+/// --method when none is given (and no --policy): every fast method, the best plan kept.
+constexpr const char* kDefaultMethod = "best";
 
 struct PlaceArgs {
   ProblemArgs problem;
@@ -120,14 +124,21 @@ std::string yaml_quote(const std::string& s) {
   return q + "\"";
 }
 
+// Written atomically (write_text_atomic): a failed write leaves no partial file.
 void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& run,
                   const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw FileError(path + ": cannot write");
+  std::ostringstream f;
   f << "# Effective configuration of the `placer place` run that wrote " << a.output << "\n";
   f << "format_version: \"1.0\"\n";
   f << "command: place\n";
-  f << "graph: " << yaml_quote(a.problem.graph) << "\n";
+  const std::string model = onnx_model_of(a.problem);
+  if (model.empty()) {
+    f << "graph: " << yaml_quote(a.problem.graph) << "\n";
+  } else {
+    f << "model: " << yaml_quote(model) << "\n";
+    f << "import: {batch_size: " << a.problem.batch_size << ", seq_len: " << a.problem.seq_len
+      << "}  # 0 = the model's\n";
+  }
   f << "cluster: " << yaml_quote(a.problem.cluster) << "\n";
   f << "profile: " << (a.problem.profile.empty() ? "default" : yaml_quote(a.problem.profile))
     << "\n";
@@ -168,7 +179,7 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   f << "result: {step_time_s: " << run.result.step_time
     << ", oom: " << (run.result.oom ? "true" : "false")
     << ", search_seconds: " << run.search_seconds << "}\n";
-  if (!f) throw FileError(path + ": write failed");
+  write_text_atomic(path, f.str(), "configuration");
 }
 
 void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single) {
@@ -206,13 +217,8 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
 
 void run_place(PlaceArgs a) {
   // --policy implies the learned placer; its options make no sense for the others.
-  if (a.method.empty()) {
-    if (a.policy.empty()) {
-      throw Error("--method is required (a method name, 'best', or 'gdp'; or --policy P.pt "
-                  "for the learned placer)");
-    }
-    a.method = "gdp";
-  }
+  if (a.method.empty()) a.method = a.policy.empty() ? kDefaultMethod : "gdp";
+  onnx_model_of(a.problem);  // a model is named, once (before any policy is loaded)
   if (is_rainbow_pp(a)) {
     for (const char* opt : {"--finetune", "--finetune-lr", "--finetune-samples"}) {
       if (a.given.count(opt)) {
@@ -359,13 +365,16 @@ void register_place(CLI::App& app) {
   auto args = std::make_shared<PlaceArgs>();
   CLI::App* sub = app.add_subcommand(
       "place",
-      "Place a model on a cluster with one method (or the best of the fast ones), simulate\n"
-      "the plan and write it with its predicted step time and memory.");
+      "Place a model (an ONNX model, imported here, or a graph file) on a cluster with one\n"
+      "method (default: the best of the fast ones), simulate the plan and write it with its\n"
+      "predicted step time and memory:\n"
+      "  placer place --model M.onnx --batch-size 16 --cluster C.cluster.yaml -o out.plan.yaml");
   add_problem_options(sub, &args->problem);
   sub->add_option("-m,--method", args->method,
-                  "Placement method (see `placer compare`), or 'best': every fast method, "
-                  "keeping the fastest plan that fits; 'gdp' is the learned placer "
-                  "(default with --policy)");
+                  std::string("Placement method (see `placer compare`), or 'best': every fast "
+                              "method, keeping the fastest plan that fits; 'gdp' is the learned "
+                              "placer. Default: ") +
+                      kDefaultMethod + " ('gdp' with --policy)");
   sub->add_option("--budget-evals", args->budget_evals,
                   "Search budget in simulator evaluations (0 = the method's default)")
       ->check(CLI::NonNegativeNumber);

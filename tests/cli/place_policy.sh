@@ -2,8 +2,8 @@
 # `placer place --policy`: a policy trained by a 2-update tiny run places the MLP fixture and
 # a shipped transformer; the plan says method gdp and `placer simulate` reproduces its step
 # time; the .place.yaml records the policy, samples and fine-tuning; the same seed gives the
-# same plan file (zero-shot and fine-tuned); a missing policy, gdp options with another
-# method, and no --method at all are clear errors; the shipped default policy places the
+# same plan file (zero-shot and fine-tuned); a missing policy and gdp options with another
+# method (or with the default one, best) are clear errors; the shipped default policy places the
 # transformer on all 8 GPUs of the DGX-1 with `--method gdp`.
 # Usage: place_policy.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u
@@ -20,8 +20,9 @@ bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL $1"; }
 
 expect "gdp options with another method" "--samples applies to the learned placer only" \
   -- place --graph "$graph" --cluster "$cluster" --method m-etf --samples 4 -o x.plan.yaml
-expect "no method, no policy" "--method is required" \
-  -- place --graph "$graph" --cluster "$cluster" -o x.plan.yaml
+# Without --method and --policy the method is best (tests/cli/place_onnx.sh), not gdp.
+expect "gdp options, no method, no policy" "--samples applies to the learned placer only (--method gdp), not to --method best" \
+  -- place --graph "$graph" --cluster "$cluster" --samples 4 -o x.plan.yaml
 
 "$placer" train-policy --config "$data/gdp_cli/tiny.train.yaml" --updates 2 -o run \
   > train.out 2> train.err; rc=$?
