@@ -70,8 +70,10 @@ const std::vector<Field>& fields() {
     v.push_back(int_field<TrainConfig>("net.max_devices", PLACER_REF(net.max_devices), 1, 4096));
     v.push_back(bool_field<TrainConfig>("net.superposition", PLACER_REF(net.superposition)));
 
-    v.push_back(double_field<TrainConfig>("ppo.lr", PLACER_REF(ppo.lr), 0, kMaxDouble, true));
-    v.push_back(double_field<TrainConfig>("ppo.clip", PLACER_REF(ppo.clip), 0, kMaxDouble, true));
+    // Adam diverges far below a learning rate of 1 (1e308 ended in a NaN policy); PPO's
+    // clip is a ratio bound, tens of percent.
+    v.push_back(double_field<TrainConfig>("ppo.lr", PLACER_REF(ppo.lr), 0, 1, true));
+    v.push_back(double_field<TrainConfig>("ppo.clip", PLACER_REF(ppo.clip), 0, 1, true));
     v.push_back(
         double_field<TrainConfig>("ppo.entropy", PLACER_REF(ppo.entropy), 0, kMaxDouble, false));
     v.push_back(int_field<TrainConfig>("ppo.epochs", PLACER_REF(ppo.epochs), 1, kMaxInt));
@@ -106,18 +108,21 @@ const std::vector<Field>& fields() {
 TrainConfig load_train_config(const std::string& path) {
   const std::string text = read_text_file(path, "training configuration");
   const YAML::Node root = parse_yaml_text(text, path);
-  TrainConfig c;
-  Source s{YamlReader(path), fs::path(path).parent_path().string()};
-  if (root.IsNull()) return c;  // an empty file: every default
-  s.reader.expect_map(root, "");
-  if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
-  read_level(fields(), &c, s, root, "", {"agent"});
-  if (const YAML::Node agent = root["agent"]) {
-    // Optional (train_config_file_agent chose this reader); not written back.
-    check_name(s.reader, "agent", read_string(s, agent, "agent"), {"gdp"}, "agent");
-  }
-  if (!c.output_dir.empty()) c.output_dir = absolute_path(c.output_dir);
-  return c;
+  // yaml-cpp exceptions the checks miss still name the file.
+  return with_yaml_errors(path, [&] {
+    TrainConfig c;
+    Source s{YamlReader(path), fs::path(path).parent_path().string()};
+    if (root.IsNull()) return c;  // an empty file: every default
+    s.reader.expect_map(root, "");
+    if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
+    read_level(fields(), &c, s, root, "", {"agent"});
+    if (const YAML::Node agent = root["agent"]) {
+      // Optional (train_config_file_agent chose this reader); not written back.
+      check_name(s.reader, "agent", read_string(s, agent, "agent"), {"gdp"}, "agent");
+    }
+    if (!c.output_dir.empty()) c.output_dir = absolute_path(c.output_dir);
+    return c;
+  });
 }
 
 void apply_train_override(TrainConfig* config, const std::string& assignment) {
@@ -234,27 +239,29 @@ std::string train_config_file_agent(const std::string& path) {
 RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path) {
   const std::string text = read_text_file(path, "training configuration");
   const YAML::Node root = parse_yaml_text(text, path);
-  RainbowPPTrainConfig c;
-  Source s{YamlReader(path), fs::path(path).parent_path().string()};
-  if (!root.IsNull()) {
-    s.reader.expect_map(root, "");
-    if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
-    std::vector<std::string> seen;
-    for (auto it = root.begin(); it != root.end(); ++it) {
-      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-      for (const std::string& k : seen) {
-        if (k == key) s.reader.fail(key, "key given twice");
+  return with_yaml_errors(path, [&] {
+    RainbowPPTrainConfig c;
+    Source s{YamlReader(path), fs::path(path).parent_path().string()};
+    if (!root.IsNull()) {
+      s.reader.expect_map(root, "");
+      if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
+      std::vector<std::string> seen;
+      for (auto it = root.begin(); it != root.end(); ++it) {
+        const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+        for (const std::string& k : seen) {
+          if (k == key) s.reader.fail(key, "key given twice");
+        }
+        seen.push_back(key);
+        if (key == "format_version") continue;
+        const PPField* f = find_field(pp_fields(), key);
+        if (!f) unknown_key(s.reader, "", key, field_keys(pp_fields()));
+        f->read(c, s, it->second, key);
       }
-      seen.push_back(key);
-      if (key == "format_version") continue;
-      const PPField* f = find_field(pp_fields(), key);
-      if (!f) unknown_key(s.reader, "", key, field_keys(pp_fields()));
-      f->read(c, s, it->second, key);
     }
-  }
-  if (!c.output_dir.empty()) c.output_dir = absolute_path(c.output_dir);
-  check_pp(c, s.reader);
-  return c;
+    if (!c.output_dir.empty()) c.output_dir = absolute_path(c.output_dir);
+    check_pp(c, s.reader);
+    return c;
+  });
 }
 
 void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& assignment) {

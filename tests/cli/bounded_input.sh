@@ -73,6 +73,17 @@ refuse fractional-bucket-size \
   "placer: error: $tmp/bucket.plan.yaml: data_parallel.bucket_size: '0.5 B' is not a whole number of bytes" \
   -- $(sim "$tmp/bucket.plan.yaml")
 
+# Training configuration numbers: finite, and a learning rate Adam does not diverge at.
+src=$2
+for lr in nan 1e308; do
+  case $lr in
+    nan) want="expected a finite number, got 'nan'" ;;
+    *) want="must be > 0.0 and <= 1.0 (got '$lr')" ;;
+  esac
+  refuse "train-lr-$lr" "placer: error: --set: ppo.lr: $want" \
+    -- train-policy --config "$src/examples/train_policy.yaml" --set "ppo.lr=$lr" -o "$tmp/out/policy"
+done
+
 # Item 5: a host with a name and no devices (was an internal error, exit 2).
 refuse host-without-devices \
   "placer: error: $data/bad/host_without_devices.cluster.yaml: hosts[0]: missing required key 'devices'" \
