@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "datasets/onnx_model.h"
@@ -125,6 +126,19 @@ void check_inference_domains(const onnx::ModelProto& m, const std::string& file)
 }
 
 void upgrade_opset(onnx::ModelProto& m, int64_t from, const std::string& file) {
+  // libonnx's IR import (inside the converter) dereferences the producer of every graph
+  // output: an output nothing defines crashes it, so it is an error here.
+  std::unordered_set<std::string> defined;
+  for (const auto& in : m.graph().input()) defined.insert(in.name());
+  for (const auto& t : m.graph().initializer()) defined.insert(t.name());
+  for (const auto& n : m.graph().node()) defined.insert(n.output().begin(), n.output().end());
+  for (const auto& out : m.graph().output()) {
+    if (!defined.count(out.name())) {
+      throw FormatError(format_context(
+          file, "graph output '" + out.name() + "'",
+          "is the output of no node and no graph input (truncated or corrupt file?)"));
+    }
+  }
   // The adapters read the shapes of the values they rewrite: infer them under the old opset
   // first (lenient), and put the model's own value_info back afterwards, since the importer
   // infers shapes again under the new opset.

@@ -596,6 +596,16 @@ TEST(OnnxImportErrors, OpsetTheConverterCannotUpgrade) {
             "cannot upgrade it: No Adapter From Version $5 for Cast");
 }
 
+TEST(OnnxImportErrors, UpgradeOfAGraphOutputNothingDefines) {
+  // libonnx's IR import would dereference the missing producer (a crash); found by fuzzing.
+  onnx::ModelProto m = old_model(6, "Relu");
+  m.mutable_graph()->mutable_node(0)->set_output(0, "z");
+  const std::string msg =
+      error_of<FormatError>([&] { import_onnx_bytes(m.SerializeAsString(), "cut.onnx"); });
+  EXPECT_EQ(msg, "cut.onnx: graph output 'y': is the output of no node and no graph input "
+                 "(truncated or corrupt file?)");
+}
+
 TEST(OnnxImportErrors, OpsetZero) {
   onnx::ModelProto m = old_model(0, "Relu");
   const std::string msg =
