@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's main job on shipped data: simulate the example pipeline plan, write the
-# plan with its prediction and a trace; then simulate the written plan again and check
+# Simulating a shipped plan (the simulate example in the README): the example pipeline plan,
+# writing the plan with its prediction and a trace; then simulate the written plan again and check
 # that it predicts the same step time (the plan file round-trips through the CLI).
 # Usage: simulate_example.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -euo pipefail
