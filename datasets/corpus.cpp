@@ -254,7 +254,18 @@ SplitRatios read_ratios(const YamlReader& r, const YAML::Node& n) {
 
 }  // namespace
 
+namespace {
+Corpus read_corpus(const std::string& text, const std::string& path);
+}  // namespace
+
 Corpus parse_corpus_yaml(const std::string& text, const std::string& path) {
+  // yaml-cpp exceptions that escape the reader become errors naming the file.
+  return with_yaml_errors(path, [&] { return read_corpus(text, path); });
+}
+
+namespace {
+
+Corpus read_corpus(const std::string& text, const std::string& path) {
   YamlReader r(path);
   const YAML::Node root = parse_yaml_text(text, path);
   r.check_format_version(root, kCorpusFormatMajor, kCorpusFormatMinor);
@@ -323,6 +334,8 @@ Corpus parse_corpus_yaml(const std::string& text, const std::string& path) {
   }
   return c;
 }
+
+}  // namespace
 
 Corpus load_corpus(const std::string& path) {
   return parse_corpus_yaml(read_text_file(path, "corpus manifest"), path);
