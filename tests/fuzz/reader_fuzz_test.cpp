@@ -1,5 +1,5 @@
 // A seeded, time-boxed mutation fuzz of the file readers (issue 17): the shipped cluster,
-// profile, plan and graph files are mutated (byte flips, numbers replaced by NaN / 1e308 /
+// profile, plan and graph files and two ONNX fixtures (a fixed 3000 cases each) are mutated (byte flips, numbers replaced by NaN / 1e308 /
 // -1 / huge integers, lines deleted) and read in-process with their validation. Any
 // exception other than placer's own errors fails, and so does the reader's last-resort
 // "unexpected YAML structure" (a node shape no check named) and a read slower than 5 s.
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <climits>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/onnx_import.h"
 #include "simulator/cost_profile.h"
 #include "src/io/cluster_yaml.h"
 #include "src/io/graph_json.h"
@@ -83,14 +85,14 @@ std::string mutate(const std::string& text, std::mt19937_64& rng) {
 /// each; returns the number of cases.
 int fuzz(const std::string& name, const std::string& seed_text,
          const std::function<void(const std::string&)>& read, uint64_t seed,
-         double seconds = kSecondsPerFormat) {
+         double seconds = kSecondsPerFormat, int max_cases = INT_MAX) {
   std::mt19937_64 rng(seed);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   int cases = 0;
-  while (elapsed(start) < seconds) {
+  while (elapsed(start) < seconds && cases < max_cases) {
     std::string text = seed_text;
     const int edits = 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < edits; ++k) text = mutate(text, rng);
@@ -150,6 +152,22 @@ TEST(ReaderFuzz, Plans) {
                   /*seed=*/20, kSecondsPerFormat / 2);
   }
   EXPECT_GT(cases, 100);
+}
+
+// ONNX models go through protobuf parsing, libonnx's shape inference and version converter
+// (the opset-6 fixture is upgraded to 7): a fixed number of cases, not a time box, so that
+// CI runs exactly the cases that were run here (a crash inside libonnx would abort the
+// test binary rather than fail one case).
+TEST(ReaderFuzz, OnnxModels) {
+  for (const char* f : {"opset6_conv_net", "pass_through"}) {
+    const std::string path = kData + "/onnx/" + f + ".onnx";
+    ImportOptions options;
+    options.batch_size = 2;
+    EXPECT_EQ(fuzz(path, read_text(path),
+                   [&](const std::string& t) { import_onnx_bytes(t, path, options); },
+                   /*seed=*/21, /*seconds=*/60, /*max_cases=*/3000),
+              3000);
+  }
 }
 
 }  // namespace
