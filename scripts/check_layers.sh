@@ -3,7 +3,13 @@
 #   cli -> agents -> models (torch);  cli -> agents -> env -> simulator -> core;
 #   cli -> datasets -> core; simulator/calibration -> datasets (graphs of measured runs).
 # Each folder may include only the folders listed for it, and only models/ and agents/
-# may include LibTorch. Prints every violation; exits 1 if there is any.
+# may include LibTorch. Inside src/ the sub-layers go one way:
+#   util < graph < cluster < plan < io < cli (a folder includes only itself and lower ones).
+# tests/ and bench/ may include every layer except the CLI (tests/cli runs the binary), and
+# LibTorch only in the tests of models/ and the learned agents (tests/{models,gdp,learned,
+# rainbow}) and the learned-placer benchmarks (bench/learned_placers.cpp,
+# bench/rainbow_pp_inference_bench.cpp), which link LibTorch anyway.
+# Prints every violation; exits 1 if there is any.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -46,5 +52,42 @@ for f in $files; do
     fi
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")
 done
-if [ $status = 0 ]; then echo "check_layers: dependency direction holds ($(echo "$files" | wc -w) files)"; fi
+# Sub-layers of src/.
+declare -A src_rank=([util]=0 [graph]=1 [cluster]=2 [plan]=3 [io]=4 [cli]=5)
+src_files=$(git ls-files -co --exclude-standard -- 'src/*.h' 'src/*.cpp' || true)
+for f in $src_files; do
+  [ -f "$f" ] || continue
+  sub=${f#src/}; sub=${sub%%/*}
+  r=${src_rank[$sub]:-}
+  [ -n "$r" ] || continue
+  while IFS= read -r inc; do
+    s2=${inc#src/}; s2=${s2%%/*}
+    r2=${src_rank[$s2]:-}
+    if [ -n "$r2" ] && [ "$r2" -gt "$r" ]; then
+      echo "$f: src/$sub must not include $inc (util < graph < cluster < plan < io < cli)"; status=1
+    fi
+  done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"(src\/[^"]+)".*/\1/p' "$f")
+done
+
+# tests/ and bench/.
+test_files=$(git ls-files -co --exclude-standard -- 'tests/*.h' 'tests/*.cpp' 'bench/*.h' 'bench/*.cpp' || true)
+for f in $test_files; do
+  [ -f "$f" ] || continue
+  case "$f" in
+    tests/models/* | tests/gdp/* | tests/learned/* | tests/rainbow/* | bench/learned_placers.cpp | \
+      bench/rainbow_pp_inference_bench.cpp) torch_ok=1 ;;
+    *) torch_ok=0 ;;
+  esac
+  while IFS= read -r inc; do
+    top=${inc%%/*}
+    if [ "$top" = torch ] || [ "$top" = ATen ] || [ "$top" = c10 ]; then
+      if [ $torch_ok = 0 ]; then echo "$f: includes LibTorch <$inc>"; status=1; fi
+    elif [[ "$inc" == src/cli/* ]]; then
+      echo "$f: includes $inc (tests and benchmarks use the libraries; tests/cli runs the binary)"; status=1
+    fi
+  done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")
+done
+
+n_files=$(( $(echo "$files" | wc -w) + $(echo "$src_files" | wc -w) + $(echo "$test_files" | wc -w) ))
+if [ $status = 0 ]; then echo "check_layers: dependency direction holds ($n_files file checks)"; fi
 exit $status
