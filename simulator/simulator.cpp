@@ -133,6 +133,17 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
   dirty_flag.assign(n_dev, 0);
 }
 
+// Parameters and optimizer state of op o on each of its devices: sharded by a non-batch
+// split, and by ZeRO over the data-parallel group (state from stage 1, parameters at 3).
+uint64_t Simulator::Impl::resident_bytes(OpId o) const {
+  const uint64_t div = op_part[o] >= 0 ? shard_div(plan->partitions[op_part[o]]) : 1;
+  uint64_t par = ceil_div(op_param[o], div), st = ceil_div(op_state[o], div);
+  const uint64_t dp = static_cast<uint64_t>(std::max(1, op_dp[o]));
+  if (zero_stage >= 1) st = ceil_div(st, dp);
+  if (zero_stage >= 3) par = ceil_div(par, dp);
+  return par + st;
+}
+
 uint32_t Simulator::Impl::group_index(const std::vector<int>& devices) {
   auto it = group_ids.find(devices);
   if (it != group_ids.end()) return it->second;
@@ -406,7 +417,6 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   t_mb.resize(n_tensors);
   t_bytes.resize(n_tensors);
   t_sync_bytes.resize(n_tensors);
-  const int zero = p.data_parallel.zero_stage;
   for (TensorId t = 0; t < n_tensors; ++t) {
     const OpId pr = t_producer[t];
     t_mb[t] = pr != kNoOp && op_multi[pr] && !t_grad[t];
@@ -433,7 +443,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     }
     t_sync_bytes[t] = b;
     // ZeRO-2/3 keep 1/dp of each gradient after the reduce-scatter.
-    if (zero >= 2 && pr != kNoOp && t_grad[t]) b = ceil_div(b, static_cast<uint64_t>(op_dp[pr]));
+    if (zero_stage >= 2 && pr != kNoOp && t_grad[t]) b = ceil_div(b, static_cast<uint64_t>(op_dp[pr]));
     t_bytes[t] = b;
   }
 
@@ -443,7 +453,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   barrier_pending = 0;
   barrier_time = 0;
   barrier_devs.clear();
-  prepare_tied_embeddings(p);
+  prepare_tied_embeddings();
   const int n_barrier = int(p.precision.loss_scaling) + int(p.precision.grad_clipping);
   if (n_barrier > 0 || tied_time > 0) {
     std::vector<uint8_t>& all = dev_mark;
@@ -556,7 +566,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
 
   // ZeRO-3: a forward op and its first backward op first all-gather the op's parameters
   // from the data-parallel group (no prefetch modelled).
-  if (zero >= 3) {
+  if (zero_stage >= 3) {
     for (OpId f = 0; f < n_ops; ++f) {
       if (op_phase[f] != Phase::kForward || op_param[f] == 0) continue;
       const int32_t si = pipelined ? stage_sync[op_stage[f]] : (R > 1 ? dev_sync[op_dev[f]] : -2);
@@ -698,14 +708,8 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     if (op_resident[o] == 0) continue;
     int nd = 0;
     const int* d = devs_of(o, &nd);
-    const uint64_t div = op_part[o] >= 0 ? shard_div(p.partitions[op_part[o]]) : 1;
-    uint64_t par = ceil_div(op_param[o], div), st = ceil_div(op_state[o], div);
-    // ZeRO shards the optimizer state (stage >= 1) and the parameters (stage 3) over the
-    // data-parallel group.
-    const uint64_t dp = static_cast<uint64_t>(std::max(1, op_dp[o]));
-    if (zero >= 1) st = ceil_div(st, dp);
-    if (zero >= 3) par = ceil_div(par, dp);
-    for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(par + st);
+    const uint64_t bytes = resident_bytes(o);
+    for (int k = 0; k < nd; ++k) mem_cur[d[k]] += static_cast<int64_t>(bytes);
   }
   for (const auto& [d, bytes] : tied_memory) mem_cur[d] += static_cast<int64_t>(bytes);
   mem_peak = mem_cur;

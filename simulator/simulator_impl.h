@@ -46,12 +46,13 @@ struct Simulator::Impl {
   void check_plan(const Plan& plan);
   void prepare(const Plan& plan, const SimOptions& options);
   void prepare_recompute(const Plan& plan);        // recompute.cpp
-  void prepare_tied_embeddings(const Plan& plan);  // tied_embeddings.cpp
+  void prepare_tied_embeddings();  // tied_embeddings.cpp
   void prepare_partition_collectives(const Plan& plan);  // partition_collectives.cpp
   void prepare_pipeline_ranks();  // pipeline_schedule.cpp: warm-up per rank
   void prepare_pipeline_gates();  // pipeline_schedule.cpp: gate counters
   uint64_t schedule_slot(OpId o, uint32_t j) const;  // ready-queue priority of a pass
   uint32_t group_index(const std::vector<int>& devices);  // cached CollectiveGroup
+  uint64_t resident_bytes(OpId o) const;  // parameters + optimizer state per device
 
   // ---- event loop (simulator_engine.cpp) ----
   void simulate();

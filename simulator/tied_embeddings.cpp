@@ -15,7 +15,7 @@
 
 namespace placer {
 
-void Simulator::Impl::prepare_tied_embeddings(const Plan& p) {
+void Simulator::Impl::prepare_tied_embeddings() {
   tied_time = 0;
   tied_memory.clear();
   if (!pipelined) return;
@@ -45,12 +45,7 @@ void Simulator::Impl::prepare_tied_embeddings(const Plan& p) {
                                               groups[group_index(pair)], grad, SyncScheme::kAuto);
     }
     // The output layer's devices hold the embedding's parameters and optimizer state too.
-    const uint64_t div = op_part[e] >= 0 ? shard_div(p.partitions[op_part[e]]) : 1;
-    uint64_t par = ceil_div(op_param[e], div), st = ceil_div(op_state[e], div);
-    const uint64_t dp = static_cast<uint64_t>(std::max(1, op_dp[e]));
-    if (p.data_parallel.zero_stage >= 1) st = ceil_div(st, dp);
-    if (p.data_parallel.zero_stage >= 3) par = ceil_div(par, dp);
-    for (int k = 0; k < no; ++k) tied_memory.emplace_back(dout[k], par + st);
+    for (int k = 0; k < no; ++k) tied_memory.emplace_back(dout[k], resident_bytes(e));
   }
 }
 

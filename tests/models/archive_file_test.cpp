@@ -19,45 +19,20 @@
 
 #include "src/util/error.h"
 #include "src/util/files.h"
+#include "tests/scratch_dir_test.h"
 
 namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ArchiveFileTest : public ::testing::Test {
+class ArchiveFileTest : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("placer_archive_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ::unsetenv(kWriteFaultEnv);
-  }
-  void TearDown() override {
-    ::unsetenv(kWriteFaultEnv);
-    fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  static std::string read(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   static torch::serialize::OutputArchive archive_of(const torch::Tensor& t) {
     torch::serialize::OutputArchive archive;
     archive.write("weights", t);
     return archive;
   }
-  fs::path dir_;
 };
 
 TEST_F(ArchiveFileTest, SavedArchiveLoadsBack) {

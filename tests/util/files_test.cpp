@@ -17,44 +17,15 @@
 #include <vector>
 
 #include "src/util/error.h"
+#include "tests/scratch_dir_test.h"
 
 namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FilesTest : public ::testing::Test {
+class FilesTest : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("placer_files_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ::unsetenv(kWriteFaultEnv);
-  }
-  void TearDown() override {
-    ::unsetenv(kWriteFaultEnv);
-    fs::permissions(dir_, fs::perms::owner_all);
-    fs::remove_all(dir_);
-  }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  static std::string read(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
   /// The message of the FileError that `write` throws ("" when it throws none).
   template <typename F>
   static std::string file_error_of(F&& write) {
@@ -66,7 +37,6 @@ class FilesTest : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
 };
 
 TEST_F(FilesTest, WritesBytesAndReplacesAnExistingFileLeavingNoTempFile) {
