@@ -32,6 +32,8 @@ try:
     import torch
     import torchvision
     from torch import nn
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import step_models
 except ImportError as e:  # pragma: no cover - environment problem, say how to fix it
     sys.exit(f"export_models.py: {e}; install Debian's python3-torch, python3-torchvision and "
              f"python3-onnx (bash scripts/setup.sh --no-build --python) and run with /usr/bin/python3")
@@ -165,8 +167,14 @@ MODELS = {
     "lstm_seq2seq_l4_h512": ("lstm", lambda s: LstmSeq2Seq(4, 512), "src_tgt"),
     "lstm_seq2seq_l4_h1024": ("lstm", lambda s: LstmSeq2Seq(4, 1024), "src_tgt"),
 }
+# The GPTs whose training steps were measured on a GPU (scripts/step_models.py, issue 22);
+# exported with --seq-len 1024 --opset 17 (LayerNormalization as one op).
+for _hidden, _layers in ((1024, 12), (1536, 16), (2048, 24), (2048, 12)):
+    MODELS[f"gpt_h{_hidden}_l{_layers}"] = (
+        "gpt_step", lambda s, h=_hidden, n=_layers: step_models.GPT(h, n, 16, seq=s), "tokens")
 
-FAMILY_BATCH = {"cnn": 32, "vision_transformer": 16, "transformer": 16, "lstm": 32}
+FAMILY_BATCH = {"cnn": 32, "vision_transformer": 16, "transformer": 16, "lstm": 32,
+                "gpt_step": 1}
 
 
 def example_inputs(kind, batch, seq_len, image_size):

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Measures one GPU for placer (issue 22; docs/gpu_measurements.md): placer-calibrate's kernel
+# and copy sweep, then real training steps of the models in scripts/step_models.py with a
+# torch.profiler trace each. For a bare GPU machine with CUDA, PyTorch and NCCL and none of
+# the project's Debian -dev packages.
+#
+#   scripts/gpu_measure.sh OUT [--calibrate-seconds 240] [--steps-seconds 330] [--configs LIST]
+#
+# Each step runs under its own time limit and writes into OUT as it goes, so a step cut off
+# still leaves what it measured. OUT ends with at most 8 files (what a device call brings back):
+#   machine.txt      nvidia-smi, driver, nvcc, the libraries placer-calibrate was linked to
+#   calibrate.csv    placer-calibrate's measurements (the .partial rows if it stopped early)
+#   steps.csv        measured step times (scripts/gpu_train_steps.py)
+#   versions.json    GPU, PyTorch, CUDA, cuDNN, NCCL as PyTorch reports them
+#   traces.tar       one Kineto trace per configuration (NAME.json.gz), split into
+#                    traces.tar.0, .1, ... when over 15 MiB
+#   logs.tar.gz      placer-calibrate progress, its build log if it was built here, step log
+#
+# placer-calibrate: PLACER_CALIBRATE=path (default .gpu/placer-calibrate, a binary built on
+# the CPU machine and carried), run against the CUDA libraries the machine has (its CUDA
+# toolkit, else the nvidia-* Python packages). If it cannot run there, it is built from
+# simulator/calibration/cuda with run_on_gpu.sh. STEPS_DEVICE=cpu runs step 2 on the CPU (a
+# smoke test of this script on a machine without a GPU); STEPS_ARGS adds options to
+# gpu_train_steps.py (e.g. "--warmup 1 --iters 1").
+set -uo pipefail
+
+usage() {
+  echo "usage: $0 OUT [--calibrate-seconds N] [--steps-seconds N] [--configs LIST]" >&2
+  exit 2
+}
+[ $# -ge 1 ] || usage
+out=$1; shift
+calibrate_seconds=240
+steps_seconds=330
+configs=all
+while [ $# -gt 0 ]; do
+  case $1 in
+    --calibrate-seconds) [ $# -ge 2 ] || usage; calibrate_seconds=$2; shift 2 ;;
+    --steps-seconds) [ $# -ge 2 ] || usage; steps_seconds=$2; shift 2 ;;
+    --configs) [ $# -ge 2 ] || usage; configs=$2; shift 2 ;;
+    *) echo "$0: unknown option '$1'" >&2; usage ;;
+  esac
+done
+for n in "$calibrate_seconds" "$steps_seconds"; do
+  [[ $n =~ ^[0-9]+$ ]] || { echo "$0: time limits are whole seconds, got '$n'" >&2; exit 2; }
+done
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python=${PYTHON:-python3}
+stamp() { echo "gpu_measure: $(date -u +%H:%M:%S) $*" >&2; }
+
+# ---- 0. the machine --------------------------------------------------------------------
+{
+  echo "# gpu_measure.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) $(hostname)"
+  nvidia-smi 2>&1 || echo "nvidia-smi: not available"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,compute_cap --format=csv 2>&1 || true
+  cat /proc/driver/nvidia/version 2>/dev/null || true
+  nvcc --version 2>&1 | tail -n 2 || echo "nvcc: not found"
+  uname -a
+  nproc
+} > "$out/machine.txt"
+
+# CUDA libraries for a carried placer-calibrate: the toolkit's, then the Python packages'.
+libdirs=$("$python" - <<'EOF' 2>/dev/null
+import glob, os, site
+dirs = []
+for root in site.getsitepackages():
+    for pattern in ("nvidia/*/lib", "nvidia/cu*/lib"):
+        dirs += sorted(glob.glob(os.path.join(root, pattern)))
+print(":".join(dict.fromkeys(dirs)))
+EOF
+)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${libdirs:+:$libdirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# ---- 1. placer-calibrate ---------------------------------------------------------------
+stamp "1. placer-calibrate --quick (limit ${calibrate_seconds}s)"
+bin=${PLACER_CALIBRATE:-$repo/.gpu/placer-calibrate}
+runs() { [ -x "$1" ] && ! ldd "$1" 2>/dev/null | grep -q "not found" && "$1" --help >/dev/null 2>&1; }
+if ! runs "$bin"; then
+  stamp "carried placer-calibrate cannot run here ($(ldd "$bin" 2>&1 | grep 'not found' | head -n 3 | tr '\n' ' ')); building it"
+  PLACER_CALIBRATE_BUILD="$work/build-cal" timeout 200 "$repo/simulator/calibration/cuda/run_on_gpu.sh" \
+    "$work/cal-build" --help > /dev/null 2>&1
+  cp "$work/cal-build/build.log" "$work/calibrate-build.log" 2>/dev/null
+  bin=$work/build-cal/placer-calibrate
+fi
+{ echo "# placer-calibrate: $bin"; ldd "$bin" 2>&1 | grep -E "cublas|cudnn|nccl|cudart" || true; } >> "$out/machine.txt"
+if runs "$bin"; then
+  timeout "$calibrate_seconds" "$bin" --quick --out "$out/calibrate.csv" 2> "$work/calibrate.log"
+  echo "exit status $?" >> "$work/calibrate.log"
+  if [ ! -s "$out/calibrate.csv" ] && [ -s "$out/calibrate.csv.partial" ]; then
+    mv "$out/calibrate.csv.partial" "$out/calibrate.csv"
+  fi
+  rm -f "$out/calibrate.csv.partial"
+  tail -n 1 "$work/calibrate.log" >&2
+else
+  stamp "placer-calibrate could not be built or run; see logs.tar.gz"
+fi
+
+# ---- 2. training steps -----------------------------------------------------------------
+stamp "2. training steps (limit ${steps_seconds}s)"
+PYTHONUNBUFFERED=1 timeout "$steps_seconds" "$python" "$repo/scripts/gpu_train_steps.py" \
+  --out "$work/steps" --configs "$configs" --device "${STEPS_DEVICE:-cuda}" ${STEPS_ARGS:-} 2>&1 | tee "$work/steps.log" >&2
+cp "$work/steps/steps.csv" "$work/steps/versions.json" "$out/" 2>/dev/null
+
+# ---- pack ------------------------------------------------------------------------------
+stamp "packing"
+if compgen -G "$work/steps/traces/*.json.gz" > /dev/null; then
+  tar -C "$work/steps" -cf "$work/traces.tar" traces
+  if [ "$(stat -c %s "$work/traces.tar")" -gt $((15 << 20)) ]; then
+    split -b 15M -d -a 1 "$work/traces.tar" "$out/traces.tar."
+  else
+    mv "$work/traces.tar" "$out/traces.tar"
+  fi
+fi
+logs=()
+for f in calibrate.log calibrate-build.log steps.log; do [ -f "$work/$f" ] && logs+=("$f"); done
+[ ${#logs[@]} -gt 0 ] && tar -C "$work" -czf "$out/logs.tar.gz" "${logs[@]}"
+ls -la "$out" >&2
+[ -s "$out/steps.csv" ] && column -s, -t < <(cut -d, -f1,8,11,15 "$out/steps.csv") >&2
+stamp "done"
