@@ -169,9 +169,11 @@ MODELS = {
 }
 # The GPTs whose training steps were measured on a GPU (scripts/step_models.py, issue 22);
 # exported with --seq-len 1024 --opset 17 (LayerNormalization as one op).
-for _hidden, _layers in ((1024, 12), (1536, 16), (2048, 24), (2048, 12)):
+for _hidden, _layers, _heads in ((1024, 12, 16), (1536, 16, 16), (2048, 24, 16), (2048, 12, 16),
+                                 (768, 12, 12), (1024, 24, 16), (2560, 20, 20)):
     MODELS[f"gpt_h{_hidden}_l{_layers}"] = (
-        "gpt_step", lambda s, h=_hidden, n=_layers: step_models.GPT(h, n, 16, seq=s), "tokens")
+        "gpt_step", lambda s, h=_hidden, n=_layers, a=_heads: step_models.GPT(h, n, a, seq=s),
+        "tokens")
 
 FAMILY_BATCH = {"cnn": 32, "vision_transformer": 16, "transformer": 16, "lstm": 32,
                 "gpt_step": 1}

@@ -4,7 +4,12 @@
 # torch.profiler trace each. For a bare GPU machine with CUDA, PyTorch and NCCL and none of
 # the project's Debian -dev packages.
 #
-#   scripts/gpu_measure.sh OUT [--calibrate-seconds 240] [--steps-seconds 330] [--configs LIST]
+#   scripts/gpu_measure.sh OUT [--calibrate-seconds 240] [--calibrate-args "--quick"]
+#                              [--steps-seconds 330] [--configs LIST] [--ppo-seconds 0]
+#
+# --calibrate-args: placer-calibrate's options ("--quick" by default; "" = its full sweep).
+# --ppo-seconds N > 0: then builds and runs the GDP PPO-update benchmark on cpu and cuda
+# (scripts/gpu_ppo_bench.sh, step 3 of the issue) within N seconds.
 #
 # Each step runs under its own time limit and writes into OUT as it goes, so a step cut off
 # still leaves what it measured. OUT ends with at most 8 files (what a device call brings back):
@@ -14,7 +19,9 @@
 #   versions.json    GPU, PyTorch, CUDA, cuDNN, NCCL as PyTorch reports them
 #   traces.tar       one Kineto trace per configuration (NAME.json.gz), split into
 #                    traces.tar.0, .1, ... when over 15 MiB
-#   logs.tar.gz      placer-calibrate progress, its build log if it was built here, step log
+#   ppo.csv          PPO update times on cpu and cuda (with --ppo-seconds)
+#   logs.tar.gz      placer-calibrate progress, its build log if it was built here, step and
+#                    PPO logs
 #
 # placer-calibrate: PLACER_CALIBRATE=path (default .gpu/placer-calibrate, a binary built on
 # the CPU machine and carried), run against the CUDA libraries the machine has (its CUDA
@@ -25,23 +32,28 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 OUT [--calibrate-seconds N] [--steps-seconds N] [--configs LIST]" >&2
+  echo "usage: $0 OUT [--calibrate-seconds N] [--calibrate-args ARGS] [--steps-seconds N]" \
+       "[--configs LIST] [--ppo-seconds N]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
 out=$1; shift
 calibrate_seconds=240
+calibrate_args=--quick
 steps_seconds=330
 configs=all
+ppo_seconds=0
 while [ $# -gt 0 ]; do
   case $1 in
     --calibrate-seconds) [ $# -ge 2 ] || usage; calibrate_seconds=$2; shift 2 ;;
+    --calibrate-args) [ $# -ge 2 ] || usage; calibrate_args=$2; shift 2 ;;
     --steps-seconds) [ $# -ge 2 ] || usage; steps_seconds=$2; shift 2 ;;
+    --ppo-seconds) [ $# -ge 2 ] || usage; ppo_seconds=$2; shift 2 ;;
     --configs) [ $# -ge 2 ] || usage; configs=$2; shift 2 ;;
     *) echo "$0: unknown option '$1'" >&2; usage ;;
   esac
 done
-for n in "$calibrate_seconds" "$steps_seconds"; do
+for n in "$calibrate_seconds" "$steps_seconds" "$ppo_seconds"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "$0: time limits are whole seconds, got '$n'" >&2; exit 2; }
 done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -76,7 +88,7 @@ EOF
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${libdirs:+:$libdirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # ---- 1. placer-calibrate ---------------------------------------------------------------
-stamp "1. placer-calibrate --quick (limit ${calibrate_seconds}s)"
+stamp "1. placer-calibrate ${calibrate_args} (limit ${calibrate_seconds}s)"
 bin=${PLACER_CALIBRATE:-$repo/.gpu/placer-calibrate}
 runs() { [ -x "$1" ] && ! ldd "$1" 2>/dev/null | grep -q "not found" && "$1" --help >/dev/null 2>&1; }
 if ! runs "$bin"; then
@@ -88,7 +100,8 @@ if ! runs "$bin"; then
 fi
 { echo "# placer-calibrate: $bin"; ldd "$bin" 2>&1 | grep -E "cublas|cudnn|nccl|cudart" || true; } >> "$out/machine.txt"
 if runs "$bin"; then
-  timeout "$calibrate_seconds" "$bin" --quick --out "$out/calibrate.csv" 2> "$work/calibrate.log"
+  # shellcheck disable=SC2086  # the options are words
+  timeout "$calibrate_seconds" "$bin" $calibrate_args --out "$out/calibrate.csv" 2> "$work/calibrate.log"
   echo "exit status $?" >> "$work/calibrate.log"
   if [ ! -s "$out/calibrate.csv" ] && [ -s "$out/calibrate.csv.partial" ]; then
     mv "$out/calibrate.csv.partial" "$out/calibrate.csv"
@@ -105,6 +118,20 @@ PYTHONUNBUFFERED=1 timeout "$steps_seconds" "$python" "$repo/scripts/gpu_train_s
   --out "$work/steps" --configs "$configs" --device "${STEPS_DEVICE:-cuda}" ${STEPS_ARGS:-} 2>&1 | tee "$work/steps.log" >&2
 cp "$work/steps/steps.csv" "$work/steps/versions.json" "$out/" 2>/dev/null
 
+# ---- 3. the PPO update on cpu and cuda ---------------------------------------------------
+if [ "$ppo_seconds" -gt 0 ]; then
+  stamp "3. GDP PPO update, cpu vs cuda (limit ${ppo_seconds}s)"
+  if [ -f "$repo/scripts/gpu_ppo_bench.sh" ]; then
+    timeout "$ppo_seconds" bash "$repo/scripts/gpu_ppo_bench.sh" "$work/ppo" > "$work/ppo.log" 2>&1
+    echo "exit status $?" >> "$work/ppo.log"
+    tail -n 15 "$work/ppo.log" >&2
+    cp "$work/ppo/ppo.csv" "$out/ppo.csv" 2>/dev/null
+    for f in "$work"/ppo/*.log; do [ -f "$f" ] && cp "$f" "$work/ppo-$(basename "$f")"; done
+  else
+    stamp "scripts/gpu_ppo_bench.sh is missing; step 3 skipped"
+  fi
+fi
+
 # ---- pack ------------------------------------------------------------------------------
 stamp "packing"
 if compgen -G "$work/steps/traces/*.json.gz" > /dev/null; then
@@ -116,8 +143,11 @@ if compgen -G "$work/steps/traces/*.json.gz" > /dev/null; then
   fi
 fi
 logs=()
-for f in calibrate.log calibrate-build.log steps.log; do [ -f "$work/$f" ] && logs+=("$f"); done
+for f in calibrate.log calibrate-build.log steps.log ppo.log "$work"/ppo-*.log; do
+  f=$(basename "$f")
+  [ -f "$work/$f" ] && logs+=("$f")
+done
 [ ${#logs[@]} -gt 0 ] && tar -C "$work" -czf "$out/logs.tar.gz" "${logs[@]}"
 ls -la "$out" >&2
-[ -s "$out/steps.csv" ] && column -s, -t < <(cut -d, -f1,8,11,15 "$out/steps.csv") >&2
+[ -s "$out/steps.csv" ] && cut -d, -f1,8,11,15 "$out/steps.csv" | tr , '\t' >&2
 stamp "done"

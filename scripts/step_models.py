@@ -97,6 +97,13 @@ CONFIGS = [
     ("resnet50_b128_fp32", "resnet50", {}, 128, "fp32"),
     ("gpt_h2048_l12_mb2_fp32", "gpt", dict(hidden=2048, layers=12, heads=16), 2, "fp32"),
     ("gpt_h2048_l24_mb4_bf16", "gpt", dict(hidden=2048, layers=24, heads=16), 4, "bf16"),
+    # Added for the second run (held out from fits made on the first run's eleven).
+    ("gpt_h768_l12_mb2_bf16", "gpt", dict(hidden=768, layers=12, heads=12), 2, "bf16"),
+    ("gpt_h1024_l24_mb2_fp32", "gpt", dict(hidden=1024, layers=24, heads=16), 2, "fp32"),
+    ("resnet50_b256_bf16", "resnet50", {}, 256, "bf16"),
+    ("gpt_h2560_l20_mb2_bf16", "gpt", dict(hidden=2560, layers=20, heads=20), 2, "bf16"),
+    ("gpt_h1024_l12_mb2_bf16", "gpt", dict(hidden=1024, layers=12, heads=16), 2, "bf16"),
+    ("resnet50_b16_bf16", "resnet50", {}, 16, "bf16"),
 ]
 
 
