@@ -4,6 +4,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <zlib.h>
 
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
@@ -105,7 +106,118 @@ long long id_of(const nlohmann::json& args, const char* key) {
   return ok ? static_cast<long long>(d) : -1;
 }
 
+// A JSON array of integers -> the integers; false when `v` is not such an array.
+bool int_list(const nlohmann::json& v, std::vector<long long>* out) {
+  if (!v.is_array()) return false;
+  out->clear();
+  for (const nlohmann::json& x : v) {
+    if (!x.is_number()) return false;
+    out->push_back(static_cast<long long>(x.get<double>()));
+  }
+  return true;
+}
+
+// "Input Dims" / "Input Strides" entry: a list of ints (one tensor) or a list of lists
+// (a TensorList). Returns false when it is neither (left empty).
+bool shapes_of(const nlohmann::json& v, std::vector<std::vector<long long>>* out, bool* list) {
+  out->clear();
+  *list = false;
+  if (!v.is_array()) return false;
+  if (!v.empty() && v.front().is_array()) {
+    *list = true;
+    for (const nlohmann::json& m : v) {
+      std::vector<long long> shape;
+      if (!int_list(m, &shape)) {
+        out->clear();
+        return false;
+      }
+      out->push_back(std::move(shape));
+    }
+    return true;
+  }
+  std::vector<long long> shape;
+  if (!int_list(v, &shape)) return false;
+  out->push_back(std::move(shape));
+  return true;
+}
+
+// The record_shapes arguments of a cpu_op; whatever is missing or malformed stays empty.
+std::vector<ProfiledInput> inputs_of(const nlohmann::json& args) {
+  std::vector<ProfiledInput> in;
+  if (!args.is_object()) return in;
+  auto array = [&](const char* key) -> const nlohmann::json* {
+    auto it = args.find(key);
+    return it != args.end() && it->is_array() ? &*it : nullptr;
+  };
+  const nlohmann::json* types = array("Input type");
+  const nlohmann::json* dims = array("Input Dims");
+  const nlohmann::json* strides = array("Input Strides");
+  const nlohmann::json* concrete = array("Concrete Inputs");
+  size_t n = 0;
+  for (const nlohmann::json* a : {types, dims, strides, concrete}) {
+    if (a) n = std::max(n, a->size());
+  }
+  in.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    ProfiledInput& p = in[i];
+    if (types && i < types->size() && (*types)[i].is_string()) p.type = (*types)[i].get<std::string>();
+    bool list = false;
+    if (dims && i < dims->size() && shapes_of((*dims)[i], &p.dims, &list)) p.list = list;
+    bool slist = false;
+    if (strides && i < strides->size()) shapes_of((*strides)[i], &p.strides, &slist);
+    if (concrete && i < concrete->size()) {
+      const nlohmann::json& c = (*concrete)[i];
+      if (c.is_string()) {
+        p.value = c.get<std::string>();
+      } else if (c.is_number() || c.is_boolean() || c.is_array()) {
+        p.value = c.dump();
+      }
+    }
+    if (p.type == "TensorList") {
+      if (!p.list) p.dims.clear(), p.strides.clear();  // [] = members not recorded
+      p.list = true;
+    }
+    if (p.strides.size() != p.dims.size()) p.strides.clear();
+  }
+  return in;
+}
+
 }  // namespace
+
+std::string gunzip(const std::string& data, const std::string& file) {
+  z_stream z{};
+  // 15 + 32: a zlib or gzip header, detected automatically.
+  if (inflateInit2(&z, 15 + 32) != Z_OK) throw FormatError(file + ": cannot start zlib");
+  std::string out;
+  char buf[1 << 16];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  int rc = Z_OK;
+  while (true) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof(buf);
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof(buf) - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0) break;
+      // Another gzip member follows (concatenated .gz files): start it.
+      if (inflateReset(&z) != Z_OK) break;
+      continue;
+    }
+    if (rc != Z_OK) break;
+    if (z.avail_in == 0 && z.avail_out != 0) {
+      rc = Z_BUF_ERROR;  // input ended inside the stream
+      break;
+    }
+  }
+  const std::string msg = z.msg ? z.msg : (rc == Z_BUF_ERROR ? "truncated" : "zlib error");
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) {
+    throw FormatError(file + ": corrupt gzip data (" + msg + " after " +
+                      std::to_string(out.size()) + " decompressed bytes)");
+  }
+  return out;
+}
 
 OpCategory classify_kernel(const std::string& op_name, const std::string& kernel_name) {
   OpCategory c = OpCategory::kOther;
@@ -129,14 +241,10 @@ ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::stri
   } else {
     throw FormatError(file + ": not a Chrome trace (expected an object with a traceEvents array)");
   }
-  struct CpuOp {
-    std::string name;
-    double flops = 0;
-  };
-  std::unordered_map<long long, CpuOp> ops;          // External id -> cpu op
-  std::unordered_map<long long, long long> runtime;  // correlation -> External id
   ProfilerTrace t;
   t.source = file;
+  std::unordered_map<long long, ProfiledCpuOp>& ops = t.ops;  // External id -> cpu op
+  std::unordered_map<long long, long long> runtime;            // correlation -> External id
   std::vector<std::pair<size_t, nlohmann::json>> kernel_events;
   for (size_t i = 0; i < events->size(); ++i) {
     const nlohmann::json& e = (*events)[i];
@@ -151,14 +259,16 @@ ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::stri
       if (lc == "cpu_op" || lc == "operator") ++t.cpu_ops;
       const long long ext = id_of(args, "External id");
       if (ext >= 0 && (lc != "user_annotation")) {
-        CpuOp op;
+        if (ops.count(ext)) continue;
+        ProfiledCpuOp op;
         op.name = e.value("name", std::string());
+        op.id = ext;
+        op.inputs = inputs_of(args);
         if (args.is_object() && args.contains("flops")) {
           bool ok = false;
           const double f = num(args["flops"], &ok);
           if (ok && f > 0) op.flops = f;
         }
-        // The innermost op of a nest shares the id space; keep the first (outermost) name.
         ops.emplace(ext, std::move(op));
       }
     } else if (lc == "cuda_runtime" || lc == "cuda_driver" || lc == "runtime") {
@@ -185,6 +295,20 @@ ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::stri
     k.start_s = ts * 1e-6;
     k.dur_s = dur * 1e-6;
     const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+    if (args.is_object()) {
+      if (auto g = args.find("grid"); g != args.end()) {
+        std::vector<long long> grid;
+        if (int_list(*g, &grid) && !grid.empty()) {
+          k.blocks = 1;
+          for (long long x : grid) k.blocks *= std::max(1LL, x);
+        }
+      }
+      if (auto b = args.find("bytes"); b != args.end()) {
+        bool ok = false;
+        const double v = num(*b, &ok);
+        if (ok && v > 0) k.bytes = v;
+      }
+    }
     long long ext = id_of(args, "External id");
     if (ext < 0 || !ops.count(ext)) {
       const long long corr = id_of(args, "correlation");
@@ -205,7 +329,15 @@ ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::stri
 }
 
 ProfilerTrace load_profiler_trace(const std::string& path) {
-  return parse_profiler_trace(read_text_file(path, "profiler trace"), path);
+  std::string data = read_text_file(path, "profiler trace");
+  if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+      static_cast<unsigned char>(data[1]) == 0x8b) {
+    data = gunzip(data, path);
+  } else if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    throw FormatError(path + ": not gzip data (the file ends in .gz but does not start with "
+                             "the gzip magic bytes 1f 8b)");
+  }
+  return parse_profiler_trace(data, path);
 }
 
 }  // namespace placer

@@ -11,6 +11,7 @@
 #include "simulator/calibration/iteration_fit.h"
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/measurements.h"
+#include "simulator/calibration/profiler_ops.h"
 #include "simulator/calibration/profiler_trace.h"
 #include "simulator/calibration/trace_fit.h"
 #include "simulator/cost_profile.h"
@@ -38,7 +39,7 @@ struct FitArgs {
 
 struct CheckArgs {
   std::string cluster, profile, csv;
-  std::vector<std::string> measurements, iterations;
+  std::vector<std::string> measurements, iterations, profiler_traces;
   int threads = 2;
   bool quiet_rows = false;
 };
@@ -266,6 +267,81 @@ void write_check_csv(const CheckReport& r, const std::string& path) {
   write_text_file(path, text);
 }
 
+// --csv: the path itself when one kind of input is checked, else PATH without ".csv" +
+// ".<what>.csv" per kind (iterations, measurements, ops).
+std::string check_csv_path(const CheckArgs& a, const std::string& what) {
+  const int kinds = int(!a.iterations.empty()) + int(!a.measurements.empty()) +
+                    int(!a.profiler_traces.empty());
+  if (a.csv.empty() || kinds <= 1) return a.csv;
+  std::string stem = a.csv;
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".csv") == 0) stem.resize(stem.size() - 4);
+  return stem + "." + what + ".csv";
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// --profiler-trace: per-op predicted vs measured kernel time (profiler_ops.h).
+void check_profiler_traces(const CheckArgs& a, const Cluster& cluster, const CostProfile& profile) {
+  std::vector<ProfilerTrace> traces;
+  for (const std::string& t : a.profiler_traces) {
+    traces.push_back(load_profiler_trace(t));
+    std::cerr << "placer: read " << t << " (" << traces.back().kernels.size()
+              << " kernel / memcpy / memset events, " << traces.back().cpu_ops << " CPU ops)\n";
+  }
+  const ProfiledCheckReport r = check_profiled_ops(cluster, profile, traces);
+  std::ostream& out = std::cout;
+  auto line = [&](const std::string& name, const ProfiledError& e, size_t w) {
+    out << pad_right(name, w) << pad_left(std::to_string(e.error.points), 6)
+        << pad_left(pct(e.error.median), 9) << pad_left(pct(e.error.p90), 9)
+        << pad_left((e.signed_median >= 0 ? "+" : "") + pct(e.signed_median), 9)
+        << pad_left(human_time(e.measured_s), 12) << pad_left(human_time(e.predicted_s), 12)
+        << pad_left(fixed(e.ratio(), 3), 10) << "\n";
+  };
+  auto header = [&](const std::string& first, size_t w) {
+    out << pad_right(first, w) << pad_left("rows", 6) << pad_left("median", 9) << pad_left("p90", 9)
+        << pad_left("signed", 9) << pad_left("measured", 12) << pad_left("predicted", 12)
+        << pad_left("pred/meas", 10) << "\n";
+  };
+  if (!a.quiet_rows) {
+    size_t w = 24;
+    for (const auto& [name, e] : r.by_op) w = std::max(w, name.size() + 2);
+    out << "per op (" << traces.size() << (traces.size() == 1 ? " trace" : " traces")
+        << "; median / p90 of |predicted - measured| / measured, signed median, summed times)\n";
+    header("op dtype", w);
+    for (const auto& [name, e] : r.by_op) line(name, e, w);
+    out << "\n";
+  }
+  size_t w = 24;
+  for (const auto& [name, e] : r.groups) w = std::max(w, name.size() + 2);
+  header("group", w);
+  for (const auto& [name, e] : r.groups) line(name, e, w);
+  line("all ops", r.overall, w);
+  if (r.transfers.error.points > 0) line("all memcpy / memset", r.transfers, w);
+  for (const std::string& n : r.notes) out << "note: " << n << "\n";
+  const std::string csv = check_csv_path(a, "ops");
+  if (!csv.empty()) {
+    std::string text =
+        "source,op_id,op,kind,category,dtype,flops,bytes,kernels,measured_s,predicted_s,"
+        "rel_error\n";
+    for (const ProfiledRow& row : r.rows) {
+      const ProfiledOp& o = row.op;
+      text += csv_field(o.source) + "," + std::to_string(o.op_id) + "," + csv_field(o.op) + "," +
+              o.kind + "," + to_string(o.category) + "," + to_string(o.dtype) + "," +
+              format_double(o.flops) + "," + format_double(o.bytes) + "," +
+              std::to_string(o.kernels) + "," + format_double(o.measured_s) + "," +
+              format_double(row.predicted_s) + "," + format_double(row.rel_error) + "\n";
+    }
+    ensure_parent_dir(csv);
+    write_text_file(csv, text);
+    out << "csv " << csv << "\n";
+  }
+}
+
 void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProfile& profile) {
   std::vector<IterationRun> runs;
   for (const std::string& path : a.iterations) {
@@ -300,23 +376,14 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
            format_double(pred[i]) + "," + format_double(e) + "\n";
   }
   out << "iterations: " << fidelity_line(summarize_fidelity(measured_of(runs), pred)) << "\n";
-  if (!a.csv.empty()) {
-    ensure_parent_dir(a.csv);
-    write_text_file(a.csv, csv);
-    out << "csv " << a.csv << "\n";
+  if (const std::string path = check_csv_path(a, "iterations"); !path.empty()) {
+    ensure_parent_dir(path);
+    write_text_file(path, csv);
+    out << "csv " << path << "\n";
   }
 }
 
-void run_check(const CheckArgs& a) {
-  Cluster cluster = load_cluster(a.cluster);
-  CostProfile profile = load_cost_profile(a.profile);
-  if (a.measurements.empty() && a.iterations.empty()) {
-    throw Error("calibrate check: give --measurements or --iterations");
-  }
-  if (!a.iterations.empty()) {
-    check_iterations(a, cluster, profile);
-    if (a.measurements.empty()) return;
-  }
+void check_measurements(const CheckArgs& a, const Cluster& cluster, const CostProfile& profile) {
   std::vector<MeasurementSet> sets;
   for (const std::string& m : a.measurements) {
     sets.push_back(load_measurements(m));
@@ -358,11 +425,22 @@ void run_check(const CheckArgs& a) {
   out << pad_right("all rows", 28) << pad_left(std::to_string(r.overall.points), 6)
       << pad_left(pct(r.overall.median), 9) << pad_left(pct(r.overall.p90), 9) << "\n";
   for (const std::string& n : r.notes) out << "note: " << n << "\n";
-  if (!a.csv.empty()) {
-    ensure_parent_dir(a.csv);
-    write_check_csv(r, a.csv);
-    out << "csv " << a.csv << "\n";
+  if (const std::string path = check_csv_path(a, "measurements"); !path.empty()) {
+    ensure_parent_dir(path);
+    write_check_csv(r, path);
+    out << "csv " << path << "\n";
   }
+}
+
+void run_check(const CheckArgs& a) {
+  Cluster cluster = load_cluster(a.cluster);
+  CostProfile profile = load_cost_profile(a.profile);
+  if (a.measurements.empty() && a.iterations.empty() && a.profiler_traces.empty()) {
+    throw Error("calibrate check: give --measurements, --iterations or --profiler-trace");
+  }
+  if (!a.iterations.empty()) check_iterations(a, cluster, profile);
+  if (!a.measurements.empty()) check_measurements(a, cluster, profile);
+  if (!a.profiler_traces.empty()) check_profiler_traces(a, cluster, profile);
 }
 
 }  // namespace
@@ -433,7 +511,7 @@ void register_calibrate(CLI::App& app) {
   CLI::App* check = cal->add_subcommand(
       "check",
       "Predicted vs measured per row with median and p90 relative errors (table\n"
-      "and CSV).");
+      "and CSV): measurement rows, iteration times, per-op kernel times of profiler traces.");
   check->add_option("--profile", ca->profile, "Cost profile (*.profile.yaml)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -444,9 +522,15 @@ void register_calibrate(CLI::App& app) {
                     "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");
   check->add_option("--iterations", ca->iterations,
                     "Measured training runs (CSV, docs/formats/iteration_runs.md); repeatable");
+  check->add_option("--profiler-trace", ca->profiler_traces,
+                    "PyTorch profiler / Kineto trace (*.json or *.json.gz, record_shapes=True):\n"
+                    "per-op predicted vs measured kernel time; repeatable");
   check->add_option("--threads", ca->threads, "Threads simulating runs")->capture_default_str();
-  check->add_option("--csv", ca->csv, "Write the per-row comparison as CSV");
-  check->add_flag("--summary", ca->quiet_rows, "Print only the per-group summary");
+  check->add_option("--csv", ca->csv,
+                    "Write the per-row comparison as CSV (with several kinds of input:\n"
+                    "OUT.iterations.csv, OUT.measurements.csv, OUT.ops.csv)");
+  check->add_flag("--summary", ca->quiet_rows,
+                  "Print only the per-group summary (no per-row / per-op-name tables)");
   check->callback([ca]() { run_check(*ca); });
 }
 

@@ -1,0 +1,948 @@
+#include "simulator/calibration/profiler_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "simulator/cost_model.h"
+
+namespace placer {
+
+namespace {
+
+// ---- Inputs ------------------------------------------------------------------------------
+
+// Element size of a recorded "Input type"; 0 when it is not a tensor type.
+int elem_size(const std::string& t) {
+  static const std::unordered_map<std::string, int> sizes = {
+      {"float", 4},          {"c10::BFloat16", 2},        {"c10::Half", 2},
+      {"double", 8},         {"long int", 8},             {"long", 8},
+      {"int", 4},            {"short int", 2},            {"short", 2},
+      {"bool", 1},           {"unsigned char", 1},        {"signed char", 1},
+      {"c10::complex<float>", 8}, {"c10::complex<double>", 16}, {"c10::complex<c10::Half>", 4},
+  };
+  if (auto it = sizes.find(t); it != sizes.end()) return it->second;
+  if (t.rfind("c10::Float8", 0) == 0) return 1;
+  return 0;
+}
+
+bool floating_dtype(const std::string& t, DType* d) {
+  if (t == "float") return *d = DType::kF32, true;
+  if (t == "c10::BFloat16") return *d = DType::kBF16, true;
+  if (t == "c10::Half") return *d = DType::kF16, true;
+  if (t == "double") return *d = DType::kF64, true;
+  return false;
+}
+
+bool any_dtype(const std::string& t, DType* d) {
+  if (floating_dtype(t, d)) return true;
+  if (t == "long int" || t == "long") return *d = DType::kI64, true;
+  if (t == "int") return *d = DType::kI32, true;
+  if (t == "short int" || t == "short") return *d = DType::kI16, true;
+  if (t == "signed char") return *d = DType::kI8, true;
+  if (t == "unsigned char") return *d = DType::kU8, true;
+  if (t == "bool") return *d = DType::kBool, true;
+  return false;
+}
+
+double numel(const std::vector<long long>& shape) {
+  double n = 1;
+  for (long long d : shape) n *= static_cast<double>(std::max(0LL, d));
+  return n;
+}
+
+// Stored elements: dims with stride 0 (expanded views) do not count.
+double stored(const std::vector<long long>& shape, const std::vector<long long>* strides) {
+  if (!strides || strides->size() != shape.size()) return numel(shape);
+  double n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if ((*strides)[i] != 0) n *= static_cast<double>(std::max(0LL, shape[i]));
+  }
+  return n;
+}
+
+// "[1, 1]" / "1" / "[True, False]" -> numbers (true 1, false 0); empty on anything else.
+std::vector<long long> parse_ints(const std::string& s) {
+  std::vector<long long> out;
+  std::string tok;
+  auto flush = [&]() {
+    if (tok.empty()) return true;
+    if (tok == "True" || tok == "true") {
+      out.push_back(1);
+    } else if (tok == "False" || tok == "false") {
+      out.push_back(0);
+    } else {
+      try {
+        size_t used = 0;
+        const double v = std::stod(tok, &used);
+        if (used != tok.size()) return false;
+        out.push_back(static_cast<long long>(v));
+      } catch (...) {
+        return false;
+      }
+    }
+    tok.clear();
+    return true;
+  };
+  for (char c : s) {
+    if (c == '[' || c == ']' || c == ' ') continue;
+    if (c == ',') {
+      if (!flush()) return {};
+      continue;
+    }
+    tok += c;
+  }
+  if (!flush()) return {};
+  return out;
+}
+
+struct Tensor {
+  const ProfiledInput* in = nullptr;
+  int es = 0;
+  const std::vector<long long>& shape() const { return in->dims.front(); }
+  double elements() const { return numel(shape()); }
+  double read_elements() const {
+    return stored(shape(), in->strides.size() == 1 ? &in->strides.front() : nullptr);
+  }
+  double bytes() const { return read_elements() * es; }
+};
+
+// The op's view of its inputs for the rules.
+struct Inputs {
+  const std::vector<ProfiledInput>& in;
+  int list_es = 0;  // element size of TensorList members (from the row's dtype)
+
+  size_t size() const { return in.size(); }
+  // Input i as a tensor (its type a tensor type and one shape), else null.
+  bool tensor(size_t i, Tensor* t) const {
+    if (i >= in.size()) return false;
+    const ProfiledInput& p = in[i];
+    const int es = elem_size(p.type);
+    if (es == 0 || p.list || p.dims.size() != 1) return false;
+    t->in = &p;
+    t->es = es;
+    return true;
+  }
+  std::vector<Tensor> tensors() const {
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < in.size(); ++i) {
+      Tensor t;
+      if (tensor(i, &t)) out.push_back(t);
+    }
+    return out;
+  }
+  std::vector<long long> shape(size_t i) const {
+    Tensor t;
+    return tensor(i, &t) ? t.shape() : std::vector<long long>{};
+  }
+  double elements(size_t i) const {
+    Tensor t;
+    return tensor(i, &t) ? t.elements() : 0;
+  }
+  double bytes(size_t i) const {
+    Tensor t;
+    return tensor(i, &t) ? t.bytes() : 0;
+  }
+  int es(size_t i) const {
+    Tensor t;
+    return tensor(i, &t) ? t.es : 0;
+  }
+  std::vector<long long> ints(size_t i) const {
+    return i < in.size() ? parse_ints(in[i].value) : std::vector<long long>{};
+  }
+  // Bytes of every tensor input plus every TensorList member (read).
+  double read_all() const {
+    double b = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      Tensor t;
+      if (tensor(i, &t)) {
+        b += t.bytes();
+      } else if (in[i].list) {
+        for (size_t m = 0; m < in[i].dims.size(); ++m) {
+          const std::vector<long long>* s =
+              in[i].strides.size() == in[i].dims.size() ? &in[i].strides[m] : nullptr;
+          b += stored(in[i].dims[m], s) * list_es;
+        }
+      }
+    }
+    return b;
+  }
+  // Element size of the output: the first floating input's, else the first tensor's.
+  int out_es() const {
+    int first = 0;
+    for (const Tensor& t : tensors()) {
+      DType d;
+      if (floating_dtype(t.in->type, &d)) return t.es;
+      if (first == 0) first = t.es;
+    }
+    return first != 0 ? first : list_es;
+  }
+};
+
+std::vector<long long> broadcast(const std::vector<Tensor>& ts) {
+  std::vector<long long> out;
+  for (const Tensor& t : ts) {
+    const std::vector<long long>& s = t.shape();
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    const size_t off = out.size() - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      long long& o = out[off + i];
+      if (o == 1 || (s[i] != 1 && s[i] > o)) o = s[i];
+    }
+  }
+  return out;
+}
+
+std::string strip(const std::string& name) {
+  const std::string p = "aten::";
+  return name.rfind(p, 0) == 0 ? name.substr(p.size()) : name;
+}
+
+bool ends_with(const std::string& s, const std::string& e) {
+  return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+}
+
+// Value i of a per-spatial-dim list (a single value applies to every dim), else `dflt`.
+long long nth(const std::vector<long long>& v, size_t i, long long dflt) {
+  if (v.empty()) return dflt;
+  return v.size() == 1 ? v[0] : (i < v.size() ? v[i] : dflt);
+}
+
+// ---- Rules --------------------------------------------------------------------------------
+
+struct Work {
+  double flops = 0, bytes = 0;
+  std::string rule;
+  bool known = true;
+};
+
+// Forward convolution FLOPs from input x, weight w, output spatial dims.
+// (w[1] is C / groups already, so groups need not be known.)
+double conv_flops(const std::vector<long long>& x, const std::vector<long long>& w,
+                  const std::vector<long long>& out_spatial, bool transposed) {
+  if (x.size() < 3 || w.size() != x.size()) return 0;
+  double kernel = 1;
+  for (size_t i = 2; i < w.size(); ++i) kernel *= static_cast<double>(w[i]);
+  const double n = static_cast<double>(x[0]);
+  if (transposed) {
+    // w = [C_in, K/g, k...]: every input element meets K/g x kernel weights.
+    double in_sp = 1;
+    for (size_t i = 2; i < x.size(); ++i) in_sp *= static_cast<double>(x[i]);
+    return 2 * n * static_cast<double>(x[1]) * in_sp * static_cast<double>(w[1]) * kernel;
+  }
+  return 2 * n * static_cast<double>(w[0]) * numel(out_spatial) * static_cast<double>(w[1]) *
+         kernel;
+}
+
+std::vector<long long> conv_out_spatial(const std::vector<long long>& x,
+                                        const std::vector<long long>& w,
+                                        const std::vector<long long>& stride,
+                                        const std::vector<long long>& padding,
+                                        const std::vector<long long>& dilation, bool transposed,
+                                        const std::vector<long long>& output_padding) {
+  std::vector<long long> o;
+  if (x.size() < 3 || w.size() != x.size()) return o;
+  for (size_t i = 2; i < x.size(); ++i) {
+    const size_t j = i - 2;
+    const long long s = std::max(1LL, nth(stride, j, 1)), p = nth(padding, j, 0),
+                    d = std::max(1LL, nth(dilation, j, 1)), k = w[i];
+    long long v;
+    if (transposed) {
+      v = (x[i] - 1) * s - 2 * p + d * (k - 1) + nth(output_padding, j, 0) + 1;
+    } else {
+      v = (x[i] + 2 * p - d * (k - 1) - 1) / s + 1;
+    }
+    o.push_back(std::max(0LL, v));
+  }
+  return o;
+}
+
+Work conv_forward(const std::string& n, const Inputs& in) {
+  Work w;
+  w.rule = "conv";
+  Tensor x, wt;
+  if (!in.tensor(0, &x) || !in.tensor(1, &wt)) return w;
+  std::vector<long long> stride, padding, dilation, out_pad;
+  long long groups = 1;
+  bool transposed = false;
+  if (n == "cudnn_convolution" || n == "cudnn_convolution_transpose" ||
+      n == "miopen_convolution") {
+    // (x, w, [output_padding for transpose,] padding, stride, dilation, groups, ...)
+    size_t i = 2;
+    if (n == "cudnn_convolution_transpose") out_pad = in.ints(i++), transposed = true;
+    padding = in.ints(i);
+    stride = in.ints(i + 1);
+    dilation = in.ints(i + 2);
+    if (auto g = in.ints(i + 3); g.size() == 1) groups = g[0];
+  } else {
+    // convolution / _convolution (x, w, bias, stride, padding, dilation, transposed,
+    // output_padding, groups, ...)
+    stride = in.ints(3);
+    padding = in.ints(4);
+    dilation = in.ints(5);
+    if (auto t = in.ints(6); t.size() == 1) transposed = t[0] != 0;
+    out_pad = in.ints(7);
+    if (auto g = in.ints(8); g.size() == 1) groups = g[0];
+  }
+  const std::vector<long long> o =
+      conv_out_spatial(x.shape(), wt.shape(), stride, padding, dilation, transposed, out_pad);
+  if (o.empty()) return w;
+  w.flops = conv_flops(x.shape(), wt.shape(), o, transposed);
+  const long long k_out = transposed ? wt.shape()[1] * std::max(1LL, groups) : wt.shape()[0];
+  const double out_elems = static_cast<double>(x.shape()[0]) * static_cast<double>(k_out) * numel(o);
+  double bias = 0;
+  if (n == "convolution" || n == "_convolution") bias = in.bytes(2);
+  w.bytes = x.bytes() + wt.bytes() + bias + out_elems * in.out_es();
+  return w;
+}
+
+Work conv_backward(const std::string& n, const Inputs& in) {
+  Work w;
+  w.rule = "conv backward";
+  Tensor dy, x, wt;
+  std::vector<long long> mask;
+  bool transposed = false;
+  if (n == "convolution_backward") {
+    if (!in.tensor(0, &dy) || !in.tensor(1, &x) || !in.tensor(2, &wt)) return w;
+    if (auto t = in.ints(7); t.size() == 1) transposed = t[0] != 0;
+    mask = in.ints(10);
+  } else {  // cudnn_convolution_backward(x, dy, w, ..., output_mask)
+    if (!in.tensor(0, &x) || !in.tensor(1, &dy) || !in.tensor(2, &wt)) return w;
+    mask = in.ints(in.size() - 1);
+  }
+  if (mask.size() < 2) mask = {1, 1, 0};
+  if (mask.size() < 3) mask.push_back(0);
+  const std::vector<long long>& ys = dy.shape();
+  if (ys.size() < 3) return w;
+  // The forward op maps x to dy (transposed: dy to x).
+  const std::vector<long long> out_sp(ys.begin() + 2, ys.end());
+  std::vector<long long> in_sp(x.shape().begin() + std::min<size_t>(2, x.shape().size()),
+                               x.shape().end());
+  const double fwd = transposed ? conv_flops(dy.shape(), wt.shape(), in_sp, false)
+                                : conv_flops(x.shape(), wt.shape(), out_sp, false);
+  const int es = in.out_es();
+  if (mask[0]) w.flops += fwd, w.bytes += wt.bytes() + x.elements() * es;
+  if (mask[1]) w.flops += fwd, w.bytes += x.bytes() + wt.elements() * es;
+  if (mask[2]) w.flops += dy.elements(), w.bytes += static_cast<double>(ys[1]) * es;
+  w.bytes += dy.bytes();
+  return w;
+}
+
+// Elementwise: reads every input, writes the broadcast shape (in place: the first input).
+Work elementwise(const std::string& n, const Inputs& in) {
+  Work w;
+  w.rule = "elementwise";
+  const std::vector<Tensor> ts = in.tensors();
+  const bool inplace = ends_with(n, "_");
+  double out = 0;
+  if (inplace) {
+    w.rule = "in-place";
+    out = in.elements(0);
+  } else if (!ts.empty()) {
+    out = numel(broadcast(ts));
+  } else {
+    // TensorList-only ops: one output per listed element.
+    for (const ProfiledInput& p : in.in) {
+      if (!p.list) continue;
+      for (const auto& s : p.dims) out += numel(s);
+      break;
+    }
+  }
+  w.flops = out;
+  w.bytes = in.read_all() + out * in.out_es();
+  return w;
+}
+
+Work reduction(const Inputs& in) {
+  Work w;
+  w.rule = "reduction";
+  Tensor x;
+  if (!in.tensor(0, &x)) return w;
+  const std::vector<long long>& s = x.shape();
+  double out = 1;
+  const std::vector<long long> dims = in.ints(1);
+  if (!dims.empty() && !s.empty()) {
+    std::set<long long> reduced;
+    for (long long d : dims) reduced.insert(d < 0 ? d + static_cast<long long>(s.size()) : d);
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!reduced.count(static_cast<long long>(i))) out *= static_cast<double>(s[i]);
+    }
+  }
+  w.flops = x.elements();
+  w.bytes = x.bytes() + out * in.out_es();
+  return w;
+}
+
+Work foreach_op(const std::string& n, const Inputs& in, const std::vector<const ProfiledKernel*>& ks,
+                int es) {
+  Work w;
+  w.rule = "foreach";
+  int lists = 0;
+  double elems = 0;
+  bool have = false;
+  for (const ProfiledInput& p : in.in) {
+    if (!p.list) continue;
+    ++lists;
+    if (!have && !p.dims.empty()) {
+      for (const auto& s : p.dims) elems += numel(s);
+      have = true;
+    }
+  }
+  if (!have) {
+    // torch 2.11 records no TensorList dims for foreach ops: estimate from the launches.
+    long long blocks = 0;
+    for (const ProfiledKernel* k : ks) blocks += k->blocks;
+    elems = static_cast<double>(blocks) * 65536.0;
+    w.rule = "foreach (grid)";
+  }
+  if (lists == 0) lists = 1;
+  const int written = (n == "_fused_adam_" || n == "_fused_adamw_") ? 3 : 1;
+  w.flops = elems;
+  w.bytes = (lists + written) * elems * es;
+  return w;
+}
+
+Work rule_for(const std::string& name, const Inputs& in,
+              const std::vector<const ProfiledKernel*>& ks, int es) {
+  const std::string n = strip(name);
+  Work w;
+  Tensor a, b, c;
+  // ---- matmuls
+  if (n == "mm" || n == "addmm" || n == "addmm_" || n == "bmm" || n == "baddbmm" ||
+      n == "baddbmm_") {
+    const bool add = n.rfind("add", 0) == 0 || n.rfind("badd", 0) == 0;
+    const size_t ia = add ? 1 : 0;
+    w.rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
+    if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return w;
+    const auto& sa = a.shape();
+    const auto& sb = b.shape();
+    const bool batched = w.rule == "bmm";
+    const size_t rank = batched ? 3 : 2;
+    if (sa.size() != rank || sb.size() != rank) return w;
+    const double bt = batched ? static_cast<double>(sa[0]) : 1.0;
+    const double m = static_cast<double>(sa[rank - 2]), k = static_cast<double>(sa[rank - 1]),
+                 nn = static_cast<double>(sb[rank - 1]);
+    w.flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
+    w.bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
+    return w;
+  }
+  if (n == "linear") {
+    w.rule = "mm";
+    if (!in.tensor(0, &a) || !in.tensor(1, &b) || a.shape().empty() || b.shape().size() != 2) {
+      return w;
+    }
+    const double k = static_cast<double>(a.shape().back());
+    const double rows = a.elements() / std::max(1.0, k);
+    const double nn = static_cast<double>(b.shape()[0]);
+    const bool bias = in.tensor(2, &c);
+    w.flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
+    w.bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
+    return w;
+  }
+  // ---- convolutions
+  if (n == "cudnn_convolution" || n == "convolution" || n == "_convolution" ||
+      n == "cudnn_convolution_transpose" || n == "miopen_convolution") {
+    return conv_forward(n, in);
+  }
+  if (n == "convolution_backward" || n == "cudnn_convolution_backward") {
+    return conv_backward(n, in);
+  }
+  // ---- foreach (multi_tensor_apply)
+  if (n.rfind("_foreach_", 0) == 0 || n == "_fused_adam_" || n == "_fused_adamw_" ||
+      n == "_fused_sgd_") {
+    return foreach_op(n, in, ks, es);
+  }
+  // ---- normalization
+  if (n == "native_layer_norm") {
+    w.rule = "layer_norm";
+    if (!in.tensor(0, &a)) return w;
+    double norm = 1;
+    for (long long d : in.ints(1)) norm *= static_cast<double>(d);
+    if (in.ints(1).empty() && in.tensor(2, &b)) norm = b.elements();
+    const double rows = a.elements() / std::max(1.0, norm);
+    w.flops = a.elements();
+    w.bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
+    return w;
+  }
+  if (n == "native_layer_norm_backward") {
+    w.rule = "layer_norm backward";
+    if (!in.tensor(1, &a)) return w;
+    std::vector<long long> mask = in.ints(7);
+    if (mask.size() != 3) mask = {1, 1, 1};
+    w.flops = a.elements();
+    w.bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
+              (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
+    return w;
+  }
+  if (n == "native_batch_norm" || n == "cudnn_batch_norm" || n == "_native_batch_norm_legit" ||
+      n == "miopen_batch_norm") {
+    w.rule = "batch_norm";
+    if (!in.tensor(0, &a) || a.shape().size() < 2) return w;
+    const double ch = static_cast<double>(a.shape()[1]);
+    bool training = true;
+    if (auto t = in.ints(5); t.size() == 1) training = t[0] != 0;
+    const int passes = (n == "native_batch_norm" || n == "_native_batch_norm_legit") && training ? 2 : 1;
+    w.flops = a.elements();
+    w.bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
+              (training ? 2 * ch * 4 : 0);
+    return w;
+  }
+  if (n == "native_batch_norm_backward" || n == "cudnn_batch_norm_backward" ||
+      n == "miopen_batch_norm_backward") {
+    w.rule = "batch_norm backward";
+    const bool cudnn = n != "native_batch_norm_backward";
+    Tensor dy, x;
+    if (!(cudnn ? in.tensor(0, &x) && in.tensor(1, &dy) : in.tensor(0, &dy) && in.tensor(1, &x)) ||
+        x.shape().size() < 2) {
+      return w;
+    }
+    bool training = true;
+    if (!cudnn) {
+      if (auto t = in.ints(7); t.size() == 1) training = t[0] != 0;
+    }
+    const int passes = !cudnn && training ? 2 : 1;
+    const double ch = static_cast<double>(x.shape()[1]);
+    w.flops = x.elements();
+    w.bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
+              x.elements() * x.es + 2 * ch * x.es;
+    return w;
+  }
+  // ---- softmax
+  if (n == "_softmax" || n == "_log_softmax") {
+    w.rule = "softmax";
+    if (!in.tensor(0, &a)) return w;
+    bool to_float = false;
+    if (auto t = in.ints(2); t.size() == 1) to_float = t[0] != 0;
+    w.flops = a.elements();
+    w.bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
+    return w;
+  }
+  // ---- reductions
+  if (n == "sum" || n == "mean" || n == "amax" || n == "amin" || n == "max" || n == "min" ||
+      n == "prod" || n == "norm" || n == "var" || n == "std" || n == "linalg_vector_norm") {
+    return reduction(in);
+  }
+  // ---- losses, gathers, embeddings
+  if (n == "nll_loss_forward") {
+    w.rule = "nll_loss";
+    Tensor t;
+    if (!in.tensor(0, &a) || !in.tensor(1, &t)) return w;
+    const double rows = t.elements();
+    const auto red = in.ints(3);
+    const bool none = red.size() == 1 && red[0] == 0;
+    w.flops = rows;
+    w.bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
+    return w;
+  }
+  if (n == "nll_loss_backward") {
+    w.rule = "nll_loss backward";
+    Tensor t;
+    if (!in.tensor(1, &a) || !in.tensor(2, &t)) return w;
+    w.flops = t.elements();
+    w.bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
+    return w;
+  }
+  if (n == "gather" || n == "index_select") {
+    w.rule = "gather";
+    Tensor idx;
+    if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return w;
+    double out = idx.elements();
+    const std::vector<long long>& s = a.shape();
+    if (n == "index_select" && !s.empty()) {
+      const auto dim = in.ints(1);
+      const long long r = static_cast<long long>(s.size());
+      const long long d = dim.size() == 1 ? std::clamp(dim[0] < 0 ? dim[0] + r : dim[0], 0LL, r - 1) : 0;
+      out = a.elements() / std::max(1.0, static_cast<double>(s[static_cast<size_t>(d)])) *
+            idx.elements();
+    }
+    w.flops = out;
+    w.bytes = idx.bytes() + 2 * out * a.es;
+    return w;
+  }
+  if (n == "embedding_dense_backward") {
+    w.rule = "embedding backward";
+    if (!in.tensor(0, &a)) return w;
+    w.flops = a.elements();
+    w.bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
+    return w;
+  }
+  // ---- pooling
+  if (n == "max_pool2d_with_indices" || n == "max_pool3d_with_indices") {
+    w.rule = "max_pool";
+    if (!in.tensor(0, &a) || a.shape().size() < 3) return w;
+    const std::vector<long long> kernel = in.ints(1), stride = in.ints(2), pad = in.ints(3),
+                                 dil = in.ints(4);
+    bool ceil_mode = false;
+    if (auto t = in.ints(5); t.size() == 1) ceil_mode = t[0] != 0;
+    const size_t sp = n == "max_pool2d_with_indices" ? 2 : 3;
+    if (a.shape().size() < sp) return w;
+    double out = a.elements(), area = 1;
+    for (size_t j = 0; j < sp; ++j) {
+      const long long i = a.shape()[a.shape().size() - sp + j];
+      const long long k = nth(kernel, j, 1), s = std::max(1LL, nth(stride, j, k)),
+                      p = nth(pad, j, 0), d = std::max(1LL, nth(dil, j, 1));
+      const long long span = i + 2 * p - d * (k - 1) - 1;
+      long long o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+      if (ceil_mode && (o - 1) * s >= i + p) --o;
+      out = out / static_cast<double>(std::max(1LL, i)) * static_cast<double>(std::max(0LL, o));
+      area *= static_cast<double>(k);
+    }
+    w.flops = out * area;
+    w.bytes = a.bytes() + out * a.es + out * 8;
+    return w;
+  }
+  if (n == "max_pool2d_with_indices_backward" || n == "max_pool3d_with_indices_backward") {
+    w.rule = "max_pool backward";
+    Tensor dy;
+    if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return w;
+    w.flops = dy.elements();
+    w.bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
+    return w;
+  }
+  // ---- data movement
+  if (n == "cat") {
+    w.rule = "cat";
+    const double r = in.read_all();
+    w.bytes = 2 * r;
+    w.flops = in.list_es > 0 ? r / in.list_es : 0;
+    return w;
+  }
+  if (n == "copy_") {
+    w.rule = "copy";
+    if (!in.tensor(0, &a)) return w;
+    w.flops = a.elements();
+    w.bytes = in.bytes(1) + a.elements() * a.es;
+    return w;
+  }
+  if (n == "fill_" || n == "zero_" || n == "normal_" || n == "uniform_" || n == "bernoulli_" ||
+      n == "random_" || n == "exponential_") {
+    w.rule = "fill";
+    if (!in.tensor(0, &a)) return w;
+    w.flops = a.elements();
+    w.bytes = a.elements() * a.es;
+    return w;
+  }
+  if (n == "arange") {
+    w.rule = "arange";
+    double start = 0, end = 0, step = 1;
+    auto val = [&](size_t i, double* v) {
+      if (i >= in.size()) return false;
+      try {
+        size_t used = 0;
+        *v = std::stod(in.in[i].value, &used);
+        return used == in.in[i].value.size();
+      } catch (...) {
+        return false;
+      }
+    };
+    if (!val(2, &step)) step = 1;
+    if (val(0, &start) && val(1, &end) && step != 0) {
+      const double count = std::max(0.0, std::ceil((end - start) / step));
+      int es_out = 8;
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (elem_size(in.in[i].type) > 0) es_out = elem_size(in.in[i].type);
+      }
+      w.flops = count;
+      w.bytes = count * es_out;
+    }
+    return w;
+  }
+  if (n == "native_dropout") {
+    w.rule = "dropout";
+    if (!in.tensor(0, &a)) return w;
+    w.flops = a.elements();
+    w.bytes = a.bytes() + a.elements() * (a.es + 1);
+    return w;
+  }
+  // ---- everything else: elementwise (broadcast), known names or not
+  static const std::set<std::string> known = {
+      "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "exp", "exp_",
+      "log", "log_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "pow", "pow_", "abs", "reciprocal",
+      "relu", "relu_", "gelu", "gelu_", "gelu_backward", "silu", "silu_", "silu_backward",
+      "sigmoid", "sigmoid_", "sigmoid_backward", "tanh", "tanh_", "tanh_backward",
+      "threshold_backward", "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max",
+      "clamp_max_", "where", "masked_fill", "masked_fill_", "native_dropout_backward",
+      "_softmax_backward_data", "_log_softmax_backward_data", "addcmul", "addcmul_", "addcdiv",
+      "addcdiv_", "lerp", "lerp_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+      "_to_copy", "hardtanh", "hardtanh_", "hardtanh_backward", "leaky_relu", "leaky_relu_",
+      "leaky_relu_backward", "erf", "sin", "cos", "square", "maximum", "minimum", "triu", "tril",
+      "_local_scalar_dense", "clone", "contiguous", "mse_loss", "mse_loss_backward",
+      "native_dropout_backward", "threshold", "threshold_", "fmod", "remainder", "sign", "floor",
+      "ceil", "round", "trunc", "frac", "copysign", "atan2", "hypot", "bitwise_and",
+      "bitwise_or", "bitwise_not", "logical_and", "logical_or", "isinf", "isnan", "nan_to_num",
+  };
+  w = elementwise(n, in);
+  w.known = known.count(n) > 0;
+  return w;
+}
+
+// Dtype from a kernel name's template arguments (foreach kernels name their scalar type).
+bool dtype_from_kernel(const std::string& k, DType* d) {
+  if (k.find("c10::BFloat16") != std::string::npos || k.find("__nv_bfloat16") != std::string::npos) {
+    return *d = DType::kBF16, true;
+  }
+  if (k.find("c10::Half") != std::string::npos || k.find("__half") != std::string::npos) {
+    return *d = DType::kF16, true;
+  }
+  if (k.find("Functor<double") != std::string::npos || k.find("<double") != std::string::npos) {
+    return *d = DType::kF64, true;
+  }
+  if (k.find("Functor<float") != std::string::npos || k.find("<float") != std::string::npos) {
+    return *d = DType::kF32, true;
+  }
+  return false;
+}
+
+std::string memcpy_kind(const ProfiledKernel& k) {
+  if (k.cat == "gpu_memset") return "memset";
+  for (const char* d : {"DtoD", "HtoD", "DtoH", "PtoP", "HtoH"}) {
+    if (k.name.find(d) != std::string::npos) return std::string("memcpy ") + d;
+  }
+  return "memcpy";
+}
+
+// ---- Errors -------------------------------------------------------------------------------
+
+double nearest_rank(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  i = std::clamp<size_t>(i, 1, v.size()) - 1;
+  return v[i];
+}
+
+ProfiledError summarize(const std::vector<const ProfiledRow*>& rows) {
+  ProfiledError e;
+  std::vector<double> abs_err, signed_err;
+  for (const ProfiledRow* r : rows) {
+    abs_err.push_back(std::fabs(r->rel_error));
+    signed_err.push_back(r->rel_error);
+    e.measured_s += r->op.measured_s;
+    e.predicted_s += r->predicted_s;
+  }
+  e.error.points = static_cast<int>(rows.size());
+  e.error.median = nearest_rank(abs_err, 0.5);
+  e.error.p90 = nearest_rank(abs_err, 0.9);
+  e.signed_median = nearest_rank(signed_err, 0.5);
+  return e;
+}
+
+std::string us(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f us", s * 1e6);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std::string>* notes) {
+  // Group the trace's events per CPU op instance, in order of first appearance.
+  struct Acc {
+    std::vector<const ProfiledKernel*> kernels;
+    std::map<std::string, std::vector<const ProfiledKernel*>> copies;  // memcpy / memset kind
+    size_t first = 0;
+  };
+  std::unordered_map<long long, Acc> by_op;
+  std::vector<long long> order;
+  int orphans = 0;
+  double orphan_s = 0;
+  for (size_t i = 0; i < trace.kernels.size(); ++i) {
+    const ProfiledKernel& k = trace.kernels[i];
+    if (k.op_id < 0 || !trace.ops.count(k.op_id)) {
+      ++orphans;
+      orphan_s += k.dur_s;
+      continue;
+    }
+    auto [it, fresh] = by_op.try_emplace(k.op_id);
+    if (fresh) {
+      it->second.first = i;
+      order.push_back(k.op_id);
+    }
+    if (k.cat == "kernel") {
+      it->second.kernels.push_back(&k);
+    } else {
+      it->second.copies[memcpy_kind(k)].push_back(&k);
+    }
+  }
+
+  // The trace's most common floating dtype (the fallback for TensorList-only ops).
+  std::map<DType, int> dtype_votes;
+  for (long long id : order) {
+    const ProfiledCpuOp& op = trace.ops.at(id);
+    for (const ProfiledInput& p : op.inputs) {
+      DType d;
+      if (!p.list && floating_dtype(p.type, &d)) {
+        ++dtype_votes[d];
+        break;
+      }
+    }
+  }
+  DType majority = DType::kF32;
+  bool have_majority = false;
+  int best = 0;
+  for (const auto& [d, n] : dtype_votes) {
+    if (n > best) best = n, majority = d, have_majority = true;
+  }
+
+  std::vector<ProfiledOp> rows, copy_rows;
+  std::map<std::string, int> unknown, no_shapes;
+  for (long long id : order) {
+    const ProfiledCpuOp& cpu = trace.ops.at(id);
+    const Acc& acc = by_op.at(id);
+    // Dtype.
+    DType dtype = DType::kF32;
+    bool found = false;
+    for (const ProfiledInput& p : cpu.inputs) {
+      if (!p.list && floating_dtype(p.type, &dtype)) {
+        found = true;
+        break;
+      }
+    }
+    if (!found && !acc.kernels.empty()) found = dtype_from_kernel(acc.kernels.front()->name, &dtype);
+    if (!found && have_majority) dtype = majority, found = true;
+    if (!found) {
+      for (const ProfiledInput& p : cpu.inputs) {
+        if (!p.list && any_dtype(p.type, &dtype)) break;
+      }
+    }
+    const int es = dtype_bytes(dtype);
+    Inputs in{cpu.inputs, es};
+    if (!acc.kernels.empty()) {
+      ProfiledOp r;
+      r.source = trace.source;
+      r.op_id = id;
+      r.op = cpu.name;
+      r.category = classify_kernel(cpu.name, acc.kernels.front()->name);
+      r.dtype = dtype;
+      for (const ProfiledKernel* k : acc.kernels) r.measured_s += k->dur_s;
+      r.kernels = static_cast<int>(acc.kernels.size());
+      r.has_shapes = !cpu.inputs.empty();
+      const Work w = rule_for(cpu.name, in, acc.kernels, es);
+      r.flops = w.flops;
+      r.bytes = w.bytes;
+      r.rule = w.rule;
+      r.known = w.known;
+      if (!r.known) ++unknown[cpu.name];
+      if (!r.has_shapes) ++no_shapes[cpu.name];
+      rows.push_back(std::move(r));
+    }
+    for (const auto& [kind, ks] : acc.copies) {
+      ProfiledOp r;
+      r.source = trace.source;
+      r.op_id = id;
+      r.op = cpu.name;
+      r.kind = kind;
+      r.category = OpCategory::kDataMovement;
+      r.dtype = dtype;
+      r.rule = kind == "memset" ? "memset bytes" : (kind == "memcpy DtoD" ? "2 x memcpy bytes"
+                                                                          : "memcpy bytes");
+      double b = 0;
+      for (const ProfiledKernel* k : ks) {
+        r.measured_s += k->dur_s;
+        b += k->bytes;
+      }
+      r.kernels = static_cast<int>(ks.size());
+      r.bytes = kind == "memcpy DtoD" ? 2 * b : b;
+      copy_rows.push_back(std::move(r));
+    }
+  }
+  rows.insert(rows.end(), copy_rows.begin(), copy_rows.end());
+  if (notes) {
+    const std::string src = trace.source + ": ";
+    if (orphans > 0) {
+      notes->push_back(src + std::to_string(orphans) + " kernel / memcpy / memset events (" +
+                       us(orphan_s) + ") without a launching CPU op: left out");
+    }
+    auto list = [](const std::map<std::string, int>& m) {
+      std::string s;
+      for (const auto& [name, n] : m) {
+        s += (s.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
+      }
+      return s;
+    };
+    if (!unknown.empty()) {
+      int n = 0;
+      for (const auto& [name, c] : unknown) n += c;
+      notes->push_back(src + std::to_string(n) +
+                       " ops without a rule of their own, generic elementwise rule: " +
+                       list(unknown));
+    }
+    if (!no_shapes.empty()) {
+      notes->push_back(src + "no recorded inputs (record_shapes=False?), bytes 0: " +
+                       list(no_shapes));
+    }
+  }
+  return rows;
+}
+
+ProfiledCheckReport check_profiled_ops(const Cluster& cluster, const CostProfile& profile,
+                                       const std::vector<ProfilerTrace>& traces) {
+  const CostModel cost(cluster, profile);
+  int gpu = 0;
+  for (int i = 0; i < cluster.num_devices(); ++i) {
+    if (cluster.device(i).spec.kind == DeviceKind::kGpu) {
+      gpu = i;
+      break;
+    }
+  }
+  ProfiledCheckReport rep;
+  std::map<std::string, int> skipped;
+  for (const ProfilerTrace& t : traces) {
+    for (ProfiledOp& op : profiled_ops(t, &rep.notes)) {
+      if (op.kind != "kernel" && op.kind != "memcpy DtoD" && op.kind != "memset") {
+        ++skipped[op.kind + " rows (host <-> device or peer copies, not device ops)"];
+        continue;
+      }
+      if (op.category == OpCategory::kCommunication) {
+        ++skipped["communication kernels (collectives are checked with --measurements)"];
+        continue;
+      }
+      if (!(op.measured_s > 0)) {
+        ++skipped["rows with a zero measured time"];
+        continue;
+      }
+      ProfiledRow row;
+      Op g;
+      g.category = op.category;
+      g.dtype = op.dtype;
+      g.flops = op.flops;
+      row.predicted_s = cost.op_time(g, static_cast<uint64_t>(std::llround(op.bytes)), gpu) +
+                        std::max(0, op.kernels - 1) * cost.launch_overhead(gpu);
+      row.rel_error = (row.predicted_s - op.measured_s) / op.measured_s;
+      row.group = op.kind == "kernel" ? std::string(to_string(op.category)) + " " + to_string(op.dtype)
+                                      : op.kind;
+      row.op = std::move(op);
+      rep.rows.push_back(std::move(row));
+    }
+  }
+  for (const auto& [why, n] : skipped) {
+    rep.notes.push_back(std::to_string(n) + " " + why + ": left out");
+  }
+  auto grouped = [&](auto key) {
+    std::map<std::string, std::vector<const ProfiledRow*>> m;
+    for (const ProfiledRow& r : rep.rows) {
+      const std::string k = key(r);
+      if (!k.empty()) m[k].push_back(&r);
+    }
+    std::vector<std::pair<std::string, ProfiledError>> out;
+    for (const auto& [k, rows] : m) out.emplace_back(k, summarize(rows));
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return a.second.measured_s > b.second.measured_s;
+    });
+    return out;
+  };
+  rep.groups = grouped([](const ProfiledRow& r) { return r.group; });
+  rep.by_op = grouped([](const ProfiledRow& r) {
+    return r.op.kind == "kernel" ? r.op.op + " " + to_string(r.op.dtype) : r.op.op + " " + r.op.kind;
+  });
+  std::vector<const ProfiledRow*> kernels, copies;
+  for (const ProfiledRow& r : rep.rows) (r.op.kind == "kernel" ? kernels : copies).push_back(&r);
+  rep.overall = summarize(kernels);
+  rep.transfers = summarize(copies);
+  return rep;
+}
+
+}  // namespace placer
