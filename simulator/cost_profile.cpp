@@ -146,6 +146,9 @@ void CostProfile::validate(const std::string& where) const {
   for (int c = 0; c < kNumOpCategories; ++c) {
     const std::string base = std::string("ops.") + to_string(static_cast<OpCategory>(c));
     validate_curve(ops[c].compute, where, base + ".compute_efficiency");
+    for (const auto& [dtype, curve] : ops[c].compute_by_dtype) {
+      validate_curve(curve, where, base + ".compute_efficiency_by_dtype." + to_string(dtype));
+    }
     validate_curve(ops[c].memory, where, base + ".memory_efficiency");
   }
   for (int l = 1; l < kNumLinkLevels; ++l) {
@@ -375,12 +378,26 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
         }
         r.fail(field, "unknown op category '" + key + "' (expected one of: " + all + ")");
       }
-      r.check_keys(it->second, field, {"compute_efficiency", "memory_efficiency", "dispatch"});
+      r.check_keys(it->second, field,
+                   {"compute_efficiency", "compute_efficiency_by_dtype", "memory_efficiency",
+                    "dispatch"});
       if (const YAML::Node d = it->second["dispatch"]) {
         p.op(cat).dispatch = r.to_quantity(d, QuantityKind::kTime, field_join(field, "dispatch"));
       }
       if (const YAML::Node c = it->second["compute_efficiency"]) {
         p.op(cat).compute = read_curve(r, c, field_join(field, "compute_efficiency"));
+      }
+      if (const YAML::Node by = it->second["compute_efficiency_by_dtype"]) {
+        const std::string by_field = field_join(field, "compute_efficiency_by_dtype");
+        r.expect_map(by, by_field);
+        for (auto d = by.begin(); d != by.end(); ++d) {
+          const std::string name = r.scalar(d->first, by_field);
+          DType dtype;
+          if (!parse_dtype(name, &dtype)) {
+            r.fail(field_join(by_field, name), "unknown dtype '" + name + "' (expected f32, f16, bf16, ...)");
+          }
+          p.op(cat).compute_by_dtype[dtype] = read_curve(r, d->second, field_join(by_field, name));
+        }
       }
       if (const YAML::Node m = it->second["memory_efficiency"]) {
         p.op(cat).memory = read_curve(r, m, field_join(field, "memory_efficiency"));
@@ -516,6 +533,11 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
   for (int c = 0; c < kNumOpCategories; ++c) {
     nlohmann::ordered_json o;
     o["compute_efficiency"] = write_curve(p.ops[c].compute);
+    if (!p.ops[c].compute_by_dtype.empty()) {
+      nlohmann::ordered_json by = nlohmann::ordered_json::object();
+      for (const auto& [dtype, curve] : p.ops[c].compute_by_dtype) by[to_string(dtype)] = write_curve(curve);
+      o["compute_efficiency_by_dtype"] = by;
+    }
     o["memory_efficiency"] = write_curve(p.ops[c].memory);
     if (p.ops[c].dispatch > 0) o["dispatch"] = format_time(p.ops[c].dispatch);
     ops[to_string(static_cast<OpCategory>(c))] = o;

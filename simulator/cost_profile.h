@@ -45,14 +45,26 @@ struct EfficiencyCurve {
 /// Efficiency curves of one op category.
 struct OpCostProfile {
   EfficiencyCurve compute;  ///< fraction of peak FLOP/s vs the op's FLOPs
+  /// Per-dtype compute curves that replace `compute` for ops of that dtype. FP32 GEMMs run
+  /// on the CUDA cores and BF16 ones on the tensor cores: a small GEMM takes about the same
+  /// few microseconds in both, so its fraction of the (15x different) peaks differs, and one
+  /// curve over FLOPs cannot hold both (measured on an H100: docs/results.md).
+  std::map<DType, EfficiencyCurve> compute_by_dtype;
   EfficiencyCurve memory;   ///< fraction of memory bandwidth vs the op's bytes accessed
   /// Host time to issue one op of this category (framework dispatch: Python, autograd,
   /// the CUDA launch call), seconds. The device's host issues ops in order; an op cannot
   /// start before it is issued, so chains of small ops become host-bound.
   double dispatch = 0;
 
+  /// The compute curve of ops of `dtype`: its own curve if it has one, else `compute`.
+  const EfficiencyCurve& compute_for(DType dtype) const {
+    const auto it = compute_by_dtype.find(dtype);
+    return it == compute_by_dtype.end() ? compute : it->second;
+  }
+
   bool operator==(const OpCostProfile& o) const {
-    return compute == o.compute && memory == o.memory && dispatch == o.dispatch;
+    return compute == o.compute && compute_by_dtype == o.compute_by_dtype &&
+           memory == o.memory && dispatch == o.dispatch;
   }
   bool operator!=(const OpCostProfile& o) const { return !(*this == o); }
 };

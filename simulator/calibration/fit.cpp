@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "simulator/calibration/rate_fit.h"
 #include "simulator/cost_model.h"
 #include "src/io/units.h"
 #include "src/util/error.h"
@@ -411,6 +412,44 @@ struct ComputePoint {
   double flops = 0, bytes = 0, time = 0;
 };
 
+// Compute-bound categories: one latency-rate model per dtype (rate_fit.h), each dtype's own
+// curve; the category's curve (for dtypes without rows) is that of the dtype with the most
+// rows. pts[i] ran busy[i] seconds on the GPU.
+void fit_compute_curves(OpCostProfile& prof, const DeviceSpec& spec,
+                        const std::vector<const ComputePoint*>& pts,
+                        const std::vector<double>& busy, std::string* summary) {
+  std::map<DType, std::vector<RatePoint>> by_dtype;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    by_dtype[pts[i]->dtype].push_back({pts[i]->flops, pts[i]->bytes, busy[i]});
+  }
+  const EfficiencyCurve memory = prof.memory;
+  const double bandwidth = spec.memory_bandwidth;
+  const auto memory_time = [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); };
+  prof.compute_by_dtype.clear();
+  size_t most = 0;
+  for (const auto& [dtype, rp] : by_dtype) {
+    double fmin = std::numeric_limits<double>::infinity(), fmax = 0;
+    for (const RatePoint& r : rp) fmin = std::min(fmin, r.flops), fmax = std::max(fmax, r.flops);
+    EfficiencyCurve curve;
+    std::string numbers;
+    if (fmax <= fmin * (1 + 1e-9)) {
+      // One size: latency and rate cannot be told apart; a constant efficiency.
+      std::vector<double> size, eff;
+      for (const RatePoint& r : rp) size.push_back(r.flops), eff.push_back(r.flops / (spec.peak(dtype) * r.busy));
+      curve = fit_efficiency_curve(size, eff, 1.0, 1e-4, 2.0);
+      numbers = fixed(curve.points.front().second, 4) + " of peak (one size)";
+    } else {
+      const LatencyRate lr = fit_latency_rate(rp, memory_time);
+      curve = latency_rate_curve(lr, spec.peak(dtype), fmin, fmax);
+      numbers = "latency " + human_time(lr.latency) + " + rate " + fixed(lr.rate / 1e12, 1) + " TFLOP/s";
+    }
+    prof.compute_by_dtype[dtype] = curve;
+    if (rp.size() > most) most = rp.size(), prof.compute = curve;
+    *summary += std::string(summary->empty() ? "" : "; ") + to_string(dtype) + " " + numbers;
+  }
+  if (by_dtype.size() == 1) prof.compute_by_dtype.clear();  // the category curve is the one
+}
+
 // Median of the smallest 5% (at least one) of the values.
 double floor_time(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -602,6 +641,7 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
     }
     const double launch = p.launch_overhead >= 0 ? p.launch_overhead : spec.launch_overhead;
     std::map<int, std::vector<const ComputePoint*>> by_cat;
+    std::map<int, std::string> rate_summary;  // compute-bound category -> fitted numbers
     for (const ComputePoint& c : compute) by_cat[static_cast<int>(c.cat)].push_back(&c);
     for (const auto& [ci, pts] : by_cat) {
       const OpCategory cat = static_cast<OpCategory>(ci);
@@ -615,11 +655,12 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
         size.push_back(s);
         eff.push_back(s / (peak * busy));
       }
-      EfficiencyCurve curve = fit_efficiency_curve(size, eff, options.knot_step, 1e-4, 2.0);
       if (cb) {
-        p.op(cat).compute = curve;
+        std::vector<double> busy;
+        for (size_t i = 0; i < pts.size(); ++i) busy.push_back(size[i] / (spec.peak(pts[i]->dtype) * eff[i]));
+        fit_compute_curves(p.op(cat), spec, pts, busy, &rate_summary[ci]);
       } else {
-        p.op(cat).memory = curve;
+        p.op(cat).memory = fit_efficiency_curve(size, eff, options.knot_step, 1e-4, 2.0);
       }
     }
     // Errors with the whole op model (launch + roofline), as the simulator will use it.
@@ -643,11 +684,12 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
       TermFit t2;
       t2.term = std::string("ops.") + to_string(cat) +
                 (cb ? ".compute_efficiency" : ".memory_efficiency");
-      t2.model = "efficiency curve";
-      const EfficiencyCurve& c = cb ? p.op(cat).compute : p.op(cat).memory;
-      t2.values = std::to_string(c.points.size()) + " knots, " + fixed(c.points.front().second, 3) +
-                  " .. " + fixed(c.points.back().second, 3) +
-                  (cb ? " of peak FLOP/s" : " of memory bw");
+      t2.model = cb ? "latency + rate" : "efficiency curve";
+      const EfficiencyCurve& c = p.op(cat).memory;
+      t2.values = cb ? rate_summary[ci]
+                     : std::to_string(c.points.size()) + " knots, " +
+                           fixed(c.points.front().second, 3) + " .. " +
+                           fixed(c.points.back().second, 3) + " of memory bw";
       t2.points = static_cast<int>(pts.size());
       t2.error = relative_errors(pred, meas);
       p.fit_errors[t2.term] = t2.error;

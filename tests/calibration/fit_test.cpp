@@ -217,6 +217,40 @@ TEST(FitProfile, FromAProfilerTrace) {
   EXPECT_LT(err.median, 5e-4);
 }
 
+// GEMM rows of two dtypes on two_gpus.cluster.yaml (10 TFLOP/s for every dtype, 5 us
+// launch): f32 at 0.8 and bf16 at 0.2 of peak at every size. One curve over FLOPs cannot
+// hold both; each dtype gets its own, and each reproduces its rows.
+TEST(FitProfile, TwoDtypesGetTheirOwnComputeCurves) {
+  const Cluster c = load_cluster_yaml(data("two_gpus.cluster.yaml"));
+  MeasurementSet set;
+  set.source = "mem.csv";
+  for (const char* dtype : {"fp32", "bf16"}) {
+    const double eff = std::string(dtype) == "fp32" ? 0.8 : 0.2;
+    for (double flops : {1e9, 1e10, 1e11}) {
+      Measurement m;
+      m.kind = MeasureKind::kGemm;
+      m.op = "gemm";
+      m.dtype = dtype;
+      m.flops = flops;
+      m.bytes = 1e6;
+      m.devices = 1;
+      m.hosts = 1;
+      m.time_s = 5e-6 + flops / (1e13 * eff);  // the launch plus the kernel
+      set.rows.push_back(m);
+    }
+  }
+  const FitReport r = fit_profile(c, uniform_profile(1.0), {set}, {});
+  const OpCostProfile& mm = r.profile.op(OpCategory::kMatMul);
+  ASSERT_EQ(mm.compute_by_dtype.size(), 2u);
+  EXPECT_NEAR(mm.compute_for(DType::kF32).at(1e10), 0.8, 1e-3);
+  EXPECT_NEAR(mm.compute_for(DType::kBF16).at(1e10), 0.2, 1e-3);
+  // f16 had no rows: it takes the curve fitted over all rows.
+  EXPECT_EQ(&mm.compute_for(DType::kF16), &mm.compute);
+  EXPECT_LT(r.profile.fit_errors.at("ops.matmul.compute_efficiency").p90, 5e-3);
+  const CheckReport chk = check_profile(c, r.profile, {set});
+  EXPECT_LT(chk.compute.p90, 5e-3);
+}
+
 TEST(FitProfile, NothingToFit) {
   const Cluster c = load_cluster_yaml(data("two_gpus.cluster.yaml"));
   EXPECT_THROW(fit_profile(c, default_profile(), {}, {}), ValidationError);

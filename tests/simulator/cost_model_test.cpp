@@ -53,6 +53,22 @@ TEST(CostModel, EfficiencyCurveUsesTheScaledSize) {
   EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kMatMul, 1e10), 0, 0, 0.1), 1e9 / (1e12 * 0.5));
 }
 
+TEST(CostModel, DtypeCurveReplacesTheCategoryCurve) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  CostProfile p = uniform_profile(1.0);
+  p.op(OpCategory::kMatMul).compute = EfficiencyCurve::constant(0.5);
+  p.op(OpCategory::kMatMul).compute_by_dtype[DType::kBF16] = EfficiencyCurve::constant(0.25);
+  const CostModel m(c, p);
+  // 1e9 FLOPs at 1e12 FLOP/s: f32 at 0.5 of peak, bf16 at its own 0.25, f16 (no curve of
+  // its own) at the category's 0.5.
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kMatMul, 1e9, DType::kF32), 0, 0), 2e-3);
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kMatMul, 1e9, DType::kBF16), 0, 0), 4e-3);
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kMatMul, 1e9, DType::kF16), 0, 0), 2e-3);
+  // A plan's compute dtype selects the curve too.
+  EXPECT_DOUBLE_EQ(
+      m.op_time(make_op(OpCategory::kMatMul, 1e9, DType::kF32), 0, 0, 1.0, DType::kBF16), 4e-3);
+}
+
 TEST(CostModel, TransferTimeWithProfileOverrides) {
   const Cluster c = make_cluster(2, 2, link(1e-6, 1e11), link(5e-6, 1e10));
   const CostModel plain(c, uniform_profile(1.0));

@@ -48,6 +48,8 @@ TEST(CostProfile, YamlRoundTrip) {
   p.name = "tuned";
   p.description = "fitted on a test box";
   p.op(OpCategory::kConv).compute = EfficiencyCurve::ramp({{7, 0.125}, {9.5, 0.6125}});
+  p.op(OpCategory::kMatMul).compute_by_dtype[DType::kF32] = EfficiencyCurve::ramp({{8, 0.5}, {11, 0.75}});
+  p.op(OpCategory::kMatMul).compute_by_dtype[DType::kBF16] = EfficiencyCurve::constant(0.625);
   p.link(LinkLevel::kInterHost).latency = 7.5e-6;
   p.link(LinkLevel::kInterHost).bandwidth = 12.5e9;
   p.link(LinkLevel::kIntraHost).bandwidth_efficiency = 0.73;
@@ -105,6 +107,15 @@ TEST(CostProfile, BadFieldsNameFileAndField) {
   EXPECT_NE(m.find("bad.profile.yaml: ops.matmul.compute_efficiency[1]"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops:\n  conv: {memory_efficiency: -0.5}\n");
   EXPECT_NE(m.find("ops.conv.memory_efficiency"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  convolution: {memory_efficiency: 0.5}\n");
+  EXPECT_NE(m.find("unknown op category 'convolution'"), std::string::npos) << m;
+  m = expect_error(
+      "format_version: \"1.0\"\nops:\n  matmul: {compute_efficiency_by_dtype: {fp33: 0.5}}\n");
+  EXPECT_NE(m.find("ops.matmul.compute_efficiency_by_dtype.fp33"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown dtype 'fp33'"), std::string::npos) << m;
+  m = expect_error(
+      "format_version: \"1.0\"\nops:\n  matmul: {compute_efficiency_by_dtype: {bf16: -1}}\n");
+  EXPECT_NE(m.find("ops.matmul.compute_efficiency_by_dtype.bf16"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops:\n  convolution: {memory_efficiency: 0.5}\n");
   EXPECT_NE(m.find("unknown op category 'convolution'"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops:\n  conv: {memory_eficiency: 0.5}\n");

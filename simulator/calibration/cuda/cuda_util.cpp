@@ -1,5 +1,7 @@
 #include "cuda_util.h"
 
+#include "driver_info.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -165,12 +167,8 @@ std::string driver_version() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (in && std::getline(in, line)) {
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..."
-    std::istringstream words(line);
-    std::string w;
-    while (words >> w) {
-      if (w == "Module" && words >> w) return w + " (" + api + ")";
-    }
+    const std::string v = nvrm_driver_version(line);
+    if (!v.empty()) return v + " (" + api + ")";
   }
   return api;
 }
