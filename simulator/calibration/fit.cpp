@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "simulator/calibration/profiler_ops.h"
 #include "simulator/calibration/rate_fit.h"
 #include "simulator/cost_model.h"
 #include "src/io/units.h"
@@ -410,6 +411,9 @@ struct ComputePoint {
   OpCategory cat = OpCategory::kOther;
   DType dtype = DType::kF32;
   double flops = 0, bytes = 0, time = 0;
+  // Launch overheads inside `time`: 1 for a CSV row (back-to-back runs: the launch gap plus
+  // the kernel); 0 for profiled ops (kernel durations only, as check_profiled_ops compares).
+  int kernels = 1;
 };
 
 // Compute-bound categories: one latency-rate model per dtype (rate_fit.h), each dtype's own
@@ -538,19 +542,40 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
       }
     }
   }
-  // Profiler traces: one point per CPU-op instance (its kernels' total time).
+  // Profiler traces: one point per CPU-op instance (its kernels' total time). Ops whose
+  // inputs the trace recorded (record_shapes) get FLOPs, bytes and dtype from
+  // profiled_ops(); others only when the op carries "flops" (compute-bound, trace_dtype).
   std::vector<double> kernel_times;
   for (const ProfilerTrace& tr : traces) {
+    std::set<long long> covered;
+    for (const ProfiledOp& r : profiled_ops(tr)) {
+      if (r.kind != "kernel" || !r.has_shapes || !r.known) continue;
+      if (r.category == OpCategory::kOther || r.category == OpCategory::kInput ||
+          r.category == OpCategory::kCommunication) {
+        continue;
+      }
+      if (compute_bound(r.category) ? !(r.flops > 0) : !(r.bytes > 0)) continue;
+      ComputePoint c;
+      c.cat = r.category;
+      c.dtype = r.dtype;
+      c.flops = r.flops;
+      c.bytes = r.bytes;
+      c.time = r.measured_s;
+      c.kernels = 0;  // kernel durations: no gaps between kernels in them
+      compute.push_back(c);
+      covered.insert(r.op_id);
+    }
     std::map<long long, ComputePoint> per_op;
     for (const ProfiledKernel& k : tr.kernels) {
       if (k.cat != "kernel") continue;
       kernel_times.push_back(k.dur_s);
-      if (k.op_id < 0 || !(k.op_flops > 0) || !compute_bound(k.category)) continue;
+      if (k.op_id < 0 || covered.count(k.op_id) || !(k.op_flops > 0) || !compute_bound(k.category)) continue;
       ComputePoint& c = per_op[k.op_id];
       c.cat = k.category;
       c.dtype = options.trace_dtype;
       c.flops = k.op_flops;
       c.time += k.dur_s;
+      c.kernels = 0;  // kernel time only: no launch overheads to take off
     }
     for (auto& [id, c] : per_op) {
       if (c.time > 0) compute.push_back(c);
@@ -617,10 +642,13 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
 
   // -- compute: launch overhead, then per-category curves
   if (!compute.empty() || !kernel_times.empty()) {
-    std::vector<double> times = kernel_times;
+    // Back-to-back microbenchmark rows define it; trace kernel durations (no gaps between
+    // kernels) only when there are too few rows.
+    std::vector<double> times;
     for (const ComputePoint& c : compute) {
       if (c.m) times.push_back(c.time);
     }
+    if (times.size() < 8) times.insert(times.end(), kernel_times.begin(), kernel_times.end());
     // The launch overhead: what the smallest kernels cost (their roofline time is ~0), from
     // enough of them; otherwise the base's (or each device's own).
     constexpr size_t kMinLaunchSamples = 8;
@@ -643,13 +671,26 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
     std::map<int, std::vector<const ComputePoint*>> by_cat;
     std::map<int, std::string> rate_summary;  // compute-bound category -> fitted numbers
     for (const ComputePoint& c : compute) by_cat[static_cast<int>(c.cat)].push_back(&c);
+    // Memory-bound categories with profiled framework ops: those kernels (PyTorch's
+    // vectorised element-wise, softmax, ...) are what a step runs; placer-calibrate's own
+    // simple kernels of the category then stay out of its curve.
+    for (auto& [ci, pts] : by_cat) {
+      if (compute_bound(static_cast<OpCategory>(ci))) continue;
+      const auto from_trace = [](const ComputePoint* c) { return c->m == nullptr; };
+      if (std::any_of(pts.begin(), pts.end(), from_trace) && !std::all_of(pts.begin(), pts.end(), from_trace)) {
+        const size_t before = pts.size();
+        pts.erase(std::remove_if(pts.begin(), pts.end(), [&](const ComputePoint* c) { return !from_trace(c); }), pts.end());
+        rep.notes.push_back(std::string("ops.") + to_string(static_cast<OpCategory>(ci)) +
+                            ": fitted on the profiled ops only (" + std::to_string(before - pts.size()) +
+                            " placer-calibrate rows left out: the framework's kernels are what a step runs)");
+      }
+    }
     for (const auto& [ci, pts] : by_cat) {
       const OpCategory cat = static_cast<OpCategory>(ci);
       const bool cb = compute_bound(cat);
       std::vector<double> size, eff;
       for (const ComputePoint* c : pts) {
-        // CSV rows time launch + kernel; profiled kernels only the kernel.
-        const double busy = c->m ? std::max(c->time - launch, 0.05 * c->time) : c->time;
+        const double busy = std::max(c->time - c->kernels * launch, 0.05 * c->time);
         const double s = cb ? c->flops : c->bytes;
         const double peak = cb ? spec.peak(c->dtype) : spec.memory_bandwidth;
         size.push_back(s);
@@ -660,7 +701,21 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
         for (size_t i = 0; i < pts.size(); ++i) busy.push_back(size[i] / (spec.peak(pts[i]->dtype) * eff[i]));
         fit_compute_curves(p.op(cat), spec, pts, busy, &rate_summary[ci]);
       } else {
-        p.op(cat).memory = fit_efficiency_curve(size, eff, options.knot_step, 1e-4, 2.0);
+        // The same two numbers in bytes: a fixed cost per kernel plus the bandwidth large
+        // kernels of the category sustain (robust where a free curve chases noisy points).
+        std::vector<RatePoint> rp;
+        double bmin = std::numeric_limits<double>::infinity(), bmax = 0;
+        for (size_t i = 0; i < pts.size(); ++i) {
+          rp.push_back({size[i], 0, size[i] / (spec.memory_bandwidth * eff[i])});
+          bmin = std::min(bmin, size[i]), bmax = std::max(bmax, size[i]);
+        }
+        if (bmax <= bmin * (1 + 1e-9)) {
+          p.op(cat).memory = fit_efficiency_curve(size, eff, options.knot_step, 1e-4, 2.0);
+        } else {
+          const LatencyRate lr = fit_latency_rate(rp, nullptr);
+          p.op(cat).memory = latency_rate_curve(lr, spec.memory_bandwidth, bmin, bmax);
+          rate_summary[ci] = "latency " + human_time(lr.latency) + " + " + fixed(lr.rate / 1e9, 0) + " GB/s";
+        }
       }
     }
     // Errors with the whole op model (launch + roofline), as the simulator will use it.
@@ -674,22 +729,21 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
         op.category = cat;
         op.dtype = c->dtype;
         op.flops = c->flops;
-        const bool from_trace = c->m == nullptr;
-        // Trace times are kernel time only (no launch): compare without it.
         const double t = cost.op_time(op, static_cast<uint64_t>(c->bytes), gpu) -
-                         (from_trace ? cost.launch_overhead(gpu) : 0);
+                         (c->kernels == 0 ? cost.launch_overhead(gpu) : 0);
         pred.push_back(t);
         meas.push_back(c->time);
       }
       TermFit t2;
       t2.term = std::string("ops.") + to_string(cat) +
                 (cb ? ".compute_efficiency" : ".memory_efficiency");
-      t2.model = cb ? "latency + rate" : "efficiency curve";
+      t2.model = !rate_summary[ci].empty() ? "latency + rate" : "efficiency curve";
       const EfficiencyCurve& c = p.op(cat).memory;
-      t2.values = cb ? rate_summary[ci]
-                     : std::to_string(c.points.size()) + " knots, " +
-                           fixed(c.points.front().second, 3) + " .. " +
-                           fixed(c.points.back().second, 3) + " of memory bw";
+      t2.values = !rate_summary[ci].empty()
+                      ? rate_summary[ci]
+                      : std::to_string(c.points.size()) + " knots, " +
+                            fixed(c.points.front().second, 3) + " .. " +
+                            fixed(c.points.back().second, 3) + " of memory bw";
       t2.points = static_cast<int>(pts.size());
       t2.error = relative_errors(pred, meas);
       p.fit_errors[t2.term] = t2.error;
