@@ -57,10 +57,11 @@ has memset "$tmp/check.txt" "all memcpy / memset          1"
 has note-unknown "$tmp/check.txt" "generic elementwise rule: aten::frobnicate (1)"
 has note-orphan "$tmp/check.txt" "1 kernel / memcpy / memset events (50.0 us) without a launching CPU op"
 has csv-header "$tmp/ops.csv" "source,op_id,op,kind,category,dtype,flops,bytes,kernels,measured_s,predicted_s,rel_error"
-# mm: 5 us + 57344 B / 1 TB/s = 5.057344 us vs 10 us; two-kernel conv: 10 us + 231104 B / 1 TB/s.
-csv_row csv-mm "$tmp/ops.csv" aten::mm kernel "matmul,f32,524288,57344,1" 5.057344e-06
-csv_row csv-conv "$tmp/ops.csv" aten::cudnn_convolution kernel "conv,f32,1769472,231104,2" 1.0231104e-05
-csv_row csv-memset "$tmp/ops.csv" aten::cudnn_convolution memset "data_movement,f32,0,4096,1" 5.004096e-06
+# Kernel durations against the roofline part (no launch gap): mm 57344 B / 1 TB/s = 57.344 ns
+# vs 10 us; two-kernel conv 231104 B / 1 TB/s; the memset 4096 B / 1 TB/s.
+csv_row csv-mm "$tmp/ops.csv" aten::mm kernel "matmul,f32,524288,57344,1" 5.7344e-08
+csv_row csv-conv "$tmp/ops.csv" aten::cudnn_convolution kernel "conv,f32,1769472,231104,2" 2.31104e-07
+csv_row csv-memset "$tmp/ops.csv" aten::cudnn_convolution memset "data_movement,f32,0,4096,1" 4.096e-09
 n=$((n + 1))
 if [ "$(wc -l < "$tmp/ops.csv")" -eq 11 ]; then echo "ok   csv-rows"; else echo "FAIL csv-rows: $(wc -l < "$tmp/ops.csv")"; fail=$((fail + 1)); fi
 
