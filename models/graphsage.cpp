@@ -4,6 +4,7 @@
 #include <string>
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "src/util/error.h"
 
@@ -12,16 +13,25 @@ namespace {
 
 // scatter_reduce() prints a one-time "is in beta" warning (TORCH_WARN_ONCE) on stderr; it
 // would show up in every CLI run. Consume it once with a silent handler.
+// The handler API changed in PyTorch 2 (process(const Warning&), WarningUtils' guard).
 class SilentWarnings : public c10::WarningHandler {
  public:
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning&) override {}
+#else
   void process(const c10::SourceLocation&, const std::string&, const bool) override {}
+#endif
 };
 
 void consume_scatter_reduce_warning() {
   static std::once_flag once;
   std::call_once(once, [] {
     SilentWarnings silent;
+#if TORCH_VERSION_MAJOR >= 2
+    c10::WarningUtils::WarningHandlerGuard guard(&silent);
+#else
     c10::Warning::WarningHandlerGuard guard(&silent);
+#endif
     auto t = torch::zeros({1});
     (void)t.scatter_reduce(0, torch::zeros({1}, torch::kLong), t, "amax", false);
   });
@@ -84,7 +94,7 @@ torch::Tensor GraphSageImpl::forward(const torch::Tensor& x, const torch::Tensor
   torch::Tensor h = x;
   if (op_embedding) {
     PLACER_CHECK(op_type.numel() == n, "GraphSage: op_type must have N entries");
-    h = torch::cat({op_embedding->forward(op_type.to(torch::kLong)), x}, 1);
+    h = torch::cat({op_embedding->forward(op_type.to(x.device(), torch::kLong)), x}, 1);
   }
   for (size_t k = 0; k < combine.size(); ++k) {
     auto a_in = csr_segment_max(torch::relu(pool_in[k]->forward(h)), in_off, in_idx);
