@@ -33,12 +33,16 @@ torch::Tensor rel_shift(const torch::Tensor& x, int64_t klen) {
   return shifted.narrow(-1, 0, klen);
 }
 
-torch::Tensor relative_sinusoids(int64_t qlen, int64_t klen, int64_t d) {
+torch::Tensor relative_sinusoids(int64_t qlen, int64_t klen, int64_t d,
+                                 const torch::TensorOptions& options) {
   PLACER_CHECK(d % 2 == 0, "relative_sinusoids: d_model must be even, got " << d);
-  auto pos = torch::arange(klen - 1, -qlen, -1, torch::kFloat);  // klen-1 .. -(qlen-1)
-  auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, d, 2, torch::kFloat) / d);
+  // Made on the caller's device (no host-to-device copy per layer call on a GPU).
+  const auto on = torch::TensorOptions(torch::kFloat).device(options.device());
+  auto pos = torch::arange(klen - 1, -qlen, -1, on);  // klen-1 .. -(qlen-1)
+  auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, d, 2, on) / d);
   auto angles = torch::outer(pos, inv_freq);
-  return torch::cat({angles.sin(), angles.cos()}, 1);
+  return torch::cat({angles.sin(), angles.cos()}, 1)
+      .to(torch::TensorOptions().dtype(options.dtype()));
 }
 
 TransformerXLLayerImpl::TransformerXLLayerImpl(const TransformerXLOptions& opts) : options(opts) {
@@ -74,7 +78,7 @@ torch::Tensor TransformerXLLayerImpl::forward(const torch::Tensor& h, const torc
   auto q = heads.select(1, 0).narrow(0, klen - qlen, qlen);  // [qlen, nh, dh]
   auto k = heads.select(1, 1);                                // [klen, nh, dh]
   auto v = heads.select(1, 2);
-  auto pos = relative_sinusoids(qlen, klen, d).to(h.device(), h.scalar_type());
+  auto pos = relative_sinusoids(qlen, klen, d, h.options());
   auto r = r_net->forward(pos).view({klen + qlen - 1, nh, dh});
 
   // Terms (a)+(c): content with global content bias u; (b)+(d): position with bias v.
@@ -85,7 +89,8 @@ torch::Tensor TransformerXLLayerImpl::forward(const torch::Tensor& h, const torc
     PLACER_CHECK(mask.dim() == 2 && mask.size(0) == qlen && mask.size(1) == klen,
                  "TransformerXL: mask must be [" << qlen << ", " << klen << "], got "
                                                  << mask.sizes());
-    scores = scores.masked_fill(mask.to(torch::kBool).unsqueeze(0),
+    // The mask may come from elsewhere (a CPU mask for GPU scores): on the scores' device.
+    scores = scores.masked_fill(mask.to(scores.device(), torch::kBool).unsqueeze(0),
                                 -std::numeric_limits<float>::infinity());
   }
   auto prob = drop->forward(torch::softmax(scores, -1));
@@ -116,12 +121,12 @@ torch::Tensor TransformerXLLayerImpl::forward_segments(const torch::Tensor& h,
   auto q = heads[0].narrow(2, mlen, qlen);                                // [S, nh, T, dh]
   auto k = heads[1];                                                      // [S, nh, K, dh]
   auto v = heads[2];
-  auto pos = relative_sinusoids(qlen, klen, d).to(h.device(), h.scalar_type());
+  auto pos = relative_sinusoids(qlen, klen, d, h.options());
   auto r = r_net->forward(pos).view({klen + qlen - 1, nh, dh}).permute({1, 2, 0});  // [nh,dh,R]
   auto ac = torch::matmul(q + r_w_bias.unsqueeze(1), k.transpose(-1, -2));  // [S, nh, T, K]
   auto bd = torch::matmul(q + r_r_bias.unsqueeze(1), r);                    // [S, nh, T, R]
   auto scores = (ac + rel_shift(bd, klen)) * (1.0 / std::sqrt(static_cast<double>(dh)));
-  scores = scores.masked_fill(key_valid.logical_not().view({ns, 1, 1, klen}),
+  scores = scores.masked_fill(key_valid.to(scores.device()).logical_not().view({ns, 1, 1, klen}),
                               -std::numeric_limits<float>::infinity());
   auto prob = drop->forward(torch::softmax(scores, -1));
   auto attn = torch::matmul(prob, v).permute({0, 2, 1, 3}).reshape({ns, qlen, d});
@@ -249,17 +254,18 @@ DeviceHeadImpl::DeviceHeadImpl(int64_t d, int64_t max_devices_) : max_devices(ma
 torch::Tensor DeviceHeadImpl::forward(const torch::Tensor& h, const torch::Tensor& available) {
   PLACER_CHECK(available.size(-1) == max_devices,
                "DeviceHead: availability mask must have " << max_devices << " columns");
-  auto avail = available.to(torch::kBool);
+  auto avail = available.to(h.device(), torch::kBool);
   PLACER_CHECK(avail.any(-1).all().item<bool>(), "DeviceHead: no device available for a node");
   return proj->forward(h).masked_fill(avail.logical_not(),
                                       -std::numeric_limits<float>::infinity());
 }
 
-torch::Tensor DeviceHeadImpl::first_devices(int64_t num_devices) const {
+torch::Tensor DeviceHeadImpl::first_devices(int64_t num_devices, torch::Device device) const {
   PLACER_CHECK(num_devices > 0 && num_devices <= max_devices,
                "DeviceHead: device count " << num_devices << " outside [1, " << max_devices
                                            << "]");
-  return torch::arange(max_devices) < num_devices;
+  return torch::arange(max_devices, torch::TensorOptions(torch::kLong).device(device)) <
+         num_devices;
 }
 
 }  // namespace placer

@@ -57,8 +57,10 @@ struct TransformerXLOutput {
 /// klen-1 .. -(qlen-1) becomes [..., qlen, klen], out[i][j] at distance (klen-qlen+i) - j.
 torch::Tensor rel_shift(const torch::Tensor& x, int64_t klen);
 
-/// Sinusoid embeddings of the (signed) distances klen-1 down to -(qlen-1): [klen+qlen-1, d].
-torch::Tensor relative_sinusoids(int64_t qlen, int64_t klen, int64_t d);
+/// Sinusoid embeddings of the (signed) distances klen-1 down to -(qlen-1): [klen+qlen-1, d],
+/// computed in float on options' device, returned in options' dtype (default: float, CPU).
+torch::Tensor relative_sinusoids(int64_t qlen, int64_t klen, int64_t d,
+                                 const torch::TensorOptions& options = {});
 
 /// One Transformer-XL layer: relative multi-head attention + feed-forward, post-norm.
 class TransformerXLLayerImpl : public torch::nn::Module {
@@ -147,8 +149,8 @@ class DeviceHeadImpl : public torch::nn::Module {
   DeviceHeadImpl(int64_t d, int64_t max_devices);
   /// h [N, d], available bool [max_devices] or [N, max_devices] -> logits [N, max_devices].
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& available);
-  /// The first num_devices devices available: bool [max_devices].
-  torch::Tensor first_devices(int64_t num_devices) const;
+  /// The first num_devices devices available: bool [max_devices], on `device`.
+  torch::Tensor first_devices(int64_t num_devices, torch::Device device = torch::kCPU) const;
 
   /// Maximum device count.
   int64_t max_devices;
