@@ -61,7 +61,7 @@ double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_
   const double b = static_cast<double>(bytes) * work_fraction;
   double t = 0;
   if (f > 0) t = f / (peak_[device][static_cast<int>(dtype)] * prof.compute_for(dtype).at(f));
-  if (b > 0) t = std::max(t, b / (mem_bw_[device] * prof.memory.at(b)));
+  if (b > 0) t = std::max(t, b / (mem_bw_[device] * prof.memory_for(dtype).at(b)));
   return launch_[device] + t;
 }
 

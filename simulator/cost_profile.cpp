@@ -150,6 +150,9 @@ void CostProfile::validate(const std::string& where) const {
       validate_curve(curve, where, base + ".compute_efficiency_by_dtype." + to_string(dtype));
     }
     validate_curve(ops[c].memory, where, base + ".memory_efficiency");
+    for (const auto& [dtype, curve] : ops[c].memory_by_dtype) {
+      validate_curve(curve, where, base + ".memory_efficiency_by_dtype." + to_string(dtype));
+    }
   }
   for (int l = 1; l < kNumLinkLevels; ++l) {
     const std::string base = std::string("links.") + to_string(static_cast<LinkLevel>(l));
@@ -339,6 +342,29 @@ nlohmann::ordered_json write_curve(const EfficiencyCurve& c) {
   return a;
 }
 
+// Optional per-dtype curves under `key` of an op category's map.
+void read_dtype_curves(const YamlReader& r, const YAML::Node& op, const std::string& field,
+                       const char* key, std::map<DType, EfficiencyCurve>* out) {
+  const YAML::Node by = op[key];
+  if (!by) return;
+  const std::string by_field = field_join(field, key);
+  r.expect_map(by, by_field);
+  for (auto d = by.begin(); d != by.end(); ++d) {
+    const std::string name = r.scalar(d->first, by_field);
+    DType dtype;
+    if (!parse_dtype(name, &dtype)) {
+      r.fail(field_join(by_field, name), "unknown dtype '" + name + "' (expected f32, f16, bf16, ...)");
+    }
+    (*out)[dtype] = read_curve(r, d->second, field_join(by_field, name));
+  }
+}
+
+nlohmann::ordered_json write_dtype_curves(const std::map<DType, EfficiencyCurve>& curves) {
+  nlohmann::ordered_json by = nlohmann::ordered_json::object();
+  for (const auto& [dtype, curve] : curves) by[to_string(dtype)] = write_curve(curve);
+  return by;
+}
+
 }  // namespace
 
 namespace {
@@ -380,25 +406,15 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
       }
       r.check_keys(it->second, field,
                    {"compute_efficiency", "compute_efficiency_by_dtype", "memory_efficiency",
-                    "dispatch"});
+                    "memory_efficiency_by_dtype", "dispatch"});
       if (const YAML::Node d = it->second["dispatch"]) {
         p.op(cat).dispatch = r.to_quantity(d, QuantityKind::kTime, field_join(field, "dispatch"));
       }
       if (const YAML::Node c = it->second["compute_efficiency"]) {
         p.op(cat).compute = read_curve(r, c, field_join(field, "compute_efficiency"));
       }
-      if (const YAML::Node by = it->second["compute_efficiency_by_dtype"]) {
-        const std::string by_field = field_join(field, "compute_efficiency_by_dtype");
-        r.expect_map(by, by_field);
-        for (auto d = by.begin(); d != by.end(); ++d) {
-          const std::string name = r.scalar(d->first, by_field);
-          DType dtype;
-          if (!parse_dtype(name, &dtype)) {
-            r.fail(field_join(by_field, name), "unknown dtype '" + name + "' (expected f32, f16, bf16, ...)");
-          }
-          p.op(cat).compute_by_dtype[dtype] = read_curve(r, d->second, field_join(by_field, name));
-        }
-      }
+      read_dtype_curves(r, it->second, field, "compute_efficiency_by_dtype", &p.op(cat).compute_by_dtype);
+      read_dtype_curves(r, it->second, field, "memory_efficiency_by_dtype", &p.op(cat).memory_by_dtype);
       if (const YAML::Node m = it->second["memory_efficiency"]) {
         p.op(cat).memory = read_curve(r, m, field_join(field, "memory_efficiency"));
       }
@@ -534,11 +550,12 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
     nlohmann::ordered_json o;
     o["compute_efficiency"] = write_curve(p.ops[c].compute);
     if (!p.ops[c].compute_by_dtype.empty()) {
-      nlohmann::ordered_json by = nlohmann::ordered_json::object();
-      for (const auto& [dtype, curve] : p.ops[c].compute_by_dtype) by[to_string(dtype)] = write_curve(curve);
-      o["compute_efficiency_by_dtype"] = by;
+      o["compute_efficiency_by_dtype"] = write_dtype_curves(p.ops[c].compute_by_dtype);
     }
     o["memory_efficiency"] = write_curve(p.ops[c].memory);
+    if (!p.ops[c].memory_by_dtype.empty()) {
+      o["memory_efficiency_by_dtype"] = write_dtype_curves(p.ops[c].memory_by_dtype);
+    }
     if (p.ops[c].dispatch > 0) o["dispatch"] = format_time(p.ops[c].dispatch);
     ops[to_string(static_cast<OpCategory>(c))] = o;
   }

@@ -51,6 +51,10 @@ struct OpCostProfile {
   /// curve over FLOPs cannot hold both (measured on an H100: docs/results.md).
   std::map<DType, EfficiencyCurve> compute_by_dtype;
   EfficiencyCurve memory;   ///< fraction of memory bandwidth vs the op's bytes accessed
+  /// Per-dtype memory curves that replace `memory` for ops of that dtype (PyTorch's bf16
+  /// element-wise and normalization kernels move fewer bytes per thread than the f32 ones
+  /// and reach a different fraction of the bandwidth; measured on an H100).
+  std::map<DType, EfficiencyCurve> memory_by_dtype;
   /// Host time to issue one op of this category (framework dispatch: Python, autograd,
   /// the CUDA launch call), seconds. The device's host issues ops in order; an op cannot
   /// start before it is issued, so chains of small ops become host-bound.
@@ -62,9 +66,15 @@ struct OpCostProfile {
     return it == compute_by_dtype.end() ? compute : it->second;
   }
 
+  /// The memory curve of ops of `dtype`: its own curve if it has one, else `memory`.
+  const EfficiencyCurve& memory_for(DType dtype) const {
+    const auto it = memory_by_dtype.find(dtype);
+    return it == memory_by_dtype.end() ? memory : it->second;
+  }
+
   bool operator==(const OpCostProfile& o) const {
     return compute == o.compute && compute_by_dtype == o.compute_by_dtype &&
-           memory == o.memory && dispatch == o.dispatch;
+           memory == o.memory && memory_by_dtype == o.memory_by_dtype && dispatch == o.dispatch;
   }
   bool operator!=(const OpCostProfile& o) const { return !(*this == o); }
 };

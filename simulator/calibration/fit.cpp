@@ -454,6 +454,46 @@ void fit_compute_curves(OpCostProfile& prof, const DeviceSpec& spec,
   if (by_dtype.size() == 1) prof.compute_by_dtype.clear();  // the category curve is the one
 }
 
+// Memory-bound categories: the same two numbers in bytes per dtype, a fixed cost per kernel
+// plus the bandwidth large kernels sustain (robust where a free curve chases noisy points);
+// the category's curve is that of the dtype with the most rows. size[i] bytes, eff[i] the
+// fraction of the memory bandwidth point pts[i] reached.
+void fit_memory_curves(OpCostProfile& prof, const DeviceSpec& spec,
+                       const std::vector<const ComputePoint*>& pts, const std::vector<double>& size,
+                       const std::vector<double>& eff, double knot_step, std::string* summary) {
+  std::map<DType, std::pair<std::vector<double>, std::vector<double>>> by_dtype;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    by_dtype[pts[i]->dtype].first.push_back(size[i]);
+    by_dtype[pts[i]->dtype].second.push_back(eff[i]);
+  }
+  prof.memory_by_dtype.clear();
+  size_t most = 0;
+  for (const auto& [dtype, se] : by_dtype) {
+    const auto& [bytes, e] = se;
+    const double bmin = *std::min_element(bytes.begin(), bytes.end());
+    const double bmax = *std::max_element(bytes.begin(), bytes.end());
+    EfficiencyCurve curve;
+    std::string numbers;
+    if (bmax <= bmin * (1 + 1e-9)) {
+      curve = fit_efficiency_curve(bytes, e, knot_step, 1e-4, 2.0);
+      numbers = fixed(curve.points.front().second, 3) + " of memory bw (one size)";
+    } else {
+      std::vector<RatePoint> rp;
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        rp.push_back({bytes[i], 0, bytes[i] / (spec.memory_bandwidth * e[i])});
+      }
+      const LatencyRate lr = fit_latency_rate(rp, nullptr);
+      curve = latency_rate_curve(lr, spec.memory_bandwidth, bmin, bmax);
+      numbers = "latency " + human_time(lr.latency) + " + " + fixed(lr.rate / 1e9, 0) + " GB/s";
+    }
+    prof.memory_by_dtype[dtype] = curve;
+    if (bytes.size() > most) most = bytes.size(), prof.memory = curve;
+    *summary += std::string(summary->empty() ? "" : "; ") +
+                (by_dtype.size() > 1 ? std::string(to_string(dtype)) + " " : std::string()) + numbers;
+  }
+  if (by_dtype.size() == 1) prof.memory_by_dtype.clear();  // the category curve is the one
+}
+
 // Median of the smallest 5% (at least one) of the values.
 double floor_time(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -701,21 +741,7 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
         for (size_t i = 0; i < pts.size(); ++i) busy.push_back(size[i] / (spec.peak(pts[i]->dtype) * eff[i]));
         fit_compute_curves(p.op(cat), spec, pts, busy, &rate_summary[ci]);
       } else {
-        // The same two numbers in bytes: a fixed cost per kernel plus the bandwidth large
-        // kernels of the category sustain (robust where a free curve chases noisy points).
-        std::vector<RatePoint> rp;
-        double bmin = std::numeric_limits<double>::infinity(), bmax = 0;
-        for (size_t i = 0; i < pts.size(); ++i) {
-          rp.push_back({size[i], 0, size[i] / (spec.memory_bandwidth * eff[i])});
-          bmin = std::min(bmin, size[i]), bmax = std::max(bmax, size[i]);
-        }
-        if (bmax <= bmin * (1 + 1e-9)) {
-          p.op(cat).memory = fit_efficiency_curve(size, eff, options.knot_step, 1e-4, 2.0);
-        } else {
-          const LatencyRate lr = fit_latency_rate(rp, nullptr);
-          p.op(cat).memory = latency_rate_curve(lr, spec.memory_bandwidth, bmin, bmax);
-          rate_summary[ci] = "latency " + human_time(lr.latency) + " + " + fixed(lr.rate / 1e9, 0) + " GB/s";
-        }
+        fit_memory_curves(p.op(cat), spec, pts, size, eff, options.knot_step, &rate_summary[ci]);
       }
     }
     // Errors with the whole op model (launch + roofline), as the simulator will use it.
@@ -737,13 +763,8 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
       TermFit t2;
       t2.term = std::string("ops.") + to_string(cat) +
                 (cb ? ".compute_efficiency" : ".memory_efficiency");
-      t2.model = !rate_summary[ci].empty() ? "latency + rate" : "efficiency curve";
-      const EfficiencyCurve& c = p.op(cat).memory;
-      t2.values = !rate_summary[ci].empty()
-                      ? rate_summary[ci]
-                      : std::to_string(c.points.size()) + " knots, " +
-                            fixed(c.points.front().second, 3) + " .. " +
-                            fixed(c.points.back().second, 3) + " of memory bw";
+      t2.model = "latency + rate";
+      t2.values = rate_summary[ci];
       t2.points = static_cast<int>(pts.size());
       t2.error = relative_errors(pred, meas);
       p.fit_errors[t2.term] = t2.error;

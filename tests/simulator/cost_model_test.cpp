@@ -69,6 +69,20 @@ TEST(CostModel, DtypeCurveReplacesTheCategoryCurve) {
       m.op_time(make_op(OpCategory::kMatMul, 1e9, DType::kF32), 0, 0, 1.0, DType::kBF16), 4e-3);
 }
 
+TEST(CostModel, DtypeMemoryCurveReplacesTheCategoryCurve) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  CostProfile p = uniform_profile(1.0);
+  p.op(OpCategory::kElementwise).memory = EfficiencyCurve::constant(0.8);
+  p.op(OpCategory::kElementwise).memory_by_dtype[DType::kBF16] = EfficiencyCurve::constant(0.4);
+  const CostModel m(c, p);
+  const double bw = c.device(0).spec.memory_bandwidth;
+  // 1e8 bytes: f32 at 0.8 of the bandwidth, bf16 at its own 0.4.
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kElementwise, 0, DType::kF32), 100000000, 0),
+                   1e8 / (bw * 0.8));
+  EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kElementwise, 0, DType::kBF16), 100000000, 0),
+                   1e8 / (bw * 0.4));
+}
+
 TEST(CostModel, TransferTimeWithProfileOverrides) {
   const Cluster c = make_cluster(2, 2, link(1e-6, 1e11), link(5e-6, 1e10));
   const CostModel plain(c, uniform_profile(1.0));

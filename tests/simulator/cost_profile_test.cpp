@@ -50,6 +50,7 @@ TEST(CostProfile, YamlRoundTrip) {
   p.op(OpCategory::kConv).compute = EfficiencyCurve::ramp({{7, 0.125}, {9.5, 0.6125}});
   p.op(OpCategory::kMatMul).compute_by_dtype[DType::kF32] = EfficiencyCurve::ramp({{8, 0.5}, {11, 0.75}});
   p.op(OpCategory::kMatMul).compute_by_dtype[DType::kBF16] = EfficiencyCurve::constant(0.625);
+  p.op(OpCategory::kSoftmax).memory_by_dtype[DType::kF16] = EfficiencyCurve::ramp({{6, 0.25}, {9, 0.875}});
   p.link(LinkLevel::kInterHost).latency = 7.5e-6;
   p.link(LinkLevel::kInterHost).bandwidth = 12.5e9;
   p.link(LinkLevel::kIntraHost).bandwidth_efficiency = 0.73;
