@@ -217,7 +217,9 @@ PolicyMeta read_meta_json(const std::string& path) {
   m.feature_version = get_field<int>(j, "feature_version", path);
   m.feature_dim = get_field<int>(j, "feature_dim", path);
   m.op_vocab = get_field<int>(j, "op_vocab", path);
-  const Json& net = field(j, "net", path);
+  // A copy, not a reference: g++ >= 13 warns (-Wdangling-reference, an error under -Werror)
+  // on a reference returned from a call with temporary std::string arguments.
+  const Json net = field(j, "net", path);
   if (!net.is_object()) throw FormatError(format_context(path, "net", "expected an object"));
   m.net.hidden = get_field<int>(net, "hidden", path, "net.");
   m.net.sage_layers = get_field<int>(net, "sage_layers", path, "net.");
