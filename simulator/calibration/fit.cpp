@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -416,82 +417,42 @@ struct ComputePoint {
   int kernels = 1;
 };
 
-// Compute-bound categories: one latency-rate model per dtype (rate_fit.h), each dtype's own
-// curve; the category's curve (for dtypes without rows) is that of the dtype with the most
-// rows. pts[i] ran busy[i] seconds on the GPU.
-void fit_compute_curves(OpCostProfile& prof, const DeviceSpec& spec,
-                        const std::vector<const ComputePoint*>& pts,
-                        const std::vector<double>& busy, std::string* summary) {
-  std::map<DType, std::vector<RatePoint>> by_dtype;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    by_dtype[pts[i]->dtype].push_back({pts[i]->flops, pts[i]->bytes, busy[i]});
-  }
-  const EfficiencyCurve memory = prof.memory;
-  const double bandwidth = spec.memory_bandwidth;
-  const auto memory_time = [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); };
-  prof.compute_by_dtype.clear();
+// One latency-rate model (rate_fit.h) per dtype of a category's points: rp[i] belongs to
+// pts[i] (size = FLOPs or bytes); peak(dtype) is the rate efficiency 1 means;
+// memory_time the memory-bound floor of compute-bound categories (null for memory-bound
+// ones). *generic gets the curve of the dtype with the most rows; *by_dtype every dtype's,
+// or none when there is only one dtype. A dtype measured at one size only gets a constant
+// efficiency (latency and rate cannot be told apart).
+void fit_rate_curves(const std::vector<const ComputePoint*>& pts, const std::vector<RatePoint>& rp,
+                     const std::function<double(DType)>& peak,
+                     const std::function<double(double)>& memory_time, bool flops,
+                     EfficiencyCurve* generic, std::map<DType, EfficiencyCurve>* by_dtype,
+                     std::string* summary) {
+  std::map<DType, std::vector<RatePoint>> groups;
+  for (size_t i = 0; i < pts.size(); ++i) groups[pts[i]->dtype].push_back(rp[i]);
+  by_dtype->clear();
   size_t most = 0;
-  for (const auto& [dtype, rp] : by_dtype) {
-    double fmin = std::numeric_limits<double>::infinity(), fmax = 0;
-    for (const RatePoint& r : rp) fmin = std::min(fmin, r.flops), fmax = std::max(fmax, r.flops);
+  for (const auto& [dtype, g] : groups) {
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (const RatePoint& r : g) lo = std::min(lo, r.flops), hi = std::max(hi, r.flops);
     EfficiencyCurve curve;
     std::string numbers;
-    if (fmax <= fmin * (1 + 1e-9)) {
-      // One size: latency and rate cannot be told apart; a constant efficiency.
+    if (hi <= lo * (1 + 1e-9)) {
       std::vector<double> size, eff;
-      for (const RatePoint& r : rp) size.push_back(r.flops), eff.push_back(r.flops / (spec.peak(dtype) * r.busy));
+      for (const RatePoint& r : g) size.push_back(r.flops), eff.push_back(r.flops / (peak(dtype) * r.busy));
       curve = fit_efficiency_curve(size, eff, 1.0, 1e-4, 2.0);
-      numbers = fixed(curve.points.front().second, 4) + " of peak (one size)";
+      numbers = fixed(curve.points.front().second, 4) + (flops ? " of peak" : " of memory bw") + " (one size)";
     } else {
-      const LatencyRate lr = fit_latency_rate(rp, memory_time);
-      curve = latency_rate_curve(lr, spec.peak(dtype), fmin, fmax);
-      numbers = "latency " + human_time(lr.latency) + " + rate " + fixed(lr.rate / 1e12, 1) + " TFLOP/s";
+      const LatencyRate lr = fit_latency_rate(g, memory_time);
+      curve = latency_rate_curve(lr, peak(dtype), lo, hi);
+      numbers = "latency " + human_time(lr.latency) + " + " +
+                (flops ? fixed(lr.rate / 1e12, 1) + " TFLOP/s" : fixed(lr.rate / 1e9, 0) + " GB/s");
     }
-    prof.compute_by_dtype[dtype] = curve;
-    if (rp.size() > most) most = rp.size(), prof.compute = curve;
+    (*by_dtype)[dtype] = curve;
+    if (g.size() > most) most = g.size(), *generic = curve;
     *summary += std::string(summary->empty() ? "" : "; ") + to_string(dtype) + " " + numbers;
   }
-  if (by_dtype.size() == 1) prof.compute_by_dtype.clear();  // the category curve is the one
-}
-
-// Memory-bound categories: the same two numbers in bytes per dtype, a fixed cost per kernel
-// plus the bandwidth large kernels sustain (robust where a free curve chases noisy points);
-// the category's curve is that of the dtype with the most rows. size[i] bytes, eff[i] the
-// fraction of the memory bandwidth point pts[i] reached.
-void fit_memory_curves(OpCostProfile& prof, const DeviceSpec& spec,
-                       const std::vector<const ComputePoint*>& pts, const std::vector<double>& size,
-                       const std::vector<double>& eff, double knot_step, std::string* summary) {
-  std::map<DType, std::pair<std::vector<double>, std::vector<double>>> by_dtype;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    by_dtype[pts[i]->dtype].first.push_back(size[i]);
-    by_dtype[pts[i]->dtype].second.push_back(eff[i]);
-  }
-  prof.memory_by_dtype.clear();
-  size_t most = 0;
-  for (const auto& [dtype, se] : by_dtype) {
-    const auto& [bytes, e] = se;
-    const double bmin = *std::min_element(bytes.begin(), bytes.end());
-    const double bmax = *std::max_element(bytes.begin(), bytes.end());
-    EfficiencyCurve curve;
-    std::string numbers;
-    if (bmax <= bmin * (1 + 1e-9)) {
-      curve = fit_efficiency_curve(bytes, e, knot_step, 1e-4, 2.0);
-      numbers = fixed(curve.points.front().second, 3) + " of memory bw (one size)";
-    } else {
-      std::vector<RatePoint> rp;
-      for (size_t i = 0; i < bytes.size(); ++i) {
-        rp.push_back({bytes[i], 0, bytes[i] / (spec.memory_bandwidth * e[i])});
-      }
-      const LatencyRate lr = fit_latency_rate(rp, nullptr);
-      curve = latency_rate_curve(lr, spec.memory_bandwidth, bmin, bmax);
-      numbers = "latency " + human_time(lr.latency) + " + " + fixed(lr.rate / 1e9, 0) + " GB/s";
-    }
-    prof.memory_by_dtype[dtype] = curve;
-    if (bytes.size() > most) most = bytes.size(), prof.memory = curve;
-    *summary += std::string(summary->empty() ? "" : "; ") +
-                (by_dtype.size() > 1 ? std::string(to_string(dtype)) + " " : std::string()) + numbers;
-  }
-  if (by_dtype.size() == 1) prof.memory_by_dtype.clear();  // the category curve is the one
+  if (groups.size() == 1) by_dtype->clear();  // the category curve is the one
 }
 
 // Median of the smallest 5% (at least one) of the values.
@@ -737,11 +698,24 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
         eff.push_back(s / (peak * busy));
       }
       if (cb) {
-        std::vector<double> busy;
-        for (size_t i = 0; i < pts.size(); ++i) busy.push_back(size[i] / (spec.peak(pts[i]->dtype) * eff[i]));
-        fit_compute_curves(p.op(cat), spec, pts, busy, &rate_summary[ci]);
+        const EfficiencyCurve memory = p.op(cat).memory;
+        const double bandwidth = spec.memory_bandwidth;
+        std::vector<RatePoint> rp;
+        for (size_t i = 0; i < pts.size(); ++i) {
+          rp.push_back({size[i], pts[i]->bytes, size[i] / (spec.peak(pts[i]->dtype) * eff[i])});
+        }
+        fit_rate_curves(
+            pts, rp, [&](DType d) { return spec.peak(d); },
+            [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); }, true,
+            &p.op(cat).compute, &p.op(cat).compute_by_dtype, &rate_summary[ci]);
       } else {
-        fit_memory_curves(p.op(cat), spec, pts, size, eff, options.knot_step, &rate_summary[ci]);
+        std::vector<RatePoint> rp;
+        for (size_t i = 0; i < pts.size(); ++i) {
+          rp.push_back({size[i], 0, size[i] / (spec.memory_bandwidth * eff[i])});
+        }
+        fit_rate_curves(
+            pts, rp, [&](DType) { return spec.memory_bandwidth; }, nullptr, false,
+            &p.op(cat).memory, &p.op(cat).memory_by_dtype, &rate_summary[ci]);
       }
     }
     // Errors with the whole op model (launch + roofline), as the simulator will use it.
