@@ -235,6 +235,10 @@ def main():
                         help="export the batch dimension as the symbol 'batch'")
     parser.add_argument("--real-math", action="store_true",
                         help="run the matrix products while tracing (slow; the graph is the same)")
+    parser.add_argument("--trace-dtype", choices=["fp32", "bf16"], default="fp32",
+                        help="dtype the model is built and traced in: bf16 halves the memory "
+                             "(the 1.3B GPTs need over 23 GiB in fp32); the exported graph is "
+                             "the same (checked on gpt_h1024_l12), its float tensors typed bf16")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     args = parser.parse_args()
 
@@ -249,6 +253,8 @@ def main():
     if args.batch_size < 0 or args.seq_len < 1 or args.image_size < 32:
         parser.error("--batch-size must be >= 1, --seq-len >= 1, --image-size >= 32")
     os.makedirs(args.out, exist_ok=True)
+    if args.trace_dtype == "bf16":
+        torch.set_default_dtype(torch.bfloat16)
     torch.set_num_threads(min(2, torch.get_num_threads()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
