@@ -2,8 +2,8 @@
 // Per-op fidelity of a cost profile on PyTorch profiler traces (`placer calibrate check
 // --profiler-trace`, docs/calibration.md "Per-op check on profiler traces").
 //
-//   std::vector<ProfilerTrace> t = {load_profiler_trace("step.json.gz")};
-//   ProfiledCheckReport r = check_profiled_ops(cluster, profile, t);   // r.overall.error ...
+//   std::vector<ProfiledOp> ops = profiled_ops(load_profiler_trace("step.json.gz"));
+//   (the check itself: profiler_check.h)
 //
 // One ProfiledOp per launching CPU-op instance (External id) with >= 1 kernel: its FLOPs
 // and bytes accessed come from the op's recorded inputs (record_shapes=True: "Input Dims",
@@ -121,43 +121,5 @@ struct ProfiledOp {
 /// to the generic rule.
 std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace,
                                      std::vector<std::string>* notes = nullptr);
-
-/// Median and p90 (nearest rank) of |rel error|, the signed median, and time sums.
-struct ProfiledError {
-  FitError error;            ///< median / p90 of |predicted - measured| / measured, points
-  double signed_median = 0;  ///< median of (predicted - measured) / measured
-  double measured_s = 0;     ///< sum of measured times
-  double predicted_s = 0;    ///< sum of predicted times
-  /// predicted_s / measured_s: the time-weighted figure (1 = the group's total is right).
-  double ratio() const { return measured_s > 0 ? predicted_s / measured_s : 0; }
-};
-
-struct ProfiledRow {
-  ProfiledOp op;
-  std::string group;  ///< "matmul bf16", "elementwise f32", "memcpy DtoD", "memset"
-  double predicted_s = 0;
-  double rel_error = 0;  ///< (predicted - measured) / measured
-};
-
-struct ProfiledCheckReport {
-  std::vector<ProfiledRow> rows;
-  /// Per group (category + dtype for kernel rows; memcpy / memset kinds), by measured time,
-  /// largest first.
-  std::vector<std::pair<std::string, ProfiledError>> groups;
-  /// Per op name and dtype ("aten::mm bf16"), by measured time, largest first.
-  std::vector<std::pair<std::string, ProfiledError>> by_op;
-  ProfiledError overall;    ///< every kernel row ("all ops")
-  ProfiledError transfers;  ///< memcpy / memset rows (points = 0 when none)
-  std::vector<std::string> notes;
-};
-
-/// Predicts every row with CostModel(cluster, profile).op_time of an Op of the row's
-/// category, dtype and FLOPs with its bytes, on the cluster's first GPU (device 0 when it
-/// has none), plus (kernels - 1) x the model's launch overhead for a row of several
-/// kernels (the simulator's graph ops are one kernel each). Rows that are not device
-/// compute (communication kernels, host <-> device copies) and rows with a zero measured
-/// time are left out with a note.
-ProfiledCheckReport check_profiled_ops(const Cluster& cluster, const CostProfile& profile,
-                                       const std::vector<ProfilerTrace>& traces);
 
 }  // namespace placer

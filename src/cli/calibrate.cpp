@@ -11,7 +11,7 @@
 #include "simulator/calibration/iteration_fit.h"
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/measurements.h"
-#include "simulator/calibration/profiler_ops.h"
+#include "simulator/calibration/profiler_check.h"
 #include "simulator/calibration/profiler_trace.h"
 #include "simulator/calibration/trace_fit.h"
 #include "simulator/cost_profile.h"

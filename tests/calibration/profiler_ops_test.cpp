@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/calibration/profiler_ops.h"
+#include "simulator/calibration/profiler_check.h"
 #include "simulator/calibration/profiler_trace.h"
 #include "simulator/cost_profile.h"
 #include "src/io/cluster_yaml.h"
