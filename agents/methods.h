@@ -10,6 +10,8 @@ namespace placer {
 void add_list_scheduling_methods(std::vector<MethodInfo>* out);  // agents/list_placers.cpp
 void add_graph_partitioning_methods(std::vector<MethodInfo>* out);  // agents/partitioners.cpp
 void add_dynamic_programming_methods(std::vector<MethodInfo>* out);  // agents/dp_placers.cpp
+/// "megatron" (agents/megatron_grid.cpp).
+void add_megatron_methods(std::vector<MethodInfo>* out);
 void add_search_methods(std::vector<MethodInfo>* out);  // agents/anneal.cpp
 /// "gdp" (agents/gdp_place.cpp; agents/no_torch_gdp.cpp without LibTorch).
 void add_learned_methods(std::vector<MethodInfo>* out);

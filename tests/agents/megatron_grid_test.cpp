@@ -1,0 +1,150 @@
+// The `megatron` method: its plan is the brute-force optimum of the Megatron grid on a small
+// GPT, memory pruning leaves only configurations that fit, the budget in simulator runs is
+// kept, and graphs that are not layered transformers get a clear error.
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "agents/megatron_grid.h"
+#include "datasets/gpt.h"
+#include "datasets/synthetic.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/plan/megatron_plan.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+/// One host of 4 GPUs (100 TFLOP/s f16, 1 TB/s), NVLink-like 100 GB/s + 5 us.
+Cluster four_gpus(uint64_t memory) {
+  DeviceSpec s;
+  s.model = "gpu100t";
+  s.peak_flops[static_cast<int>(DType::kF16)] = 100e12;
+  s.peak_flops[static_cast<int>(DType::kF32)] = 20e12;
+  s.memory_bandwidth = 1e12;
+  s.memory_bytes = memory;
+  Cluster c;
+  c.name = "four";
+  c.add_host("host", s, 4);
+  c.set_link(LinkLevel::kIntraHost, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair});
+  return c;
+}
+
+Graph small_gpt() {
+  GptOptions o;
+  o.layers = 4, o.hidden = 256, o.heads = 8, o.seq_len = 128, o.batch = 8, o.vocab = 1000;
+  return expand_training_step(make_gpt(o));
+}
+
+struct Fixture {
+  explicit Fixture(uint64_t memory, Graph graph = small_gpt())
+      : g(std::move(graph)), c(four_gpus(memory)), cost(c, uniform_profile(0.5)), sim(g, c, cost) {}
+  Problem problem() { return Problem{g, c, cost, sim, {}}; }
+  Graph g;
+  Cluster c;
+  CostModel cost;
+  Simulator sim;
+};
+
+TEST(MegatronGrid, ShapeOfAGeneratedGpt) {
+  const TransformerShape s = transformer_shape(small_gpt());
+  EXPECT_EQ(s.layers, 4);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.global_batch, 8);
+}
+
+TEST(MegatronGrid, FindsTheBruteForceOptimum) {
+  Fixture f(64ull << 30);  // everything fits
+  // Brute force over the grid without recomputation (it only adds work when all fits).
+  double best = std::numeric_limits<double>::infinity();
+  int configs = 0;
+  for (int tp : {1, 2, 4}) {
+    for (int pp : {1, 2, 4}) {
+      if (tp * pp > 4) continue;
+      const int dp = 4 / (tp * pp);
+      for (int mb = 1; mb <= 8 / dp; ++mb) {
+        if ((8 / dp) % mb != 0) continue;
+        for (int v : {1, 2, 4}) {
+          const int M = 8 / (dp * mb);
+          if (v > 1 && (pp == 1 || M % pp != 0 || (4 / pp) % v != 0)) continue;
+          for (bool sp : {false, true}) {
+            for (int zero : {0, 1}) {
+              if ((sp && tp == 1) || (zero && dp == 1)) continue;
+              MegatronConfig m;
+              m.tp = tp, m.pp = pp, m.dp = dp, m.micro_batch = mb, m.global_batch = 8;
+              m.virtual_stages = v, m.sequence_parallel = sp, m.zero_stage = zero;
+              const SimResult r = f.sim.run(megatron_plan(f.g, m));
+              ASSERT_FALSE(r.oom);
+              best = std::min(best, r.step_time);
+              ++configs;
+            }
+          }
+        }
+      }
+    }
+  }
+  MegatronGridPlacer placer;
+  Problem p = f.problem();
+  SearchBudget budget;
+  budget.max_seconds = 600;
+  const Plan plan = placer.search(p, budget);
+  EXPECT_EQ(plan.method, "megatron");
+  EXPECT_EQ(placer.last_stats().enumerated, configs);
+  EXPECT_EQ(placer.last_stats().simulated, configs);
+  EXPECT_DOUBLE_EQ(f.sim.run(plan).step_time, best);
+}
+
+TEST(MegatronGrid, MemoryPruningKeepsOnlyPlansThatFit) {
+  Fixture roomy(64ull << 30);
+  Problem pr = roomy.problem();
+  const MegatronGrid all = megatron_grid(pr);
+  // A device that holds about a third of the plain data-parallel plan's peak.
+  MegatronConfig plain;
+  plain.dp = 4, plain.micro_batch = 2, plain.global_batch = 8;
+  const SimResult dp_run = roomy.sim.run(megatron_plan(roomy.g, plain));
+  Fixture tight(dp_run.peak_memory[0] / 3);
+  Problem pt = tight.problem();
+  const MegatronGrid kept = megatron_grid(pt);
+  EXPECT_LT(kept.fitting.size(), all.fitting.size());
+  ASSERT_FALSE(kept.fitting.empty());
+  MegatronGridPlacer placer;
+  const Plan plan = placer.search(pt, SearchBudget{});
+  EXPECT_FALSE(tight.sim.run(plan).oom);
+  for (const MegatronCandidate& c : kept.fitting) {
+    EXPECT_LE(c.memory_bytes, double(tight.c.device(0).spec.memory_bytes));
+  }
+}
+
+TEST(MegatronGrid, KeepsTheRunBudget) {
+  Fixture f(64ull << 30);
+  MegatronGridPlacer placer;
+  Problem p = f.problem();
+  SearchBudget budget;
+  budget.max_evaluations = 3;
+  placer.search(p, budget);
+  EXPECT_EQ(placer.last_stats().simulated, 3);
+  EXPECT_GT(placer.last_stats().fitting, 3);
+}
+
+TEST(MegatronGrid, RefusesAGraphThatIsNotATransformer) {
+  ChainOptions o;
+  o.per_op_flops = {1e9, 1e9};
+  Fixture f(64ull << 30, expand_training_step(make_chain(o)));
+  Problem p = f.problem();
+  try {
+    MegatronGridPlacer().search(p, SearchBudget{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("megatron: graph 'chain' is not a layered transformer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace placer
