@@ -250,10 +250,8 @@ TransformerShape transformer_shape(const Graph& g) {
     }
   }
   if (s.layers == 0 || s.heads == 0) {
-    fail("graph '" + g.name() +
-         "' is not a layered transformer with Megatron op names (no numbered layers or no "
-         "core_attention op with a [batch, heads, seq, seq] output; `placer generate gpt` "
-         "makes one)");
+    // No numbered layers, or no core_attention op with a [batch, heads, seq, seq] output.
+    fail("graph '" + g.name() + "' is not a layered transformer with Megatron op names (`placer generate gpt` makes one)");
   }
   s.global_batch = static_cast<int>(g.batch_size());
   if (s.global_batch < 1) fail("graph '" + g.name() + "' has no batch size");

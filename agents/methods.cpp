@@ -7,6 +7,7 @@ std::vector<MethodInfo> all_methods() {
   add_list_scheduling_methods(&m);
   add_graph_partitioning_methods(&m);
   add_dynamic_programming_methods(&m);
+  add_pipeline_ideal_methods(&m);
   add_megatron_methods(&m);
   add_search_methods(&m);
   add_learned_methods(&m);

@@ -383,6 +383,51 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
   return t;
 }
 
+SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_replica, int fixed) {
+  // 4 x stages by default (also 2x and 8x tried in the simulator), each rounded down to a
+  // divisor of per_replica so that every replica of every stage gets a whole number of
+  // samples per micro-batch.
+  const int s = static_cast<int>(plan->pipeline.stages.size());
+  std::vector<int> candidates;
+  if (fixed > 0) {
+    candidates = {fixed};
+  } else {
+    for (int m : {4 * s, 2 * s, 8 * s}) {
+      if (per_replica > 0) m = static_cast<int>(divisor_at_most(per_replica, m));
+      m = std::max(1, m);
+      if (std::find(candidates.begin(), candidates.end(), m) == candidates.end())
+        candidates.push_back(m);
+    }
+  }
+  plan->pipeline.micro_batches = candidates[0];
+  SimOptions so;
+  so.critical_path = false;
+  SimResult res = problem.simulator.run(*plan, so);
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    Plan other = *plan;
+    other.pipeline.micro_batches = candidates[c];
+    SimResult r2 = problem.simulator.run(other, so);
+    if ((res.oom && !r2.oom) || (res.oom == r2.oom && r2.step_time < res.step_time)) {
+      *plan = std::move(other);
+      res = std::move(r2);
+    }
+  }
+  // More, smaller micro-batches while it runs out of memory.
+  for (int tries = 0; res.oom && tries < 4; ++tries) {
+    int next = plan->pipeline.micro_batches * 2;
+    if (per_replica > 0) {
+      next = static_cast<int>(divisor_at_least(per_replica, next));
+      if (next == 0) break;
+    }
+    Plan more = *plan;
+    more.pipeline.micro_batches = next;
+    SimResult r2 = problem.simulator.run(more, so);
+    *plan = std::move(more);
+    res = std::move(r2);
+  }
+  return res;
+}
+
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options,
                       PipelineDpSolution* solution) {
   const Graph& g = problem.graph;
@@ -445,50 +490,9 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
     const int s = stage_of_unit[static_cast<size_t>(chain.unit_of[o])];
     plan.placement[o] = plan.pipeline.stages[static_cast<size_t>(s)].devices[0];
   }
-  // Micro-batches: 4 x stages by default (also 2x and 8x tried in the simulator), each
-  // rounded down to a divisor of B / lcm(replicas) so that every replica of every stage
-  // gets a whole number of samples per micro-batch (the DP kept r | B, so lcm | B).
   const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
-  const int s = static_cast<int>(sol.stages.size());
-  std::vector<int> candidates;
-  if (options.micro_batches > 0) {
-    candidates = {options.micro_batches};
-  } else {
-    for (int m : {4 * s, 2 * s, 8 * s}) {
-      if (per_replica > 0) m = static_cast<int>(divisor_at_most(per_replica, m));
-      m = std::max(1, m);
-      if (std::find(candidates.begin(), candidates.end(), m) == candidates.end())
-        candidates.push_back(m);
-    }
-  }
-  plan.pipeline.micro_batches = candidates[0];
   plan.validate(g, problem.cluster);
-
-  // Verify with the simulator; more, smaller micro-batches when it runs out of memory.
-  SimOptions so;
-  so.critical_path = false;
-  SimResult res = problem.simulator.run(plan, so);
-  for (size_t c = 1; c < candidates.size(); ++c) {
-    Plan other = plan;
-    other.pipeline.micro_batches = candidates[c];
-    SimResult r2 = problem.simulator.run(other, so);
-    if ((res.oom && !r2.oom) || (res.oom == r2.oom && r2.step_time < res.step_time)) {
-      plan = std::move(other);
-      res = std::move(r2);
-    }
-  }
-  for (int tries = 0; res.oom && tries < 4; ++tries) {
-    int next = plan.pipeline.micro_batches * 2;
-    if (per_replica > 0) {
-      next = static_cast<int>(divisor_at_least(per_replica, next));
-      if (next == 0) break;
-    }
-    Plan more = plan;
-    more.pipeline.micro_batches = next;
-    SimResult r2 = problem.simulator.run(more, so);
-    plan = std::move(more);
-    res = std::move(r2);
-  }
+  const SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
   plan.predicted.valid = true;
   plan.predicted.step_time = res.step_time;
   plan.predicted.peak_memory = res.peak_memory;

@@ -107,6 +107,12 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
                                            const std::vector<int>& devices,
                                            const PipelinePlacerOptions& options);
 
+/// Picks the micro-batch count of a pipelined plan by simulation: 4, 2 and 8 x stages (or
+/// `fixed` when > 0), each rounded down to a divisor of `per_replica` (samples per stage
+/// replica; 0 = no rounding); on OOM doubles it (to the next divisor) up to 4 times. Sets
+/// plan->pipeline.micro_batches and returns the chosen plan's simulation.
+SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_replica, int fixed);
+
 /// Runs the DP on a problem and returns the plan (pipeline, placement filled by stage).
 /// Every stage's replica count divides the samples of a micro-batch, so no replica gets a
 /// fractional share: with a batch size B > 0 and a fixed `micro_batches` m dividing B the
