@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "agents/hybrid_outer.h"
 #include "agents/methods.h"
 #include "agents/placer.h"
 #include "src/util/error.h"
@@ -12,12 +13,17 @@ const std::vector<MethodInfo>& placer_methods() {
 }
 
 std::unique_ptr<Placer> make_placer(const std::string& name) {
+  // "M+hybrid": method M inside the micro-batch and replica outer loop (agents/hybrid_outer.h).
+  const std::string suffix = "+hybrid";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return std::make_unique<HybridOuterPlacer>(make_placer(name.substr(0, name.size() - suffix.size())));
+  }
   std::string known;
   for (const MethodInfo& m : placer_methods()) {
     if (m.name == name) return m.make();
     known += (known.empty() ? "" : ", ") + m.name;
   }
-  throw Error("unknown method '" + name + "' (known: " + known + ")");
+  throw Error("unknown method '" + name + "' (known: " + known + "; any of them + \"+hybrid\")");
 }
 
 std::vector<int> problem_devices(const Problem& p) {

@@ -9,6 +9,7 @@
 
 #include "simulator/cost_model.h"
 #include "simulator/simulator_impl.h"
+#include "src/plan/placement_pipeline.h"
 #include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
@@ -728,8 +729,12 @@ Simulator::~Simulator() = default;
 
 SimResult Simulator::run(const Plan& plan, const SimOptions& options) {
   const Plan* p = &plan;
-  if (needs_tensor_parallel_expansion(plan)) {
-    impl_->expanded = expand_tensor_parallel(plan, graph_, cluster_.num_devices());
+  if (needs_placement_pipeline(plan)) {
+    impl_->staged = pipeline_from_placement(plan, graph_);
+    p = &impl_->staged;
+  }
+  if (needs_tensor_parallel_expansion(*p)) {
+    impl_->expanded = expand_tensor_parallel(*p, graph_, cluster_.num_devices());
     p = &impl_->expanded;
   }
   impl_->check_plan(*p);

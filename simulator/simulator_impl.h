@@ -91,6 +91,7 @@ struct Simulator::Impl {
   std::vector<uint64_t> op_param, op_state;  // param_bytes, state_bytes
 
   // ---- per run ----
+  Plan staged;    // a micro-batched placement as a staged plan (src/plan/placement_pipeline.h)
   Plan expanded;  // the plan with its tensor-parallel shorthand expanded (when it has one)
   const Plan* plan = nullptr;
   SimOptions opts;

@@ -292,5 +292,75 @@ TEST(Pipeline, TiedWeightsAcrossStagesAllReduceTheirGradients) {
   EXPECT_DOUBLE_EQ(sim_tied.run(one).step_time, sim_plain.run(one_plain).step_time);
 }
 
+/// The placement form of pipe_plan: each stage's ops (and their backward / optimizer ops)
+/// on device_of_stage[stage], micro-batches but no stages.
+Plan placement_plan_of(const PipeGraph& pg, int m, PipelineSchedule sched,
+                       const std::vector<int>& device_of_stage) {
+  Plan p;
+  p.pipeline.micro_batches = m;
+  p.pipeline.schedule = sched;
+  p.placement.assign(pg.g.num_ops(), 0);
+  for (size_t s = 0; s < pg.stage_ops.size(); ++s) {
+    for (OpId o : pg.stage_ops[s]) p.placement[o] = device_of_stage[s];
+  }
+  for (OpId o = 0; o < pg.g.num_ops(); ++o) {
+    const OpId f = pg.g.op(o).forward_op;
+    if (f < pg.g.num_ops()) p.placement[o] = p.placement[f];
+  }
+  return p;
+}
+
+TEST(Pipeline, MicroBatchedPlacementSimulatesLikeTheStagedPlan) {
+  const int s = 3, m = 4;
+  const PipeGraph pg = pipe_graph(s, 2e9, 4000000, 1000000, {1.0, 2.0, 0.5});
+  const Cluster cl = make_cluster(1, s, link(1e-6, 1e10), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  for (PipelineSchedule sched : {PipelineSchedule::k1F1B, PipelineSchedule::kGPipe}) {
+    const SimResult staged = sim.run(pipe_plan(pg, m, sched));
+    const SimResult placed = sim.run(placement_plan_of(pg, m, sched, {0, 1, 2}));
+    EXPECT_DOUBLE_EQ(placed.step_time, staged.step_time);
+    EXPECT_EQ(placed.peak_memory, staged.peak_memory);
+    EXPECT_EQ(placed.compute_time, staged.compute_time);
+    EXPECT_EQ(placed.simulated_ops, staged.simulated_ops);
+  }
+}
+
+TEST(Pipeline, MicroBatchedPlacementGoingBackAndForthStillPipelines) {
+  // Stages 0 and 2 on device 0, stage 1 on device 1: device 0 carries 2/3 of the work.
+  const int s = 3;
+  const PipeGraph pg = pipe_graph(s, 2e9, 0);
+  const Cluster cl = make_cluster(1, 2, link(0, 1e12), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  // One micro-batch: the three stages one after the other, 4 ms forward + 8 ms backward each.
+  const SimResult one = sim.run(placement_plan_of(pg, 1, PipelineSchedule::k1F1B, {0, 1, 0}));
+  EXPECT_DOUBLE_EQ(one.step_time, 3 * 12e-3);
+  const SimResult four = sim.run(placement_plan_of(pg, 4, PipelineSchedule::k1F1B, {0, 1, 0}));
+  EXPECT_LT(four.step_time, one.step_time);
+  EXPECT_GE(four.step_time, 24e-3 - 1e-12);  // device 0's own work
+  EXPECT_DOUBLE_EQ(four.compute_time[0], 24e-3);
+}
+
+TEST(Pipeline, MicroBatchedPlacementRefusesPartitions) {
+  const PipeGraph pg = pipe_graph(2, 2e9, 0);
+  const Cluster cl = make_cluster(1, 2, link(0, 1e12), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  Plan p = placement_plan_of(pg, 2, PipelineSchedule::k1F1B, {0, 1});
+  OpPartition q;
+  q.op = pg.stage_ops[0][0];
+  q.devices = {0, 1};
+  p.partitions.push_back(q);
+  try {
+    sim.run(p);
+    FAIL() << "expected an error";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("micro_batches without stages cannot be combined with partitions"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace placer

@@ -1,0 +1,83 @@
+#include "agents/hybrid_outer.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budget) {
+  stats_ = {};
+  const std::vector<int> devices = problem_devices(problem);
+  const int n = static_cast<int>(devices.size());
+  const int64_t batch = problem.graph.batch_size();
+  std::vector<int> replica_counts;
+  for (int r = 1; r <= n; ++r) {
+    // Replicas stride over the problem's devices; they must split the batch evenly.
+    if (n % r == 0 && (batch <= 0 || batch % r == 0)) replica_counts.push_back(r);
+  }
+  SearchBudget inner_budget = budget;
+  const int64_t k = static_cast<int64_t>(replica_counts.size());
+  if (budget.max_evaluations > 0) inner_budget.max_evaluations = std::max<int64_t>(1, budget.max_evaluations / k);
+  if (budget.max_seconds > 0) inner_budget.max_seconds = budget.max_seconds / static_cast<double>(k);
+
+  bool identity = n == problem.cluster.num_devices();
+  for (int i = 0; i < n && identity; ++i) identity = devices[size_t(i)] == i;
+  Plan best;
+  bool have = false, best_oom = true;
+  double best_time = 0;
+  for (int r : replica_counts) {
+    // Replica 0 on the first n / r devices; the default stride needs them to be the
+    // cluster's devices 0 .. n / r - 1 when the problem uses all devices.
+    Problem sub{problem.graph, problem.cluster, problem.cost, problem.simulator,
+                std::vector<int>(devices.begin(), devices.begin() + n / r)};
+    Plan base;
+    try {
+      base = inner_->search(sub, inner_budget);
+    } catch (const Error&) {
+      continue;  // e.g. the graph fits on no arrangement of this sub-cluster
+    }
+    ++stats_.inner_runs;
+    // A staged or partitioned plan already chose its own pipeline and splits: kept as is.
+    const bool placement_only = !base.pipeline.enabled() && base.partitions.empty() &&
+                                base.data_parallel.replicas == 1;
+    if (!placement_only && r > 1) continue;
+    const int64_t samples = batch > 0 ? batch / r : max_micro_batches_;
+    for (int m = 1; m <= max_micro_batches_ && m <= samples; ++m) {
+      if (samples % m != 0 || (m & (m - 1)) != 0) continue;  // powers of two dividing the samples
+      if (!placement_only && m > 1) break;
+      Plan plan = base;
+      if (placement_only) plan.pipeline.micro_batches = m;
+      plan.data_parallel.replicas = r;
+      if (r > 1 && !identity) {
+        // A device subset of the cluster: map each replica explicitly.
+        plan.data_parallel.replica_devices.assign(size_t(r), std::vector<int>(size_t(problem.cluster.num_devices()), 0));
+        for (int q = 0; q < r; ++q) {
+          for (int d = 0; d < problem.cluster.num_devices(); ++d) {
+            const auto it = std::find(devices.begin(), devices.end(), d);
+            const int slot = it == devices.end() ? 0 : static_cast<int>(it - devices.begin()) % (n / r);
+            plan.data_parallel.replica_devices[size_t(q)][size_t(d)] = devices[size_t(q * (n / r) + slot)];
+          }
+        }
+      }
+      SimResult res;
+      try {
+        res = problem.simulator.run(plan);
+      } catch (const Error&) {
+        continue;
+      }
+      ++stats_.simulated;
+      if (!have || (best_oom && !res.oom) || (best_oom == res.oom && res.step_time < best_time)) {
+        have = true, best_oom = res.oom, best_time = res.step_time;
+        best = std::move(plan);
+        stats_.replicas = r, stats_.micro_batches = m;
+      }
+    }
+  }
+  if (!have) throw Error(name() + ": the inner method found no plan on any sub-cluster");
+  best.method = name();
+  return best;
+}
+
+}  // namespace placer
