@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "agents/methods.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -78,6 +79,13 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
   if (!have) throw Error(name() + ": the inner method found no plan on any sub-cluster");
   best.method = name();
   return best;
+}
+
+void add_hybrid_methods(std::vector<MethodInfo>* out) {
+  out->push_back({"m-etf+hybrid",
+                  "m-etf on a sub-cluster of N / R devices, R data-parallel replicas and M "
+                  "micro-batches through the placement, the best (R, M) by simulation",
+                  true, [] { return std::make_unique<HybridOuterPlacer>(make_placer("m-etf")); }});
 }
 
 }  // namespace placer

@@ -9,6 +9,7 @@ std::vector<MethodInfo> all_methods() {
   add_dynamic_programming_methods(&m);
   add_pipeline_ideal_methods(&m);
   add_megatron_methods(&m);
+  add_hybrid_methods(&m);
   add_search_methods(&m);
   add_learned_methods(&m);
   add_rainbow_methods(&m);

@@ -12,6 +12,8 @@ void add_graph_partitioning_methods(std::vector<MethodInfo>* out);  // agents/pa
 void add_dynamic_programming_methods(std::vector<MethodInfo>* out);  // agents/dp_placers.cpp
 /// "pipeline-ideals" (agents/pipeline_ideals.cpp).
 void add_pipeline_ideal_methods(std::vector<MethodInfo>* out);
+/// "m-etf+hybrid" (agents/hybrid_outer.cpp).
+void add_hybrid_methods(std::vector<MethodInfo>* out);
 /// "megatron" (agents/megatron_grid.cpp).
 void add_megatron_methods(std::vector<MethodInfo>* out);
 void add_search_methods(std::vector<MethodInfo>* out);  // agents/anneal.cpp

@@ -23,7 +23,7 @@ std::unique_ptr<Placer> make_placer(const std::string& name) {
     if (m.name == name) return m.make();
     known += (known.empty() ? "" : ", ") + m.name;
   }
-  throw Error("unknown method '" + name + "' (known: " + known + "; any of them + \"+hybrid\")");
+  throw Error("unknown method '" + name + "' (known: " + known + ")");
 }
 
 std::vector<int> problem_devices(const Problem& p) {
