@@ -1,6 +1,7 @@
 // A Hugging Face Accelerate device_map for the op-level placement of a model imported from a
 // PyTorch ONNX export (docs/export.md#device-map): op scopes are PyTorch module paths, and
 // the map names the coarsest modules whose ops all run on one device.
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -53,7 +54,9 @@ nlohmann::json accelerate_device(const Cluster& c, int d) {
 struct ModuleOps {
   std::set<int> devices;      ///< of every op in the module and its submodules
   std::map<int, OpId> own;    ///< device -> first own op (scope exactly the module)
-  std::set<std::string> children;
+  OpId first_own = kNoOp;     ///< its first own op
+  bool own_params = false;    ///< an own op holds parameters
+  std::vector<std::string> children;  ///< in the order of their first op (model order)
 };
 
 class DeviceMapBuilder {
@@ -67,7 +70,7 @@ class DeviceMapBuilder {
       if (g_.op(o).phase == Phase::kForward) scopes.insert(g_.op(o).scope);
     }
     bool any_scope = false;
-    for (OpId o = 0; o < g_.num_ops(); ++o) {
+    for (OpId o : g_.topo_order()) {
       const Op& op = g_.op(o);
       if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
       const std::string m = module_of_scope(op.scope, scopes);
@@ -85,14 +88,18 @@ class DeviceMapBuilder {
 
  private:
   void add(const std::string& m, OpId o, int d) {
-    modules_[m].own.emplace(d, o);
+    ModuleOps& mod = modules_[m];
+    mod.own.emplace(d, o);
+    if (mod.first_own == kNoOp) mod.first_own = o;  // ops arrive in topological order
+    mod.own_params = mod.own_params || g_.op(o).param_bytes > 0;
     std::string name = m;
     while (true) {
       modules_[name].devices.insert(d);
       if (name.empty()) break;
       const size_t dot = name.rfind('.');
       const std::string parent = dot == std::string::npos ? "" : name.substr(0, dot);
-      modules_[parent].children.insert(name);
+      std::vector<std::string>& siblings = modules_[parent].children;
+      if (std::find(siblings.begin(), siblings.end(), name) == siblings.end()) siblings.push_back(name);
       name = parent;
     }
   }
@@ -108,11 +115,25 @@ class DeviceMapBuilder {
     const std::string label = m.empty() ? "the model's top level" : "module '" + m + "'";
     if (mod.own.size() > 1) {
       auto a = mod.own.begin(), b = std::next(a);
-      fail("placement", label + " runs its own ops on several devices ('" + g_.op(a->second).name + "' on " +
-                            dev_name(a->first) + ", '" + g_.op(b->second).name + "' on " +
-                            dev_name(b->first) + "); Accelerate keeps a module's own computation on one device");
-    }
-    if (!mod.own.empty() && notes_) {
+      const std::string where = "('" + g_.op(a->second).name + "' on " + dev_name(a->first) + ", '" +
+                                g_.op(b->second).name + "' on " + dev_name(b->first) + ")";
+      // A module called twice (torchvision's shared ReLU) may be placed per call; Accelerate
+      // runs every call on the module's one device. Parameters cannot follow both calls.
+      if (mod.own_params) {
+        fail("placement", label + " holds parameters and runs its own ops on several devices " + where +
+                              "; Accelerate keeps a module on one device");
+      }
+      const int first = p_.placement[mod.first_own];
+      if (notes_) {
+        notes_->push_back(label + " runs its own ops on several devices " + where + "; Accelerate runs " +
+                          (mod.children.empty() ? "them on " + dev_name(first) + ", the device of its first op"
+                                                : "them where their inputs are"));
+      }
+      if (mod.children.empty()) {
+        out[m] = accelerate_device(c_, first);
+        return;
+      }
+    } else if (!mod.own.empty() && notes_) {
       notes_->push_back(label + " is split over " + std::to_string(mod.devices.size()) +
                         " devices; its own op '" + g_.op(mod.own.begin()->second).name + "' (placed on " +
                         dev_name(mod.own.begin()->first) +
