@@ -11,11 +11,6 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; n=0
 . "$(dirname "${BASH_SOURCE[0]}")/lib/expect.bash"
 cluster=$src/datasets/clusters/dgx_a100.cluster.yaml
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  n=$((n + 1))
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
-}
 step() { "$placer" simulate --graph "$g" --cluster "$cluster" --plan "$1" 2>/dev/null | grep '^step time'; }
 
 g=$tmp/gpt.graph.json

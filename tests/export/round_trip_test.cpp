@@ -33,23 +33,28 @@ Case megatron_case(const char* name, MegatronConfig m, const char* expect, int l
   return {name, m, layers, dtype, expect};
 }
 
-class MegatronRoundTrip : public ::testing::TestWithParam<Case> {};
-
-TEST_P(MegatronRoundTrip, GivesTheSamePlanAndStepTime) {
-  const Case& k = GetParam();
+/// Exports megatron_plan's plan of case `k` to `format`, checks the text holds k.expect,
+/// reads it back with `read` (the launcher's world size) and compares plan file and step time.
+void expect_round_trip(const Case& k, ExportFormat format, FrameworkConfig (*read)(const std::string&, int)) {
   const Graph g = export_test::gpt(k.layers, k.dtype);
   const Cluster c = export_test::dgx();
   const Plan plan = megatron_plan(g, k.m);
   plan.validate(g, c);
-  const std::string args = export_plan(plan, g, c, ExportFormat::kMegatron);
-  EXPECT_NE(args.find(k.expect), std::string::npos) << args;
+  const std::string text = export_plan(plan, g, c, format);
+  EXPECT_NE(text.find(k.expect), std::string::npos) << text;
   // The world size and rank 0's device come from the launcher (`plan from-megatron
-  // --world-size --first-device`), not from Megatron-LM's arguments.
-  FrameworkConfig f = parse_megatron_arguments(args, k.m.tp * k.m.pp * k.m.dp);
+  // --world-size --first-device`), not from the configuration.
+  FrameworkConfig f = read(text, k.m.tp * k.m.pp * k.m.dp);
   f.config.first_device = k.m.first_device;
   const Plan back = plan_of_framework_config(f, g);
-  EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << args;
+  EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << text;
   EXPECT_EQ(export_test::step_time(g, c, back), export_test::step_time(g, c, plan));
+}
+
+class MegatronRoundTrip : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MegatronRoundTrip, GivesTheSamePlanAndStepTime) {
+  expect_round_trip(GetParam(), ExportFormat::kMegatron, parse_megatron_arguments);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -85,15 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
 class DeepSpeedRoundTrip : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeepSpeedRoundTrip, GivesTheSamePlanAndStepTime) {
-  const Case& k = GetParam();
-  const Graph g = export_test::gpt(k.layers, k.dtype);
-  const Cluster c = export_test::dgx();
-  const Plan plan = megatron_plan(g, k.m);
-  const std::string json = export_plan(plan, g, c, ExportFormat::kDeepSpeed);
-  EXPECT_NE(json.find(k.expect), std::string::npos) << json;
-  const Plan back = plan_of_framework_config(parse_deepspeed_config(json, k.m.pp * k.m.dp), g);
-  EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << json;
-  EXPECT_EQ(export_test::step_time(g, c, back), export_test::step_time(g, c, plan));
+  expect_round_trip(GetParam(), ExportFormat::kDeepSpeed, parse_deepspeed_config);
 }
 
 INSTANTIATE_TEST_SUITE_P(
