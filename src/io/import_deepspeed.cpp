@@ -62,6 +62,8 @@ FrameworkConfig parse_deepspeed_config(const std::string& text, int world_size) 
   const Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw FormatError("not a JSON object");
   FrameworkConfig f;
+  f.batch_field = "train_batch_size";
+  f.layers_field = "pipeline.parts";
   MegatronConfig& m = f.config;
   const Json pipe = j.contains("pipeline") ? j.at("pipeline") : Json::object();
   m.pp = pipe.contains("stages") && pipe.at("stages").is_string() ? 1 : count_at(pipe, "stages", "pipeline.stages", 1);

@@ -129,6 +129,8 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   reject_unmodelled(a);
   FrameworkConfig f;
   f.ignored = a.ignored();
+  f.batch_field = "--global-batch-size";
+  f.layers_field = "--num-layers";
   MegatronConfig& m = f.config;
   m.tp = a.integer("--tensor-model-parallel-size", 1);
   m.pp = a.integer("--pipeline-model-parallel-size", 1);

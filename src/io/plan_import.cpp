@@ -9,8 +9,12 @@ namespace placer {
 Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g) {
   const int layers = graph_layers(g);
   if (f.layers > 0 && f.layers != layers) {
-    throw ValidationError("layers: the configuration has " + std::to_string(f.layers) + ", graph '" + g.name() +
-                          "' has " + std::to_string(layers));
+    throw ValidationError(f.layers_field + ": " + std::to_string(f.layers) + ", but graph '" + g.name() +
+                          "' has " + std::to_string(layers) + " layers");
+  }
+  if (g.batch_size() > 0 && g.batch_size() != f.config.global_batch) {
+    throw ValidationError(f.batch_field + ": " + std::to_string(f.config.global_batch) + ", but graph '" +
+                          g.name() + "' is built for batch " + std::to_string(g.batch_size()));
   }
   Plan p = megatron_plan(g, f.config);
   // Tensor sizes are the graph's; a configuration that computes in another type sets the

@@ -21,6 +21,8 @@ struct FrameworkConfig {
   int layers = 0;  ///< layers the configuration names (--num-layers, pipeline.parts); 0 = none
   DType dtype = DType::kF32;  ///< compute type it trains in
   std::vector<std::string> ignored;  ///< arguments / keys it has that placer does not model
+  /// Where the configuration sets the global batch and the layers (for messages).
+  std::string batch_field = "global batch", layers_field = "layers";
 };
 
 /// Megatron-LM arguments (whitespace-separated; "--name value" or "--name=value"; lines may
@@ -33,8 +35,8 @@ FrameworkConfig parse_megatron_arguments(const std::string& args, int world_size
 FrameworkConfig parse_deepspeed_config(const std::string& json_text, int world_size);
 
 /// megatron_plan of the configuration on `g`, computing in f.dtype (precision.compute is set
-/// only when it differs from the graph's own type). ValidationError when the layers differ
-/// from the graph's.
+/// only when it differs from the graph's own type). ValidationError naming the field when
+/// the layers or the global batch differ from the graph's.
 Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g);
 
 }  // namespace placer

@@ -164,13 +164,19 @@ TEST(MegatronArguments, NameTheArgumentPlacerCannotRead) {
   EXPECT_EQ(megatron_error("--micro-batch-size"), "--micro-batch-size: needs a value");
 }
 
-TEST(MegatronArguments, LayersMustMatchTheGraph) {
+TEST(MegatronArguments, LayersAndBatchMustMatchTheGraph) {
   const Graph g = export_test::gpt(4, DType::kF16);
   try {
     plan_of_framework_config(parse_megatron_arguments("--num-layers 8 --micro-batch-size 2", 8), g);
     FAIL() << "no error";
   } catch (const ValidationError& e) {
-    EXPECT_STREQ(e.what(), "layers: the configuration has 8, graph 'gpt' has 4");
+    EXPECT_STREQ(e.what(), "--num-layers: 8, but graph 'gpt' has 4 layers");
+  }
+  try {
+    plan_of_framework_config(parse_megatron_arguments("--micro-batch-size 1", 8), g);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(), "--global-batch-size: 8, but graph 'gpt' is built for batch 16");
   }
 }
 
