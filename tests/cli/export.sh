@@ -29,6 +29,11 @@ check megatron-args grep -q -- "--sequence-parallel \\\\" "$tmp/args.txt"
   -o "$tmp/m2.plan.yaml" 2> /dev/null
 check megatron-round-trip-plan cmp -s "$tmp/m.plan.yaml" "$tmp/m2.plan.yaml"
 check megatron-round-trip-step test "$(step "$tmp/m.plan.yaml")" = "$(step "$tmp/m2.plan.yaml")"
+# The same arguments as separate words after placer's options.
+# shellcheck disable=SC2046  # word splitting is the point
+"$placer" plan from-megatron --graph "$g" --cluster "$cluster" -o "$tmp/m3.plan.yaml" \
+  $(grep -v '^#' "$tmp/args.txt" | tr -d '\\') 2> /dev/null
+check megatron-words-round-trip cmp -s "$tmp/m.plan.yaml" "$tmp/m3.plan.yaml"
 
 # DeepSpeed: PP 2 x DP 4, ZeRO-1, full recomputation.
 "$placer" plan from-megatron "--pipeline-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 16 \
