@@ -9,7 +9,6 @@
 
 #include "src/io/export_checks.h"
 #include "src/io/plan_export.h"
-#include "src/plan/megatron_config_of.h"
 
 namespace placer {
 
