@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "src/cli/baseline_plan.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
 #include "src/cli/placing.h"
@@ -21,6 +22,7 @@ struct CompareArgs {
   double budget_seconds = 0;
   uint64_t seed = 1;
   bool csv = false;
+  std::string baseline_plan;  ///< a user's plan, shown as the first row
 };
 
 std::vector<std::string> split_methods(const std::string& s) {
@@ -57,8 +59,10 @@ void run_compare(const CompareArgs& a) {
   budget.max_seconds = a.budget_seconds;
   budget.seed = a.seed;
 
+  const Plan baseline = a.baseline_plan.empty() ? Plan{} : load_baseline_plan(a.baseline_plan, *s);
   const SimResult single = simulate_single_device(*s);
   std::vector<MethodRun> runs;
+  if (!a.baseline_plan.empty()) runs.push_back(run_baseline_plan(a.baseline_plan, baseline, *s));
   for (size_t i = 0; i < methods.size(); ++i) {
     runs.push_back(run_method(methods[i], *s, budget));
     const MethodRun& r = runs.back();
@@ -137,6 +141,9 @@ void register_compare(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--seed", args->seed, "Seed of the randomised methods")->capture_default_str();
   sub->add_flag("--csv", args->csv, "Print CSV (one header line, one line per method)");
+  sub->add_option("--baseline-plan", args->baseline_plan,
+                  "A plan of your own (e.g. from `placer plan from-megatron`) as the first row")
+      ->check(CLI::ExistingFile);
   sub->callback([args]() { run_compare(*args); });
 }
 

@@ -23,6 +23,67 @@ int megatron_micro_batches(const MegatronConfig& m) {
   return static_cast<int>(m.global_batch / per_step);
 }
 
+std::vector<int> megatron_stage_layers(const MegatronConfig& m, int layers) {
+  if (m.pp < 1) fail("tp, pp and dp must be >= 1");
+  if (m.virtual_stages < 1) fail("virtual_stages must be >= 1");
+  const int n = m.pp * m.virtual_stages;
+  if (layers < n) {
+    fail("pp x virtual_stages = " + std::to_string(n) + " exceeds the graph's " +
+         std::to_string(layers) + " layers");
+  }
+  std::vector<int> count(size_t(n), 0);
+  if (m.first_stage_layers == 0 && m.last_stage_layers == 0) {
+    // Megatron's even split; uneven counts put the extra layers first (layer l on stage
+    // l * n / layers).
+    for (int l = 0; l < layers; ++l) ++count[size_t(int64_t(l) * n / layers)];
+    return count;
+  }
+  if (m.first_stage_layers < 0 || m.last_stage_layers < 0) fail("first / last stage layers must be >= 0");
+  if (m.virtual_stages > 1) fail("an uneven first / last stage needs virtual_stages 1");
+  if (n < 2) fail("an uneven first / last stage needs pp >= 2");
+  // The stages not set explicitly share the rest evenly.
+  const int fixed = (m.first_stage_layers > 0) + (m.last_stage_layers > 0);
+  const int rest = layers - m.first_stage_layers - m.last_stage_layers;
+  const int others = n - fixed;
+  if (rest < 0 || (others == 0 && rest != 0) || (others > 0 && (rest % others != 0 || rest == 0))) {
+    fail("first / last stage layers " + std::to_string(m.first_stage_layers) + " / " +
+         std::to_string(m.last_stage_layers) + " leave " + std::to_string(rest) + " of " +
+         std::to_string(layers) + " layers, not a positive multiple of the other " +
+         std::to_string(others) + " stages");
+  }
+  for (int s = 0; s < n; ++s) count[size_t(s)] = others > 0 ? rest / others : 0;
+  if (m.first_stage_layers > 0) count.front() = m.first_stage_layers;
+  if (m.last_stage_layers > 0) count.back() = m.last_stage_layers;
+  return count;
+}
+
+bool megatron_fit_stage_layers(MegatronConfig* m, const std::vector<int>& count, int layers) {
+  if (count.empty()) return false;
+  const int n = static_cast<int>(count.size());
+  std::vector<std::pair<int, int>> candidates = {{count.front(), 0}, {0, count.back()}, {count.front(), count.back()}};
+  // The even split first when Megatron-LM accepts it (layers divisible by the stages), last
+  // otherwise: 5 layers on 2 stages are then "first stage 3", which Megatron-LM can run.
+  if (layers % n == 0) {
+    candidates.insert(candidates.begin(), {0, 0});
+  } else {
+    candidates.push_back({0, 0});
+  }
+  for (const auto& [first, last] : candidates) {
+    if ((first > 0 || last > 0) && (m->virtual_stages > 1 || n < 2)) continue;
+    MegatronConfig c = *m;
+    c.first_stage_layers = first;
+    c.last_stage_layers = last;
+    try {
+      if (megatron_stage_layers(c, layers) != count) continue;
+    } catch (const ValidationError&) {
+      continue;
+    }
+    *m = c;
+    return true;
+  }
+  return false;
+}
+
 Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   const int M = megatron_micro_batches(m);
   if (m.zero_stage < 0 || m.zero_stage > 3) fail("zero_stage must be 0..3");
@@ -38,12 +99,11 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
     fwd.push_back(o);
     layers = std::max(layers, g.op(o).layer + 1);
   }
-  if (m.virtual_stages < 1) fail("virtual_stages must be >= 1");
-  const int n_stages = m.pp * m.virtual_stages;
-  if (layers < n_stages) {
-    fail("pp x virtual_stages = " + std::to_string(n_stages) + " exceeds the graph's " +
-         std::to_string(layers) + " layers");
-  }
+  const std::vector<int> stage_layers = megatron_stage_layers(m, layers);
+  const int n_stages = static_cast<int>(stage_layers.size());
+  // first_layer[s]: the first layer of stage s; first_layer[n_stages] = layers.
+  std::vector<int> first_layer(size_t(n_stages) + 1, 0);
+  for (int s = 0; s < n_stages; ++s) first_layer[size_t(s) + 1] = first_layer[size_t(s)] + stage_layers[size_t(s)];
   if (m.virtual_stages > 1 && M % m.pp != 0) {
     fail("interleaved 1F1B needs micro-batches (" + std::to_string(M) +
          ") to be a multiple of pp " + std::to_string(m.pp));
@@ -62,16 +122,15 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
     for (int k = 0; k < per_stage; ++k) st.devices.push_back(m.first_device + rank * per_stage + k);
     st.tensor_parallel = m.tp;
   }
-  // Layer l goes to stage (model chunk) l * stages / layers (Megatron's even split; uneven
-  // counts put the extra layers first). Ops outside layers go to the first stage before the
-  // first layer and to the last stage after it.
+  // Layer l goes to the stage (model chunk) whose layer range holds it. Ops outside layers
+  // go to the first stage before the first layer and to the last stage after it.
   bool seen_layer = false;
   for (OpId o : fwd) {
     const int l = g.op(o).layer;
     int s;
     if (l >= 0) {
       seen_layer = true;
-      s = static_cast<int>(int64_t(l) * n_stages / layers);
+      s = static_cast<int>(std::upper_bound(first_layer.begin(), first_layer.end(), l) - first_layer.begin()) - 1;
     } else {
       s = seen_layer ? n_stages - 1 : 0;
     }

@@ -13,6 +13,7 @@
 //   Plan p = megatron_plan(gpt_graph, m);
 
 #include <string>
+#include <vector>
 
 #include "src/graph/graph.h"
 #include "src/plan/plan.h"
@@ -31,6 +32,11 @@ struct MegatronConfig {
   /// Model chunks per pipeline rank (--virtual-pipeline-model-parallel-size): the layers
   /// are split into pp x virtual_stages chunks, chunk c on rank c % pp, interleaved 1F1B.
   int virtual_stages = 1;
+  /// Uneven pipelines (--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers):
+  /// the layers of the first / last stage; 0 = the even split. The other stages share the
+  /// remaining layers evenly (they must divide). Only without virtual stages.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   int first_device = 0;  ///< devices first_device .. first_device + tp*dp*pp - 1
   /// Mixed precision as Megatron runs it: fp16 with dynamic loss scaling, or bf16; both
   /// with gradient clipping (1.0 by default).
@@ -41,6 +47,17 @@ struct MegatronConfig {
 /// Micro-batches per step: global_batch / (micro_batch * dp). Throws ValidationError
 /// naming the field when it is not a positive integer.
 int megatron_micro_batches(const MegatronConfig& m);
+
+/// Layers per pipeline stage (model chunk, pp x virtual_stages of them) of `m` for a model of
+/// `layers` layers: the even split (extra layers first) or the uneven first / last stage.
+/// Throws ValidationError when the stages outnumber the layers or the uneven split does not
+/// divide.
+std::vector<int> megatron_stage_layers(const MegatronConfig& m, int layers);
+
+/// Sets m->first_stage_layers / last_stage_layers so that megatron_stage_layers(*m, layers)
+/// gives `count` (one entry per stage). Prefers the form Megatron-LM accepts: the plain even
+/// split only when the stages divide the layers. False when no form gives `count`.
+bool megatron_fit_stage_layers(MegatronConfig* m, const std::vector<int>& count, int layers);
 
 /// The plan of configuration `m` on graph `g` (a forward-and-backward training step of a
 /// layered transformer: forward ops carry their layer index). Throws ValidationError when

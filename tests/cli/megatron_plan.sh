@@ -9,11 +9,6 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; n=0
 . "$(dirname "${BASH_SOURCE[0]}")/lib/expect.bash"
 cluster=$src/datasets/clusters/dgx_a100.cluster.yaml
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  n=$((n + 1))
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
-}
 
 "$placer" generate gpt --layers 2 --hidden 1024 --heads 16 --seq-len 1024 --batch 16 --tp 2 \
   --training-step -o "$tmp/gpt.graph.json" > /dev/null 2>&1

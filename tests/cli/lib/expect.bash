@@ -19,3 +19,10 @@ expect() {
   done
   echo "ok   $name: $(echo "$out" | tail -n 1)"
 }
+
+# check NAME CONDITION-COMMAND...: the command succeeds.
+check() {
+  local name=$1; shift
+  n=$((n + 1))
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
+}

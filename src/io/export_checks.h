@@ -1,0 +1,24 @@
+#pragma once
+// Checks the framework writers share (src/io/export_*.cpp); each throws ValidationError
+// "field: why" naming the framework.
+
+#include <string>
+#include <vector>
+
+#include "src/plan/megatron_plan.h"
+
+namespace placer::export_checks {
+
+[[noreturn]] void fail(const std::string& field, const std::string& message);
+
+/// fp16 trains with dynamic loss scaling in every framework here, bf16 and f32 without:
+/// precision.loss_scaling must match the compute type.
+void loss_scaling_matches(const MegatronConfig& m, DType dtype, const std::string& framework);
+
+/// Megatron-LM and DeepSpeed run 1F1B (interleaved with virtual stages), never GPipe.
+void schedule_is_1f1b(const MegatronConfig& m, const std::string& framework);
+
+/// Per-stage layer counts of `m` as a pipeline-rank boundary list: {0, c0, c0 + c1, ..., layers}.
+std::vector<int> layer_boundaries(const MegatronConfig& m, int layers);
+
+}  // namespace placer::export_checks

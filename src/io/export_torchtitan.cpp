@@ -1,0 +1,136 @@
+// The [training], [parallelism] and [activation_checkpoint] sections of a torchtitan job
+// config (TOML) for a Megatron-style plan (docs/export.md#torchtitan). Keys are torchtitan's
+// (torchtitan/config/job_config.py).
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/io/export_checks.h"
+#include "src/io/plan_export.h"
+
+namespace placer {
+
+using export_checks::fail;
+
+namespace {
+
+std::string toml_string(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+/// The module an op belongs to in a pipeline stage's module list: a layer op's `...layers.<i>`
+/// prefix of its scope, another op's scope, or its own name when its scope is an ancestor of
+/// the layers (Megatron's final_layernorm sits in `language_model.encoder`). Losses are left
+/// out (torchtitan computes the loss outside the model); "" = none.
+std::string stage_module(const Op& op, const std::string& layer_parent) {
+  if (op.category == OpCategory::kInput) return "";
+  if (op.type.find("CrossEntropy") != std::string::npos || op.type.find("Loss") != std::string::npos) return "";
+  if (op.layer >= 0) {
+    const std::string key = "." + std::to_string(op.layer);
+    const size_t at = op.scope.find(key);
+    if (at != std::string::npos && (at + key.size() == op.scope.size() || op.scope[at + key.size()] == '.')) {
+      return op.scope.substr(0, at + key.size());
+    }
+    return op.scope;
+  }
+  if (op.scope.empty() || (!layer_parent.empty() && layer_parent.rfind(op.scope, 0) == 0)) return op.name;
+  return op.scope;
+}
+
+/// The scope that holds the layer modules (e.g. "language_model.encoder.layers").
+std::string layer_parent_of(const Graph& g) {
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op& op = g.op(o);
+    if (op.phase != Phase::kForward || op.layer < 0) continue;
+    const std::string m = stage_module(op, "");
+    const size_t dot = m.rfind('.');
+    return dot == std::string::npos ? "" : m.substr(0, dot);
+  }
+  return "";
+}
+
+std::string module_lists(const Plan& p, const Graph& g) {
+  const std::string parent = layer_parent_of(g);
+  std::string out = "[";
+  for (size_t s = 0; s < p.pipeline.stages.size(); ++s) {
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    std::vector<OpId> ops = p.pipeline.stages[s].ops;
+    std::sort(ops.begin(), ops.end());
+    for (OpId o : ops) {
+      const std::string m = stage_module(g.op(o), parent);
+      if (!m.empty() && seen.insert(m).second) names.push_back(m);
+    }
+    out += s ? ", [" : "[";
+    for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + toml_string(names[i]);
+    out += "]";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Graph& g, DType dtype) {
+  if (m.tp > 1 && !m.sequence_parallel) {
+    fail("tensor_parallel.sequence_parallel", "false: torchtitan's tensor parallelism always splits the "
+                                              "norms along the sequence (sequence parallelism)");
+  }
+  if (dtype == DType::kF16) fail("precision", "fp16: torchtitan trains in bf16 or fp32 (mixed_precision_param)");
+  export_checks::loss_scaling_matches(m, dtype, "torchtitan");
+  if (!m.grad_clipping) {
+    fail("precision.grad_clipping", "false: torchtitan always clips the gradient norm (training.max_norm)");
+  }
+  if (m.zero_stage == 1) {
+    fail("data_parallel.zero_stage", "1: torchtitan replicates (DDP) or shards with FSDP (ZeRO-2 / ZeRO-3), "
+                                     "it has no ZeRO-1");
+  }
+  if (!m.overlap_grad_reduce) {
+    fail("data_parallel.overlap", "false: torchtitan's DDP and FSDP always overlap the gradient "
+                                  "reduction with backward");
+  }
+  if (m.virtual_stages > 1 && m.schedule != PipelineSchedule::k1F1B) {
+    fail("pipeline.schedule", "virtual stages run the interleaved 1F1B schedule only");
+  }
+  const int M = megatron_micro_batches(m);
+  const bool pipelined = m.pp > 1;
+  std::ostringstream out;
+  out << "# torchtitan job config sections (placer export): " << m.tp * m.pp * m.dp << " ranks = tp "
+      << m.tp << " x pp " << m.pp << " x dp " << m.dp << "\n";
+  out << "[training]\n";
+  // With a pipeline the micro-batches are the pipeline's; without one they are gradient
+  // accumulation steps (global_batch_size above local_batch_size x dp).
+  out << "local_batch_size = " << (pipelined ? m.global_batch / m.dp : m.micro_batch) << "\n";
+  out << "global_batch_size = " << m.global_batch << "\n";
+  out << "max_norm = 1.0\n";
+  out << "mixed_precision_param = " << toml_string(dtype == DType::kBF16 ? "bfloat16" : "float32") << "\n";
+  out << "\n[parallelism]\n";
+  const bool shard = m.zero_stage >= 2;
+  out << "data_parallel_replicate_degree = " << (shard ? 1 : m.dp) << "\n";
+  out << "data_parallel_shard_degree = " << (shard ? m.dp : 1) << "\n";
+  if (shard) out << "fsdp_reshard_after_forward = " << toml_string(m.zero_stage == 3 ? "always" : "never") << "\n";
+  out << "tensor_parallel_degree = " << m.tp << "\n";
+  out << "pipeline_parallel_degree = " << m.pp << "\n";
+  if (pipelined) {
+    const char* schedule = m.virtual_stages > 1 ? "Interleaved1F1B"
+                           : m.schedule == PipelineSchedule::kGPipe ? "GPipe"
+                                                                    : "1F1B";
+    out << "pipeline_parallel_schedule = " << toml_string(schedule) << "\n";
+    out << "pipeline_parallel_microbatch_size = " << m.micro_batch << "\n";
+    out << "module_fqns_per_model_part = " << module_lists(p, g) << "\n";
+  } else if (M > 1 && m.schedule == PipelineSchedule::kGPipe) {
+    fail("pipeline.schedule", "gpipe on one stage: torchtitan accumulates gradients one micro-batch at a time (1F1B)");
+  }
+  out << "\n[activation_checkpoint]\n";
+  out << "mode = " << toml_string(to_string(m.recompute)) << "\n";
+  if (m.recompute == Recompute::kSelective) out << "selective_ac_option = " << toml_string("op") << "\n";
+  return out.str();
+}
+
+}  // namespace placer

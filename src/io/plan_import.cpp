@@ -1,0 +1,29 @@
+// plan_of_framework_config: a parsed framework configuration as a plan.
+#include "src/io/plan_import.h"
+
+#include "src/plan/megatron_config_of.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g) {
+  const int layers = graph_layers(g);
+  if (f.layers > 0 && f.layers != layers) {
+    throw ValidationError(f.layers_field + ": " + std::to_string(f.layers) + ", but graph '" + g.name() +
+                          "' has " + std::to_string(layers) + " layers");
+  }
+  if (g.batch_size() > 0 && g.batch_size() != f.config.global_batch) {
+    throw ValidationError(f.batch_field + ": " + std::to_string(f.config.global_batch) + ", but graph '" +
+                          g.name() + "' is built for batch " + std::to_string(g.batch_size()));
+  }
+  Plan p = megatron_plan(g, f.config);
+  // Tensor sizes are the graph's; a configuration that computes in another type sets the
+  // compute type (the peak FLOP/s it runs at).
+  if (f.dtype != plan_compute_dtype(p, g)) {
+    p.precision.compute_set = true;
+    p.precision.compute = f.dtype;
+  }
+  return p;
+}
+
+}  // namespace placer

@@ -1,0 +1,42 @@
+#pragma once
+// A framework configuration read back into a plan (docs/export.md): Megatron-LM arguments
+// and DeepSpeed configs become a MegatronConfig, and megatron_plan builds the plan, so a
+// user's current configuration can be simulated and compared with placer's plans.
+//
+//   FrameworkConfig f = parse_megatron_arguments("--tensor-model-parallel-size 2 ...", 8);
+//   Plan p = plan_of_framework_config(f, graph);
+//
+// Errors name the argument or key: ValidationError "--micro-batch-size: missing" /
+// FormatError "zero_optimization.stage: not an integer" (callers prefix the source).
+
+#include <string>
+#include <vector>
+
+#include "src/plan/megatron_plan.h"
+
+namespace placer {
+
+struct FrameworkConfig {
+  MegatronConfig config;
+  int layers = 0;  ///< layers the configuration names (--num-layers, pipeline.parts); 0 = none
+  DType dtype = DType::kF32;  ///< compute type it trains in
+  std::vector<std::string> ignored;  ///< arguments / keys it has that placer does not model
+  /// Where the configuration sets the global batch and the layers (for messages).
+  std::string batch_field = "global batch", layers_field = "layers";
+};
+
+/// Megatron-LM arguments (whitespace-separated; "--name value" or "--name=value"; lines may
+/// end in a shell's " \" and '#' starts a comment). Data parallelism is the world size over
+/// tp x pp, as in Megatron-LM.
+FrameworkConfig parse_megatron_arguments(const std::string& args, int world_size);
+
+/// A DeepSpeed config (JSON text). Data parallelism is the world size over the pipeline
+/// stages; pipeline.parts (placer's layer boundaries) sets the layers per stage.
+FrameworkConfig parse_deepspeed_config(const std::string& json_text, int world_size);
+
+/// megatron_plan of the configuration on `g`, computing in f.dtype (precision.compute is set
+/// only when it differs from the graph's own type). ValidationError naming the field when
+/// the layers or the global batch differ from the graph's.
+Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g);
+
+}  // namespace placer

@@ -1,0 +1,165 @@
+// Plan -> framework configuration -> plan gives the same plan (the same plan file) and the
+// same simulated step time, for each parallelism Megatron-LM and DeepSpeed express.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "export_fixture.h"
+#include "src/io/plan_export.h"
+#include "src/io/plan_import.h"
+#include "src/io/plan_io.h"
+
+namespace placer {
+namespace {
+
+using export_test::config;
+
+struct Case {
+  const char* name;
+  MegatronConfig m;
+  int layers;
+  DType dtype;
+  const char* expect;  ///< a line the configuration must contain
+};
+
+MegatronConfig with(MegatronConfig m, void (*edit)(MegatronConfig&)) {
+  edit(m);
+  return m;
+}
+
+Case megatron_case(const char* name, MegatronConfig m, const char* expect, int layers = 4,
+                   DType dtype = DType::kF16) {
+  m.loss_scaling = dtype == DType::kF16;
+  return {name, m, layers, dtype, expect};
+}
+
+/// Exports megatron_plan's plan of case `k` to `format`, checks the text holds k.expect,
+/// reads it back with `read` (the launcher's world size) and compares plan file and step time.
+void expect_round_trip(const Case& k, ExportFormat format, FrameworkConfig (*read)(const std::string&, int)) {
+  const Graph g = export_test::gpt(k.layers, k.dtype);
+  const Cluster c = export_test::dgx();
+  const Plan plan = megatron_plan(g, k.m);
+  plan.validate(g, c);
+  const std::string text = export_plan(plan, g, c, format);
+  EXPECT_NE(text.find(k.expect), std::string::npos) << text;
+  // The world size and rank 0's device come from the launcher (`plan from-megatron
+  // --world-size --first-device`), not from the configuration.
+  FrameworkConfig f = read(text, k.m.tp * k.m.pp * k.m.dp);
+  f.config.first_device = k.m.first_device;
+  const Plan back = plan_of_framework_config(f, g);
+  EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << text;
+  EXPECT_EQ(export_test::step_time(g, c, back), export_test::step_time(g, c, plan));
+}
+
+class MegatronRoundTrip : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MegatronRoundTrip, GivesTheSamePlanAndStepTime) {
+  expect_round_trip(GetParam(), ExportFormat::kMegatron, parse_megatron_arguments);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Parallelisms, MegatronRoundTrip,
+    ::testing::Values(
+        megatron_case("tp", config(2, 1, 1, 16), "--tensor-model-parallel-size 2 \\"),
+        megatron_case("pp", config(1, 2, 1, 2), "--pipeline-model-parallel-size 2 \\"),
+        megatron_case("dp", config(1, 1, 8, 1), "--global-batch-size 16 \\"),
+        megatron_case("grid", config(2, 2, 2, 2), "world size 8 = tp 2 x pp 2 x dp 2"),
+        megatron_case("sp", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.sequence_parallel = true; }),
+                      "--sequence-parallel \\"),
+        megatron_case("full_recompute", with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kFull; }),
+                      "--recompute-method uniform \\"),
+        megatron_case("selective_recompute",
+                      with(config(2, 1, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }),
+                      "--recompute-granularity selective \\"),
+        megatron_case("virtual_stages", with(config(1, 2, 2, 2), [](MegatronConfig& m) { m.virtual_stages = 2; }),
+                      "--num-layers-per-virtual-pipeline-stage 1 \\"),
+        megatron_case("zero1", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.zero_stage = 1; }),
+                      "--use-distributed-optimizer \\"),
+        megatron_case("overlap", with(config(1, 1, 8, 2), [](MegatronConfig& m) { m.overlap_grad_reduce = true; }),
+                      "--overlap-grad-reduce \\"),
+        // 5 layers on 2 stages: megatron_plan's split 3 + 2 is Megatron-LM's uneven first stage.
+        megatron_case("uneven_first", config(1, 2, 4, 1), "--decoder-first-pipeline-num-layers 3 \\", 5),
+        megatron_case("uneven_last", with(config(1, 3, 2, 1), [](MegatronConfig& m) { m.last_stage_layers = 1; }),
+                      "--decoder-last-pipeline-num-layers 1 \\", 5),
+        megatron_case("bf16_no_clip", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.grad_clipping = false; }),
+                      "--clip-grad 0.0", 4, DType::kBF16),
+        megatron_case("first_device", with(config(2, 1, 2, 2), [](MegatronConfig& m) { m.first_device = 4; }),
+                      "on cluster devices 4..7")),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+class DeepSpeedRoundTrip : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeepSpeedRoundTrip, GivesTheSamePlanAndStepTime) {
+  expect_round_trip(GetParam(), ExportFormat::kDeepSpeed, parse_deepspeed_config);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Parallelisms, DeepSpeedRoundTrip,
+    ::testing::Values(
+        megatron_case("dp", config(1, 1, 8, 2), "\"gradient_accumulation_steps\": 1"),
+        megatron_case("accumulation", config(1, 1, 4, 1), "\"gradient_accumulation_steps\": 4"),
+        megatron_case("pp", config(1, 2, 4, 1), "\"stages\": 2"),
+        megatron_case("full_recompute", with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kFull; }),
+                      "\"activation_checkpoint_interval\": 1"),
+        megatron_case("zero1_pp", with(config(1, 2, 4, 2), [](MegatronConfig& m) { m.zero_stage = 1; }), "\"stage\": 1"),
+        megatron_case("zero3", with(config(1, 1, 8, 1), [](MegatronConfig& m) { m.zero_stage = 3; }), "\"stage\": 3"),
+        megatron_case("overlap", with(config(1, 1, 8, 1), [](MegatronConfig& m) { m.overlap_grad_reduce = true; }),
+                      "\"overlap_comm\": true"),
+        megatron_case("uneven_parts", config(1, 2, 4, 1), "\"parts\": [\n      0,\n      3,\n      5", 5),
+        megatron_case("bf16", config(1, 2, 4, 1), "\"bf16\"", 4, DType::kBF16)),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+// A plan read from its file (placement written compactly, grids as read) exports as the
+// plan megatron_plan built.
+TEST(ExportRoundTrip, APlanReadFromItsFileExportsTheSameArguments) {
+  const Graph g = export_test::gpt(4, DType::kF16);
+  const Cluster c = export_test::dgx();
+  MegatronConfig m = config(2, 2, 2, 1);
+  m.sequence_parallel = true;
+  m.recompute = Recompute::kFull;
+  const Plan plan = megatron_plan(g, m);
+  const Plan read = parse_plan_yaml(plan_to_yaml(plan, g, c), "p.plan.yaml", g, c);
+  EXPECT_EQ(export_plan(read, g, c, ExportFormat::kMegatron), export_plan(plan, g, c, ExportFormat::kMegatron));
+}
+
+// Megatron-LM's own spellings read as their documented meaning; what placer does not model
+// is listed, with its value skipped.
+TEST(MegatronArguments, ReadsEqualsSpellingsAliasesAndDefaults) {
+  const FrameworkConfig f = parse_megatron_arguments(
+      "# launched by torchrun\n--tensor-model-parallel-size=2 \\\n --pipeline-model-parallel-size 2 "
+      "--micro-batch-size 4 --lr 3e-4 --seed 7 --recompute-activations --bf16 "
+      "--num-virtual-stages-per-pipeline-rank 2 --use-flash-attn",
+      16);
+  EXPECT_EQ(f.config.tp, 2);
+  EXPECT_EQ(f.config.pp, 2);
+  EXPECT_EQ(f.config.dp, 4);
+  EXPECT_EQ(f.config.micro_batch, 4);
+  EXPECT_EQ(f.config.global_batch, 16);  // Megatron-LM's default: micro-batch x dp
+  EXPECT_EQ(f.config.virtual_stages, 2);
+  EXPECT_EQ(f.config.recompute, Recompute::kSelective);
+  EXPECT_EQ(f.dtype, DType::kBF16);
+  EXPECT_FALSE(f.config.loss_scaling);
+  EXPECT_TRUE(f.config.grad_clipping);
+  EXPECT_EQ(f.config.zero_stage, 0);
+  EXPECT_EQ(f.ignored, (std::vector<std::string>{"--lr", "--seed", "--use-flash-attn"}));
+}
+
+// DeepSpeed derives the third of train_batch_size, the micro-batch and the accumulation
+// steps from the other two.
+TEST(DeepSpeedConfig, DerivesTheMicroBatchFromTheOtherTwo) {
+  const FrameworkConfig f = parse_deepspeed_config(
+      R"({"train_batch_size": 32, "gradient_accumulation_steps": 2, "fp16": {"enabled": true},
+          "zero_optimization": {"stage": 2}, "optimizer": {"type": "Adam"}})",
+      8);
+  EXPECT_EQ(f.config.dp, 8);
+  EXPECT_EQ(f.config.micro_batch, 2);
+  EXPECT_EQ(f.config.global_batch, 32);
+  EXPECT_EQ(f.config.zero_stage, 2);
+  EXPECT_EQ(f.dtype, DType::kF16);
+  EXPECT_TRUE(f.config.loss_scaling);
+  EXPECT_FALSE(f.config.grad_clipping);  // DeepSpeed's default gradient_clipping is 0
+  EXPECT_EQ(f.ignored, (std::vector<std::string>{"optimizer"}));
+}
+
+}  // namespace
+}  // namespace placer
