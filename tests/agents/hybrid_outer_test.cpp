@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "agents/hybrid_outer.h"
+#include "one_host_cluster.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -16,26 +17,13 @@
 namespace placer {
 namespace {
 
-Cluster four_gpus() {
-  DeviceSpec s;
-  s.model = "gpu";
-  s.peak_flops[static_cast<int>(DType::kF32)] = 10e12;
-  s.memory_bandwidth = 1e12;
-  s.memory_bytes = 16ull << 30;
-  Cluster c;
-  c.name = "four";
-  c.add_host("h", s, 4);
-  c.set_link(LinkLevel::kIntraHost, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair});
-  return c;
-}
-
 TEST(HybridOuter, FindsTheBestReplicaAndMicroBatchCountAroundAPlacer) {
   ChainOptions o;
   o.per_op_flops = {4e10, 4e10, 4e10, 4e10, 4e10, 4e10};
   o.param_bytes = 4 << 20;
   o.batch = 32;
   const Graph g = expand_training_step(make_chain(o));
-  const Cluster c = four_gpus();
+  const Cluster c = testing::one_host_cluster(4);
   const CostModel cost(c, uniform_profile(1.0));
   Simulator sim(g, c, cost);
   const Problem p{g, c, cost, sim, {}};

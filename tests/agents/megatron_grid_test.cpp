@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agents/megatron_grid.h"
+#include "one_host_cluster.h"
 #include "datasets/gpt.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
@@ -20,21 +21,6 @@
 namespace placer {
 namespace {
 
-/// One host of 4 GPUs (100 TFLOP/s f16, 1 TB/s), NVLink-like 100 GB/s + 5 us.
-Cluster four_gpus(uint64_t memory) {
-  DeviceSpec s;
-  s.model = "gpu100t";
-  s.peak_flops[static_cast<int>(DType::kF16)] = 100e12;
-  s.peak_flops[static_cast<int>(DType::kF32)] = 20e12;
-  s.memory_bandwidth = 1e12;
-  s.memory_bytes = memory;
-  Cluster c;
-  c.name = "four";
-  c.add_host("host", s, 4);
-  c.set_link(LinkLevel::kIntraHost, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair});
-  return c;
-}
-
 Graph small_gpt() {
   GptOptions o;
   o.layers = 4, o.hidden = 256, o.heads = 8, o.seq_len = 128, o.batch = 8, o.vocab = 1000;
@@ -43,7 +29,7 @@ Graph small_gpt() {
 
 struct Fixture {
   explicit Fixture(uint64_t memory, Graph graph = small_gpt())
-      : g(std::move(graph)), c(four_gpus(memory)), cost(c, uniform_profile(0.5)), sim(g, c, cost) {}
+      : g(std::move(graph)), c(testing::one_host_cluster(4, memory, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair}, 100e12)), cost(c, uniform_profile(0.5)), sim(g, c, cost) {}
   Problem problem() { return Problem{g, c, cost, sim, {}}; }
   Graph g;
   Cluster c;

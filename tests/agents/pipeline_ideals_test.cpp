@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agents/pipeline_ideals.h"
+#include "one_host_cluster.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -129,15 +130,7 @@ TEST(PipelineIdeals, FallsBackWhenTheIdealsExceedTheCap) {
 }
 
 TEST(PipelineIdeals, PlanIsAValidPipelineTheSimulatorRuns) {
-  DeviceSpec spec;
-  spec.model = "gpu";
-  spec.peak_flops[static_cast<int>(DType::kF32)] = 10e12;
-  spec.memory_bandwidth = 1e12;
-  spec.memory_bytes = 16ull << 30;
-  Cluster c;
-  c.name = "four";
-  c.add_host("h", spec, 4);
-  c.set_link(LinkLevel::kIntraHost, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair});
+  const Cluster c = testing::one_host_cluster(4);
   ChainOptions o;
   o.per_op_flops = {4e10, 4e10, 4e10, 4e10, 4e10, 4e10, 4e10, 4e10};
   o.batch = 32;
