@@ -72,6 +72,9 @@ class AutoSyncPlacer : public Placer {
       }
       return s;
     };
+    // The builder itself stays the answer unless the search beats it (its per-variable
+    // PS assignments of small variables are not all expressible as units).
+    const double builder_best = best;
     plan.synchronization = config();
     best = step_of(plan);
 
@@ -85,7 +88,7 @@ class AutoSyncPlacer : public Placer {
       for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
       for (size_t u : order) {
         if (out_of_budget()) break;
-        for (const VariableSync& cand : candidates(g, u < vars.size() ? vars[u] : kNoOp,
+        for (const VariableSync& cand : candidates(g, u < vars.size() ? vars[u] : kNoOp, u,
                                                    choice[u], servers, R, budget)) {
           if (out_of_budget()) break;
           const VariableSync keep = choice[u];
@@ -101,13 +104,14 @@ class AutoSyncPlacer : public Placer {
         }
       }
     }
-    plan.synchronization = config();
+    plan.synchronization = best < builder_best ? config() : start;
     return plan;
   }
 
  private:
   // Alternatives to `cur` for one unit (kNoOp = the default of the small variables).
-  static std::vector<VariableSync> candidates(const Graph& g, OpId v, const VariableSync& cur,
+  static std::vector<VariableSync> candidates(const Graph& g, OpId v, size_t unit,
+                                              const VariableSync& cur,
                                               const std::vector<int>& servers, int R,
                                               const SearchBudget& budget) {
     std::vector<VariableSync> out;
@@ -119,6 +123,13 @@ class AutoSyncPlacer : public Placer {
     add(ring);
     add(hier);
     add(sharded_ps(servers));
+    VariableSync no_local = sharded_ps(servers);
+    no_local.local_aggregation = false;
+    add(no_local);
+    // Whole on one server (load balancing between units): up to 4 servers, offset by unit.
+    for (size_t k = 0; k < std::min<size_t>(servers.size(), 4) && servers.size() > 1; ++k) {
+      add(sharded_ps({servers[(unit + k) % servers.size()]}));
+    }
     if (v != kNoOp && sparse_gradient(g, v, R).sparse) {
       VariableSync ag;
       ag.synchronizer = Synchronizer::kAllGather;
