@@ -16,6 +16,7 @@ std::vector<MethodInfo> all_methods() {
   add_rainbow_opp_methods(&m);
   add_seq2seq_methods(&m);
   add_placeto_methods(&m);
+  add_sync_methods(&m);
   return m;
 }
 

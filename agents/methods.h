@@ -28,6 +28,9 @@ void add_seq2seq_methods(std::vector<MethodInfo>* out);
 /// "placeto" (agents/placeto.cpp; nothing without LibTorch, agents/no_torch_placeto.cpp).
 void add_placeto_methods(std::vector<MethodInfo>* out);
 
+/// "horovod", "ps", "parallax", "poseidon", "autosync" (agents/sync/).
+void add_sync_methods(std::vector<MethodInfo>* out);
+
 /// Every method in display order (what placer_methods() returns).
 std::vector<MethodInfo> all_methods();
 

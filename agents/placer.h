@@ -35,6 +35,10 @@ struct SearchBudget {
   int64_t max_evaluations = 0;  ///< simulator runs
   double max_seconds = 0;       ///< wall-clock seconds
   uint64_t seed = 1;            ///< every random choice derives from this
+  /// Lossy gradient synchronisation a method may choose (docs/sync.md); off by default
+  /// because compression and staleness change how many steps training needs.
+  bool allow_compression = false;
+  int max_staleness = 0;  ///< 0 = synchronous
   /// Optional progress report of long searches: (work done, total or 0 if unknown, short
   /// status). Called often; the receiver throttles (see src/util/progress.h).
   std::function<void(int64_t done, int64_t total, const std::string& status)> progress;

@@ -6,6 +6,7 @@
 
 #include "datasets/family_inception.h"
 #include "datasets/family_nas.h"
+#include "datasets/family_rec.h"
 #include "datasets/family_rnn.h"
 #include "datasets/family_seq.h"
 #include "datasets/family_util.h"
@@ -300,6 +301,27 @@ std::vector<Entry> make_registry() {
          o.vocab = get(v, "vocab");
          o.name = name;
          return make_transformer(o);
+       }});
+  r.push_back(
+      {{"rec",
+        "DLRM-style recommendation model: bottom MLP, large embedding tables pooled per "
+        "feature, dot-product interaction, top MLP",
+        "Naumov et al. 2019 (DLRM); AutoSync's recommendation models (Zhang et al. 2020)",
+        {{"tables", R::uniform(13, 26), R::uniform(26, 64), "embedding tables (Criteo: 26)"},
+         {"rows", R::log_uniform(100000, 2000000, 1000), R::log_uniform(1000000, 10000000, 1000),
+          "rows per table"},
+         {"dim", R::choice({16, 32, 64, 128}), R::choice({64, 128}), "embedding width"},
+         {"lookups", R::uniform(1, 20), R::uniform(1, 40), "ids per sample and table"},
+         {"batch", R::log_uniform(256, 4096), R::log_uniform(1024, 16384), "batch size"}}},
+       [](const Values& v, uint64_t, const std::string& name) {
+         RecOptions o;
+         o.tables = geti(v, "tables");
+         o.rows = get(v, "rows");
+         o.dim = get(v, "dim");
+         o.lookups = get(v, "lookups");
+         o.batch = get(v, "batch");
+         o.name = name;
+         return make_rec(o);
        }});
   r.push_back(
       {{"layered_random",

@@ -92,7 +92,7 @@ struct FamilyInfo {
 /// All families, in registry order.
 const std::vector<FamilyInfo>& family_infos();
 /// Family names: enas_cnn, amoebanet, inception, enas_rnn, rnnlm, gnmt, transformer_xl,
-/// wavenet, transformer, layered_random.
+/// wavenet, transformer, rec, layered_random.
 std::vector<std::string> family_names();
 /// The family called `name`; nullptr when there is none.
 const FamilyInfo* find_family(const std::string& name);

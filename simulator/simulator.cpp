@@ -9,6 +9,7 @@
 
 #include "simulator/cost_model.h"
 #include "simulator/simulator_impl.h"
+#include "simulator/sync_strategies.h"
 #include "src/plan/placement_pipeline.h"
 #include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
@@ -739,10 +740,15 @@ SimResult Simulator::run(const Plan& plan, const SimOptions& options) {
   }
   impl_->check_plan(*p);
   impl_->prepare(*p, options);
+  impl_->sync_external = p->synchronization.enabled && p->data_parallel.replicas > 1;
+  if (impl_->sync_external) impl_->grad_ready.assign(graph_.num_tensors(), -1);
   SimResult r;
   impl_->out = &r;
   impl_->simulate();
   impl_->finish_result(&r);
+  if (impl_->sync_external) {
+    apply_sync_strategies(graph_, cluster_, cost_, *p, impl_->grad_ready, &r);
+  }
   impl_->out = nullptr;
   impl_->plan = nullptr;
   return r;

@@ -57,6 +57,11 @@ struct SimResult {
   uint64_t transfer_bytes = 0;
   uint64_t num_collectives = 0;   ///< gradient buckets + partition collectives
   uint64_t collective_bytes = 0;
+  // Plans with a synchronization section (simulator/sync_strategies.h): step_time is then
+  // the steady-state step over a window of steps.
+  double compute_step_time = 0;  ///< the engine's step with the gradient sync free
+  double sync_network_time = 0;  ///< sum over variables of their network time alone
+  double sync_codec_time = 0;    ///< compression encode + decode on the busiest worker
 };
 
 class Simulator {

@@ -428,6 +428,7 @@ void Simulator::Impl::bucket_add(TensorId t) {
   s.tail = t;
   t_next[t] = kNoTensor;
   s.open_bytes += t_sync_bytes[t];
+  if (sync_external) grad_ready[t] = now;
   --s.remaining;
   if (s.open_bytes >= bucket_bytes || s.remaining == 0) launch_bucket(t_sync[t]);
 }
@@ -439,7 +440,8 @@ void Simulator::Impl::launch_bucket(uint32_t sync_index) {
   // ZeRO (Megatron's distributed optimizer): gradients are reduce-scattered, and the updated
   // parameter shards all-gathered after the optimizer step; both are charged to the bucket.
   const double dur =
-      zero_stage >= 1
+      sync_external ? 0
+      : zero_stage >= 1
           ? cost.group_collective_time(CollectiveKind::kReduceScatter, groups[s.group],
                                        s.open_bytes, SyncScheme::kAuto) +
                 cost.group_collective_time(CollectiveKind::kAllGather, groups[s.group],

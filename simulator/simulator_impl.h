@@ -103,6 +103,10 @@ struct Simulator::Impl {
   SyncScheme sync = SyncScheme::kRing;
   int zero_stage = 0;
   uint64_t bucket_bytes = 0;
+  // Per-variable sync (plan.synchronization): buckets cost nothing in the engine and the
+  // time each gradient is ready is kept for simulator/sync_strategies.cpp.
+  bool sync_external = false;
+  std::vector<double> grad_ready;
 
   // Ops.
   std::vector<int32_t> op_dev;    // primary device

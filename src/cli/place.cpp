@@ -45,6 +45,8 @@ struct PlaceArgs {
   int finetune_samples = 0;     ///< 0 = PpoConfig's default
   int stages = 0;               ///< --method rainbow-pp: pipeline stages (0 = default)
   std::vector<std::string> agent_set;  ///< --agent-set KEY=VALUE (rainbow-pp / -opp / -adp)
+  bool allow_compression = false;  ///< sync methods may compress gradients (docs/sync.md)
+  int max_staleness = 0;           ///< ... and let syncs run this many steps late
   std::set<std::string> given;  ///< the gdp / rainbow-pp options given on the command line
 };
 
@@ -213,6 +215,12 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
   for (double t : r.compute_time) used += t > 0 ? 1 : 0;
   out << "devices      " << used << " of " << c.num_devices() << " compute\n";
   out << "search time  " << human_time(run.search_seconds) << "\n";
+  if (run.plan.synchronization.enabled) {  // lossy choices change the steps training needs
+    const std::vector<std::string> lossy = lossy_choices(run.plan.synchronization, g);
+    out << "lossy sync   " << (lossy.empty() ? std::string("none") : lossy.front());
+    for (size_t i = 1; i < lossy.size(); ++i) out << "; " << lossy[i];
+    out << "\n";
+  }
 }
 
 void run_place(PlaceArgs a) {
@@ -303,6 +311,8 @@ void run_place(PlaceArgs a) {
   budget.max_evaluations = a.budget_evals;
   budget.max_seconds = a.budget_seconds;
   budget.seed = a.seed;
+  budget.allow_compression = a.allow_compression;
+  budget.max_staleness = a.max_staleness;
 
   MethodRun chosen;
   if (a.method == "best") {
@@ -415,6 +425,11 @@ void register_place(CLI::App& app) {
                   "its Rainbow agent (repeatable; e.g. episodes=600, reward=paper, lr=5e-4; "
                   "docs/rainbow.md lists them); colocrl / hdp: e.g. samples=8, lr=1e-3, "
                   "logits_noise=0.5, save_policy=p.pt, policy=p.pt (docs/colocrl_hdp.md)");
+  sub->add_flag("--allow-compression", args->allow_compression,
+                "autosync: may compress gradients (fp16, PowerSGD, top-k); off by default");
+  sub->add_option("--max-staleness", args->max_staleness,
+                  "autosync: may let a variable's sync finish up to S steps late (0 = off)")
+      ->check(CLI::Range(0, 64));
   sub->add_option("--stages", args->stages,
                   "rainbow-pp: pipeline stages (default: min(4, devices))")
       ->check(CLI::Range(2, 1 << 20));

@@ -33,7 +33,9 @@ std::string describe_plan(const Plan& p) {
   }
   if (p.data_parallel.replicas > 1) {
     s += "; " + std::to_string(p.data_parallel.replicas) + " data-parallel replicas (" +
-         to_string(p.data_parallel.sync) + " sync)";
+         (p.synchronization.enabled ? std::string("per-variable")  // docs/sync.md
+                                    : std::string(to_string(p.data_parallel.sync))) +
+         " sync)";
   }
   if (!p.partitions.empty()) s += "; " + std::to_string(p.partitions.size()) + " partitioned ops";
   return s;

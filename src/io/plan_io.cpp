@@ -8,6 +8,7 @@
 
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
+#include "src/io/plan_sync_io.h"
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
@@ -116,7 +117,7 @@ class PlanReader {
     r_.check_keys(root, "",
                   {"format_version", "graph", "method", "description", "placement", "partitions",
                    "pipeline", "data_parallel", "tensor_parallel", "recompute", "precision",
-                   "predicted"});
+                   "synchronization", "predicted"});
     Plan p;
     if (root["graph"]) {
       p.graph_name = r_.scalar(root["graph"], "graph");
@@ -132,6 +133,12 @@ class PlanReader {
     if (root["tensor_parallel"]) read_tensor_parallel(root["tensor_parallel"], &p.tensor_parallel);
     if (root["recompute"]) p.recompute = read_recompute(root["recompute"], "recompute", false);
     if (root["precision"]) read_precision(root["precision"], &p.precision);
+    if (root["synchronization"]) {
+      read_synchronization(
+          r_, root["synchronization"],
+          [this](const YAML::Node& n, const std::string& f) { return device_list(n, f); },
+          &p.synchronization);
+    }
     if (root["predicted"]) read_predicted(root["predicted"], &p.predicted);
     for (const std::string& w : plan_warnings(p, g_)) warn(w);
     try {
@@ -552,7 +559,7 @@ bool uses_format_1_1(const Plan& p) {
     if (s.tensor_parallel != 1 || s.recompute != Recompute::kInherit) return true;
   }
   const PrecisionConfig& pc = p.precision;
-  return p.data_parallel.zero_stage != 0 || !p.data_parallel.overlap ||
+  return p.data_parallel.zero_stage != 0 || !p.data_parallel.overlap || p.synchronization.enabled ||
          p.pipeline.virtual_stages != 1 ||
          p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel ||
          p.recompute != Recompute::kNone || pc.compute_set || pc.loss_scaling ||
@@ -724,6 +731,8 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
     if (pc.grad_clipping) pj["grad_clipping"] = true;
     root["precision"] = pj;
   }
+
+  if (p.synchronization.enabled) root["synchronization"] = synchronization_tree(p.synchronization, g, dev);
 
   if (p.predicted.valid) {
     Json pr;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "src/graph/types.h"
+#include "src/plan/sync_strategy.h"
 
 namespace placer {
 
@@ -170,6 +171,9 @@ struct Plan {
   TensorParallelConfig tensor_parallel;
   Recompute recompute = Recompute::kNone;  ///< default for stages (and unpipelined plans)
   PrecisionConfig precision;
+  /// Per-variable gradient synchronisation (src/plan/sync_strategy.h); replaces
+  /// data_parallel.sync when enabled.
+  SynchronizationConfig synchronization;
   PlanPrediction predicted;
 
   /// Effective recomputation of stage `s` (the plan's when the stage inherits).

@@ -440,7 +440,17 @@ class Validator {
 
 }  // namespace
 
-void Plan::validate(const Graph& g, const Cluster& c) const { Validator(*this, g, c).run(); }
+void Plan::validate(const Graph& g, const Cluster& c) const {
+  Validator(*this, g, c).run();
+  if (!synchronization.enabled) return;
+  // The per-variable sync model (simulator/sync_strategies.h) covers plain data parallelism.
+  if (pipeline.enabled() || !partitions.empty() || tensor_parallel.enabled() ||
+      data_parallel.zero_stage > 0) {
+    fail("synchronization", "per-variable strategies need plain data parallelism (no pipeline, "
+                            "partitions, tensor parallelism or ZeRO)");
+  }
+  validate_synchronization(synchronization, g, c);
+}
 
 std::vector<std::string> plan_warnings(const Plan& p, const Graph& g) {
   std::vector<std::string> out;

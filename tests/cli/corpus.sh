@@ -38,7 +38,7 @@ has manifest-file-entry "$tmp/c1/c1.corpus.yaml" "file: graphs/wavenet_001.graph
 # Same seed, same corpus; manifest-only writes generate: entries and no graphs.
 check generate-again "$placer" corpus generate --family gnmt,wavenet --count 4 --seed 3 -o "$tmp/c2" --name c1
 cmp -s "$tmp/c1/c1.corpus.yaml" "$tmp/c2/c1.corpus.yaml" && ok deterministic || bad "deterministic: manifests differ"
-check manifest-only "$placer" corpus generate --family all --count 10 --seed 3 -o "$tmp/m" --manifest-only
+check manifest-only "$placer" corpus generate --family all --count 11 --seed 3 -o "$tmp/m" --manifest-only
 [ ! -e "$tmp/m/graphs" ] && ok no-graph-files || bad "no-graph-files"
 has generate-entry "$tmp/m/m.corpus.yaml" "generate: {family: layered_random, seed:"
 
@@ -51,13 +51,13 @@ has appended-override "$tmp/m/m.corpus.yaml" "layers: 4}"
 check add "$placer" corpus add "$tmp/m/m.corpus.yaml" "$data/mlp2.graph.json" --tags real,mlp
 has added "$tmp/out.txt" "+ mlp2"
 check stats "$placer" corpus stats "$tmp/m/m.corpus.yaml"
-has stats-total "$tmp/out.txt" "13 graphs, 11 families"
+has stats-total "$tmp/out.txt" "14 graphs, 12 families"
 has stats-split "$tmp/out.txt" "split   train"
 has stats-family "$tmp/out.txt" "transformer_xl"
 has stats-real "$tmp/out.txt" "real"
 has stats-types "$tmp/out.txt" "op types (top 10 of"
 check stats-filter "$placer" corpus stats "$tmp/m/m.corpus.yaml" --tag rnnlm
-has stats-filtered "$tmp/out.txt" "3 graphs selected of 13"
+has stats-filtered "$tmp/out.txt" "3 graphs selected of 14"
 check stats-default "$placer" corpus stats "$src/datasets/corpora/default.corpus.yaml" --split val
 has stats-default-val "$tmp/out.txt" "corpus  default"
 

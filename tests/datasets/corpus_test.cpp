@@ -182,7 +182,7 @@ TEST_F(CorpusTest, GenerateWritesFilesThatLoad) {
   const Corpus back = load_corpus(c.manifest_path);
   ASSERT_EQ(back.size(), 12u);
   EXPECT_EQ(back.entries[0].file, "graphs/enas_cnn_000.graph.json");
-  EXPECT_EQ(back.entries[10].name, "enas_cnn_001");
+  EXPECT_EQ(back.entries[11].name, "enas_cnn_001");  // after one of each of the 11 families
   EXPECT_TRUE(fs::exists(path("out/graphs/layered_random_000.graph.json")));
   for (size_t i = 0; i < back.size(); ++i) {
     const Graph g = back.load_graph(i);
@@ -304,6 +304,7 @@ TEST(DefaultCorpus, CountsAndEveryEntryLoads) {
     EXPECT_EQ(e.is_generated(), !e.has_tag("real")) << e.name;
   }
   for (const std::string& f : family_names()) {  // 30 + 1 large (+ GNMT-8 over 256 steps)
+    if (f == "rec") continue;  // added after the shipped corpus was generated (issue 21)
     EXPECT_EQ(per_family[f], f == "gnmt" ? 32u : 31u) << f;
   }
   const auto t0 = std::chrono::steady_clock::now();
