@@ -11,13 +11,35 @@ const std::vector<MethodInfo>& placer_methods() {
   return methods;
 }
 
-std::unique_ptr<Placer> make_placer(const std::string& name) {
+const MethodInfo& method_info(const std::string& name) {
   std::string known;
   for (const MethodInfo& m : placer_methods()) {
-    if (m.name == name) return m.make();
+    if (m.name == name) return m;
     known += (known.empty() ? "" : ", ") + m.name;
   }
   throw Error("unknown method '" + name + "' (known: " + known + ")");
+}
+
+std::unique_ptr<Placer> make_placer(const std::string& name) { return method_info(name).make(); }
+
+std::string methods_with_options() {
+  std::string out;
+  for (const MethodInfo& m : placer_methods()) {
+    if (m.make_with) out += (out.empty() ? "" : ", ") + m.name;
+  }
+  return out;
+}
+
+std::unique_ptr<Placer> make_placer(const std::string& name, const MethodSettings& settings) {
+  const MethodInfo& m = method_info(name);
+  if (m.make_with) return m.make_with(settings);
+  if (settings.sets.empty()) return m.make();
+  throw ValidationError(options_not_taken(settings.flag, name));
+}
+
+std::string options_not_taken(const std::string& flag, const std::string& method) {
+  return flag + " applies to the Rainbow placers and the other methods with options (" +
+         methods_with_options() + "), not to --method " + method;
 }
 
 std::vector<int> problem_devices(const Problem& p) {
