@@ -2,7 +2,6 @@
 #include "agents/anneal.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -14,8 +13,6 @@
 namespace placer {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 double plan_cost(const SimResult& r, const Cluster& c, double oom_factor) {
   if (!r.oom) return r.step_time;
@@ -60,14 +57,23 @@ std::vector<int> balanced_start(const Graph& g, const std::vector<int>& unit, in
 
 }  // namespace
 
+SearchOutcome AnnealPlacer::search_outcome(const Problem& p, const SearchBudget& budget) {
+  SearchOutcome out{search(p, budget), {}};
+  out.stats.runs = stats_.evaluations;
+  out.stats.add("accepted", double(stats_.accepted));
+  out.stats.add("improved", double(stats_.improved));
+  out.stats.add("start_step_time", stats_.start_step_time);
+  out.stats.add("best_step_time", stats_.best_step_time);
+  return out;
+}
+
 Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
   stats_ = AnnealStats{};
   const Graph& g = p.graph;
   const std::vector<int> devices = problem_devices(p);
   PLACER_CHECK(!devices.empty(), "anneal: no devices to place on");
   PLACER_CHECK(g.num_ops() > 0, "anneal: the graph has no ops");
-  PLACER_CHECK(budget.max_evaluations >= 0 && budget.max_seconds >= 0, "anneal: negative budget");
-  const Clock::time_point t0 = Clock::now();
+  const BudgetClock clock(budget, "anneal", options_.default_evaluations);
   if (!options_.allow_oom) {
     // Fail fast when the resident state alone exceeds every device together: no move can
     // make such a graph fit, so searching would only spend the budget.
@@ -94,15 +100,7 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
     for (OpId i = 0; i < g.num_ops(); ++i) unit_ops[fill[unit[i]]++] = i;
   }
 
-  const bool by_time_only = budget.max_evaluations == 0 && budget.max_seconds > 0;
-  const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations
-                            : by_time_only             ? std::numeric_limits<int64_t>::max()
-                                                       : options_.default_evaluations;
-  const double max_seconds = budget.max_seconds;
-  auto elapsed = [&]() { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-  auto out_of_budget = [&]() {
-    return stats_.evaluations >= max_evals || (max_seconds > 0 && elapsed() >= max_seconds);
-  };
+  auto out_of_budget = [&]() { return clock.exhausted(stats_.evaluations); };
 
   SimOptions sim_opts;
   sim_opts.critical_path = false;
@@ -218,14 +216,12 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
     const SimResult cand = p.simulator.run(plan, sim_opts);
     ++stats_.evaluations;
     if (budget.progress && stats_.evaluations % 16 == 0) {
-      budget.progress(stats_.evaluations, by_time_only ? 0 : max_evals,
+      budget.progress(stats_.evaluations, clock.max_runs(),
                       "best " + human_time(best_time) + (best_oom ? " (OOM)" : ""));
     }
     const double cost = plan_cost(cand, p.cluster, options_.oom_factor);
 
-    double frac =
-        by_time_only ? elapsed() / max_seconds : double(stats_.evaluations) / double(max_evals);
-    if (max_seconds > 0 && !by_time_only) frac = std::max(frac, elapsed() / max_seconds);
+    const double frac = clock.fraction_spent(stats_.evaluations);
     const double temp =
         options_.t_start * std::pow(options_.t_end / options_.t_start, std::min(1.0, frac));
     const double delta = (cost - cur_cost) / scale;

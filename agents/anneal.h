@@ -65,6 +65,8 @@ class AnnealPlacer : public Placer {
   explicit AnnealPlacer(AnnealOptions options = {}) : options_(std::move(options)) {}
   std::string name() const override { return "anneal"; }
   Plan search(const Problem& problem, const SearchBudget& budget) override;
+  /// The plan with the stats of last_stats() as named values.
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
   const AnnealStats& last_stats() const { return stats_; }
 
  private:

@@ -11,6 +11,7 @@
 #include <torch/utils.h>
 
 #include "agents/hdp.h"
+#include "agents/common/method_option_tables.h"
 #include "agents/methods.h"
 #include "agents/reinforce.h"
 #include "models/seq2seq.h"
@@ -24,7 +25,10 @@ class ColocrlPlacer : public Placer {
   explicit ColocrlPlacer(ColocrlOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "colocrl"; }
   Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return colocrl_search(problem, options_, budget).plan;
+    return search_outcome(problem, budget).plan;
+  }
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
+    return learned_search_outcome(colocrl_search(problem, options_, budget));
   }
 
  private:
@@ -79,6 +83,17 @@ std::string seq2seq_meta_json(const std::string& method, const Problem& problem,
 }
 
 void check_seq2seq_config(const Seq2SeqConfig& n, const std::string& method) { check_net(n, method); }
+
+SearchOutcome learned_search_outcome(LearnedSearchResult r) {
+  SearchOutcome out{std::move(r.plan), {}};
+  out.stats.runs = r.evaluations;
+  out.stats.best_run = r.best_evaluation;
+  out.stats.seconds = r.seconds;
+  out.stats.add("updates", double(r.updates));
+  out.stats.add("reference_time", r.reference_time);
+  out.stats.add("greedy_time", r.greedy_time);
+  return out;
+}
 
 LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions& options,
                                    const SearchBudget& budget) {
@@ -161,16 +176,22 @@ std::unique_ptr<Placer> make_colocrl_placer(ColocrlOptions options) {
 }
 
 void add_seq2seq_methods(std::vector<MethodInfo>* out) {
+  const ColocrlOptions colocrl_defaults;
+  const HdpOptions hdp_defaults;
   out->push_back(MethodInfo{
       "colocrl",
       "ColocRL (Mirhoseini et al. 2017): attentional seq2seq LSTM over colocation groups, "
       "trained online with REINFORCE against the simulator (1000 placements by default)",
-      false, [] { return make_colocrl_placer(); }});
+      false, [] { return make_colocrl_placer(); }, colocrl_option_table().schema(colocrl_defaults),
+      configured_factory(colocrl_option_table(), colocrl_defaults,
+                         [](const ColocrlOptions& o) { return make_colocrl_placer(o); })});
   out->push_back(MethodInfo{
       "hdp",
       "hierarchical placer (Mirhoseini et al. 2018): feed-forward grouper + seq2seq placer, "
       "trained jointly online with REINFORCE (1000 placements by default)",
-      false, [] { return make_hdp_placer(); }});
+      false, [] { return make_hdp_placer(); }, hdp_option_table().schema(hdp_defaults),
+      configured_factory(hdp_option_table(), hdp_defaults,
+                         [](const HdpOptions& o) { return make_hdp_placer(o); })});
 }
 
 }  // namespace placer

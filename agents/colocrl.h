@@ -107,6 +107,9 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
 
 std::unique_ptr<Placer> make_colocrl_placer(ColocrlOptions options = {});
 
+/// The Placer interface's view of an online search (colocrl / hdp).
+SearchOutcome learned_search_outcome(LearnedSearchResult r);
+
 /// Registers "colocrl" and "hdp" (not fast). Without LibTorch: nothing.
 void add_seq2seq_methods(std::vector<MethodInfo>* out);
 

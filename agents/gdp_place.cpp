@@ -26,12 +26,6 @@
 namespace placer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 /// A scored placement: lower is better, any non-OOM placement beats every OOM one.
 struct Scored {
   std::vector<int> action;
@@ -61,6 +55,10 @@ class GdpPlacer : public Placer {
   std::string name() const override { return "gdp"; }
 
   Plan search(const Problem& problem, const SearchBudget& budget) override {
+    return search_outcome(problem, budget).plan;
+  }
+
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     if (!policy_) {
       const std::string path = path_.empty() ? default_policy_path() : path_;
       std::error_code ec;
@@ -70,9 +68,16 @@ class GdpPlacer : public Placer {
       }
       policy_.emplace(GdpPolicy::load(path));
     }
-    Plan plan = gdp_place(*policy_, problem, options_, budget).plan;
-    plan.method = name();
-    return plan;
+    GdpPlaceResult r = gdp_place(*policy_, problem, options_, budget);
+    SearchOutcome out{std::move(r.plan), {}};
+    out.plan.method = name();
+    out.stats.runs = r.evaluations;
+    out.stats.seconds = r.seconds;
+    out.stats.best_curve = std::move(r.finetune_curve);
+    out.stats.add("greedy_time", r.greedy_time);
+    out.stats.add("zero_shot_time", r.zero_shot_time);
+    out.stats.add("reference_time", r.reference_time);
+    return out;
   }
 
  private:
@@ -104,7 +109,7 @@ void add_learned_methods(std::vector<MethodInfo>* out) {
 
 GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
                          const GdpPlaceOptions& options, const SearchBudget& budget) {
-  const auto t0 = Clock::now();
+  const BudgetClock clock(budget, "gdp");
   const GdpNetConfig& net_config = policy.config();
   if (options.samples < 0) {
     throw ValidationError("gdp: samples must be >= 0 (got " + std::to_string(options.samples) +
@@ -166,11 +171,7 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
   }
   result.zero_shot_time = best.time;
 
-  auto out_of_budget = [&]() {
-    if (budget.max_evaluations > 0 && result.evaluations >= budget.max_evaluations) return true;
-    if (budget.max_seconds > 0 && seconds_since(t0) >= budget.max_seconds) return true;
-    return false;
-  };
+  auto out_of_budget = [&]() { return clock.exhausted(result.evaluations); };
 
   if (options.finetune_updates > 0) {
     GdpPolicy tuned = policy.clone();
@@ -212,7 +213,7 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
   result.plan.predicted.peak_memory = sim.peak_memory;
   result.plan.predicted.oom = sim.oom;
   result.best_time = sim.step_time;
-  result.seconds = seconds_since(t0);
+  result.seconds = clock.elapsed();
   return result;
 }
 

@@ -24,7 +24,10 @@ class HdpPlacer : public Placer {
   explicit HdpPlacer(HdpOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "hdp"; }
   Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return hdp_search(problem, options_, budget).plan;
+    return search_outcome(problem, budget).plan;
+  }
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
+    return learned_search_outcome(hdp_search(problem, options_, budget));
   }
 
  private:

@@ -2,8 +2,8 @@
 // The common interface of every placer, classical or learned: search(problem, budget) ->
 // Plan, so that `placer place --method X` and `placer compare` treat them alike.
 //
-// A new method is one class + one registration line in agents/registry.cpp (KaMinPar style:
-// name -> factory), plus its CLI options if it has any.
+// A new method is one class + one registration (a MethodInfo: name -> factory, KaMinPar
+// style, with its option schema) in its family's add_*_methods (agents/methods.h).
 
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "agents/api/option_spec.h"
+#include "agents/api/search_budget.h"
+#include "agents/api/search_outcome.h"
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
 #include "src/cluster/cluster.h"
@@ -30,20 +33,6 @@ struct Problem {
   std::vector<int> devices;
 };
 
-/// How much a search may spend. 0 = the method's own default.
-struct SearchBudget {
-  int64_t max_evaluations = 0;  ///< simulator runs
-  double max_seconds = 0;       ///< wall-clock seconds
-  uint64_t seed = 1;            ///< every random choice derives from this
-  /// Lossy gradient synchronisation a method may choose (docs/sync.md); off by default
-  /// because compression and staleness change how many steps training needs.
-  bool allow_compression = false;
-  int max_staleness = 0;  ///< 0 = synchronous
-  /// Optional progress report of long searches: (work done, total or 0 if unknown, short
-  /// status). Called often; the receiver throttles (see src/util/progress.h).
-  std::function<void(int64_t done, int64_t total, const std::string& status)> progress;
-};
-
 class Placer {
  public:
   virtual ~Placer() = default;
@@ -54,19 +43,48 @@ class Placer {
   /// The returned plan's `method` is set to name(); `predicted` may be left empty (the
   /// caller simulates it).
   virtual Plan search(const Problem& problem, const SearchBudget& budget) = 0;
+  /// The plan with how the search went (agents/api/search_outcome.h). Methods that count
+  /// their runs override it (and search() returns its plan); the default has empty stats.
+  virtual SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) {
+    return {search(problem, budget), {}};
+  }
+};
+
+/// The options of one run of a method: `--set KEY=VALUE` strings, applied in order through
+/// the method's option table; `flag` is how they were given (named in errors).
+struct MethodSettings {
+  std::vector<std::string> sets;
+  std::string flag = "--set";
 };
 
 struct MethodInfo {
   std::string name;
-  std::string description;
+  std::string description;  ///< one line
   bool fast = true;  ///< part of `--method best` (seconds on 10k-op graphs)
   std::function<std::unique_ptr<Placer>()> make;
+  /// The options `placer place --method NAME --set KEY=VALUE` takes, with their defaults
+  /// (agents/api/option_spec.h); empty for a method without options.
+  std::vector<OptionSpec> options = {};
+  /// The method with `settings` applied (ValidationError naming a bad key or value); null
+  /// for a method without options.
+  std::function<std::unique_ptr<Placer>(const MethodSettings&)> make_with = nullptr;
 };
 
 /// All registered methods, in display order.
 const std::vector<MethodInfo>& placer_methods();
+/// The registration of `name`; throws placer::Error naming the known methods for an unknown
+/// name.
+const MethodInfo& method_info(const std::string& name);
 /// Factory; throws placer::Error naming the known methods for an unknown name.
 std::unique_ptr<Placer> make_placer(const std::string& name);
+/// Factory with options; also throws for a method without options when settings.sets is
+/// non-empty ("<flag> applies to the methods with options (...), not to --method NAME").
+std::unique_ptr<Placer> make_placer(const std::string& name, const MethodSettings& settings);
+/// Names of the methods that take options, comma separated.
+std::string methods_with_options();
+/// "<flag> applies to the Rainbow placers and the other methods with options (...), not to
+/// --method <method>".
+std::string options_not_taken(const std::string& flag, const std::string& method);
 
 /// Helpers shared by methods --------------------------------------------------------------
 

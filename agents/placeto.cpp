@@ -383,7 +383,19 @@ class PlacetoPlacer : public Placer {
   explicit PlacetoPlacer(PlacetoOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "placeto"; }
   Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return placeto_search(problem, options_, budget).plan;
+    return search_outcome(problem, budget).plan;
+  }
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
+    PlacetoSearchResult r = placeto_search(problem, options_, budget);
+    SearchOutcome out{std::move(r.plan), {}};
+    out.stats.runs = r.evaluations;
+    out.stats.best_run = r.best_evaluation;
+    out.stats.seconds = r.seconds;
+    out.stats.add("episodes", double(r.episodes));
+    out.stats.add("updates", double(r.updates));
+    out.stats.add("groups", double(r.num_groups));
+    out.stats.add("reference_time", r.reference_time);
+    return out;
   }
 
  private:
@@ -465,10 +477,8 @@ PlacetoPolicyMeta read_placeto_policy_meta(const std::string& policy_path) {
 
 PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions& options,
                                    const SearchBudget& budget) {
-  const auto t0 = Clock::now();
   check_placeto_options(options);
-  if (budget.max_evaluations < 0 || budget.max_seconds < 0)
-    throw ValidationError("placeto: budget limits must be >= 0");
+  const BudgetClock clock(budget, "placeto", options.default_evaluations);
   PlacetoNet net{nullptr};
   PlacetoNetConfig net_cfg = options.net;
   PlacetoMdpConfig mdp = options.mdp;
@@ -494,13 +504,8 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
   std::unique_ptr<Instance> in = make_instance(problem.graph, problem.cluster, problem.cost,
                                                devices, mdp, net_cfg.max_devices,
                                                episodes);
-  const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations
-                            : budget.max_seconds > 0   ? 0
-                                                       : options.default_evaluations;
-  auto time_left = [&] {
-    return budget.max_seconds <= 0 || seconds_since(t0) < budget.max_seconds;
-  };
-  auto evals_left = [&] { return max_evals == 0 || in->evaluations < max_evals; };
+  auto time_left = [&] { return clock.time_left(); };
+  auto evals_left = [&] { return clock.runs_left(in->evaluations); };
 
   PlacetoSearchResult res;
   res.num_groups = in->num_nodes;
@@ -528,7 +533,7 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
       ++res.updates;
       res.mean_return.push_back(st.mean_return);
       if (budget.progress) {
-        budget.progress(in->evaluations, max_evals,
+        budget.progress(in->evaluations, clock.max_runs(),
                         "best " + format_ms(in->best_time) + (in->best_oom ? " (OOM)" : ""));
       }
     }
@@ -559,7 +564,7 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
   res.best_env_time = in->best_time;
   res.evaluations = in->evaluations;
   res.best_evaluation = in->best_evaluation;
-  res.seconds = seconds_since(t0);
+  res.seconds = clock.elapsed();
   return res;
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "agents/common/method_option_tables.h"
 #include "agents/methods.h"
 #include "agents/rainbow_agent.h"
 #include "src/util/error.h"
@@ -19,7 +20,6 @@
 namespace placer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 const char* method_name(OppEnvOptions::Task task) {
   return task == OppEnvOptions::Task::kDataParallel ? "rainbow-adp" : "rainbow-opp";
@@ -70,7 +70,17 @@ class RainbowOppPlacer : public Placer {
   explicit RainbowOppPlacer(RainbowOppOptions options) : options_(std::move(options)) {}
   std::string name() const override { return method_name(options_.env.task); }
   Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return rainbow_opp_search(problem, budget, options_).plan;
+    return search_outcome(problem, budget).plan;
+  }
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
+    RainbowOppReport r = rainbow_opp_search(problem, budget, options_);
+    SearchOutcome out{std::move(r.plan), {}};
+    out.stats.runs = r.simulations;
+    out.stats.seconds = r.seconds;
+    out.stats.add("episodes", double(r.episodes));
+    out.stats.add("found_episode", double(r.found_episode));
+    out.stats.add("reference_time", r.reference_time);
+    return out;
   }
 
  private:
@@ -81,9 +91,9 @@ class RainbowOppPlacer : public Placer {
 
 RainbowOppReport rainbow_opp_search(const Problem& problem, const SearchBudget& budget,
                                     const RainbowOppOptions& options) {
-  const auto t0 = Clock::now();
-  auto elapsed = [&t0] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   const std::string name = method_name(options.env.task);
+  const BudgetClock clock(budget, name);
+  auto elapsed = [&clock] { return clock.elapsed(); };
   if (!problem.graph.is_training_step()) {
     throw ValidationError(name +
                           ": the graph must be a training step (forward, backward and "
@@ -129,8 +139,7 @@ RainbowOppReport rainbow_opp_search(const Problem& problem, const SearchBudget& 
   RainbowAgent agent(env.state_dim(), OppEnv::kNumActions, cfg);
 
   auto out_of_budget = [&] {
-    return (budget.max_evaluations > 0 && env.simulations() >= budget.max_evaluations) ||
-           (budget.max_seconds > 0 && elapsed() >= budget.max_seconds);
+    return clock.exhausted(env.simulations());
   };
 
   RainbowOppReport report;
@@ -243,13 +252,20 @@ void add_rainbow_opp_methods(std::vector<MethodInfo>* out) {
       "sharding decisions of every trainable variable dim (300 episodes, simulator reward), "
       "fastest conflict-free state seen, over every device",
       false,
-      [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kOperatorPartitioning)); }});
+      [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kOperatorPartitioning)); },
+      rainbow_opp_option_table().schema(rainbow_opp_defaults(Task::kOperatorPartitioning)),
+      configured_factory(rainbow_opp_option_table(),
+                         rainbow_opp_defaults(Task::kOperatorPartitioning),
+                         [](const RainbowOppOptions& o) { return make_rainbow_opp_placer(o); })});
   out->push_back(MethodInfo{
       "rainbow-adp",
       "Auto-MAP auto data parallelism (Wang et al. 2020): Rainbow DQN trained online over the "
       "split dim of every data input (300 episodes, simulator reward), fastest conflict-free "
       "state seen, over every device",
-      false, [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kDataParallel)); }});
+      false, [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kDataParallel)); },
+      rainbow_opp_option_table().schema(rainbow_opp_defaults(Task::kDataParallel)),
+      configured_factory(rainbow_opp_option_table(), rainbow_opp_defaults(Task::kDataParallel),
+                         [](const RainbowOppOptions& o) { return make_rainbow_opp_placer(o); })});
 }
 
 }  // namespace placer

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "agents/common/method_option_tables.h"
 #include "agents/methods.h"
 #include "agents/rainbow_agent.h"
 #include "env/pipeline_env.h"
@@ -20,7 +21,6 @@
 namespace placer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 /// Episodes per budgeted evaluation at most (repeated cut sets are not simulated again).
 constexpr int64_t kMaxRepeat = 4;
@@ -60,7 +60,9 @@ class RainbowPPPlacer : public Placer {
   std::string name() const override { return "rainbow-pp"; }
 
   Plan search(const Problem& problem, const SearchBudget& budget) override {
-    const auto t0 = Clock::now();
+    // Runs = distinct cut sets the agent simulates; always finite (agents/api/search_budget.h).
+    const BudgetClock clock(budget, "rainbow-pp", options_.episodes,
+                            BudgetClock::Default::kWithoutRunLimit);
     const std::vector<int> devices = problem_devices(problem);
     const int n = static_cast<int>(devices.size());
     if (!problem.graph.is_training_step()) {
@@ -78,8 +80,7 @@ class RainbowPPPlacer : public Placer {
       throw ValidationError("rainbow-pp: micro_batches must be >= 0, got " +
                             std::to_string(options_.micro_batches));
     }
-    const int64_t episodes =
-        budget.max_evaluations > 0 ? budget.max_evaluations : options_.episodes;
+    const int64_t episodes = clock.max_runs();
     if (episodes < 1) {
       throw ValidationError("rainbow-pp: episodes must be >= 1, got " + std::to_string(episodes));
     }
@@ -188,8 +189,7 @@ class RainbowPPPlacer : public Placer {
       // episodes: the agent may keep replaying known plans once it has converged).
       const int64_t max_episodes = kMaxRepeat * round_episodes;
       for (int64_t ep = 0; ep < max_episodes && round_evaluations < round_episodes; ++ep) {
-        if (budget.max_seconds > 0 &&
-            std::chrono::duration<double>(Clock::now() - t0).count() >= budget.max_seconds) {
+        if (!clock.time_left()) {
           out_of_time = true;
           break;
         }
@@ -268,7 +268,10 @@ void add_rainbow_methods(std::vector<MethodInfo>* out) {
       "Auto-MAP pipeline cuts (Wang et al. 2020): Rainbow DQN trained online on the graph, "
       "best of 300 simulated cut sets and the balanced center solution (min(4, devices) stages), "
       "then device-group sizes and micro-batches searched for the best cut sets (2 rounds)",
-      false, [] { return make_rainbow_pp_placer(RainbowPPOptions{}); }});
+      false, [] { return make_rainbow_pp_placer(RainbowPPOptions{}); },
+      rainbow_pp_option_table().schema(RainbowPPOptions{}),
+      configured_factory(rainbow_pp_option_table(), RainbowPPOptions{},
+                         [](const RainbowPPOptions& o) { return make_rainbow_pp_placer(o); })});
 }
 
 }  // namespace placer

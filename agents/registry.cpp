@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "agents/hybrid_outer.h"
 #include "agents/methods.h"
@@ -12,18 +14,58 @@ const std::vector<MethodInfo>& placer_methods() {
   return methods;
 }
 
-std::unique_ptr<Placer> make_placer(const std::string& name) {
-  // "M+hybrid": method M inside the micro-batch and replica outer loop (agents/hybrid_outer.h).
-  const std::string suffix = "+hybrid";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    return std::make_unique<HybridOuterPlacer>(make_placer(name.substr(0, name.size() - suffix.size())));
-  }
+const MethodInfo& method_info(const std::string& name) {
   std::string known;
   for (const MethodInfo& m : placer_methods()) {
-    if (m.name == name) return m.make();
+    if (m.name == name) return m;
     known += (known.empty() ? "" : ", ") + m.name;
   }
+  // "M+hybrid": method M inside the micro-batch and replica outer loop (agents/hybrid_outer.h),
+  // registered on first use with M's options.
+  const std::string suffix = "+hybrid";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    const std::string base = name.substr(0, name.size() - suffix.size());
+    const MethodInfo& inner = method_info(base);
+    static std::mutex mutex;
+    static std::map<std::string, MethodInfo> hybrids;  // node-based: references stay valid
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = hybrids.find(name);
+    if (it == hybrids.end()) {
+      MethodInfo h{name, inner.description + "; in the micro-batch and replica outer loop", false,
+                   [base] { return std::make_unique<HybridOuterPlacer>(make_placer(base)); }};
+      if (inner.make_with) {
+        h.options = inner.options;
+        h.make_with = [base](const MethodSettings& s) {
+          return std::make_unique<HybridOuterPlacer>(make_placer(base, s));
+        };
+      }
+      it = hybrids.emplace(name, std::move(h)).first;
+    }
+    return it->second;
+  }
   throw Error("unknown method '" + name + "' (known: " + known + ")");
+}
+
+std::unique_ptr<Placer> make_placer(const std::string& name) { return method_info(name).make(); }
+
+std::string methods_with_options() {
+  std::string out;
+  for (const MethodInfo& m : placer_methods()) {
+    if (m.make_with) out += (out.empty() ? "" : ", ") + m.name;
+  }
+  return out;
+}
+
+std::unique_ptr<Placer> make_placer(const std::string& name, const MethodSettings& settings) {
+  const MethodInfo& m = method_info(name);
+  if (m.make_with) return m.make_with(settings);
+  if (settings.sets.empty()) return m.make();
+  throw ValidationError(options_not_taken(settings.flag, name));
+}
+
+std::string options_not_taken(const std::string& flag, const std::string& method) {
+  return flag + " applies to the Rainbow placers and the other methods with options (" +
+         methods_with_options() + "), not to --method " + method;
 }
 
 std::vector<int> problem_devices(const Problem& p) {

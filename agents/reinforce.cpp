@@ -31,13 +31,7 @@
 namespace placer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int kLearnedPolicyFormat = 1;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 int hash_bucket(int position, int width) {
   uint64_t h = (uint64_t(position) + 1) * 0x9E3779B97F4A7C15ull;
@@ -244,14 +238,10 @@ ReinforceStats reinforce_update(torch::optim::Optimizer& optimizer,
 
 LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
                                      const ReinforceSearchSpec& spec, const SearchBudget& budget) {
-  const auto t0 = Clock::now();
   const ReinforceConfig& cfg = *spec.config;
   check_reinforce_config(cfg, spec.method);
-  if (budget.max_evaluations < 0 || budget.max_seconds < 0)
-    throw ValidationError(spec.method + ": budget limits must be >= 0");
-  const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations
-                            : budget.max_seconds > 0   ? 0
-                                                       : spec.default_evaluations;
+  const BudgetClock clock(budget, spec.method, spec.default_evaluations);
+  const int64_t max_evals = clock.max_runs();
   // LibTorch's intra-op threads for the search, restored on every exit.
   struct ThreadsGuard {
     int saved = 0;
@@ -293,7 +283,7 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
     }
     return r;
   };
-  auto time_left = [&] { return budget.max_seconds <= 0 || seconds_since(t0) < budget.max_seconds; };
+  auto time_left = [&] { return clock.time_left(); };
 
   for (int64_t u = 1;; ++u) {
     if (!time_left()) break;
@@ -346,7 +336,7 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
   result.plan.predicted.oom = sim.oom;
   result.best_time = sim.step_time;
   result.best_oom = sim.oom;
-  result.seconds = seconds_since(t0);
+  result.seconds = clock.elapsed();
   return result;
 }
 

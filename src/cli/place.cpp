@@ -7,18 +7,13 @@
 #include <set>
 #include <sstream>
 
-#include "agents/colocrl.h"
 #include "agents/gdp.h"
-#include "agents/hdp.h"
 #include "agents/placeto.h"
-#include "agents/rainbow_opp.h"
-#include "agents/rainbow_pp.h"
 #include "agents/rainbow_pp_policy.h"
 #include "simulator/trace.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
 #include "src/cli/placing.h"
-#include "src/cli/rainbow_cli.h"
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
@@ -44,7 +39,8 @@ struct PlaceArgs {
   double finetune_lr = 0;       ///< 0 = PpoConfig's default
   int finetune_samples = 0;     ///< 0 = PpoConfig's default
   int stages = 0;               ///< --method rainbow-pp: pipeline stages (0 = default)
-  std::vector<std::string> agent_set;  ///< --agent-set KEY=VALUE (rainbow-pp / -opp / -adp)
+  std::vector<std::string> set;        ///< --set KEY=VALUE: the method's options
+  std::vector<std::string> agent_set;  ///< --agent-set KEY=VALUE: deprecated alias of --set
   bool allow_compression = false;  ///< sync methods may compress gradients (docs/sync.md)
   int max_staleness = 0;           ///< ... and let syncs run this many steps late
   std::set<std::string> given;  ///< the gdp / rainbow-pp options given on the command line
@@ -52,27 +48,17 @@ struct PlaceArgs {
 
 bool is_gdp(const PlaceArgs& a) { return a.method == "gdp"; }
 bool is_rainbow_pp(const PlaceArgs& a) { return a.method == "rainbow-pp"; }
-bool is_rainbow_opp(const PlaceArgs& a) {
-  return a.method == "rainbow-opp" || a.method == "rainbow-adp";
-}
 bool is_placeto(const PlaceArgs& a) { return a.method == "placeto"; }
-bool is_seq2seq(const PlaceArgs& a) { return a.method == "colocrl" || a.method == "hdp"; }
 /// rainbow-pp with --policy: zero-shot inference with a pretrained pipeline-cut policy.
 bool is_rainbow_pp_policy(const PlaceArgs& a) { return is_rainbow_pp(a) && !a.policy.empty(); }
 
-RainbowPPOptions rainbow_pp_options(const PlaceArgs& a) {
-  RainbowPPOptions o;
-  o.stages = a.stages;
-  apply_rainbow_pp_overrides(&o, a.agent_set);
-  return o;
-}
-
-RainbowOppOptions rainbow_opp_options(const PlaceArgs& a) {
-  RainbowOppOptions o = rainbow_opp_defaults(a.method == "rainbow-adp"
-                                                 ? OppEnvOptions::Task::kDataParallel
-                                                 : OppEnvOptions::Task::kOperatorPartitioning);
-  apply_rainbow_opp_overrides(&o, a.agent_set);
-  return o;
+/// The method's options as given: --set, then its deprecated alias --agent-set, in order.
+MethodSettings method_settings(const PlaceArgs& a) {
+  MethodSettings s;
+  s.flag = a.agent_set.empty() ? "--set" : "--agent-set";
+  s.sets = a.set;
+  s.sets.insert(s.sets.end(), a.agent_set.begin(), a.agent_set.end());
+  return s;
 }
 
 GdpPlaceOptions gdp_options(const PlaceArgs& a) {
@@ -168,13 +154,14 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
     f << "policy: " << yaml_quote(a.policy) << "\n";
     f << "placeto: {finetune: " << (a.finetune > 0 ? "true" : "false") << "}\n";
   }
-  if (!a.agent_set.empty()) {
-    f << "agent_set: [";
-    for (size_t i = 0; i < a.agent_set.size(); ++i) {
-      f << (i ? ", " : "") << yaml_quote(a.agent_set[i]);
-    }
+  auto write_list = [&f](const char* key, const std::vector<std::string>& values) {
+    if (values.empty()) return;
+    f << key << ": [";
+    for (size_t i = 0; i < values.size(); ++i) f << (i ? ", " : "") << yaml_quote(values[i]);
     f << "]\n";
-  }
+  };
+  write_list("set", a.set);
+  write_list("agent_set", a.agent_set);
   f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
     << ", seed: " << a.seed << "}  # 0 = the method's default\n";
   f << "plan: " << yaml_quote(a.output) << "\n";
@@ -237,9 +224,9 @@ void run_place(PlaceArgs a) {
     if (a.given.count("--samples") && a.policy.empty()) {
       throw Error("--samples applies to rainbow-pp with --policy (zero-shot inference) only");
     }
-    if (is_rainbow_pp_policy(a) && !a.agent_set.empty()) {
-      throw Error("--agent-set applies to the online rainbow-pp search, not to --policy "
-                  "inference");
+    if (is_rainbow_pp_policy(a) && !method_settings(a).sets.empty()) {
+      throw Error(method_settings(a).flag + " applies to the online rainbow-pp search, not to "
+                  "--policy inference");
     }
   } else if (is_placeto(a)) {
     for (const char* opt : {"--finetune-lr", "--finetune-samples"}) {
@@ -258,9 +245,9 @@ void run_place(PlaceArgs a) {
       }
     }
   }
-  if (!a.agent_set.empty() && !is_rainbow_pp(a) && !is_rainbow_opp(a) && !is_seq2seq(a)) {
-    throw Error("--agent-set applies to the Rainbow placers (rainbow-pp, rainbow-opp, "
-                "rainbow-adp) and to colocrl / hdp, not to --method " + a.method);
+  MethodSettings settings = method_settings(a);
+  if (!settings.sets.empty() && (a.method == "best" || !method_info(a.method).make_with)) {
+    throw ValidationError(options_not_taken(settings.flag, a.method));
   }
   if (!is_rainbow_pp(a) && a.given.count("--stages")) {
     throw Error("--stages applies to the pipeline-cut placer only (--method rainbow-pp), not to "
@@ -282,18 +269,6 @@ void run_place(PlaceArgs a) {
       RainbowPPPolicyOptions o;
       o.samples = a.given.count("--samples") ? a.samples : 16;
       custom = make_rainbow_pp_policy_placer(a.policy, o);
-    } else if (is_rainbow_pp(a)) {
-      custom = make_rainbow_pp_placer(rainbow_pp_options(a));
-    } else if (is_rainbow_opp(a)) {
-      custom = make_rainbow_opp_placer(rainbow_opp_options(a));
-    } else if (a.method == "colocrl" && !a.agent_set.empty()) {
-      ColocrlOptions o;
-      apply_colocrl_overrides(&o, a.agent_set);
-      custom = make_colocrl_placer(o);
-    } else if (a.method == "hdp" && !a.agent_set.empty()) {
-      HdpOptions o;
-      apply_hdp_overrides(&o, a.agent_set);
-      custom = make_hdp_placer(o);
     } else if (is_placeto(a) && !a.policy.empty()) {
       if (!std::filesystem::is_regular_file(a.policy)) {
         throw FileError("--policy: '" + a.policy + "' not found (train a Placeto policy on a "
@@ -304,6 +279,13 @@ void run_place(PlaceArgs a) {
       if (a.given.count("--samples")) o.zero_shot_samples = a.samples;
       o.finetune = a.finetune > 0;
       custom = make_placeto_placer(o);
+    } else {
+      // --stages is rainbow-pp's `stages` option, set before the --set ones.
+      if (a.given.count("--stages")) {
+        settings.sets.insert(settings.sets.begin(), "stages=" + std::to_string(a.stages));
+      }
+      // Through the method's option table (the registry); none given: its defaults.
+      if (!settings.sets.empty()) custom = make_placer(a.method, settings);
     }
   }
   std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
@@ -420,11 +402,12 @@ void register_place(CLI::App& app) {
                   "gdp: sampled placements per fine-tuning update (default: " +
                       std::to_string(PpoConfig{}.samples) + ")")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--set", args->set,
+                  "KEY=VALUE option of the method (repeatable; `placer methods M` lists a "
+                  "method's options with their defaults; e.g. rainbow-opp episodes=600, "
+                  "reward=paper, lr=5e-4; colocrl samples=8, save_policy=p.pt)");
   sub->add_option("--agent-set", args->agent_set,
-                  "rainbow-pp / rainbow-opp / rainbow-adp: KEY=VALUE option of the placer or "
-                  "its Rainbow agent (repeatable; e.g. episodes=600, reward=paper, lr=5e-4; "
-                  "docs/rainbow.md lists them); colocrl / hdp: e.g. samples=8, lr=1e-3, "
-                  "logits_noise=0.5, save_policy=p.pt, policy=p.pt (docs/colocrl_hdp.md)");
+                  "Deprecated alias of --set (kept for one release)");
   sub->add_flag("--allow-compression", args->allow_compression,
                 "autosync: may compress gradients (fp16, PowerSGD, top-k); off by default");
   sub->add_option("--max-staleness", args->max_staleness,
@@ -435,6 +418,9 @@ void register_place(CLI::App& app) {
       ->check(CLI::Range(2, 1 << 20));
   sub->callback([args, sub]() {
     PlaceArgs a = *args;
+    if (!a.agent_set.empty()) {
+      std::cerr << "placer: warning: --agent-set is deprecated; use --set KEY=VALUE\n";
+    }
     for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
                             "--finetune-samples", "--stages"}) {
       if (sub->count(opt) > 0) a.given.insert(opt);
