@@ -88,8 +88,13 @@ assert set(m.values()) == {0, 1}, m
 assert "conv1" in m and "fc" in m and not any(k.endswith("_1") for k in m), m
 PY
 check device-map-reports-split grep -q "note: module '.*' runs its own ops on several devices" "$tmp/map.err"
-if python3 -c "import torch, torchvision" 2> /dev/null; then
-  check device-map-torch-modules python3 - "$tmp/map.json" <<'PY'
+# The first python3 that has torchvision (a pyenv shim may hide Debian's in PATH).
+torch_py=""
+for py in python3 /usr/bin/python3; do
+  if "$py" -c "import torch, torchvision" 2> /dev/null; then torch_py=$py; break; fi
+done
+if [ -n "$torch_py" ]; then
+  check device-map-torch-modules "$torch_py" - "$tmp/map.json" <<'PY'
 import json, sys, torchvision
 names = {n for n, _ in torchvision.models.resnet18().named_modules()}
 bad = [k for k in json.load(open(sys.argv[1])) if k not in names]
