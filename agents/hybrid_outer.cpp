@@ -25,6 +25,9 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
 
   bool identity = n == problem.cluster.num_devices();
   for (int i = 0; i < n && identity; ++i) identity = devices[size_t(i)] == i;
+  // Position of each cluster device in the problem's device list (0 for the others).
+  std::vector<int> slot_of(size_t(problem.cluster.num_devices()), 0);
+  for (int i = 0; i < n; ++i) slot_of[size_t(devices[size_t(i)])] = i;
   Plan best;
   bool have = false, best_oom = true;
   double best_time = 0;
@@ -53,12 +56,11 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
       plan.data_parallel.replicas = r;
       if (r > 1 && !identity) {
         // A device subset of the cluster: map each replica explicitly.
-        plan.data_parallel.replica_devices.assign(size_t(r), std::vector<int>(size_t(problem.cluster.num_devices()), 0));
+        plan.data_parallel.replica_devices.assign(size_t(r), {});
         for (int q = 0; q < r; ++q) {
+          std::vector<int>& map = plan.data_parallel.replica_devices[size_t(q)];
           for (int d = 0; d < problem.cluster.num_devices(); ++d) {
-            const auto it = std::find(devices.begin(), devices.end(), d);
-            const int slot = it == devices.end() ? 0 : static_cast<int>(it - devices.begin()) % (n / r);
-            plan.data_parallel.replica_devices[size_t(q)][size_t(d)] = devices[size_t(q * (n / r) + slot)];
+            map.push_back(devices[size_t(q * (n / r) + slot_of[size_t(d)] % (n / r))]);
           }
         }
       }

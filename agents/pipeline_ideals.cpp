@@ -165,6 +165,29 @@ IdealSplit split_over(const IdealSplitProblem& p, const IdealList& ideals, int m
   return s;
 }
 
+/// The problem with the nodes of each group merged into one (groups numbered 0..count-1 in
+/// an order that keeps the edges forward): works add up, and a group sends the outputs of
+/// its members that leave it (a chain: its tail's).
+IdealSplitProblem merge_groups(const IdealSplitProblem& p, const std::vector<int>& group, int count) {
+  IdealSplitProblem c;
+  c.work.assign(static_cast<size_t>(count), 0);
+  c.send.assign(static_cast<size_t>(count), 0);
+  c.succs.assign(static_cast<size_t>(count), {});
+  for (int u = 0; u < p.size(); ++u) {
+    const int gu = group[static_cast<size_t>(u)];
+    c.work[static_cast<size_t>(gu)] += p.work[static_cast<size_t>(u)];
+    bool leaves = false;
+    for (int v : p.succs[static_cast<size_t>(u)]) {
+      const int gv = group[static_cast<size_t>(v)];
+      if (gv == gu) continue;
+      c.succs[static_cast<size_t>(gu)].push_back(gv);
+      leaves = true;
+    }
+    if (leaves) c.send[static_cast<size_t>(gu)] += p.send[static_cast<size_t>(u)];
+  }
+  return c;
+}
+
 /// Contracts chains (u -> v where u has only v as successor and v only u as predecessor);
 /// group[u] is u's node in the result, numbered by the chain's head (still topological).
 IdealSplitProblem contract_chains(const IdealSplitProblem& p, std::vector<int>* group) {
@@ -181,23 +204,9 @@ IdealSplitProblem contract_chains(const IdealSplitProblem& p, std::vector<int>* 
   for (int u = 0; u < n; ++u) {
     if (head[static_cast<size_t>(u)] == u) id[static_cast<size_t>(u)] = count++;
   }
-  IdealSplitProblem c;
-  c.work.assign(static_cast<size_t>(count), 0);
-  c.send.assign(static_cast<size_t>(count), 0);
-  c.succs.assign(static_cast<size_t>(count), {});
   group->assign(static_cast<size_t>(n), 0);
-  for (int u = 0; u < n; ++u) {
-    const int gu = id[static_cast<size_t>(head[static_cast<size_t>(u)])];
-    (*group)[static_cast<size_t>(u)] = gu;
-    c.work[static_cast<size_t>(gu)] += p.work[static_cast<size_t>(u)];
-    for (int v : p.succs[static_cast<size_t>(u)]) {
-      const int gv = id[static_cast<size_t>(head[static_cast<size_t>(v)])];
-      if (gv == gu) continue;
-      c.succs[static_cast<size_t>(gu)].push_back(gv);
-      c.send[static_cast<size_t>(gu)] = p.send[static_cast<size_t>(u)];  // the chain's tail
-    }
-  }
-  return c;
+  for (int u = 0; u < n; ++u) (*group)[static_cast<size_t>(u)] = id[static_cast<size_t>(head[static_cast<size_t>(u)])];
+  return merge_groups(p, *group, count);
 }
 
 /// The topological order cut into `chunks` consecutive pieces of about equal work.
@@ -220,21 +229,7 @@ IdealSplitProblem chunk_order(const IdealSplitProblem& p, int chunks, std::vecto
     if (i < 0) i = count++;
     (*group)[static_cast<size_t>(u)] = i;
   }
-  IdealSplitProblem c;
-  c.work.assign(static_cast<size_t>(count), 0);
-  c.send.assign(static_cast<size_t>(count), 0);
-  c.succs.assign(static_cast<size_t>(count), {});
-  for (int u = 0; u < n; ++u) {
-    const int gu = (*group)[static_cast<size_t>(u)];
-    c.work[static_cast<size_t>(gu)] += p.work[static_cast<size_t>(u)];
-    for (int v : p.succs[static_cast<size_t>(u)]) {
-      const int gv = (*group)[static_cast<size_t>(v)];
-      if (gv == gu) continue;
-      c.succs[static_cast<size_t>(gu)].push_back(gv);
-      c.send[static_cast<size_t>(gu)] += p.send[static_cast<size_t>(u)];
-    }
-  }
-  return c;
+  return merge_groups(p, *group, count);
 }
 
 IdealSplit expand(IdealSplit s, const std::vector<int>& group) {
