@@ -13,6 +13,7 @@
 #include "simulator/trace.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
+#include "src/cli/method_portfolio.h"
 #include "src/cli/placing.h"
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
@@ -23,8 +24,11 @@
 namespace placer::cli {
 namespace {
 
-/// --method when none is given (and no --policy): every fast method, the best plan kept.
-constexpr const char* kDefaultMethod = "best";
+/// --method when none is given (and no --policy): every fast method and the learned placers
+/// zero-shot, the best plan kept (src/cli/method_portfolio.h).
+constexpr const char* kDefaultMethod = "auto";
+/// auto's wall-clock budget when --budget-seconds is not given.
+constexpr double kAutoSeconds = 60;
 
 struct PlaceArgs {
   ProblemArgs problem;
@@ -246,7 +250,8 @@ void run_place(PlaceArgs a) {
     }
   }
   MethodSettings settings = method_settings(a);
-  if (!settings.sets.empty() && (a.method == "best" || !method_info(a.method).make_with)) {
+  const bool portfolio = a.method == "best" || a.method == "auto";
+  if (!settings.sets.empty() && (portfolio || !method_info(a.method).make_with)) {
     throw ValidationError(options_not_taken(settings.flag, a.method));
   }
   if (!is_rainbow_pp(a) && a.given.count("--stages")) {
@@ -258,7 +263,7 @@ void run_place(PlaceArgs a) {
   if (is_gdp(a)) {
     a.policy = gdp_policy_path(a);
     custom = make_gdp_placer(a.policy, gdp_options(a));
-  } else if (a.method != "best") {
+  } else if (!portfolio) {
     make_placer(a.method);
     if (is_rainbow_pp_policy(a)) {
       if (!std::filesystem::is_regular_file(a.policy)) {
@@ -298,27 +303,12 @@ void run_place(PlaceArgs a) {
 
   MethodRun chosen;
   if (a.method == "best") {
-    bool have = false;
-    for (const MethodInfo& m : placer_methods()) {
-      if (!m.fast) continue;
-      MethodRun run = run_method(m.name, *s, budget);
-      if (!run.ok) {
-        std::cerr << "placer: best: " << m.name << ": failed: " << run.error << "\n";
-        continue;
-      }
-      std::cerr << "placer: best: " << m.name << ": " << human_time(run.result.step_time)
-                << (run.result.oom ? " (OOM)" : "") << " in " << human_time(run.search_seconds)
-                << "\n";
-      // A fitting plan beats any OOM one; then the lower step time (first wins ties).
-      const bool better =
-          !have || (chosen.result.oom && !run.result.oom) ||
-          (chosen.result.oom == run.result.oom && run.result.step_time < chosen.result.step_time);
-      if (better) chosen = std::move(run), have = true;
-    }
-    if (!have) throw Error("--method best: every fast method failed (see above)");
-    if (chosen.result.oom) {
-      std::cerr << "placer: best: warning: no method found a plan that fits in memory\n";
-    }
+    chosen = run_best(*s, budget, "best", std::cerr);
+  } else if (a.method == "auto") {
+    const double seconds = a.budget_seconds > 0 ? a.budget_seconds : kAutoSeconds;
+    chosen = run_auto(*s, budget, seconds, std::cerr);
+    std::cerr << "placer: auto: chose " << chosen.method << " ("
+              << human_time(chosen.result.step_time) << ")\n";
   } else {
     chosen = custom ? run_placer(*custom, *s, budget) : run_method(a.method, *s, budget);
     if (!chosen.ok) {
@@ -363,9 +353,10 @@ void register_place(CLI::App& app) {
       "  placer place --model M.onnx --batch-size 16 --cluster C.cluster.yaml -o out.plan.yaml");
   add_problem_options(sub, &args->problem);
   sub->add_option("-m,--method", args->method,
-                  std::string("Placement method (see `placer compare`), or 'best': every fast "
-                              "method, keeping the fastest plan that fits; 'gdp' is the learned "
-                              "placer. Default: ") +
+                  std::string("Placement method (`placer methods` lists them), or 'best': "
+                              "every fast method, keeping the fastest plan that fits, or 'auto': "
+                              "best and the learned placers zero-shot within --budget-seconds "
+                              "(default 60 s for them); 'gdp' is the learned placer. Default: ") +
                       kDefaultMethod + " ('gdp' with --policy)");
   sub->add_option("--budget-evals", args->budget_evals,
                   "Search budget in simulator evaluations (0 = the method's default)")

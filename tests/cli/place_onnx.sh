@@ -37,11 +37,13 @@ if [ $rc -ne 0 ]; then
   bad "README command: exit $rc"
 else
   ok "README command exits 0"
-  # Imported inside: one stderr line naming the model, then a plan chosen by 'best'.
+  # Imported inside: one stderr line naming the model, then a plan chosen by 'auto'.
   grep -qE "^placer: imported $model \(ONNX opset 14\): 314 forward ops, batch 16, 148 GFLOP; training step of 700 ops with backward and adam updates$" \
     "$tmp/place.err" && ok "import line" || bad "no import line on stderr"
-  [ "$(grep -c '^placer: best: ' "$tmp/place.err")" -ge 5 ] && ok "best ran the fast methods" ||
-    bad "best: fewer than 5 per-method lines"
+  [ "$(grep -c '^placer: auto: ' "$tmp/place.err")" -ge 5 ] && ok "auto ran the fast methods" ||
+    bad "auto: fewer than 5 per-method lines"
+  grep -qE '^placer: auto: chose [a-z0-9+-]+ \(' "$tmp/place.err" && ok "auto names its choice" ||
+    bad "auto: no 'chose' line"
   # A real multi-device plan with a step time.
   used=$(sed -n 's/^devices      \([0-9]*\) of 8 compute$/\1/p' "$tmp/place.txt")
   [ -n "$used" ] && [ "$used" -ge 2 ] && ok "plan uses $used devices" || bad "plan uses '$used' devices"
@@ -51,7 +53,7 @@ else
     bad "plan $plan: no positive step_time ('$step')"; fi
   grep -q '^predicted:' "$plan" && ok "plan has its prediction" || bad "plan: no predicted: section"
   grep -q '"traceEvents"' "$tmp/out/trace.json" 2>/dev/null && ok "trace written" || bad "no trace"
-  if grep -q "^model: \"$model\"$" "$config" && grep -q '^method: best$' "$config" &&
+  if grep -q "^model: \"$model\"$" "$config" && grep -q '^method: auto$' "$config" &&
      grep -q '^import: {batch_size: 16, seq_len: 0}' "$config"; then ok "configuration"; else
     bad "configuration $config"; cat "$config"; fi
   # The plan fits the graph `placer import` writes, with the same step time.
@@ -66,22 +68,30 @@ else
   fi
 fi
 
-# No --method on a graph file: best, the same as --method best.
+# No --method on a graph file: auto, the same as --method auto, and never slower than best.
 graph=datasets/models/transformer_small.graph.json
 cluster=datasets/clusters/dgx1_p100.cluster.yaml
 if "$placer" place --graph $graph --cluster $cluster --budget-evals 50 -o "$tmp/d.plan.yaml" \
     >"$tmp/d.txt" 2>"$tmp/d.err" &&
+   "$placer" place --graph $graph --cluster $cluster --budget-evals 50 --method auto \
+    -o "$tmp/a.plan.yaml" >"$tmp/a.txt" 2>/dev/null &&
    "$placer" place --graph $graph --cluster $cluster --budget-evals 50 --method best \
     -o "$tmp/b.plan.yaml" >"$tmp/b.txt" 2>/dev/null; then
-  grep -q '^method: best$' "$tmp/d.place.yaml" && ok "no --method: best" || bad "no --method: not best"
-  [ "$(grep '^step time' "$tmp/d.txt")" = "$(grep '^step time' "$tmp/b.txt")" ] &&
-    cmp -s "$tmp/d.plan.yaml" "$tmp/b.plan.yaml" && ok "no --method = --method best" ||
-    bad "no --method differs from --method best"
+  grep -q '^method: auto$' "$tmp/d.place.yaml" && ok "no --method: auto" || bad "no --method: not auto"
+  [ "$(grep '^step time' "$tmp/d.txt")" = "$(grep '^step time' "$tmp/a.txt")" ] &&
+    cmp -s "$tmp/d.plan.yaml" "$tmp/a.plan.yaml" && ok "no --method = --method auto" ||
+    bad "no --method differs from --method auto"
+  # The plans' step times in seconds (the report rounds to 3 digits).
+  secs='$1 == "step_time:" { u = $3 == "s" ? 1 : $3 == "ms" ? 1e-3 : $3 == "us" ? 1e-6 : 1e-9; printf "%.12g", $2 * u; exit }'
+  ta=$(awk "$secs" "$tmp/a.plan.yaml")
+  tb=$(awk "$secs" "$tmp/b.plan.yaml")
+  if [ -n "$ta" ] && [ -n "$tb" ] && awk -v a="$ta" -v b="$tb" 'BEGIN { exit !(a <= b) }'; then
+    ok "auto ($ta s) <= best ($tb s)"; else bad "auto '$ta' vs best '$tb'"; fi
 else
   bad "place without --method failed: $(cat "$tmp/d.err")"
 fi
 "$placer" place --help >"$tmp/help.txt" 2>&1
-grep -q "Default: best" "$tmp/help.txt" && ok "--help names the default method" ||
+grep -q "Default: auto" "$tmp/help.txt" && ok "--help names the default method" ||
   bad "--help does not name the default method"
 
 # A .onnx path as --graph: an opset-6 model, upgraded, placed on two GPUs.

@@ -21,7 +21,7 @@ bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL $1"; }
 expect "gdp options with another method" "--samples applies to the learned placer only" \
   -- place --graph "$graph" --cluster "$cluster" --method m-etf --samples 4 -o x.plan.yaml
 # Without --method and --policy the method is best (tests/cli/place_onnx.sh), not gdp.
-expect "gdp options, no method, no policy" "--samples applies to the learned placer only (--method gdp), not to --method best" \
+expect "gdp options, no method, no policy" "--samples applies to the learned placer only (--method gdp), not to --method auto" \
   -- place --graph "$graph" --cluster "$cluster" --samples 4 -o x.plan.yaml
 
 "$placer" train-policy --config "$data/gdp_cli/tiny.train.yaml" --updates 2 -o run \
