@@ -105,6 +105,7 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
   SimOptions sim_opts;
   sim_opts.critical_path = false;
   Plan plan = placement_plan(p, {}, name());
+  apply_frame(p.frame, &plan);  // scored as it will run; the returned plan is a placement
   auto evaluate = [&](const std::vector<int>& placement, SimResult* r) {
     plan.placement = placement;
     *r = p.simulator.run(plan, sim_opts);

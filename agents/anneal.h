@@ -67,6 +67,7 @@ class AnnealPlacer : public Placer {
   Plan search(const Problem& problem, const SearchBudget& budget) override;
   /// The plan with the stats of last_stats() as named values.
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
+  bool honours_frame() const override { return true; }
   const AnnealStats& last_stats() const { return stats_; }
 
  private:

@@ -24,6 +24,7 @@ class ColocrlPlacer : public Placer {
  public:
   explicit ColocrlPlacer(ColocrlOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "colocrl"; }
+  bool honours_frame() const override { return true; }  // through seq2seq_env_options
   Plan search(const Problem& problem, const SearchBudget& budget) override {
     return search_outcome(problem, budget).plan;
   }

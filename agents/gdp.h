@@ -125,6 +125,13 @@ struct GdpPlaceOptions {
   bool colocate = true;      ///< act on colocation units (see env/placement_env.h)
 };
 
+/// The `gdp` method's options (`placer place --method gdp --set KEY=VALUE`; the table is
+/// gdp_option_table() in agents/common/method_option_tables.h).
+struct GdpMethodOptions {
+  std::string policy;  ///< "" = default_policy_path()
+  GdpPlaceOptions place;
+};
+
 /// What gdp_place found.
 struct GdpPlaceResult {
   Plan plan;                  ///< the best placement seen (method "gdp"), predicted filled in

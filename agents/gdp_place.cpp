@@ -17,6 +17,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "agents/common/method_option_tables.h"
 #include "agents/gdp.h"
 #include "agents/gdp_net.h"
 #include "agents/methods.h"
@@ -57,6 +58,7 @@ class GdpPlacer : public Placer {
   Plan search(const Problem& problem, const SearchBudget& budget) override {
     return search_outcome(problem, budget).plan;
   }
+  bool honours_frame() const override { return true; }
 
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     if (!policy_) {
@@ -104,7 +106,10 @@ void add_learned_methods(std::vector<MethodInfo>* out) {
       "gdp",
       "GDP learned placer (Zhou et al. 2019), zero-shot with the default pretrained policy "
       "(models/pretrained/default.pt or $PLACER_POLICY): greedy + 16 sampled placements",
-      false, [] { return make_gdp_placer("", GdpPlaceOptions{}); }});
+      false, [] { return make_gdp_placer("", GdpPlaceOptions{}); },
+      gdp_option_table().schema(GdpMethodOptions{}),
+      configured_factory(gdp_option_table(), GdpMethodOptions{},
+                         [](const GdpMethodOptions& o) { return make_gdp_placer(o.policy, o.place); })});
 }
 
 GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
@@ -140,6 +145,7 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
   env_options.max_devices = net_config.max_devices;
   env_options.colocate = options.colocate;
   env_options.oom_penalty = options.ppo.oom_penalty;
+  env_options.frame = problem.frame;
   PlacementEnv env(problem.graph, problem.cluster, problem.cost, env_options);
   const GraphTensors tensors = to_tensors(env);
 

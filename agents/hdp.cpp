@@ -23,6 +23,7 @@ class HdpPlacer : public Placer {
  public:
   explicit HdpPlacer(HdpOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "hdp"; }
+  bool honours_frame() const override { return true; }  // through seq2seq_env_options
   Plan search(const Problem& problem, const SearchBudget& budget) override {
     return search_outcome(problem, budget).plan;
   }

@@ -19,6 +19,7 @@
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
 #include "src/plan/plan.h"
+#include "src/plan/plan_frame.h"
 
 namespace placer {
 
@@ -31,6 +32,9 @@ struct Problem {
   Simulator& simulator;
   /// Devices a method may use (default: all). Methods place only on these.
   std::vector<int> devices;
+  /// How the placement will run (micro-batches, replicas): set by the hybrid outer loop for
+  /// placers that honour it (Placer::honours_frame); the returned plan stays a placement.
+  PlanFrame frame = {};
 };
 
 class Placer {
@@ -48,6 +52,8 @@ class Placer {
   virtual SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) {
     return {search(problem, budget), {}};
   }
+  /// Whether the search scores its placements inside Problem::frame (see there).
+  virtual bool honours_frame() const { return false; }
 };
 
 /// The options of one run of a method: `--set KEY=VALUE` strings, applied in order through

@@ -200,6 +200,7 @@ PlacementEnvOptions seq2seq_env_options(const Problem& problem, const ReinforceC
   o.max_devices = *std::max_element(o.devices.begin(), o.devices.end()) + 1;
   o.colocate = colocate;
   o.oom_penalty = -std::sqrt(config.failing_runtime);
+  o.frame = problem.frame;
   return o;
 }
 

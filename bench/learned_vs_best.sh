@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# GDP zero-shot (the shipped default policy) against `--method best` on the shipped real
-# models (datasets/models/onnx/*.onnx, none of them in a training corpus) on DGX-1 P100,
-# with and without the micro-batch / replica outer loop (`gdp+hybrid`, agents/hybrid_outer.h).
-# One `placer place` per (model, method), seed 1; prints a markdown table of step times, the
-# ratios to best, and their geomeans. Results: docs/results.md.
-# Usage: bench/learned_vs_best.sh [PLACER] [BATCH (default 16)] [CLUSTER]
+# GDP (the shipped default policy) against `--method best` on the shipped real models
+# (datasets/models/onnx/*.onnx, none of them in a training corpus) on DGX-1 P100: zero-shot
+# alone, zero-shot in the micro-batch / replica outer loop (`gdp+hybrid`,
+# agents/hybrid_outer.h; GDP scores its samples inside each (R, M) frame), and that loop with
+# PPO fine-tuning on the graph for FT seconds in all (`--set finetune=100000
+# --budget-seconds FT`). One `placer place` per (model, method), seed 1; prints a markdown
+# table of step times, the ratios to best, and their geomeans. Results: docs/results.md.
+# Usage: bench/learned_vs_best.sh [PLACER] [BATCH (default 16)] [CLUSTER] [FT (default 60; 0 = skip)]
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 placer=${1:-$src/build/placer}
 [ -x "$placer" ] || { echo "learned_vs_best.sh: no placer binary at $placer (build first, or pass its path)" >&2; exit 2; }
 batch=${2:-16}
 cluster=${3:-$src/datasets/clusters/dgx1_p100.cluster.yaml}
+ft=${4:-60}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 methods=(best gdp gdp+hybrid)
+[ "$ft" != 0 ] && methods+=(gdp+hybrid-ft)
 
 step_ms() {  # step_ms MODEL METHOD -> the step time in ms, or "fail"
-  local out
-  out=$("$placer" place --model "$1" --batch-size "$batch" --cluster "$cluster" --method "$2" \
+  local out args=(--method "$2")
+  [ "$2" = gdp+hybrid-ft ] && args=(--method gdp+hybrid --set finetune=100000 --budget-seconds "$ft")
+  out=$("$placer" place --model "$1" --batch-size "$batch" --cluster "$cluster" "${args[@]}" \
         --seed 1 -o "$tmp/p.plan.yaml" 2>&1) || { echo fail; return; }
   local winner=""
   [ "$2" = best ] && winner=$(sed -n 's/^method *//p' <<< "$out")
@@ -24,8 +29,8 @@ step_ms() {  # step_ms MODEL METHOD -> the step time in ms, or "fail"
     printf "%.2f%s\n", v, (w=="" ? "" : " (" w ")")}' <<< "$out"
 }
 
-echo "| model | best ms (winner) | gdp ms | gdp+hybrid ms | gdp / best | gdp+hybrid / best |"
-echo "|---|---|---|---|---|---|"
+echo "| model | best ms (winner) | gdp ms | gdp+hybrid ms | gdp+hybrid ft ${ft}s ms | gdp / best | gdp+hybrid / best | ft / best |"
+echo "|---|---|---|---|---|---|---|---|"
 for m in "$src"/datasets/models/onnx/*.onnx; do
   name=$(basename "$m" .onnx)
   declare -A t=()
@@ -33,9 +38,12 @@ for m in "$src"/datasets/models/onnx/*.onnx; do
   b=${t[best]%% *}
   r1=$(awk -v a="${t[gdp]}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
   r2=$(awk -v a="${t[gdp+hybrid]}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
-  echo "| $name | ${t[best]} | ${t[gdp]} | ${t[gdp+hybrid]} | $r1 | $r2 |"
-  echo "$r1 $r2" >> "$tmp/ratios"
+  r3=$(awk -v a="${t[gdp+hybrid-ft]:-}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
+  echo "| $name | ${t[best]} | ${t[gdp]} | ${t[gdp+hybrid]} | ${t[gdp+hybrid-ft]:--} | $r1 | $r2 | $r3 |"
+  echo "$r1 $r2 $r3" >> "$tmp/ratios"
   unset t
 done
 awk '$1 != "-" && $2 != "-" { n++; a += log($1); b += log($2) }
-  END { if (n) printf "\ngeomean over %d models: gdp / best %.3f, gdp+hybrid / best %.3f\n", n, exp(a/n), exp(b/n) }' "$tmp/ratios"
+  $3 != "-" { k++; c += log($3); if ($3 < 1) w++ }
+  END { if (n) printf "\ngeomean over %d models: gdp / best %.3f, gdp+hybrid / best %.3f\n", n, exp(a/n), exp(b/n)
+        if (k) printf "fine-tuned: geomean over %d models %.3f of best, better than best on %d\n", k, exp(c/k), w }' "$tmp/ratios"

@@ -84,6 +84,10 @@ PlacementEnv::PlacementEnv(const Graph& graph, const Cluster& cluster, const Cos
   }
   reference_ = std::isfinite(best_fit) ? best_fit : best_any;
   if (options_.baseline_time > 0) reference_ = std::min(reference_, options_.baseline_time);
+  if (options_.frame.micro_batches < 1 || options_.frame.replicas < 1) {
+    throw ValidationError(format_context(ctx, "frame", "micro_batches and replicas must be >= 1"));
+  }
+  apply_frame(options_.frame, &plan_);  // every step() runs inside it; the reference does not
   if (!(reference_ > 0) || !std::isfinite(reference_)) {
     throw ValidationError(format_context(ctx, "reference",
                                          "single-device step time is not positive (" +

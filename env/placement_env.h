@@ -23,6 +23,7 @@
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
 #include "src/plan/plan.h"
+#include "src/plan/plan_frame.h"
 
 namespace placer {
 
@@ -34,6 +35,9 @@ struct PlacementEnvOptions {
   std::vector<int> devices;   ///< allowed cluster devices; empty = 0 .. min(n, max) - 1
   bool colocate = true;       ///< act on colocation units (forward op + grads + update)
   double baseline_time = 0;   ///< > 0: reference = min(single-device best, this)
+  /// step() simulates the placement inside this frame (micro-batches, replicas); the
+  /// reference stays the single-device step (src/plan/plan_frame.h).
+  PlanFrame frame;
   FeatureOptions features;
 };
 

@@ -5,6 +5,7 @@
 
 #include "agents/colocrl.h"
 #include "agents/common/option_table.h"
+#include "agents/gdp.h"
 #include "agents/hdp.h"
 #include "agents/placer.h"
 #include "agents/rainbow_opp.h"
@@ -17,6 +18,7 @@ const OptionTable<RainbowPPOptions>& rainbow_pp_option_table();
 const OptionTable<RainbowOppOptions>& rainbow_opp_option_table();
 const OptionTable<ColocrlOptions>& colocrl_option_table();
 const OptionTable<HdpOptions>& hdp_option_table();
+const OptionTable<GdpMethodOptions>& gdp_option_table();
 
 /// MethodInfo::make_with of a method: `defaults` with the settings applied through `table`,
 /// handed to `make` (O -> std::unique_ptr<Placer>).

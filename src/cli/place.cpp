@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "agents/common/method_option_tables.h"
 #include "agents/gdp.h"
 #include "agents/placeto.h"
 #include "agents/rainbow_pp_policy.h"
@@ -65,13 +66,14 @@ MethodSettings method_settings(const PlaceArgs& a) {
   return s;
 }
 
-GdpPlaceOptions gdp_options(const PlaceArgs& a) {
-  GdpPlaceOptions o;
-  o.samples = a.samples;
-  o.finetune_updates = a.finetune;
-  if (a.finetune_lr > 0) o.ppo.lr = a.finetune_lr;
-  if (a.finetune_samples > 0) o.ppo.samples = a.finetune_samples;
-  return o;
+/// --method gdp: its flags as the options they stand for, then the --set ones (later wins).
+MethodSettings gdp_settings(const PlaceArgs& a, MethodSettings s) {
+  std::vector<std::string> sets = {"policy=" + a.policy, "samples=" + std::to_string(a.samples),
+                                   "finetune=" + std::to_string(a.finetune)};
+  if (a.finetune_lr > 0) sets.push_back("lr=" + print_option_number(a.finetune_lr));
+  if (a.finetune_samples > 0) sets.push_back("ppo_samples=" + std::to_string(a.finetune_samples));
+  s.sets.insert(s.sets.begin(), sets.begin(), sets.end());
+  return s;
 }
 
 /// --method gdp: the policy file to use (--policy, else default_policy_path()), checked to
@@ -142,7 +144,10 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   f << "method: " << a.method << "\n";
   f << "chosen_method: " << run.method << "\n";
   if (is_gdp(a)) {
-    const GdpPlaceOptions o = gdp_options(a);
+    GdpMethodOptions g;
+    const MethodSettings sets = gdp_settings(a, method_settings(a));
+    gdp_option_table().apply(&g, sets.sets, sets.flag);
+    const GdpPlaceOptions& o = g.place;
     f << "policy: " << yaml_quote(a.policy) << "\n";
     f << "gdp: {samples: " << o.samples << ", finetune: " << o.finetune_updates
       << ", finetune_lr: " << o.ppo.lr << ", finetune_samples: " << o.ppo.samples << "}\n";
@@ -262,7 +267,7 @@ void run_place(PlaceArgs a) {
   std::unique_ptr<Placer> custom;  // a placer built with its CLI options
   if (is_gdp(a)) {
     a.policy = gdp_policy_path(a);
-    custom = make_gdp_placer(a.policy, gdp_options(a));
+    custom = make_placer("gdp", gdp_settings(a, settings));
   } else if (!portfolio) {
     make_placer(a.method);
     if (is_rainbow_pp_policy(a)) {

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "agents/hybrid_outer.h"
 #include "one_host_cluster.h"
@@ -13,6 +16,7 @@
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
+#include "src/plan/plan_frame.h"
 
 namespace placer {
 namespace {
@@ -53,6 +57,103 @@ TEST(HybridOuter, FindsTheBestReplicaAndMicroBatchCountAroundAPlacer) {
   const auto& stats = static_cast<const HybridOuterPlacer&>(*hybrid).last_stats();
   EXPECT_EQ(stats.inner_runs, 3);
   EXPECT_EQ(stats.simulated, 5 + 5 + 4);  // m <= 16 and <= the 32 / r samples of a replica
+}
+
+// A placer with two candidate placements of a chain: everything on the first device, or the
+// first half of the forward ops (with their backward and update ops) on the first device and
+// the rest on the second. It returns the one that is faster inside Problem::frame when it
+// honours the frame, else the faster one unframed, and records the frames it was asked under.
+class TwoCandidates : public Placer {
+ public:
+  explicit TwoCandidates(bool honours) : honours_(honours) {}
+  std::string name() const override { return "two"; }
+  bool honours_frame() const override { return honours_; }
+  Plan search(const Problem& p, const SearchBudget&) override {
+    frames.emplace_back(p.frame.micro_batches, p.frame.replicas);
+    const std::vector<int> devices = problem_devices(p);
+    std::vector<int> forward_index(p.graph.num_ops(), 0);
+    int forward = 0;
+    for (OpId i = 0; i < p.graph.num_ops(); ++i) {
+      if (p.graph.op(i).phase == Phase::kForward) forward_index[size_t(i)] = forward++;
+    }
+    Plan best;
+    double best_time = std::numeric_limits<double>::infinity();
+    for (int split = 0; split < (devices.size() > 1 ? 2 : 1); ++split) {
+      std::vector<int> device_of_op(p.graph.num_ops());
+      for (OpId i = 0; i < p.graph.num_ops(); ++i) {
+        const Op& op = p.graph.op(i);
+        const int k = forward_index[size_t(op.phase == Phase::kForward ? i : op.forward_op)];
+        device_of_op[size_t(i)] = devices[size_t(split && 2 * k >= forward ? 1 : 0)];
+      }
+      Plan plan = placement_plan(p, device_of_op, name());
+      Plan scored = plan;
+      if (honours_) apply_frame(p.frame, &scored);
+      const double t = p.simulator.run(scored).step_time;
+      if (t < best_time) best_time = t, best = std::move(plan);
+    }
+    return best;
+  }
+  std::vector<std::pair<int, int>> frames;  ///< (micro-batches, replicas) per search
+
+ private:
+  bool honours_;
+};
+
+TEST(HybridOuter, AFrameHonouringPlacerPlacesForTheMicroBatchesItWillRun) {
+  // 4 ops of 4 ms forward on 10 TFLOP/s, 64 MiB activations over 10 GB/s, 256 MiB of
+  // parameters each: one device beats the 2-stage split unpipelined (the split adds two
+  // transfers and overlaps nothing), the split pipelined with 8 micro-batches beats both, and
+  // 2 data-parallel replicas lose to the all-reduce of 1 GiB of gradients.
+  ChainOptions o;
+  o.per_op_flops = {4e10, 4e10, 4e10, 4e10};
+  o.activation_bytes = 64 << 20;
+  o.param_bytes = 256 << 20;
+  o.batch = 8;
+  const Graph g = expand_training_step(make_chain(o));
+  const Cluster c = testing::one_host_cluster(2);
+  const CostModel cost(c, uniform_profile(1.0));
+  Simulator sim(g, c, cost);
+  const Problem p{g, c, cost, sim, {}};
+
+  auto blind_inner = std::make_unique<TwoCandidates>(false);
+  TwoCandidates* blind_seen = blind_inner.get();
+  HybridOuterPlacer blind(std::move(blind_inner));
+  const Plan blind_plan = blind.search(p, SearchBudget{});
+  auto aware_inner = std::make_unique<TwoCandidates>(true);
+  TwoCandidates* aware_seen = aware_inner.get();
+  HybridOuterPlacer aware(std::move(aware_inner));
+  const Plan aware_plan = aware.search(p, SearchBudget{});
+
+  // Blind: one search per replica count, unframed, and the one-device placement wins.
+  EXPECT_EQ(blind_seen->frames, (std::vector<std::pair<int, int>>{{1, 1}, {1, 2}}));
+  EXPECT_EQ(blind.last_stats().replicas, 1);
+  // Aware: (R, 1) then (R, 8) for R = 1 (one device is fastest unpipelined, so the second
+  // frame takes min(8, samples)) and (R, 4) for R = 2 (4 samples per replica).
+  EXPECT_EQ(aware_seen->frames, (std::vector<std::pair<int, int>>{{1, 1}, {8, 1}, {1, 2}, {4, 2}}));
+  EXPECT_EQ(aware.last_stats().replicas, 1);
+  EXPECT_GT(aware.last_stats().micro_batches, 1);
+  EXPECT_EQ(std::set<int>(aware_plan.placement.begin(), aware_plan.placement.end()).size(), 2u)
+      << "the pipelined split, not one device";
+  const double t_blind = sim.run(blind_plan).step_time;
+  const double t_aware = sim.run(aware_plan).step_time;
+  EXPECT_LT(t_aware, 0.8 * t_blind);
+  // The split with 8 micro-batches, simulated directly, is what the aware loop returns.
+  Plan split = aware_plan;
+  split.pipeline.micro_batches = 8;
+  EXPECT_DOUBLE_EQ(t_aware, sim.run(split).step_time);
+}
+
+TEST(PlanFrame, ATrivialFrameLeavesThePlanAndOthersSetMicroBatchesAndReplicas) {
+  Plan plan;
+  plan.placement = {0, 1};
+  apply_frame(PlanFrame{}, &plan);
+  EXPECT_EQ(plan.pipeline.micro_batches, 1);
+  EXPECT_EQ(plan.data_parallel.replicas, 1);
+  apply_frame(PlanFrame{4, 2, {{2, 3}, {0, 1}}}, &plan);
+  EXPECT_EQ(plan.pipeline.micro_batches, 4);
+  EXPECT_EQ(plan.data_parallel.replicas, 2);
+  EXPECT_EQ(plan.data_parallel.replica_devices, (std::vector<std::vector<int>>{{2, 3}, {0, 1}}));
+  EXPECT_EQ(plan.placement, (std::vector<int>{0, 1}));
 }
 
 }  // namespace
