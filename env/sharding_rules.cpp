@@ -282,7 +282,54 @@ class Builder {
     return true;
   }
 
+  // The core of multi-head attention as the GPT / Transformer generators write it, where the
+  // heads are a dim of the scores but not of the [b, s, c] projections (c = heads x d_head,
+  // or the fused q, k, v width):
+  //   scores:  X [b, s, c] (one fused input, or q and k)  -> Y [b, a, s, s]
+  //   context: P [b, a, s, t], V [b, t, c]                -> Y [b, s, h]
+  // Factors: batch (b); heads (a; the projections' last dim split by heads, any stride, as
+  // Megatron lays the fused q, k, v out per head; the output of context contiguous);
+  // sequence (forbidden: softmax and the context mix positions). Without this rule the
+  // shapes fit no matmul rule and the op is unknown (everything replicated).
+  bool attention_core() {
+    if (!specs_.empty() || o_.inputs.empty() || o_.inputs.size() > 2) return false;
+    const Shape& y = out0();
+    auto heads_split_ok = [](int64_t c, int64_t a) { return a > 0 && c > 0 && c % a == 0; };
+    if (y.size() == 4) {  // scores
+      const int64_t b = y[0], a = y[1], s = y[2];
+      for (TensorId t : o_.inputs) {
+        const Shape& x = shape(t);
+        if (x.size() != 3 || x[0] != b || x[1] != s || !heads_split_ok(x[2], a)) return false;
+      }
+      rule_.name = "attention scores";
+      const int fb = pass("batch"), fh = factor(Factor::Kind::kPass, "heads", true);
+      const int fs = factor(Factor::Kind::kForbidden, "sequence");
+      for (size_t i = 0; i < o_.inputs.size(); ++i) add_input(i, {fb, fs, fh});
+      add_output(0, {fb, fh, fs, -1});
+      return true;
+    }
+    if (y.size() == 3 && o_.inputs.size() == 2) {  // context
+      const Shape& p = in0();
+      const Shape& v = shape(o_.inputs[1]);
+      if (p.size() != 4 || v.size() != 3) return false;
+      const int64_t b = p[0], a = p[1];
+      if (v[0] != b || y[0] != b || y[1] != p[2] || v[1] != p[3] || !heads_split_ok(v[2], a) ||
+          !heads_split_ok(y[2], a)) {
+        return false;
+      }
+      rule_.name = "attention context";
+      const int fb = pass("batch"), fh = factor(Factor::Kind::kPass, "heads", true);
+      const int fs = factor(Factor::Kind::kForbidden, "sequence");
+      add_input(0, {fb, fh, fs, -1});
+      add_input(1, {fb, -1, fh});
+      add_output(0, {fb, fs, fh});
+      return true;
+    }
+    return false;
+  }
+
   bool matmul() {
+    if (attention_core()) return true;
     rule_.name = "matmul";
     if (o_.inputs.size() == 1 && has_weight()) {
       const Shape& x = in0();
