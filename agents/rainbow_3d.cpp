@@ -224,11 +224,13 @@ class Search {
     oo.episodes = o_.opp_episodes;
     // Decay exploration over about half of the runs (each step of an episode simulates).
     oo.agent.epsilon_decay_steps = std::max<int64_t>(1, runs / 2);
+    // Tens of distinct states in all: learn from the first 16 transitions.
+    oo.agent.batch_size = 16;
     SearchBudget b;
     b.max_evaluations = runs;
     b.seed = budget_.seed + uint64_t(t);
     if (clock_.max_seconds() > 0) b.max_seconds = std::max(1.0, clock_.max_seconds() - clock_.elapsed());
-    std::vector<int> first(size_t(t));
+    std::vector<int> first(static_cast<size_t>(t), 0);
     for (int i = 0; i < t; ++i) first[size_t(i)] = i;
     Problem sub{g_, p_.cluster, p_.cost, p_.simulator, first};
     RainbowOppReport r;
@@ -258,7 +260,8 @@ class Search {
   }
 
   /// The staged plan `pipe` (stages on s.groups) made 3-D: every stage a tp x dp grid, the
-  /// sharding of degree s.tp on each stage's first TP group. A split tensor that crosses a
+  /// sharding of degree s.tp on each stage's first TP group, the stage's other forward ops
+  /// replicated over that group. A split tensor that crosses a
   /// stage boundary is gathered by its producer (no sharded_output), so every sharded chain
   /// stays inside one stage.
   Plan compose(Plan pipe, const Shape& s) const {
@@ -285,6 +288,19 @@ class Search {
           OpPartition part = pt->second;
           part.devices.assign(st.devices.begin(), st.devices.begin() + s.tp);
           index[op] = int(pipe.partitions.size());
+          pipe.partitions.push_back(std::move(part));
+        }
+      }
+      // The other forward ops of a stage run whole on every device of its TP group (as
+      // Megatron runs norms, residual adds and dropout), so no input is sent between them.
+      for (size_t k = 0; k < pipe.pipeline.stages.size(); ++k) {
+        const PipelineStage& st = pipe.pipeline.stages[k];
+        for (OpId op : st.ops) {
+          if (index[op] >= 0) continue;
+          OpPartition part;
+          part.op = op;
+          part.replicated = true;
+          part.devices.assign(st.devices.begin(), st.devices.begin() + s.tp);
           pipe.partitions.push_back(std::move(part));
         }
       }

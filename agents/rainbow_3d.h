@@ -35,7 +35,9 @@ struct Rainbow3DOptions {
   int max_tp = 8;           ///< largest tensor-parallel degree tried (powers of two)
   int max_pp = 8;           ///< largest pipeline depth tried
   int top_shapes = 2;       ///< probed shapes with pp > 1 that get a cut search
-  int opp_episodes = 60;    ///< most training episodes of one operator-sharding search
+  /// Most training episodes of one operator-sharding search (repeated states are cached and
+  /// cost no run, so the runs usually bind first).
+  int opp_episodes = 300;
   bool tie_layers = true;   ///< one sharding decision per block for every layer
   /// Data-parallel gradients all-reduced during backward (false: after the last backward,
   /// Megatron's default and the `megatron` grid's).

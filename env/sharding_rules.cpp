@@ -184,7 +184,7 @@ class Builder {
       if (!added(added_var_, i)) add_var(i, {});
     }
     // A contraction the simulator cannot split (OpPartition::kReduceDim) is a conflict.
-    if (!can_hold_partial(o_.category)) {
+    if (!can_hold_partial(o_.category) && !allow_partial_) {
       for (Factor& f : rule_.factors) {
         if (f.kind == Factor::Kind::kContract) f.kind = Factor::Kind::kForbidden;
       }
@@ -194,6 +194,7 @@ class Builder {
     rule_ = OpRule{};
     rule_.kind = OpRule::Kind::kFactors;
     rule_.name = name;
+    allow_partial_ = false;
     added_in_.clear();
     added_out_.clear();
     added_var_.clear();
@@ -212,6 +213,7 @@ class Builder {
       const int axis = norm_axis(attr_int(o_, "axis", -1), out0().size());
       return axis >= 0 && elementwise("softmax", {axis}, 1);
     }
+    if (t == "SoftmaxCrossEntropy") return vocab_cross_entropy();
     if (t == "BatchNormalization") return batchnorm();
     if (t == "InstanceNormalization") return channel_norm("instance norm");
     if (t == "LayerNormalization" || t == "SimplifiedLayerNormalization") {
@@ -328,6 +330,24 @@ class Builder {
     return false;
   }
 
+  // Cross-entropy of logits [..., V] against labels [...] into a scalar: a vocabulary split
+  // (Megatron's vocab-parallel cross-entropy) leaves partial sums, all-reduced. Other dims of
+  // the logits and the labels cannot be split (the mean over them is not modelled).
+  bool vocab_cross_entropy() {
+    if (o_.inputs.size() != 2 || out0().size() > 1) return false;
+    const Shape& x = in0();
+    if (x.size() < 2) return false;
+    rule_.name = "vocab-parallel cross-entropy";
+    const int v = factor(Factor::Kind::kContract, "vocabulary");
+    std::vector<int> fx(x.size(), -1);
+    fx.back() = v;
+    add_input(0, fx);
+    add_input(1, {});
+    add_output(0, {});
+    allow_partial_ = true;  // the validator takes a softmax loss over split logits
+    return true;
+  }
+
   bool matmul() {
     if (attention_core()) return true;
     rule_.name = "matmul";
@@ -346,6 +366,31 @@ class Builder {
       add_output(0, fy);
       add_var(0, {k, n});
       add_var(1, {n});
+      return true;
+    }
+    if (o_.inputs.size() == 1 && specs_.size() == 1 && specs_[0].suffix == "table" &&
+        !specs_[0].replicate_only) {
+      // An output layer tied to the embedding table [V, D] (Megatron's tied lm head):
+      // y[..., V] = x[..., D] table^T. Splitting the vocabulary (table dim 0, as the
+      // vocab-parallel embedding does) splits the logits; splitting D leaves partial sums.
+      const Shape& x = in0();
+      const Shape& y = out0();
+      const Shape& w = specs_[0].shape;
+      if (x.empty() || x.size() != y.size() || w.size() != 2 || w[0] != y.back() ||
+          w[1] != x.back()) {
+        return false;
+      }
+      rule_.name = "matmul (tied table)";
+      const size_t r = x.size();
+      std::vector<int> fx(r), fy(r);
+      for (size_t j = 0; j + 1 < r; ++j) fx[j] = fy[j] = pass("batch dim " + std::to_string(j));
+      const int k = factor(Factor::Kind::kContract, "contraction K");
+      const int n = pass("vocabulary N");
+      fx[r - 1] = k;
+      fy[r - 1] = n;
+      add_input(0, fx);
+      add_output(0, fy);
+      add_var(0, {n, k});
       return true;
     }
     if (o_.inputs.size() == 1) {
@@ -735,6 +780,7 @@ class Builder {
   const std::vector<VarSpec>& specs_;
   OpRule rule_;
   std::vector<size_t> added_in_, added_out_, added_var_;
+  bool allow_partial_ = false;  ///< a contraction the category alone would forbid is allowed
   int degree_;
 };
 
@@ -826,6 +872,13 @@ std::vector<VarSpec> reconstruct_variables(const Graph& g, OpId id) {
     return {{t == "Mul" ? "scale" : t == "Add" ? "bias" : "param", {y.back()}, pb, false}};
   }
   return fallback;
+}
+
+OpId tied_owner(const Graph& g, OpId id) {
+  const std::string* name = find_attr(g.op(id), "tied_to");
+  if (!name) return kNoOp;
+  const OpId owner = g.find_op(*name);
+  return owner < g.num_ops() && owner != id ? owner : kNoOp;
 }
 
 OpRule build_rule(const Graph& g, OpId id, const std::vector<int>& vars,

@@ -23,9 +23,10 @@
 namespace placer {
 namespace {
 
-Graph small_gpt(int64_t batch, int layers = 4) {
+Graph small_gpt(int64_t batch, int layers = 4, int64_t hidden = 256, int64_t seq_len = 128) {
   GptOptions o;
-  o.layers = layers, o.hidden = 256, o.heads = 8, o.seq_len = 128, o.batch = batch, o.vocab = 1000;
+  o.layers = layers, o.hidden = hidden, o.heads = 8, o.seq_len = seq_len, o.batch = batch;
+  o.vocab = 1000;
   return expand_training_step(make_gpt(o));
 }
 
@@ -98,6 +99,23 @@ TEST(AttentionCoreRule, HeadsOfTheFusedQkvSplitThroughScoresAndContext) {
   EXPECT_EQ(c.dim, 2);  // [b, s, h]: contiguous halves of h = 256
   EXPECT_EQ(c.inner, 128);
   EXPECT_EQ(r.variables[size_t(dense)], Sharding::split(0, 128));
+
+  // The vocabulary-parallel embedding (table split on the vocabulary) splits the tied output
+  // layer's logits on the vocabulary, and the cross-entropy over them leaves partial sums.
+  std::vector<Sharding> vocab(prop.variables().size());
+  int table = -1;
+  for (size_t v = 0; v < prop.variables().size(); ++v) {
+    if (prop.variables()[v].name == "language_model.embedding.word_embeddings:table") table = int(v);
+  }
+  ASSERT_GE(table, 0);
+  vocab[size_t(table)] = Sharding::split(0, 0);
+  const PropagationResult rv = prop.propagate(vocab, prop.replicated_inputs());
+  ASSERT_FALSE(rv.conflict) << rv.conflict_reason;
+  const OpId head = op_named(g, "output_layer");
+  const OpId loss = op_named(g, "loss");
+  EXPECT_EQ(rv.tensors[g.op(head).outputs[0]].kind, Sharding::Kind::kSplit);
+  EXPECT_EQ(rv.tensors[g.op(head).outputs[0]].dim, 2);
+  EXPECT_EQ(rv.tensors[g.op(loss).outputs[0]].kind, Sharding::Kind::kPartial);
 
   // Splitting the sequence (the tokens' dim 1) reaches the scores: a conflict naming the rule.
   std::vector<Sharding> inputs = prop.replicated_inputs();
@@ -184,7 +202,8 @@ TEST(Rainbow3D, FindsTwoStagesOfMegatronTensorParallelism) {
   // Batch 1 (no data parallelism, one micro-batch), two hosts of two GPUs with a slow network:
   // tensor parallelism must stay in a host, so the best shape is tp 2 x pp 2, and the best
   // sharding is Megatron's (attention heads and MLP split; the rest replicated).
-  Fixture f(small_gpt(1), cluster(2, 2));
+  // Layers big enough that compute, not latency, sets the step.
+  Fixture f(small_gpt(1, 4, 1024, 512), cluster(2, 2));
   Problem p = f.problem();
   MegatronConfig m;
   m.tp = 2, m.pp = 2, m.dp = 1, m.micro_batch = 1, m.global_batch = 1;
