@@ -30,7 +30,9 @@ constexpr const char* kName = "rainbow-3d";
 /// A (t, pp, dp) shape with the stage grids on the problem's devices.
 struct Shape {
   int tp = 1, pp = 1, dp = 1;
-  std::vector<std::vector<int>> groups;  ///< per stage: tp x dp devices, Megatron's order
+  int v = 1;  ///< virtual stages (model chunks) per pipeline rank: pp x v stages
+  std::vector<std::vector<int>> groups;  ///< per rank: tp x dp devices, Megatron's order
+  int stages() const { return pp * v; }
 };
 
 /// A simulated candidate: any plan that fits beats every OOM one, then the lower step time.
@@ -51,14 +53,6 @@ std::string format_ms(double s) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "best %.3f ms", s * 1e3);
   return buf;
-}
-
-/// Largest divisor of n that is <= cap (>= 1).
-int64_t divisor_at_most(int64_t n, int64_t cap) {
-  for (int64_t d = std::min(n, cap); d > 1; --d) {
-    if (n % d == 0) return d;
-  }
-  return 1;
 }
 
 class Search {
@@ -110,20 +104,25 @@ class Search {
     for (int t : tps) {
       for (int pp = 1; pp <= o_.max_pp; ++pp) {
         if (n_ % (t * pp) != 0) continue;
-        Shape s = make_shape(t, pp);
-        if (batch_ > 0 && batch_ % s.dp != 0) continue;
-        if (out_of_runs()) break;
-        std::unique_ptr<PipelineEnv> env;
-        if (pp > 1) {
-          env = make_env(s, default_micro_batches(s), 0);
-          if (!env) continue;
+        for (int v : {1, 2, 4}) {
+          if (v > o_.max_virtual_stages || (v > 1 && (pp == 1 || pp * v > n_))) continue;
+          Shape s = make_shape(t, pp, v);
+          if (batch_ > 0 && batch_ % s.dp != 0) continue;
+          const int m = default_micro_batches(s);
+          if (m < 1 || out_of_runs()) continue;
+          Scored sc;
+          if (s.stages() > 1) {
+            std::unique_ptr<PipelineEnv> env = make_env(s, m, 0);
+            if (!env) continue;
+            sc = evaluate(compose(env->to_plan(env->center_solution()), s));
+          } else {
+            sc = evaluate(compose(one_stage(s, m), s));
+          }
+          ++stats_->probe_runs;
+          ++stats_->shapes;
+          keep(sc);
+          probed.emplace_back(std::move(sc), std::move(s));
         }
-        Scored sc = pp > 1 ? evaluate(compose(env->to_plan(env->center_solution()), s))
-                           : evaluate(compose(one_stage(s, 1), s));
-        ++stats_->probe_runs;
-        ++stats_->shapes;
-        keep(sc);
-        probed.emplace_back(std::move(sc), std::move(s));
       }
     }
     if (probed.empty()) fail("no (tensor, pipeline, data) parallel shape fits these devices");
@@ -132,27 +131,28 @@ class Search {
 
     // 3. Cut search on the best shapes with a pipeline.
     std::vector<std::pair<Scored, Shape>> finalists;
-    std::vector<const Shape*> searched;
-    std::vector<const Scored*> centers;  // their probes: the balanced cuts, already simulated
-    for (const auto& [sc, s] : probed) {
-      if (s.pp > 1 && int(searched.size()) < o_.top_shapes) {
-        searched.push_back(&s);
-        centers.push_back(&sc);
-      }
+    std::vector<size_t> searched;  // indices into probed (their probes: the balanced cuts)
+    for (size_t i = 0; i < probed.size(); ++i) {
+      if (probed[i].second.pp > 1 && int(searched.size()) < o_.top_shapes) searched.push_back(i);
     }
     const int64_t cut_total = std::llround(o_.pp_share * double(total_));
     for (size_t i = 0; i < searched.size(); ++i) {
       const int64_t share = (cut_total - stats_->cut_runs) / int64_t(searched.size() - i);
       if (share < 1 || out_of_runs()) break;
-      finalists.emplace_back(search_cuts(*searched[i], *centers[i], share), *searched[i]);
+      const auto& [center, shape] = probed[searched[i]];
+      finalists.emplace_back(search_cuts(shape, center, share), shape);
     }
-    // The best probe (a pp = 1 shape may win) goes on too.
-    finalists.emplace_back(probed.front());
     std::stable_sort(finalists.begin(), finalists.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
+    // Then every other probed shape, best first.
+    for (size_t i = 0; i < probed.size(); ++i) {
+      if (std::find(searched.begin(), searched.end(), i) == searched.end()) {
+        finalists.push_back(probed[i]);
+      }
+    }
 
-    // 4. Micro-batches, ZeRO-1 and recomputation on the two best.
-    for (size_t i = 0; i < finalists.size() && i < 2; ++i) {
+    // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
+    for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
       layout(finalists[i].first.plan, finalists[i].second);
     }
     if (!best_.valid) fail("no plan could be simulated");
@@ -171,10 +171,11 @@ class Search {
     return true;
   }
 
-  Shape make_shape(int t, int pp) const {
+  Shape make_shape(int t, int pp, int v) const {
     Shape s;
     s.tp = t;
     s.pp = pp;
+    s.v = v;
     s.dp = n_ / (t * pp);
     const int per = t * s.dp;
     for (int st = 0; st < pp; ++st) {
@@ -183,18 +184,28 @@ class Search {
     return s;
   }
 
-  /// Micro-batches of a probe: the largest divisor of a replica's samples <= 4 pp (1 without
-  /// a pipeline: step 4 tries more).
+  /// Micro-batches of a probe: the largest divisor of a replica's samples <= 4 pp (a multiple
+  /// of pp with virtual stages, as interleaved 1F1B needs); 0 when there is none.
   int default_micro_batches(const Shape& s) const {
-    if (s.pp == 1) return 1;
-    if (batch_ <= 0) return 4 * s.pp;
-    return int(divisor_at_most(batch_ / s.dp, 4 * s.pp));
+    const int64_t cap = 4 * s.pp;
+    if (batch_ <= 0) return int(cap);
+    const int64_t samples = batch_ / s.dp;
+    for (int64_t m = std::min(samples, cap); m >= 1; --m) {
+      if (samples % m == 0 && (s.v == 1 || m % s.pp == 0)) return int(m);
+    }
+    return 0;
   }
 
   std::unique_ptr<PipelineEnv> make_env(const Shape& s, int micro_batches, double reference) {
     PipelineEnvOptions eo;
-    eo.stages = s.pp;
-    eo.groups = s.groups;
+    eo.stages = s.stages();
+    // With virtual stages the env only places the cuts: one stand-in device per chunk (equal
+    // groups, so the balanced cuts are even); compose() maps chunk c to rank c % pp.
+    if (s.v == 1) {
+      eo.groups = s.groups;
+    } else {
+      for (int c = 0; c < s.stages(); ++c) eo.groups.push_back({devs_[size_t(c)]});
+    }
     eo.micro_batches = micro_batches;
     eo.simulate = false;
     eo.scope_depth = std::max(0, o_.cuts.scope_depth);
@@ -266,6 +277,17 @@ class Search {
   /// stays inside one stage.
   Plan compose(Plan pipe, const Shape& s) const {
     pipe.method = kName;
+    if (s.v > 1) {  // chunk c (on stand-in device devs_[c]) runs on rank c % pp
+      std::map<int, int> rank_device;
+      for (size_t c = 0; c < pipe.pipeline.stages.size(); ++c) {
+        PipelineStage& st = pipe.pipeline.stages[c];
+        rank_device[st.devices[0]] = s.groups[c % size_t(s.pp)][0];
+        st.devices = s.groups[c % size_t(s.pp)];
+      }
+      for (int& d : pipe.placement) d = rank_device.at(d);
+      pipe.pipeline.virtual_stages = s.v;
+      pipe.pipeline.schedule = PipelineSchedule::k1F1B;
+    }
     pipe.partitions.clear();
     pipe.tensor_parallel = TensorParallelConfig{};
     for (PipelineStage& st : pipe.pipeline.stages) st.tensor_parallel = s.tp;
@@ -368,7 +390,7 @@ class Search {
     std::unique_ptr<PipelineEnv> env = make_env(s, m, ref);
     Scored best = center;
     if (!env) return best;
-    const RainbowConfig cfg = rainbow_cut_agent_config(o_.cuts, s.pp, runs, budget_.seed, kName);
+    const RainbowConfig cfg = rainbow_cut_agent_config(o_.cuts, s.stages(), runs, budget_.seed, kName);
     RainbowAgent agent(static_cast<int64_t>(env->observation().size()), env->num_pivots(), cfg);
     std::map<std::vector<int>, PipelineStepResult> cache;
     auto score = [&](const std::vector<int>& cuts) {
@@ -395,7 +417,7 @@ class Search {
   /// up to 64), ZeRO-1 when there are data-parallel copies, full recomputation only when
   /// nothing else fits, on the plan `base` of shape s.
   void layout(const Plan& base, const Shape& s) {
-    if (base.pipeline.stages.empty()) return;
+    if (base.pipeline.stages.empty() || !clock_.time_left()) return;
     const int64_t samples = batch_ > 0 ? batch_ / s.dp : 64;
     std::vector<int> ms;
     for (int64_t m = 1; m <= std::min<int64_t>(samples, 64); m *= 2) {
@@ -405,6 +427,7 @@ class Search {
       const int64_t m = int64_t(k) * s.pp;
       if (m <= samples && samples % m == 0) ms.push_back(int(m));
     }
+    if (s.v > 1) ms.erase(std::remove_if(ms.begin(), ms.end(), [&](int m) { return m % s.pp != 0; }), ms.end());
     std::sort(ms.begin(), ms.end());
     ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
     bool fits = !best_.oom;
@@ -457,6 +480,8 @@ const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
         .integer("max_tp", "largest tensor-parallel degree (powers of two within a host)",
                  [](auto& o) -> auto& { return o.max_tp; })
         .integer("max_pp", "largest pipeline depth", [](auto& o) -> auto& { return o.max_pp; })
+        .integer("max_virtual_stages", "most model chunks per pipeline rank (1, 2 or 4)",
+                 [](auto& o) -> auto& { return o.max_virtual_stages; })
         .integer("top_shapes", "probed shapes with a pipeline that get a cut search",
                  [](auto& o) -> auto& { return o.top_shapes; })
         .integer("opp_episodes", "most episodes of one operator-sharding search",
@@ -483,7 +508,8 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
   Scored best = s.run();
   const Plan& p = best.plan;
   stats_.step_time = best.time;
-  stats_.pp = int(p.pipeline.stages.size());
+  stats_.v = std::max(1, p.pipeline.virtual_stages);
+  stats_.pp = int(p.pipeline.stages.size()) / stats_.v;
   stats_.tp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].tensor_parallel;
   stats_.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
   stats_.micro_batches = p.pipeline.micro_batches;
@@ -495,6 +521,7 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
   out.stats.seconds = stats_.seconds;
   out.stats.add("tp", stats_.tp);
   out.stats.add("pp", stats_.pp);
+  out.stats.add("virtual_stages", stats_.v);
   out.stats.add("dp", stats_.dp);
   out.stats.add("micro_batches", stats_.micro_batches);
   out.stats.add("opp_runs", double(stats_.opp_runs));

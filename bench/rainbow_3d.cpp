@@ -68,12 +68,12 @@ double run(const Row& row, int64_t runs, uint64_t seed) {
   const Rainbow3DStats& s = r3.last_stats();
   const double ratio = rr.step_time / rg.step_time;
   std::printf("| %s | %d | %.1f%s | %.1f | %s | %.1f%s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
-              "layout %lld) | tp %d, pp %d, dp %d, m %d%s%s |\n",
+              "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s |\n",
               row.label.c_str(), cluster.num_devices(), rg.step_time * 1e3, rg.oom ? " OOM" : "",
               grid_s, describe(grid.last_stats().best).c_str(), rr.step_time * 1e3,
               rr.oom ? " OOM" : "", ratio, r3_s, static_cast<long long>(out.stats.runs),
               static_cast<long long>(s.opp_runs), static_cast<long long>(s.cut_runs),
-              static_cast<long long>(s.layout_runs), s.tp, s.pp, s.dp, s.micro_batches,
+              static_cast<long long>(s.layout_runs), s.tp, s.pp, s.dp, s.v, s.micro_batches,
               s.zero_stage ? ", zero 1" : "", s.recompute ? ", full" : "");
   std::fflush(stdout);
   return ratio;
@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
       {"gpt3-1.3b", a100, a100p, 24, 2048, 16, 2048, 64},
       {"gpt3-2.7b", h100, h100p, 32, 2560, 32, 2048, 128},
       {"gpt3-6.7b", h100, h100p, 32, 4096, 32, 2048, 128},
+      // Small global batches: data parallelism alone cannot use the devices.
+      {"gpt3-1.3b-b8", a100, a100p, 24, 2048, 16, 2048, 8},
+      {"gpt3-6.7b-b16", h100, h100p, 32, 4096, 32, 2048, 16},
   };
   std::printf("| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
               "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape |\n"

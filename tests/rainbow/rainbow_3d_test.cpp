@@ -183,7 +183,11 @@ TEST(Rainbow3D, PlanValidatesSimulatesAndRepeatsWithTheSeed) {
   EXPECT_EQ(plan_to_yaml(oa.plan, f.g, f.c), plan_to_yaml(ob.plan, f.g, f.c));
   const Rainbow3DStats& s = a.last_stats();
   EXPECT_EQ(s.tp * s.pp * s.dp, 4);
-  EXPECT_EQ(int(oa.plan.pipeline.stages.size()), s.pp);
+  EXPECT_EQ(int(oa.plan.pipeline.stages.size()), s.pp * s.v);
+  // The plan file round-trips and simulates to the same step.
+  const std::string yaml = plan_to_yaml(oa.plan, f.g, f.c);
+  const Plan back = parse_plan_yaml(yaml, "r3.plan.yaml", f.g, f.c);
+  EXPECT_NEAR(f.sim.run(back).step_time, r.step_time, 1e-9 * r.step_time);
 }
 
 TEST(Rainbow3D, KeepsTheRunBudget) {
