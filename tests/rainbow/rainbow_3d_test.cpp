@@ -19,6 +19,7 @@
 #include "src/io/plan_io.h"
 #include "src/plan/megatron_plan.h"
 #include "src/util/error.h"
+#include "tests/agents/problem_fixture.h"
 
 namespace placer {
 namespace {
@@ -38,22 +39,13 @@ Cluster cluster(int hosts, int per_host) {
   s.peak_flops[static_cast<int>(DType::kF16)] = 100e12;
   s.memory_bandwidth = 1e12;
   s.memory_bytes = 64ull << 30;
-  Cluster c;
-  c.name = "test";
-  for (int h = 0; h < hosts; ++h) c.add_host("host" + std::to_string(h), s, per_host);
-  c.set_link(LinkLevel::kIntraHost, LinkSpec{"nvlink", 2e-6, 300e9, LinkSharing::kPerPair});
-  c.set_link(LinkLevel::kInterHost, LinkSpec{"ethernet", 20e-6, 5e9, LinkSharing::kPerPair});
-  return c;
+  return testing::hosts_cluster(hosts, per_host, s,
+                                LinkSpec{"nvlink", 2e-6, 300e9, LinkSharing::kPerPair},
+                                LinkSpec{"ethernet", 20e-6, 5e9, LinkSharing::kPerPair});
 }
 
-struct Fixture {
-  Fixture(Graph graph, Cluster cl)
-      : g(std::move(graph)), c(std::move(cl)), cost(c, uniform_profile(0.5)), sim(g, c, cost) {}
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
-  Graph g;
-  Cluster c;
-  CostModel cost;
-  Simulator sim;
+struct Fixture : testing::ProblemFixture {
+  Fixture(Graph graph, Cluster cl) : ProblemFixture(std::move(graph), std::move(cl), 0.5) {}
 };
 
 SearchBudget runs(int64_t n, uint64_t seed = 1) {
