@@ -348,50 +348,42 @@ class Builder {
     return true;
   }
 
+  // X[..., K] x W -> Y[..., N] with the op's variable 0 the weight ([K, N], or [N, K] when
+  // `transposed`) and, when not transposed, variable 1 the bias [N].
+  bool weighted_matmul(const std::string& n_name, bool transposed) {
+    const Shape& x = in0();
+    const Shape& y = out0();
+    if (x.empty() || x.size() != y.size()) return false;
+    const size_t r = x.size();
+    std::vector<int> fx(r), fy(r);
+    for (size_t j = 0; j + 1 < r; ++j) fx[j] = fy[j] = pass("batch dim " + std::to_string(j));
+    const int k = factor(Factor::Kind::kContract, "contraction K");
+    const int n = pass(n_name);
+    fx[r - 1] = k;
+    fy[r - 1] = n;
+    add_input(0, fx);
+    add_output(0, fy);
+    add_var(0, transposed ? std::vector<int>{n, k} : std::vector<int>{k, n});
+    if (!transposed) add_var(1, {n});
+    return true;
+  }
+
   bool matmul() {
     if (attention_core()) return true;
     rule_.name = "matmul";
-    if (o_.inputs.size() == 1 && has_weight()) {
-      const Shape& x = in0();
-      const Shape& y = out0();
-      if (x.empty() || x.size() != y.size()) return false;
-      const size_t r = x.size();
-      std::vector<int> fx(r), fy(r);
-      for (size_t j = 0; j + 1 < r; ++j) fx[j] = fy[j] = pass("batch dim " + std::to_string(j));
-      const int k = factor(Factor::Kind::kContract, "contraction K");
-      const int n = pass("output features N");
-      fx[r - 1] = k;
-      fy[r - 1] = n;
-      add_input(0, fx);
-      add_output(0, fy);
-      add_var(0, {k, n});
-      add_var(1, {n});
-      return true;
-    }
+    if (o_.inputs.size() == 1 && has_weight()) return weighted_matmul("output features N", false);
     if (o_.inputs.size() == 1 && specs_.size() == 1 && specs_[0].suffix == "table" &&
         !specs_[0].replicate_only) {
       // An output layer tied to the embedding table [V, D] (Megatron's tied lm head):
       // y[..., V] = x[..., D] table^T. Splitting the vocabulary (table dim 0, as the
       // vocab-parallel embedding does) splits the logits; splitting D leaves partial sums.
-      const Shape& x = in0();
-      const Shape& y = out0();
       const Shape& w = specs_[0].shape;
-      if (x.empty() || x.size() != y.size() || w.size() != 2 || w[0] != y.back() ||
-          w[1] != x.back()) {
+      if (in0().empty() || out0().empty() || w.size() != 2 || w[0] != out0().back() ||
+          w[1] != in0().back()) {
         return false;
       }
       rule_.name = "matmul (tied table)";
-      const size_t r = x.size();
-      std::vector<int> fx(r), fy(r);
-      for (size_t j = 0; j + 1 < r; ++j) fx[j] = fy[j] = pass("batch dim " + std::to_string(j));
-      const int k = factor(Factor::Kind::kContract, "contraction K");
-      const int n = pass("vocabulary N");
-      fx[r - 1] = k;
-      fy[r - 1] = n;
-      add_input(0, fx);
-      add_output(0, fy);
-      add_var(0, {n, k});
-      return true;
+      return weighted_matmul("vocabulary N", true);
     }
     if (o_.inputs.size() == 1) {
       // The weight is not (only) this op's: a slice of a fused projection weight owned by

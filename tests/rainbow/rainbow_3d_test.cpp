@@ -63,18 +63,22 @@ OpId op_named(const Graph& g, const std::string& name) {
   return kNoOp;
 }
 
+/// Index of the variable called `name`, -1 when there is none.
+int var_named(const ShardingPropagator& prop, const std::string& name) {
+  for (size_t v = 0; v < prop.variables().size(); ++v) {
+    if (prop.variables()[v].name == name) return int(v);
+  }
+  return -1;
+}
+
 TEST(AttentionCoreRule, HeadsOfTheFusedQkvSplitThroughScoresAndContext) {
   const Graph g = small_gpt(8, 1);
   ShardingPropagator prop(g, 2);
   // Column-split the fused qkv weight (dim 1): the heads split through the attention core,
   // and the output projection's weight is split on its input dim (row parallel).
   std::vector<Sharding> vars(prop.variables().size());
-  int qkv = -1, dense = -1;
-  for (size_t v = 0; v < prop.variables().size(); ++v) {
-    const std::string& n = prop.variables()[v].name;
-    if (n == "language_model.encoder.layers.0.self_attention.query_key_value:weight") qkv = int(v);
-    if (n == "language_model.encoder.layers.0.self_attention.dense:weight") dense = int(v);
-  }
+  const int qkv = var_named(prop, "language_model.encoder.layers.0.self_attention.query_key_value:weight");
+  const int dense = var_named(prop, "language_model.encoder.layers.0.self_attention.dense:weight");
   ASSERT_GE(qkv, 0);
   ASSERT_GE(dense, 0);
   vars[size_t(qkv)] = Sharding::split(1, 0);
@@ -95,10 +99,7 @@ TEST(AttentionCoreRule, HeadsOfTheFusedQkvSplitThroughScoresAndContext) {
   // The vocabulary-parallel embedding (table split on the vocabulary) splits the tied output
   // layer's logits on the vocabulary, and the cross-entropy over them leaves partial sums.
   std::vector<Sharding> vocab(prop.variables().size());
-  int table = -1;
-  for (size_t v = 0; v < prop.variables().size(); ++v) {
-    if (prop.variables()[v].name == "language_model.embedding.word_embeddings:table") table = int(v);
-  }
+  const int table = var_named(prop, "language_model.embedding.word_embeddings:table");
   ASSERT_GE(table, 0);
   vocab[size_t(table)] = Sharding::split(0, 0);
   const PropagationResult rv = prop.propagate(vocab, prop.replicated_inputs());
