@@ -125,6 +125,10 @@ class Search {
         }
       }
     }
+    if (probed.empty() && out_of_runs()) {
+      fail("the budget ran out before any (tensor, pipeline, data) parallel shape was simulated "
+           "(" + std::to_string(used_) + " runs used); give it more runs or time");
+    }
     if (probed.empty()) fail("no (tensor, pipeline, data) parallel shape fits these devices");
     std::stable_sort(probed.begin(), probed.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
