@@ -25,7 +25,9 @@ namespace {
 
 constexpr const char* kName = "rainbow-3d";
 
-[[noreturn]] void fail(const std::string& msg) { throw ValidationError(std::string(kName) + ": " + msg); }
+[[noreturn]] void fail(const std::string& msg) {
+  throw ValidationError(std::string(kName) + ": " + msg);
+}
 
 /// A (t, pp, dp) shape with the stage grids on the problem's devices.
 struct Shape {
@@ -68,8 +70,9 @@ class Search {
 
   Scored run() {
     if (!g_.is_training_step()) {
-      fail("the graph must be a training step (forward, backward and optimizer ops); expand it "
-           "first");
+      fail(
+          "the graph must be a training step (forward, backward and optimizer ops); expand it "
+          "first");
     }
     if (!(o_.opp_share >= 0 && o_.pp_share >= 0 && o_.opp_share + o_.pp_share <= 1)) {
       fail("opp_share and pp_share must be >= 0 and sum to at most 1");
@@ -126,8 +129,10 @@ class Search {
       }
     }
     if (probed.empty() && out_of_runs()) {
-      fail("the budget ran out before any (tensor, pipeline, data) parallel shape was simulated "
-           "(" + std::to_string(used_) + " runs used); give it more runs or time");
+      fail(
+          "the budget ran out before any (tensor, pipeline, data) parallel shape was simulated "
+          "(" +
+          std::to_string(used_) + " runs used); give it more runs or time");
     }
     if (probed.empty()) fail("no (tensor, pipeline, data) parallel shape fits these devices");
     std::stable_sort(probed.begin(), probed.end(),
@@ -244,7 +249,8 @@ class Search {
     SearchBudget b;
     b.max_evaluations = runs;
     b.seed = budget_.seed + uint64_t(t);
-    if (clock_.max_seconds() > 0) b.max_seconds = std::max(1.0, clock_.max_seconds() - clock_.elapsed());
+    if (clock_.max_seconds() > 0)
+      b.max_seconds = std::max(1.0, clock_.max_seconds() - clock_.elapsed());
     std::vector<int> first(static_cast<size_t>(t), 0);
     for (int i = 0; i < t; ++i) first[size_t(i)] = i;
     Problem sub{g_, p_.cluster, p_.cost, p_.simulator, first};
@@ -347,7 +353,8 @@ class Search {
         bool reads_shards = false;
         for (TensorId t : g_.op(part.op).inputs) {
           const OpId pr = g_.tensor(t).producer;
-          if (pr < g_.num_ops() && index[pr] >= 0 && pipe.partitions[size_t(index[pr])].sharded_output) {
+          if (pr < g_.num_ops() && index[pr] >= 0 &&
+              pipe.partitions[size_t(index[pr])].sharded_output) {
             reads_shards = true;
           }
         }
@@ -394,7 +401,8 @@ class Search {
     std::unique_ptr<PipelineEnv> env = make_env(s, m, ref);
     Scored best = center;
     if (!env) return best;
-    const RainbowConfig cfg = rainbow_cut_agent_config(o_.cuts, s.stages(), runs, budget_.seed, kName);
+    const RainbowConfig cfg =
+        rainbow_cut_agent_config(o_.cuts, s.stages(), runs, budget_.seed, kName);
     RainbowAgent agent(static_cast<int64_t>(env->observation().size()), env->num_pivots(), cfg);
     std::map<std::vector<int>, PipelineStepResult> cache;
     auto score = [&](const std::vector<int>& cuts) {
@@ -412,8 +420,7 @@ class Search {
       if (sc.beats(best)) best = std::move(sc);
       return CutScore{r, true};
     };
-    run_cut_episodes(env.get(), &agent, runs, 4 * runs, score,
-                     [&] { return out_of_runs(); }, {});
+    run_cut_episodes(env.get(), &agent, runs, 4 * runs, score, [&] { return out_of_runs(); }, {});
     return best;
   }
 
@@ -431,7 +438,9 @@ class Search {
       const int64_t m = int64_t(k) * s.pp;
       if (m <= samples && samples % m == 0) ms.push_back(int(m));
     }
-    if (s.v > 1) ms.erase(std::remove_if(ms.begin(), ms.end(), [&](int m) { return m % s.pp != 0; }), ms.end());
+    if (s.v > 1)
+      ms.erase(std::remove_if(ms.begin(), ms.end(), [&](int m) { return m % s.pp != 0; }),
+               ms.end());
     std::sort(ms.begin(), ms.end());
     ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
     bool fits = !best_.oom;
@@ -445,8 +454,8 @@ class Search {
           p.pipeline.micro_batches = m;
           p.data_parallel.zero_stage = zero;
           p.recompute = rc;
-          if (p.pipeline.micro_batches == base.pipeline.micro_batches && zero == base.data_parallel.zero_stage &&
-              rc == base.recompute) {
+          if (p.pipeline.micro_batches == base.pipeline.micro_batches &&
+              zero == base.data_parallel.zero_stage && rc == base.recompute) {
             continue;
           }
           Scored sc = evaluate(std::move(p));
@@ -475,29 +484,41 @@ class Search {
 const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
   static const OptionTable<Rainbow3DOptions> t = [] {
     OptionTable<Rainbow3DOptions> v(kName);
-    v.integer("runs", "simulator runs when the budget gives none",
-              [](auto& o) -> auto& { return o.runs; })
-        .number("opp_share", "share of the runs for the operator-sharding searches",
-                [](auto& o) -> auto& { return o.opp_share; })
-        .number("pp_share", "share of the runs for the cut searches",
-                [](auto& o) -> auto& { return o.pp_share; })
-        .integer("max_tp", "largest tensor-parallel degree (powers of two within a host)",
-                 [](auto& o) -> auto& { return o.max_tp; })
-        .integer("max_pp", "largest pipeline depth", [](auto& o) -> auto& { return o.max_pp; })
-        .integer("max_virtual_stages", "most model chunks per pipeline rank (1, 2 or 4)",
-                 [](auto& o) -> auto& { return o.max_virtual_stages; })
-        .integer("top_shapes", "probed shapes with a pipeline that get a cut search",
-                 [](auto& o) -> auto& { return o.top_shapes; })
-        .integer("opp_episodes", "most episodes of one operator-sharding search",
-                 [](auto& o) -> auto& { return o.opp_episodes; })
-        .flag("tie_layers", "one sharding decision per block for every layer",
-              [](auto& o) -> auto& { return o.tie_layers; })
-        .flag("overlap_grad_reduce", "all-reduce data-parallel gradients during backward",
-              [](auto& o) -> auto& { return o.overlap_grad_reduce; })
-        .integer("scope_depth", "cut pivots: 0 layer boundaries, 1 sub-modules too",
-                 [](auto& o) -> auto& { return o.cuts.scope_depth; })
-        .integer("prune_radius", "pivots kept either side of a balanced cut",
-                 [](auto& o) -> auto& { return o.cuts.prune_radius; });
+    v.integer(
+         "runs", "simulator runs when the budget gives none",
+         [](auto& o) -> auto& { return o.runs; })
+        .number(
+            "opp_share", "share of the runs for the operator-sharding searches",
+            [](auto& o) -> auto& { return o.opp_share; })
+        .number(
+            "pp_share", "share of the runs for the cut searches",
+            [](auto& o) -> auto& { return o.pp_share; })
+        .integer(
+            "max_tp", "largest tensor-parallel degree (powers of two within a host)",
+            [](auto& o) -> auto& { return o.max_tp; })
+        .integer(
+            "max_pp", "largest pipeline depth", [](auto& o) -> auto& { return o.max_pp; })
+        .integer(
+            "max_virtual_stages", "most model chunks per pipeline rank (1, 2 or 4)",
+            [](auto& o) -> auto& { return o.max_virtual_stages; })
+        .integer(
+            "top_shapes", "probed shapes with a pipeline that get a cut search",
+            [](auto& o) -> auto& { return o.top_shapes; })
+        .integer(
+            "opp_episodes", "most episodes of one operator-sharding search",
+            [](auto& o) -> auto& { return o.opp_episodes; })
+        .flag(
+            "tie_layers", "one sharding decision per block for every layer",
+            [](auto& o) -> auto& { return o.tie_layers; })
+        .flag(
+            "overlap_grad_reduce", "all-reduce data-parallel gradients during backward",
+            [](auto& o) -> auto& { return o.overlap_grad_reduce; })
+        .integer(
+            "scope_depth", "cut pivots: 0 layer boundaries, 1 sub-modules too",
+            [](auto& o) -> auto& { return o.cuts.scope_depth; })
+        .integer(
+            "prune_radius", "pivots kept either side of a balanced cut",
+            [](auto& o) -> auto& { return o.cuts.prune_radius; });
     return v;
   }();
   return t;
@@ -542,8 +563,9 @@ void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {
       "shapes, then micro-batches / ZeRO-1 / recomputation; 300 simulator runs",
       false, [] { return std::make_unique<Rainbow3DPlacer>(); },
       rainbow_3d_option_table().schema(Rainbow3DOptions{}),
-      configured_factory(rainbow_3d_option_table(), Rainbow3DOptions{},
-                         [](const Rainbow3DOptions& o) { return std::make_unique<Rainbow3DPlacer>(o); })});
+      configured_factory(
+          rainbow_3d_option_table(), Rainbow3DOptions{},
+          [](const Rainbow3DOptions& o) { return std::make_unique<Rainbow3DPlacer>(o); })});
 }
 
 }  // namespace placer

@@ -30,19 +30,19 @@
 namespace placer {
 
 struct Rainbow3DOptions {
-  int runs = 300;           ///< simulator runs when the budget gives none
-  double opp_share = 0.2;   ///< of the runs: the operator-sharding searches (split over t)
-  double pp_share = 0.3;    ///< of the runs: the cut searches (split over the top shapes)
-  int max_tp = 8;           ///< largest tensor-parallel degree tried (powers of two)
-  int max_pp = 8;           ///< largest pipeline depth tried
+  int runs = 300;          ///< simulator runs when the budget gives none
+  double opp_share = 0.2;  ///< of the runs: the operator-sharding searches (split over t)
+  double pp_share = 0.3;   ///< of the runs: the cut searches (split over the top shapes)
+  int max_tp = 8;          ///< largest tensor-parallel degree tried (powers of two)
+  int max_pp = 8;          ///< largest pipeline depth tried
   /// Most model chunks per pipeline rank (interleaved 1F1B, Narayanan et al. 2021): shapes
   /// with v = 2 and 4 (pp x v stages, cuts searched over all of them) when <= this.
   int max_virtual_stages = 4;
-  int top_shapes = 2;       ///< probed shapes with pp > 1 that get a cut search
+  int top_shapes = 2;  ///< probed shapes with pp > 1 that get a cut search
   /// Most training episodes of one operator-sharding search (repeated states are cached and
   /// cost no run, so the runs usually bind first).
   int opp_episodes = 300;
-  bool tie_layers = true;   ///< one sharding decision per block for every layer
+  bool tie_layers = true;  ///< one sharding decision per block for every layer
   /// Data-parallel gradients all-reduced during backward (false: after the last backward,
   /// Megatron's default and the `megatron` grid's).
   bool overlap_grad_reduce = false;
@@ -57,14 +57,14 @@ struct Rainbow3DOptions {
 
 /// Summary of the last search.
 struct Rainbow3DStats {
-  int64_t runs = 0;                             ///< simulator runs in all
+  int64_t runs = 0;  ///< simulator runs in all
   int64_t opp_runs = 0, probe_runs = 0, cut_runs = 0, layout_runs = 0;
-  int shapes = 0;                               ///< (t, pp, dp) shapes probed
+  int shapes = 0;                                 ///< (t, pp, dp) shapes probed
   int tp = 1, pp = 1, dp = 1, micro_batches = 1;  ///< of the returned plan
   int v = 1;                                      ///< its virtual stages per rank
   int zero_stage = 0;
   bool recompute = false;
-  double step_time = 0;   ///< simulated, of the returned plan
+  double step_time = 0;  ///< simulated, of the returned plan
   double seconds = 0;
 };
 

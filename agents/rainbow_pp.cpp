@@ -221,8 +221,7 @@ class RainbowPPPlacer : public Placer {
 }  // namespace
 
 RainbowConfig rainbow_cut_agent_config(const RainbowPPOptions& options, int stages,
-                                       int64_t episodes, uint64_t seed,
-                                       const std::string& method) {
+                                       int64_t episodes, uint64_t seed, const std::string& method) {
   RainbowConfig cfg;
   cfg.hidden = options.hidden;
   // Rewards are reference / step_time (1 = the center solution), oom_penalty -1.

@@ -14,9 +14,9 @@
 //   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]
 #include <chrono>
 #include <cmath>
-#include <memory>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -133,14 +133,14 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   const SimResult rr = su.sim.run(out.plan);
   const Rainbow3DStats& s = r3.last_stats();
   const double ratio = rr.step_time / rg.step_time;
-  std::printf("| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
-              "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s |\n",
-              row.label.c_str(), su.cluster.num_devices(), ms(rg).c_str(), grid_s,
-              describe(grid.last_stats().best).c_str(), ms(rr).c_str(), ratio, r3_s,
-              static_cast<long long>(out.stats.runs), static_cast<long long>(s.opp_runs),
-              static_cast<long long>(s.cut_runs), static_cast<long long>(s.layout_runs), s.tp,
-              s.pp, s.dp, s.v, s.micro_batches, s.zero_stage ? ", zero 1" : "",
-              s.recompute ? ", full" : "");
+  std::printf(
+      "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
+      "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s |\n",
+      row.label.c_str(), su.cluster.num_devices(), ms(rg).c_str(), grid_s,
+      describe(grid.last_stats().best).c_str(), ms(rr).c_str(), ratio, r3_s,
+      static_cast<long long>(out.stats.runs), static_cast<long long>(s.opp_runs),
+      static_cast<long long>(s.cut_runs), static_cast<long long>(s.layout_runs), s.tp, s.pp, s.dp,
+      s.v, s.micro_batches, s.zero_stage ? ", zero 1" : "", s.recompute ? ", full" : "");
   std::fflush(stdout);
   return ratio;
 }
@@ -200,9 +200,10 @@ int main(int argc, char** argv) {
         {"gpt3-1.3b-b8", a100, a100p, 24, 2048, 16, 2048, 8, none, ""},
         {"gpt3-6.7b-b16", h100, h100p, 32, 4096, 32, 2048, 16, none, ""},
     };
-    std::printf("| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
-                "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
+        "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n");
     double log_sum = 0;
     int n = 0;
     try {

@@ -162,7 +162,8 @@ struct OppEnv::Impl {
       }
     };
     std::vector<int> targets{s};
-    if (!tied.empty()) targets.insert(targets.end(), tied[size_t(s)].begin(), tied[size_t(s)].end());
+    if (!tied.empty())
+      targets.insert(targets.end(), tied[size_t(s)].begin(), tied[size_t(s)].end());
     for (int t : targets) {
       set(t, int8_t(action));
       if (!opt.linkage) continue;

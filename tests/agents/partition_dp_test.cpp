@@ -12,11 +12,11 @@
 #include "agents/partition_dp.h"
 #include "agents/placer.h"
 #include "datasets/synthetic.h"
+#include "problem_fixture.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
-#include "problem_fixture.h"
 
 namespace placer {
 namespace {

@@ -12,12 +12,12 @@
 
 #include "agents/pipeline_dp.h"
 #include "datasets/synthetic.h"
+#include "problem_fixture.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
-#include "problem_fixture.h"
 
 namespace placer {
 namespace {

@@ -27,7 +27,10 @@ inline Cluster hosts_cluster(int hosts, int per_host, const DeviceSpec& spec, Li
 
 struct ProblemFixture {
   ProblemFixture(Graph graph, Cluster cl, double efficiency = 1.0)
-      : g(std::move(graph)), c(std::move(cl)), cost(c, uniform_profile(efficiency)), sim(g, c, cost) {}
+      : g(std::move(graph)),
+        c(std::move(cl)),
+        cost(c, uniform_profile(efficiency)),
+        sim(g, c, cost) {}
   Problem problem() { return Problem{g, c, cost, sim, {}}; }
   Graph g;
   Cluster c;

@@ -77,15 +77,18 @@ TEST(AttentionCoreRule, HeadsOfTheFusedQkvSplitThroughScoresAndContext) {
   // Column-split the fused qkv weight (dim 1): the heads split through the attention core,
   // and the output projection's weight is split on its input dim (row parallel).
   std::vector<Sharding> vars(prop.variables().size());
-  const int qkv = var_named(prop, "language_model.encoder.layers.0.self_attention.query_key_value:weight");
+  const int qkv =
+      var_named(prop, "language_model.encoder.layers.0.self_attention.query_key_value:weight");
   const int dense = var_named(prop, "language_model.encoder.layers.0.self_attention.dense:weight");
   ASSERT_GE(qkv, 0);
   ASSERT_GE(dense, 0);
   vars[size_t(qkv)] = Sharding::split(1, 0);
   const PropagationResult r = prop.propagate(vars, prop.replicated_inputs());
   ASSERT_FALSE(r.conflict) << r.conflict_reason;
-  const OpId scores = op_named(g, "language_model.encoder.layers.0.self_attention.core_attention.scores");
-  const OpId context = op_named(g, "language_model.encoder.layers.0.self_attention.core_attention.context");
+  const OpId scores =
+      op_named(g, "language_model.encoder.layers.0.self_attention.core_attention.scores");
+  const OpId context =
+      op_named(g, "language_model.encoder.layers.0.self_attention.core_attention.context");
   const Sharding s = r.tensors[g.op(scores).outputs[0]];
   EXPECT_EQ(s.kind, Sharding::Kind::kSplit);
   EXPECT_EQ(s.dim, 1);  // [b, a, s, s]: the heads, 4 of 8 per device
