@@ -219,7 +219,8 @@ TEST(Rainbow3D, FindsTwoStagesOfMegatronTensorParallelism) {
   EXPECT_EQ(s.tp, 2);
   EXPECT_EQ(s.pp, 2);
   EXPECT_EQ(s.dp, 1);
-  EXPECT_LE(s.step_time, megatron * 1.01);
+  // Megatron's plan takes 3.785 ms; rainbow-3d's 3.782 ms (seeds 1-6 all give it).
+  EXPECT_LE(s.step_time, megatron * 1.001);
   // The heads are split: the scores of every layer are partitioned on dim 1.
   int scores = 0;
   for (const OpPartition& part : o.plan.partitions) {
