@@ -14,6 +14,7 @@ std::vector<MethodInfo> all_methods() {
   add_learned_methods(&m);
   add_rainbow_methods(&m);
   add_rainbow_opp_methods(&m);
+  add_rainbow_3d_methods(&m);
   add_seq2seq_methods(&m);
   add_placeto_methods(&m);
   add_sync_methods(&m);

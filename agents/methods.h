@@ -23,6 +23,8 @@ void add_learned_methods(std::vector<MethodInfo>* out);
 void add_rainbow_methods(std::vector<MethodInfo>* out);
 /// "rainbow-opp", "rainbow-adp" (agents/rainbow_opp.cpp; nothing without LibTorch).
 void add_rainbow_opp_methods(std::vector<MethodInfo>* out);
+/// "rainbow-3d" (agents/rainbow_3d.cpp; nothing without LibTorch).
+void add_rainbow_3d_methods(std::vector<MethodInfo>* out);
 /// "colocrl", "hdp" (agents/colocrl.cpp; nothing without LibTorch, agents/no_torch_learned.cpp).
 void add_seq2seq_methods(std::vector<MethodInfo>* out);
 /// "placeto" (agents/placeto.cpp; nothing without LibTorch, agents/no_torch_placeto.cpp).

@@ -4,6 +4,7 @@
 
 #include "agents/gdp.h"
 #include "agents/methods.h"
+#include "agents/rainbow_3d.h"
 #include "agents/rainbow_opp.h"
 #include "agents/rainbow_pp.h"
 #include "src/util/error.h"
@@ -70,6 +71,8 @@ std::string GdpTrainer::dist_backend() const { no_torch(); }
 void add_learned_methods(std::vector<MethodInfo>*) {}
 void add_rainbow_methods(std::vector<MethodInfo>*) {}
 void add_rainbow_opp_methods(std::vector<MethodInfo>*) {}
+void add_rainbow_3d_methods(std::vector<MethodInfo>*) {}
+SearchOutcome Rainbow3DPlacer::search_outcome(const Problem&, const SearchBudget&) { no_torch(); }
 
 std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions&) { no_torch(); }
 RainbowOppReport rainbow_opp_search(const Problem&, const SearchBudget&,

@@ -15,6 +15,7 @@
 #include "agents/common/method_option_tables.h"
 #include "agents/methods.h"
 #include "agents/rainbow_agent.h"
+#include "agents/rainbow_pp_episodes.h"
 #include "env/pipeline_env.h"
 #include "src/util/error.h"
 
@@ -133,24 +134,8 @@ class RainbowPPPlacer : public Placer {
     Best best;
     int64_t evaluations = 0;
 
-    RainbowConfig cfg;
-    cfg.hidden = options_.hidden;
-    // Rewards are reference / step_time (1 = the center solution), oom_penalty -1.
-    cfg.v_min = -1.5;
-    cfg.v_max = 3.0;
-    cfg.batch_size = options_.batch_size;
-    cfg.replay_capacity = static_cast<std::size_t>(options_.replay_capacity);
-    cfg.target_update = options_.target_update;
-    cfg.lr = options_.lr;
-    cfg.gamma = 1.0;
-    cfg.n_step = stages - 1;
-    const int64_t steps = episodes * (stages - 1);
-    cfg.epsilon_decay_steps = std::max<int64_t>(
-        1, static_cast<int64_t>(std::llround(options_.epsilon_decay_fraction * steps)));
-    cfg.beta_steps = std::max<int64_t>(1, steps);
-    cfg.seed = budget.seed;
-    const std::string bad = validate_rainbow_config(cfg);
-    if (!bad.empty()) throw ValidationError("rainbow-pp: " + bad);
+    const RainbowConfig cfg =
+        rainbow_cut_agent_config(options_, stages, episodes, budget.seed, "rainbow-pp");
 
     // The observation size (pivots x (S + 3)) and the actions (pivots) do not depend on the
     // layout, so one agent learns across rounds.
@@ -173,50 +158,27 @@ class RainbowPPPlacer : public Placer {
       std::map<std::vector<int>, PipelineStepResult> cache;
       auto score = [&](const std::vector<int>& cuts) {
         auto it = cache.find(cuts);
-        if (it != cache.end()) return it->second;
+        if (it != cache.end()) return CutScore{it->second, false};
         const PipelineStepResult r = env->evaluate(cuts);
         cache.emplace(cuts, r);
         best.offer(cuts, layout, r);
-        return r;
+        return CutScore{r, true};
       };
       // The balanced center solution first: the result is never worse than it.
       score(env->center_solution());
 
       // This round's share of the distinct simulated cut sets (earlier rounds get the rest).
       const int64_t round_episodes = episodes / rounds + (round < episodes % rounds ? 1 : 0);
-      int64_t round_evaluations = 0;
       // Episodes until the round's cut sets were simulated (at most kMaxRepeat times as many
       // episodes: the agent may keep replaying known plans once it has converged).
-      const int64_t max_episodes = kMaxRepeat * round_episodes;
-      for (int64_t ep = 0; ep < max_episodes && round_evaluations < round_episodes; ++ep) {
-        if (!clock.time_left()) {
-          out_of_time = true;
-          break;
-        }
-        env->reset();
-        PipelineStepResult r;
-        while (!env->done()) {
-          const std::vector<float> state = env->observation();
-          const std::vector<uint8_t> mask = env->action_mask();
-          const int a = agent.act(state, mask, /*greedy=*/false);
-          r = env->step(a);
-          if (r.done) {
-            const bool fresh = cache.find(env->cuts()) == cache.end();
-            r = score(env->cuts());
-            if (fresh) {
-              ++evaluations;
-              ++round_evaluations;
-            }
-          }
-          // The terminal state's mask allows nothing; the agent ignores it when done.
-          std::vector<uint8_t> next_mask = env->action_mask();
-          if (r.done) next_mask.assign(next_mask.size(), 1);
-          agent.observe(state, a, static_cast<float>(r.reward), env->observation(), r.done,
-                        mask, next_mask);
-          agent.learn();
-        }
-        if (budget.progress) budget.progress(evaluations, episodes, format_ms(best.time));
-      }
+      const int64_t done_before = evaluations;
+      run_cut_episodes(
+          env.get(), &agent, round_episodes, kMaxRepeat * round_episodes, score,
+          [&] { return out_of_time = !clock.time_left(); },
+          [&](int64_t fresh) {
+            evaluations = done_before + fresh;
+            if (budget.progress) budget.progress(evaluations, episodes, format_ms(best.time));
+          });
       if (!options_.search_layout) break;
 
       // Layout search on the round's best distinct cut sets (and the best plan's cuts).
@@ -257,6 +219,61 @@ class RainbowPPPlacer : public Placer {
 };
 
 }  // namespace
+
+RainbowConfig rainbow_cut_agent_config(const RainbowPPOptions& options, int stages,
+                                       int64_t episodes, uint64_t seed, const std::string& method) {
+  RainbowConfig cfg;
+  cfg.hidden = options.hidden;
+  // Rewards are reference / step_time (1 = the center solution), oom_penalty -1.
+  cfg.v_min = -1.5;
+  cfg.v_max = 3.0;
+  cfg.batch_size = options.batch_size;
+  cfg.replay_capacity = static_cast<std::size_t>(options.replay_capacity);
+  cfg.target_update = options.target_update;
+  cfg.lr = options.lr;
+  cfg.gamma = 1.0;
+  cfg.n_step = stages - 1;
+  const int64_t steps = episodes * (stages - 1);
+  cfg.epsilon_decay_steps = std::max<int64_t>(
+      1, static_cast<int64_t>(std::llround(options.epsilon_decay_fraction * steps)));
+  cfg.beta_steps = std::max<int64_t>(1, steps);
+  cfg.seed = seed;
+  const std::string bad = validate_rainbow_config(cfg);
+  if (!bad.empty()) throw ValidationError(method + ": " + bad);
+  return cfg;
+}
+
+int64_t run_cut_episodes(PipelineEnv* env, RainbowAgent* agent, int64_t evaluations,
+                         int64_t max_episodes,
+                         const std::function<CutScore(const std::vector<int>&)>& score,
+                         const std::function<bool()>& stop,
+                         const std::function<void(int64_t fresh)>& after_episode) {
+  int64_t fresh = 0;
+  for (int64_t ep = 0; ep < max_episodes && fresh < evaluations; ++ep) {
+    if (stop()) break;
+    env->reset();
+    PipelineStepResult r;
+    while (!env->done()) {
+      const std::vector<float> state = env->observation();
+      const std::vector<uint8_t> mask = env->action_mask();
+      const int a = agent->act(state, mask, /*greedy=*/false);
+      r = env->step(a);
+      if (r.done) {
+        const CutScore sc = score(env->cuts());
+        r = sc.result;
+        if (sc.fresh) ++fresh;
+      }
+      // The terminal state's mask allows nothing; the agent ignores it when done.
+      std::vector<uint8_t> next_mask = env->action_mask();
+      if (r.done) next_mask.assign(next_mask.size(), 1);
+      agent->observe(state, a, static_cast<float>(r.reward), env->observation(), r.done, mask,
+                     next_mask);
+      agent->learn();
+    }
+    if (after_episode) after_episode(fresh);
+  }
+  return fresh;
+}
 
 std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions& options) {
   return std::make_unique<RainbowPPPlacer>(options);

@@ -5,14 +5,23 @@
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
+// --rainbow-3d: rainbow-3d (agents/rainbow_3d.h) against the grid instead (issue 19's target:
+// geomean step-time ratio <= 0.97): per row the grid's best step and search time,
+// rainbow-3d's step, the ratio, its search time and simulator runs (by stage) and the shape
+// it chose, on GPT sizes up to 32 GPUs (two with small global batches); then the geomean.
+//
 //   ./build/bench/megatron_grid [--only NAME] [--seconds S]
+//   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agents/megatron_grid.h"
+#include "agents/rainbow_3d.h"
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -48,24 +57,46 @@ std::string ms(const SimResult& r) {
   return b;
 }
 
+/// The training step of a row's GPT (Adam, fp32 master weights) on its cluster and profile.
+struct Setup {
+  explicit Setup(const Row& row)
+      : cluster(load_cluster_yaml(row.cluster)),
+        cost(cluster, load_cost_profile(row.profile)),
+        g(graph(row)),
+        sim(g, cluster, cost),
+        p{g, cluster, cost, sim, {}} {}
+  static Graph graph(const Row& row) {
+    GptOptions o;
+    o.name = row.label, o.layers = row.layers, o.hidden = row.hidden, o.heads = row.heads;
+    o.seq_len = row.seq_len, o.batch = row.batch;
+    TrainingOptions t;
+    t.master_weights = true;
+    return expand_training_step(make_gpt(o), t);
+  }
+  const Cluster cluster;
+  const CostModel cost;
+  const Graph g;
+  Simulator sim;
+  const Problem p;
+};
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 void run(const Row& row, double seconds) {
-  const Cluster cluster = load_cluster_yaml(row.cluster);
-  const CostModel cost(cluster, load_cost_profile(row.profile));
-  GptOptions o;
-  o.name = row.label, o.layers = row.layers, o.hidden = row.hidden, o.heads = row.heads;
-  o.seq_len = row.seq_len, o.batch = row.batch;
-  TrainingOptions t;
-  t.master_weights = true;
-  const Graph g = expand_training_step(make_gpt(o), t);
-  Simulator sim(g, cluster, cost);
-  const Problem p{g, cluster, cost, sim, {}};
+  Setup su(row);
+  const Cluster& cluster = su.cluster;
+  const Graph& g = su.g;
+  Simulator& sim = su.sim;
+  const Problem& p = su.p;
 
   MegatronGridPlacer grid;
   SearchBudget budget;
   budget.max_seconds = seconds;
   const auto t0 = Clock::now();
   const Plan best = grid.search(p, budget);
-  const double search = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double search = seconds_since(t0);
   const SimResult rb = sim.run(best);
 
   MegatronConfig ref = row.reference;
@@ -84,19 +115,60 @@ void run(const Row& row, double seconds) {
   std::fflush(stdout);
 }
 
+/// rainbow-3d against the grid on one row; returns rainbow-3d / grid.
+double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
+  Setup su(row);
+  MegatronGridPlacer grid;
+  auto t0 = Clock::now();
+  const SimResult rg = su.sim.run(grid.search(su.p, SearchBudget{}));  // default: 10 s
+  const double grid_s = seconds_since(t0);
+
+  Rainbow3DPlacer r3;
+  SearchBudget rb;
+  rb.max_evaluations = runs;
+  rb.seed = seed;
+  t0 = Clock::now();
+  const SearchOutcome out = r3.search_outcome(su.p, rb);
+  const double r3_s = seconds_since(t0);
+  const SimResult rr = su.sim.run(out.plan);
+  const Rainbow3DStats& s = r3.last_stats();
+  const double ratio = rr.step_time / rg.step_time;
+  std::printf(
+      "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
+      "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s |\n",
+      row.label.c_str(), su.cluster.num_devices(), ms(rg).c_str(), grid_s,
+      describe(grid.last_stats().best).c_str(), ms(rr).c_str(), ratio, r3_s,
+      static_cast<long long>(out.stats.runs), static_cast<long long>(s.opp_runs),
+      static_cast<long long>(s.cut_runs), static_cast<long long>(s.layout_runs), s.tp, s.pp, s.dp,
+      s.v, s.micro_batches, s.zero_stage ? ", zero 1" : "", s.recompute ? ", full" : "");
+  std::fflush(stdout);
+  return ratio;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string only;
   double seconds = 10;
+  bool rainbow = false;
+  int64_t runs = 300;
+  uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--seconds" && i + 1 < argc) {
       seconds = std::atof(argv[++i]);
+    } else if (a == "--rainbow-3d") {
+      rainbow = true;
+    } else if (a == "--runs" && i + 1 < argc) {
+      runs = std::atoll(argv[++i]);
+    } else if (a == "--seed" && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: megatron_grid [--only NAME] [--seconds S]\n");
+      std::fprintf(stderr,
+                   "usage: megatron_grid [--only NAME] [--seconds S]\n"
+                   "       megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]\n");
       return 2;
     }
   }
@@ -115,6 +187,41 @@ int main(int argc, char** argv) {
       {"gpt3-175b", "datasets/clusters/h100_ib_64node.cluster.yaml", h100p, 96, 12288, 96, 2048, 1536,
        config(8, 16, 4, 1, Recompute::kFull, 1), "tp 8, pp 16, dp 4, mb 1, full, zero 1"},
   };
+  if (rainbow) {
+    const std::string h100 = "datasets/clusters/h100_ib_4node.cluster.yaml";
+    const MegatronConfig none;
+    const std::vector<Row> r3rows = {
+        {"gpt3-125m", a100, a100p, 12, 768, 12, 2048, 64, none, ""},
+        rows[0],
+        rows[1],
+        {"gpt3-2.7b", h100, h100p, 32, 2560, 32, 2048, 128, none, ""},
+        rows[2],
+        // Small global batches: data parallelism alone cannot use the devices.
+        {"gpt3-1.3b-b8", a100, a100p, 24, 2048, 16, 2048, 8, none, ""},
+        {"gpt3-6.7b-b16", h100, h100p, 32, 4096, 32, 2048, 16, none, ""},
+    };
+    std::printf(
+        "| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
+        "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n");
+    double log_sum = 0;
+    int n = 0;
+    try {
+      for (const Row& r : r3rows) {
+        if (!only.empty() && only != r.label) continue;
+        log_sum += std::log(versus_rainbow_3d(r, runs, seed));
+        ++n;
+      }
+    } catch (const Error& e) {
+      std::fprintf(stderr, "megatron_grid: %s\n", e.what());
+      return 1;
+    }
+    if (n > 0) {
+      std::printf("\ngeomean ratio rainbow-3d / megatron: %.3f over %d rows\n",
+                  std::exp(log_sum / n), n);
+    }
+    return 0;
+  }
   std::printf("| model | GPUs | enumerated / fit memory / simulated | search s | megatron's choice "
               "| its step ms | reference: ms | pipeline-dp ms |\n|---|---|---|---|---|---|---|---|\n");
   try {

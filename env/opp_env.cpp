@@ -56,6 +56,7 @@ struct OppEnv::Impl {
   size_t num_targets;
   std::vector<int> order;
   std::vector<LinkageGroup> linkage;
+  std::vector<std::vector<int>> tied;  // per slot: the same slot of the other layers
   std::vector<int> devices;
   Simulator sim;
   double t_ref = 0;
@@ -96,14 +97,81 @@ struct OppEnv::Impl {
       std::stable_sort(order.begin(), order.end(),
                        [&](int a, int b) { return size_of(a) > size_of(b); });
     }
+    if (opt.tie_layers) tie_slots();
     Plan ref = Plan::single_device(g, 0);
     const SimResult r = sim.run(ref, fast_options());
     ++sims;
     t_ref = r.step_time;
-    ref_oom = r.oom;
+    ref_oom = r.oom && !opt.ignore_memory;
     if (!std::isfinite(t_ref) || t_ref <= 0) {
       fail("reference", "the all-replicated plan has step time " + std::to_string(t_ref));
     }
+  }
+
+  // The name of a layer op with its layer index replaced: "layers.3.mlp.fc" -> "layers.#.mlp.fc"
+  // (the first dot-delimited component equal to the index); "" when the op has no layer.
+  static std::string layer_template(const Op& op) {
+    if (op.layer < 0) return "";
+    const std::string idx = std::to_string(op.layer);
+    size_t at = 0;
+    while ((at = op.name.find(idx, at)) != std::string::npos) {
+      const size_t end = at + idx.size();
+      const bool left = at == 0 || op.name[at - 1] == '.';
+      const bool right = end == op.name.size() || op.name[end] == '.';
+      if (left && right) return op.name.substr(0, at) + "#" + op.name.substr(end);
+      at = end;
+    }
+    return "";
+  }
+
+  void tie_slots() {
+    tied.assign(slots.size(), {});
+    if (dp) return;  // data inputs have no layers
+    std::unordered_map<std::string, std::vector<int>> classes;
+    for (size_t s = 0; s < slots.size(); ++s) {
+      const ShardVariable& v = prop.variables()[size_t(slots[s].var)];
+      const std::string t = layer_template(graph.op(v.op));
+      if (t.empty()) continue;
+      const std::string suffix = v.name.substr(v.name.rfind(':'));
+      classes[t + suffix + "/" + std::to_string(slots[s].dim)].push_back(int(s));
+    }
+    for (const auto& [key, members] : classes) {
+      for (int s : members) {
+        for (int o : members) {
+          if (o != s) tied[size_t(s)].push_back(o);
+        }
+      }
+    }
+  }
+
+  // Sets slot s to `action` in *next, with (tie_layers) the same slot of every other layer
+  // and (linkage) each one's linkage consequences; counts the newly decided slots. True when
+  // a consequence contradicts a decision or a linkage group conflicts by itself (no
+  // propagation: that is step()'s).
+  bool apply(int s, int action, std::vector<int8_t>* next, int* decided, int* ones,
+             int* zeros) const {
+    bool conflict = false;
+    auto set = [&](int slot, int8_t val) {
+      int8_t& d = (*next)[size_t(slot)];
+      if (d == -1) {
+        d = val;
+        ++*decided;
+        (val == 1 ? *ones : *zeros) += 1;
+      } else if (d != val) {
+        conflict = true;
+      }
+    };
+    std::vector<int> targets{s};
+    if (!tied.empty())
+      targets.insert(targets.end(), tied[size_t(s)].begin(), tied[size_t(s)].end());
+    for (int t : targets) {
+      set(t, int8_t(action));
+      if (!opt.linkage) continue;
+      const LinkageGroup& grp = linkage[2 * size_t(t) + (action == 1 ? 0 : 1)];
+      conflict = conflict || grp.conflict;
+      for (const auto& [slot, val] : grp.implied) set(slot, val);
+    }
+    return conflict;
   }
 
   static SimOptions fast_options() {
@@ -161,7 +229,7 @@ struct OppEnv::Impl {
       p.validate(graph, cluster);
       const SimResult r = sim.run(p, fast_options());
       ++sims;
-      t = r.oom ? std::numeric_limits<double>::infinity() : r.step_time;
+      t = r.oom && !opt.ignore_memory ? std::numeric_limits<double>::infinity() : r.step_time;
     }
     cache.emplace(key, t);
     return t;
@@ -207,7 +275,18 @@ std::vector<float> OppEnv::observation() const {
   return obs;
 }
 
-std::vector<uint8_t> OppEnv::mask() const { return {1, 1}; }
+std::vector<uint8_t> OppEnv::mask() const {
+  const Impl& m = *impl_;
+  if (!m.opt.mask_conflicts || m.done) return {1, 1};
+  std::vector<uint8_t> out(2, 0);
+  for (int a = 0; a < 2; ++a) {
+    std::vector<int8_t> next = m.dec;
+    int decided = 0, ones = 0, zeros = 0;
+    out[size_t(a)] = m.apply(m.order[m.pos], a, &next, &decided, &ones, &zeros) ? 0 : 1;
+  }
+  if (out[0] == 0 && out[1] == 0) out = {1, 1};  // both conflict: the episode ends either way
+  return out;
+}
 bool OppEnv::done() const { return impl_->done; }
 int OppEnv::current_slot() const { return impl_->done ? -1 : impl_->order[impl_->pos]; }
 
@@ -221,25 +300,9 @@ OppEnv::StepResult OppEnv::step(int action) {
   }
   const int s = m.order[m.pos];
   std::vector<int8_t> next = m.dec;
-  next[size_t(s)] = int8_t(action);
   StepResult out;
-  out.decided = 1;
-  int ones = action, zeros = 1 - action;
-  bool conflict = false;
-  if (m.opt.linkage) {
-    const LinkageGroup& grp = m.linkage[2 * size_t(s) + (action == 1 ? 0 : 1)];
-    conflict = grp.conflict;
-    for (const auto& [slot, val] : grp.implied) {
-      int8_t& d = next[size_t(slot)];
-      if (d == -1) {
-        d = val;
-        ++out.decided;
-        (val == 1 ? ones : zeros) += 1;
-      } else if (d != val) {
-        conflict = true;
-      }
-    }
-  }
+  int ones = 0, zeros = 0;
+  bool conflict = m.apply(s, action, &next, &out.decided, &ones, &zeros);
   PropagationResult r;
   if (!conflict) conflict = !m.propagate(next, &r);
   if (conflict) {

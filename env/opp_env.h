@@ -9,8 +9,8 @@
 // Order: with linkage groups (default), slots sorted by the size of their larger linkage
 // group, descending (ties: slot order); taking a decision also applies its linkage group's
 // consequences, and positions already decided are skipped. Without: slot order, one slot
-// per step. After each step the whole decision vector is propagated; a conflict ends the
-// episode.
+// per step. With tie_layers, a step decides the slot in every layer at once. After each step
+// the whole decision vector is propagated; a conflict ends the episode.
 //
 // Rewards (options.reward):
 //  - kSimulator (default): the change in simulated step time of the current plan
@@ -42,6 +42,17 @@ struct OppEnvOptions {
   Reward reward = Reward::kSimulator;
   int degree = 0;        ///< devices 0 .. degree-1 (>= 2); 0 = every device of the cluster
   bool linkage = true;   ///< linkage-group ordering and consequences
+  /// One decision for the same (variable, dim) of every layer: slots whose owning ops have a
+  /// layer index (Op::layer >= 0) and names that differ only in it are decided together
+  /// (each with its linkage consequences), so an episode decides one block. Off: Auto-MAP.
+  bool tie_layers = false;
+  /// kSimulator: score a plan by its step time even when it runs out of memory (for callers
+  /// that fit memory afterwards with micro-batches, pipelining or ZeRO). Off: OOM = +inf.
+  bool ignore_memory = false;
+  /// mask() forbids an action whose linkage consequences (and tied slots) contradict the
+  /// decisions so far or conflict by themselves (known without a propagation); both stay
+  /// allowed when both conflict. Off: both always allowed (Auto-MAP).
+  bool mask_conflicts = false;
   double partition_reward = 0.4;  ///< kPaper (Auto-MAP)
   double replicate_reward = 0.1;  ///< kPaper (Auto-MAP)
   double conflict_reward = -1.0;  ///< both rewards (Auto-MAP: -1)
@@ -77,7 +88,7 @@ class OppEnv {
   /// Decision vector (slot order, values 1 / 0 / -1), then one-hot position over order()
   /// (all zero when done), then position / order().size().
   std::vector<float> observation() const;
-  /// Both actions are always allowed: {1, 1}.
+  /// {1, 1} (both actions allowed) unless options.mask_conflicts.
   std::vector<uint8_t> mask() const;
   bool done() const;
   /// The slot to decide next (an index into slots()); -1 when done.

@@ -116,7 +116,15 @@ ShardingPropagator::ShardingPropagator(const Graph& g, int degree) : g_(g), degr
       input_slots_.push_back({int(i), int(d)});
     }
   }
+  rules->var_users.resize(vars_.size());
   for (OpId id : rules->forward_ops) {
+    // An output layer tied to the embedding (no parameters of its own) maps the table.
+    const OpId owner = shard::tied_owner(g, id);
+    if (owner != kNoOp && op_vars_[id].empty() && !op_vars_[owner].empty()) {
+      rules->rule[id] = shard::build_rule(g, id, op_vars_[owner], specs[owner], degree);
+      for (int v : op_vars_[owner]) rules->var_users[size_t(v)].push_back(id);
+      continue;
+    }
     rules->rule[id] = shard::build_rule(g, id, op_vars_[id], specs[id], degree);
   }
   rules_ = std::move(rules);
@@ -225,6 +233,7 @@ struct ShardingPropagator::Impl {
     if (!cur.known()) {
       cur = s;
       enqueue(var.op);
+      for (OpId u : p.rules_->var_users[size_t(v)]) enqueue(u);
       return true;
     }
     return fail(who(ctx) + ": " + var_name(v) + " is " + cur.to_string() + " but the rule needs " +

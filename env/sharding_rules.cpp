@@ -184,7 +184,7 @@ class Builder {
       if (!added(added_var_, i)) add_var(i, {});
     }
     // A contraction the simulator cannot split (OpPartition::kReduceDim) is a conflict.
-    if (!can_hold_partial(o_.category)) {
+    if (!can_hold_partial(o_.category) && !allow_partial_) {
       for (Factor& f : rule_.factors) {
         if (f.kind == Factor::Kind::kContract) f.kind = Factor::Kind::kForbidden;
       }
@@ -194,6 +194,7 @@ class Builder {
     rule_ = OpRule{};
     rule_.kind = OpRule::Kind::kFactors;
     rule_.name = name;
+    allow_partial_ = false;
     added_in_.clear();
     added_out_.clear();
     added_var_.clear();
@@ -212,6 +213,7 @@ class Builder {
       const int axis = norm_axis(attr_int(o_, "axis", -1), out0().size());
       return axis >= 0 && elementwise("softmax", {axis}, 1);
     }
+    if (t == "SoftmaxCrossEntropy") return vocab_cross_entropy();
     if (t == "BatchNormalization") return batchnorm();
     if (t == "InstanceNormalization") return channel_norm("instance norm");
     if (t == "LayerNormalization" || t == "SimplifiedLayerNormalization") {
@@ -282,24 +284,106 @@ class Builder {
     return true;
   }
 
-  bool matmul() {
-    rule_.name = "matmul";
-    if (o_.inputs.size() == 1 && has_weight()) {
-      const Shape& x = in0();
-      const Shape& y = out0();
-      if (x.empty() || x.size() != y.size()) return false;
-      const size_t r = x.size();
-      std::vector<int> fx(r), fy(r);
-      for (size_t j = 0; j + 1 < r; ++j) fx[j] = fy[j] = pass("batch dim " + std::to_string(j));
-      const int k = factor(Factor::Kind::kContract, "contraction K");
-      const int n = pass("output features N");
-      fx[r - 1] = k;
-      fy[r - 1] = n;
-      add_input(0, fx);
-      add_output(0, fy);
-      add_var(0, {k, n});
-      add_var(1, {n});
+  // The core of multi-head attention as the GPT / Transformer generators write it, where the
+  // heads are a dim of the scores but not of the [b, s, c] projections (c = heads x d_head,
+  // or the fused q, k, v width):
+  //   scores:  X [b, s, c] (one fused input, or q and k)  -> Y [b, a, s, s]
+  //   context: P [b, a, s, t], V [b, t, c]                -> Y [b, s, h]
+  // Factors: batch (b); heads (a; the projections' last dim split by heads, any stride, as
+  // Megatron lays the fused q, k, v out per head; the output of context contiguous);
+  // sequence (forbidden: softmax and the context mix positions). Without this rule the
+  // shapes fit no matmul rule and the op is unknown (everything replicated).
+  bool attention_core() {
+    if (!specs_.empty() || o_.inputs.empty() || o_.inputs.size() > 2) return false;
+    const Shape& y = out0();
+    auto heads_split_ok = [](int64_t c, int64_t a) { return a > 0 && c > 0 && c % a == 0; };
+    if (y.size() == 4) {  // scores
+      const int64_t b = y[0], a = y[1], s = y[2];
+      for (TensorId t : o_.inputs) {
+        const Shape& x = shape(t);
+        if (x.size() != 3 || x[0] != b || x[1] != s || !heads_split_ok(x[2], a)) return false;
+      }
+      rule_.name = "attention scores";
+      const int fb = pass("batch"), fh = factor(Factor::Kind::kPass, "heads", true);
+      const int fs = factor(Factor::Kind::kForbidden, "sequence");
+      for (size_t i = 0; i < o_.inputs.size(); ++i) add_input(i, {fb, fs, fh});
+      add_output(0, {fb, fh, fs, -1});
       return true;
+    }
+    if (y.size() == 3 && o_.inputs.size() == 2) {  // context
+      const Shape& p = in0();
+      const Shape& v = shape(o_.inputs[1]);
+      if (p.size() != 4 || v.size() != 3) return false;
+      const int64_t b = p[0], a = p[1];
+      if (v[0] != b || y[0] != b || y[1] != p[2] || v[1] != p[3] || !heads_split_ok(v[2], a) ||
+          !heads_split_ok(y[2], a)) {
+        return false;
+      }
+      rule_.name = "attention context";
+      const int fb = pass("batch"), fh = factor(Factor::Kind::kPass, "heads", true);
+      const int fs = factor(Factor::Kind::kForbidden, "sequence");
+      add_input(0, {fb, fh, fs, -1});
+      add_input(1, {fb, -1, fh});
+      add_output(0, {fb, fs, fh});
+      return true;
+    }
+    return false;
+  }
+
+  // Cross-entropy of logits [..., V] against labels [...] into a scalar: a vocabulary split
+  // (Megatron's vocab-parallel cross-entropy) leaves partial sums, all-reduced. Other dims of
+  // the logits and the labels cannot be split (the mean over them is not modelled).
+  bool vocab_cross_entropy() {
+    if (o_.inputs.size() != 2 || out0().size() > 1) return false;
+    const Shape& x = in0();
+    if (x.size() < 2) return false;
+    rule_.name = "vocab-parallel cross-entropy";
+    const int v = factor(Factor::Kind::kContract, "vocabulary");
+    std::vector<int> fx(x.size(), -1);
+    fx.back() = v;
+    add_input(0, fx);
+    add_input(1, {});
+    add_output(0, {});
+    allow_partial_ = true;  // the validator takes a softmax loss over split logits
+    return true;
+  }
+
+  // X[..., K] x W -> Y[..., N] with the op's variable 0 the weight ([K, N], or [N, K] when
+  // `transposed`) and, when not transposed, variable 1 the bias [N].
+  bool weighted_matmul(const std::string& n_name, bool transposed) {
+    const Shape& x = in0();
+    const Shape& y = out0();
+    if (x.empty() || x.size() != y.size()) return false;
+    const size_t r = x.size();
+    std::vector<int> fx(r), fy(r);
+    for (size_t j = 0; j + 1 < r; ++j) fx[j] = fy[j] = pass("batch dim " + std::to_string(j));
+    const int k = factor(Factor::Kind::kContract, "contraction K");
+    const int n = pass(n_name);
+    fx[r - 1] = k;
+    fy[r - 1] = n;
+    add_input(0, fx);
+    add_output(0, fy);
+    add_var(0, transposed ? std::vector<int>{n, k} : std::vector<int>{k, n});
+    if (!transposed) add_var(1, {n});
+    return true;
+  }
+
+  bool matmul() {
+    if (attention_core()) return true;
+    rule_.name = "matmul";
+    if (o_.inputs.size() == 1 && has_weight()) return weighted_matmul("output features N", false);
+    if (o_.inputs.size() == 1 && specs_.size() == 1 && specs_[0].suffix == "table" &&
+        !specs_[0].replicate_only) {
+      // An output layer tied to the embedding table [V, D] (Megatron's tied lm head):
+      // y[..., V] = x[..., D] table^T. Splitting the vocabulary (table dim 0, as the
+      // vocab-parallel embedding does) splits the logits; splitting D leaves partial sums.
+      const Shape& w = specs_[0].shape;
+      if (in0().empty() || out0().empty() || w.size() != 2 || w[0] != out0().back() ||
+          w[1] != in0().back()) {
+        return false;
+      }
+      rule_.name = "matmul (tied table)";
+      return weighted_matmul("vocabulary N", true);
     }
     if (o_.inputs.size() == 1) {
       // The weight is not (only) this op's: a slice of a fused projection weight owned by
@@ -688,6 +772,7 @@ class Builder {
   const std::vector<VarSpec>& specs_;
   OpRule rule_;
   std::vector<size_t> added_in_, added_out_, added_var_;
+  bool allow_partial_ = false;  ///< a contraction the category alone would forbid is allowed
   int degree_;
 };
 
@@ -779,6 +864,13 @@ std::vector<VarSpec> reconstruct_variables(const Graph& g, OpId id) {
     return {{t == "Mul" ? "scale" : t == "Add" ? "bias" : "param", {y.back()}, pb, false}};
   }
   return fallback;
+}
+
+OpId tied_owner(const Graph& g, OpId id) {
+  const std::string* name = find_attr(g.op(id), "tied_to");
+  if (!name) return kNoOp;
+  const OpId owner = g.find_op(*name);
+  return owner < g.num_ops() && owner != id ? owner : kNoOp;
 }
 
 OpRule build_rule(const Graph& g, OpId id, const std::vector<int>& vars,

@@ -63,9 +63,14 @@ struct VarSpec {
 std::vector<VarSpec> reconstruct_variables(const Graph& g, OpId id);
 
 /// The rule of forward op `id`; `vars` are its variables' global indices (reconstruct order),
-/// `specs` their specs; `degree` = k.
+/// `specs` their specs; `degree` = k. An op without parameters tied to another op's
+/// (attribute `tied_to`, GPT's output layer) gets that op's variables here.
 OpRule build_rule(const Graph& g, OpId id, const std::vector<int>& vars,
                   const std::vector<VarSpec>& specs, int degree);
+
+/// The op whose parameters forward op `id` uses (its `tied_to` attribute names it), or
+/// kNoOp.
+OpId tied_owner(const Graph& g, OpId id);
 
 /// Ops whose category lets the simulator split a contraction dim (OpPartition::kReduceDim).
 bool can_hold_partial(OpCategory c);
@@ -77,6 +82,9 @@ struct ShardingPropagator::Rules {
   std::vector<OpId> forward_ops;            ///< topological order
   std::vector<std::vector<OpId>> touching;  ///< per tensor: forward ops reading / writing it
   std::vector<char> var_replicate_only;     ///< per variable
+  /// Per variable: forward ops besides its owner whose rule maps it (an output layer tied to
+  /// the embedding table, `tied_to`), re-queued when it changes.
+  std::vector<std::vector<OpId>> var_users;
 };
 
 }  // namespace placer

@@ -12,6 +12,7 @@
 #include "agents/partition_dp.h"
 #include "agents/placer.h"
 #include "datasets/synthetic.h"
+#include "problem_fixture.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -33,15 +34,7 @@ Cluster make_cluster(int k) {
   return c;
 }
 
-struct Fixture {
-  Fixture(Graph graph, Cluster cl)
-      : g(std::move(graph)), c(std::move(cl)), cost(c, uniform_profile(1.0)), sim(g, c, cost) {}
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
-  Graph g;
-  Cluster c;
-  CostModel cost;
-  Simulator sim;
-};
+using Fixture = testing::ProblemFixture;
 
 /// min over every assignment (odometer), evaluated with partition_cost.
 double brute_force(const PartitionCostTable& t, std::vector<int>* arg = nullptr) {

@@ -12,6 +12,7 @@
 
 #include "agents/pipeline_dp.h"
 #include "datasets/synthetic.h"
+#include "problem_fixture.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -31,23 +32,12 @@ Cluster make_cluster(int hosts, int per_host, uint64_t memory = 16ull << 30) {
   s.peak_flops[static_cast<int>(DType::kF32)] = 10e12;
   s.memory_bandwidth = 1e12;
   s.memory_bytes = memory;
-  Cluster c;
-  c.name = "test";
-  for (int h = 0; h < hosts; ++h) c.add_host("host" + std::to_string(h), s, per_host);
-  c.set_link(LinkLevel::kIntraHost, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair});
-  c.set_link(LinkLevel::kInterHost, LinkSpec{"eth", 20e-6, 1e9, LinkSharing::kPerPair});
-  return c;
+  return testing::hosts_cluster(hosts, per_host, s,
+                                LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair},
+                                LinkSpec{"eth", 20e-6, 1e9, LinkSharing::kPerPair});
 }
 
-struct Fixture {
-  Fixture(Graph graph, Cluster cl)
-      : g(std::move(graph)), c(std::move(cl)), cost(c, uniform_profile(1.0)), sim(g, c, cost) {}
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
-  Graph g;
-  Cluster c;
-  CostModel cost;
-  Simulator sim;
-};
+using Fixture = testing::ProblemFixture;
 
 Graph chain_step(const std::vector<double>& flops, uint64_t act = 4 << 20,
                  uint64_t params = 8 << 20, int64_t batch = 64) {

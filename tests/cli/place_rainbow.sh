@@ -46,4 +46,22 @@ cmp -s a/out.plan.yaml b/out.plan.yaml && ok "same seed, same plan file" || bad 
 expect "--stages beyond the devices" "stages must be in [2, 8]" \
   -- place --graph "$graph" --cluster "$cluster" --method rainbow-pp --stages 9 \
   --budget-evals 2 -o x.plan.yaml
+# rainbow-3d on a small generated GPT: the plan says so, simulate reproduces its step time,
+# the same seed gives the same plan file, a bad option value is a clear error.
+"$placer" generate gpt --layers 4 --hidden 256 --heads 8 --seq-len 128 --batch 16 --vocab 1000 \
+  --training-step -o gpt.graph.json > /dev/null 2>&1
+a100=$src/datasets/clusters/dgx_a100.cluster.yaml
+for d in d e; do
+  "$placer" place --graph gpt.graph.json --cluster "$a100" --method rainbow-3d --budget-evals 60 \
+    --seed 2 -o $d/out.plan.yaml > $d.out 2> $d.err
+done
+grep -q '^method: rainbow-3d' d/out.plan.yaml && ok "rainbow-3d plan" || bad "rainbow-3d: $(cat d.err)"
+placed=$(grep '^step time' d.out)
+simulated=$("$placer" simulate --graph gpt.graph.json --cluster "$a100" --plan d/out.plan.yaml 2>/dev/null | grep '^step time')
+[ -n "$placed" ] && [ "$placed" = "$simulated" ] && ok "rainbow-3d: simulate reproduces the step time" ||
+  bad "rainbow-3d: place '$placed' vs simulate '$simulated'"
+cmp -s d/out.plan.yaml e/out.plan.yaml && ok "rainbow-3d: same seed, same plan file" || bad "rainbow-3d plans differ"
+expect "rainbow-3d bad share" "opp_share and pp_share must be >= 0 and sum to at most 1" \
+  -- place --graph gpt.graph.json --cluster "$a100" --method rainbow-3d --set opp_share=0.9 \
+  --budget-evals 5 -o x.plan.yaml
 echo "$n checks, $fail failed"; [ $fail = 0 ]
