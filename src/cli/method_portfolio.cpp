@@ -48,6 +48,9 @@ std::vector<std::string> auto_learned_methods() {
   if (gdp_available() && std::filesystem::is_regular_file(default_policy_path())) {
     out.push_back("gdp+hybrid");
   }
+  for (const MethodInfo& m : placer_methods()) {
+    if (m.name == "rainbow-3d") out.push_back(m.name);  // registered with LibTorch only
+  }
   return out;
 }
 
