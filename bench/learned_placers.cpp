@@ -303,6 +303,7 @@ struct Result {
   int64_t to_best = -1;           ///< placements until the best was found (-1: not tracked)
   int64_t episodes_to_best = -1;  ///< placeto: complete episodes until the best
   int64_t within5 = -1;           ///< hdp / gdp: placements to within 5% of min(gdp, hdp); -1 never
+  int64_t own5 = -1;              ///< placements until within 5% of its own final best
   Curve curve;
   std::string note;
 };
@@ -455,6 +456,9 @@ SeedRun run_seed(const Args& a, const Problem& p, const GdpPolicy* policy, uint6
     }
     progress.done(method, out);
   }
+  for (auto& [method, x] : run.m) {
+    if (std::isfinite(x.time)) x.own5 = reached(x.curve, x.time * 1.05);
+  }
   if (run.m.count("gdp") && run.m.count("hdp")) {
     const double target = std::min(run.m["gdp"].time, run.m["hdp"].time) * 1.05;
     if (std::isfinite(target)) {
@@ -492,7 +496,7 @@ int64_t mean_count(const std::vector<int64_t>& v) {
 
 void write_csv_header(std::ofstream& csv) {
   csv << "graph,devices,ops,seed,method,step_ms,to_best,evaluations,seconds,within5,"
-         "episodes_to_best,detail\n";
+         "episodes_to_best,detail,own5\n";
 }
 
 void write_csv(std::ofstream& csv, const RowResult& row, const SeedRun& run) {
@@ -507,7 +511,7 @@ void write_csv(std::ofstream& csv, const RowResult& row, const SeedRun& run) {
     std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
     csv << row.label << "," << row.k << "," << row.ops << "," << run.seed << "," << method << ","
         << cell(r.time) << "," << r.to_best << "," << r.evaluations << "," << secs << ","
-        << r.within5 << "," << r.episodes_to_best << "," << detail << "\n";
+        << r.within5 << "," << r.episodes_to_best << "," << detail << "," << r.own5 << "\n";
   };
   Result c;
   c.time = run.classic;
@@ -568,7 +572,41 @@ void print_row(const Args& a, const RowResult& r) {
   std::fflush(stdout);
 }
 
+/// Issue 19's convergence table: per method, simulator runs until within 5% of its own final
+/// best (mean over the rows x seeds where the curve shows it; the classical fast placers run
+/// once each, so their column is their wall time), runs spent and wall time.
+void convergence(const Args& a, const std::vector<RowResult>& rows) {
+  std::printf("\n# samples (simulator runs) to within 5%% of each method's own final best\n");
+  std::printf("%-10s %12s %12s %10s %10s\n", "method", "runs to 5%", "runs spent", "seconds",
+              "reached");
+  double classic_seconds = 0;
+  size_t runs = 0;
+  for (const RowResult& r : rows) {
+    for (const SeedRun& s : r.runs) classic_seconds += s.classic_seconds, ++runs;
+  }
+  for (const std::string& m : a.methods) {
+    double to5 = 0, spent = 0, secs = 0;
+    size_t n = 0, all = 0;
+    for (const RowResult& r : rows) {
+      for (const SeedRun& s : r.runs) {
+        const Result& x = s.m.at(m);
+        ++all, spent += double(x.evaluations), secs += x.seconds;
+        if (x.own5 >= 0) ++n, to5 += double(x.own5);
+      }
+    }
+    if (all == 0) continue;
+    std::printf("%-10s %12s %12.0f %10.2f %5zu/%-4zu\n", m.c_str(),
+                n ? format_count(std::llround(to5 / double(n))).c_str() : "-",
+                spent / double(all), secs / double(all), n, all);
+  }
+  if (runs) {
+    std::printf("%-10s %12s %12s %10.3f   (best fast classical placer, all of them run once)\n",
+                "classical", "-", "-", classic_seconds / double(runs));
+  }
+}
+
 void summaries(const Args& a, const std::vector<RowResult>& rows) {
+  convergence(a, rows);
   size_t runs = 0;
   for (const RowResult& r : rows) runs += r.runs.size();
   if (has(a, "placeto")) {

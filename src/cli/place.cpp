@@ -17,6 +17,7 @@
 #include "src/cli/method_portfolio.h"
 #include "src/cli/placing.h"
 #include "src/io/plan_io.h"
+#include "src/plan/plan_notes.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 #include "src/util/format.h"
@@ -211,6 +212,7 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
   for (double t : r.compute_time) used += t > 0 ? 1 : 0;
   out << "devices      " << used << " of " << c.num_devices() << " compute\n";
   out << "search time  " << human_time(run.search_seconds) << "\n";
+  for (const std::string& note : plan_notes(run.plan)) out << "note         " << note << "\n";
   if (run.plan.synchronization.enabled) {  // lossy choices change the steps training needs
     const std::vector<std::string> lossy = lossy_choices(run.plan.synchronization, g);
     out << "lossy sync   " << (lossy.empty() ? std::string("none") : lossy.front());

@@ -11,6 +11,7 @@
 #include "src/io/plan_sync_io.h"
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
+#include "src/plan/plan_notes.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -510,7 +511,8 @@ class PlanReader {
 
   void read_predicted(const YAML::Node& n, PlanPrediction* pred) {
     const std::string f = "predicted";
-    r_.check_keys(n, f, {"step_time", "peak_memory", "oom"});
+    // notes: derived from the plan (plan_notes) and written again on save; not read.
+    r_.check_keys(n, f, {"step_time", "peak_memory", "oom", "notes"});
     pred->valid = true;
     pred->step_time = r_.to_quantity(r_.required(n, "step_time", f), QuantityKind::kTime,
                                      field_join(f, "step_time"));
@@ -750,6 +752,8 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
       }
       pr["peak_memory"] = mem;
     }
+    const std::vector<std::string> notes = plan_notes(p);
+    if (!notes.empty()) pr["notes"] = notes;
     root["predicted"] = pr;
   }
   return root;

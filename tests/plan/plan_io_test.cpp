@@ -238,6 +238,24 @@ TEST_F(PlanIo, WriterIsCompact) {
   EXPECT_EQ(s["pipeline"]["stages"][1]["ops"].size(), 3u);
 }
 
+TEST_F(PlanIo, UnevenStagesAreNotedInThePredictionAndTheNoteIsNotRead) {
+  Plan p = Plan::single_device(g, 0);
+  p.pipeline.stages = {{{0, 1, 2}, {0}}, {{3, 4, 5}, {1, 2}}};  // widths 1 and 2
+  p.predicted.valid = true;
+  p.predicted.step_time = 0.25;
+  const std::string text = plan_to_yaml(p, g, c);
+  const YAML::Node n = YAML::Load(text);
+  ASSERT_TRUE(n["predicted"]["notes"]);
+  EXPECT_EQ(n["predicted"]["notes"][0].Scalar().rfind("uneven stages: data-parallel widths 1, 2 ", 0), 0u)
+      << n["predicted"]["notes"][0].Scalar();
+  const Plan back = parse_plan_yaml(text, "p.yaml", g, c);
+  expect_same_plan(p, back);
+  EXPECT_EQ(plan_to_yaml(back, g, c), text);
+
+  p.pipeline.stages[1].devices = {1};  // even: no note
+  EXPECT_FALSE(YAML::Load(plan_to_yaml(p, g, c))["predicted"]["notes"]);
+}
+
 TEST_F(PlanIo, WriterRejectsInvalidPlans) {
   Plan p = Plan::single_device(g, 9);
   expect_error<ValidationError>([&] { plan_to_yaml(p, g, c); },
