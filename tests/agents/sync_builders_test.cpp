@@ -1,5 +1,5 @@
-// The synchronisation strategy builders (horovod, ps, parallax, poseidon) and the autosync
-// search: which strategy each variable gets, the gates on lossy choices, determinism.
+// The synchronisation strategy builders (horovod, ps, parallax, poseidon) and the
+// autosync-search descent: which strategy each variable gets, the gates on lossy choices, determinism.
 
 #include <gtest/gtest.h>
 
@@ -74,7 +74,7 @@ TEST(AutoSync, SeededNoWorseThanTheBuildersAndLosslessByDefault) {
   SearchBudget b;
   b.seed = 7;
   b.max_evaluations = 60;
-  const Plan a = f.run("autosync", b), again = f.run("autosync", b);
+  const Plan a = f.run("autosync-search", b), again = f.run("autosync-search", b);
   EXPECT_EQ(a.synchronization.default_strategy, again.synchronization.default_strategy);
   ASSERT_EQ(a.synchronization.rules.size(), again.synchronization.rules.size());
   for (size_t i = 0; i < a.synchronization.rules.size(); ++i) {
@@ -96,8 +96,8 @@ TEST(AutoSync, LossyChoicesOnlyWhenAllowed) {
   b.max_evaluations = 80;
   b.allow_compression = true;
   b.max_staleness = 1;
-  const Plan p = f.run("autosync", b);
-  const double lossless = f.sim.run(f.run("autosync")).step_time;
+  const Plan p = f.run("autosync-search", b);
+  const double lossless = f.sim.run(f.run("autosync-search")).step_time;
   EXPECT_LE(f.sim.run(p).step_time, lossless);
   for (const SyncRule& r : p.synchronization.rules) EXPECT_LE(r.strategy.staleness, 1);
 }
