@@ -88,7 +88,8 @@ std::vector<Model> models() {
          o.batch = 8 * 32;
          return make_inception(o);
        }},
-      {"vgg11 (b 32)", false, [] { return load_graph_json(repo("datasets/models/vgg11.graph.json")); }},
+      {"vgg11 (b 32)", false,
+       [] { return load_graph_json(repo("datasets/models/vgg11.graph.json")); }},
   };
 }
 
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
   const bool rl = autosync_rl_available();
 
   // Pretraining on the corpus's train split (none of the rows' graphs is in it).
-  const std::string policy =
-      (std::filesystem::temp_directory_path() / ("sync_strategies_policy_" + std::to_string(seed) + ".pt")).string();
+  const std::string policy = (std::filesystem::temp_directory_path() /
+                              ("sync_strategies_policy_" + std::to_string(seed) + ".pt"))
+                                 .string();
   if (rl) {
     AutosyncTrainOptions o;
     o.corpus = repo("datasets/corpora/default.corpus.yaml");
@@ -130,13 +132,13 @@ int main(int argc, char** argv) {
     o.seed = seed;
     o.output = policy;
     const AutosyncTrainResult r = autosync_train(o);
-    std::printf("pretraining: %lld episodes on %d problems (train split of the default corpus, "
-                "<= %lld ops, %d graphs x 4 clusters), %lld simulations, CPU %.1f s (wall %.1f "
-                "s), mean reward of the last 100 %.3f\n\n",
-                static_cast<long long>(r.episodes), r.problems,
-                static_cast<long long>(pre_max_ops), r.problems / 4,
-                static_cast<long long>(r.simulations), r.cpu_seconds, r.wall_seconds,
-                r.mean_reward);
+    std::printf(
+        "pretraining: %lld episodes on %d problems (train split of the default corpus, "
+        "<= %lld ops, %d graphs x 4 clusters), %lld simulations, CPU %.1f s (wall %.1f "
+        "s), mean reward of the last 100 %.3f\n\n",
+        static_cast<long long>(r.episodes), r.problems, static_cast<long long>(pre_max_ops),
+        r.problems / 4, static_cast<long long>(r.simulations), r.cpu_seconds, r.wall_seconds,
+        r.mean_reward);
   }
 
   std::printf("%-28s %4s %9s %9s %9s %9s | %9s %9s %9s %9s %9s %9s\n", "model", "Gbit", "horovod",
@@ -174,8 +176,10 @@ int main(int argc, char** argv) {
       for (const char* name : {"horovod", "ps", "parallax", "poseidon"}) {
         t.push_back(time_of(make_placer(name)->search(p, budget(evals))));
       }
-      Row row{m.label, gb, m.sparse, *std::min_element(t.begin(), t.end()),
-              nan, nan, nan, nan, nan, nan, nan, nan, nan};
+      Row row{m.label, gb,  m.sparse, *std::min_element(t.begin(), t.end()),
+              nan,     nan, nan,      nan,
+              nan,     nan, nan,      nan,
+              nan};
       row.search = time_of(make_placer("autosync-search")->search(p, budget(evals)));
       if (rl) {
         AutosyncOptions pure;
@@ -198,38 +202,41 @@ int main(int argc, char** argv) {
         SearchBudget b = budget(evals);
         b.allow_compression = k != 1;
         b.max_staleness = k != 0 ? 1 : 0;
-        (k == 0 ? row.comp : k == 1 ? row.stale : row.both) =
-            time_of(make_placer("autosync-search")->search(p, b));
+        (k == 0   ? row.comp
+         : k == 1 ? row.stale
+                  : row.both) = time_of(make_placer("autosync-search")->search(p, b));
       }
       if (m.sparse) parallax_gain.push_back(t[0] / t[2]);
       if (crossover < 0 && t[0] < t[1]) crossover = gb;
       std::printf("%-28s %4d %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
                   m.label.c_str(), gb, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3, t[3] * 1e3,
-                  row.search * 1e3, row.rl * 1e3, row.autosync * 1e3, row.zs * 1e3,
-                  row.lng * 1e3, row.bound * 1e3);
+                  row.search * 1e3, row.rl * 1e3, row.autosync * 1e3, row.zs * 1e3, row.lng * 1e3,
+                  row.bound * 1e3);
       std::fflush(stdout);
       rows.push_back(row);
     }
     crossovers.push_back(m.label + ": " +
-                         (crossover < 0 ? std::string("PS faster at every bandwidth")
-                                        : "horovod faster from " + std::to_string(crossover) +
-                                              " Gbit/s"));
+                         (crossover < 0
+                              ? std::string("PS faster at every bandwidth")
+                              : "horovod faster from " + std::to_string(crossover) + " Gbit/s"));
   }
-  std::printf("\nstep times in ms, 8 x V100 (4 hosts x 2), data parallel, Adam; seed %llu, %lld "
-              "simulations per search, long = %lld; bound = the step with the sync free\n",
-              static_cast<unsigned long long>(seed), static_cast<long long>(evals),
-              static_cast<long long>(long_evals));
+  std::printf(
+      "\nstep times in ms, 8 x V100 (4 hosts x 2), data parallel, Adam; seed %llu, %lld "
+      "simulations per search, long = %lld; bound = the step with the sync free\n",
+      static_cast<unsigned long long>(seed), static_cast<long long>(evals),
+      static_cast<long long>(long_evals));
 
-  std::printf("\nspeedup over the best builder (lossless | lossy autosync-search: compression, "
-              "staleness 1, both)\n");
+  std::printf(
+      "\nspeedup over the best builder (lossless | lossy autosync-search: compression, "
+      "staleness 1, both)\n");
   std::printf("%-28s %4s %7s %7s %7s %7s %7s %7s | %7s %7s %7s\n", "model", "Gbit", "search", "rl",
               "autosync", "0-shot", "long", "bound", "comp", "stale1", "both");
   auto x = [](double best, double v) { return std::isfinite(v) ? best / v : NAN; };
   for (const Row& r : rows) {
     std::printf("%-28s %4d %6.3fx %6.3fx %6.3fx %6.3fx %6.3fx %6.3fx | %6.2fx %6.2fx %6.2fx\n",
-                r.label.c_str(), r.gb, x(r.best, r.search), x(r.best, r.rl),
-                x(r.best, r.autosync), x(r.best, r.zs), x(r.best, r.lng), x(r.best, r.bound),
-                x(r.best, r.comp), x(r.best, r.stale), x(r.best, r.both));
+                r.label.c_str(), r.gb, x(r.best, r.search), x(r.best, r.rl), x(r.best, r.autosync),
+                x(r.best, r.zs), x(r.best, r.lng), x(r.best, r.bound), x(r.best, r.comp),
+                x(r.best, r.stale), x(r.best, r.both));
   }
 
   // PS vs all-reduce on one large dense variable (vgg11's largest), the NIC-bound cost alone.
@@ -239,10 +246,11 @@ int main(int argc, char** argv) {
     const OpId v = *std::max_element(vars.begin(), vars.end(), [&](OpId a, OpId b) {
       return g.op(a).param_bytes < g.op(b).param_bytes;
     });
-    std::printf("\nPS vs all-reduce, vgg11 '%s' (%.0f MB) alone, network seconds (4 hosts x 2 "
-                "GPUs; NIC bytes per host: ring 2(p-1)/p = 1.75, hierarchical and sharded PS "
-                "2(h-1)/h = 1.5, one PS server (hot) takes (h-1) = 3 in and out)\n",
-                g.op(v).name.c_str(), double(g.op(v).param_bytes) / 1e6);
+    std::printf(
+        "\nPS vs all-reduce, vgg11 '%s' (%.0f MB) alone, network seconds (4 hosts x 2 "
+        "GPUs; NIC bytes per host: ring 2(p-1)/p = 1.75, hierarchical and sharded PS "
+        "2(h-1)/h = 1.5, one PS server (hot) takes (h-1) = 3 in and out)\n",
+        g.op(v).name.c_str(), double(g.op(v).param_bytes) / 1e6);
     std::printf("%5s %9s %9s %9s %9s %9s %12s\n", "Gbit", "ring", "hier", "ps-shard", "ps-one",
                 "ps/ring", "hot/sharded");
     for (int gb : gbits) {
@@ -267,7 +275,8 @@ int main(int argc, char** argv) {
   auto gm = [&](double Row::*f, bool target_rows) {
     std::vector<double> v;
     for (const Row& r : rows) {
-      if ((r.sparse && r.gb <= 10) == target_rows && std::isfinite(r.*f)) v.push_back(r.best / (r.*f));
+      if ((r.sparse && r.gb <= 10) == target_rows && std::isfinite(r.*f))
+        v.push_back(r.best / (r.*f));
     }
     return geomean(v);
   };
@@ -279,16 +288,19 @@ int main(int argc, char** argv) {
     return w * 100;
   };
   std::printf("\nparallax vs horovod, sparse rows: geomean %.2fx faster\n", geomean(parallax_gain));
-  for (const std::string& s : crossovers) std::printf("PS -> all-reduce crossover, %s\n", s.c_str());
-  std::printf("sparse rows <= 10 Gbit/s, geomean speedup over the best builder (target >= 1.1x):\n"
-              "  search %.3fx, rl %.3fx, autosync %.3fx, zero-shot %.3fx, long search %.3fx, "
-              "bound %.3fx; lossy search: compression %.2fx, staleness 1 %.2fx, both %.2fx\n",
-              gm(&Row::search, true), gm(&Row::rl, true), gm(&Row::autosync, true),
-              gm(&Row::zs, true), gm(&Row::lng, true), gm(&Row::bound, true),
-              gm(&Row::comp, true), gm(&Row::stale, true), gm(&Row::both, true));
-  std::printf("elsewhere, worst slowdown vs the best builder (target <= 2%%): search %.1f%%, rl "
-              "%.1f%%, autosync %.1f%%, zero-shot %.1f%%\n",
-              worst(&Row::search), worst(&Row::rl), worst(&Row::autosync), worst(&Row::zs));
+  for (const std::string& s : crossovers)
+    std::printf("PS -> all-reduce crossover, %s\n", s.c_str());
+  std::printf(
+      "sparse rows <= 10 Gbit/s, geomean speedup over the best builder (target >= 1.1x):\n"
+      "  search %.3fx, rl %.3fx, autosync %.3fx, zero-shot %.3fx, long search %.3fx, "
+      "bound %.3fx; lossy search: compression %.2fx, staleness 1 %.2fx, both %.2fx\n",
+      gm(&Row::search, true), gm(&Row::rl, true), gm(&Row::autosync, true), gm(&Row::zs, true),
+      gm(&Row::lng, true), gm(&Row::bound, true), gm(&Row::comp, true), gm(&Row::stale, true),
+      gm(&Row::both, true));
+  std::printf(
+      "elsewhere, worst slowdown vs the best builder (target <= 2%%): search %.1f%%, rl "
+      "%.1f%%, autosync %.1f%%, zero-shot %.1f%%\n",
+      worst(&Row::search), worst(&Row::rl), worst(&Row::autosync), worst(&Row::zs));
   std::filesystem::remove(policy);
   std::filesystem::remove(policy + ".yaml");
   return 0;

@@ -112,8 +112,8 @@ CoordinateDescentResult autosync_coordinate_descent(const Problem& p, const Sear
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
     for (size_t u : order) {
       if (out_of_budget()) break;
-      for (const VariableSync& cand : candidates(g, u < vars.size() ? vars[u] : kNoOp, u,
-                                                 choice[u], servers, R, budget)) {
+      for (const VariableSync& cand :
+           candidates(g, u < vars.size() ? vars[u] : kNoOp, u, choice[u], servers, R, budget)) {
         if (out_of_budget()) break;
         const VariableSync keep = choice[u];
         choice[u] = cand;
@@ -143,46 +143,46 @@ namespace {
 std::vector<VariableSync> candidates(const Graph& g, OpId v, size_t unit, const VariableSync& cur,
                                      const std::vector<int>& servers, int R,
                                      const SearchBudget& budget) {
-    std::vector<VariableSync> out;
-    auto add = [&](VariableSync s) {
-      if (!(s == cur)) out.push_back(std::move(s));
-    };
-    VariableSync ring, hier;
-    hier.algorithm = SyncScheme::kHierarchical;
-    add(ring);
-    add(hier);
-    add(sharded_ps(servers));
-    VariableSync no_local = sharded_ps(servers);
-    no_local.local_aggregation = false;
-    add(no_local);
-    // Whole on one server (load balancing between units): up to 4 servers, offset by unit.
-    for (size_t k = 0; k < std::min<size_t>(servers.size(), 4) && servers.size() > 1; ++k) {
-      add(sharded_ps({servers[(unit + k) % servers.size()]}));
-    }
-    if (v != kNoOp && sparse_gradient(g, v, R).sparse) {
-      VariableSync ag;
-      ag.synchronizer = Synchronizer::kAllGather;
-      add(ag);
-    }
-    if (v != kNoOp && sfb_pays(g, v, R)) {
-      VariableSync f;
-      f.synchronizer = Synchronizer::kFactorBroadcast;
-      add(f);
-    }
-    // Lossy variants of the current synchronizer, only when allowed.
-    if (budget.allow_compression) {
-      for (Compressor c : {Compressor::kFP16, Compressor::kPowerSGD, Compressor::kTopK}) {
-        VariableSync s = cur;
-        s.compressor = c;
-        add(s);
-      }
-    }
-    for (int st = 1; st <= budget.max_staleness; ++st) {
+  std::vector<VariableSync> out;
+  auto add = [&](VariableSync s) {
+    if (!(s == cur)) out.push_back(std::move(s));
+  };
+  VariableSync ring, hier;
+  hier.algorithm = SyncScheme::kHierarchical;
+  add(ring);
+  add(hier);
+  add(sharded_ps(servers));
+  VariableSync no_local = sharded_ps(servers);
+  no_local.local_aggregation = false;
+  add(no_local);
+  // Whole on one server (load balancing between units): up to 4 servers, offset by unit.
+  for (size_t k = 0; k < std::min<size_t>(servers.size(), 4) && servers.size() > 1; ++k) {
+    add(sharded_ps({servers[(unit + k) % servers.size()]}));
+  }
+  if (v != kNoOp && sparse_gradient(g, v, R).sparse) {
+    VariableSync ag;
+    ag.synchronizer = Synchronizer::kAllGather;
+    add(ag);
+  }
+  if (v != kNoOp && sfb_pays(g, v, R)) {
+    VariableSync f;
+    f.synchronizer = Synchronizer::kFactorBroadcast;
+    add(f);
+  }
+  // Lossy variants of the current synchronizer, only when allowed.
+  if (budget.allow_compression) {
+    for (Compressor c : {Compressor::kFP16, Compressor::kPowerSGD, Compressor::kTopK}) {
       VariableSync s = cur;
-      s.staleness = st;
+      s.compressor = c;
       add(s);
     }
-    return out;
+  }
+  for (int st = 1; st <= budget.max_staleness; ++st) {
+    VariableSync s = cur;
+    s.staleness = st;
+    add(s);
+  }
+  return out;
 }
 
 }  // namespace

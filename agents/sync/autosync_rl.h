@@ -35,25 +35,25 @@ class RainbowAgent;
 RainbowConfig autosync_agent_defaults();
 
 struct AutosyncOptions {
-  int units = 31;           ///< variables decided one by one (SyncEnvOptions::max_units)
+  int units = 31;  ///< variables decided one by one (SyncEnvOptions::max_units)
   /// Training episodes; 0 = as many as the budget allows (online), none (with a policy).
   int episodes = 0;
-  double polish = 0.25;     ///< share of the simulation budget for the coordinate polish
-  int learn_every = 4;      ///< agent steps between learn() updates
-  std::string policy;       ///< pretrained policy file ("" = online from scratch)
+  double polish = 0.25;  ///< share of the simulation budget for the coordinate polish
+  int learn_every = 4;   ///< agent steps between learn() updates
+  std::string policy;    ///< pretrained policy file ("" = online from scratch)
   RainbowConfig agent = autosync_agent_defaults();  ///< seed from the budget
 };
 
 /// What a search found.
 struct AutosyncReport {
-  Plan plan;                   ///< the returned plan (method "autosync")
-  double step_time = 0;        ///< its simulated step (+inf if OOM)
-  double reference_time = 0;   ///< best builder
-  double learned_time = 0;     ///< best plan of the agent's episodes (greedy one included)
-  double greedy_time = 0;      ///< the greedy episode (zero-shot: the policy's plan)
-  std::string source;          ///< "learned", "builder" or "polish": what the plan came from
-  int64_t episodes = 0;        ///< training episodes (greedy ones not counted)
-  int64_t simulations = 0;     ///< all simulator runs (builders and polish included)
+  Plan plan;                  ///< the returned plan (method "autosync")
+  double step_time = 0;       ///< its simulated step (+inf if OOM)
+  double reference_time = 0;  ///< best builder
+  double learned_time = 0;    ///< best plan of the agent's episodes (greedy one included)
+  double greedy_time = 0;     ///< the greedy episode (zero-shot: the policy's plan)
+  std::string source;         ///< "learned", "builder" or "polish": what the plan came from
+  int64_t episodes = 0;       ///< training episodes (greedy ones not counted)
+  int64_t simulations = 0;    ///< all simulator runs (builders and polish included)
   double seconds = 0;
 };
 
@@ -82,10 +82,10 @@ struct AutosyncTrainOptions {
   uint64_t seed = 1;
   int units = 31;
   int learn_every = 4;
-  bool allow_compression = false;     ///< the lossy actions the policy may learn
+  bool allow_compression = false;  ///< the lossy actions the policy may learn
   int max_staleness = 0;
   RainbowConfig agent = autosync_agent_defaults();
-  std::string output;                 ///< policy file written at the end
+  std::string output;  ///< policy file written at the end
   /// Called after each episode: (episodes done, total, mean reward of the last 100).
   std::function<void(int64_t, int64_t, double)> progress;
   std::function<bool()> should_stop;  ///< checked after each episode
@@ -93,10 +93,10 @@ struct AutosyncTrainOptions {
 
 struct AutosyncTrainResult {
   int64_t episodes = 0, simulations = 0;
-  int problems = 0;             ///< graph x cluster pairs
-  double mean_reward = 0;       ///< over the last 100 episodes
+  int problems = 0;        ///< graph x cluster pairs
+  double mean_reward = 0;  ///< over the last 100 episodes
   double cpu_seconds = 0, wall_seconds = 0;
-  std::string policy;           ///< the file written
+  std::string policy;  ///< the file written
 };
 
 /// ValidationError on bad options (no clusters, episodes < 1, an empty split, ...).

@@ -6,9 +6,10 @@
 namespace placer {
 namespace {
 [[noreturn]] void no_torch() {
-  throw Error("this placer was built without LibTorch: the learned autosync search is "
-              "unavailable (autosync-search is not learned and works); install libtorch-dev "
-              "(scripts/setup.sh) and rebuild");
+  throw Error(
+      "this placer was built without LibTorch: the learned autosync search is "
+      "unavailable (autosync-search is not learned and works); install libtorch-dev "
+      "(scripts/setup.sh) and rebuild");
 }
 }  // namespace
 

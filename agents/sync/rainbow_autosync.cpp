@@ -92,8 +92,8 @@ std::unique_ptr<Placer> make_autosync_rl_placer(const AutosyncOptions& o) {
 void save_autosync_policy(const RainbowAgent& agent, const std::string& path) {
   agent.save(path);
   std::ostringstream meta;
-  meta << "# autosync policy options (agents/sync/autosync_rl.h): the Rainbow agent of "
-       << path << "\n# state " << SyncEnv::kStateDim << " features, " << SyncEnv::kNumActions
+  meta << "# autosync policy options (agents/sync/autosync_rl.h): the Rainbow agent of " << path
+       << "\n# state " << SyncEnv::kStateDim << " features, " << SyncEnv::kNumActions
        << " actions\n"
        << rainbow_config_to_yaml(agent.config());
   write_text_atomic(path + ".yaml", meta.str(), "autosync policy options");
@@ -101,14 +101,15 @@ void save_autosync_policy(const RainbowAgent& agent, const std::string& path) {
 
 std::unique_ptr<RainbowAgent> load_autosync_policy(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
-    throw FileError("autosync: policy '" + path + "' not found (train one with placer "
+    throw FileError("autosync: policy '" + path +
+                    "' not found (train one with placer "
                     "train-policy --agent autosync)");
   }
   const std::string meta = path + ".yaml";
   std::ifstream f(meta);
   if (!f) {
-    throw FileError("autosync: '" + meta + "' (the policy's options) not found next to '" +
-                    path + "'; not an autosync policy");
+    throw FileError("autosync: '" + meta + "' (the policy's options) not found next to '" + path +
+                    "'; not an autosync policy");
   }
   std::stringstream text;
   text << f.rdbuf();
@@ -122,7 +123,8 @@ std::unique_ptr<RainbowAgent> load_autosync_policy(const std::string& path) {
 
 AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
                                const AutosyncOptions& o) {
-  if (o.units < 1) throw ValidationError("autosync: units must be >= 1, got " + std::to_string(o.units));
+  if (o.units < 1)
+    throw ValidationError("autosync: units must be >= 1, got " + std::to_string(o.units));
   if (!(o.polish >= 0 && o.polish <= 1)) {
     throw ValidationError("autosync: polish must be in [0, 1], got " + std::to_string(o.polish));
   }
@@ -151,8 +153,9 @@ AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
     return clock.max_seconds() > 0 && clock.elapsed() >= (1 - o.polish) * clock.max_seconds();
   };
   const int64_t planned = o.episodes > 0 ? o.episodes
-                          : max_runs > 0  ? std::max<int64_t>(1, max_runs - polish_runs - env.simulations() - 1)
-                                          : 300;
+                          : max_runs > 0
+                              ? std::max<int64_t>(1, max_runs - polish_runs - env.simulations() - 1)
+                              : 300;
   if (!agent) {
     RainbowConfig c = o.agent;
     c.seed = budget.seed;
@@ -202,13 +205,12 @@ AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
   if (o.polish > 0 && !clock.exhausted(sims)) {
     SearchBudget rest = budget;
     rest.max_evaluations = max_runs > 0 ? max_runs - sims : 0;
-    rest.max_seconds = clock.max_seconds() > 0
-                           ? std::max(clock.max_seconds() - clock.elapsed(), 1e-3)
-                           : 0;
+    rest.max_seconds =
+        clock.max_seconds() > 0 ? std::max(clock.max_seconds() - clock.elapsed(), 1e-3) : 0;
     if (rest.max_evaluations > 0 || rest.max_seconds > 0) {
       // sync_step_time counts an OOM plan as 1000 x its time; the start is comparable.
-      const CoordinateDescentResult d =
-          autosync_coordinate_descent(p, rest, start, std::isfinite(start_time) ? start_time : kInf);
+      const CoordinateDescentResult d = autosync_coordinate_descent(
+          p, rest, start, std::isfinite(start_time) ? start_time : kInf);
       sims += d.evaluations;
       if (d.step_time < start_time) rep.source = "polish";
       start = d.config;
@@ -226,9 +228,11 @@ AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o) {
   const auto wall0 = std::chrono::steady_clock::now();
   const std::clock_t cpu0 = std::clock();
   if (o.corpus.empty()) throw ValidationError("autosync train: corpus: required (a *.corpus.yaml)");
-  if (o.clusters.empty()) throw ValidationError("autosync train: --cluster: at least one cluster file");
+  if (o.clusters.empty())
+    throw ValidationError("autosync train: --cluster: at least one cluster file");
   if (o.episodes < 1) {
-    throw ValidationError("autosync train: episodes must be >= 1, got " + std::to_string(o.episodes));
+    throw ValidationError("autosync train: episodes must be >= 1, got " +
+                          std::to_string(o.episodes));
   }
   if (o.output.empty()) throw ValidationError("autosync train: no output policy path");
   if (o.units < 1 || o.learn_every < 1 || o.max_staleness < 0) {
@@ -236,7 +240,8 @@ AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o) {
   }
   Split split;
   if (!parse_split(o.split, &split)) {
-    throw ValidationError("autosync train: split must be train, val or test, got '" + o.split + "'");
+    throw ValidationError("autosync train: split must be train, val or test, got '" + o.split +
+                          "'");
   }
   const Corpus corpus = load_corpus(o.corpus);
   std::vector<size_t> idx;

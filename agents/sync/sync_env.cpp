@@ -64,9 +64,9 @@ VariableSync SyncEnv::action_strategy(int action, const std::vector<int>& server
 }
 
 std::string SyncEnv::action_name(int action) {
-  static const char* syncs[kSynchronizers] = {"ring",      "hierarchical", "ps-sharded",
-                                              "ps-sharded-nolocal", "ps-server0", "ps-server1",
-                                              "ps-server2", "ps-server3", "allgather", "sfb"};
+  static const char* syncs[kSynchronizers] = {
+      "ring",       "hierarchical", "ps-sharded", "ps-sharded-nolocal", "ps-server0",
+      "ps-server1", "ps-server2",   "ps-server3", "allgather",          "sfb"};
   static const char* comps[kCompressors] = {"", "+fp16", "+powersgd4", "+topk1%"};
   if (action < 0 || action >= kNumActions) return "action " + std::to_string(action) + "?";
   int s = 0, c = 0, st = 0;
@@ -84,8 +84,9 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
   }
   const Graph& g = p.graph;
   if (!g.is_training_step()) {
-    throw ValidationError("autosync: the graph must be a training step (forward, backward and "
-                          "optimizer ops); expand it first");
+    throw ValidationError(
+        "autosync: the graph must be a training step (forward, backward and "
+        "optimizer ops); expand it first");
   }
   base_ = replicated_plan(p, "autosync");
   replicas_ = base_.data_parallel.replicas;
@@ -241,8 +242,12 @@ std::vector<float> SyncEnv::observation() const {
     int s = 0, c = 0, st = 0;
     decode(actions_[u], &s, &c, &st);
     const float share = float(unit_bytes_[u] / total_bytes_);
-    const int slot = s == kRing ? 0 : s == kHier ? 1 : s <= kPsNoLocal ? 2
-                   : s < kAllGatherSync ? 3 + (s - kPsServer0) : s == kAllGatherSync ? 7 : 8;
+    const int slot = s == kRing            ? 0
+                     : s == kHier          ? 1
+                     : s <= kPsNoLocal     ? 2
+                     : s < kAllGatherSync  ? 3 + (s - kPsServer0)
+                     : s == kAllGatherSync ? 7
+                                           : 8;
     ctx[slot] += share;
     if (c != kNoCompressor || st > 0) ctx[9] += share;
   }

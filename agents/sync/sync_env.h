@@ -105,11 +105,11 @@ class SyncEnv {
 
   const Problem& p_;
   SyncEnvOptions o_;
-  Plan base_;                   // replicated plan (synchronization enabled)
-  std::vector<int> servers_;    // one per host
+  Plan base_;                 // replicated plan (synchronization enabled)
+  std::vector<int> servers_;  // one per host
   int replicas_ = 0;
-  std::vector<OpId> vars_;      // units decided one by one, largest first
-  std::vector<OpId> rest_;      // the others (the default)
+  std::vector<OpId> vars_;  // units decided one by one, largest first
+  std::vector<OpId> rest_;  // the others (the default)
   std::vector<std::array<float, kUnitFeatures>> unit_features_;
   std::array<float, kClusterFeatures> cluster_features_{};
   std::vector<uint8_t> sparse_, sfb_, float_;  // per unit

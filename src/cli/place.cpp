@@ -424,9 +424,11 @@ void register_place(CLI::App& app) {
   sub->add_option("--agent-set", args->agent_set,
                   "Deprecated alias of --set (kept for one release)");
   sub->add_flag("--allow-compression", args->allow_compression,
-                "autosync, autosync-search: may compress gradients (fp16, PowerSGD, top-k); off by default");
+                "autosync, autosync-search: may compress gradients (fp16, PowerSGD, top-k); "
+                "off by default");
   sub->add_option("--max-staleness", args->max_staleness,
-                  "autosync, autosync-search: may let a variable's sync finish up to S steps late (0 = off)")
+                  "autosync, autosync-search: may let a variable's sync finish up to S steps "
+                  "late (0 = off)")
       ->check(CLI::Range(0, 64));
   sub->add_option("--stages", args->stages,
                   "rainbow-pp: pipeline stages (default: min(4, devices))")

@@ -738,7 +738,9 @@ void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
   for (const char* opt : {"--config", "--resume", "--plot", "--plot-only", "--print-config",
                           "--eval-every", "--dist-url", "--rank", "--world-size", "--threads",
                           "--device", "--dist-timeout"}) {
-    if (sub.count(opt) > 0) throw ValidationError(std::string(opt) + " does not apply to --agent autosync");
+    if (sub.count(opt) > 0) {
+      throw ValidationError(std::string(opt) + " does not apply to --agent autosync");
+    }
   }
   AutosyncTrainOptions o;
   o.corpus = a.corpus;
@@ -746,17 +748,24 @@ void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
   for (const std::string& s : a.sets) apply_autosync_train_option(&o, s);
   if (sub.count("--updates") > 0) o.episodes = a.updates;
   if (sub.count("--seed") > 0) o.seed = a.seed;
-  if (o.corpus.empty()) throw ValidationError("--agent autosync: --corpus required (a *.corpus.yaml)");
-  if (o.clusters.empty()) throw ValidationError("--agent autosync: --cluster required (repeatable)");
+  if (o.corpus.empty()) {
+    throw ValidationError("--agent autosync: --corpus required (a *.corpus.yaml)");
+  }
+  if (o.clusters.empty()) {
+    throw ValidationError("--agent autosync: --cluster required (repeatable)");
+  }
   require_torch(autosync_rl_available());
   const std::string dir = absolute_path(a.output_dir.empty() ? "runs/autosync" : a.output_dir);
   o.output = dir + "/policy.pt";
   if (fs::exists(o.output) && !a.overwrite) {
-    throw Error(shown(o.output) + " exists; start over with --overwrite or pick another --output-dir");
+    throw Error(shown(o.output) +
+                " exists; start over with --overwrite or pick another --output-dir");
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
+  if (ec) {
+    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
+  }
   StopSignals signals;
   Progress progress("placer: train-policy", o.episodes);
   o.progress = [&](int64_t done, int64_t, double mean) {
@@ -773,8 +782,8 @@ void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
             << r.simulations << " simulations\n"
             << "reward       " << fixed(r.mean_reward, 3)
             << " (mean of the last 100: log-speedup over the best builder)\n"
-            << "cpu time     " << human_time(r.cpu_seconds) << " (wall " << human_time(r.wall_seconds)
-            << ")\n";
+            << "cpu time     " << human_time(r.cpu_seconds) << " (wall "
+            << human_time(r.wall_seconds) << ")\n";
   print_files_and_use(dir, "--method autosync ");
 }
 

@@ -146,8 +146,8 @@ TEST(SyncEnv, RewardOfEveryEpisodeMatchesIndependentSimulation) {
       s.rules.push_back({SyncMatch::kName, "embedding", SyncEnv::action_strategy(a0, servers)});
       s.rules.push_back({SyncMatch::kName, "fc", SyncEnv::action_strategy(a1, servers)});
       const double time = t.simulate(s);
-      EXPECT_DOUBLE_EQ(env.step_time(), time) << SyncEnv::action_name(a0) << " / "
-                                              << SyncEnv::action_name(a1);
+      EXPECT_DOUBLE_EQ(env.step_time(), time)
+          << SyncEnv::action_name(a0) << " / " << SyncEnv::action_name(a1);
       EXPECT_DOUBLE_EQ(r1.reward, std::clamp(std::log(ref / time), -1.0, 1.0));
       best = std::min(best, time);
       ++episodes;
