@@ -9,9 +9,10 @@ namespace placer {
 
 RainbowConfig autosync_agent_defaults() {
   RainbowConfig c;
-  c.hidden = {128, 128};
+  c.hidden = {64, 64};
+  c.atoms = 21;
   c.gamma = 1.0;
-  c.n_step = 3;
+  c.n_step = 1;
   c.lr = 5e-4;
   c.replay_capacity = 4000;
   c.epsilon_start = 1.0;
