@@ -76,7 +76,15 @@ void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key
       throw ValidationError("autosync option 'max_staleness': must be >= 0");
     }
   } else {
-    set_rainbow_option(&o->agent, key, v);  // names the known keys on an unknown one
+    try {
+      set_rainbow_option(&o->agent, key, v);
+    } catch (const ValidationError& e) {
+      throw ValidationError("autosync option '" + key +
+                            "': neither an autosync key (split, max_ops, graphs, units, "
+                            "learn_every, allow_compression, max_staleness) nor a Rainbow "
+                            "option: " +
+                            e.what());
+    }
   }
 }
 
