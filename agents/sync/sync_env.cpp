@@ -106,14 +106,9 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
   for (const SynchronizationConfig& s :
        {horovod_sync(), ps_sync(g, servers_), parallax_sync(g, servers_, replicas_),
         poseidon_sync(g, servers_, replicas_)}) {
-    Plan plan = base_;
-    plan.synchronization = s;
-    SimOptions so;
-    so.critical_path = false;
-    const SimResult r = p_.simulator.run(plan, so);
-    ++sims_;
-    if (compute == 0) compute = r.compute_step_time > 0 ? r.compute_step_time : r.step_time;
-    const double t = r.oom ? kInf : r.step_time;
+    double sync_free = 0;
+    const double t = simulate(s, &sync_free);
+    if (compute == 0) compute = sync_free;
     if (sims_ == 1 || t < ref_time_) ref_time_ = t, ref_config_ = s;
   }
   compute = std::max(compute, 1e-9);
@@ -279,13 +274,14 @@ Plan SyncEnv::plan() const {
   return plan;
 }
 
-double SyncEnv::simulate(const SynchronizationConfig& s) {
+double SyncEnv::simulate(const SynchronizationConfig& s, double* sync_free_step) {
   Plan plan = base_;
   plan.synchronization = s;
   SimOptions so;
   so.critical_path = false;
   const SimResult r = p_.simulator.run(plan, so);
   ++sims_;
+  if (sync_free_step) *sync_free_step = r.compute_step_time > 0 ? r.compute_step_time : r.step_time;
   return r.oom ? kInf : r.step_time;
 }
 

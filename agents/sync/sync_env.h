@@ -89,8 +89,9 @@ class SyncEnv {
   const SynchronizationConfig& reference_config() const { return ref_config_; }
   /// Simulator runs so far (the 4 builder runs included).
   int64_t simulations() const { return sims_; }
-  /// Simulates a section on the problem's replicated plan (+inf for OOM; counted).
-  double simulate(const SynchronizationConfig& s);
+  /// Simulates a section on the problem's replicated plan (+inf for OOM; counted);
+  /// `sync_free_step`: the step with the gradient sync free.
+  double simulate(const SynchronizationConfig& s, double* sync_free_step = nullptr);
 
   /// Decodes an action into its strategy on `servers` (the PS server devices).
   static VariableSync action_strategy(int action, const std::vector<int>& servers);

@@ -1,26 +1,18 @@
 // The synchronisation strategy builders (horovod, ps, parallax, poseidon) and the
-// autosync-search descent: which strategy each variable gets, the gates on lossy choices, determinism.
+// autosync-search descent: which strategy each variable gets, the gates on lossy choices,
+// determinism.
 
 #include <gtest/gtest.h>
 
 #include "agents/placer.h"
 #include "agents/sync/sync_builders.h"
 #include "simulator/cost_model.h"
-#include "tests/plan/sync_test_graph.h"
-#include "tests/simulator/sim_fixtures.h"
+#include "tests/agents/sync_toy.h"
 
 namespace placer {
 namespace {
 
-using sync_testing::make_sync_graph;
-
-struct Fixture {
-  // Two hosts of two devices (servers: devices 0 and 2); slow 1e8 B/s between hosts.
-  Graph g = make_sync_graph();
-  Cluster c = testing::make_cluster(2, 2, testing::link(1e-6, 1e11), testing::link(2e-5, 1e8));
-  CostModel cost{c, uniform_profile(1.0)};
-  Simulator sim{g, c, cost};
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
+struct Fixture : sync_testing::SyncToy {
   Plan run(const std::string& method, SearchBudget b = {}) {
     Plan p = make_placer(method)->search(problem(), b);
     p.validate(g, c);

@@ -13,21 +13,14 @@
 #include "agents/sync/sync_builders.h"
 #include "simulator/cost_model.h"
 #include "src/util/error.h"
-#include "tests/plan/sync_test_graph.h"
-#include "tests/simulator/sim_fixtures.h"
+#include "tests/agents/sync_toy.h"
 
 namespace placer {
 namespace {
 
 using sync_testing::make_sync_graph;
 
-struct Toy {
-  Graph g = make_sync_graph();
-  // Servers: devices 0 and 2 (one per host); slow 1e8 B/s between hosts.
-  Cluster c = testing::make_cluster(2, 2, testing::link(1e-6, 1e11), testing::link(2e-5, 1e8));
-  CostModel cost{c, uniform_profile(1.0)};
-  Simulator sim{g, c, cost};
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
+struct Toy : sync_testing::SyncToy {
   // The step of a section on the replicated plan, simulated outside the env.
   double simulate(const SynchronizationConfig& s) {
     Plan plan = replicated_plan(problem(), "test");

@@ -16,22 +16,13 @@
 #include "agents/sync/sync_env.h"
 #include "simulator/cost_model.h"
 #include "src/util/error.h"
-#include "tests/plan/sync_test_graph.h"
+#include "tests/agents/sync_toy.h"
 #include "tests/scratch_dir_test.h"
-#include "tests/simulator/sim_fixtures.h"
 
 namespace placer {
 namespace {
 
-using sync_testing::make_sync_graph;
-
-struct Toy {
-  Graph g = make_sync_graph();
-  Cluster c = testing::make_cluster(2, 2, testing::link(1e-6, 1e11), testing::link(2e-5, 1e8));
-  CostModel cost{c, uniform_profile(1.0)};
-  Simulator sim{g, c, cost};
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
-};
+using Toy = sync_testing::SyncToy;
 
 // The optimum over every episode of the lossless MDP (7 x 6 = 42), by enumeration, and the
 // best with the embedding table all-reduced (ring or hierarchical).
