@@ -68,6 +68,9 @@ void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key
   } else if (key == "learn_every") {
     o->learn_every = int(parse_int(key, v));
     if (o->learn_every < 1) throw ValidationError("autosync option 'learn_every': must be >= 1");
+  } else if (key == "demo_every") {
+    o->demo_every = int(parse_int(key, v));
+    if (o->demo_every < 0) throw ValidationError("autosync option 'demo_every': must be >= 0");
   } else if (key == "allow_compression") {
     o->allow_compression = parse_bool(key, v);
   } else if (key == "max_staleness") {
@@ -81,7 +84,8 @@ void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key
     } catch (const ValidationError& e) {
       throw ValidationError("autosync option '" + key +
                             "': neither an autosync key (split, max_ops, graphs, units, "
-                            "learn_every, allow_compression, max_staleness) nor a Rainbow "
+                            "learn_every, demo_every, allow_compression, max_staleness) nor a "
+                            "Rainbow "
                             "option: " +
                             e.what());
     }

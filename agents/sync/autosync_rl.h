@@ -43,7 +43,10 @@ struct AutosyncOptions {
   int episodes = 0;
   double polish = 0.25;  ///< share of the simulation budget for the coordinate polish
   int learn_every = 4;   ///< agent steps between learn() updates
-  std::string policy;    ///< pretrained policy file ("" = online from scratch)
+  /// Every demo_every-th training episode replays the best builder's plan
+  /// (SyncEnv::reference_actions) through observe / learn: a demonstration (0 = none).
+  int demo_every = 10;
+  std::string policy;  ///< pretrained policy file ("" = online from scratch)
   RainbowConfig agent = autosync_agent_defaults();  ///< seed from the budget
 };
 
@@ -85,6 +88,7 @@ struct AutosyncTrainOptions {
   uint64_t seed = 1;
   int units = 31;
   int learn_every = 4;
+  int demo_every = 5;              ///< as AutosyncOptions::demo_every
   bool allow_compression = false;  ///< the lossy actions the policy may learn
   int max_staleness = 0;
   RainbowConfig agent = autosync_agent_defaults();
@@ -106,7 +110,7 @@ struct AutosyncTrainResult {
 AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o);
 
 /// Sets one train option from "key=value": corpus keys split, max_ops, graphs, units,
-/// learn_every, allow_compression, max_staleness; any other key is a Rainbow option
+/// learn_every, demo_every, allow_compression, max_staleness; any other key is a Rainbow option
 /// (agents/rainbow_config.h). ValidationError naming the key on a bad one.
 void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key_value);
 

@@ -33,15 +33,16 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// One episode from reset(); training: epsilon-greedy with observe / learn every
-/// `learn_every` agent steps. Returns the episode's final step time.
+/// `learn_every` agent steps; `demo`: these actions instead of the agent's (observed too).
+/// Returns the episode's final step time.
 double run_episode(SyncEnv& env, RainbowAgent& agent, bool train, int learn_every,
-                   double* reward = nullptr) {
+                   double* reward = nullptr, const std::vector<int>* demo = nullptr) {
   env.reset();
   double ret = 0;
-  while (!env.done()) {
+  for (size_t t = 0; !env.done(); ++t) {
     const std::vector<float> state = env.observation();
     const std::vector<uint8_t> mask = env.mask();
-    const int a = agent.act(state, mask, /*greedy=*/!train);
+    const int a = demo ? (*demo)[t] : agent.act(state, mask, /*greedy=*/!train);
     const SyncEnv::StepResult r = env.step(a);
     ret += r.reward;
     if (train) {
@@ -135,6 +136,9 @@ AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
   if (o.episodes < 0) {
     throw ValidationError("autosync: episodes must be >= 0, got " + std::to_string(o.episodes));
   }
+  if (o.demo_every < 0) {
+    throw ValidationError("autosync: demo_every must be >= 0, got " + std::to_string(o.demo_every));
+  }
   const BudgetClock clock(budget, "autosync", kAutosyncDefaultEvals);
   std::unique_ptr<RainbowAgent> agent;
   if (!o.policy.empty()) agent = load_autosync_policy(o.policy);  // before any simulation
@@ -180,8 +184,10 @@ AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
     offer(rep.greedy_time);
   }
   const int64_t train_episodes = zero_shot ? o.episodes : planned;
+  const std::vector<int> demo = env.reference_actions();
   for (int64_t ep = 0; ep < train_episodes && !learning_over(); ++ep) {
-    offer(run_episode(env, *agent, true, o.learn_every));
+    const bool is_demo = o.demo_every > 0 && ep % o.demo_every == 0;
+    offer(run_episode(env, *agent, true, o.learn_every, nullptr, is_demo ? &demo : nullptr));
     ++rep.episodes;
     if (budget.progress) budget.progress(ep + 1, train_episodes, "");
   }
@@ -235,8 +241,9 @@ AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o) {
                           std::to_string(o.episodes));
   }
   if (o.output.empty()) throw ValidationError("autosync train: no output policy path");
-  if (o.units < 1 || o.learn_every < 1 || o.max_staleness < 0) {
-    throw ValidationError("autosync train: units and learn_every must be >= 1, max_staleness >= 0");
+  if (o.units < 1 || o.learn_every < 1 || o.max_staleness < 0 || o.demo_every < 0) {
+    throw ValidationError(
+        "autosync train: units and learn_every must be >= 1, max_staleness and demo_every >= 0");
   }
   Split split;
   if (!parse_split(o.split, &split)) {
@@ -308,7 +315,9 @@ AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o) {
   for (int64_t ep = 0; ep < o.episodes; ++ep) {
     SyncEnv& env = *hs[size_t(rng() % hs.size())]->env;
     double reward = 0;
-    run_episode(env, agent, true, o.learn_every, &reward);
+    const bool is_demo = o.demo_every > 0 && ep % o.demo_every == 0;
+    const std::vector<int> demo = is_demo ? env.reference_actions() : std::vector<int>{};
+    run_episode(env, agent, true, o.learn_every, &reward, is_demo ? &demo : nullptr);
     last.push_back(reward);
     if (last.size() > 100) last.erase(last.begin());
     ++res.episodes;

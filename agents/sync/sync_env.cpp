@@ -217,6 +217,42 @@ bool SyncEnv::allowed(int unit, int action) const {
   return true;
 }
 
+std::vector<int> SyncEnv::reference_actions() const {
+  std::vector<int> out;
+  for (int u = 0; u < units(); ++u) {
+    const VariableSync& v = u < int(vars_.size())
+                                ? ref_config_.strategy_of(p_.graph, vars_[size_t(u)])
+                                : ref_config_.default_strategy;
+    int s = kRing;
+    switch (v.synchronizer) {
+      case Synchronizer::kAllReduce:
+        s = v.algorithm == SyncScheme::kHierarchical ? kHier : kRing;
+        break;
+      case Synchronizer::kAllGather:
+        s = kAllGatherSync;
+        break;
+      case Synchronizer::kFactorBroadcast:
+        s = kSfb;
+        break;
+      case Synchronizer::kParameterServer: {
+        s = v.local_aggregation ? kPsSharded : kPsNoLocal;
+        if (v.destinations.size() == 1 && v.shards == 1) {
+          const auto it = std::find(servers_.begin(), servers_.end(), v.destinations[0]);
+          const long k = it - servers_.begin();
+          if (it != servers_.end() && k < 4) s = kPsServer0 + int(k);
+        }
+        break;
+      }
+    }
+    int a = action_of(s, 0, 0);
+    if (!allowed(u, a))
+      a = allowed(u, action_of(kPsSharded, 0, 0)) ? action_of(kPsSharded, 0, 0)
+                                                  : action_of(kRing, 0, 0);
+    out.push_back(a);
+  }
+  return out;
+}
+
 std::vector<uint8_t> SyncEnv::mask() const {
   std::vector<uint8_t> m(kNumActions, 0);
   if (done()) return m;

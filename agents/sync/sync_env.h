@@ -87,6 +87,10 @@ class SyncEnv {
   /// The best builder's step time and its section.
   double reference_time() const { return ref_time_; }
   const SynchronizationConfig& reference_config() const { return ref_config_; }
+  /// The best builder's section as one action per unit (a strategy outside the action set
+  /// maps to the nearest one: tree -> ring, a PS on other destinations -> the sharded PS;
+  /// the rest unit takes the builder's default): a demonstration episode.
+  std::vector<int> reference_actions() const;
   /// Simulator runs so far (the 4 builder runs included).
   int64_t simulations() const { return sims_; }
   /// Simulates a section on the problem's replicated plan (+inf for OOM; counted);

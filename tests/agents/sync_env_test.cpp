@@ -156,6 +156,22 @@ TEST(SyncEnv, RewardOfEveryEpisodeMatchesIndependentSimulation) {
   EXPECT_EQ(env.simulations(), 4 + 42 + 1);
 }
 
+// The demonstration episode: the best builder's section as actions. On the toy every
+// builder's section is expressible (one PS per host, variables whole or sharded), so the
+// episode reproduces the reference time exactly.
+TEST(SyncEnv, ReferenceActionsReplayTheBestBuilder) {
+  Toy t;
+  const Problem p = t.problem();
+  SyncEnv env(p, {});
+  const std::vector<int> demo = env.reference_actions();
+  ASSERT_EQ(demo.size(), 2u);
+  for (int a : demo) env.step(a);
+  EXPECT_DOUBLE_EQ(env.step_time(), env.reference_time());
+  // The best builder puts the sparse table on a parameter server.
+  EXPECT_EQ(SyncEnv::action_strategy(demo[0], {0, 2}).synchronizer,
+            Synchronizer::kParameterServer);
+}
+
 TEST(SyncEnv, NamedErrors) {
   Toy t;
   const Problem p = t.problem();

@@ -61,7 +61,8 @@ TEST(AutosyncRl, OnlineFindsTheEnumeratedOptimum) {
   b.seed = 3;
   b.max_evaluations = 120;
   AutosyncOptions o;
-  o.polish = 0;  // the learned plan alone
+  o.polish = 0;      // the learned plan alone
+  o.demo_every = 0;  // no demonstrations of the best builder: the agent alone
   o.learn_every = 1;
   const AutosyncReport r = autosync_search(p, b, o);
   EXPECT_DOUBLE_EQ(r.learned_time, opt);
