@@ -17,6 +17,9 @@
 //
 //   build/bench/sync_strategies [--evals N] [--long-evals N] [--seed S]
 //                               [--pretrain-episodes N] [--pretrain-max-ops N]
+//                               [--demo-every N] [--pretrain-demo-every N]
+// (--demo-every: AutosyncOptions::demo_every of the online rl / autosync columns, default
+// 10; --pretrain-demo-every: of the pretraining, default 5; 0 = no demonstrations.)
 
 #include <algorithm>
 #include <cmath>
@@ -141,12 +144,15 @@ int main(int argc, char** argv) {
   using namespace placer;
   int64_t evals = 300, long_evals = 3000, pre_episodes = 2000, pre_max_ops = 400;
   uint64_t seed = 1;
+  int demo_every = AutosyncOptions{}.demo_every, pre_demo_every = AutosyncTrainOptions{}.demo_every;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--evals")) evals = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--long-evals")) long_evals = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--seed")) seed = std::strtoull(argv[i + 1], nullptr, 10);
     if (!std::strcmp(argv[i], "--pretrain-episodes")) pre_episodes = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--pretrain-max-ops")) pre_max_ops = std::atoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--demo-every")) demo_every = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--pretrain-demo-every")) pre_demo_every = std::atoi(argv[i + 1]);
   }
   const int gbits[] = {1, 10, 25, 40};
   auto cluster_file = [](int gb) {
@@ -166,6 +172,7 @@ int main(int argc, char** argv) {
     o.max_ops = pre_max_ops;
     o.seed = seed;
     o.output = policy;
+    o.demo_every = pre_demo_every;
     const AutosyncTrainResult r = autosync_train(o);
     std::printf(
         "pretraining: %lld episodes on %d problems (train split of the default corpus, "
@@ -219,8 +226,11 @@ int main(int argc, char** argv) {
       if (rl) {
         AutosyncOptions pure;
         pure.polish = 0;
+        pure.demo_every = demo_every;
         row.rl = autosync_search(p, budget(evals), pure).learned_time;
-        row.autosync = time_of(autosync_search(p, budget(evals), AutosyncOptions{}).plan);
+        AutosyncOptions dflt;
+        dflt.demo_every = demo_every;
+        row.autosync = time_of(autosync_search(p, budget(evals), dflt).plan);
         AutosyncOptions zs;
         zs.policy = policy;
         zs.polish = 0;
