@@ -11,6 +11,7 @@
 #include "agents/gdp.h"
 #include "agents/placeto.h"
 #include "agents/rainbow_pp_policy.h"
+#include "agents/sync/autosync_rl.h"
 #include "simulator/trace.h"
 #include "src/cli/commands.h"
 #include "src/cli/common.h"
@@ -55,6 +56,7 @@ struct PlaceArgs {
 bool is_gdp(const PlaceArgs& a) { return a.method == "gdp"; }
 bool is_rainbow_pp(const PlaceArgs& a) { return a.method == "rainbow-pp"; }
 bool is_placeto(const PlaceArgs& a) { return a.method == "placeto"; }
+bool is_autosync(const PlaceArgs& a) { return a.method == "autosync"; }
 /// rainbow-pp with --policy: zero-shot inference with a pretrained pipeline-cut policy.
 bool is_rainbow_pp_policy(const PlaceArgs& a) { return is_rainbow_pp(a) && !a.policy.empty(); }
 
@@ -160,6 +162,7 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
       f << "rainbow_pp_policy: {samples: " << a.samples << "}\n";
     }
   }
+  if (is_autosync(a) && !a.policy.empty()) f << "policy: " << yaml_quote(a.policy) << "\n";
   if (is_placeto(a) && !a.policy.empty()) {
     f << "policy: " << yaml_quote(a.policy) << "\n";
     f << "placeto: {finetune: " << (a.finetune > 0 ? "true" : "false") << "}\n";
@@ -247,6 +250,13 @@ void run_place(PlaceArgs a) {
       throw Error("--samples / --finetune apply to placeto with --policy (a family-trained "
                   "policy) only; without it placeto trains online on the graph");
     }
+  } else if (is_autosync(a)) {
+    for (const char* opt : {"--samples", "--finetune", "--finetune-lr", "--finetune-samples"}) {
+      if (a.given.count(opt)) {
+        throw Error(std::string(opt) + " does not apply to autosync (--policy places "
+                    "zero-shot, then polishes within --budget-evals)");
+      }
+    }
   } else if (!is_gdp(a)) {
     for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
                             "--finetune-samples"}) {
@@ -291,6 +301,10 @@ void run_place(PlaceArgs a) {
       if (a.given.count("--samples")) o.zero_shot_samples = a.samples;
       o.finetune = a.finetune > 0;
       custom = make_placeto_placer(o);
+    } else if (is_autosync(a) && !a.policy.empty()) {
+      AutosyncOptions o;  // zero-shot: the policy acts greedily (missing file: FileError)
+      o.policy = a.policy;
+      custom = make_autosync_rl_placer(o);
     } else {
       // --stages is rainbow-pp's `stages` option, set before the --set ones.
       if (a.given.count("--stages")) {
@@ -382,7 +396,8 @@ void register_place(CLI::App& app) {
                   "--method gdp, which without it uses the shipped default), or with --method "
                   "rainbow-pp a pipeline-cut policy (`train-policy --agent rainbow-pp`; "
                   "models/pretrained/rainbow_pp.pt) placed zero-shot, or with --method placeto "
-                  "a family-trained Placeto policy");
+                  "a family-trained Placeto policy, or with --method autosync a sync policy "
+                  "(`train-policy --agent autosync`) placed zero-shot");
   sub->add_option("--samples", args->samples,
                   "gdp (and rainbow-pp / placeto with --policy): sampled placements / cut sets "
                   "scored besides the greedy one")
@@ -407,9 +422,11 @@ void register_place(CLI::App& app) {
   sub->add_option("--agent-set", args->agent_set,
                   "Deprecated alias of --set (kept for one release)");
   sub->add_flag("--allow-compression", args->allow_compression,
-                "autosync: may compress gradients (fp16, PowerSGD, top-k); off by default");
+                "autosync, autosync-search: may compress gradients (fp16, PowerSGD, top-k); "
+                "off by default");
   sub->add_option("--max-staleness", args->max_staleness,
-                  "autosync: may let a variable's sync finish up to S steps late (0 = off)")
+                  "autosync, autosync-search: may let a variable's sync finish up to S steps "
+                  "late (0 = off)")
       ->check(CLI::Range(0, 64));
   sub->add_option("--stages", args->stages,
                   "rainbow-pp: pipeline stages (default: min(4, devices))")

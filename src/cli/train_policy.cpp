@@ -25,6 +25,7 @@
 #include "agents/gdp_dist.h"
 #include "agents/placeto.h"
 #include "agents/rainbow_pp_policy.h"
+#include "agents/sync/autosync_rl.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "src/cli/commands.h"
@@ -362,11 +363,16 @@ const std::vector<std::string> kRunFiles = {
 
 void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub);
 void run_train_placeto(const TrainArgs& a, const CLI::App& sub);
+void run_train_autosync(const TrainArgs& a, const CLI::App& sub);
 
 void run_train(const TrainArgs& a, const CLI::App& sub) {
   if (a.resume && a.overwrite) throw Error("--resume and --overwrite exclude each other");
   std::string agent = a.agent;
   if (agent.empty()) agent = a.config.empty() ? "" : train_config_file_agent(a.config);
+  if (agent == "autosync") {
+    run_train_autosync(a, sub);
+    return;
+  }
   if (agent == "rainbow-pp" || agent == "placeto") {
     if (!a.dist_url.empty() || a.rank >= 0 || a.world_size >= 0) {
       throw ValidationError("--dist-url / --rank / --world-size: only --agent gdp trains distributed");
@@ -726,6 +732,61 @@ void run_train_placeto(const TrainArgs& a, const CLI::App& sub) {
   print_files_and_use(dir, "--method placeto ");
 }
 
+// ------------------------------------------------------------------------ autosync ----
+
+void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
+  for (const char* opt : {"--config", "--resume", "--plot", "--plot-only", "--print-config",
+                          "--eval-every", "--dist-url", "--rank", "--world-size", "--threads",
+                          "--device", "--dist-timeout"}) {
+    if (sub.count(opt) > 0) {
+      throw ValidationError(std::string(opt) + " does not apply to --agent autosync");
+    }
+  }
+  AutosyncTrainOptions o;
+  o.corpus = a.corpus;
+  for (const std::string& c : a.clusters) o.clusters.push_back(absolute_path(c));
+  for (const std::string& s : a.sets) apply_autosync_train_option(&o, s);
+  if (sub.count("--updates") > 0) o.episodes = a.updates;
+  if (sub.count("--seed") > 0) o.seed = a.seed;
+  if (o.corpus.empty()) {
+    throw ValidationError("--agent autosync: --corpus required (a *.corpus.yaml)");
+  }
+  if (o.clusters.empty()) {
+    throw ValidationError("--agent autosync: --cluster required (repeatable)");
+  }
+  require_torch(autosync_rl_available());
+  const std::string dir = absolute_path(a.output_dir.empty() ? "runs/autosync" : a.output_dir);
+  o.output = dir + "/policy.pt";
+  if (fs::exists(o.output) && !a.overwrite) {
+    throw Error(shown(o.output) +
+                " exists; start over with --overwrite or pick another --output-dir");
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw FileError(shown(dir) + ": cannot create the output directory (" + ec.message() + ")");
+  }
+  StopSignals signals;
+  Progress progress("placer: train-policy", o.episodes);
+  o.progress = [&](int64_t done, int64_t, double mean) {
+    progress.update(done, "reward " + fixed(mean, 3));
+  };
+  o.should_stop = [&signals]() { return signals.stopped(); };
+  std::cout << "training     autosync, " << o.episodes << " episodes on the " << o.split
+            << " split of " << shown(o.corpus) << " (<= " << o.graphs << " graphs of <= "
+            << o.max_ops << " ops) x " << o.clusters.size() << " clusters\n"
+            << std::flush;
+  const AutosyncTrainResult r = autosync_train(o);
+  progress.finish();
+  std::cout << "\nepisodes     " << r.episodes << " on " << r.problems << " problems, "
+            << r.simulations << " simulations\n"
+            << "reward       " << fixed(r.mean_reward, 3)
+            << " (mean of the last 100: log-speedup over the best builder)\n"
+            << "cpu time     " << human_time(r.cpu_seconds) << " (wall "
+            << human_time(r.wall_seconds) << ")\n";
+  print_files_and_use(dir, "--method autosync ");
+}
+
 }  // namespace
 
 void register_train_policy(CLI::App& app);
@@ -743,9 +804,10 @@ void register_train_policy(CLI::App& app) {
   sub->add_option("--agent", args->agent,
                   "Policy to pretrain: gdp (default; a graph corpus, PPO), rainbow-pp (Auto-MAP "
                   "pipeline cuts on generated arrays, docs/rainbow_pp_inference.md) or placeto "
-                  "(REINFORCE on a graph family, docs/placeto.md); default: the config's "
+                  "(REINFORCE on a graph family, docs/placeto.md) or autosync (per-variable sync "
+                  "strategies on a corpus, docs/sync.md); default: the config's "
                   "`agent:`, else gdp")
-      ->check(CLI::IsMember({"gdp", "rainbow-pp", "placeto"}));
+      ->check(CLI::IsMember({"gdp", "rainbow-pp", "placeto", "autosync"}));
   sub->add_option("--config", args->config,
                   "Training configuration (train.yaml; see examples/train_policy.yaml, "
                   "train_rainbow_pp.yaml, train_placeto.yaml). "

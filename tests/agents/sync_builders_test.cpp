@@ -1,26 +1,18 @@
-// The synchronisation strategy builders (horovod, ps, parallax, poseidon) and the autosync
-// search: which strategy each variable gets, the gates on lossy choices, determinism.
+// The synchronisation strategy builders (horovod, ps, parallax, poseidon) and the
+// autosync-search descent: which strategy each variable gets, the gates on lossy choices,
+// determinism.
 
 #include <gtest/gtest.h>
 
 #include "agents/placer.h"
 #include "agents/sync/sync_builders.h"
 #include "simulator/cost_model.h"
-#include "tests/plan/sync_test_graph.h"
-#include "tests/simulator/sim_fixtures.h"
+#include "tests/agents/sync_toy.h"
 
 namespace placer {
 namespace {
 
-using sync_testing::make_sync_graph;
-
-struct Fixture {
-  // Two hosts of two devices (servers: devices 0 and 2); slow 1e8 B/s between hosts.
-  Graph g = make_sync_graph();
-  Cluster c = testing::make_cluster(2, 2, testing::link(1e-6, 1e11), testing::link(2e-5, 1e8));
-  CostModel cost{c, uniform_profile(1.0)};
-  Simulator sim{g, c, cost};
-  Problem problem() { return Problem{g, c, cost, sim, {}}; }
+struct Fixture : sync_testing::SyncToy {
   Plan run(const std::string& method, SearchBudget b = {}) {
     Plan p = make_placer(method)->search(problem(), b);
     p.validate(g, c);
@@ -74,7 +66,7 @@ TEST(AutoSync, SeededNoWorseThanTheBuildersAndLosslessByDefault) {
   SearchBudget b;
   b.seed = 7;
   b.max_evaluations = 60;
-  const Plan a = f.run("autosync", b), again = f.run("autosync", b);
+  const Plan a = f.run("autosync-search", b), again = f.run("autosync-search", b);
   EXPECT_EQ(a.synchronization.default_strategy, again.synchronization.default_strategy);
   ASSERT_EQ(a.synchronization.rules.size(), again.synchronization.rules.size());
   for (size_t i = 0; i < a.synchronization.rules.size(); ++i) {
@@ -96,8 +88,8 @@ TEST(AutoSync, LossyChoicesOnlyWhenAllowed) {
   b.max_evaluations = 80;
   b.allow_compression = true;
   b.max_staleness = 1;
-  const Plan p = f.run("autosync", b);
-  const double lossless = f.sim.run(f.run("autosync")).step_time;
+  const Plan p = f.run("autosync-search", b);
+  const double lossless = f.sim.run(f.run("autosync-search")).step_time;
   EXPECT_LE(f.sim.run(p).step_time, lossless);
   for (const SyncRule& r : p.synchronization.rules) EXPECT_LE(r.strategy.staleness, 1);
 }
