@@ -455,7 +455,8 @@ RainbowPPTrainer::~RainbowPPTrainer() = default;
 int64_t RainbowPPTrainer::resume() {
   Impl& m = *impl_;
   const std::string ck = m.path("checkpoint.pt");
-  const Json meta = policy_file::read_json_object(ck + ".meta.json", "rainbow-pp checkpoint sidecar");
+  const Json meta =
+      policy_file::read_json_object(ck + ".meta.json", "rainbow-pp checkpoint sidecar");
   try {
     if (meta.value("format", "") != kFormat || meta.value("kind", "") != "checkpoint")
       throw FormatError(ck + ".meta.json: not a rainbow-pp checkpoint");
@@ -471,7 +472,9 @@ int64_t RainbowPPTrainer::resume() {
   }
   m.agent->load(ck);
   if (fs::exists(m.path("best.pt.meta.json"))) {
-    m.best_heldout = policy_file::read_json_object(m.path("best.pt.meta.json"), "best policy sidecar").value("heldout_mean_reward", -1.0);
+    m.best_heldout =
+        policy_file::read_json_object(m.path("best.pt.meta.json"), "best policy sidecar")
+            .value("heldout_mean_reward", -1.0);
   }
   return m.done;
 }

@@ -156,9 +156,11 @@ void load_learned_policy(const std::string& path, torch::nn::Module& root,
   for (const char* key : {"method", "format_version"}) {
     if (expected.contains(key)) policy_file::expect_field(meta, key, expected[key], meta_path);
   }
-  for (auto it = expected.begin(); it != expected.end(); ++it) {
-    policy_file::expect_field(meta, it.key(), it.value(), meta_path);
-  }
+  // Then the others by name (the order the sidecars were always checked in).
+  std::vector<std::string> keys;
+  for (auto it = expected.begin(); it != expected.end(); ++it) keys.push_back(it.key());
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& key : keys) policy_file::expect_field(meta, key, expected[key], meta_path);
   torch::serialize::InputArchive archive = policy_file::load_archive(path);
   policy_file::read_module(archive, root, path, "");
 }

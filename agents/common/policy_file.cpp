@@ -50,7 +50,8 @@ Json read_json_object(const std::string& path, const std::string& what) {
 
 Json read_policy_meta(const std::string& policy_path, const std::string& what) {
   if (!readable(policy_path)) {
-    throw FileError(format_context(policy_path, "", "cannot open the " + what + " file (missing?)"));
+    throw FileError(
+        format_context(policy_path, "", "cannot open the " + what + " file (missing?)"));
   }
   return read_json_object(meta_path(policy_path), what + " sidecar");
 }
@@ -112,7 +113,9 @@ void read_module(torch::serialize::InputArchive& archive, torch::nn::Module& mod
     }
     target.copy_(stored);
   };
-  for (auto& p : module.named_parameters(/*recurse=*/true)) load_one(p.key(), p.value(), "parameter");
+  for (auto& p : module.named_parameters(/*recurse=*/true)) {
+    load_one(p.key(), p.value(), "parameter");
+  }
   for (auto& b : module.named_buffers(/*recurse=*/true)) load_one(b.key(), b.value(), "buffer");
 }
 

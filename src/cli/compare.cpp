@@ -61,7 +61,8 @@ std::map<std::string, MethodSettings> settings_per_method(const std::vector<std:
   for (const std::string& s : sets) {
     const size_t dot = s.find('.');
     if (dot == std::string::npos || dot == 0 || dot > s.find('=')) {
-      throw ValidationError("--set '" + s + "': expected METHOD.KEY=VALUE (e.g. colocrl.samples=4)");
+      throw ValidationError("--set '" + s +
+                            "': expected METHOD.KEY=VALUE (e.g. colocrl.samples=4)");
     }
     const std::string method = s.substr(0, dot);
     if (std::find(methods.begin(), methods.end(), method) == methods.end()) {

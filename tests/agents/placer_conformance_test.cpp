@@ -2,11 +2,11 @@
 // registry, so a new method is checked without a new test): on small training steps and
 // clusters each method returns a plan that places every op on an allowed device and
 // validates (megatron, which takes only Megatron-named transformers, refuses the mlp with an
-// error naming itself); it keeps within a simulator-run budget up to one update; the same seed gives
-// the same plan; an unknown --set key is a ValidationError naming the key (or, for a method
-// without options, naming the method). Learned methods run with what the registry offers
-// (the shipped default policy for gdp, training from scratch for the others) and tiny
-// budgets; the whole suite takes well under a minute on two cores.
+// error naming itself); it keeps within a simulator-run budget up to one update; the same
+// seed gives the same plan; an unknown --set key is a ValidationError naming the key (or,
+// for a method without options, naming the method). Learned methods run with what the
+// registry offers (the shipped default policy for gdp, training from scratch for the
+// others) and tiny budgets; the whole suite takes well under a minute on two cores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,8 +103,10 @@ std::vector<int> used_devices(const Plan& p, int num_devices) {
   for (int r = 0; r < std::max(p.data_parallel.replicas, 1); ++r) {
     for (int x : p.placement) d.push_back(p.replica_device(x, r, num_devices));
   }
-  for (const OpPartition& part : p.partitions) d.insert(d.end(), part.devices.begin(), part.devices.end());
-  for (const PipelineStage& s : p.pipeline.stages) d.insert(d.end(), s.devices.begin(), s.devices.end());
+  for (const OpPartition& q : p.partitions) d.insert(d.end(), q.devices.begin(), q.devices.end());
+  for (const PipelineStage& s : p.pipeline.stages) {
+    d.insert(d.end(), s.devices.begin(), s.devices.end());
+  }
   std::sort(d.begin(), d.end());
   d.erase(std::unique(d.begin(), d.end()), d.end());
   return d;

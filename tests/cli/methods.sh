@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `placer methods [M]` and `placer place --set`: the registry lists every method (the ones
 # `place --method` knows), a method's options come with their defaults, docs/cli.md names
-# exactly the methods that take options and lists each one's option keys, --set reaches the placer (.place.yaml), its
-# deprecated alias --agent-set warns, and bad keys / values / methods are clear errors.
+# exactly the methods that take options and lists each one's option keys, --set reaches
+# the placer (.place.yaml), its deprecated alias --agent-set warns, and bad keys / values /
+# methods are clear errors.
 # Usage: methods.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u
 placer=$1; src=$2; data=$3

@@ -119,13 +119,17 @@ struct PlacementAdapter {
   }
   void reset(uint64_t) { finished = false; }
   std::vector<float> observation() const { return env.observation().x; }
-  size_t observation_size() const { return size_t(env.observation().num_nodes) * env.observation().dim; }
+  size_t observation_size() const {
+    return size_t(env.observation().num_nodes) * size_t(env.observation().dim);
+  }
   bool done() const { return finished; }
   int max_steps() const { return 1; }
   Action random_action(std::mt19937_64& rng) const {
     Action a(size_t(env.num_units()));
     const size_t w = size_t(env.max_devices());
-    for (size_t u = 0; u < a.size(); ++u) a[u] = pick(set_entries(env.action_mask(), u * w, (u + 1) * w), rng);
+    for (size_t u = 0; u < a.size(); ++u) {
+      a[u] = pick(set_entries(env.action_mask(), u * w, (u + 1) * w), rng);
+    }
     return a;
   }
   Action illegal_action() const { return Action(size_t(env.num_units()), env.max_devices()); }
