@@ -63,24 +63,21 @@ Seq2SeqOptions seq2seq_options(const Seq2SeqConfig& n, int64_t input_dim, int64_
       .temperature(n.temperature);
 }
 
-std::string seq2seq_meta_json(const std::string& method, const Problem& problem,
-                              const Seq2SeqConfig& n, int64_t input_dim, int64_t devices,
-                              int num_units, int num_steps, const std::string& extra) {
-  // Hand-written JSON (the values are numbers and plain names; the graph name is escaped).
-  std::string graph;
-  for (char c : problem.graph.name()) {
-    if (c == '"' || c == '\\') graph += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) graph += c;
-  }
-  return "{\"method\": \"" + method + "\", \"graph\": \"" + graph +
-         "\", \"num_units\": " + std::to_string(num_units) +
-         ", \"num_steps\": " + std::to_string(num_steps) +
-         ", \"input_dim\": " + std::to_string(input_dim) +
-         ", \"num_devices\": " + std::to_string(devices) +
-         ", \"hidden\": " + std::to_string(n.hidden) +
-         ", \"device_embedding\": " + std::to_string(n.device_embedding) +
-         ", \"attention\": \"" + n.attention + "\", \"bidirectional\": " +
-         (n.bidirectional ? "true" : "false") + extra + "}";
+policy_file::Json seq2seq_meta_json(const std::string& method, const Problem& problem,
+                                    const Seq2SeqConfig& n, int64_t input_dim, int64_t devices,
+                                    int num_units, int num_steps, const policy_file::Json& extra) {
+  policy_file::Json meta = {{"method", method},
+                            {"graph", problem.graph.name()},
+                            {"num_units", num_units},
+                            {"num_steps", num_steps},
+                            {"input_dim", input_dim},
+                            {"num_devices", devices},
+                            {"hidden", n.hidden},
+                            {"device_embedding", n.device_embedding},
+                            {"attention", n.attention},
+                            {"bidirectional", n.bidirectional}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) meta[it.key()] = it.value();
+  return meta;
 }
 
 void check_seq2seq_config(const Seq2SeqConfig& n, const std::string& method) { check_net(n, method); }
@@ -129,8 +126,8 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
 
   torch::manual_seed(budget.seed);
   Seq2SeqPlacer net(seq2seq_options(options.net, in.dim, int64_t(devices.size())));
-  const std::string meta = seq2seq_meta_json("colocrl", problem, options.net, in.dim,
-                                             int64_t(devices.size()), n_units, steps, "");
+  const policy_file::Json meta = seq2seq_meta_json("colocrl", problem, options.net, in.dim,
+                                                   int64_t(devices.size()), n_units, steps);
   if (!options.policy.empty()) load_learned_policy(options.policy, *net, meta);
 
   auto per_unit = [&](const torch::Tensor& actions, int64_t row) {

@@ -25,6 +25,8 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/types.h>
 
+#include <nlohmann/json.hpp>
+
 #include "agents/gdp.h"
 #include "env/features.h"
 #include "env/placement_env.h"
@@ -138,12 +140,12 @@ void write_net(torch::serialize::OutputArchive& archive, const GdpNet& net);
 void read_net(torch::serialize::InputArchive& archive, GdpNet& net,
               const std::string& path_for_errors);
 
-/// Writes `meta` as JSON to `path` atomically (temp file "<path>.tmp.<pid>", then
-/// atomic_rename). Writes the fields exactly as given (GdpPolicy::save fills the
-/// version/width fields before calling this). FileError when it cannot be written.
-void write_meta_json(const std::string& path, const PolicyMeta& meta);
+/// `meta` as the sidecar's JSON, the fields exactly as given (GdpPolicy::save fills the
+/// version/width fields first); written with the archive by policy_file::save_policy_pair
+/// (agents/common/policy_file.h).
+nlohmann::ordered_json policy_meta_json(const PolicyMeta& meta);
 
-/// Reads a sidecar written by write_meta_json and checks it against this build.
+/// Reads a sidecar written from policy_meta_json and checks it against this build.
 /// FileError: missing/unreadable. FormatError (message starts with `path`): not JSON, a
 /// field missing or of the wrong type (named, e.g. "net.hidden"), a newer format_version,
 /// invalid network sizes, or feature_version / feature_dim / op_vocab different from this

@@ -12,60 +12,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agents/common/policy_file.h"
 #include "agents/gdp_net.h"
-#include "models/archive_file.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 
 namespace placer {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-std::string shape_str(const torch::Tensor& t) {
-  std::ostringstream os;
-  os << "[";
-  for (int64_t i = 0; i < t.dim(); ++i) os << (i ? ", " : "") << t.size(i);
-  os << "]";
-  return os.str();
-}
-
-bool file_exists(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return bool(in);
-}
-
-/// Navigates `archive` along the dotted module path of a parameter name ("a.b.weight":
-/// sub-archives "a", "b", then the tensor "weight"). Returns false when anything is missing.
-bool read_dotted(torch::serialize::InputArchive& archive, const std::string& name,
-                 torch::Tensor& out) {
-  const size_t dot = name.find('.');
-  if (dot == std::string::npos) return archive.try_read(name, out);
-  torch::serialize::InputArchive sub;
-  if (!archive.try_read(name.substr(0, dot), sub)) return false;
-  return read_dotted(sub, name.substr(dot + 1), out);
-}
-
-/// The JSON value at `key` of `obj` (an object), or FormatError naming `prefix + key`.
-const Json& field(const Json& obj, const std::string& key, const std::string& path,
-                  const std::string& prefix = "") {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    throw FormatError(format_context(path, prefix + key, "missing field"));
-  }
-  return *it;
-}
-
-template <typename T>
-T get_field(const Json& obj, const std::string& key, const std::string& path,
-            const std::string& prefix = "") {
-  const Json& v = field(obj, key, path, prefix);
-  try {
-    return v.get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(format_context(path, prefix + key, "wrong type (" + v.dump() + ")"));
-  }
-}
+using policy_file::field;
+using policy_file::get_field;
+using Json = policy_file::Json;
 
 void check_build_field(const std::string& path, const std::string& name, int64_t file_value,
                        int64_t expected) {
@@ -142,26 +99,10 @@ void read_net(torch::serialize::InputArchive& archive, GdpNet& net,
   if (!archive.try_read("net", sub)) {
     throw FormatError(format_context(path_for_errors, "net", "the archive has no network"));
   }
-  torch::NoGradGuard no_grad;
-  auto load_one = [&](const std::string& name, torch::Tensor& target, const char* what) {
-    torch::Tensor stored;
-    if (!read_dotted(sub, name, stored) || !stored.defined()) {
-      throw FormatError(format_context(path_for_errors, "net." + name,
-                                       std::string(what) + " missing from the archive"));
-    }
-    if (!stored.sizes().equals(target.sizes())) {
-      throw FormatError(format_context(path_for_errors, "net." + name,
-                                       std::string(what) + " has shape " + shape_str(stored) +
-                                           " in the archive but " + shape_str(target) +
-                                           " in the network built from the sidecar's sizes"));
-    }
-    target.copy_(stored);
-  };
-  for (auto& p : net->named_parameters(/*recurse=*/true)) load_one(p.key(), p.value(), "parameter");
-  for (auto& b : net->named_buffers(/*recurse=*/true)) load_one(b.key(), b.value(), "buffer");
+  policy_file::read_module(sub, *net, path_for_errors, "net.");
 }
 
-void write_meta_json(const std::string& path, const PolicyMeta& meta) {
+Json policy_meta_json(const PolicyMeta& meta) {
   const GdpNetConfig& n = meta.net;
   Json net = {{"hidden", n.hidden},
               {"sage_layers", n.sage_layers},
@@ -187,24 +128,13 @@ void write_meta_json(const std::string& path, const PolicyMeta& meta) {
             {"evaluations", meta.evaluations},
             {"created", meta.created},
             {"command", meta.command}};
-  write_text_atomic(path, j.dump(2) + "\n", "policy metadata");
+  return j;
 }
 
-PolicyMeta read_meta_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw FileError(format_context(path, "", "cannot open the policy sidecar (missing?)"));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json j;
-  try {
-    j = Json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(format_context(path, "", std::string("not valid JSON: ") + e.what()));
-  }
-  if (!j.is_object()) throw FormatError(format_context(path, "", "expected a JSON object"));
+namespace {
 
+/// The sidecar `j` (read from `path`) as a PolicyMeta, every field checked.
+PolicyMeta parse_meta(const Json& j, const std::string& path) {
   PolicyMeta m;
   m.format_version = get_field<int>(j, "format_version", path);
   if (m.format_version != kGdpCheckpointFormat) {
@@ -249,6 +179,12 @@ PolicyMeta read_meta_json(const std::string& path) {
   return m;
 }
 
+}  // namespace
+
+PolicyMeta read_meta_json(const std::string& path) {
+  return parse_meta(policy_file::read_json_object(path, "policy sidecar"), path);
+}
+
 // -------------------------------------------------------------------- GdpPolicy ----
 
 GdpPolicy::GdpPolicy() : impl_(std::make_unique<Impl>()) {}
@@ -277,21 +213,11 @@ GdpPolicy::GdpPolicy(GdpPolicy&&) noexcept = default;
 GdpPolicy& GdpPolicy::operator=(GdpPolicy&&) noexcept = default;
 
 GdpPolicy GdpPolicy::load(const std::string& path) {
-  if (!file_exists(path)) {
-    throw FileError(format_context(path, "", "cannot open the policy file (missing?)"));
-  }
-  PolicyMeta meta = read_meta_json(path + ".meta.json");
+  PolicyMeta meta = parse_meta(policy_file::read_policy_meta(path), policy_file::meta_path(path));
   GdpPolicy policy;
   policy.impl_->net = GdpNet(meta.net, feat::kDim, int64_t(op_type_vocabulary().size()));
   policy.impl_->meta = std::move(meta);
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    throw FormatError(format_context(path, "", "not a readable policy archive: " + what));
-  }
+  torch::serialize::InputArchive archive = policy_file::load_archive(path);
   try {
     read_net(archive, policy.impl_->net, path);
   } catch (const Error&) {
@@ -314,8 +240,7 @@ void GdpPolicy::save(const std::string& path, PolicyMeta meta) const {
 
   torch::serialize::OutputArchive archive;
   write_net(archive, impl_->net);
-  save_archive_with_meta(archive, path, "policy",
-                         [&] { write_meta_json(path + ".meta.json", meta); });
+  policy_file::save_policy_pair(archive, path, policy_meta_json(meta));
 }
 
 const GdpNetConfig& GdpPolicy::config() const { return impl_->net->config; }

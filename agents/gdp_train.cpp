@@ -6,7 +6,7 @@
 
 #include <torch/cuda.h>
 
-#include "models/archive_file.h"
+#include "agents/common/policy_file.h"
 
 namespace placer {
 namespace gdp_train {
@@ -542,8 +542,7 @@ void GdpTrainer::Impl::checkpoint() {
     adam->save(opt);
     archive.write("optimizer", opt);
     archive.write("trainer_state", c10::IValue(state.dump()));
-    save_archive_with_meta(archive, path, "checkpoint",
-                           [&] { write_meta_json(path + ".meta.json", meta); });
+    policy_file::save_policy_pair(archive, path, policy_meta_json(meta), "checkpoint");
   });
   policy.save(dir_path("policy.pt"), meta);
 }

@@ -112,11 +112,11 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
   torch::nn::Module root;  // both networks, for checkpoints
   root.register_module("grouper", grouper.ptr());
   root.register_module("placer", placer.ptr());
-  const std::string meta = seq2seq_meta_json(
-      "hdp", problem, options.net, in.dim + 2 * g + 1, n_dev, n_units, g,
-      ", \"groups\": " + std::to_string(g) + ", \"grouper_hidden\": " +
-          std::to_string(options.grouper_hidden) + ", \"grouper_activation\": \"" +
-          options.grouper_activation + "\"");
+  const policy_file::Json meta =
+      seq2seq_meta_json("hdp", problem, options.net, in.dim + 2 * g + 1, n_dev, n_units, g,
+                        {{"groups", g},
+                         {"grouper_hidden", options.grouper_hidden},
+                         {"grouper_activation", options.grouper_activation}});
   if (!options.policy.empty()) load_learned_policy(options.policy, root, meta);
 
   auto per_unit = [&](const torch::Tensor& groups, const torch::Tensor& actions, int64_t row) {

@@ -24,7 +24,6 @@
 #include "agents/methods.h"
 #include "agents/placeto_internal.h"
 #include "datasets/coarsen.h"
-#include "models/archive_file.h"
 #include "models/placeto_net.h"
 #include "simulator/cost_model.h"
 #include "src/graph/training_step.h"
@@ -233,53 +232,20 @@ Json meta_json(const PlacetoPolicyMeta& m) {
 }
 
 
-/// Module::save nests a sub-archive per submodule: "a.weight" is tensor "weight" of "a".
-bool read_dotted(torch::serialize::InputArchive& archive, const std::string& name,
-                 torch::Tensor& out) {
-  const size_t dot = name.find('.');
-  if (dot == std::string::npos) return archive.try_read(name, out);
-  torch::serialize::InputArchive sub;
-  if (!archive.try_read(name.substr(0, dot), sub)) return false;
-  return read_dotted(sub, name.substr(dot + 1), out);
-}
-
 void save_policy(const std::string& path, PlacetoNet& net, PlacetoPolicyMeta meta) {
   meta.format_version = kPolicyFormat;
   meta.feature_dim = placeto_feat::dim(meta.net.max_devices);
   if (meta.created.empty()) meta.created = utc_now();
   torch::serialize::OutputArchive archive;
   net->save(archive);
-  save_archive_with_meta(archive, path, "policy", [&] {
-    write_text_atomic(path + ".meta.json", meta_json(meta).dump(2) + "\n", "policy metadata");
-  });
+  policy_file::save_policy_pair(archive, path, meta_json(meta));
 }
 
 PlacetoNet load_policy(const std::string& path, PlacetoPolicyMeta* meta_out) {
-  if (!std::ifstream(path, std::ios::binary)) {
-    throw FileError(format_context(path, "", "cannot open the policy file (missing?)"));
-  }
   PlacetoPolicyMeta meta = read_placeto_policy_meta(path);
   PlacetoNet net(net_options(meta.net));
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw FormatError(format_context(path, "", "not a readable policy archive: " +
-                                                   what.substr(0, what.find('\n'))));
-  }
-  torch::NoGradGuard no_grad;
-  for (auto& p : net->named_parameters(/*recurse=*/true)) {
-    torch::Tensor stored;
-    if (!read_dotted(archive, p.key(), stored) || !stored.defined()) {
-      throw FormatError(format_context(path, "net." + p.key(), "parameter missing from the archive"));
-    }
-    if (!stored.sizes().equals(p.value().sizes())) {
-      throw FormatError(format_context(path, "net." + p.key(),
-                                       "has another shape than the sidecar's sizes give"));
-    }
-    p.value().copy_(stored);
-  }
+  torch::serialize::InputArchive archive = policy_file::load_archive(path);
+  policy_file::read_module(archive, *net, path, "net.");
   if (meta_out) *meta_out = std::move(meta);
   return net;
 }
@@ -360,18 +326,8 @@ void check_placeto_options(const PlacetoOptions& o) {
 }
 
 PlacetoPolicyMeta read_placeto_policy_meta(const std::string& policy_path) {
-  const std::string path = policy_path + ".meta.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(format_context(path, "", "cannot open the policy sidecar (missing?)"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json j;
-  try {
-    j = Json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(format_context(path, "", std::string("not valid JSON: ") + e.what()));
-  }
-  if (!j.is_object()) throw FormatError(format_context(path, "", "expected a JSON object"));
+  const std::string path = policy_file::meta_path(policy_path);
+  const Json j = policy_file::read_policy_meta(policy_path);
   PlacetoPolicyMeta m;
   m.format_version = get_field<int>(j, "format_version", path);
   if (m.format_version != kPolicyFormat) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "agents/common/policy_file.h"
 #include "agents/placeto.h"
 #include "datasets/coarsen.h"
 #include "models/placeto_net.h"
@@ -21,7 +22,8 @@ namespace placer {
 namespace placeto_internal {
 
 using Clock = std::chrono::steady_clock;
-using Json = nlohmann::ordered_json;
+using Json = policy_file::Json;
+using policy_file::get_field;
 constexpr int kPolicyFormat = 1;
 
 double seconds_since(Clock::time_point t0);
@@ -88,18 +90,6 @@ UpdateStats reinforce(Instance& in, PlacetoNet& net, torch::optim::Adam& adam,
 /// The network sizes as recorded in policy metas and training fingerprints.
 Json net_json(const PlacetoNetConfig& n);
 Json meta_json(const PlacetoPolicyMeta& m);
-
-template <typename T>
-T get_field(const Json& obj, const std::string& key, const std::string& path,
-            const std::string& prefix = "") {
-  auto it = obj.find(key);
-  if (it == obj.end()) throw FormatError(format_context(path, prefix + key, "missing field"));
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw FormatError(format_context(path, prefix + key, "wrong type (" + it->dump() + ")"));
-  }
-}
 
 void save_policy(const std::string& path, PlacetoNet& net, PlacetoPolicyMeta meta);
 PlacetoNet load_policy(const std::string& path, PlacetoPolicyMeta* meta_out);

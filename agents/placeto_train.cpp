@@ -16,7 +16,6 @@
 #include <utility>
 
 #include "agents/placeto_internal.h"
-#include "models/archive_file.h"
 #include "src/graph/training_step.h"
 #include "src/util/files.h"
 
@@ -102,9 +101,7 @@ void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Ada
                   {"seconds", st.seconds},          {"config", fingerprint},
                   {"rng", st.rng},                  {"graphs", graphs}};
   // Both files carry the update, checked on resume.
-  save_archive_with_meta(archive, path, "checkpoint", [&] {
-    write_text_atomic(path + ".meta.json", meta.dump(1) + "\n", "checkpoint metadata");
-  });
+  policy_file::save_policy_pair(archive, path, meta, "checkpoint", /*indent=*/1);
 }
 
 /// Restores the network, Adam and the instances' records from output_dir/checkpoint.pt.
@@ -116,15 +113,8 @@ TrainState load_checkpoint(const std::string& path, PlacetoNet& net, torch::opti
     throw FileError(format_context(path, "", "no checkpoint to resume from (expected it and " +
                                                  meta_path + ")"));
   }
-  std::stringstream ss;
-  ss << std::ifstream(meta_path).rdbuf();
-  Json j;
-  try {
-    j = Json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(format_context(meta_path, "", std::string("not valid JSON: ") + e.what()));
-  }
-  if (!j.is_object() || j.value("method", "") != "placeto" || j.value("kind", "") != "checkpoint")
+  const Json j = policy_file::read_json_object(meta_path, "checkpoint sidecar");
+  if (j.value("method", "") != "placeto" || j.value("kind", "") != "checkpoint")
     throw FormatError(format_context(meta_path, "", "not a placeto checkpoint"));
   TrainState st;
   st.update = get_field<int64_t>(j, "update", meta_path);

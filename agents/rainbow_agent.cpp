@@ -353,6 +353,11 @@ RainbowLearnStats RainbowAgent::learn() {
 
 void RainbowAgent::save(const std::string& path) const {
   torch::serialize::OutputArchive archive;
+  write(archive);
+  save_archive_atomic(archive, path, "checkpoint");
+}
+
+void RainbowAgent::write(torch::serialize::OutputArchive& archive) const {
   torch::serialize::OutputArchive net_archive(archive.compilation_unit());
   net_->save(net_archive);
   archive.write("net", net_archive);
@@ -367,8 +372,6 @@ void RainbowAgent::save(const std::string& path) const {
   std::ostringstream rng_state;
   rng_state << rng_;
   archive.write("rng", c10::IValue(rng_state.str()));
-
-  save_archive_atomic(archive, path, "checkpoint");
 }
 
 void RainbowAgent::load(const std::string& path) {

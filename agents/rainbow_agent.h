@@ -69,6 +69,9 @@ class RainbowAgent {
   /// archive at path + ".tmp.<pid>", then std::rename). The replay is not saved.
   /// FileError when it cannot be written.
   void save(const std::string& path) const;
+  /// What save() writes, into `archive` (for a file written with its sidecar,
+  /// agents/common/policy_file.h).
+  void write(torch::serialize::OutputArchive& archive) const;
   /// Restores what save wrote. FileError: missing; FormatError: not such an archive, or
   /// sizes (state_dim, actions, atoms, hidden, noisy, dueling) differ from this agent's.
   void load(const std::string& path);

@@ -22,9 +22,9 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/utils.h>
 
+#include "agents/common/policy_file.h"
 #include "agents/rainbow_agent.h"
 #include "env/pipeline_arrays.h"
-#include "models/archive_file.h"
 #include "env/pipeline_env.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
@@ -38,7 +38,7 @@ namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
+using Json = policy_file::Json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kFormat = "placer-rainbow-pp-policy";
@@ -75,32 +75,10 @@ RainbowConfig agent_config(const RainbowConfig& base, int stages, uint64_t seed)
   return r;
 }
 
-Json read_json(const std::string& path, const std::string& what) {
-  if (!fs::exists(path)) throw FileError(path + ": not found (" + what + ")");
-  const std::string text = read_text_file(path, what);
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw FormatError(path + ": not a JSON object");
-  return j;
-}
-
 /// The policy's net only (no target, optimizer or counters): what inference needs.
-void save_net(RainbowAgent& agent, const std::string& path) {
-  torch::serialize::OutputArchive archive;
-  agent.net()->save(archive);
-  save_archive_atomic(archive, path, "policy");
-}
-
 void load_net(RainbowAgent& agent, const std::string& path) {
-  if (!fs::exists(path)) throw FileError(path + ": not found (rainbow-pp policy)");
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
-    agent.net()->load(archive);
-  } catch (const c10::Error& e) {
-    std::string msg = e.what_without_backtrace();
-    msg = msg.substr(0, msg.find('\n'));
-    throw FormatError(path + ": not a rainbow-pp policy of this shape (" + msg + ")");
-  }
+  torch::serialize::InputArchive archive = policy_file::load_archive(path, "rainbow-pp policy");
+  policy_file::read_module(archive, *agent.net(), path, "");
 }
 
 std::string state_layout(int S, int N) {
@@ -278,24 +256,23 @@ class RainbowPPPolicyPlacer : public Placer {
     if (options_.samples < 0) throw ValidationError("rainbow-pp: samples must be >= 0");
     if (options_.top_k < 1) throw ValidationError("rainbow-pp: top_k must be >= 1");
     if (options_.micro_batches < 0) throw ValidationError("rainbow-pp: micro_batches must be >= 0");
-    const std::string meta_path = path + ".meta.json";
-    if (!fs::exists(path)) throw FileError(path + ": not found (rainbow-pp policy)");
-    const Json meta = read_json(meta_path, "rainbow-pp policy meta");
-    try {
-      if (meta.value("format", "") != kFormat)
-        throw FormatError(meta_path + ": format: expected '" + kFormat + "'");
-      S_ = meta.at("stages").get<int>();
-      N_ = meta.at("max_devices").get<int>();
-      const int dim = meta.at("state_dim").get<int>();
-      if (S_ < 2 || N_ < S_ || dim != ArrayPipelineEnv::state_dim(S_, N_) ||
-          meta.at("coarse_points").get<int>() != kCoarsePoints ||
-          meta.at("num_actions").get<int>() != kCutActions)
-        throw FormatError(meta_path + ": stages / max_devices / state_dim / coarse_points do not "
-                                      "match this placer's state layout");
-      rainbow_config_from_yaml(meta.at("rainbow").get<std::string>(), &rc_, meta_path + ": rainbow");
-    } catch (const nlohmann::json::exception& e) {
-      throw FormatError(meta_path + ": " + e.what());
+    const std::string meta_path = policy_file::meta_path(path);
+    const Json meta = policy_file::read_policy_meta(path, "rainbow-pp policy");
+    const std::string builds = "this build expects";
+    policy_file::expect_field(meta, "format", kFormat, meta_path, builds);
+    S_ = policy_file::get_field<int>(meta, "stages", meta_path);
+    N_ = policy_file::get_field<int>(meta, "max_devices", meta_path);
+    if (S_ < 2 || N_ < S_) {
+      throw FormatError(format_context(meta_path, "stages",
+                                       "needs 2 <= stages <= max_devices, the policy has " +
+                                           std::to_string(S_) + " / " + std::to_string(N_)));
     }
+    policy_file::expect_field(meta, "state_dim", ArrayPipelineEnv::state_dim(S_, N_), meta_path,
+                              builds);
+    policy_file::expect_field(meta, "coarse_points", kCoarsePoints, meta_path, builds);
+    policy_file::expect_field(meta, "num_actions", kCutActions, meta_path, builds);
+    rainbow_config_from_yaml(policy_file::get_field<std::string>(meta, "rainbow", meta_path), &rc_,
+                             meta_path + ": rainbow");
     agent_ = std::make_unique<RainbowAgent>(ArrayPipelineEnv::state_dim(S_, N_), kCutActions,
                                             agent_config(rc_, S_, 1));
     if (meta.value("kind", "policy") == "checkpoint") {
@@ -417,13 +394,14 @@ struct RainbowPPTrainer::Impl {
 
   void save(const std::string& file, const std::string& kind) {
     fs::create_directories(c.output_dir);
+    torch::serialize::OutputArchive archive;
     if (kind == "checkpoint") {
-      agent->save(path(file));
+      agent->write(archive);
     } else {
-      save_net(*agent, path(file));
+      agent->net()->save(archive);  // the net only: what inference needs
     }
-    write_text_atomic(path(file) + ".meta.json",
-                      meta_json(c, rc, done, kind, last_heldout).dump(2) + "\n", kind + " metadata");
+    policy_file::save_policy_pair(archive, path(file), meta_json(c, rc, done, kind, last_heldout),
+                                  kind);
   }
 
   void log(const Json& j) {
@@ -477,7 +455,8 @@ RainbowPPTrainer::~RainbowPPTrainer() = default;
 int64_t RainbowPPTrainer::resume() {
   Impl& m = *impl_;
   const std::string ck = m.path("checkpoint.pt");
-  const Json meta = read_json(ck + ".meta.json", "rainbow-pp checkpoint meta");
+  const Json meta =
+      policy_file::read_json_object(ck + ".meta.json", "rainbow-pp checkpoint sidecar");
   try {
     if (meta.value("format", "") != kFormat || meta.value("kind", "") != "checkpoint")
       throw FormatError(ck + ".meta.json: not a rainbow-pp checkpoint");
@@ -493,7 +472,9 @@ int64_t RainbowPPTrainer::resume() {
   }
   m.agent->load(ck);
   if (fs::exists(m.path("best.pt.meta.json"))) {
-    m.best_heldout = read_json(m.path("best.pt.meta.json"), "best meta").value("heldout_mean_reward", -1.0);
+    m.best_heldout =
+        policy_file::read_json_object(m.path("best.pt.meta.json"), "best policy sidecar")
+            .value("heldout_mean_reward", -1.0);
   }
   return m.done;
 }

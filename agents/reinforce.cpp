@@ -24,7 +24,6 @@
 #include <torch/utils.h>
 
 #include "agents/gdp_net.h"
-#include "models/archive_file.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 
@@ -141,55 +140,29 @@ void check_reinforce_config(const ReinforceConfig& c, const std::string& method)
   if (c.threads < 0) fail("rl.threads must be >= 0 (0 = LibTorch's setting)");
 }
 
-void save_learned_policy(const std::string& path, torch::nn::Module& root,
-                         const std::string& meta_json) {
-  nlohmann::json meta = nlohmann::json::parse(meta_json);
+void save_learned_policy(const std::string& path, torch::nn::Module& root, policy_file::Json meta) {
   meta["format_version"] = kLearnedPolicyFormat;
   torch::serialize::OutputArchive archive;
   root.save(archive);
-  save_archive_with_meta(archive, path, "policy", [&] {
-    write_text_atomic(path + ".meta.json", meta.dump(2) + "\n", "policy metadata");
-  });
+  policy_file::save_policy_pair(archive, path, meta);
 }
 
 void load_learned_policy(const std::string& path, torch::nn::Module& root,
-                         const std::string& expected_meta_json) {
-  if (!std::ifstream(path, std::ios::binary))
-    throw FileError(path + ": cannot open the policy file (missing?)");
-  const std::string meta_path = path + ".meta.json";
-  std::ifstream in(meta_path, std::ios::binary);
-  if (!in) throw FileError(meta_path + ": cannot open the policy sidecar (missing?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(meta_path + ": not valid JSON: " + e.what());
-  }
-  if (!meta.is_object()) throw FormatError(meta_path + ": expected a JSON object");
-  nlohmann::json expected = nlohmann::json::parse(expected_meta_json);
+                         policy_file::Json expected) {
+  const policy_file::Json meta = policy_file::read_policy_meta(path);
+  const std::string meta_path = policy_file::meta_path(path);
   expected["format_version"] = kLearnedPolicyFormat;
-  auto check = [&](const std::string& key, const nlohmann::json& want) {
-    const auto f = meta.find(key);
-    if (f == meta.end()) throw FormatError(meta_path + ": " + key + ": missing");
-    if (*f != want) {
-      throw FormatError(meta_path + ": " + key + ": the policy has " + f->dump() +
-                        ", this search needs " + want.dump());
-    }
-  };
   // The method and the format first (a policy of the other method differs everywhere).
-  for (const char* key : {"method", "format_version"})
-    if (expected.contains(key)) check(key, expected[key]);
-  for (auto it = expected.begin(); it != expected.end(); ++it) check(it.key(), it.value());
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path);
-    root.load(archive);
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    throw FormatError(path + ": cannot load the policy: " + what.substr(0, what.find('\n')));
+  for (const char* key : {"method", "format_version"}) {
+    if (expected.contains(key)) policy_file::expect_field(meta, key, expected[key], meta_path);
   }
+  // Then the others by name (the order the sidecars were always checked in).
+  std::vector<std::string> keys;
+  for (auto it = expected.begin(); it != expected.end(); ++it) keys.push_back(it.key());
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& key : keys) policy_file::expect_field(meta, key, expected[key], meta_path);
+  torch::serialize::InputArchive archive = policy_file::load_archive(path);
+  policy_file::read_module(archive, root, path, "");
 }
 
 PlacementEnvOptions seq2seq_env_options(const Problem& problem, const ReinforceConfig& config,

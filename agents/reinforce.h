@@ -27,6 +27,7 @@
 #include <torch/types.h>
 
 #include "agents/colocrl.h"
+#include "agents/common/policy_file.h"
 #include "env/placement_env.h"
 #include "models/seq2seq.h"
 
@@ -114,10 +115,10 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
 /// temporary file renamed into place (FileError on failure). load: reads the sidecar,
 /// checks that every field of `expected` has the same value there (FormatError naming the
 /// field, the file's and the expected value), then loads the parameters into `root`.
-void save_learned_policy(const std::string& path, torch::nn::Module& root,
-                         const std::string& meta_json);
+/// Files through agents/common/policy_file.h.
+void save_learned_policy(const std::string& path, torch::nn::Module& root, policy_file::Json meta);
 void load_learned_policy(const std::string& path, torch::nn::Module& root,
-                         const std::string& expected_meta_json);
+                         policy_file::Json expected);
 
 /// PlacementEnv options for a learned seq2seq placer on `problem`: its devices, max_devices
 /// = largest id + 1, OOM reward -sqrt(failing_runtime).
@@ -131,9 +132,10 @@ namespace placer {
 /// bad net.* field, prefixed by `method`; the model options of a Seq2SeqConfig.
 void check_seq2seq_config(const Seq2SeqConfig& net, const std::string& method);
 Seq2SeqOptions seq2seq_options(const Seq2SeqConfig& net, int64_t input_dim, int64_t devices);
-/// The checkpoint sidecar fields that must match (a JSON object; `extra` = more fields, each
-/// starting with ", ").
-std::string seq2seq_meta_json(const std::string& method, const Problem& problem,
-                              const Seq2SeqConfig& net, int64_t input_dim, int64_t devices,
-                              int num_units, int num_steps, const std::string& extra);
+/// The checkpoint sidecar fields that must match; `extra`: the method's own fields, after
+/// the common ones.
+policy_file::Json seq2seq_meta_json(const std::string& method, const Problem& problem,
+                                    const Seq2SeqConfig& net, int64_t input_dim, int64_t devices,
+                                    int num_units, int num_steps,
+                                    const policy_file::Json& extra = policy_file::Json::object());
 }  // namespace placer

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "env/single_device_reference.h"
 #include "simulator/cost_model.h"
 #include "src/graph/algorithms.h"
 #include "src/util/error.h"
@@ -70,19 +71,10 @@ PlacementEnv::PlacementEnv(const Graph& graph, const Cluster& cluster, const Cos
   plan_.placement.assign(graph.num_ops(), options_.devices[0]);
 
   // Reference: fastest fitting single-device run, else the fastest run.
-  SimOptions so;
-  so.critical_path = false;
-  double best_fit = std::numeric_limits<double>::infinity();
-  double best_any = std::numeric_limits<double>::infinity();
-  for (int d : options_.devices) {
-    std::fill(plan_.placement.begin(), plan_.placement.end(), d);
-    const SimResult r = sim_.run(plan_, so);
-    single_times_.push_back(r.step_time);
-    single_oom_.push_back(r.oom);
-    best_any = std::min(best_any, r.step_time);
-    if (!r.oom) best_fit = std::min(best_fit, r.step_time);
-  }
-  reference_ = std::isfinite(best_fit) ? best_fit : best_any;
+  SingleDeviceRuns runs = single_device_runs(sim_, plan_, options_.devices);
+  single_times_ = std::move(runs.times);
+  single_oom_ = std::move(runs.oom);
+  reference_ = runs.reference;
   if (options_.baseline_time > 0) reference_ = std::min(reference_, options_.baseline_time);
   if (options_.frame.micro_batches < 1 || options_.frame.replicas < 1) {
     throw ValidationError(format_context(ctx, "frame", "micro_batches and replicas must be >= 1"));

@@ -285,6 +285,27 @@ void Simulator::Impl::check_plan(const Plan& p) {
 // ---- per-run set-up ---------------------------------------------------------------------
 
 void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
+  prepare_settings(p, options);
+  assign_partitions(p);
+  assign_stages(p);
+  assign_devices_and_durations(p);
+  size_tensor_payloads(p);
+  prepare_step_barrier(p);
+  prepare_instances();
+  prepare_partition_collectives(p);
+  prepare_gradient_syncs(p);
+  prepare_zero3_gathers(p);
+  prepare_recompute(p);
+  charge_micro_batch_overhead();
+  buckets.clear();
+  prepare_sites();
+  prepare_output_allocations();
+  prepare_pipeline_gates();
+  reset_run_state();
+  place_resident_memory();
+}
+
+void Simulator::Impl::prepare_settings(const Plan& p, const SimOptions& options) {
   plan = &p;
   opts = options;
   pipelined = p.pipeline.enabled();
@@ -301,7 +322,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   bucket_bytes = p.data_parallel.overlap ? p.data_parallel.bucket_bytes : UINT64_MAX;
   overlap_slowdown = cost.profile().overlap_slowdown;
   p2p_host_sync = cost.profile().p2p_host_sync;
+}
 
+void Simulator::Impl::assign_partitions(const Plan& p) {
   // Partitions: an op's partition also covers its backward / optimizer ops.
   op_part.assign(n_ops, -1);
   for (size_t i = 0; i < p.partitions.size(); ++i) {
@@ -317,7 +340,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       }
     }
   }
+}
 
+void Simulator::Impl::assign_stages(const Plan& p) {
   // Pipeline stages: explicit forward ops, then ops following their forward op, then the
   // latest stage among predecessors (topological order), then the earliest stage among
   // successors (reverse order), else stage 0.
@@ -349,7 +374,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       op_stage[o] = s == std::numeric_limits<int32_t>::max() ? 0 : s;
     }
   }
+}
 
+void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
   // Devices, instances, work fractions and durations.
   op_dev.resize(n_ops);
   op_multi.resize(n_ops);
@@ -413,7 +440,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   }
   op_inst[n_ops] = ninst;
   n_inst = ninst;
+}
 
+void Simulator::Impl::size_tensor_payloads(const Plan& p) {
   // Tensor payloads: batch-scaled tensors shrink with the producer's batch share; parameter
   // gradients of an operator split on a non-batch dim are sharded.
   t_mb.resize(n_tensors);
@@ -448,7 +477,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     if (zero_stage >= 2 && pr != kNoOp && t_grad[t]) b = ceil_div(b, static_cast<uint64_t>(op_dp[pr]));
     t_bytes[t] = b;
   }
+}
 
+void Simulator::Impl::prepare_step_barrier(const Plan& p) {
   // Step barrier: dynamic loss scaling and gradient clipping each all-reduce a scalar over
   // every device of the step before the optimizer may run.
   // Tied embeddings across stages add their gradient all-reduce to the barrier.
@@ -482,7 +513,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     }
     barrier_time += tied_time;
   }
+}
 
+void Simulator::Impl::prepare_instances() {
   // Instances.
   inst_op.resize(n_inst);
   inst_key.resize(n_inst);
@@ -510,9 +543,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       inst_key[i] = (slot << 32) | rank[o];
     }
   }
+}
 
-  prepare_partition_collectives(p);
-
+void Simulator::Impl::prepare_gradient_syncs(const Plan& p) {
   // Gradient sync groups: non-pipelined, per primary device d, the devices replicating d;
   // pipelined, per stage, its devices and their replicas.
   syncs.clear();
@@ -565,7 +598,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     }
   }
   t_next.assign(n_tensors, kNoTensor);
+}
 
+void Simulator::Impl::prepare_zero3_gathers(const Plan& p) {
   // ZeRO-3: a forward op and its first backward op first all-gather the op's parameters
   // from the data-parallel group (no prefetch modelled).
   if (zero_stage >= 3) {
@@ -580,9 +615,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       if (bwd_off[f] < bwd_off[f + 1]) op_dur[bwd_of[bwd_off[f]]] += t;
     }
   }
+}
 
-  prepare_recompute(p);
-
+void Simulator::Impl::charge_micro_batch_overhead() {
   // The framework's per-micro-batch host work, before each stage's first forward ops (those
   // with no forward predecessor in their stage).
   if (const double mbo = cost.profile().micro_batch_overhead; mbo > 0) {
@@ -601,7 +636,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
       if (entry) op_disp[o] += mbo, charged[st] = 1;
     }
   }
-  buckets.clear();
+}
+
+void Simulator::Impl::prepare_sites() {
 
   // Sites and reference counts.
   site_off.resize(n_tensors + 1);
@@ -666,7 +703,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     }
   }
   site_off[n_tensors] = static_cast<uint32_t>(sites.size());
+}
 
+void Simulator::Impl::prepare_output_allocations() {
   // Output memory an instance allocates on each of its devices when it starts (all source
   // sites of a tensor hold the same bytes).
   op_alloc_each.assign(n_ops, 0);
@@ -680,9 +719,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
     }
     op_alloc_each[o] += op_ws_run[o];
   }
+}
 
-  prepare_pipeline_gates();
-
+void Simulator::Impl::reset_run_state() {
   // Devices, channels, events.
   dev_running.assign(n_dev, 0);
   dev_lock.assign(n_dev, 0);
@@ -704,7 +743,9 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   now = 0;
   finished = 0;
   op_produced.assign(n_ops, 0);
+}
 
+void Simulator::Impl::place_resident_memory() {
   // Resident memory: parameters and optimizer state (sharded by a non-batch split).
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_resident[o] == 0) continue;

@@ -44,7 +44,22 @@ struct Simulator::Impl {
 
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
+  /// Everything run() needs for `plan`, in named steps (simulator.cpp unless noted).
   void prepare(const Plan& plan, const SimOptions& options);
+  void prepare_settings(const Plan& plan, const SimOptions& options);  // replicas, stages, sync
+  void assign_partitions(const Plan& plan);   // op -> partition (backward ops too)
+  void assign_stages(const Plan& plan);       // op -> pipeline stage
+  void assign_devices_and_durations(const Plan& plan);  // device, work share, time, instances
+  void size_tensor_payloads(const Plan& plan);  // bytes moved and synced per tensor
+  void prepare_step_barrier(const Plan& plan);  // loss scaling / clipping / tied embeddings
+  void prepare_instances();                     // per-pass pending counts and queue keys
+  void prepare_gradient_syncs(const Plan& plan);  // data-parallel groups per device / stage
+  void prepare_zero3_gathers(const Plan& plan);   // ZeRO-3 parameter all-gathers
+  void charge_micro_batch_overhead();  // host work before each stage's first forward ops
+  void prepare_sites();                // where each tensor lives, reference counts
+  void prepare_output_allocations();   // output bytes an instance allocates
+  void reset_run_state();              // devices, channels, events
+  void place_resident_memory();        // parameters and optimizer state
   void prepare_recompute(const Plan& plan);        // recompute.cpp
   void prepare_tied_embeddings();  // tied_embeddings.cpp
   void prepare_partition_collectives(const Plan& plan);  // partition_collectives.cpp

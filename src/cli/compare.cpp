@@ -1,7 +1,9 @@
 // `placer compare`: every (or the listed) placement method on one graph and cluster, side
 // by side: step time, speed-up over a single device, peak memory, OOM, search wall time.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -23,6 +25,7 @@ struct CompareArgs {
   uint64_t seed = 1;
   bool csv = false;
   std::string baseline_plan;  ///< a user's plan, shown as the first row
+  std::vector<std::string> set;  ///< --set METHOD.KEY=VALUE
 };
 
 std::vector<std::string> split_methods(const std::string& s) {
@@ -49,10 +52,42 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+/// The --set METHOD.KEY=VALUE options as each compared method's settings (KEY=VALUE, in the
+/// order given). ValidationError naming the option: no METHOD. prefix, a method not compared
+/// or without options; the method's option table names a bad key or value.
+std::map<std::string, MethodSettings> settings_per_method(const std::vector<std::string>& sets,
+                                                          const std::vector<std::string>& methods) {
+  std::map<std::string, MethodSettings> out;
+  for (const std::string& s : sets) {
+    const size_t dot = s.find('.');
+    if (dot == std::string::npos || dot == 0 || dot > s.find('=')) {
+      throw ValidationError("--set '" + s +
+                            "': expected METHOD.KEY=VALUE (e.g. colocrl.samples=4)");
+    }
+    const std::string method = s.substr(0, dot);
+    if (std::find(methods.begin(), methods.end(), method) == methods.end()) {
+      std::string compared;
+      for (const std::string& m : methods) compared += (compared.empty() ? "" : ", ") + m;
+      throw ValidationError("--set '" + s + "': method '" + method +
+                            "' is not compared (compared: " + compared + ")");
+    }
+    out[method].sets.push_back(s.substr(dot + 1));
+  }
+  return out;
+}
+
 void run_compare(const CompareArgs& a) {
   const std::vector<std::string> methods = split_methods(a.methods);
-  // Unknown names are a usage error, found before any work.
-  for (const std::string& m : methods) make_placer(m);
+  // Unknown names and options are a usage error, found before any work.
+  const std::map<std::string, MethodSettings> settings = settings_per_method(a.set, methods);
+  for (const std::string& m : methods) {
+    const auto it = settings.find(m);
+    if (it == settings.end()) {
+      make_placer(m);
+    } else {
+      make_placer(m, it->second);
+    }
+  }
   std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
   SearchBudget budget;
   budget.max_evaluations = a.budget_evals;
@@ -64,7 +99,9 @@ void run_compare(const CompareArgs& a) {
   std::vector<MethodRun> runs;
   if (!a.baseline_plan.empty()) runs.push_back(run_baseline_plan(a.baseline_plan, baseline, *s));
   for (size_t i = 0; i < methods.size(); ++i) {
-    runs.push_back(run_method(methods[i], *s, budget));
+    const auto it = settings.find(methods[i]);
+    runs.push_back(
+        run_method(methods[i], *s, budget, it == settings.end() ? MethodSettings{} : it->second));
     const MethodRun& r = runs.back();
     std::cerr << "placer: compare [" << i + 1 << "/" << methods.size() << "] " << r.method << ": "
               << (r.ok ? human_time(r.result.step_time) : "failed") << " ("
@@ -140,6 +177,9 @@ void register_compare(CLI::App& app) {
                   "Search budget in wall-clock seconds per method (0 = none)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--seed", args->seed, "Seed of the randomised methods")->capture_default_str();
+  sub->add_option("--set", args->set,
+                  "METHOD.KEY=VALUE: an option of one compared method (repeatable; `placer "
+                  "methods METHOD` lists them), e.g. --set colocrl.samples=4");
   sub->add_flag("--csv", args->csv, "Print CSV (one header line, one line per method)");
   sub->add_option("--baseline-plan", args->baseline_plan,
                   "A plan of your own (e.g. from `placer plan from-megatron`) as the first row")

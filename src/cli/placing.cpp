@@ -151,10 +151,11 @@ MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& 
   return run;
 }
 
-MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget) {
+MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget,
+                     const MethodSettings& settings) {
   std::unique_ptr<Placer> placer;
   try {
-    placer = make_placer(method);
+    placer = settings.sets.empty() ? make_placer(method) : make_placer(method, settings);
   } catch (const std::exception& e) {
     MethodRun run;
     run.method = method;

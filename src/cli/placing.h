@@ -69,8 +69,10 @@ struct MethodRun {
 /// failing search or plan (the error goes into the result).
 MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& budget);
 
-/// run_placer(make_placer(method)); an unknown method is an error in the result too.
-MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget);
+/// run_placer(make_placer(method, settings)); an unknown method or option is an error in the
+/// result too.
+MethodRun run_method(const std::string& method, const ProblemSetup& s, const SearchBudget& budget,
+                     const MethodSettings& settings = {});
 
 /// Step time of everything on the first allowed device (the speed-up reference).
 SimResult simulate_single_device(const ProblemSetup& s);

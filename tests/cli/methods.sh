@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `placer methods [M]` and `placer place --set`: the registry lists every method (the ones
 # `place --method` knows), a method's options come with their defaults, docs/cli.md names
-# exactly the methods that take options, --set reaches the placer (.place.yaml), its
-# deprecated alias --agent-set warns, and bad keys / values / methods are clear errors.
+# exactly the methods that take options and lists each one's option keys, --set reaches
+# the placer (.place.yaml), its deprecated alias --agent-set warns, and bad keys / values /
+# methods are clear errors.
 # Usage: methods.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u
 placer=$1; src=$2; data=$3
@@ -48,6 +49,17 @@ expect "--set without --method (auto)" "--set applies to" "not to --method auto"
   -- place --graph "$graph" --cluster "$cluster" --set episodes=3 -o x.plan.yaml
 
 if [ -z "$with" ]; then echo "$n checks, $fail failed"; [ $fail = 0 ]; exit; fi
+
+# docs/cli.md lists every option key of every method with options, as `placer methods M` does.
+for m in $with; do
+  keys=$("$placer" methods "$m" | sed -n 's/^  \([a-z_0-9.]*\) (.*/`\1`/p' | paste -sd, | sed 's/,/, /g')
+  line=$(grep -F -- "- \`$m\`: " "$src/docs/cli.md" | head -1)
+  if [ -n "$keys" ] && [ "$line" = "- \`$m\`: $keys" ]; then
+    ok "docs/cli.md lists the options of $m"
+  else
+    bad "docs/cli.md: '$line', placer methods $m: '$keys'"
+  fi
+done
 
 "$placer" methods colocrl > c.txt 2>&1
 grep -q '^  samples (int, default 8): ' c.txt && grep -q '^  max_steps (int, default 256)' c.txt &&

@@ -1,293 +1,337 @@
-// OpenSpiel RandomSimTest-style conformance of PlacementEnv: seeded random rollouts on
-// several graphs and clusters, checking masks, rewards, determinism and plans.
-#include "env/placement_env.h"
-
+// Conformance of every environment of env/ through one interface (OpenSpiel's
+// RandomSimTest style): each env is wrapped in a small adapter (reset, observation, legal
+// actions, step, plan) and the same typed tests run seeded random episodes over the same
+// graphs and clusters: reset gives a finite observation of the declared size, a random legal
+// action steps, an illegal one is refused with a ValidationError, an episode ends within its
+// bound, rewards are finite, the terminal plan validates and simulates, and the same seed
+// gives the same trajectory. The adapters only call the envs' public interfaces.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "datasets/synthetic.h"
+#include "env/opp_env.h"
+#include "env/pipeline_env.h"
+#include "env/placement_env.h"
+#include "env/placeto_env.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
 #include "src/graph/training_step.h"
-#include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
 #include "tests/simulator/sim_fixtures.h"
 
 namespace placer {
 namespace {
 
+using testing::link;
+using testing::make_cluster;
+
+/// One graph on one cluster; every env of a case shares them.
+struct Case {
+  std::string name;
+  Graph graph;
+  Cluster cluster;
+  CostModel cost;
+  Case(std::string n, Graph g, Cluster c)
+      : name(std::move(n)), graph(std::move(g)), cluster(std::move(c)),
+        cost(cluster, default_profile()) {}
+};
+
 Graph mlp_step() {
   MlpOptions o;
   o.layers = 3;
-  o.hidden = 1024;
+  o.input = 256;
+  o.hidden = 512;
+  o.classes = 64;
+  o.batch = 32;
   return expand_training_step(make_mlp(o));
 }
 
 Graph transformer_step() {
   TransformerOptions t;
   t.layers = 2;
-  t.d_model = 256;
+  t.d_model = 128;
   t.heads = 4;
-  t.seq_len = 64;
+  t.seq_len = 32;
   t.batch = 4;
+  t.vocab = 1000;
   return expand_training_step(make_transformer(t));
 }
 
-Graph random_step(uint64_t seed) {
-  LayeredRandomOptions o;
-  o.n_ops = 120;
-  o.width = 8;
-  o.seed = seed;
-  return expand_training_step(make_layered_random(o));
-}
-
-Cluster two_gpus() { return load_cluster_yaml(PLACER_TEST_DATA_DIR "/two_gpus.cluster.yaml"); }
-Cluster dgx1() {
-  return load_cluster_yaml(PLACER_SOURCE_DIR "/datasets/clusters/dgx1_p100.cluster.yaml");
-}
-
-struct Case {
-  std::string name;
-  Graph graph;
-  Cluster cluster;
-  std::vector<int> devices;  // empty = default
-};
-
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  const std::vector<std::pair<std::string, Graph>> graphs = {
-      {"mlp", mlp_step()}, {"transformer", transformer_step()}, {"random1", random_step(1)},
-      {"random2", random_step(2)}};
-  for (const auto& g : graphs) {
-    out.push_back({g.first + "/two_gpus", g.second, two_gpus(), {}});
-    out.push_back({g.first + "/dgx1x4", g.second, dgx1(), {0, 1, 2, 3}});
-    out.push_back({g.first + "/dgx1x8", g.second, dgx1(), {}});
+/// mlp and transformer training steps, each on one host of 4 devices and on 2 hosts of 2.
+std::vector<std::unique_ptr<Case>> cases() {
+  std::vector<std::unique_ptr<Case>> out;
+  const std::vector<std::pair<std::string, Graph>> graphs = {{"mlp", mlp_step()},
+                                                             {"transformer", transformer_step()}};
+  for (const auto& [name, g] : graphs) {
+    out.push_back(std::make_unique<Case>(name + "/1x4", g,
+                                         make_cluster(1, 4, link(5e-6, 100e9), link(5e-6, 100e9))));
+    out.push_back(std::make_unique<Case>(name + "/2x2", g,
+                                         make_cluster(2, 2, link(5e-6, 100e9), link(2e-5, 10e9))));
   }
   return out;
 }
 
-std::vector<int> random_action(const PlacementEnv& env, std::mt19937_64& rng) {
-  std::vector<int> a(env.num_units());
-  const auto& mask = env.action_mask();
-  for (int u = 0; u < env.num_units(); ++u) {
-    std::vector<int> ok;
-    for (int d = 0; d < env.max_devices(); ++d) {
-      if (mask[size_t(u) * env.max_devices() + d]) ok.push_back(d);
-    }
-    a[u] = ok[std::uniform_int_distribution<size_t>(0, ok.size() - 1)(rng)];
+/// What one step of any env reports.
+struct Step {
+  double reward = 0;
+  bool done = false;
+};
+
+/// Indices of the set entries of a mask.
+std::vector<int> set_entries(const std::vector<uint8_t>& mask, size_t begin, size_t end) {
+  std::vector<int> out;
+  for (size_t i = begin; i < end; ++i) {
+    if (mask[i]) out.push_back(int(i - begin));
   }
-  return a;
+  return out;
 }
 
-TEST(PlacementEnvConformance, RandomRollouts) {
-  std::mt19937_64 rng(12345);
-  int steps = 0, ooms = 0, slower = 0;
-  for (Case& c : cases()) {
-    SCOPED_TRACE(c.name);
-    CostModel cost(c.cluster, default_profile());
+int pick(const std::vector<int>& legal, std::mt19937_64& rng) {
+  return legal[std::uniform_int_distribution<size_t>(0, legal.size() - 1)(rng)];
+}
+
+// ---------------------------------------------------------------------- adapters ----
+// Each adapter: a static `kName`, a constructor from a Case, reset(seed), observation(),
+// done(), max_steps() (the bound on an episode's length), random_action(rng) (one legal
+// action, as the int sequence the env takes), illegal_action() (one the env must refuse),
+// step(action) and plan() (the plan of the state reached).
+
+/// GDP's one-shot placement: one step places every colocation unit.
+struct PlacementAdapter {
+  static constexpr const char* kName = "placement";
+  using Action = std::vector<int>;
+  PlacementEnv env;
+  Action last;
+  bool finished = false;
+
+  explicit PlacementAdapter(const Case& c) : env(c.graph, c.cluster, c.cost, options(c)) {}
+  static PlacementEnvOptions options(const Case& c) {
     PlacementEnvOptions o;
-    o.devices = c.devices;
-    PlacementEnv env(c.graph, c.cluster, cost, o);
-    const std::vector<int>& allowed = env.allowed_devices();
-    const size_t expect_devices =
-        c.devices.empty() ? size_t(std::min(c.cluster.num_devices(), 8)) : c.devices.size();
-    ASSERT_EQ(allowed.size(), expect_devices);
-
-    // Observation shape.
-    const NodeFeatures& obs = env.observation();
-    EXPECT_EQ(obs.num_nodes, int(c.graph.num_ops()));
-    EXPECT_EQ(obs.x.size(), c.graph.num_ops() * size_t(obs.dim));
-    for (float v : obs.x) ASSERT_TRUE(std::isfinite(v));
-
-    // Units: backward / optimizer ops share the unit of their forward op.
-    ASSERT_EQ(env.unit_of_op().size(), c.graph.num_ops());
-    for (OpId i = 0; i < c.graph.num_ops(); ++i) {
-      const OpId f = c.graph.op(i).forward_op;
-      if (f != kNoOp) {
-        EXPECT_EQ(env.unit_of_op()[i], env.unit_of_op()[f]);
-      }
-    }
-
-    // Mask: exactly the allowed devices, on every unit.
-    ASSERT_EQ(env.action_mask().size(), size_t(env.num_units()) * 8);
-    for (int u = 0; u < env.num_units(); ++u) {
-      for (int d = 0; d < 8; ++d) {
-        const bool in = std::find(allowed.begin(), allowed.end(), d) != allowed.end();
-        ASSERT_EQ(env.action_mask()[size_t(u) * 8 + d], in ? 1 : 0);
-      }
-    }
-
-    // Single device on the reference device scores exactly -1.
-    int best = -1;
-    for (size_t k = 0; k < allowed.size(); ++k) {
-      if (!env.single_device_oom()[k] &&
-          (best < 0 || env.single_device_times()[k] < env.single_device_times()[best])) {
-        best = int(k);
-      }
-    }
-    ASSERT_GE(best, 0) << "every single-device run OOMs";
-    EXPECT_EQ(env.reference_time(), env.single_device_times()[best]);
-    const StepResult s1 = env.step(std::vector<int>(env.num_units(), allowed[best]));
-    EXPECT_FALSE(s1.oom);
-    EXPECT_TRUE(s1.done);
-    EXPECT_EQ(s1.reward, -1.0);
-    EXPECT_EQ(s1.step_time, env.reference_time());
-
-    for (int rollout = 0; rollout < 8; ++rollout) {
-      const std::vector<int> a = random_action(env, rng);
-      const StepResult s = env.step(a);
-      ++steps;
-      ooms += s.oom ? 1 : 0;
-      slower += !s.oom && s.reward < -1.0 ? 1 : 0;
-      ASSERT_TRUE(std::isfinite(s.reward));
-      ASSERT_TRUE(std::isfinite(s.step_time));
-      EXPECT_TRUE(s.done);
-      if (s.oom) {
-        EXPECT_EQ(s.reward, -10.0);
-      } else {
-        EXPECT_LT(s.reward, 0.0);
-        EXPECT_DOUBLE_EQ(s.reward, -std::sqrt(s.step_time / env.reference_time()));
-      }
-      // Determinism: the same action again, after another step in between.
-      env.step(std::vector<int>(env.num_units(), allowed[0]));
-      const StepResult again = env.step(a);
-      EXPECT_EQ(again.reward, s.reward);
-      EXPECT_EQ(again.step_time, s.step_time);
-      // The plan is valid and places every op on its unit's device.
-      const Plan p = env.to_plan(a);
-      EXPECT_NO_THROW(p.validate(c.graph, c.cluster));
-      for (OpId i = 0; i < c.graph.num_ops(); ++i) {
-        ASSERT_EQ(p.placement[i], a[env.unit_of_op()[i]]);
-      }
-    }
-
-    // Actions outside the mask or of the wrong size throw.
-    std::vector<int> bad(env.num_units(), allowed[0]);
-    bad.back() = c.devices.empty() ? 8 : 5;
-    EXPECT_THROW(env.step(bad), Error);
-    EXPECT_THROW(env.to_plan(bad), Error);
-    bad.back() = -1;
-    EXPECT_THROW(env.step(bad), Error);
-    EXPECT_THROW(env.step(std::vector<int>(env.num_units() + 1, allowed[0])), Error);
+    o.max_devices = c.cluster.num_devices();
+    return o;
   }
-  EXPECT_EQ(steps, 12 * 8);
-  std::printf("random rollouts: %d steps, %d OOM, %d slower than the reference\n", steps, ooms,
-              slower);
-  // Random op scattering is slower than one device on these small graphs (the point of
-  // learning a placement).
-  EXPECT_GT(slower, steps / 2);
-}
-
-TEST(PlacementEnv, OomGetsThePenaltyExactly) {
-  // Two devices of 1 MiB each: the MLP's parameters alone exceed that.
-  const Cluster c = testing::make_cluster(1, 2, testing::link(1e-6, 1e10),
-                                          testing::link(1e-5, 1e9), 1ull << 20);
-  CostModel cost(c, default_profile());
-  const Graph g = mlp_step();
-  PlacementEnvOptions o;
-  o.oom_penalty = -7.5;
-  PlacementEnv env(g, c, cost, o);
-  EXPECT_TRUE(env.single_device_oom()[0]);
-  EXPECT_TRUE(env.single_device_oom()[1]);
-  // All OOM: the reference is the fastest single-device run anyway.
-  EXPECT_EQ(env.reference_time(),
-            std::min(env.single_device_times()[0], env.single_device_times()[1]));
-  std::mt19937_64 rng(3);
-  for (int k = 0; k < 5; ++k) {
-    const StepResult s = env.step(random_action(env, rng));
-    EXPECT_TRUE(s.oom);
-    EXPECT_EQ(s.reward, -7.5);
+  void reset(uint64_t) { finished = false; }
+  std::vector<float> observation() const { return env.observation().x; }
+  size_t observation_size() const {
+    return size_t(env.observation().num_nodes) * size_t(env.observation().dim);
   }
+  bool done() const { return finished; }
+  int max_steps() const { return 1; }
+  Action random_action(std::mt19937_64& rng) const {
+    Action a(size_t(env.num_units()));
+    const size_t w = size_t(env.max_devices());
+    for (size_t u = 0; u < a.size(); ++u) {
+      a[u] = pick(set_entries(env.action_mask(), u * w, (u + 1) * w), rng);
+    }
+    return a;
+  }
+  Action illegal_action() const { return Action(size_t(env.num_units()), env.max_devices()); }
+  Step step(const Action& a) {
+    const StepResult r = env.step(a);
+    last = a;
+    finished = true;
+    return {r.reward, r.done};
+  }
+  Plan plan() const { return env.to_plan(last); }
+};
+
+/// Placeto: one group (forward op with its gradient and update ops) per step.
+struct PlacetoAdapter {
+  static constexpr const char* kName = "placeto";
+  using Action = int;
+  PlacetoEnv env;
+
+  explicit PlacetoAdapter(const Case& c)
+      : env(c.graph, c.cluster, c.cost, groups(c.graph), options(c)) {}
+  static PlacetoEnvOptions options(const Case& c) {
+    PlacetoEnvOptions o;
+    o.max_devices = c.cluster.num_devices();
+    return o;
+  }
+  /// Dense group ids: an op's forward op (itself when it has none).
+  static std::vector<int> groups(const Graph& g) {
+    std::map<OpId, int> id;
+    std::vector<int> out(g.num_ops());
+    for (OpId i = 0; i < g.num_ops(); ++i) {
+      const OpId root = g.op(i).forward_op == kNoOp ? i : g.op(i).forward_op;
+      out[i] = id.emplace(root, int(id.size())).first->second;
+    }
+    return out;
+  }
+  void reset(uint64_t seed) { env.reset(seed); }
+  std::vector<float> observation() const { return env.observation(); }
+  size_t observation_size() const { return size_t(env.num_nodes()) * env.feature_dim(); }
+  bool done() const { return env.done(); }
+  int max_steps() const { return env.num_nodes(); }
+  Action random_action(std::mt19937_64& rng) const {
+    return pick(set_entries(env.action_mask(), 0, env.action_mask().size()), rng);
+  }
+  Action illegal_action() const { return env.max_devices(); }
+  Step step(Action a) {
+    const PlacetoStepResult r = env.step(a);
+    return {r.reward, r.done};
+  }
+  Plan plan() const { return env.to_plan(env.placement()); }
+};
+
+/// Auto-MAP pipeline cuts: one cut per step, S - 1 steps.
+struct PipelineAdapter {
+  static constexpr const char* kName = "pipeline";
+  using Action = int;
+  PipelineEnv env;
+
+  explicit PipelineAdapter(const Case& c) : env(c.graph, c.cluster, c.cost, options()) {}
+  static PipelineEnvOptions options() {
+    PipelineEnvOptions o;
+    o.stages = 2;
+    o.micro_batches = 2;
+    return o;
+  }
+  void reset(uint64_t) { env.reset(); }
+  std::vector<float> observation() const { return env.observation(); }
+  size_t observation_size() const { return size_t(env.num_pivots()) * env.features_per_pivot(); }
+  bool done() const { return env.done(); }
+  int max_steps() const { return env.num_stages() - 1; }
+  Action random_action(std::mt19937_64& rng) const {
+    return pick(set_entries(env.action_mask(), 0, env.action_mask().size()), rng);
+  }
+  Action illegal_action() const { return env.num_pivots(); }
+  Step step(Action a) {
+    const PipelineStepResult r = env.step(a);
+    return {r.reward, r.done};
+  }
+  Plan plan() const { return env.to_plan(env.cuts()); }
+};
+
+/// Auto-MAP operator partitioning: partition or replicate one variable dim per step.
+struct OppAdapter {
+  static constexpr const char* kName = "opp";
+  using Action = int;
+  OppEnv env;
+
+  explicit OppAdapter(const Case& c) : env(c.graph, c.cluster, c.cost) {}
+  void reset(uint64_t) { env.reset(); }
+  std::vector<float> observation() const { return env.observation(); }
+  size_t observation_size() const { return size_t(env.state_dim()); }
+  bool done() const { return env.done(); }
+  int max_steps() const { return int(env.slots().size()); }
+  Action random_action(std::mt19937_64& rng) const {
+    const std::vector<uint8_t> mask = env.mask();
+    return pick(set_entries(mask, 0, mask.size()), rng);
+  }
+  Action illegal_action() const { return OppEnv::kNumActions; }
+  Step step(Action a) {
+    const OppEnv::StepResult r = env.step(a);
+    return {r.reward, r.done};
+  }
+  Plan plan() const { return env.plan(); }
+};
+
+// ------------------------------------------------------------------- the checks ----
+
+/// Everything an episode shows, for comparing two runs of the same seed.
+struct Trajectory {
+  std::vector<std::vector<float>> observations;
+  std::vector<double> rewards;
+  std::vector<int> placement;  // the terminal plan's placement
+  int steps = 0;
+};
+
+void expect_valid_observation(const std::vector<float>& obs, size_t size) {
+  ASSERT_EQ(obs.size(), size);
+  for (size_t i = 0; i < obs.size(); ++i) ASSERT_TRUE(std::isfinite(obs[i])) << "entry " << i;
 }
 
-TEST(PlacementEnv, OomSingleDeviceRunsAreNotTheReference) {
-  // Device 0 is big, device 1 has 1 MiB: on device 1 alone the MLP does not fit.
-  Cluster c;
-  c.name = "mixed";
-  c.add_host("big", testing::test_spec(1ull << 40), 1);
-  c.add_host("small", testing::test_spec(1ull << 20), 1);
-  c.set_link(LinkLevel::kIntraHost, testing::link(1e-6, 1e10));
-  c.set_link(LinkLevel::kInterHost, testing::link(1e-5, 1e9));
-  CostModel cost(c, default_profile());
-  const Graph g = mlp_step();
-  PlacementEnv env(g, c, cost);
-  EXPECT_FALSE(env.single_device_oom()[0]);
-  EXPECT_TRUE(env.single_device_oom()[1]);
-  EXPECT_EQ(env.reference_time(), env.single_device_times()[0]);
-  EXPECT_EQ(env.step(std::vector<int>(env.num_units(), 0)).reward, -1.0);
-  const StepResult s = env.step(std::vector<int>(env.num_units(), 1));
-  EXPECT_TRUE(s.oom);
-  EXPECT_EQ(s.reward, -10.0);
-  // Random rollouts: each is OOM (penalty) or fits (-sqrt ratio), and both happen.
-  std::mt19937_64 rng(9);
-  int ooms = 0, fits = 0;
-  for (int k = 0; k < 20; ++k) {
-    const StepResult r = env.step(random_action(env, rng));
-    if (r.oom) {
-      ++ooms;
-      EXPECT_EQ(r.reward, -10.0);
-    } else {
-      ++fits;
-      EXPECT_DOUBLE_EQ(r.reward, -std::sqrt(r.step_time / env.reference_time()));
+/// One seeded random episode: checks every step and returns what it saw.
+template <typename A>
+Trajectory run_episode(A& a, const Case& c, uint64_t seed) {
+  Trajectory t;
+  std::mt19937_64 rng(seed);
+  a.reset(seed);
+  EXPECT_FALSE(a.done());
+  expect_valid_observation(a.observation(), a.observation_size());
+  t.observations.push_back(a.observation());
+  while (!a.done()) {
+    if (t.steps >= a.max_steps()) {
+      ADD_FAILURE() << "no end after " << t.steps << " steps (bound " << a.max_steps() << ")";
+      break;
+    }
+    const Step s = a.step(a.random_action(rng));
+    ++t.steps;
+    EXPECT_TRUE(std::isfinite(s.reward)) << "step " << t.steps;
+    EXPECT_EQ(s.done, a.done()) << "step " << t.steps;
+    t.rewards.push_back(s.reward);
+    expect_valid_observation(a.observation(), a.observation_size());
+    t.observations.push_back(a.observation());
+  }
+  EXPECT_GE(t.steps, 1);
+  const Plan plan = a.plan();
+  EXPECT_NO_THROW(plan.validate(c.graph, c.cluster));
+  Simulator sim(c.graph, c.cluster, c.cost);
+  const SimResult r = sim.run(plan);
+  EXPECT_TRUE(std::isfinite(r.step_time) && r.step_time > 0) << r.step_time;
+  t.placement = plan.placement;
+  return t;
+}
+
+template <typename A>
+class EnvConformance : public ::testing::Test {};
+
+using Adapters = ::testing::Types<PlacementAdapter, PlacetoAdapter, PipelineAdapter, OppAdapter>;
+struct AdapterNames {
+  template <typename A>
+  static std::string GetName(int) {
+    return A::kName;
+  }
+};
+TYPED_TEST_SUITE(EnvConformance, Adapters, AdapterNames);
+
+TYPED_TEST(EnvConformance, RandomEpisodesEndWithFiniteRewardsAndValidPlans) {
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c->name);
+    TypeParam a(*c);
+    for (uint64_t seed : {1, 2, 3}) {
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      run_episode(a, *c, seed);
     }
   }
-  EXPECT_GT(ooms, 0);
-  EXPECT_EQ(ooms + fits, 20);
 }
 
-TEST(PlacementEnv, ReferenceBaselineAndOverride) {
-  const Cluster c = two_gpus();
-  CostModel cost(c, default_profile());
-  const Graph g = mlp_step();
-  PlacementEnv plain(g, c, cost);
-  const double single = plain.reference_time();
-
-  PlacementEnvOptions o;
-  o.baseline_time = single / 4;  // a (hypothetical) 4x faster classical plan
-  PlacementEnv env(g, c, cost, o);
-  EXPECT_EQ(env.reference_time(), single / 4);
-  const StepResult s = env.step(std::vector<int>(env.num_units(), 0));
-  // Measured against the 4x faster baseline, not the single-device time.
-  EXPECT_DOUBLE_EQ(s.reward, -std::sqrt(s.step_time / (single / 4)));
-
-  env.set_reference(s.step_time);
-  EXPECT_EQ(env.step(std::vector<int>(env.num_units(), 0)).reward, -1.0);
-  EXPECT_THROW(env.set_reference(0), Error);
-  EXPECT_THROW(env.set_reference(std::nan("")), Error);
+TYPED_TEST(EnvConformance, SameSeedSameTrajectory) {
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c->name);
+    TypeParam first(*c);
+    TypeParam second(*c);  // a fresh env: nothing carried over from `first`
+    const Trajectory x = run_episode(first, *c, 7);
+    const Trajectory y = run_episode(second, *c, 7);
+    EXPECT_EQ(x.steps, y.steps);
+    EXPECT_EQ(x.rewards, y.rewards);
+    EXPECT_EQ(x.observations, y.observations);
+    EXPECT_EQ(x.placement, y.placement);
+    // The same env, reset, repeats it too.
+    const Trajectory z = run_episode(first, *c, 7);
+    EXPECT_EQ(x.rewards, z.rewards);
+    EXPECT_EQ(x.observations, z.observations);
+  }
 }
 
-TEST(PlacementEnv, UnitsWithoutColocationAreOps) {
-  const Cluster c = two_gpus();
-  CostModel cost(c, default_profile());
-  const Graph g = mlp_step();
-  PlacementEnvOptions o;
-  o.colocate = false;
-  PlacementEnv env(g, c, cost, o);
-  EXPECT_EQ(env.num_units(), int(g.num_ops()));
-  PlacementEnv co(g, c, cost);
-  // Forward ops only: 3 linears, 2 relus and the loss (no colocation groups).
-  int forward = 0;
-  for (const Op& op : g.ops()) forward += op.forward_op == kNoOp ? 1 : 0;
-  EXPECT_EQ(co.num_units(), forward);
-  EXPECT_LT(co.num_units(), env.num_units());
-}
-
-TEST(PlacementEnv, BadOptionsThrow) {
-  const Cluster c = two_gpus();
-  CostModel cost(c, default_profile());
-  const Graph g = mlp_step();
-  PlacementEnvOptions o;
-  o.devices = {0, 2};  // two_gpus has 2 devices
-  EXPECT_THROW(PlacementEnv(g, c, cost, o), ValidationError);
-  o.devices = {1, 1};
-  EXPECT_THROW(PlacementEnv(g, c, cost, o), ValidationError);
-  o.devices = {1};
-  o.max_devices = 1;  // device 1 does not fit a mask of width 1
-  EXPECT_THROW(PlacementEnv(g, c, cost, o), ValidationError);
+TYPED_TEST(EnvConformance, IllegalActionIsRefusedAndChangesNothing) {
+  const auto all = cases();
+  const Case& c = *all.front();
+  TypeParam a(c);
+  a.reset(1);
+  const std::vector<float> before = a.observation();
+  EXPECT_THROW(a.step(a.illegal_action()), ValidationError);
+  EXPECT_FALSE(a.done());
+  EXPECT_EQ(a.observation(), before);
+  run_episode(a, c, 1);  // the env still runs an episode after the refusal
 }
 
 }  // namespace

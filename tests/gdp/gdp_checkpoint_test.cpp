@@ -185,7 +185,7 @@ TEST(GdpCheckpointTest, NetworkInASharedArchive) {
   archive.write("trainer_step", torch::tensor({123}, torch::kLong));
   archive.save_to(path);
   PolicyMeta meta = policy.meta();
-  write_meta_json(path + ".meta.json", meta);
+  write_text_atomic(path + ".meta.json", policy_meta_json(meta).dump(2) + "\n", "policy metadata");
   EXPECT_EQ(read_meta_json(path + ".meta.json").net, small_config());
 
   GdpPolicy loaded = GdpPolicy::load(path);
