@@ -18,6 +18,7 @@
 #include <torch/utils.h>
 
 #include "agents/common/method_option_tables.h"
+#include "agents/common/prediction.h"
 #include "agents/gdp.h"
 #include "agents/gdp_net.h"
 #include "agents/methods.h"
@@ -211,13 +212,7 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
 
   result.plan = env.to_plan(best.action);
   result.plan.method = "gdp";
-  SimOptions sim_options;
-  sim_options.critical_path = false;
-  const SimResult sim = problem.simulator.run(result.plan, sim_options);
-  result.plan.predicted.valid = true;
-  result.plan.predicted.step_time = sim.step_time;
-  result.plan.predicted.peak_memory = sim.peak_memory;
-  result.plan.predicted.oom = sim.oom;
+  const SimResult sim = predict(problem, &result.plan);
   result.best_time = sim.step_time;
   result.seconds = clock.elapsed();
   return result;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agents/common/prediction.h"
 #include "src/graph/algorithms.h"
 #include "src/util/error.h"
 
@@ -185,13 +186,7 @@ namespace {
 
 Plan simulate_into(const Problem& problem, Plan plan) {
   plan.validate(problem.graph, problem.cluster);
-  SimOptions so;
-  so.critical_path = false;
-  const SimResult res = problem.simulator.run(plan, so);
-  plan.predicted.valid = true;
-  plan.predicted.step_time = res.step_time;
-  plan.predicted.peak_memory = res.peak_memory;
-  plan.predicted.oom = res.oom;
+  predict(problem, &plan);
   return plan;
 }
 

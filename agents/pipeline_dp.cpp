@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "agents/common/prediction.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -493,10 +494,7 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
   const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
   plan.validate(g, problem.cluster);
   const SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
-  plan.predicted.valid = true;
-  plan.predicted.step_time = res.step_time;
-  plan.predicted.peak_memory = res.peak_memory;
-  plan.predicted.oom = res.oom;
+  record_prediction(res, &plan);
   return plan;
 }
 

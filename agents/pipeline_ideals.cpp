@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "agents/common/prediction.h"
 #include "agents/methods.h"
 #include "agents/pipeline_dp.h"
 #include "src/util/error.h"
@@ -363,10 +364,7 @@ Plan pipeline_ideals_plan(const Problem& problem, IdealSplit* split) {
   plan.validate(g, problem.cluster);
   const int64_t batch = g.batch_size();
   const SimResult res = choose_micro_batches(problem, &plan, batch > 0 ? batch : 0, 0);
-  plan.predicted.valid = true;
-  plan.predicted.step_time = res.step_time;
-  plan.predicted.peak_memory = res.peak_memory;
-  plan.predicted.oom = res.oom;
+  record_prediction(res, &plan);
   return plan;
 }
 

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "agents/common/prediction.h"
 #include "agents/methods.h"
 #include "agents/placeto_internal.h"
 #include "datasets/coarsen.h"
@@ -453,13 +454,7 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
   plan.placement.resize(problem.graph.num_ops());
   for (size_t op = 0; op < plan.placement.size(); ++op)
     plan.placement[op] = in->best[size_t(c.group_of_op[op])];
-  SimOptions so;
-  so.critical_path = false;
-  const SimResult sim = problem.simulator.run(plan, so);
-  plan.predicted.valid = true;
-  plan.predicted.step_time = sim.step_time;
-  plan.predicted.peak_memory = sim.peak_memory;
-  plan.predicted.oom = sim.oom;
+  const SimResult sim = predict(problem, &plan);
   res.plan = std::move(plan);
   res.best_time = sim.step_time;
   res.best_oom = sim.oom;

@@ -14,6 +14,7 @@
 
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
+#include "agents/common/prediction.h"
 #include "agents/methods.h"
 #include "agents/rainbow_opp.h"
 #include "agents/rainbow_pp_episodes.h"
@@ -373,16 +374,10 @@ class Search {
     } catch (const ValidationError&) {
       return sc;  // not runnable (e.g. micro-batches that do not divide); counted anyway
     }
-    SimOptions so;
-    so.critical_path = false;
-    const SimResult r = p_.simulator.run(plan, so);
+    const SimResult r = predict(p_, &plan);
     sc.time = r.step_time;
     sc.oom = r.oom;
     sc.valid = std::isfinite(r.step_time);
-    plan.predicted.valid = true;
-    plan.predicted.step_time = r.step_time;
-    plan.predicted.peak_memory = r.peak_memory;
-    plan.predicted.oom = r.oom;
     sc.plan = std::move(plan);
     return sc;
   }

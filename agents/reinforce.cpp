@@ -23,6 +23,7 @@
 #include <torch/serialize/output-archive.h>
 #include <torch/utils.h>
 
+#include "agents/common/prediction.h"
 #include "agents/gdp_net.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
@@ -301,13 +302,7 @@ LearnedSearchResult reinforce_search(const Problem& problem, PlacementEnv& env,
   }
   result.plan = env.to_plan(best_action);
   result.plan.method = spec.method;
-  SimOptions sim_options;
-  sim_options.critical_path = false;
-  const SimResult sim = problem.simulator.run(result.plan, sim_options);
-  result.plan.predicted.valid = true;
-  result.plan.predicted.step_time = sim.step_time;
-  result.plan.predicted.peak_memory = sim.peak_memory;
-  result.plan.predicted.oom = sim.oom;
+  const SimResult sim = predict(problem, &result.plan);
   result.best_time = sim.step_time;
   result.best_oom = sim.oom;
   result.seconds = clock.elapsed();
