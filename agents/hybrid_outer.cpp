@@ -47,6 +47,8 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
     }
     return map;
   };
+  // Samples a replica runs (the micro-batch bound), or max_micro_batches_ without a batch.
+  auto samples_per_replica = [&](int r) { return batch > 0 ? batch / r : int64_t(max_micro_batches_); };
   Plan best;
   bool have = false, best_oom = true;
   double best_time = 0;
@@ -66,7 +68,7 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
     const bool placement_only = !base.pipeline.enabled() && base.partitions.empty() &&
                                 base.data_parallel.replicas == 1;
     if (!placement_only && r > 1) return 1;
-    const int64_t samples = batch > 0 ? batch / r : max_micro_batches_;
+    const int64_t samples = samples_per_replica(r);
     int fastest_m = 1;
     double fastest = 0;
     for (int m = 1; m <= max_micro_batches_ && m <= samples; ++m) {
@@ -95,7 +97,7 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
     int m = try_frames(r, unframed);
     if (!framed) continue;
     if (m == 1) {
-      const int64_t samples = batch > 0 ? batch / r : max_micro_batches_;
+      const int64_t samples = samples_per_replica(r);
       while (2 * m <= std::min<int64_t>({8, max_micro_batches_, samples}) && samples % (2 * m) == 0) m *= 2;
     }
     if (m > 1) try_frames(r, PlanFrame{m, r, unframed.replica_devices});
