@@ -187,6 +187,11 @@ struct TrainConfig {
   int64_t max_ops = 6000;                  ///< skip graphs whose training step has more ops
   std::vector<std::string> clusters;       ///< cluster files (required, >= 1)
   std::vector<int> device_counts = {2, 4, 8};  ///< an instance uses the first k devices
+  /// Micro-batches an instance's placement runs with (src/plan/plan_frame.h): every
+  /// (graph, cluster, k) is trained once per entry, its reward the step time of M
+  /// micro-batches pipelined through the placement, so the policy learns to place for the
+  /// pipelined plan the hybrid outer loop runs. {1} = the plain step (the first policies).
+  std::vector<int> micro_batches = {1};
   std::string profile;                     ///< cost profile ("" = shipped default)
   std::string optimizer = "adam";          ///< training-step expansion optimizer
   /// Classical methods whose best time (with the best single-device time) is each

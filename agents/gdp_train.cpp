@@ -76,19 +76,36 @@ std::vector<int16_t> reference_units(const PlacementEnv& env, const std::vector<
   return canonical_devices(env, out);
 }
 
-Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vector<int>& devices,
-                          const TrainConfig& config) {
-  Simulator sim(g, cs.cluster, *cs.cost);
-  Problem problem{g, cs.cluster, *cs.cost, sim, devices};
+namespace {
+
+/// A reference method's plan timed as the policy's placements are: with a non-trivial frame,
+/// its placement alone (stages and layout dropped) run inside the frame.
+SimResult time_reference(Simulator& sim, const Plan& plan, const PlanFrame& frame) {
   SimOptions so;
   so.critical_path = false;
+  if (frame.trivial()) return sim.run(plan, so);
+  Plan placed;
+  placed.graph_name = plan.graph_name;
+  placed.method = plan.method;
+  placed.placement = plan.placement;
+  apply_frame(frame, &placed);
+  return sim.run(placed, so);
+}
+
+}  // namespace
+
+Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vector<int>& devices,
+                          const PlanFrame& frame, const TrainConfig& config) {
+  Simulator sim(g, cs.cluster, *cs.cost);
+  Problem problem{g, cs.cluster, *cs.cost, sim, devices};
+  problem.frame = frame;
   Reference best;
   for (const std::string& m : config.reference_methods) {
     try {
       SearchBudget budget;
       budget.seed = config.seed;
       const Plan plan = make_placer(m)->search(problem, budget);
-      const SimResult r = sim.run(plan, so);
+      const SimResult r = time_reference(sim, plan, frame);
       if (!r.oom && r.step_time > 0 && (best.time == 0 || r.step_time < best.time)) {
         best.time = r.step_time;
         best.placement = plan.placement;
@@ -102,11 +119,10 @@ Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vect
 
 std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot& cs,
                                               const std::vector<int>& devices,
-                                              const TrainConfig& config) {
+                                              const PlanFrame& frame, const TrainConfig& config) {
   Simulator sim(g, cs.cluster, *cs.cost);
   Problem problem{g, cs.cluster, *cs.cost, sim, devices};
-  SimOptions so;
-  so.critical_path = false;
+  problem.frame = frame;
   std::string best_name;
   Outcome best;
   for (const std::string& m : config.eval_baselines) {
@@ -114,7 +130,7 @@ std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot&
       SearchBudget budget;
       budget.seed = config.seed;
       const Plan plan = make_placer(m)->search(problem, budget);
-      const SimResult r = sim.run(plan, so);
+      const SimResult r = time_reference(sim, plan, frame);
       const Outcome before = best;
       best.consider(r.step_time, r.oom);
       if (best.time != before.time || best.oom != before.oom) best_name = m;
@@ -148,6 +164,12 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
     if (k < 1 || k > cf.net.max_devices) {
       throw ValidationError("device_counts: " + std::to_string(k) + " is outside [1, " +
                             std::to_string(cf.net.max_devices) + "] (net.max_devices)");
+    }
+  }
+  if (cf.micro_batches.empty()) throw ValidationError("micro_batches: must not be empty");
+  for (int m : cf.micro_batches) {
+    if (m < 1) {
+      throw ValidationError("micro_batches: " + std::to_string(m) + " must be >= 1");
     }
   }
   if (cf.ppo.samples < 1) {
@@ -260,14 +282,16 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
                                               torch::optim::AdamOptions(cf.ppo.lr));
 
   // ---- instances ----
-  auto make = [&](size_t entry, int c, int k) {
-    return Instance{
-        entry, c, k,
-        corpus.entries[entry].name + "@" + clusters[size_t(c)].key + ":" + std::to_string(k)};
+  auto make = [&](size_t entry, int c, int k, int m) {
+    return Instance{entry, c, k, m,
+                    corpus.entries[entry].name + "@" + clusters[size_t(c)].key + ":" +
+                        std::to_string(k) + (m > 1 ? "/m" + std::to_string(m) : "")};
   };
   for (size_t e : train_entries) {
     for (size_t c = 0; c < clusters.size(); ++c) {
-      for (int k : cf.device_counts) train_instances.push_back(make(e, int(c), k));
+      for (int k : cf.device_counts) {
+        for (int m : cf.micro_batches) train_instances.push_back(make(e, int(c), k, m));
+      }
     }
   }
 
@@ -280,12 +304,14 @@ GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_pol
     group = std::make_unique<DistGroup>(setup, cf.dist.timeout_seconds, device);
   }
   // Validation order: every graph once before any repeats, cycling through the
-  // (cluster, device count) combinations, so the first few instances are diverse.
-  const size_t E = val_entries.size(), CK = clusters.size() * cf.device_counts.size();
-  for (size_t j = 0; j < E * CK; ++j) {
-    const size_t e = j % E, ck = (e + j / E) % CK;
-    val_instances.push_back(make(val_entries[e], int(ck / cf.device_counts.size()),
-                                 cf.device_counts[ck % cf.device_counts.size()]));
+  // (cluster, device count, micro-batches) combinations, so the first few instances are
+  // diverse.
+  const size_t K = cf.device_counts.size(), M = cf.micro_batches.size();
+  const size_t E = val_entries.size(), CKM = clusters.size() * K * M;
+  for (size_t j = 0; j < E * CKM; ++j) {
+    const size_t e = j % E, ckm = (e + j / E) % CKM;
+    val_instances.push_back(make(val_entries[e], int(ckm / (K * M)), cf.device_counts[ckm / M % K],
+                                 cf.micro_batches[ckm % M]));
   }
 }
 
@@ -369,7 +395,9 @@ std::vector<LiveEnv*> GdpTrainer::Impl::envs_of(const std::vector<const Instance
     const ClusterSlot& cs = clusters[size_t(b.inst->cluster)];
     std::vector<int> devices(size_t(b.inst->k));
     for (int d = 0; d < b.inst->k; ++d) devices[size_t(d)] = d;
-    if (b.need_reference) b.reference = build_reference(*b.graph, cs, devices, config);
+    PlanFrame frame;
+    frame.micro_batches = b.inst->micro_batches;
+    if (b.need_reference) b.reference = build_reference(*b.graph, cs, devices, frame, config);
     auto live = std::make_unique<LiveEnv>();
     live->graph = b.graph;
     PlacementEnvOptions eo;
@@ -378,6 +406,7 @@ std::vector<LiveEnv*> GdpTrainer::Impl::envs_of(const std::vector<const Instance
     eo.devices = devices;
     eo.colocate = true;
     eo.baseline_time = b.reference.time;
+    eo.frame = frame;
     live->env = std::make_unique<PlacementEnv>(*b.graph, cs.cluster, *cs.cost, eo);
     live->tensors = to_tensors(*live->env);
     if (b.need_action) {

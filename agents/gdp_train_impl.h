@@ -132,7 +132,8 @@ struct Instance {
   size_t entry = 0;  // corpus entry index
   int cluster = 0;   // index into clusters
   int k = 0;         // devices 0 .. k-1
-  std::string key;   // "<graph>@<cluster>:<k>"
+  int micro_batches = 1;  // the frame its placements run in (TrainConfig::micro_batches)
+  std::string key;   // "<graph>@<cluster>:<k>", with "/m<M>" appended when M > 1
 };
 
 struct LiveEnv {
@@ -232,18 +233,20 @@ inline void optimizer_state_to(torch::optim::Adam& adam, torch::Device device) {
 
 /// The reference of an instance: the best time of the reference methods (0 = none) and that
 /// plan's device per op (empty = none). A pure function of its arguments, so references of
-/// several instances are built on the rollout threads.
+/// several instances are built on the rollout threads. With a non-trivial frame each method
+/// searches for it (Problem::frame) and its placement is timed inside it, as the policy's.
 struct Reference {
   double time = 0;
   std::vector<int> placement;
 };
 Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vector<int>& devices,
-                          const TrainConfig& config);
+                          const PlanFrame& frame, const TrainConfig& config);
 
-/// The best of the eval baselines on one instance: (method, step time; 0 = none fitted).
+/// The best of the eval baselines on one instance: (method, step time; 0 = none fitted),
+/// timed as build_reference times its methods.
 std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot& cs,
                                               const std::vector<int>& devices,
-                                              const TrainConfig& config);
+                                              const PlanFrame& frame, const TrainConfig& config);
 
 constexpr size_t kMaxLiveEnvs = 128;
 constexpr size_t kMaxCachedGraphs = 128;

@@ -346,8 +346,11 @@ TrainEvalStats GdpTrainer::Impl::evaluate() {
       if (c.live == nullptr) return;
       PlacementEnv& env = *c.live->env;
       if (c.need_classical) {
-        c.classical = best_classical(*c.live->graph, clusters[size_t(val_instances[c.j].cluster)],
-                                     env.allowed_devices(), config);
+        const Instance& inst = val_instances[c.j];
+        PlanFrame frame;
+        frame.micro_batches = inst.micro_batches;
+        c.classical = best_classical(*c.live->graph, clusters[size_t(inst.cluster)],
+                                     env.allowed_devices(), frame, config);
       }
       c.row.best_classical = c.classical.first;
       c.row.best_classical_time = c.classical.second;

@@ -60,7 +60,7 @@ PlacetoNetOptions net_options(const PlacetoNetConfig& c) {
 std::unique_ptr<Instance> make_instance(const Graph& graph, const Cluster& cluster,
                                         const CostModel& cost, const std::vector<int>& devices,
                                         const PlacetoMdpConfig& mdp, int max_devices,
-                                        int episodes) {
+                                        int episodes, const PlanFrame& frame) {
   auto in = std::make_unique<Instance>();
   CoarsenOptions co;
   co.target_groups = mdp.groups;
@@ -81,6 +81,7 @@ std::unique_ptr<Instance> make_instance(const Graph& graph, const Cluster& clust
   eo.start = mdp.start;
   eo.memory_threshold = mdp.memory_threshold;
   eo.memory_penalty = mdp.memory_penalty;
+  eo.frame = frame;
   for (int e = 0; e < std::max(1, episodes); ++e) {
     in->envs.push_back(
         std::make_unique<PlacetoEnv>(*in->env_graph, cluster, cost, group_of_env_op, eo));
@@ -293,6 +294,7 @@ class PlacetoPlacer : public Placer {
  public:
   explicit PlacetoPlacer(PlacetoOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "placeto"; }
+  bool honours_frame() const override { return true; }
   Plan search(const Problem& problem, const SearchBudget& budget) override {
     return search_outcome(problem, budget).plan;
   }
@@ -406,7 +408,7 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
   const int episodes = std::max(options.rl.episodes, zero_shot ? options.zero_shot_samples : 0);
   std::unique_ptr<Instance> in = make_instance(problem.graph, problem.cluster, problem.cost,
                                                devices, mdp, net_cfg.max_devices,
-                                               episodes);
+                                               episodes, problem.frame);
   auto time_left = [&] { return clock.time_left(); };
   auto evals_left = [&] { return clock.runs_left(in->evaluations); };
 

@@ -64,7 +64,7 @@ struct Instance {
 std::unique_ptr<Instance> make_instance(const Graph& graph, const Cluster& cluster,
                                         const CostModel& cost, const std::vector<int>& devices,
                                         const PlacetoMdpConfig& mdp, int max_devices,
-                                        int episodes);
+                                        int episodes, const PlanFrame& frame = {});
 
 /// K episodes run in lockstep: states [T * K, N, F] (step-major), current nodes, actions,
 /// rewards [T][K].

@@ -221,6 +221,10 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
                                          "the single-device step time is not positive (graph '" +
                                              graph.name() + "' does no work)"));
   }
+  if (options_.frame.micro_batches < 1 || options_.frame.replicas < 1) {
+    throw ValidationError(format_context(kCtx, "frame", "micro_batches and replicas must be >= 1"));
+  }
+  apply_frame(options_.frame, &plan_);  // every evaluation runs inside it; the reference does not
 }
 
 void PlacetoEnv::check_device(int device) const {

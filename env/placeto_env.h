@@ -41,6 +41,7 @@
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
 #include "src/plan/plan.h"
+#include "src/plan/plan_frame.h"
 
 namespace placer {
 
@@ -62,6 +63,9 @@ struct PlacetoEnvOptions {
   PlacetoStart start = PlacetoStart::kRandom;
   double memory_threshold = 0.9;  ///< fraction of a device's capacity
   double memory_penalty = 10;     ///< cost per unit of peak-memory fraction above the threshold
+  /// evaluate() simulates the placement inside this frame (micro-batches, replicas); the
+  /// reference stays the single-device step (src/plan/plan_frame.h), as in PlacementEnv.
+  PlanFrame frame;
 };
 
 /// Column layout of a node's feature row.

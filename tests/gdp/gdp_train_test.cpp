@@ -16,6 +16,10 @@
 
 #include "agents/gdp.h"
 #include "agents/gdp_net.h"
+#include "agents/gdp_train_impl.h"  // build_reference
+#include "simulator/simulator.h"
+#include "src/io/cluster_yaml.h"
+#include "src/io/graph_json.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -371,6 +375,9 @@ TEST_F(GdpTrain, ConfigErrorsNameTheKey) {
   c.device_counts = {4};  // > the cluster's 2
   expect_error(c, "device_counts");
   c = tiny_config(dir);
+  c.micro_batches = {1, 0};
+  expect_error(c, "micro_batches");
+  c = tiny_config(dir);
   c.net.hidden = 30;  // not divisible by 4 heads
   c.net.heads = 4;
   expect_error(c, "net");
@@ -387,6 +394,40 @@ TEST_F(GdpTrain, ConfigErrorsNameTheKey) {
   c.eval_baselines = {"no-such-method"};
   expect_error(c, "eval_baselines");
   EXPECT_FALSE(std::filesystem::exists(dir));  // nothing written by a failed construction
+}
+
+TEST_F(GdpTrain, MicroBatchesFrameTheInstancesAndTheirReferences) {
+  const std::string dir = temp_dir("frame");
+  TrainConfig c = tiny_config(dir);
+  EXPECT_EQ(GdpTrainer(c).num_train_instances(), 6u);  // 3 graphs x 2 device counts
+  c.micro_batches = {1, 4};
+  EXPECT_EQ(GdpTrainer(c).num_train_instances(), 12u);
+
+  // A framed reference is the reference method's placement alone, run with M micro-batches.
+  const Graph g = load_graph_json(std::string(PLACER_SOURCE_DIR) +
+                                  "/datasets/models/transformer_small.graph.json");
+  ClusterSlot cs;
+  cs.cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
+                                 "/datasets/clusters/dgx1_p100.cluster.yaml");
+  cs.cost = std::make_unique<CostModel>(cs.cluster, default_profile());
+  c.reference_methods = {"m-etf"};
+  const std::vector<int> devices = {0, 1, 2, 3};
+  PlanFrame plain, framed;
+  framed.micro_batches = 4;
+  const Reference r1 = build_reference(g, cs, devices, plain, c);
+  const Reference r4 = build_reference(g, cs, devices, framed, c);
+  ASSERT_GT(r1.time, 0);
+  ASSERT_EQ(r4.placement, r1.placement);  // m-etf does not search for the frame
+  Simulator sim(g, cs.cluster, *cs.cost);
+  Plan p;
+  p.graph_name = g.name();
+  p.placement = r1.placement;
+  SimOptions so;
+  so.critical_path = false;
+  EXPECT_DOUBLE_EQ(r1.time, sim.run(p, so).step_time);
+  p.pipeline.micro_batches = 4;
+  EXPECT_DOUBLE_EQ(r4.time, sim.run(p, so).step_time);
+  EXPECT_NE(r4.time, r1.time);
 }
 
 TEST_F(GdpTrain, TagsAndMaxOpsSelectInstances) {
