@@ -54,12 +54,12 @@
 #include <utility>
 #include <vector>
 
-#include "agents/anneal.h"
-#include "agents/colocrl.h"
-#include "agents/gdp.h"
-#include "agents/hdp.h"
-#include "agents/placer.h"
-#include "agents/placeto.h"
+#include "agents/classical/anneal.h"
+#include "agents/seq2seq/colocrl.h"
+#include "agents/gdp/gdp.h"
+#include "agents/seq2seq/hdp.h"
+#include "agents/api/placer.h"
+#include "agents/placeto/placeto.h"
 #include "bench/bench_common.h"
 #include "datasets/family_registry.h"
 #include "simulator/cost_model.h"

@@ -5,7 +5,7 @@
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
-// --rainbow-3d: rainbow-3d (agents/rainbow_3d.h) against the grid instead (issue 19's target:
+// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's target:
 // geomean step-time ratio <= 0.97): per row the grid's best step and search time,
 // rainbow-3d's step, the ratio, its search time and simulator runs (by stage) and the shape
 // it chose, on GPT sizes up to 32 GPUs (two with small global batches); then the geomean.
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/megatron_grid.h"
-#include "agents/rainbow_3d.h"
+#include "agents/classical/megatron_grid.h"
+#include "agents/rainbow/rainbow_3d.h"
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/rainbow_agent.h"
+#include "agents/rainbow/rainbow_agent.h"
 #include "agents/sync/autosync.h"
 #include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_env.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "agents/hybrid_outer.h"
+#include "agents/classical/hybrid_outer.h"
 #include "one_host_cluster.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "agents/megatron_grid.h"
+#include "agents/classical/megatron_grid.h"
 #include "one_host_cluster.h"
 #include "datasets/gpt.h"
 #include "datasets/synthetic.h"

@@ -14,8 +14,8 @@
 #include <torch/utils.h>
 #include <nlohmann/json.hpp>
 
-#include "agents/gdp.h"
-#include "agents/gdp_net.h"
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_net.h"
 #include "src/util/error.h"
 
 namespace placer {

@@ -1,4 +1,4 @@
-// rainbow-3d (agents/rainbow_3d.h): on a small GPT its plan validates and simulates to the
+// rainbow-3d (agents/rainbow/rainbow_3d.h): on a small GPT its plan validates and simulates to the
 // reported time, the same seed gives the same plan, the budget in simulator runs is kept, and
 // on a case whose optimum is known (two hosts of two GPUs, batch 1: two pipeline stages, each
 // Megatron tensor parallel over a host, heads included) it finds it. The attention-core rule
@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "agents/rainbow_3d.h"
+#include "agents/rainbow/rainbow_3d.h"
 #include "datasets/gpt.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"
