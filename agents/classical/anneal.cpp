@@ -7,6 +7,7 @@
 #include <random>
 
 #include "agents/api/methods.h"
+#include "agents/common/outcome.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 
@@ -58,13 +59,12 @@ std::vector<int> balanced_start(const Graph& g, const std::vector<int>& unit, in
 }  // namespace
 
 SearchOutcome AnnealPlacer::search_outcome(const Problem& p, const SearchBudget& budget) {
-  SearchOutcome out{search(p, budget), {}};
-  out.stats.runs = stats_.evaluations;
-  out.stats.add("accepted", double(stats_.accepted));
-  out.stats.add("improved", double(stats_.improved));
-  out.stats.add("start_step_time", stats_.start_step_time);
-  out.stats.add("best_step_time", stats_.best_step_time);
-  return out;
+  Plan plan = search(p, budget);
+  return search_outcome_of(std::move(plan), stats_.evaluations, 0, 0,
+                           {{"accepted", double(stats_.accepted)},
+                            {"improved", double(stats_.improved)},
+                            {"start_step_time", stats_.start_step_time},
+                            {"best_step_time", stats_.best_step_time}});
 }
 
 Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {

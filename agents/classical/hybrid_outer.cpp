@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "agents/api/methods.h"
+#include "agents/common/outcome.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -105,6 +106,16 @@ Plan HybridOuterPlacer::search(const Problem& problem, const SearchBudget& budge
   if (!have) throw Error(name() + ": the inner method found no plan on any sub-cluster");
   best.method = name();
   return best;
+}
+
+SearchOutcome HybridOuterPlacer::search_outcome(const Problem& problem,
+                                               const SearchBudget& budget) {
+  Plan plan = search(problem, budget);
+  return search_outcome_of(std::move(plan), 0, 0, 0,
+                           {{"inner_runs", stats_.inner_runs},
+                            {"simulated", stats_.simulated},
+                            {"replicas", stats_.replicas},
+                            {"micro_batches", stats_.micro_batches}});
 }
 
 void add_hybrid_methods(std::vector<MethodInfo>* out) {

@@ -29,7 +29,9 @@ class HybridOuterPlacer : public Placer {
   std::string name() const override { return inner_->name() + "+hybrid"; }
   /// The budget is split evenly over the replica counts for the inner searches.
   Plan search(const Problem& problem, const SearchBudget& budget) override;
-  const HybridOuterStats& last_stats() const { return stats_; }
+  /// The plan with the loop's counts as named values: "inner_runs", "simulated", and the
+  /// chosen plan's "replicas" and "micro_batches" (HybridOuterStats).
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
 
  private:
   std::unique_ptr<Placer> inner_;

@@ -47,7 +47,9 @@ struct MegatronGrid {
 /// The grid on the problem's devices (which must be consecutive device ids).
 MegatronGrid megatron_grid(const Problem& problem);
 
-/// Summary of the last search (for `placer place` and the benchmark).
+/// The counts of one search; MegatronGridPlacer::search_outcome reports them as named values
+/// ("enumerated", "fitting", "simulated", "best_index", and the chosen configuration's
+/// fields, read back by megatron_config_of_outcome).
 struct MegatronGridStats {
   int enumerated = 0, fitting = 0, simulated = 0;
   int best_index = -1;  ///< position of the chosen one in the fitting list
@@ -58,7 +60,8 @@ class MegatronGridPlacer : public Placer {
  public:
   std::string name() const override { return "megatron"; }
   Plan search(const Problem& problem, const SearchBudget& budget) override;
-  const MegatronGridStats& last_stats() const { return stats_; }
+  /// The plan; runs = configurations simulated; the named values of MegatronGridStats.
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
 
  private:
   MegatronGridStats stats_;
@@ -66,5 +69,9 @@ class MegatronGridPlacer : public Placer {
 
 /// "tp 2, pp 2, dp 2, mb 4, v 1, recompute none, sp off, zero 0".
 std::string describe(const MegatronConfig& m);
+
+/// The chosen configuration of a `megatron` search from its outcome's named values (the
+/// fields describe() prints; the others keep their defaults).
+MegatronConfig megatron_config_of_outcome(const SearchStats& stats);
 
 }  // namespace placer

@@ -18,6 +18,7 @@
 #include <torch/utils.h>
 
 #include "agents/common/method_option_tables.h"
+#include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_net.h"
@@ -72,14 +73,12 @@ class GdpPlacer : public Placer {
       policy_.emplace(GdpPolicy::load(path));
     }
     GdpPlaceResult r = gdp_place(*policy_, problem, options_, budget);
-    SearchOutcome out{std::move(r.plan), {}};
-    out.plan.method = name();
-    out.stats.runs = r.evaluations;
-    out.stats.seconds = r.seconds;
+    r.plan.method = name();
+    SearchOutcome out = search_outcome_of(std::move(r.plan), r.evaluations, 0, r.seconds,
+                                          {{"greedy_time", r.greedy_time},
+                                           {"zero_shot_time", r.zero_shot_time},
+                                           {"reference_time", r.reference_time}});
     out.stats.best_curve = std::move(r.finetune_curve);
-    out.stats.add("greedy_time", r.greedy_time);
-    out.stats.add("zero_shot_time", r.zero_shot_time);
-    out.stats.add("reference_time", r.reference_time);
     return out;
   }
 

@@ -14,6 +14,7 @@
 
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
+#include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
 #include "agents/api/methods.h"
 #include "agents/rainbow/rainbow_opp.h"
@@ -522,32 +523,34 @@ const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
 }  // namespace
 
 SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const SearchBudget& budget) {
-  stats_ = Rainbow3DStats{};
+  Rainbow3DStats stats;
   const BudgetClock clock(budget, kName);
-  Search s(problem, budget, options_, &stats_);
+  Search s(problem, budget, options_, &stats);
   Scored best = s.run();
   const Plan& p = best.plan;
-  stats_.step_time = best.time;
-  stats_.v = std::max(1, p.pipeline.virtual_stages);
-  stats_.pp = int(p.pipeline.stages.size()) / stats_.v;
-  stats_.tp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].tensor_parallel;
-  stats_.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
-  stats_.micro_batches = p.pipeline.micro_batches;
-  stats_.zero_stage = p.data_parallel.zero_stage;
-  stats_.recompute = p.recompute == Recompute::kFull;
-  stats_.seconds = clock.elapsed();
-  SearchOutcome out{std::move(best.plan), {}};
-  out.stats.runs = stats_.runs + stats_.opp_runs;
-  out.stats.seconds = stats_.seconds;
-  out.stats.add("tp", stats_.tp);
-  out.stats.add("pp", stats_.pp);
-  out.stats.add("virtual_stages", stats_.v);
-  out.stats.add("dp", stats_.dp);
-  out.stats.add("micro_batches", stats_.micro_batches);
-  out.stats.add("opp_runs", double(stats_.opp_runs));
-  out.stats.add("cut_runs", double(stats_.cut_runs));
-  out.stats.add("layout_runs", double(stats_.layout_runs));
-  return out;
+  stats.step_time = best.time;
+  stats.v = std::max(1, p.pipeline.virtual_stages);
+  stats.pp = int(p.pipeline.stages.size()) / stats.v;
+  stats.tp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].tensor_parallel;
+  stats.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
+  stats.micro_batches = p.pipeline.micro_batches;
+  stats.zero_stage = p.data_parallel.zero_stage;
+  stats.recompute = p.recompute == Recompute::kFull;
+  stats.seconds = clock.elapsed();
+  return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs, 0, stats.seconds,
+                           {{"tp", stats.tp},
+                            {"pp", stats.pp},
+                            {"virtual_stages", stats.v},
+                            {"dp", stats.dp},
+                            {"micro_batches", stats.micro_batches},
+                            {"opp_runs", double(stats.opp_runs)},
+                            {"cut_runs", double(stats.cut_runs)},
+                            {"layout_runs", double(stats.layout_runs)},
+                            {"step_time", stats.step_time},
+                            {"shapes", stats.shapes},
+                            {"probe_runs", double(stats.probe_runs)},
+                            {"zero_stage", stats.zero_stage},
+                            {"recompute", stats.recompute ? 1.0 : 0.0}});
 }
 
 void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {

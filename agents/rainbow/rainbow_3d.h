@@ -55,7 +55,10 @@ struct Rainbow3DOptions {
   }();
 };
 
-/// Summary of the last search.
+/// The counts of one search; Rainbow3DPlacer::search_outcome reports them as named values
+/// (SearchOutcome::stats: "tp", "pp", "virtual_stages", "dp", "micro_batches", "opp_runs",
+/// "cut_runs", "layout_runs", "step_time", "shapes", "probe_runs", "zero_stage",
+/// "recompute").
 struct Rainbow3DStats {
   int64_t runs = 0;  ///< simulator runs in all
   int64_t opp_runs = 0, probe_runs = 0, cut_runs = 0, layout_runs = 0;
@@ -78,11 +81,9 @@ class Rainbow3DPlacer : public Placer {
   /// ValidationError on a graph that is not a training step, bad options, or when no shape
   /// gives a runnable plan. Throws placer::Error without LibTorch.
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
-  const Rainbow3DStats& last_stats() const { return stats_; }
 
  private:
   Rainbow3DOptions options_;
-  Rainbow3DStats stats_;
 };
 
 }  // namespace placer

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agents/common/method_option_tables.h"
+#include "agents/common/outcome.h"
 #include "agents/api/methods.h"
 #include "agents/rainbow/rainbow_agent.h"
 #include "src/util/error.h"
@@ -74,13 +75,10 @@ class RainbowOppPlacer : public Placer {
   }
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     RainbowOppReport r = rainbow_opp_search(problem, budget, options_);
-    SearchOutcome out{std::move(r.plan), {}};
-    out.stats.runs = r.simulations;
-    out.stats.seconds = r.seconds;
-    out.stats.add("episodes", double(r.episodes));
-    out.stats.add("found_episode", double(r.found_episode));
-    out.stats.add("reference_time", r.reference_time);
-    return out;
+    return search_outcome_of(std::move(r.plan), r.simulations, 0, r.seconds,
+                             {{"episodes", double(r.episodes)},
+                              {"found_episode", double(r.found_episode)},
+                              {"reference_time", r.reference_time}});
   }
 
  private:

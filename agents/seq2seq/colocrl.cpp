@@ -12,6 +12,7 @@
 
 #include "agents/seq2seq/hdp.h"
 #include "agents/common/method_option_tables.h"
+#include "agents/common/outcome.h"
 #include "agents/api/methods.h"
 #include "agents/seq2seq/reinforce.h"
 #include "models/seq2seq.h"
@@ -83,14 +84,10 @@ policy_file::Json seq2seq_meta_json(const std::string& method, const Problem& pr
 void check_seq2seq_config(const Seq2SeqConfig& n, const std::string& method) { check_net(n, method); }
 
 SearchOutcome learned_search_outcome(LearnedSearchResult r) {
-  SearchOutcome out{std::move(r.plan), {}};
-  out.stats.runs = r.evaluations;
-  out.stats.best_run = r.best_evaluation;
-  out.stats.seconds = r.seconds;
-  out.stats.add("updates", double(r.updates));
-  out.stats.add("reference_time", r.reference_time);
-  out.stats.add("greedy_time", r.greedy_time);
-  return out;
+  return search_outcome_of(std::move(r.plan), r.evaluations, r.best_evaluation, r.seconds,
+                           {{"updates", double(r.updates)},
+                            {"reference_time", r.reference_time},
+                            {"greedy_time", r.greedy_time}});
 }
 
 LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions& options,
