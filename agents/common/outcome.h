@@ -1,11 +1,13 @@
 #pragma once
 // One way for a method to fill its SearchOutcome (agents/api/search_outcome.h) from its own
-// counts: the fields every method shares, then its own numbers by name.
+// counts: the fields every method shares, then its own numbers by name; and the base of the
+// placers whose search is their search_outcome.
 
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
 
+#include "agents/api/placer.h"
 #include "agents/api/search_outcome.h"
 
 namespace placer {
@@ -23,5 +25,15 @@ inline SearchOutcome search_outcome_of(
   for (const auto& [name, value] : values) out.stats.add(name, value);
   return out;
 }
+
+/// A placer that searches in search_outcome (which it must override); search() returns that
+/// outcome's plan.
+class OutcomePlacer : public Placer {
+ public:
+  Plan search(const Problem& problem, const SearchBudget& budget) final {
+    return search_outcome(problem, budget).plan;
+  }
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override = 0;
+};
 
 }  // namespace placer

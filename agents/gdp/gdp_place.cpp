@@ -50,16 +50,13 @@ std::string format_ms(double seconds) {
   return buf;
 }
 
-class GdpPlacer : public Placer {
+class GdpPlacer : public OutcomePlacer {
  public:
   GdpPlacer(std::string path, GdpPlaceOptions options)
       : path_(std::move(path)), options_(std::move(options)) {}
 
   std::string name() const override { return "gdp"; }
 
-  Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return search_outcome(problem, budget).plan;
-  }
   bool honours_frame() const override { return true; }
 
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {

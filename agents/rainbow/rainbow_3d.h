@@ -25,6 +25,7 @@
 #include <string>
 
 #include "agents/api/placer.h"
+#include "agents/common/outcome.h"
 #include "agents/rainbow/rainbow_pp.h"
 
 namespace placer {
@@ -71,13 +72,10 @@ struct Rainbow3DStats {
   double seconds = 0;
 };
 
-class Rainbow3DPlacer : public Placer {
+class Rainbow3DPlacer : public OutcomePlacer {
  public:
   explicit Rainbow3DPlacer(Rainbow3DOptions options = {}) : options_(std::move(options)) {}
   std::string name() const override { return "rainbow-3d"; }
-  Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return search_outcome(problem, budget).plan;
-  }
   /// ValidationError on a graph that is not a training step, bad options, or when no shape
   /// gives a runnable plan. Throws placer::Error without LibTorch.
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;

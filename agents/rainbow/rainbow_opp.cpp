@@ -66,13 +66,10 @@ void map_devices(Plan* plan, const std::vector<int>& devices) {
   plan->predicted = PlanPrediction{};  // simulated on devices 0 .. k-1, not these
 }
 
-class RainbowOppPlacer : public Placer {
+class RainbowOppPlacer : public OutcomePlacer {
  public:
   explicit RainbowOppPlacer(RainbowOppOptions options) : options_(std::move(options)) {}
   std::string name() const override { return method_name(options_.env.task); }
-  Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return search_outcome(problem, budget).plan;
-  }
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     RainbowOppReport r = rainbow_opp_search(problem, budget, options_);
     return search_outcome_of(std::move(r.plan), r.simulations, 0, r.seconds,

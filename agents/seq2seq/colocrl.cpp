@@ -21,14 +21,11 @@
 namespace placer {
 namespace {
 
-class ColocrlPlacer : public Placer {
+class ColocrlPlacer : public OutcomePlacer {
  public:
   explicit ColocrlPlacer(ColocrlOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "colocrl"; }
   bool honours_frame() const override { return true; }  // through seq2seq_env_options
-  Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return search_outcome(problem, budget).plan;
-  }
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     return learned_search_outcome(colocrl_search(problem, options_, budget));
   }

@@ -11,6 +11,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "agents/common/outcome.h"
 #include "agents/seq2seq/reinforce.h"
 #include "models/grouper.h"
 #include "models/seq2seq.h"
@@ -19,14 +20,11 @@
 namespace placer {
 namespace {
 
-class HdpPlacer : public Placer {
+class HdpPlacer : public OutcomePlacer {
  public:
   explicit HdpPlacer(HdpOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "hdp"; }
   bool honours_frame() const override { return true; }  // through seq2seq_env_options
-  Plan search(const Problem& problem, const SearchBudget& budget) override {
-    return search_outcome(problem, budget).plan;
-  }
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     return learned_search_outcome(hdp_search(problem, options_, budget));
   }

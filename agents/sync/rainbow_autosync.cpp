@@ -60,13 +60,10 @@ void check_agent(const RainbowConfig& c, const std::string& who) {
   if (!bad.empty()) throw ValidationError(who + ": " + bad);
 }
 
-class AutosyncRlPlacer : public Placer {
+class AutosyncRlPlacer : public OutcomePlacer {
  public:
   explicit AutosyncRlPlacer(AutosyncOptions o) : o_(std::move(o)) {}
   std::string name() const override { return "autosync"; }
-  Plan search(const Problem& p, const SearchBudget& b) override {
-    return search_outcome(p, b).plan;
-  }
   SearchOutcome search_outcome(const Problem& p, const SearchBudget& b) override {
     AutosyncReport r = autosync_search(p, b, o_);
     return search_outcome_of(std::move(r.plan), r.simulations, 0, r.seconds,
