@@ -1,4 +1,4 @@
-#include "agents/methods.h"
+#include "agents/api/methods.h"
 
 namespace placer {
 

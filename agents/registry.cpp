@@ -2,9 +2,9 @@
 #include <map>
 #include <mutex>
 
-#include "agents/hybrid_outer.h"
-#include "agents/methods.h"
-#include "agents/placer.h"
+#include "agents/classical/hybrid_outer.h"
+#include "agents/api/methods.h"
+#include "agents/api/placer.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -20,7 +20,7 @@ const MethodInfo& method_info(const std::string& name) {
     if (m.name == name) return m;
     known += (known.empty() ? "" : ", ") + m.name;
   }
-  // "M+hybrid": method M inside the micro-batch and replica outer loop (agents/hybrid_outer.h),
+  // "M+hybrid": method M inside the micro-batch and replica outer loop (agents/classical/hybrid_outer.h),
   // registered on first use with M's options.
   const std::string suffix = "+hybrid";
   if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
 #include "src/cluster/cluster.h"

@@ -1,16 +1,16 @@
 // Time of one GDP PPO update on the CPU and on a GPU (issue 22, step 3): the GDP policy
-// (GraphSAGE + superposition + Transformer-XL + device head, agents/gdp_net.h) at the sizes of
+// (GraphSAGE + superposition + Transformer-XL + device head, agents/gdp/gdp_net.h) at the sizes of
 // examples/train_policy.yaml, one fresh network per device from the same seed, trained for
 // --warmup + --updates updates on the same instances. Every update does what one update of
 // `placer train-policy` does on one process (GdpTrainer::Impl::run_update,
-// agents/gdp_train_loop.cpp), with the same functions:
+// agents/gdp/gdp_train_loop.cpp), with the same functions:
 //
 //   sample     per instance one forward pass without gradients, --samples placements drawn
 //              from the softmax (sample_action: a CPU copy of the probabilities) and their
 //              log-probabilities (action_log_probs)
 //   simulate   every placement simulated (PlacementEnv::step, CPU; here on one thread, the
 //              trainer spreads it over its rollout threads)
-//   ppo        compute_advantages + ppo_update (agents/gdp_ppo.cpp): --epochs passes of
+//   ppo        compute_advantages + ppo_update (agents/gdp/gdp_ppo.cpp): --epochs passes of
 //              forward + backward over every instance, gradient clipping, one Adam step each
 //
 // On cuda the network, Adam's state and the graph tensors live on the GPU (tensors_to, as the
@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
-#include "agents/gdp.h"
-#include "agents/gdp_net.h"
-#include "agents/gdp_train_impl.h"  // tensors_to: the trainer's move of the graph tensors
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_net.h"
+#include "agents/gdp/gdp_train_impl.h"  // tensors_to: the trainer's move of the graph tensors
 #include "env/placement_env.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -135,7 +135,7 @@ void wait_for(GdpNet& net) { (void)net->parameters().back().sum().item<float>();
 
 bool cuda_usable() {
   // at::hasCUDA / at::getNumGPUs (ATen/Context.h, reached through the torch headers of
-  // agents/gdp_net.h): a CUDA LibTorch with at least one visible GPU.
+  // agents/gdp/gdp_net.h): a CUDA LibTorch with at least one visible GPU.
   return at::hasCUDA() && at::getNumGPUs() > 0;
 }
 

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/gdp.h"
-#include "agents/placer.h"
+#include "agents/gdp/gdp.h"
+#include "agents/api/placer.h"
 #include "bench/bench_common.h"
 #include "datasets/corpus.h"
 #include "simulator/cost_model.h"

@@ -22,7 +22,7 @@
 #include <memory>
 #include <string>
 
-#include "agents/gdp.h"
+#include "agents/gdp/gdp.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The learned placers inside the micro-batch / replica outer loop (agents/hybrid_outer.h),
+# The learned placers inside the micro-batch / replica outer loop (agents/classical/hybrid_outer.h),
 # side by side with the classical winners of `best`, in one `placer compare` per model: every
 # "M+hybrid" searches a placement on a sub-cluster of N / R devices for each replica count R,
 # scoring its candidates inside the (R, M) frame (Placer::honours_frame), and keeps the

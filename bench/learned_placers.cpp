@@ -54,12 +54,12 @@
 #include <utility>
 #include <vector>
 
-#include "agents/anneal.h"
-#include "agents/colocrl.h"
-#include "agents/gdp.h"
-#include "agents/hdp.h"
-#include "agents/placer.h"
-#include "agents/placeto.h"
+#include "agents/classical/anneal.h"
+#include "agents/seq2seq/colocrl.h"
+#include "agents/gdp/gdp.h"
+#include "agents/seq2seq/hdp.h"
+#include "agents/api/placer.h"
+#include "agents/placeto/placeto.h"
 #include "bench/bench_common.h"
 #include "datasets/family_registry.h"
 #include "simulator/cost_model.h"
@@ -394,10 +394,11 @@ SeedRun run_seed(const Args& a, const Problem& p, const GdpPolicy* policy, uint6
       out = guarded("anneal", [&] {
         Result x;
         AnnealPlacer an;
-        x.time = bench::simulate_plan(p, an.search(p, recording(b, &x.curve)));
-        x.evaluations = an.last_stats().evaluations;
+        const SearchOutcome o = an.search_outcome(p, recording(b, &x.curve));
+        x.time = bench::simulate_plan(p, o.plan);
+        x.evaluations = o.stats.runs;
         // Progress comes every 16 placements: to-best is the first report showing the best.
-        x.to_best = reached(x.curve, an.last_stats().best_step_time);
+        x.to_best = reached(x.curve, o.stats.value("best_step_time"));
         // Found after the last report: at most the placements spent.
         if (x.to_best < 0) x.to_best = x.evaluations;
         return x;

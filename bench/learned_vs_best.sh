@@ -2,7 +2,7 @@
 # GDP (the shipped default policy) against `--method best` on the shipped real models
 # (datasets/models/onnx/*.onnx, none of them in a training corpus) on DGX-1 P100: zero-shot
 # alone, zero-shot in the micro-batch / replica outer loop (`gdp+hybrid`,
-# agents/hybrid_outer.h; GDP scores its samples inside each (R, M) frame), and that loop with
+# agents/classical/hybrid_outer.h; GDP scores its samples inside each (R, M) frame), and that loop with
 # PPO fine-tuning on the graph for FT seconds in all (`--set finetune=100000
 # --budget-seconds FT`). One `placer place` per (model, method), seed 1; prints a markdown
 # table of step times, the ratios to best, and their geomeans. Results: docs/results.md.

@@ -5,7 +5,7 @@
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
-// --rainbow-3d: rainbow-3d (agents/rainbow_3d.h) against the grid instead (issue 19's target:
+// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's target:
 // geomean step-time ratio <= 0.97): per row the grid's best step and search time,
 // rainbow-3d's step, the ratio, its search time and simulator runs (by stage) and the shape
 // it chose, on GPT sizes up to 32 GPUs (two with small global batches); then the geomean.
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/megatron_grid.h"
-#include "agents/rainbow_3d.h"
+#include "agents/classical/megatron_grid.h"
+#include "agents/rainbow/rainbow_3d.h"
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -95,7 +95,8 @@ void run(const Row& row, double seconds) {
   SearchBudget budget;
   budget.max_seconds = seconds;
   const auto t0 = Clock::now();
-  const Plan best = grid.search(p, budget);
+  const SearchOutcome outcome = grid.search_outcome(p, budget);
+  const Plan& best = outcome.plan;
   const double search = seconds_since(t0);
   const SimResult rb = sim.run(best);
 
@@ -107,11 +108,11 @@ void run(const Row& row, double seconds) {
     pdp = ms(sim.run(make_placer("pipeline-dp")->search(p, SearchBudget{})));
   } catch (const Error&) {
   }
-  const MegatronGridStats& s = grid.last_stats();
+  auto count = [&outcome](const char* name) { return static_cast<int>(outcome.stats.value(name)); };
   std::printf("| %s | %d | %d / %d / %d | %.1f | %s | %s | %s: %s | %s |\n", row.label.c_str(),
-              cluster.num_devices(), s.enumerated, s.fitting, s.simulated, search,
-              describe(s.best).c_str(), ms(rb).c_str(), row.reference_source.c_str(), ms(rr).c_str(),
-              pdp.c_str());
+              cluster.num_devices(), count("enumerated"), count("fitting"), count("simulated"),
+              search, describe(megatron_config_of_outcome(outcome.stats)).c_str(), ms(rb).c_str(),
+              row.reference_source.c_str(), ms(rr).c_str(), pdp.c_str());
   std::fflush(stdout);
 }
 
@@ -120,7 +121,8 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   Setup su(row);
   MegatronGridPlacer grid;
   auto t0 = Clock::now();
-  const SimResult rg = su.sim.run(grid.search(su.p, SearchBudget{}));  // default: 10 s
+  const SearchOutcome grid_out = grid.search_outcome(su.p, SearchBudget{});  // default: 10 s
+  const SimResult rg = su.sim.run(grid_out.plan);
   const double grid_s = seconds_since(t0);
 
   Rainbow3DPlacer r3;
@@ -131,16 +133,19 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   const SearchOutcome out = r3.search_outcome(su.p, rb);
   const double r3_s = seconds_since(t0);
   const SimResult rr = su.sim.run(out.plan);
-  const Rainbow3DStats& s = r3.last_stats();
+  // rainbow-3d's counts and shape, as the named values of its SearchOutcome.
+  auto count = [&out](const char* name) { return static_cast<long long>(out.stats.value(name)); };
+  auto shape = [&out](const char* name) { return static_cast<int>(out.stats.value(name)); };
   const double ratio = rr.step_time / rg.step_time;
   std::printf(
       "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
       "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s |\n",
       row.label.c_str(), su.cluster.num_devices(), ms(rg).c_str(), grid_s,
-      describe(grid.last_stats().best).c_str(), ms(rr).c_str(), ratio, r3_s,
-      static_cast<long long>(out.stats.runs), static_cast<long long>(s.opp_runs),
-      static_cast<long long>(s.cut_runs), static_cast<long long>(s.layout_runs), s.tp, s.pp, s.dp,
-      s.v, s.micro_batches, s.zero_stage ? ", zero 1" : "", s.recompute ? ", full" : "");
+      describe(megatron_config_of_outcome(grid_out.stats)).c_str(), ms(rr).c_str(), ratio, r3_s,
+      static_cast<long long>(out.stats.runs), count("opp_runs"), count("cut_runs"),
+      count("layout_runs"), shape("tp"), shape("pp"), shape("dp"), shape("virtual_stages"),
+      shape("micro_batches"), shape("zero_stage") ? ", zero 1" : "",
+      shape("recompute") ? ", full" : "");
   std::fflush(stdout);
   return ratio;
 }

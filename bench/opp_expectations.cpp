@@ -1,5 +1,5 @@
 // Auto-MAP's expected operator partitionings (issue 6, "Quality and speed"): rainbow-opp
-// (agents/rainbow_opp.h) on imported transformer and VGG graphs, with the simulator reward
+// (agents/rainbow/rainbow_opp.h) on imported transformer and VGG graphs, with the simulator reward
 // and with the paper's fixed +0.4 / +0.1 reward, and whether the sharding it returns is the
 // one the paper reports:
 //
@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "agents/placer.h"
-#include "agents/rainbow_config.h"
-#include "agents/rainbow_opp.h"
+#include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_config.h"
+#include "agents/rainbow/rainbow_opp.h"
 #include "bench/bench_common.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"

@@ -1,4 +1,4 @@
-// Search wall time of every registered placement method (agents/placer.h) on layered random
+// Search wall time of every registered placement method (agents/api/placer.h) on layered random
 // DAGs (datasets/synthetic.h, seed 42, 16 ops per level) of 1k and 10k forward ops,
 // expanded to training steps (backward + Adam updates: 1k -> ~2.3k ops, 10k -> ~23k ops),
 // on the 8 GPUs of datasets/clusters/dgx1_p100.cluster.yaml. anneal runs with a fixed
@@ -14,7 +14,7 @@
 #include <map>
 #include <memory>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

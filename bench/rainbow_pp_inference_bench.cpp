@@ -1,4 +1,4 @@
-// Zero-shot rainbow-pp (a pretrained policy, agents/rainbow_pp_policy.h) against the online
+// Zero-shot rainbow-pp (a pretrained policy, agents/rainbow/rainbow_pp_policy.h) against the online
 // rainbow-pp (trained on each graph) and pipeline-dp on real models: simulated step time and
 // search time per method. A table-printing program, not a Google Benchmark (no timing
 // asserts anywhere); results go to docs/results.md with the command.
@@ -19,8 +19,8 @@
 
 #include <torch/utils.h>
 
-#include "agents/placer.h"
-#include "agents/rainbow_pp_policy.h"
+#include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_pp_policy.h"
 #include "env/pipeline_arrays.h"
 #include "env/pipeline_env.h"
 #include "simulator/cost_profile.h"

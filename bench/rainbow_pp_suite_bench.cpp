@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "agents/pipeline_dp.h"
-#include "agents/placer.h"
-#include "agents/rainbow_pp.h"
+#include "agents/classical/pipeline_dp.h"
+#include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_pp.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_builders.h"
 #include "datasets/family_inception.h"

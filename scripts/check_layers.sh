@@ -5,6 +5,9 @@
 # Each folder may include only the folders listed for it, and only models/ and agents/
 # may include LibTorch. Inside src/ the sub-layers go one way:
 #   util < graph < cluster < plan < io < cli (a folder includes only itself and lower ones).
+# Inside agents/: api < common < the family folders (classical, gdp, seq2seq, placeto, rainbow,
+# sync), which do not include each other (the crossings the tree already had are listed), and
+# the top level (the registry) above them all.
 # tests/ and bench/ may include every layer except the CLI (tests/cli runs the binary), and
 # LibTorch only in the tests of models/ and the learned agents (tests/{models,gdp,learned,
 # rainbow}) and the learned-placer benchmarks (bench/learned_placers.cpp,
@@ -69,6 +72,65 @@ for f in $src_files; do
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"(src\/[^"]+)".*/\1/p' "$f")
 done
 
+# Inside agents/: api/ (Placer, Problem, budget, outcome, registration lists) includes only
+# itself; common/ (shared pieces) includes api/ and itself; each family folder (classical,
+# gdp, seq2seq, placeto, rainbow, sync) includes api/, common/ and itself, not another
+# family; the top level (the registry: methods.cpp, registry.cpp) may include every folder.
+# The includes across those lines that the tree had when the families got their folders are
+# listed below (file -> included path); each is one to remove, none is to be added.
+agents_known_crossings=(
+  "agents/common/method_option_tables.h -> agents/seq2seq/colocrl.h"
+  "agents/common/method_option_tables.h -> agents/gdp/gdp.h"
+  "agents/common/method_option_tables.h -> agents/seq2seq/hdp.h"
+  "agents/common/method_option_tables.h -> agents/rainbow/rainbow_opp.h"
+  "agents/common/method_option_tables.h -> agents/rainbow/rainbow_pp.h"
+  "agents/common/method_option_tables.cpp -> agents/rainbow/rainbow_config.h"
+  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_3d.h"
+  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_opp.h"
+  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_pp.h"
+  "agents/seq2seq/reinforce.cpp -> agents/gdp/gdp_net.h"
+  "agents/sync/autosync_rl.h -> agents/rainbow/rainbow_config.h"
+  "agents/sync/rainbow_autosync.cpp -> agents/rainbow/rainbow_agent.h"
+)
+agents_families=" classical gdp seq2seq placeto rainbow sync "
+# agents_folder PATH: the sub-folder of agents/ that PATH (agents/...) lies in; "top" for the
+# top level.
+agents_folder() {
+  local rest=${1#agents/}
+  case "$rest" in */*) echo "${rest%%/*}" ;; *) echo top ;; esac
+}
+agents_files=$(git ls-files -co --exclude-standard -- 'agents/*.h' 'agents/*.cpp' || true)
+for f in $agents_files; do
+  [ -f "$f" ] || continue
+  from=$(agents_folder "$f")
+  [ "$from" = top ] && continue
+  case "$from" in
+    api) may=" api " ;;
+    common) may=" api common " ;;
+    *)
+      if [[ "$agents_families" != *" $from "* ]]; then
+        echo "$f: agents/$from/ is neither api/, common/ nor a family folder (add it to check_layers.sh)"
+        status=1; continue
+      fi
+      may=" api common $from " ;;
+  esac
+  while IFS= read -r inc; do
+    to=$(agents_folder "$inc")
+    [[ "$may" == *" $to "* ]] && continue
+    known=0
+    for k in "${agents_known_crossings[@]}"; do
+      if [ "$k" = "$f -> $inc" ]; then known=1; break; fi
+    done
+    [ $known = 1 ] && continue
+    if [ "$to" = top ]; then
+      echo "$f: agents/$from/ must not include $inc (the top level of agents/ is the registry)"
+    else
+      echo "$f: agents/$from/ must not include $inc (api < common < one family; families do not include each other)"
+    fi
+    status=1
+  done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"(agents\/[^"]+)".*/\1/p' "$f")
+done
+
 # tests/ and bench/.
 test_files=$(git ls-files -co --exclude-standard -- 'tests/*.h' 'tests/*.cpp' 'bench/*.h' 'bench/*.cpp' || true)
 for f in $test_files; do
@@ -88,6 +150,6 @@ for f in $test_files; do
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")
 done
 
-n_files=$(( $(echo "$files" | wc -w) + $(echo "$src_files" | wc -w) + $(echo "$test_files" | wc -w) ))
+n_files=$(( $(echo "$files" | wc -w) + $(echo "$src_files" | wc -w) + $(echo "$agents_files" | wc -w) + $(echo "$test_files" | wc -w) ))
 if [ $status = 0 ]; then echo "check_layers: dependency direction holds ($n_files file checks)"; fi
 exit $status

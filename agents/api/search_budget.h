@@ -12,7 +12,7 @@
 // Exception, kept so that plans stay the same: rainbow-pp counts the distinct cut sets its
 // agent simulates (cache hits are free); the balanced start and the layout search it runs on
 // top are extra runs, and it always needs a finite count (its layout rounds split it), so
-// seconds alone stop it at its `episodes` option (agents/rainbow_pp.h).
+// seconds alone stop it at its `episodes` option (agents/rainbow/rainbow_pp.h).
 
 #include <chrono>
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "agents/rainbow_config.h"
+#include "agents/rainbow/rainbow_config.h"
 
 namespace placer {
 namespace {
@@ -161,7 +161,7 @@ const OptionTable<RainbowOppOptions>& rainbow_opp_option_table() {
         v.refuse(key, "the agent's seed is --seed");
         continue;
       }
-      v.add(key, "agent", "Rainbow agent option (agents/rainbow_config.h)",
+      v.add(key, "agent", "Rainbow agent option (agents/rainbow/rainbow_config.h)",
             [key](O* o, const std::string& x) {
               set_rainbow_option(&o->agent, key, x);
               // An explicit support overrides the automatic one.

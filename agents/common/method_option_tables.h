@@ -3,13 +3,13 @@
 // options: rainbow-pp, rainbow-opp / rainbow-adp, colocrl, hdp. Each method's registration
 // lists its table's schema; `placer place --set` applies it. Torch-free.
 
-#include "agents/colocrl.h"
+#include "agents/seq2seq/colocrl.h"
 #include "agents/common/option_table.h"
-#include "agents/gdp.h"
-#include "agents/hdp.h"
-#include "agents/placer.h"
-#include "agents/rainbow_opp.h"
-#include "agents/rainbow_pp.h"
+#include "agents/gdp/gdp.h"
+#include "agents/seq2seq/hdp.h"
+#include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_opp.h"
+#include "agents/rainbow/rainbow_pp.h"
 
 namespace placer {
 

@@ -10,8 +10,8 @@
 // or a tensor such as "net.sage.0.weight") and what was expected and found. Errors are
 // FileError (a file missing or unreadable) or FormatError (anything wrong in one).
 //
-// Used by gdp (agents/gdp_policy.cpp), placeto (agents/placeto.cpp, placeto_train.cpp),
-// colocrl / hdp (agents/reinforce.cpp) and rainbow-pp (agents/rainbow_pp_policy.cpp).
+// Used by gdp (agents/gdp/gdp_policy.cpp), placeto (agents/placeto/placeto.cpp, placeto_train.cpp),
+// colocrl / hdp (agents/seq2seq/reinforce.cpp) and rainbow-pp (agents/rainbow/rainbow_pp_policy.cpp).
 
 #include <torch/nn/module.h>
 #include <torch/serialize/input-archive.h>

@@ -2,7 +2,7 @@
 // A searched plan's `predicted` section (step time, peak memory per device, OOM), filled the
 // same way by every placer: one simulation without the critical path. Torch-free.
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 
 namespace placer {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <random>
 
-#include "agents/methods.h"
+#include "agents/api/methods.h"
 #include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_builders.h"
 #include "src/graph/sparse_gradients.h"

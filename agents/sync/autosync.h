@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 
 namespace placer {
 

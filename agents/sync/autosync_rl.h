@@ -1,6 +1,6 @@
 #pragma once
 // `autosync`: the learned per-variable synchronisation search (after AutoSync, Zhang et al.
-// 2020). A Rainbow DQN agent (agents/rainbow_agent.h) walks the variables of the SyncEnv
+// 2020). A Rainbow DQN agent (agents/rainbow/rainbow_agent.h) walks the variables of the SyncEnv
 // MDP (agents/sync/sync_env.h) and picks a strategy per variable; the reward is the final
 // log-speedup of the simulated step over the best strategy builder.
 //  - online (default): the agent learns from scratch on the problem's own graph, episode
@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/placer.h"
-#include "agents/rainbow_config.h"
+#include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_config.h"
 
 namespace placer {
 
@@ -116,7 +116,7 @@ AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o);
 
 /// Sets one train option from "key=value": corpus keys split, max_ops, graphs, units,
 /// learn_every, demo_every, allow_compression, max_staleness; any other key is a Rainbow option
-/// (agents/rainbow_config.h). ValidationError naming the key on a bad one.
+/// (agents/rainbow/rainbow_config.h). ValidationError naming the key on a bad one.
 void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key_value);
 
 /// Policy files: the agent's torch archive at `path` and its options at path + ".yaml".

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/rainbow_agent.h"
+#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/outcome.h"
 #include "agents/sync/autosync.h"
 #include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_env.h"
@@ -59,23 +60,17 @@ void check_agent(const RainbowConfig& c, const std::string& who) {
   if (!bad.empty()) throw ValidationError(who + ": " + bad);
 }
 
-class AutosyncRlPlacer : public Placer {
+class AutosyncRlPlacer : public OutcomePlacer {
  public:
   explicit AutosyncRlPlacer(AutosyncOptions o) : o_(std::move(o)) {}
   std::string name() const override { return "autosync"; }
-  Plan search(const Problem& p, const SearchBudget& b) override {
-    return search_outcome(p, b).plan;
-  }
   SearchOutcome search_outcome(const Problem& p, const SearchBudget& b) override {
     AutosyncReport r = autosync_search(p, b, o_);
-    SearchOutcome out{std::move(r.plan), {}};
-    out.stats.runs = r.simulations;
-    out.stats.seconds = r.seconds;
-    out.stats.add("episodes", double(r.episodes));
-    out.stats.add("reference_time", r.reference_time);
-    out.stats.add("learned_time", r.learned_time);
-    out.stats.add("greedy_time", r.greedy_time);
-    return out;
+    return search_outcome_of(std::move(r.plan), r.simulations, 0, r.seconds,
+                             {{"episodes", double(r.episodes)},
+                              {"reference_time", r.reference_time},
+                              {"learned_time", r.learned_time},
+                              {"greedy_time", r.greedy_time}});
   }
 
  private:

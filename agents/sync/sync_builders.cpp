@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "agents/methods.h"
+#include "agents/api/methods.h"
 #include "src/graph/sparse_gradients.h"
 #include "src/util/error.h"
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 
 namespace placer {
 

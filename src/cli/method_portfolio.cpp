@@ -3,8 +3,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "agents/gdp.h"
-#include "agents/methods.h"
+#include "agents/gdp/gdp.h"
+#include "agents/api/methods.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 

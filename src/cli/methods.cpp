@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "src/cli/commands.h"
 
 namespace placer::cli {

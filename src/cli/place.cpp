@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "agents/common/method_option_tables.h"
-#include "agents/gdp.h"
-#include "agents/placeto.h"
-#include "agents/rainbow_pp_policy.h"
+#include "agents/gdp/gdp.h"
+#include "agents/placeto/placeto.h"
+#include "agents/rainbow/rainbow_pp_policy.h"
 #include "agents/sync/autosync_rl.h"
 #include "simulator/trace.h"
 #include "src/cli/commands.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The configuration file of `placer train-policy --agent placeto` (examples/train_placeto.yaml)
-// and its command-line overrides, read into placer::PlacetoTrainConfig (agents/placeto.h) plus
+// and its command-line overrides, read into placer::PlacetoTrainConfig (agents/placeto/placeto.h) plus
 // the cluster and cost profile the run trains on; the effective configuration written back as
 // YAML. docs/placeto.md lists the keys.
 //
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/placeto.h"
+#include "agents/placeto/placeto.h"
 
 namespace placer::cli {
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "agents/placer.h"
-#include "agents/rainbow_config.h"
+#include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_config.h"
 #include "src/cli/config_fields.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The configuration file of `placer train-policy` (train.yaml) and its command-line
-// overrides, read into placer::TrainConfig (agents/gdp.h), and the effective configuration
+// overrides, read into placer::TrainConfig (agents/gdp/gdp.h), and the effective configuration
 // written back as YAML. docs/gdp.md lists the keys.
 //
 // Keys are TrainConfig's field names; the network sizes sit under `net:` (GdpNetConfig),
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/gdp.h"
-#include "agents/rainbow_pp_policy.h"
+#include "agents/gdp/gdp.h"
+#include "agents/rainbow/rainbow_pp_policy.h"
 
 namespace placer::cli {
 

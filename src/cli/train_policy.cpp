@@ -1,8 +1,8 @@
-// `placer train-policy`: pretrains the GDP policy (agents/gdp.h) with PPO over a graph
+// `placer train-policy`: pretrains the GDP policy (agents/gdp/gdp.h) with PPO over a graph
 // corpus, from a train.yaml plus command-line overrides; checkpoints, resumes, stops cleanly
 // on SIGINT / SIGTERM, prints validation tables, and plots the learning curves with gnuplot.
-// --agent rainbow-pp pretrains the pipeline-cut policy (agents/rainbow_pp_policy.h), --agent
-// placeto a Placeto policy on a graph family (agents/placeto.h); the run folder, signals and
+// --agent rainbow-pp pretrains the pipeline-cut policy (agents/rainbow/rainbow_pp_policy.h), --agent
+// placeto a Placeto policy on a graph family (agents/placeto/placeto.h); the run folder, signals and
 // summary work the same way for all three.
 #include <unistd.h>
 
@@ -21,10 +21,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "agents/gdp.h"
-#include "agents/gdp_dist.h"
-#include "agents/placeto.h"
-#include "agents/rainbow_pp_policy.h"
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_dist.h"
+#include "agents/placeto/placeto.h"
+#include "agents/rainbow/rainbow_pp_policy.h"
 #include "agents/sync/autosync_rl.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

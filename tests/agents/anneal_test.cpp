@@ -1,4 +1,4 @@
-#include "agents/anneal.h"
+#include "agents/classical/anneal.h"
 
 #include <gtest/gtest.h>
 

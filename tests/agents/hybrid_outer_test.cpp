@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "agents/hybrid_outer.h"
+#include "agents/classical/hybrid_outer.h"
 #include "one_host_cluster.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
@@ -49,14 +49,15 @@ TEST(HybridOuter, FindsTheBestReplicaAndMicroBatchCountAroundAPlacer) {
   }
   const std::unique_ptr<Placer> hybrid = make_placer("single+hybrid");
   EXPECT_EQ(hybrid->name(), "single+hybrid");
-  const Plan plan = hybrid->search(p, SearchBudget{});
+  const SearchOutcome outcome = hybrid->search_outcome(p, SearchBudget{});
+  const Plan& plan = outcome.plan;
   EXPECT_EQ(plan.method, "single+hybrid");
   const double t = sim.run(plan).step_time;
   EXPECT_DOUBLE_EQ(t, brute);
   EXPECT_LT(t, sim.run(make_placer("single")->search(p, SearchBudget{})).step_time);
-  const auto& stats = static_cast<const HybridOuterPlacer&>(*hybrid).last_stats();
-  EXPECT_EQ(stats.inner_runs, 3);
-  EXPECT_EQ(stats.simulated, 5 + 5 + 4);  // m <= 16 and <= the 32 / r samples of a replica
+  EXPECT_EQ(outcome.stats.value("inner_runs"), 3);
+  // m <= 16 and <= the 32 / r samples of a replica
+  EXPECT_EQ(outcome.stats.value("simulated"), 5 + 5 + 4);
 }
 
 // A placer with two candidate placements of a chain: everything on the first device, or the
@@ -118,20 +119,22 @@ TEST(HybridOuter, AFrameHonouringPlacerPlacesForTheMicroBatchesItWillRun) {
   auto blind_inner = std::make_unique<TwoCandidates>(false);
   TwoCandidates* blind_seen = blind_inner.get();
   HybridOuterPlacer blind(std::move(blind_inner));
-  const Plan blind_plan = blind.search(p, SearchBudget{});
+  const SearchOutcome blind_outcome = blind.search_outcome(p, SearchBudget{});
+  const Plan& blind_plan = blind_outcome.plan;
   auto aware_inner = std::make_unique<TwoCandidates>(true);
   TwoCandidates* aware_seen = aware_inner.get();
   HybridOuterPlacer aware(std::move(aware_inner));
-  const Plan aware_plan = aware.search(p, SearchBudget{});
+  const SearchOutcome aware_outcome = aware.search_outcome(p, SearchBudget{});
+  const Plan& aware_plan = aware_outcome.plan;
 
   // Blind: one search per replica count, unframed, and the one-device placement wins.
   EXPECT_EQ(blind_seen->frames, (std::vector<std::pair<int, int>>{{1, 1}, {1, 2}}));
-  EXPECT_EQ(blind.last_stats().replicas, 1);
+  EXPECT_EQ(blind_outcome.stats.value("replicas"), 1);
   // Aware: (R, 1) then (R, 8) for R = 1 (one device is fastest unpipelined, so the second
   // frame takes min(8, samples)) and (R, 4) for R = 2 (4 samples per replica).
   EXPECT_EQ(aware_seen->frames, (std::vector<std::pair<int, int>>{{1, 1}, {8, 1}, {1, 2}, {4, 2}}));
-  EXPECT_EQ(aware.last_stats().replicas, 1);
-  EXPECT_GT(aware.last_stats().micro_batches, 1);
+  EXPECT_EQ(aware_outcome.stats.value("replicas"), 1);
+  EXPECT_GT(aware_outcome.stats.value("micro_batches"), 1);
   EXPECT_EQ(std::set<int>(aware_plan.placement.begin(), aware_plan.placement.end()).size(), 2u)
       << "the pipelined split, not one device";
   const double t_blind = sim.run(blind_plan).step_time;

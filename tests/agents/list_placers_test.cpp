@@ -1,4 +1,4 @@
-// Tests of the list-scheduling placers (agents/list_placers.cpp): validity on a transformer
+// Tests of the list-scheduling placers (agents/classical/list_placers.cpp): validity on a transformer
 // training step, expert block boundaries, a hand ETF schedule, hash seeding, memory
 // capacity and determinism.
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/list_placers_common.h"
-#include "agents/placer.h"
+#include "agents/classical/list_placers_common.h"
+#include "agents/api/placer.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

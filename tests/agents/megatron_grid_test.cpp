@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "agents/megatron_grid.h"
+#include "agents/classical/megatron_grid.h"
 #include "one_host_cluster.h"
 #include "datasets/gpt.h"
 #include "datasets/synthetic.h"
@@ -78,10 +78,11 @@ TEST(MegatronGrid, FindsTheBruteForceOptimum) {
   Problem p = f.problem();
   SearchBudget budget;
   budget.max_seconds = 600;
-  const Plan plan = placer.search(p, budget);
+  const SearchOutcome outcome = placer.search_outcome(p, budget);
+  const Plan& plan = outcome.plan;
   EXPECT_EQ(plan.method, "megatron");
-  EXPECT_EQ(placer.last_stats().enumerated, configs);
-  EXPECT_EQ(placer.last_stats().simulated, configs);
+  EXPECT_EQ(outcome.stats.value("enumerated"), configs);
+  EXPECT_EQ(outcome.stats.value("simulated"), configs);
   EXPECT_DOUBLE_EQ(f.sim.run(plan).step_time, best);
 }
 
@@ -112,9 +113,9 @@ TEST(MegatronGrid, KeepsTheRunBudget) {
   Problem p = f.problem();
   SearchBudget budget;
   budget.max_evaluations = 3;
-  placer.search(p, budget);
-  EXPECT_EQ(placer.last_stats().simulated, 3);
-  EXPECT_GT(placer.last_stats().fitting, 3);
+  const SearchOutcome outcome = placer.search_outcome(p, budget);
+  EXPECT_EQ(outcome.stats.value("simulated"), 3);
+  EXPECT_GT(outcome.stats.value("fitting"), 3);
 }
 
 TEST(MegatronGrid, RefusesAGraphThatIsNotATransformer) {

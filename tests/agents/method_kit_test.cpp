@@ -9,7 +9,7 @@
 #include "agents/api/search_budget.h"
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "src/util/error.h"
 
 namespace placer {

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "agents/partition_dp.h"
-#include "agents/placer.h"
+#include "agents/classical/partition_dp.h"
+#include "agents/api/placer.h"
 #include "datasets/synthetic.h"
 #include "problem_fixture.h"
 #include "simulator/cost_model.h"

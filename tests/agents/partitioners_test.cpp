@@ -1,4 +1,4 @@
-#include "agents/partitioners.h"
+#include "agents/classical/partitioners.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "agents/pipeline_dp.h"
+#include "agents/classical/pipeline_dp.h"
 #include "datasets/synthetic.h"
 #include "problem_fixture.h"
 #include "simulator/cost_model.h"

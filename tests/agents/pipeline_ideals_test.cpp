@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "agents/pipeline_ideals.h"
+#include "agents/classical/pipeline_ideals.h"
 #include "one_host_cluster.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "datasets/gpt.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"

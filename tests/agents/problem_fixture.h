@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"

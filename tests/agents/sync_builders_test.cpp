@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "agents/sync/sync_builders.h"
 #include "simulator/cost_model.h"
 #include "tests/agents/sync_toy.h"

@@ -4,7 +4,7 @@
 // 1e8 B/s between hosts, with its cost model and simulator: the problem of the sync
 // builder, SyncEnv and autosync tests.
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "simulator/cost_model.h"
 #include "tests/plan/sync_test_graph.h"
 #include "tests/simulator/sim_fixtures.h"

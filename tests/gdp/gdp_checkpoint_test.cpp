@@ -14,7 +14,7 @@
 #include <torch/utils.h>
 #include <nlohmann/json.hpp>
 
-#include "agents/gdp_net.h"
+#include "agents/gdp/gdp_net.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "agents/gdp_net.h"
-#include "agents/gdp_train_impl.h"  // tensors_to, as the trainer moves the graph tensors
+#include "agents/gdp/gdp_net.h"
+#include "agents/gdp/gdp_train_impl.h"  // tensors_to, as the trainer moves the graph tensors
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"

@@ -1,4 +1,4 @@
-// Distributed GDP pretraining (agents/gdp_dist*.h, docs/distributed.md): rank discovery, the
+// Distributed GDP pretraining (agents/gdp/gdp_dist*.h, docs/distributed.md): rank discovery, the
 // rollout thread pool, two Gloo ranks (threads of this process with their own process
 // groups over a FileStore) against one process with the same global batch, and a lost rank.
 #include <gtest/gtest.h>
@@ -22,10 +22,10 @@
 #include <torch/utils.h>
 #include <nlohmann/json.hpp>
 
-#include "agents/gdp.h"
-#include "agents/gdp_dist.h"
-#include "agents/gdp_dist_group.h"
-#include "agents/gdp_net.h"
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_dist.h"
+#include "agents/gdp/gdp_dist_group.h"
+#include "agents/gdp/gdp_net.h"
 #include "src/util/error.h"
 
 namespace placer {

@@ -11,7 +11,7 @@
 
 #include <torch/utils.h>
 
-#include "agents/gdp_net.h"
+#include "agents/gdp/gdp_net.h"
 #include "datasets/family_registry.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"

@@ -11,9 +11,9 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
-#include "agents/gdp.h"
-#include "agents/gdp_net.h"
-#include "agents/methods.h"
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_net.h"
+#include "agents/api/methods.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

@@ -10,7 +10,7 @@
 
 #include <torch/utils.h>
 
-#include "agents/gdp_net.h"
+#include "agents/gdp/gdp_net.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "src/util/error.h"

@@ -14,9 +14,9 @@
 #include <torch/utils.h>
 #include <nlohmann/json.hpp>
 
-#include "agents/gdp.h"
-#include "agents/gdp_net.h"
-#include "agents/gdp_train_impl.h"  // build_reference
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_net.h"
+#include "agents/gdp/gdp_train_impl.h"  // build_reference
 #include "simulator/simulator.h"
 #include "src/io/cluster_yaml.h"
 #include "src/io/graph_json.h"

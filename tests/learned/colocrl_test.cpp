@@ -16,9 +16,9 @@
 #include <torch/optim/adam.h>
 #include <torch/utils.h>
 
-#include "agents/colocrl.h"
-#include "agents/hdp.h"
-#include "agents/reinforce.h"
+#include "agents/seq2seq/colocrl.h"
+#include "agents/seq2seq/hdp.h"
+#include "agents/seq2seq/reinforce.h"
 #include "models/seq2seq.h"
 #include "src/util/error.h"
 #include "tests/learned/learned_fixtures.h"

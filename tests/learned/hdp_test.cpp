@@ -13,8 +13,8 @@
 
 #include <torch/utils.h>
 
-#include "agents/hdp.h"
-#include "agents/reinforce.h"
+#include "agents/seq2seq/hdp.h"
+#include "agents/seq2seq/reinforce.h"
 #include "models/grouper.h"
 #include "models/seq2seq.h"
 #include "src/util/error.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/colocrl.h"
-#include "agents/placer.h"
+#include "agents/seq2seq/colocrl.h"
+#include "agents/api/placer.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"

@@ -23,8 +23,8 @@
 
 #include <torch/torch.h>
 
-#include "agents/anneal.h"
-#include "agents/placeto.h"
+#include "agents/classical/anneal.h"
+#include "agents/placeto/placeto.h"
 #include "datasets/coarsen.h"
 #include "datasets/family_registry.h"
 #include "env/placeto_env.h"

@@ -1,7 +1,7 @@
 // Placeto: the embedding's shapes and its parent / child / parallel pools on a hand graph,
 // REINFORCE to the brute-force optimum of a tiny instance, family training with a policy
 // file round trip, zero-shot placement of an unseen family member, and errors.
-#include "agents/placeto.h"
+#include "agents/placeto/placeto.h"
 
 #include <gtest/gtest.h>
 

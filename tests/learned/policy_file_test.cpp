@@ -14,8 +14,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/torch.h>
 
-#include "agents/gdp_net.h"
-#include "agents/rainbow_pp_policy.h"
+#include "agents/gdp/gdp_net.h"
+#include "agents/rainbow/rainbow_pp_policy.h"
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"

@@ -1,4 +1,4 @@
-// rainbow-3d (agents/rainbow_3d.h): on a small GPT its plan validates and simulates to the
+// rainbow-3d (agents/rainbow/rainbow_3d.h): on a small GPT its plan validates and simulates to the
 // reported time, the same seed gives the same plan, the budget in simulator runs is kept, and
 // on a case whose optimum is known (two hosts of two GPUs, batch 1: two pipeline stages, each
 // Megatron tensor parallel over a host, heads included) it finds it. The attention-core rule
@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "agents/rainbow_3d.h"
+#include "agents/rainbow/rainbow_3d.h"
 #include "datasets/gpt.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"
@@ -174,12 +174,12 @@ TEST(Rainbow3D, PlanValidatesSimulatesAndRepeatsWithTheSeed) {
   oa.plan.validate(f.g, f.c);
   const SimResult r = f.sim.run(oa.plan);
   EXPECT_FALSE(r.oom);
-  EXPECT_NEAR(r.step_time, a.last_stats().step_time, 1e-9 * r.step_time);
+  EXPECT_NEAR(r.step_time, oa.stats.value("step_time"), 1e-9 * r.step_time);
   EXPECT_EQ(oa.plan.method, "rainbow-3d");
   EXPECT_EQ(plan_to_yaml(oa.plan, f.g, f.c), plan_to_yaml(ob.plan, f.g, f.c));
-  const Rainbow3DStats& s = a.last_stats();
-  EXPECT_EQ(s.tp * s.pp * s.dp, 4);
-  EXPECT_EQ(int(oa.plan.pipeline.stages.size()), s.pp * s.v);
+  const SearchStats& s = oa.stats;
+  EXPECT_EQ(s.value("tp") * s.value("pp") * s.value("dp"), 4.0);
+  EXPECT_EQ(double(oa.plan.pipeline.stages.size()), s.value("pp") * s.value("virtual_stages"));
   // The plan file round-trips and simulates to the same step.
   const std::string yaml = plan_to_yaml(oa.plan, f.g, f.c);
   const Plan back = parse_plan_yaml(yaml, "r3.plan.yaml", f.g, f.c);
@@ -215,12 +215,11 @@ TEST(Rainbow3D, FindsTwoStagesOfMegatronTensorParallelism) {
 
   Rainbow3DPlacer placer;
   const SearchOutcome o = placer.search_outcome(p, runs(200, 1));
-  const Rainbow3DStats& s = placer.last_stats();
-  EXPECT_EQ(s.tp, 2);
-  EXPECT_EQ(s.pp, 2);
-  EXPECT_EQ(s.dp, 1);
+  EXPECT_EQ(o.stats.value("tp"), 2.0);
+  EXPECT_EQ(o.stats.value("pp"), 2.0);
+  EXPECT_EQ(o.stats.value("dp"), 1.0);
   // Megatron's plan takes 3.785 ms; rainbow-3d's 3.782 ms (seeds 1-6 all give it).
-  EXPECT_LE(s.step_time, megatron * 1.001);
+  EXPECT_LE(o.stats.value("step_time"), megatron * 1.001);
   // The heads are split: the scores of every layer are partitioned on dim 1.
   int scores = 0;
   for (const OpPartition& part : o.plan.partitions) {

@@ -1,4 +1,4 @@
-#include "agents/rainbow_config.h"
+#include "agents/rainbow/rainbow_config.h"
 
 #include <gtest/gtest.h>
 

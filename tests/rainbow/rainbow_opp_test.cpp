@@ -3,7 +3,7 @@
 // reach), is deterministic per seed, splits the batch dim of the data input for data
 // parallelism, and with the paper's fixed reward picks partitioning where the simulator
 // reward keeps everything replicated.
-#include "agents/rainbow_opp.h"
+#include "agents/rainbow/rainbow_opp.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include <torch/utils.h>
 
-#include "agents/placer.h"
+#include "agents/api/placer.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"
 #include "src/graph/training_step.h"

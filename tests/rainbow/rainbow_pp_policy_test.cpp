@@ -1,8 +1,8 @@
-// Pretrained rainbow-pp (agents/rainbow_pp_policy.h): a short seeded pretraining on generated
+// Pretrained rainbow-pp (agents/rainbow/rainbow_pp_policy.h): a short seeded pretraining on generated
 // arrays beats the untrained policy on held-out problems, its checkpoint reproduces the
 // logged evaluation (round trip), resume continues the run, and the policy places a real
 // transformer zero-shot (no training on it) with a valid plan never worse than the center.
-#include "agents/rainbow_pp_policy.h"
+#include "agents/rainbow/rainbow_pp_policy.h"
 
 #include <gtest/gtest.h>
 

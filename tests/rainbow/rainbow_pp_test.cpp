@@ -1,7 +1,7 @@
 // The rainbow-pp placer: online Rainbow DQN over the pipeline-cut MDP reaches the brute-force
 // optimum of a small transformer, is deterministic per seed, never loses to the balanced
 // center solution, and rejects bad stage counts.
-#include "agents/rainbow_pp.h"
+#include "agents/rainbow/rainbow_pp.h"
 
 #include <gtest/gtest.h>
 

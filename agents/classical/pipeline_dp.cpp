@@ -1,0 +1,501 @@
+#include "agents/classical/pipeline_dp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+
+#include "agents/common/prediction.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The largest divisor of q (> 0) that is <= target (1 when target < 1).
+int64_t divisor_at_most(int64_t q, int64_t target) {
+  for (int64_t m = std::min(q, target); m > 1; --m) {
+    if (q % m == 0) return m;
+  }
+  return 1;
+}
+
+/// The smallest divisor of q (> 0) that is >= target, or 0 when target > q.
+int64_t divisor_at_least(int64_t q, int64_t target) {
+  for (int64_t m = std::max<int64_t>(1, target); m <= q; ++m) {
+    if (q % m == 0) return m;
+  }
+  return 0;
+}
+}  // namespace
+
+LayerChain build_layer_chain(const Graph& g, int max_units) {
+  max_units = std::max(1, max_units);
+  const size_t n = g.num_ops();
+  LayerChain chain;
+  chain.unit_of.assign(n, -1);
+
+  std::vector<OpId> fwd;
+  bool any_layer = false;
+  for (OpId o : g.topo_order()) {
+    const Op& op = g.op(o);
+    if (op.phase != Phase::kForward) continue;
+    fwd.push_back(o);
+    if (op.layer >= 0 && op.category != OpCategory::kInput) any_layer = true;
+  }
+  // Non-input forward ops start a new unit whenever the layer key changes; input nodes
+  // (weights, data) are attached afterwards to their earliest consumer's unit.
+  std::vector<std::vector<OpId>> units;
+  std::vector<int> unit(n, -1);
+  int64_t key = std::numeric_limits<int64_t>::min();
+  for (size_t k = 0; k < fwd.size(); ++k) {
+    const Op& op = g.op(fwd[k]);
+    if (op.category == OpCategory::kInput) continue;
+    const int64_t kk = any_layer ? op.layer : static_cast<int64_t>(k);
+    if (units.empty() || kk != key) units.emplace_back();
+    key = kk;
+    units.back().push_back(fwd[k]);
+    unit[fwd[k]] = static_cast<int>(units.size()) - 1;
+  }
+  if (units.empty()) units.emplace_back();  // only input nodes
+  // Merge consecutive units (balanced by forward FLOPs) down to max_units.
+  if (static_cast<int>(units.size()) > max_units) {
+    std::vector<double> w(units.size(), 0);
+    double total = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      for (OpId o : units[u]) w[u] += g.op(o).flops;
+      w[u] += 1;  // units without FLOPs still count
+      total += w[u];
+    }
+    std::vector<std::vector<OpId>> merged(static_cast<size_t>(max_units));
+    std::vector<int> remap(units.size());
+    double before = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      int c = static_cast<int>(std::floor((before + 0.5 * w[u]) / total * max_units));
+      c = std::min(max_units - 1, std::max(0, c));
+      remap[u] = c;
+      before += w[u];
+      merged[static_cast<size_t>(c)].insert(merged[static_cast<size_t>(c)].end(), units[u].begin(),
+                                            units[u].end());
+    }
+    std::vector<int> dense(static_cast<size_t>(max_units), -1);
+    units.clear();
+    for (int c = 0; c < max_units; ++c) {
+      if (merged[static_cast<size_t>(c)].empty()) continue;
+      dense[static_cast<size_t>(c)] = static_cast<int>(units.size());
+      units.push_back(std::move(merged[static_cast<size_t>(c)]));
+    }
+    for (OpId o = 0; o < n; ++o) {
+      if (unit[o] >= 0) unit[o] = dense[static_cast<size_t>(remap[static_cast<size_t>(unit[o])])];
+    }
+  }
+  // Input nodes: earliest unit among their forward consumers (else the last unit).
+  const int last = static_cast<int>(units.size()) - 1;
+  for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+    const OpId o = *it;
+    if (g.op(o).category != OpCategory::kInput) continue;
+    int u = -1;
+    for (OpId s : g.succs(o)) {
+      if (g.op(s).phase == Phase::kForward && unit[s] >= 0)
+        u = u < 0 ? unit[s] : std::min(u, unit[s]);
+    }
+    unit[o] = u < 0 ? last : u;
+    units[static_cast<size_t>(unit[o])].push_back(o);
+  }
+  const auto& rank = g.topo_rank();
+  for (auto& ops : units) {
+    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return rank[a] < rank[b]; });
+  }
+  // Derived ops follow their forward op; others the simulator's stage rule.
+  for (OpId o : g.topo_order()) {
+    if (unit[o] >= 0) continue;
+    const Op& op = g.op(o);
+    if (op.forward_op != kNoOp && unit[op.forward_op] >= 0) {
+      unit[o] = unit[op.forward_op];
+      continue;
+    }
+    for (OpId p : g.preds(o)) unit[o] = std::max(unit[o], unit[p]);
+  }
+  const auto& topo = g.topo_order();
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const OpId o = *it;
+    if (unit[o] >= 0) continue;
+    for (OpId s : g.succs(o)) {
+      if (unit[s] >= 0) unit[o] = unit[o] < 0 ? unit[s] : std::min(unit[o], unit[s]);
+    }
+  }
+  for (OpId o = 0; o < n; ++o) {
+    if (unit[o] < 0) unit[o] = 0;
+  }
+  chain.units = std::move(units);
+  chain.unit_of = std::move(unit);
+  return chain;
+}
+
+double pipeline_bottleneck(const PipelineCostTable& table,
+                           const std::vector<PipelineStageChoice>& stages) {
+  double worst = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const PipelineStageChoice& s = stages[k];
+    if (table.fits && !table.fits(s.begin, s.end, s.first, s.replicas)) return kInf;
+    worst = std::max(worst, table.stage_time(s.begin, s.end, s.first, s.replicas));
+    if (k > 0) {
+      const PipelineStageChoice& p = stages[k - 1];
+      worst = std::max(worst,
+                       table.boundary_time(s.begin, p.first + p.replicas - 1, s.first, s.replicas));
+    }
+  }
+  return worst;
+}
+
+std::vector<int> pipeline_replica_counts(int num_devices, const PipelineDpOptions& opt) {
+  int R = opt.allow_replication ? num_devices : 1;
+  if (opt.allow_replication && opt.max_replicas > 0) R = std::min(R, opt.max_replicas);
+  std::vector<int> out;
+  for (int r = 1; r <= R; ++r) {
+    if (opt.replicas_divide > 0 && opt.replicas_divide % r != 0) continue;
+    if (opt.power_of_two_replicas && (r & (r - 1)) != 0) continue;
+    out.push_back(r);
+  }
+  return out;
+}
+
+PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineDpOptions& opt) {
+  const int L = t.num_layers, N = t.num_devices;
+  PipelineDpSolution sol;
+  if (L <= 0 || N <= 0) return sol;
+  const std::vector<int> replica_counts = pipeline_replica_counts(N, opt);
+  const auto at = [N](int j, int d) { return static_cast<size_t>(j) * (N + 1) + d; };
+  std::vector<double> A(static_cast<size_t>(L + 1) * (N + 1), kInf);
+  struct Parent {
+    int i = -1, d_prev = -1, first = -1, r = 0;
+  };
+  std::vector<Parent> parent(A.size());
+  A[at(0, 0)] = 0;
+  auto host_start = [&](int d) {
+    return d == 0 || (static_cast<size_t>(d) < t.host_start.size() && t.host_start[d]);
+  };
+  for (int j = 1; j <= L; ++j) {
+    for (int d = 1; d <= N; ++d) {
+      double& best = A[at(j, d)];
+      for (int i = 0; i < j; ++i) {
+        for (int r : replica_counts) {
+          if (r > d) break;
+          const int first = d - r;
+          if (i == 0 && first != 0) continue;  // the first stage starts at slot 0
+          if (t.fits && !t.fits(i, j, first, r)) continue;
+          double stage = -1;  // computed lazily
+          // Previous state: consumed slots [0, d_prev); d_prev == first, or a skip to the
+          // host boundary `first` over slots that start no host.
+          for (int d_prev = first; d_prev >= 0; --d_prev) {
+            if (d_prev < first && (!opt.align_to_hosts || !host_start(first) || host_start(d_prev)))
+              break;
+            const double prev = A[at(i, d_prev)];
+            if (prev < best) {
+              if (stage < 0) stage = t.stage_time(i, j, first, r);
+              double v = std::max(prev, stage);
+              if (i > 0 && v < best) v = std::max(v, t.boundary_time(i, d_prev - 1, first, r));
+              if (v < best) {
+                best = v;
+                parent[at(j, d)] = {i, d_prev, first, r};
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  int best_d = -1;
+  for (int d = 1; d <= N; ++d) {
+    if (A[at(L, d)] < (best_d < 0 ? kInf : A[at(L, best_d)])) best_d = d;
+  }
+  if (best_d < 0) return sol;
+  sol.bottleneck = A[at(L, best_d)];
+  for (int j = L, d = best_d; j > 0;) {
+    const Parent& p = parent[at(j, d)];
+    sol.stages.push_back({p.i, j, p.first, p.r});
+    j = p.i;
+    d = p.d_prev;
+  }
+  std::reverse(sol.stages.begin(), sol.stages.end());
+  return sol;
+}
+
+PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerChain& chain,
+                                           const std::vector<int>& devices,
+                                           const PipelinePlacerOptions& options) {
+  const Graph& g = problem.graph;
+  const CostModel& cost = problem.cost;
+  const int L = static_cast<int>(chain.units.size());
+  const int N = static_cast<int>(devices.size());
+
+  // Everything the lambdas need lives in one shared block (the table is copyable).
+  struct Data {
+    int L = 0, N = 0;
+    std::vector<int> devices;
+    std::vector<std::vector<double>> comp, once;  // [slot][prefix over units]
+    std::vector<double> grad, resident, saved;    // prefix over units
+    std::vector<uint64_t> workspace;              // per unit
+    std::vector<double> cross;                    // bytes over the cut before unit j
+    // Sync groups of the (first, r) pairs the DP asks for, made on first use: making all
+    // N^2 of them up front took minutes on 1024 devices.
+    std::unordered_map<size_t, CollectiveGroup> groups;  // key first * N + r - 1
+    // min_memory[k][a]: the smallest device memory among slots [a, a + 2^k).
+    std::vector<std::vector<uint64_t>> min_memory;
+    uint64_t capacity(int first, int r) const {
+      int k = 0;
+      while ((2 << k) <= r) ++k;
+      return std::min(min_memory[static_cast<size_t>(k)][static_cast<size_t>(first)],
+                      min_memory[static_cast<size_t>(k)][static_cast<size_t>(first + r - (1 << k))]);
+    }
+  };
+  auto D = std::make_shared<Data>();
+  D->L = L;
+  D->N = N;
+  D->devices = devices;
+  D->comp.assign(static_cast<size_t>(N), std::vector<double>(static_cast<size_t>(L) + 1, 0));
+  D->once = D->comp;
+  D->grad.assign(static_cast<size_t>(L) + 1, 0);
+  D->resident = D->grad;
+  D->saved = D->grad;
+  D->workspace.assign(static_cast<size_t>(L), 0);
+  std::vector<double> diff(static_cast<size_t>(L) + 1, 0);
+
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op& op = g.op(o);
+    const size_t u = static_cast<size_t>(chain.unit_of[o]);
+    const bool per_batch =
+        (op.phase == Phase::kForward || op.phase == Phase::kBackward) && op.batch_scaled;
+    const uint64_t bytes = g.op_bytes(o);
+    for (int s = 0; s < N; ++s) {
+      const double t = cost.op_time(op, bytes, devices[static_cast<size_t>(s)]);
+      (per_batch ? D->comp : D->once)[static_cast<size_t>(s)][u + 1] += t;
+    }
+    D->resident[u + 1] += static_cast<double>(resident_bytes(g, o));
+    D->workspace[u] = std::max(D->workspace[u], op.workspace_bytes);
+    for (TensorId t : op.outputs) {
+      const Tensor& ten = g.tensor(t);
+      if (ten.is_param_grad) D->grad[u + 1] += static_cast<double>(ten.bytes);
+      if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
+      if (ten.batch_scaled) D->saved[u + 1] += static_cast<double>(ten.bytes);
+      int cmax = -1;
+      for (OpId c : g.consumers(t)) {
+        if (g.op(c).phase == Phase::kForward) cmax = std::max(cmax, chain.unit_of[c]);
+      }
+      if (cmax > static_cast<int>(u)) {
+        diff[u + 1] += static_cast<double>(ten.bytes);
+        diff[static_cast<size_t>(cmax) + 1 > static_cast<size_t>(L)
+                 ? static_cast<size_t>(L)
+                 : static_cast<size_t>(cmax) + 1] -= static_cast<double>(ten.bytes);
+      }
+    }
+  }
+  for (int s = 0; s < N; ++s) {
+    for (int u = 0; u < L; ++u) {
+      D->comp[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
+          D->comp[static_cast<size_t>(s)][static_cast<size_t>(u)];
+      D->once[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
+          D->once[static_cast<size_t>(s)][static_cast<size_t>(u)];
+    }
+  }
+  for (int u = 0; u < L; ++u) {
+    D->grad[static_cast<size_t>(u) + 1] += D->grad[static_cast<size_t>(u)];
+    D->resident[static_cast<size_t>(u) + 1] += D->resident[static_cast<size_t>(u)];
+    D->saved[static_cast<size_t>(u) + 1] += D->saved[static_cast<size_t>(u)];
+  }
+  D->cross.assign(static_cast<size_t>(L) + 1, 0);
+  double run = 0;
+  for (int j = 0; j <= L; ++j) {
+    run += diff[static_cast<size_t>(j)];
+    D->cross[static_cast<size_t>(j)] = run;
+  }
+  D->min_memory.emplace_back();
+  for (int a = 0; a < N; ++a) {
+    D->min_memory[0].push_back(
+        problem.cluster.device(devices[static_cast<size_t>(a)]).spec.memory_bytes);
+  }
+  for (size_t k = 1; (1 << k) <= N; ++k) {
+    const auto& prev = D->min_memory[k - 1];
+    std::vector<uint64_t> level(static_cast<size_t>(N - (1 << k) + 1));
+    for (size_t a = 0; a < level.size(); ++a) {
+      level[a] = std::min(prev[a], prev[a + (size_t(1) << (k - 1))]);
+    }
+    D->min_memory.push_back(std::move(level));
+  }
+
+  PipelineCostTable t;
+  t.num_layers = L;
+  t.num_devices = N;
+  t.host_start.assign(static_cast<size_t>(N), 0);
+  for (int s = 0; s < N; ++s) {
+    const int h = problem.cluster.device(devices[static_cast<size_t>(s)]).host;
+    t.host_start[static_cast<size_t>(s)] =
+        s == 0 || problem.cluster.device(devices[static_cast<size_t>(s) - 1]).host != h;
+  }
+  const CostModel* cm = &problem.cost;
+  t.stage_time = [D, cm](int i, int j, int first, int r) {
+    const auto& c = D->comp[static_cast<size_t>(first)];
+    const auto& o = D->once[static_cast<size_t>(first)];
+    double v = (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
+               (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
+    if (r > 1) {
+      const double grad = D->grad[static_cast<size_t>(j)] - D->grad[static_cast<size_t>(i)];
+      const size_t key = static_cast<size_t>(first) * D->N + static_cast<size_t>(r) - 1;
+      auto it = D->groups.find(key);
+      if (it == D->groups.end()) {
+        // The simulator sorts sync groups by device id.
+        std::vector<int> members(D->devices.begin() + first, D->devices.begin() + first + r);
+        std::sort(members.begin(), members.end());
+        it = D->groups.emplace(key, cm->make_group(members)).first;
+      }
+      v += cm->group_collective_time(CollectiveKind::kAllReduce, it->second,
+                                     static_cast<uint64_t>(grad), SyncScheme::kAuto);
+    }
+    return v;
+  };
+  t.boundary_time = [D, cm](int j, int prev_last, int first, int r) {
+    if (prev_last < 0) return 0.0;
+    const uint64_t bytes = static_cast<uint64_t>(std::ceil(D->cross[static_cast<size_t>(j)] / r));
+    // Activations forward and their gradients backward over the same link pair.
+    return 2 * cm->transfer_time(D->devices[static_cast<size_t>(prev_last)],
+                                 D->devices[static_cast<size_t>(first)], bytes);
+  };
+  const bool gpipe = options.schedule == PipelineSchedule::kGPipe;
+  const int m_fixed = options.micro_batches;
+  t.fits = [D, gpipe, m_fixed](int i, int j, int first, int r) {
+    // Fraction of the mini-batch's saved activations alive at once: GPipe keeps all m
+    // micro-batches; 1F1B at most min(m, stages after + 1) of them (<= 1/4 when m = 4 s).
+    double frac = 1;
+    if (!gpipe) {
+      const int after = D->N - first - r;  // slots after the stage bound the stages after it
+      frac = m_fixed > 0 ? std::min(1.0, static_cast<double>(after + 1) / m_fixed) : 0.25;
+    }
+    uint64_t work = 0;
+    for (int u = i; u < j; ++u) work = std::max(work, D->workspace[static_cast<size_t>(u)]);
+    const double need =
+        (D->resident[static_cast<size_t>(j)] - D->resident[static_cast<size_t>(i)]) +
+        frac * (D->saved[static_cast<size_t>(j)] - D->saved[static_cast<size_t>(i)]) / r +
+        static_cast<double>(work);
+    return need <= static_cast<double>(D->capacity(first, r));
+  };
+  return t;
+}
+
+SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_replica, int fixed) {
+  // 4 x stages by default (also 2x and 8x tried in the simulator), each rounded down to a
+  // divisor of per_replica so that every replica of every stage gets a whole number of
+  // samples per micro-batch.
+  const int s = static_cast<int>(plan->pipeline.stages.size());
+  std::vector<int> candidates;
+  if (fixed > 0) {
+    candidates = {fixed};
+  } else {
+    for (int m : {4 * s, 2 * s, 8 * s}) {
+      if (per_replica > 0) m = static_cast<int>(divisor_at_most(per_replica, m));
+      m = std::max(1, m);
+      if (std::find(candidates.begin(), candidates.end(), m) == candidates.end())
+        candidates.push_back(m);
+    }
+  }
+  plan->pipeline.micro_batches = candidates[0];
+  SimOptions so;
+  so.critical_path = false;
+  SimResult res = problem.simulator.run(*plan, so);
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    Plan other = *plan;
+    other.pipeline.micro_batches = candidates[c];
+    SimResult r2 = problem.simulator.run(other, so);
+    if ((res.oom && !r2.oom) || (res.oom == r2.oom && r2.step_time < res.step_time)) {
+      *plan = std::move(other);
+      res = std::move(r2);
+    }
+  }
+  // More, smaller micro-batches while it runs out of memory.
+  for (int tries = 0; res.oom && tries < 4; ++tries) {
+    int next = plan->pipeline.micro_batches * 2;
+    if (per_replica > 0) {
+      next = static_cast<int>(divisor_at_least(per_replica, next));
+      if (next == 0) break;
+    }
+    Plan more = *plan;
+    more.pipeline.micro_batches = next;
+    SimResult r2 = problem.simulator.run(more, so);
+    *plan = std::move(more);
+    res = std::move(r2);
+  }
+  return res;
+}
+
+Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options,
+                      PipelineDpSolution* solution) {
+  const Graph& g = problem.graph;
+  const std::vector<int> devices = problem_devices(problem);
+  PLACER_CHECK(!devices.empty(), "pipeline-dp: no devices to place on");
+  // Replica counts that split a micro-batch evenly: r | B / m for a fixed m, else r | B (m
+  // is then chosen below so that B / m is a multiple of every stage's r).
+  const int64_t batch = g.batch_size();
+  PipelineDpOptions dp_options = options.dp;
+  if (batch > 0 && dp_options.replicas_divide == 0) {
+    const int64_t m = options.micro_batches;
+    dp_options.replicas_divide = m <= 0 ? batch : (batch % m == 0 ? batch / m : 1);
+  }
+  // The search budget: steps = units^2 / 2 x slots x replica counts.
+  const int64_t budget = std::max<int64_t>(options.max_dp_steps, 1);
+  const auto slot_steps = [&] {
+    return static_cast<int64_t>(devices.size()) *
+           static_cast<int64_t>(pipeline_replica_counts(static_cast<int>(devices.size()),
+                                                        dp_options).size());
+  };
+  int max_units = std::max(1, options.max_units);
+  if (int64_t(max_units) * max_units / 2 * slot_steps() > budget) {
+    dp_options.power_of_two_replicas = true;
+  }
+  while (max_units > 4 && int64_t(max_units) * max_units / 2 * slot_steps() > budget) {
+    max_units = max_units * 3 / 4;
+  }
+  const LayerChain chain = build_layer_chain(g, max_units);
+  const PipelineCostTable table = make_pipeline_cost_table(problem, chain, devices, options);
+  const PipelineDpSolution sol = solve_pipeline_dp(table, dp_options);
+  if (!sol.feasible()) {
+    throw Error(format_context("", "pipeline-dp",
+                               "graph '" + g.name() + "' fits on no pipeline of " +
+                                   std::to_string(devices.size()) +
+                                   " device(s): every stage configuration exceeds device memory"));
+  }
+  if (solution) *solution = sol;
+
+  Plan plan;
+  plan.graph_name = g.name();
+  plan.method = "pipeline-dp";
+  plan.pipeline.schedule = options.schedule;
+  std::vector<int> stage_of_unit(chain.units.size(), 0);
+  int64_t lcm_r = 1;
+  for (size_t s = 0; s < sol.stages.size(); ++s) {
+    const PipelineStageChoice& c = sol.stages[s];
+    PipelineStage st;
+    for (int u = c.begin; u < c.end; ++u) {
+      stage_of_unit[static_cast<size_t>(u)] = static_cast<int>(s);
+      const auto& ops = chain.units[static_cast<size_t>(u)];
+      st.ops.insert(st.ops.end(), ops.begin(), ops.end());
+    }
+    for (int r = 0; r < c.replicas; ++r)
+      st.devices.push_back(devices[static_cast<size_t>(c.first + r)]);
+    lcm_r = std::lcm(lcm_r, static_cast<int64_t>(c.replicas));
+    plan.pipeline.stages.push_back(std::move(st));
+  }
+  plan.placement.resize(g.num_ops());
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const int s = stage_of_unit[static_cast<size_t>(chain.unit_of[o])];
+    plan.placement[o] = plan.pipeline.stages[static_cast<size_t>(s)].devices[0];
+  }
+  const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
+  plan.validate(g, problem.cluster);
+  const SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
+  record_prediction(res, &plan);
+  return plan;
+}
+
+}  // namespace placer

@@ -1,0 +1,62 @@
+#pragma once
+// pipeline-ideals: contiguous pipeline splits of a general DAG, exactly.
+//
+// A split of a DAG into k pipeline stages where every edge goes forward (stage s only
+// feeds stages > s) is a chain of ideals (downward-closed node sets) 0 = I_0 < I_1 < ... <
+// I_k = V, stage s = I_s \ I_{s-1}. A split along one topological order sees only the
+// prefixes of that order; a branching graph has many more ideals, and the best split may
+// need one that no single order has (Tarnawski et al., "Efficient Algorithms for Device
+// Placement of DNN Graph Operators", NeurIPS 2020, use the same DP over ideals). The load of
+// a stage is its work plus the transfers that cross its border, both directions, because
+// the simulator charges a stage for transfers it does not overlap.
+//
+// The DP: f(I, 1) = load(I), f(I, k) = min over ideals J < I of max(f(J, k - 1),
+// load(I \ J)); O(ideals^2 x k). When the graph has more than `max_ideals` ideals, chains of
+// single-successor / single-predecessor nodes are contracted first, and if that is not
+// enough the split falls back to the prefixes of one topological order (exact = false).
+
+#include <cstdint>
+#include <vector>
+
+#include "agents/api/placer.h"
+
+namespace placer {
+
+/// The abstract problem (tests build it by hand; ideal_split_problem builds it from a graph).
+struct IdealSplitProblem {
+  std::vector<double> work;               ///< per node
+  std::vector<double> send;               ///< per node: cost of moving its output across a cut
+  std::vector<std::vector<int>> succs;    ///< per node: successors (the DAG's edges)
+  int size() const { return static_cast<int>(work.size()); }
+};
+
+struct IdealSplit {
+  double bottleneck = 0;      ///< max stage load
+  std::vector<int> stage_of;  ///< per node
+  int stages = 0;             ///< used (<= max_stages; fewer when more do not help)
+  int64_t ideals = 0;         ///< ideals the DP ran over
+  bool exact = true;          ///< false: the topological-order fallback ran
+};
+
+/// Load of `stage` (a node set given as a membership mask) under `stage_of`: its work, plus
+/// send[u] for each u inside with a successor outside (once per u), plus send[u] for each u
+/// outside with a successor inside (once per u).
+double ideal_stage_load(const IdealSplitProblem& p, const std::vector<int>& stage_of, int stage);
+
+/// The best split into at most `max_stages` stages (fewest stages among equal bottlenecks).
+IdealSplit solve_ideal_split(const IdealSplitProblem& p, int max_stages, int64_t max_ideals = 3000);
+
+/// The same problem split along the prefixes of the topological order 0..n-1 only (nodes
+/// must be numbered topologically): what a chain-based split can reach.
+IdealSplit solve_prefix_split(const IdealSplitProblem& p, int max_stages);
+
+/// The problem of a training step: one node per forward op, its work the time of the op and
+/// of its backward and optimizer ops on `device`, send = 2 x transfer of its outputs from
+/// `device` to `next` (activations forward, gradients back).
+IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int next);
+
+/// `placer place --method pipeline-ideals`: the split over the problem's devices in order,
+/// one device per stage, micro-batches chosen by simulation as pipeline-dp does.
+Plan pipeline_ideals_plan(const Problem& problem, IdealSplit* split = nullptr);
+
+}  // namespace placer

@@ -1,0 +1,217 @@
+// Placing one graph with a GDP policy (zero-shot, optionally fine-tuned with PPO) and the
+// "gdp" entry of the method registry. The network and PPO live in gdp_net.cpp / gdp_ppo.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/optim/adam.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+
+#include "agents/common/method_option_tables.h"
+#include "agents/common/outcome.h"
+#include "agents/common/prediction.h"
+#include "agents/gdp/gdp.h"
+#include "agents/gdp/gdp_net.h"
+#include "agents/api/methods.h"
+#include "env/placement_env.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+/// A scored placement: lower is better, any non-OOM placement beats every OOM one.
+struct Scored {
+  std::vector<int> action;
+  double time = std::numeric_limits<double>::infinity();
+  bool oom = true;
+  bool valid = false;
+
+  /// True when (oom, time) beats `o` (strictly).
+  bool better_than(const Scored& o) const {
+    if (!o.valid) return true;
+    if (oom != o.oom) return !oom;
+    return time < o.time;
+  }
+};
+
+std::string format_ms(double seconds) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f ms", seconds * 1e3);
+  return buf;
+}
+
+class GdpPlacer : public OutcomePlacer {
+ public:
+  GdpPlacer(std::string path, GdpPlaceOptions options)
+      : path_(std::move(path)), options_(std::move(options)) {}
+
+  std::string name() const override { return "gdp"; }
+
+  bool honours_frame() const override { return true; }
+
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
+    if (!policy_) {
+      const std::string path = path_.empty() ? default_policy_path() : path_;
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) {
+        throw FileError("no policy at " + path +
+                        "; train one with `placer train-policy` or pass --policy");
+      }
+      policy_.emplace(GdpPolicy::load(path));
+    }
+    GdpPlaceResult r = gdp_place(*policy_, problem, options_, budget);
+    r.plan.method = name();
+    SearchOutcome out = search_outcome_of(std::move(r.plan), r.evaluations, 0, r.seconds,
+                                          {{"greedy_time", r.greedy_time},
+                                           {"zero_shot_time", r.zero_shot_time},
+                                           {"reference_time", r.reference_time}});
+    out.stats.best_curve = std::move(r.finetune_curve);
+    return out;
+  }
+
+ private:
+  std::string path_;
+  GdpPlaceOptions options_;
+  std::optional<GdpPolicy> policy_;
+};
+
+}  // namespace
+
+std::string default_policy_path() {
+  const char* env = std::getenv("PLACER_POLICY");
+  if (env && *env) return env;
+  return std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt";
+}
+
+std::unique_ptr<Placer> make_gdp_placer(const std::string& policy_path,
+                                        const GdpPlaceOptions& options) {
+  return std::make_unique<GdpPlacer>(policy_path, options);
+}
+
+void add_learned_methods(std::vector<MethodInfo>* out) {
+  out->push_back(MethodInfo{
+      "gdp",
+      "GDP learned placer (Zhou et al. 2019), zero-shot with the default pretrained policy "
+      "(models/pretrained/default.pt or $PLACER_POLICY): greedy + 16 sampled placements",
+      false, [] { return make_gdp_placer("", GdpPlaceOptions{}); },
+      gdp_option_table().schema(GdpMethodOptions{}),
+      configured_factory(gdp_option_table(), GdpMethodOptions{},
+                         [](const GdpMethodOptions& o) { return make_gdp_placer(o.policy, o.place); })});
+}
+
+GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
+                         const GdpPlaceOptions& options, const SearchBudget& budget) {
+  const BudgetClock clock(budget, "gdp");
+  const GdpNetConfig& net_config = policy.config();
+  if (options.samples < 0) {
+    throw ValidationError("gdp: samples must be >= 0 (got " + std::to_string(options.samples) +
+                          ")");
+  }
+  if (options.finetune_updates < 0) {
+    throw ValidationError("gdp: finetune_updates must be >= 0 (got " +
+                          std::to_string(options.finetune_updates) + ")");
+  }
+  if (options.finetune_updates > 0 && options.ppo.samples < 1) {
+    throw ValidationError("gdp: ppo.samples must be >= 1 when fine-tuning (got " +
+                          std::to_string(options.ppo.samples) + ")");
+  }
+  const std::vector<int> devices = problem_devices(problem);
+  for (int d : devices) {
+    if (d >= net_config.max_devices) {
+      throw ValidationError(
+          "gdp: device " + std::to_string(d) + " (" +
+          (d < problem.cluster.num_devices() ? problem.cluster.device(d).name : std::string("?")) +
+          ") is beyond the policy's " + std::to_string(net_config.max_devices) +
+          " devices (ids 0-" + std::to_string(net_config.max_devices - 1) +
+          "); pass --devices with ids below " + std::to_string(net_config.max_devices));
+    }
+  }
+
+  PlacementEnvOptions env_options;
+  env_options.devices = devices;
+  env_options.max_devices = net_config.max_devices;
+  env_options.colocate = options.colocate;
+  env_options.oom_penalty = options.ppo.oom_penalty;
+  env_options.frame = problem.frame;
+  PlacementEnv env(problem.graph, problem.cluster, problem.cost, env_options);
+  const GraphTensors tensors = to_tensors(env);
+
+  GdpPlaceResult result;
+  result.reference_time = env.reference_time();
+  std::mt19937_64 rng(budget.seed);
+  Scored best;
+  auto evaluate = [&](std::vector<int> action) {
+    const StepResult r = env.step(action);
+    ++result.evaluations;
+    Scored s{std::move(action), r.step_time, r.oom, true};
+    const bool improved = s.better_than(best);
+    if (improved) best = std::move(s);
+    return r;
+  };
+
+  {  // Zero-shot: greedy + samples from the policy as it is.
+    torch::NoGradGuard no_grad;
+    GdpNet net = policy.impl().net;
+    const torch::Tensor logits = net->forward(tensors);
+    const std::vector<int> greedy = greedy_action(logits);
+    const StepResult g = evaluate(greedy);
+    result.greedy_time = g.step_time;
+    result.greedy_oom = g.oom;
+    if (options.samples > 0) {
+      const torch::Tensor probs = torch::softmax(logits, -1);
+      for (int i = 0; i < options.samples; ++i) evaluate(sample_action(probs, rng));
+    }
+  }
+  result.zero_shot_time = best.time;
+
+  auto out_of_budget = [&]() { return clock.exhausted(result.evaluations); };
+
+  if (options.finetune_updates > 0) {
+    GdpPolicy tuned = policy.clone();
+    GdpNet net = tuned.impl().net;
+    torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(options.ppo.lr));
+    double ema = std::numeric_limits<double>::quiet_NaN();
+    const int total = options.finetune_updates;
+    for (int u = 1; u <= total; ++u) {
+      if (out_of_budget()) break;
+      std::vector<PpoEpisode> batch(1);
+      PpoEpisode& ep = batch[0];
+      ep.tensors = &tensors;
+      {
+        torch::NoGradGuard no_grad;
+        const torch::Tensor logits = net->forward(tensors);
+        const torch::Tensor probs = torch::softmax(logits, -1);
+        std::vector<torch::Tensor> old;
+        for (int k = 0; k < options.ppo.samples; ++k) {
+          ep.actions.push_back(sample_action(probs, rng));
+          old.push_back(action_log_probs(logits, ep.actions.back()));
+        }
+        ep.old_log_probs = torch::stack(old);
+      }
+      for (const std::vector<int>& a : ep.actions) ep.rewards.push_back(evaluate(a).reward);
+      compute_advantages(batch, options.ppo, {&ema});
+      ppo_update(net, adam, batch, options.ppo);
+      result.finetune_curve.push_back(best.time);
+      if (budget.progress) budget.progress(u, total, "best " + format_ms(best.time));
+    }
+  }
+
+  result.plan = env.to_plan(best.action);
+  result.plan.method = "gdp";
+  const SimResult sim = predict(problem, &result.plan);
+  result.best_time = sim.step_time;
+  result.seconds = clock.elapsed();
+  return result;
+}
+
+}  // namespace placer

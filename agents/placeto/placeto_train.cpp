@@ -1,0 +1,362 @@
+// Placeto family training (agents/placeto/placeto.h: placeto_train): a run folder with config,
+// log.jsonl, checkpoints with exact resume and a fingerprint, the policy at the end.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include "agents/placeto/placeto_internal.h"
+#include "src/graph/training_step.h"
+#include "src/util/files.h"
+
+namespace placer {
+
+using namespace placeto_internal;
+
+namespace {
+
+/// The settings a resumed run must share with its checkpoint (all but updates,
+/// checkpoint_every, output_dir), as JSON in the checkpoint's sidecar.
+Json train_fingerprint(const PlacetoTrainConfig& c, const Cluster& cluster) {
+  Json ranges = Json::object();
+  for (const auto& [name, r] : c.ranges.overrides) ranges[name] = r.to_string();
+  return Json{{"family", c.family},
+              {"size", to_string(c.ranges.size)},
+              {"ranges", ranges},
+              {"graphs", c.graphs},
+              {"first_seed", c.first_seed},
+              {"devices", c.devices},
+              {"seed", c.seed},
+              {"cluster", cluster.name},
+              {"net", net_json(c.net)},
+              {"rl",
+               {{"episodes", c.rl.episodes},
+                {"lr", c.rl.lr},
+                {"entropy", c.rl.entropy},
+                {"gamma", c.rl.gamma},
+                {"max_grad_norm", c.rl.max_grad_norm},
+                {"normalize_advantages", c.rl.normalize_advantages}}},
+              {"mdp",
+               {{"groups", c.mdp.groups},
+                {"simulate_coarse", c.mdp.simulate_coarse},
+                {"reward", to_string(c.mdp.reward)},
+                {"start", to_string(c.mdp.start)},
+                {"memory_threshold", c.mdp.memory_threshold},
+                {"memory_penalty", c.mdp.memory_penalty}}}};
+}
+
+/// The first dotted key where two fingerprints differ ("" when equal).
+std::string first_difference(const Json& a, const Json& b, const std::string& prefix) {
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    const std::string key = prefix + it.key();
+    if (!b.contains(it.key())) return key;
+    const Json& other = b.at(it.key());
+    if (it->is_object() && other.is_object()) {
+      const std::string d = first_difference(*it, other, key + ".");
+      if (!d.empty()) return d;
+    } else if (*it != other) {
+      return key;
+    }
+  }
+  return "";
+}
+
+/// The training state a checkpoint restores besides the network and Adam.
+struct TrainState {
+  int64_t update = 0;
+  double seconds = 0;
+  std::string rng;  // std::mt19937_64 state, as operator<< writes it
+};
+
+Json instance_json(const Instance& in) {
+  Json j{{"evaluations", in.evaluations}, {"best", in.best}, {"best_oom", in.best_oom},
+         {"best_evaluation", in.best_evaluation}};
+  if (!in.best.empty()) j["best_time"] = in.best_time;
+  return j;
+}
+
+void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Adam& adam,
+                     const Json& fingerprint, const TrainState& st,
+                     const std::vector<std::unique_ptr<Instance>>& instances) {
+  torch::serialize::OutputArchive archive;
+  net->save(archive);
+  torch::serialize::OutputArchive opt;
+  adam.save(opt);
+  archive.write("optimizer", opt);
+  archive.write("update", torch::tensor(st.update, torch::kLong));
+  Json graphs = Json::array();
+  for (const auto& in : instances) graphs.push_back(instance_json(*in));
+  const Json meta{{"format_version", kPolicyFormat}, {"method", "placeto"},
+                  {"kind", "checkpoint"},           {"update", st.update},
+                  {"seconds", st.seconds},          {"config", fingerprint},
+                  {"rng", st.rng},                  {"graphs", graphs}};
+  // Both files carry the update, checked on resume.
+  policy_file::save_policy_pair(archive, path, meta, "checkpoint", /*indent=*/1);
+}
+
+/// Restores the network, Adam and the instances' records from output_dir/checkpoint.pt.
+TrainState load_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Adam& adam,
+                           const Json& fingerprint,
+                           std::vector<std::unique_ptr<Instance>>& instances) {
+  const std::string meta_path = path + ".meta.json";
+  if (!std::ifstream(path, std::ios::binary) || !std::ifstream(meta_path)) {
+    throw FileError(format_context(path, "", "no checkpoint to resume from (expected it and " +
+                                                 meta_path + ")"));
+  }
+  const Json j = policy_file::read_json_object(meta_path, "checkpoint sidecar");
+  if (j.value("method", "") != "placeto" || j.value("kind", "") != "checkpoint")
+    throw FormatError(format_context(meta_path, "", "not a placeto checkpoint"));
+  TrainState st;
+  st.update = get_field<int64_t>(j, "update", meta_path);
+  st.seconds = get_field<double>(j, "seconds", meta_path);
+  st.rng = get_field<std::string>(j, "rng", meta_path);
+  const Json saved = j.contains("config") ? j.at("config") : Json::object();
+  const std::string diff = first_difference(fingerprint, saved, "");
+  if (!diff.empty()) {
+    Json a = fingerprint, b = saved;
+    for (size_t p = 0, q; p <= diff.size(); p = q + 1) {
+      q = diff.find('.', p);
+      if (q == std::string::npos) q = diff.size();
+      const std::string k = diff.substr(p, q - p);
+      a = a.contains(k) ? a.at(k) : Json();
+      b = b.is_object() && b.contains(k) ? b.at(k) : Json();
+    }
+    throw ValidationError("placeto train: --resume: " + diff + " is " + a.dump() +
+                          " here but " + b.dump() + " in " + path +
+                          " (a resumed run keeps every setting but updates, checkpoint_every "
+                          "and output_dir)");
+  }
+  const Json graphs = j.value("graphs", Json::array());
+  if (!graphs.is_array() || graphs.size() != instances.size())
+    throw FormatError(format_context(meta_path, "graphs", "expected one record per graph"));
+  try {
+    for (size_t i = 0; i < instances.size(); ++i) {
+      Instance& in = *instances[i];
+      const Json& g = graphs[i];
+      in.evaluations = g.at("evaluations").get<int64_t>();
+      in.best = g.at("best").get<std::vector<int>>();
+      in.best_oom = g.at("best_oom").get<bool>();
+      in.best_evaluation = g.at("best_evaluation").get<int64_t>();
+      in.best_time = in.best.empty() ? std::numeric_limits<double>::infinity()
+                                     : g.at("best_time").get<double>();
+      if (!in.best.empty() && in.best.size() != size_t(in.num_nodes))
+        throw FormatError(format_context(meta_path, "graphs[" + std::to_string(i) + "].best",
+                                         "has another group count than the graph"));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(format_context(meta_path, "graphs", e.what()));
+  }
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    net->load(archive);
+    torch::serialize::InputArchive opt;
+    archive.read("optimizer", opt);
+    adam.load(opt);
+    torch::Tensor update;
+    archive.read("update", update);
+    if (update.item<int64_t>() != st.update)
+      throw std::runtime_error("holds update " + std::to_string(update.item<int64_t>()) +
+                               " but its sidecar " + std::to_string(st.update));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw FormatError(format_context(path, "", "not a readable placeto checkpoint: " +
+                                                   what.substr(0, what.find('\n'))));
+  }
+  return st;
+}
+
+/// Keeps the log lines of updates <= `update` (a run stopped without a checkpoint may have
+/// logged more).
+void truncate_log(const std::string& path, int64_t update) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const Json j = Json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("update") &&
+        j["update"].is_number_integer() && j["update"].get<int64_t>() > update)
+      continue;
+    kept += line + "\n";
+  }
+  in.close();
+  write_text_atomic(path, kept, "training log");
+}
+
+}  // namespace
+
+PlacetoTrainResult placeto_train(
+    const PlacetoTrainConfig& cfg, const Cluster& cluster, const CostModel& cost,
+    const std::function<void(int64_t, int64_t, const std::string&)>& progress) {
+  PlacetoTrainCallbacks cb;
+  if (progress) {
+    cb.on_update = [&progress](const PlacetoTrainUpdate& u) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "return %.3f entropy %.3f", u.mean_return, u.entropy);
+      progress(u.update, u.total, buf);
+    };
+  }
+  return placeto_train(cfg, cluster, cost, cb);
+}
+
+PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& cluster,
+                                 const CostModel& cost, const PlacetoTrainCallbacks& cb) {
+  const auto t0 = Clock::now();
+  check_net_config(cfg.net, "placeto train: ");
+  check_rl_mdp(cfg.rl, cfg.mdp, "placeto train: ");
+  if (cfg.graphs < 1) throw ValidationError("placeto train: graphs must be >= 1");
+  if (cfg.updates < 0) throw ValidationError("placeto train: updates must be >= 0");
+  if (cfg.checkpoint_every < 1) throw ValidationError("placeto train: checkpoint_every must be >= 1");
+  check_devices(cfg.devices, cfg.net.max_devices, "placeto train: ");
+  check_family_ranges(cfg.family, cfg.ranges);
+  if ((cfg.resume || cfg.resumable) && cfg.output_dir.empty())
+    throw ValidationError("placeto train: resume / resumable need an output_dir");
+  const std::string checkpoint_path = cfg.output_dir + "/checkpoint.pt";
+  if (cfg.resume && !std::filesystem::exists(checkpoint_path)) {
+    throw FileError(format_context(checkpoint_path, "", "no checkpoint to resume from"));
+  }
+  auto stop = [&cb] { return cb.should_stop && cb.should_stop(); };
+
+  PlacetoTrainResult res;
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<std::unique_ptr<Instance>> instances;
+  for (int i = 0; i < cfg.graphs; ++i) {
+    if (stop()) {
+      res.stopped = true;
+      return res;
+    }
+    const Graph fwd = make_family_graph(cfg.family, cfg.first_seed + uint64_t(i), cfg.ranges);
+    graphs.push_back(std::make_unique<Graph>(expand_training_step(fwd)));
+    instances.push_back(make_instance(*graphs.back(), cluster, cost, cfg.devices, cfg.mdp,
+                                      cfg.net.max_devices, cfg.rl.episodes));
+    if (cb.on_prepare) cb.on_prepare(i + 1, cfg.graphs);
+  }
+  torch::manual_seed(cfg.seed);
+  PlacetoNet net(net_options(cfg.net));
+  net->train();
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(cfg.rl.lr));
+  std::mt19937_64 rng(cfg.seed);
+  const Json fingerprint = train_fingerprint(cfg, cluster);
+  TrainState state;
+  if (cfg.resume) {
+    state = load_checkpoint(checkpoint_path, net, adam, fingerprint, instances);
+    std::istringstream in(state.rng);
+    in >> rng;
+    if (in.fail()) {
+      throw FormatError(format_context(checkpoint_path + ".meta.json", "rng",
+                                       "not a generator state"));
+    }
+    res.start_update = state.update;
+  }
+  if (cb.on_start) cb.on_start(state.update);
+  const double seconds_before = state.seconds;
+  auto run_seconds = [&] { return seconds_before + seconds_since(t0); };
+
+  std::string log_path;  // empty: no log
+  if (!cfg.output_dir.empty()) {
+    std::filesystem::create_directories(cfg.output_dir);
+    log_path = cfg.output_dir + "/log.jsonl";
+    if (cfg.resume) {
+      truncate_log(log_path, state.update);
+    } else {
+      write_text_atomic(log_path, "", "training log");
+    }
+    res.policy_path = cfg.output_dir + "/policy.pt";
+  }
+  auto evaluations = [&] {
+    int64_t n = 0;
+    for (const auto& in : instances) n += in->evaluations;
+    return n;
+  };
+  auto checkpoint = [&](int64_t updates) {
+    if (cfg.output_dir.empty()) return;
+    PlacetoPolicyMeta m;
+    m.net = cfg.net;
+    m.updates = updates;
+    m.seed = cfg.seed;
+    m.family = cfg.family;
+    m.graphs = cfg.graphs;
+    m.first_seed = cfg.first_seed;
+    m.groups = cfg.mdp.groups;
+    m.reward = to_string(cfg.mdp.reward);
+    m.cluster = cluster.name;
+    m.evaluations = evaluations();
+    m.train_seconds = run_seconds();
+    save_policy(res.policy_path, net, m);
+    if (cfg.resumable) {
+      TrainState st;
+      st.update = updates;
+      st.seconds = m.train_seconds;
+      std::ostringstream r;
+      r << rng;
+      st.rng = r.str();
+      save_checkpoint(checkpoint_path, net, adam, fingerprint, st, instances);
+    }
+  };
+  res.updates = state.update;
+  int64_t written = cfg.resume ? state.update : -1;
+  for (int64_t u = state.update + 1; u <= cfg.updates; ++u) {
+    if (stop()) {
+      res.stopped = true;
+      break;
+    }
+    const auto tu = Clock::now();
+    const int64_t evals_before = evaluations();
+    const size_t gi = size_t((u - 1) % cfg.graphs);
+    Instance& in = *instances[gi];
+    Rollout r = rollout(in, net, cfg.rl.episodes, false, rng);
+    const UpdateStats st = reinforce(in, net, adam, r, cfg.rl);
+    res.mean_return.push_back(st.mean_return);
+    res.updates = u;
+    PlacetoTrainUpdate rec;
+    rec.update = u;
+    rec.total = cfg.updates;
+    rec.graph = int(gi);
+    rec.mean_return = st.mean_return;
+    rec.entropy = st.entropy;
+    rec.loss = st.loss;
+    rec.grad_norm = st.grad_norm;
+    rec.best_ratio = in.best_time / in.env().reference_time();
+    rec.evaluations = evaluations();
+    rec.update_evaluations = rec.evaluations - evals_before;
+    rec.update_seconds = seconds_since(tu);
+    if (!log_path.empty()) {
+      Json line = {{"type", "update"},
+                   {"update", u},
+                   {"graph", gi},
+                   {"mean_return", st.mean_return},
+                   {"entropy", st.entropy},
+                   {"loss", st.loss},
+                   {"grad_norm", st.grad_norm},
+                   {"best_ratio", rec.best_ratio},
+                   {"evaluations", rec.evaluations},
+                   {"seconds", run_seconds()}};
+      // A failed append stops training with one clear error (no torn line); the last
+      // checkpoint stays intact and --resume cuts the log back to it.
+      append_line(log_path, line.dump(), "training log");
+    }
+    if (u % cfg.checkpoint_every == 0) {
+      checkpoint(u);
+      written = u;
+    }
+    if (cb.on_update) cb.on_update(rec);
+  }
+  if (written != res.updates) checkpoint(res.updates);
+  res.evaluations = evaluations();
+  for (const auto& in : instances) res.best_ratio.push_back(in->best_time / in->env().reference_time());
+  res.seconds = run_seconds();
+  return res;
+}
+
+}  // namespace placer

@@ -1,0 +1,569 @@
+// The "rainbow-3d" placer (agents/rainbow/rainbow_3d.h): rainbow-opp's sharding search, rainbow-pp's cut
+// search and a data-parallel / micro-batch search composed into one hybrid plan.
+#include "agents/rainbow/rainbow_3d.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agents/common/method_option_tables.h"
+#include "agents/common/option_table.h"
+#include "agents/common/outcome.h"
+#include "agents/common/prediction.h"
+#include "agents/api/methods.h"
+#include "agents/rainbow/rainbow_opp.h"
+#include "agents/rainbow/rainbow_pp_episodes.h"
+#include "env/pipeline_env.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+constexpr const char* kName = "rainbow-3d";
+
+[[noreturn]] void fail(const std::string& msg) {
+  throw ValidationError(std::string(kName) + ": " + msg);
+}
+
+/// A (t, pp, dp) shape with the stage grids on the problem's devices.
+struct Shape {
+  int tp = 1, pp = 1, dp = 1;
+  int v = 1;  ///< virtual stages (model chunks) per pipeline rank: pp x v stages
+  std::vector<std::vector<int>> groups;  ///< per rank: tp x dp devices, Megatron's order
+  int stages() const { return pp * v; }
+};
+
+/// A simulated candidate: any plan that fits beats every OOM one, then the lower step time.
+struct Scored {
+  Plan plan;
+  double time = std::numeric_limits<double>::infinity();
+  bool oom = true;
+  bool valid = false;
+  bool beats(const Scored& o) const {
+    if (!o.valid) return valid;
+    if (!valid) return false;
+    if (oom != o.oom) return !oom;
+    return time < o.time;
+  }
+};
+
+std::string format_ms(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "best %.3f ms", s * 1e3);
+  return buf;
+}
+
+class Search {
+ public:
+  Search(const Problem& problem, const SearchBudget& budget, const Rainbow3DOptions& o,
+         Rainbow3DStats* stats)
+      : p_(problem),
+        budget_(budget),
+        o_(o),
+        stats_(stats),
+        clock_(budget, kName, o.runs),
+        g_(problem.graph) {}
+
+  Scored run() {
+    if (!g_.is_training_step()) {
+      fail(
+          "the graph must be a training step (forward, backward and optimizer ops); expand it "
+          "first");
+    }
+    if (!(o_.opp_share >= 0 && o_.pp_share >= 0 && o_.opp_share + o_.pp_share <= 1)) {
+      fail("opp_share and pp_share must be >= 0 and sum to at most 1");
+    }
+    if (o_.runs < 1) fail("runs must be >= 1, got " + std::to_string(o_.runs));
+    if (o_.max_tp < 1 || o_.max_pp < 1 || o_.top_shapes < 0 || o_.opp_episodes < 1) {
+      fail("max_tp, max_pp and opp_episodes must be >= 1 and top_shapes >= 0");
+    }
+    devs_ = problem_devices(p_);
+    n_ = static_cast<int>(devs_.size());
+    total_ = clock_.max_runs() > 0 ? clock_.max_runs() : o_.runs;
+    batch_ = g_.batch_size();
+    for (OpId op = 0; op < g_.num_ops(); ++op) {
+      if (g_.op(op).phase == Phase::kForward) fwd_.push_back(op);
+    }
+
+    // 1. Operator sharding per TP degree.
+    std::vector<int> tps{1};
+    std::vector<int> cand;
+    for (int t = 2; t <= std::min(o_.max_tp, n_); t *= 2) {
+      if (n_ % t == 0 && tp_groups_in_hosts(t)) cand.push_back(t);
+    }
+    const int64_t opp_total = std::llround(o_.opp_share * double(total_));
+    for (size_t i = 0; i < cand.size(); ++i) {
+      const int64_t share = (opp_total - stats_->opp_runs) / int64_t(cand.size() - i);
+      if (share < 4 || !clock_.time_left()) break;
+      if (shard(cand[i], share)) tps.push_back(cand[i]);
+    }
+
+    // 2. Shapes, probed with the balanced cuts.
+    std::vector<std::pair<Scored, Shape>> probed;
+    for (int t : tps) {
+      for (int pp = 1; pp <= o_.max_pp; ++pp) {
+        if (n_ % (t * pp) != 0) continue;
+        for (int v : {1, 2, 4}) {
+          if (v > o_.max_virtual_stages || (v > 1 && (pp == 1 || pp * v > n_))) continue;
+          Shape s = make_shape(t, pp, v);
+          if (batch_ > 0 && batch_ % s.dp != 0) continue;
+          const int m = default_micro_batches(s);
+          if (m < 1 || out_of_runs()) continue;
+          Scored sc;
+          if (s.stages() > 1) {
+            std::unique_ptr<PipelineEnv> env = make_env(s, m, 0);
+            if (!env) continue;
+            sc = evaluate(compose(env->to_plan(env->center_solution()), s));
+          } else {
+            sc = evaluate(compose(one_stage(s, m), s));
+          }
+          ++stats_->probe_runs;
+          ++stats_->shapes;
+          keep(sc);
+          probed.emplace_back(std::move(sc), std::move(s));
+        }
+      }
+    }
+    if (probed.empty() && out_of_runs()) {
+      fail(
+          "the budget ran out before any (tensor, pipeline, data) parallel shape was simulated "
+          "(" +
+          std::to_string(used_) + " runs used); give it more runs or time");
+    }
+    if (probed.empty()) fail("no (tensor, pipeline, data) parallel shape fits these devices");
+    std::stable_sort(probed.begin(), probed.end(),
+                     [](const auto& a, const auto& b) { return a.first.beats(b.first); });
+
+    // 3. Cut search on the best shapes with a pipeline.
+    std::vector<std::pair<Scored, Shape>> finalists;
+    std::vector<size_t> searched;  // indices into probed (their probes: the balanced cuts)
+    for (size_t i = 0; i < probed.size(); ++i) {
+      if (probed[i].second.pp > 1 && int(searched.size()) < o_.top_shapes) searched.push_back(i);
+    }
+    const int64_t cut_total = std::llround(o_.pp_share * double(total_));
+    for (size_t i = 0; i < searched.size(); ++i) {
+      const int64_t share = (cut_total - stats_->cut_runs) / int64_t(searched.size() - i);
+      if (share < 1 || out_of_runs()) break;
+      const auto& [center, shape] = probed[searched[i]];
+      finalists.emplace_back(search_cuts(shape, center, share), shape);
+    }
+    std::stable_sort(finalists.begin(), finalists.end(),
+                     [](const auto& a, const auto& b) { return a.first.beats(b.first); });
+    // Then every other probed shape, best first.
+    for (size_t i = 0; i < probed.size(); ++i) {
+      if (std::find(searched.begin(), searched.end(), i) == searched.end()) {
+        finalists.push_back(probed[i]);
+      }
+    }
+
+    // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
+    for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
+      layout(finalists[i].first.plan, finalists[i].second);
+    }
+    if (!best_.valid) fail("no plan could be simulated");
+    return best_;
+  }
+
+ private:
+  bool out_of_runs() const { return used_ >= total_ || !clock_.time_left(); }
+
+  bool tp_groups_in_hosts(int t) const {
+    for (int i = 0; i + t <= n_; i += t) {
+      for (int k = 1; k < t; ++k) {
+        if (p_.cluster.device(devs_[i + k]).host != p_.cluster.device(devs_[i]).host) return false;
+      }
+    }
+    return true;
+  }
+
+  Shape make_shape(int t, int pp, int v) const {
+    Shape s;
+    s.tp = t;
+    s.pp = pp;
+    s.v = v;
+    s.dp = n_ / (t * pp);
+    const int per = t * s.dp;
+    for (int st = 0; st < pp; ++st) {
+      s.groups.emplace_back(devs_.begin() + st * per, devs_.begin() + (st + 1) * per);
+    }
+    return s;
+  }
+
+  /// Micro-batches of a probe: the largest divisor of a replica's samples <= 4 pp (a multiple
+  /// of pp with virtual stages, as interleaved 1F1B needs); 0 when there is none.
+  int default_micro_batches(const Shape& s) const {
+    const int64_t cap = 4 * s.pp;
+    if (batch_ <= 0) return int(cap);
+    const int64_t samples = batch_ / s.dp;
+    for (int64_t m = std::min(samples, cap); m >= 1; --m) {
+      if (samples % m == 0 && (s.v == 1 || m % s.pp == 0)) return int(m);
+    }
+    return 0;
+  }
+
+  std::unique_ptr<PipelineEnv> make_env(const Shape& s, int micro_batches, double reference) {
+    PipelineEnvOptions eo;
+    eo.stages = s.stages();
+    // With virtual stages the env only places the cuts: one stand-in device per chunk (equal
+    // groups, so the balanced cuts are even); compose() maps chunk c to rank c % pp.
+    if (s.v == 1) {
+      eo.groups = s.groups;
+    } else {
+      for (int c = 0; c < s.stages(); ++c) eo.groups.push_back({devs_[size_t(c)]});
+    }
+    eo.micro_batches = micro_batches;
+    eo.simulate = false;
+    eo.scope_depth = std::max(0, o_.cuts.scope_depth);
+    eo.prune = o_.cuts.prune;
+    eo.prune_radius = o_.cuts.prune_radius;
+    eo.reference_time = reference > 0 ? reference : 1.0;  // no simulation in the constructor
+    for (bool prune : {eo.prune, false}) {
+      eo.prune = prune;
+      try {
+        return std::make_unique<PipelineEnv>(g_, p_.cluster, p_.cost, eo);
+      } catch (const ValidationError&) {
+        // Too many stages for the pivots near the balanced cuts (or at all).
+      }
+      if (!prune) break;
+    }
+    return nullptr;
+  }
+
+  /// Step 1: the sharding search at degree t; false when it found nothing better than
+  /// replicating every op.
+  bool shard(int t, int64_t runs) {
+    RainbowOppOptions oo = rainbow_opp_defaults(OppEnvOptions::Task::kOperatorPartitioning);
+    oo.env.degree = t;
+    oo.env.tie_layers = o_.tie_layers;
+    oo.env.ignore_memory = true;
+    oo.env.mask_conflicts = true;
+    oo.episodes = o_.opp_episodes;
+    // Decay exploration over about half of the runs (each step of an episode simulates).
+    oo.agent.epsilon_decay_steps = std::max<int64_t>(1, runs / 2);
+    // Tens of distinct states in all: learn from the first 16 transitions.
+    oo.agent.batch_size = 16;
+    SearchBudget b;
+    b.max_evaluations = runs;
+    b.seed = budget_.seed + uint64_t(t);
+    if (clock_.max_seconds() > 0)
+      b.max_seconds = std::max(1.0, clock_.max_seconds() - clock_.elapsed());
+    std::vector<int> first(static_cast<size_t>(t), 0);
+    for (int i = 0; i < t; ++i) first[size_t(i)] = i;
+    Problem sub{g_, p_.cluster, p_.cost, p_.simulator, first};
+    RainbowOppReport r;
+    try {
+      r = rainbow_opp_search(sub, b, oo);
+    } catch (const ValidationError&) {
+      return false;  // e.g. no variable to shard
+    }
+    used_ += r.simulations;
+    stats_->opp_runs += r.simulations;
+    std::map<OpId, OpPartition>& tmpl = templates_[t];
+    for (const OpPartition& part : r.plan.partitions) tmpl[part.op] = part;
+    return !tmpl.empty() && std::isfinite(r.step_time) && r.step_time < r.reference_time;
+  }
+
+  /// The one-stage plan of shape s (pp = 1) with m micro-batches.
+  Plan one_stage(const Shape& s, int m) const {
+    Plan plan;
+    plan.graph_name = g_.name();
+    PipelineStage st;
+    st.devices = s.groups[0];
+    st.ops = fwd_;
+    plan.pipeline.stages.push_back(std::move(st));
+    plan.pipeline.micro_batches = m;
+    plan.placement.assign(g_.num_ops(), s.groups[0][0]);
+    return plan;
+  }
+
+  /// The staged plan `pipe` (stages on s.groups) made 3-D: every stage a tp x dp grid, the
+  /// sharding of degree s.tp on each stage's first TP group, the stage's other forward ops
+  /// replicated over that group. A split tensor that crosses a
+  /// stage boundary is gathered by its producer (no sharded_output), so every sharded chain
+  /// stays inside one stage.
+  Plan compose(Plan pipe, const Shape& s) const {
+    pipe.method = kName;
+    if (s.v > 1) {  // chunk c (on stand-in device devs_[c]) runs on rank c % pp
+      std::map<int, int> rank_device;
+      for (size_t c = 0; c < pipe.pipeline.stages.size(); ++c) {
+        PipelineStage& st = pipe.pipeline.stages[c];
+        rank_device[st.devices[0]] = s.groups[c % size_t(s.pp)][0];
+        st.devices = s.groups[c % size_t(s.pp)];
+      }
+      for (int& d : pipe.placement) d = rank_device.at(d);
+      pipe.pipeline.virtual_stages = s.v;
+      pipe.pipeline.schedule = PipelineSchedule::k1F1B;
+    }
+    pipe.partitions.clear();
+    pipe.tensor_parallel = TensorParallelConfig{};
+    for (PipelineStage& st : pipe.pipeline.stages) st.tensor_parallel = s.tp;
+    pipe.precision.loss_scaling = true;  // as Megatron-LM runs (and the megatron grid)
+    pipe.precision.grad_clipping = true;
+    pipe.data_parallel.overlap = o_.overlap_grad_reduce;
+    if (s.tp > 1) {
+      const auto it = templates_.find(s.tp);
+      if (it == templates_.end()) return pipe;
+      std::vector<int> stage_of(g_.num_ops(), -1);
+      for (size_t k = 0; k < pipe.pipeline.stages.size(); ++k) {
+        for (OpId op : pipe.pipeline.stages[k].ops) stage_of[op] = int(k);
+      }
+      std::vector<int> index(g_.num_ops(), -1);
+      for (size_t k = 0; k < pipe.pipeline.stages.size(); ++k) {
+        const PipelineStage& st = pipe.pipeline.stages[k];
+        for (OpId op : st.ops) {
+          const auto pt = it->second.find(op);
+          if (pt == it->second.end()) continue;
+          OpPartition part = pt->second;
+          part.devices.assign(st.devices.begin(), st.devices.begin() + s.tp);
+          index[op] = int(pipe.partitions.size());
+          pipe.partitions.push_back(std::move(part));
+        }
+      }
+      // The other forward ops of a stage run whole on every device of its TP group (as
+      // Megatron runs norms, residual adds and dropout), so no input is sent between them.
+      for (size_t k = 0; k < pipe.pipeline.stages.size(); ++k) {
+        const PipelineStage& st = pipe.pipeline.stages[k];
+        for (OpId op : st.ops) {
+          if (index[op] >= 0) continue;
+          OpPartition part;
+          part.op = op;
+          part.replicated = true;
+          part.devices.assign(st.devices.begin(), st.devices.begin() + s.tp);
+          pipe.partitions.push_back(std::move(part));
+        }
+      }
+      // Chains that cross a stage: the producer gathers, its consumers read whole tensors.
+      for (OpPartition& part : pipe.partitions) {
+        if (!part.sharded_output) continue;
+        for (TensorId t : g_.op(part.op).outputs) {
+          for (OpId c : g_.consumers(t)) {
+            if (g_.op(c).phase == Phase::kForward &&
+                (stage_of[c] != stage_of[part.op] || index[c] < 0)) {
+              part.sharded_output = false;
+            }
+          }
+        }
+      }
+      for (OpPartition& part : pipe.partitions) {
+        if (!part.sharded_input) continue;
+        bool reads_shards = false;
+        for (TensorId t : g_.op(part.op).inputs) {
+          const OpId pr = g_.tensor(t).producer;
+          if (pr < g_.num_ops() && index[pr] >= 0 &&
+              pipe.partitions[size_t(index[pr])].sharded_output) {
+            reads_shards = true;
+          }
+        }
+        part.sharded_input = reads_shards;
+      }
+    }
+    return pipe;
+  }
+
+  Scored evaluate(Plan plan) {
+    Scored sc;
+    ++used_;
+    ++stats_->runs;
+    try {
+      plan.validate(g_, p_.cluster);
+    } catch (const ValidationError&) {
+      return sc;  // not runnable (e.g. micro-batches that do not divide); counted anyway
+    }
+    const SimResult r = predict(p_, &plan);
+    sc.time = r.step_time;
+    sc.oom = r.oom;
+    sc.valid = std::isfinite(r.step_time);
+    sc.plan = std::move(plan);
+    return sc;
+  }
+
+  void keep(const Scored& sc) {
+    if (sc.beats(best_)) best_ = sc;
+    if (budget_.progress) budget_.progress(used_, total_, format_ms(best_.time));
+  }
+
+  /// Step 3: the DQN picks the cuts of shape s; every terminal cut set is the 3-D plan,
+  /// simulated.
+  Scored search_cuts(const Shape& s, const Scored& center, int64_t runs) {
+    const int m = default_micro_batches(s);
+    // Reference: the balanced cuts' time (the probe), so rewards are about 1.
+    const double ref = center.valid && std::isfinite(center.time) ? center.time : 1.0;
+    std::unique_ptr<PipelineEnv> env = make_env(s, m, ref);
+    Scored best = center;
+    if (!env) return best;
+    const RainbowConfig cfg =
+        rainbow_cut_agent_config(o_.cuts, s.stages(), runs, budget_.seed, kName);
+    RainbowAgent agent(static_cast<int64_t>(env->observation().size()), env->num_pivots(), cfg);
+    std::map<std::vector<int>, PipelineStepResult> cache;
+    auto score = [&](const std::vector<int>& cuts) {
+      const auto it = cache.find(cuts);
+      if (it != cache.end()) return CutScore{it->second, false};
+      Scored sc = evaluate(compose(env->to_plan(cuts), s));
+      ++stats_->cut_runs;
+      PipelineStepResult r;
+      r.done = true;
+      r.oom = sc.oom || !sc.valid;
+      r.step_time = sc.time;
+      r.reward = r.oom ? -1.0 : ref / sc.time;
+      cache.emplace(cuts, r);
+      keep(sc);
+      if (sc.beats(best)) best = std::move(sc);
+      return CutScore{r, true};
+    };
+    run_cut_episodes(env.get(), &agent, runs, 4 * runs, score, [&] { return out_of_runs(); }, {});
+    return best;
+  }
+
+  /// Step 4: micro-batches (powers of two and multiples of pp dividing a replica's samples,
+  /// up to 64), ZeRO-1 when there are data-parallel copies, full recomputation only when
+  /// nothing else fits, on the plan `base` of shape s.
+  void layout(const Plan& base, const Shape& s) {
+    if (base.pipeline.stages.empty() || !clock_.time_left()) return;
+    const int64_t samples = batch_ > 0 ? batch_ / s.dp : 64;
+    std::vector<int> ms;
+    for (int64_t m = 1; m <= std::min<int64_t>(samples, 64); m *= 2) {
+      if (samples % m == 0) ms.push_back(int(m));
+    }
+    for (int k : {1, 2, 4, 8}) {
+      const int64_t m = int64_t(k) * s.pp;
+      if (m <= samples && samples % m == 0) ms.push_back(int(m));
+    }
+    if (s.v > 1)
+      ms.erase(std::remove_if(ms.begin(), ms.end(), [&](int m) { return m % s.pp != 0; }),
+               ms.end());
+    std::sort(ms.begin(), ms.end());
+    ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+    bool fits = !best_.oom;
+    for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+      if (rc == Recompute::kFull && fits) break;
+      for (int zero : {0, 1}) {
+        if (zero == 1 && s.dp == 1) continue;
+        for (int m : ms) {
+          if (out_of_runs()) return;
+          Plan p = base;
+          p.pipeline.micro_batches = m;
+          p.data_parallel.zero_stage = zero;
+          p.recompute = rc;
+          if (p.pipeline.micro_batches == base.pipeline.micro_batches &&
+              zero == base.data_parallel.zero_stage && rc == base.recompute) {
+            continue;
+          }
+          Scored sc = evaluate(std::move(p));
+          ++stats_->layout_runs;
+          fits = fits || (sc.valid && !sc.oom);
+          keep(sc);
+        }
+      }
+    }
+  }
+
+  const Problem& p_;
+  const SearchBudget& budget_;
+  const Rainbow3DOptions& o_;
+  Rainbow3DStats* stats_;
+  const BudgetClock clock_;
+  const Graph& g_;
+  std::vector<int> devs_;
+  int n_ = 0;
+  int64_t total_ = 0, used_ = 0, batch_ = 0;
+  std::vector<OpId> fwd_;
+  std::map<int, std::map<OpId, OpPartition>> templates_;  ///< per TP degree: op -> partition
+  Scored best_;
+};
+
+const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
+  static const OptionTable<Rainbow3DOptions> t = [] {
+    OptionTable<Rainbow3DOptions> v(kName);
+    v.integer(
+         "runs", "simulator runs when the budget gives none",
+         [](auto& o) -> auto& { return o.runs; })
+        .number(
+            "opp_share", "share of the runs for the operator-sharding searches",
+            [](auto& o) -> auto& { return o.opp_share; })
+        .number(
+            "pp_share", "share of the runs for the cut searches",
+            [](auto& o) -> auto& { return o.pp_share; })
+        .integer(
+            "max_tp", "largest tensor-parallel degree (powers of two within a host)",
+            [](auto& o) -> auto& { return o.max_tp; })
+        .integer(
+            "max_pp", "largest pipeline depth", [](auto& o) -> auto& { return o.max_pp; })
+        .integer(
+            "max_virtual_stages", "most model chunks per pipeline rank (1, 2 or 4)",
+            [](auto& o) -> auto& { return o.max_virtual_stages; })
+        .integer(
+            "top_shapes", "probed shapes with a pipeline that get a cut search",
+            [](auto& o) -> auto& { return o.top_shapes; })
+        .integer(
+            "opp_episodes", "most episodes of one operator-sharding search",
+            [](auto& o) -> auto& { return o.opp_episodes; })
+        .flag(
+            "tie_layers", "one sharding decision per block for every layer",
+            [](auto& o) -> auto& { return o.tie_layers; })
+        .flag(
+            "overlap_grad_reduce", "all-reduce data-parallel gradients during backward",
+            [](auto& o) -> auto& { return o.overlap_grad_reduce; })
+        .integer(
+            "scope_depth", "cut pivots: 0 layer boundaries, 1 sub-modules too",
+            [](auto& o) -> auto& { return o.cuts.scope_depth; })
+        .integer(
+            "prune_radius", "pivots kept either side of a balanced cut",
+            [](auto& o) -> auto& { return o.cuts.prune_radius; });
+    return v;
+  }();
+  return t;
+}
+
+}  // namespace
+
+SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const SearchBudget& budget) {
+  Rainbow3DStats stats;
+  const BudgetClock clock(budget, kName);
+  Search s(problem, budget, options_, &stats);
+  Scored best = s.run();
+  const Plan& p = best.plan;
+  stats.step_time = best.time;
+  stats.v = std::max(1, p.pipeline.virtual_stages);
+  stats.pp = int(p.pipeline.stages.size()) / stats.v;
+  stats.tp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].tensor_parallel;
+  stats.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
+  stats.micro_batches = p.pipeline.micro_batches;
+  stats.zero_stage = p.data_parallel.zero_stage;
+  stats.recompute = p.recompute == Recompute::kFull;
+  stats.seconds = clock.elapsed();
+  return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs, 0, stats.seconds,
+                           {{"tp", stats.tp},
+                            {"pp", stats.pp},
+                            {"virtual_stages", stats.v},
+                            {"dp", stats.dp},
+                            {"micro_batches", stats.micro_batches},
+                            {"opp_runs", double(stats.opp_runs)},
+                            {"cut_runs", double(stats.cut_runs)},
+                            {"layout_runs", double(stats.layout_runs)},
+                            {"step_time", stats.step_time},
+                            {"shapes", stats.shapes},
+                            {"probe_runs", double(stats.probe_runs)},
+                            {"zero_stage", stats.zero_stage},
+                            {"recompute", stats.recompute ? 1.0 : 0.0}});
+}
+
+void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {
+  out->push_back(MethodInfo{
+      kName,
+      "Auto-MAP's explorers composed (Wang et al. 2020): Rainbow DQN operator sharding per "
+      "tensor-parallel degree (attention heads included), then DQN pipeline cuts on the best "
+      "shapes, then micro-batches / ZeRO-1 / recomputation; 300 simulator runs",
+      false, [] { return std::make_unique<Rainbow3DPlacer>(); },
+      rainbow_3d_option_table().schema(Rainbow3DOptions{}),
+      configured_factory(
+          rainbow_3d_option_table(), Rainbow3DOptions{},
+          [](const Rainbow3DOptions& o) { return std::make_unique<Rainbow3DPlacer>(o); })});
+}
+
+}  // namespace placer

@@ -1,0 +1,87 @@
+#pragma once
+// The "rainbow-3d" placer: Auto-MAP's explorers (Wang et al. 2020, "Auto-MAP: A DQN Framework
+// for Exploring Distributed Execution Plans for DNN Workloads") composed into one hybrid plan
+// search. Torch-free header; the implementation (agents/rainbow/rainbow_3d.cpp) needs LibTorch.
+//
+//  1. Operator sharding (rainbow-opp's DQN, env/opp_env.h) once per tensor-parallel degree
+//     t > 1 that fits in a host: the sharding of every trainable variable over t devices,
+//     one decision per block for all layers (OppEnvOptions::tie_layers), attention heads
+//     included (the attention-core rule of env/sharding_rules.cpp). Scored on the whole
+//     step over t devices with memory ignored (the later stages fit memory).
+//  2. Shapes (t, pp, dp = devices / (t pp), v virtual stages per rank): each is probed with
+//     the balanced cuts and the sharding applied to every stage's first TP group.
+//  3. Pipeline cuts (rainbow-pp's DQN over PipelineEnv's layer pivots,
+//     agents/rainbow/rainbow_pp_episodes.h) on the best `top_shapes` probed shapes with pp > 1, each
+//     terminal cut set scored by simulating the whole 3-D plan.
+//  4. Data parallelism and micro-batches: for the best plans (the cut-searched ones, then the
+//     other probed shapes), micro-batch counts, ZeRO-1 and full recomputation (only when
+//     nothing else fits), while runs are left.
+// Budgets are simulator runs (SearchBudget::max_evaluations, default `runs`), split over the
+// stages by `opp_share` and `pp_share` (the rest: probes and step 4); a stage's unspent share
+// passes on. The fastest plan that fits wins. See docs/rainbow.md, "rainbow-3d".
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "agents/api/placer.h"
+#include "agents/common/outcome.h"
+#include "agents/rainbow/rainbow_pp.h"
+
+namespace placer {
+
+struct Rainbow3DOptions {
+  int runs = 300;          ///< simulator runs when the budget gives none
+  double opp_share = 0.2;  ///< of the runs: the operator-sharding searches (split over t)
+  double pp_share = 0.3;   ///< of the runs: the cut searches (split over the top shapes)
+  int max_tp = 8;          ///< largest tensor-parallel degree tried (powers of two)
+  int max_pp = 8;          ///< largest pipeline depth tried
+  /// Most model chunks per pipeline rank (interleaved 1F1B, Narayanan et al. 2021): shapes
+  /// with v = 2 and 4 (pp x v stages, cuts searched over all of them) when <= this.
+  int max_virtual_stages = 4;
+  int top_shapes = 2;  ///< probed shapes with pp > 1 that get a cut search
+  /// Most training episodes of one operator-sharding search (repeated states are cached and
+  /// cost no run, so the runs usually bind first).
+  int opp_episodes = 300;
+  bool tie_layers = true;  ///< one sharding decision per block for every layer
+  /// Data-parallel gradients all-reduced during backward (false: after the last backward,
+  /// Megatron's default and the `megatron` grid's).
+  bool overlap_grad_reduce = false;
+  /// Cut search: scope_depth (pivots; 0 = layer boundaries), prune_radius, epsilon decay and
+  /// the agent settings (the layout search and episodes of RainbowPPOptions are not used).
+  RainbowPPOptions cuts = [] {
+    RainbowPPOptions o;
+    o.scope_depth = 0;
+    return o;
+  }();
+};
+
+/// The counts of one search; Rainbow3DPlacer::search_outcome reports them as named values
+/// (SearchOutcome::stats: "tp", "pp", "virtual_stages", "dp", "micro_batches", "opp_runs",
+/// "cut_runs", "layout_runs", "step_time", "shapes", "probe_runs", "zero_stage",
+/// "recompute").
+struct Rainbow3DStats {
+  int64_t runs = 0;  ///< simulator runs in all
+  int64_t opp_runs = 0, probe_runs = 0, cut_runs = 0, layout_runs = 0;
+  int shapes = 0;                                 ///< (t, pp, dp) shapes probed
+  int tp = 1, pp = 1, dp = 1, micro_batches = 1;  ///< of the returned plan
+  int v = 1;                                      ///< its virtual stages per rank
+  int zero_stage = 0;
+  bool recompute = false;
+  double step_time = 0;  ///< simulated, of the returned plan
+  double seconds = 0;
+};
+
+class Rainbow3DPlacer : public OutcomePlacer {
+ public:
+  explicit Rainbow3DPlacer(Rainbow3DOptions options = {}) : options_(std::move(options)) {}
+  std::string name() const override { return "rainbow-3d"; }
+  /// ValidationError on a graph that is not a training step, bad options, or when no shape
+  /// gives a runnable plan. Throws placer::Error without LibTorch.
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
+
+ private:
+  Rainbow3DOptions options_;
+};
+
+}  // namespace placer
