@@ -113,7 +113,28 @@ void compute_advantages(std::vector<PpoEpisode>& batch, const PpoConfig& ppo,
 
 struct PpoStats {
   double loss = 0, entropy = 0, approx_kl = 0, clip_fraction = 0;
+  /// The sums of `epochs` passes turned into their means.
+  void average_over(int epochs) {
+    const double e = double(epochs);
+    loss /= e;
+    entropy /= e;
+    approx_kl /= e;
+    clip_fraction /= e;
+  }
 };
+
+/// Sums over the episodes of one PPO pass (before any division), as ppo_update and the
+/// distributed trainer's update (which all-reduces them) turn into PpoStats.
+struct PpoPassSums {
+  double loss = 0, entropy = 0, kl = 0, clipped = 0, count = 0;
+};
+
+/// One episode's clipped objective (as ppo_update): forward, loss, backward of
+/// loss / `divisor` (the batch's episode count, so the accumulated gradient is that of the
+/// batch mean), and its terms added to `sums`. actions [K, U, 1], advantages [K, 1].
+void ppo_episode_backward(GdpNet& net, const PpoEpisode& episode, const torch::Tensor& actions,
+                          const torch::Tensor& advantages, const PpoConfig& config,
+                          double divisor, PpoPassSums* sums);
 
 /// config.epochs passes of the clipped objective over the batch, one optimiser step per
 /// pass (gradients of all episodes accumulated): per unit u of sample k,

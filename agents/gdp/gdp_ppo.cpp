@@ -68,6 +68,40 @@ void compute_advantages(std::vector<PpoEpisode>& batch, const PpoConfig& ppo,
   }
 }
 
+void ppo_episode_backward(GdpNet& net, const PpoEpisode& ep, const torch::Tensor& actions,
+                          const torch::Tensor& advantages, const PpoConfig& config,
+                          double divisor, PpoPassSums* sums) {
+  const double lo = 1 - config.clip, hi = 1 + config.clip;
+  const GraphTensors& t = *ep.tensors;
+  const int64_t k = actions.size(0);
+  auto logits = net->forward(t);                   // [U, D], -inf where masked
+  auto logp_all = torch::log_softmax(logits, -1);  // finite where allowed
+  auto new_logp = logp_all.unsqueeze(0)
+                      .expand({k, logp_all.size(0), logp_all.size(1)})
+                      .gather(2, actions)
+                      .squeeze(2);  // [K, U]
+  auto old_logp = ep.old_log_probs.detach().to(torch::kFloat);
+  auto ratio = torch::exp(new_logp - old_logp);
+  auto surrogate = torch::min(ratio * advantages, torch::clamp(ratio, lo, hi) * advantages);
+  auto policy_loss = -surrogate.mean();
+  // Entropy over the allowed devices: masked entries have p = 0 and log p = -inf, and
+  // 0 * -inf would be NaN (also in the gradient), so their log p is replaced by 0 first.
+  auto probs = torch::exp(logp_all);
+  auto safe_logp = logp_all.masked_fill(t.mask.logical_not(), 0.0);
+  auto entropy = -(probs * safe_logp).sum(-1).mean();
+  auto loss = policy_loss - config.entropy * entropy;
+  // Gradients of all episodes accumulate (one backward per episode keeps memory to one
+  // graph at a time; the sum equals the gradient of the batch mean).
+  (loss / divisor).backward();
+
+  sums->loss += loss.item<double>();
+  sums->entropy += entropy.item<double>();
+  torch::NoGradGuard no_grad;
+  sums->kl += (old_logp - new_logp.detach()).sum().item<double>();
+  sums->clipped += ((ratio.detach() - 1).abs() > config.clip).sum().item<double>();
+  sums->count += double(new_logp.numel());
+}
+
 PpoStats ppo_update(GdpNet& net, torch::optim::Adam& optimizer, std::vector<PpoEpisode>& batch,
                     const PpoConfig& config) {
   PLACER_CHECK(config.epochs >= 1, "ppo.epochs must be >= 1, got " << config.epochs);
@@ -111,56 +145,22 @@ PpoStats ppo_update(GdpNet& net, torch::optim::Adam& optimizer, std::vector<PpoE
         torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1).to(device));
   }
 
-  const double lo = 1 - config.clip, hi = 1 + config.clip;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     optimizer.zero_grad();
-    double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0, count = 0;
+    PpoPassSums sums;
     for (size_t i = 0; i < batch.size(); ++i) {
-      const PpoEpisode& ep = batch[i];
-      const GraphTensors& t = *ep.tensors;
-      const int64_t k = actions[i].size(0);
-      auto logits = net->forward(t);                   // [U, D], -inf where masked
-      auto logp_all = torch::log_softmax(logits, -1);  // finite where allowed
-      auto new_logp = logp_all.unsqueeze(0)
-                          .expand({k, logp_all.size(0), logp_all.size(1)})
-                          .gather(2, actions[i])
-                          .squeeze(2);  // [K, U]
-      auto old_logp = ep.old_log_probs.detach().to(torch::kFloat);
-      auto ratio = torch::exp(new_logp - old_logp);
-      auto surrogate =
-          torch::min(ratio * advantages[i], torch::clamp(ratio, lo, hi) * advantages[i]);
-      auto policy_loss = -surrogate.mean();
-      // Entropy over the allowed devices: masked entries have p = 0 and log p = -inf, and
-      // 0 * -inf would be NaN (also in the gradient), so their log p is replaced by 0 first.
-      auto probs = torch::exp(logp_all);
-      auto safe_logp = logp_all.masked_fill(t.mask.logical_not(), 0.0);
-      auto entropy = -(probs * safe_logp).sum(-1).mean();
-      auto loss = policy_loss - config.entropy * entropy;
-      // Gradients of all episodes accumulate (one backward per episode keeps memory to one
-      // graph at a time; the sum equals the gradient of the batch mean).
-      (loss / episodes).backward();
-
-      loss_sum += loss.item<double>();
-      entropy_sum += entropy.item<double>();
-      torch::NoGradGuard no_grad;
-      kl_sum += (old_logp - new_logp.detach()).sum().item<double>();
-      clipped += ((ratio.detach() - 1).abs() > config.clip).sum().item<double>();
-      count += double(new_logp.numel());
+      ppo_episode_backward(net, batch[i], actions[i], advantages[i], config, episodes, &sums);
     }
     if (config.max_grad_norm > 0) {
       torch::nn::utils::clip_grad_norm_(net->parameters(), config.max_grad_norm);
     }
     optimizer.step();
-    stats.loss += loss_sum / episodes;
-    stats.entropy += entropy_sum / episodes;
-    stats.approx_kl += count > 0 ? kl_sum / count : 0;
-    stats.clip_fraction += count > 0 ? clipped / count : 0;
+    stats.loss += sums.loss / episodes;
+    stats.entropy += sums.entropy / episodes;
+    stats.approx_kl += sums.count > 0 ? sums.kl / sums.count : 0;
+    stats.clip_fraction += sums.count > 0 ? sums.clipped / sums.count : 0;
   }
-  const double e = double(config.epochs);
-  stats.loss /= e;
-  stats.entropy /= e;
-  stats.approx_kl /= e;
-  stats.clip_fraction /= e;
+  stats.average_over(config.epochs);
   return stats;
 }
 

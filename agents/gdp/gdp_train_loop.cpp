@@ -216,53 +216,26 @@ PpoStats GdpTrainer::Impl::dist_ppo_update(std::vector<PpoEpisode>& batch,
     advantages.push_back(
         torch::tensor(ep.advantages, torch::kDouble).to(torch::kFloat).unsqueeze(1).to(device));
   }
-  const double lo = 1 - config.clip, hi = 1 + config.clip;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     adam->zero_grad();
-    double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0, count = 0;
+    PpoPassSums sums;
     for (size_t i = 0; i < batch.size(); ++i) {
-      const PpoEpisode& ep = batch[i];
-      const GraphTensors& t = *ep.tensors;
-      const int64_t k = actions[i].size(0);
-      auto logits = net->forward(t);
-      auto logp_all = torch::log_softmax(logits, -1);
-      auto new_logp = logp_all.unsqueeze(0)
-                          .expand({k, logp_all.size(0), logp_all.size(1)})
-                          .gather(2, actions[i])
-                          .squeeze(2);
-      auto old_logp = ep.old_log_probs.detach().to(torch::kFloat);
-      auto ratio = torch::exp(new_logp - old_logp);
-      auto surrogate =
-          torch::min(ratio * advantages[i], torch::clamp(ratio, lo, hi) * advantages[i]);
-      auto policy_loss = -surrogate.mean();
-      auto probs = torch::exp(logp_all);
-      auto safe_logp = logp_all.masked_fill(t.mask.logical_not(), 0.0);
-      auto entropy = -(probs * safe_logp).sum(-1).mean();
-      auto loss = policy_loss - config.entropy * entropy;
-      (loss / global_episodes).backward();
-      loss_sum += loss.item<double>();
-      entropy_sum += entropy.item<double>();
-      torch::NoGradGuard no_grad;
-      kl_sum += (old_logp - new_logp.detach()).sum().item<double>();
-      clipped += ((ratio.detach() - 1).abs() > config.clip).sum().item<double>();
-      count += double(new_logp.numel());
+      ppo_episode_backward(net, batch[i], actions[i], advantages[i], config, global_episodes,
+                           &sums);
     }
     reduce_gradients();
     if (config.max_grad_norm > 0) {
       torch::nn::utils::clip_grad_norm_(net->parameters(), config.max_grad_norm);
     }
     adam->step();
-    const std::vector<double> g = group->allreduce({loss_sum, entropy_sum, kl_sum, clipped, count});
+    const std::vector<double> g =
+        group->allreduce({sums.loss, sums.entropy, sums.kl, sums.clipped, sums.count});
     stats.loss += g[0] / global_episodes;
     stats.entropy += g[1] / global_episodes;
     stats.approx_kl += g[4] > 0 ? g[2] / g[4] : 0;
     stats.clip_fraction += g[4] > 0 ? g[3] / g[4] : 0;
   }
-  const double e = double(config.epochs);
-  stats.loss /= e;
-  stats.entropy /= e;
-  stats.approx_kl /= e;
-  stats.clip_fraction /= e;
+  stats.average_over(config.epochs);
   return stats;
 }
 
