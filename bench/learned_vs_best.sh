@@ -2,8 +2,8 @@
 # GDP (the shipped default policy) against `--method best` on the shipped real models
 # (datasets/models/onnx/*.onnx, none of them in a training corpus) on DGX-1 P100: zero-shot
 # alone, zero-shot in the micro-batch / replica outer loop (`gdp+hybrid`,
-# agents/classical/hybrid_outer.h; GDP scores its samples inside each (R, M) frame), and that loop with
-# PPO fine-tuning on the graph for FT seconds in all (`--set finetune=100000
+# agents/classical/hybrid_outer.h; GDP scores its samples inside each (R, M) frame), and that
+# loop with PPO fine-tuning on the graph for FT seconds in all (`--set finetune=100000
 # --budget-seconds FT`). One `placer place` per (model, method), seed 1; prints a markdown
 # table of step times, the ratios to best, and their geomeans. Results: docs/results.md.
 # With CANDIDATE=policy.pt set, gdp and gdp+hybrid also run with that policy, in the same run
@@ -35,6 +35,10 @@ step_ms() {  # step_ms MODEL METHOD -> the step time in ms, or "fail"
     printf "%.2f%s\n", v, (w=="" ? "" : " (" w ")")}' <<< "$out"
 }
 
+ratio() {  # ratio A B -> A / B with 3 decimals, or "-" when either is missing
+  awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }'
+}
+
 cand_head="" cand_rule=""
 [ -n "$candidate" ] && cand_head=" cand gdp / best | cand gdp+hybrid / best |" cand_rule="---|---|"
 echo "| model | best ms (winner) | gdp ms | gdp+hybrid ms | gdp+hybrid ft ${ft}s ms | gdp / best | gdp+hybrid / best | ft / best |$cand_head"
@@ -44,11 +48,11 @@ for m in "$src"/datasets/models/onnx/*.onnx; do
   declare -A t=()
   for meth in "${methods[@]}"; do t[$meth]=$(step_ms "$m" "$meth"); done
   b=${t[best]%% *}
-  r1=$(awk -v a="${t[gdp]}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
-  r2=$(awk -v a="${t[gdp+hybrid]}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
-  r3=$(awk -v a="${t[gdp+hybrid-ft]:-}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
-  r4=$(awk -v a="${t[gdp-cand]:-}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
-  r5=$(awk -v a="${t[gdp+hybrid-cand]:-}" -v b="$b" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }')
+  r1=$(ratio "${t[gdp]:-}" "$b")
+  r2=$(ratio "${t[gdp+hybrid]:-}" "$b")
+  r3=$(ratio "${t[gdp+hybrid-ft]:-}" "$b")
+  r4=$(ratio "${t[gdp-cand]:-}" "$b")
+  r5=$(ratio "${t[gdp+hybrid-cand]:-}" "$b")
   cand_cells=""
   [ -n "$candidate" ] && cand_cells=" $r4 | $r5 |"
   echo "| $name | ${t[best]} | ${t[gdp]} | ${t[gdp+hybrid]} | ${t[gdp+hybrid-ft]:--} | $r1 | $r2 | $r3 |$cand_cells"
