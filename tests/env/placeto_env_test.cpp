@@ -20,40 +20,17 @@
 #include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
+#include "tests/env/env_fixtures.h"
 #include "tests/simulator/sim_fixtures.h"
 
 namespace placer {
 namespace {
 
-Graph mlp_step() {
-  MlpOptions o;
-  o.layers = 3;
-  o.hidden = 1024;
-  return expand_training_step(make_mlp(o));
-}
-
-Graph transformer_step() {
-  TransformerOptions t;
-  t.layers = 2;
-  t.d_model = 256;
-  t.heads = 4;
-  t.seq_len = 64;
-  t.batch = 4;
-  return expand_training_step(make_transformer(t));
-}
-
-Graph random_step(uint64_t seed) {
-  LayeredRandomOptions o;
-  o.n_ops = 120;
-  o.width = 8;
-  o.seed = seed;
-  return expand_training_step(make_layered_random(o));
-}
-
-Cluster two_gpus() { return load_cluster_yaml(PLACER_TEST_DATA_DIR "/two_gpus.cluster.yaml"); }
-Cluster dgx1() {
-  return load_cluster_yaml(PLACER_SOURCE_DIR "/datasets/clusters/dgx1_p100.cluster.yaml");
-}
+using testing::dgx1;
+using testing::mlp_step;
+using testing::random_step;
+using testing::transformer_step;
+using testing::two_gpus;
 
 struct Case {
   std::string name;
