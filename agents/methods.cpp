@@ -1,4 +1,5 @@
 #include "agents/api/methods.h"
+#include "agents/staged_methods.h"
 
 namespace placer {
 
@@ -12,6 +13,7 @@ std::vector<MethodInfo> all_methods() {
   add_hybrid_methods(&m);
   add_search_methods(&m);
   add_learned_methods(&m);
+  add_staged_methods(&m);
   add_rainbow_methods(&m);
   add_rainbow_opp_methods(&m);
   add_rainbow_3d_methods(&m);

@@ -135,6 +135,70 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
   return chain;
 }
 
+std::vector<int> cuts_from_groups(const Graph& g, const LayerChain& chain,
+                                  const std::vector<int>& group_of_op) {
+  PLACER_CHECK(group_of_op.size() == static_cast<size_t>(g.num_ops()),
+               "cuts_from_groups: one group per op expected");
+  const int units = static_cast<int>(chain.units.size());
+  // Weight of each (unit, group); groups renumbered densely in order of first appearance.
+  std::unordered_map<int, int> dense;
+  std::vector<std::vector<double>> weight(static_cast<size_t>(units));
+  std::vector<double> mass, moment;
+  for (int u = 0; u < units; ++u) {
+    for (OpId o : chain.units[static_cast<size_t>(u)]) {
+      const Op& op = g.op(o);
+      if (op.category == OpCategory::kInput) continue;
+      const int grp = dense.emplace(group_of_op[o], static_cast<int>(dense.size())).first->second;
+      if (static_cast<int>(mass.size()) <= grp) mass.resize(size_t(grp) + 1, 0), moment.resize(size_t(grp) + 1, 0);
+      auto& w = weight[static_cast<size_t>(u)];
+      if (static_cast<int>(w.size()) <= grp) w.resize(size_t(grp) + 1, 0);
+      const double x = op.flops + 1;
+      w[size_t(grp)] += x;
+      mass[size_t(grp)] += x;
+      moment[size_t(grp)] += x * u;
+    }
+  }
+  const int groups = static_cast<int>(mass.size());
+  if (units <= 1 || groups <= 1) return {0, units};
+  std::vector<int> order(static_cast<size_t>(groups));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return moment[size_t(a)] / mass[size_t(a)] < moment[size_t(b)] / mass[size_t(b)];
+  });
+  auto kept = [&](int u, int s) {  // weight unit u keeps when it joins stage s (group order[s])
+    const auto& w = weight[static_cast<size_t>(u)];
+    const int grp = order[static_cast<size_t>(s)];
+    return grp < static_cast<int>(w.size()) ? w[size_t(grp)] : 0.0;
+  };
+  // best[u][s]: most weight kept by units 0..u with unit u in stage s (stages non-decreasing).
+  std::vector<std::vector<double>> best(size_t(units), std::vector<double>(size_t(groups), 0));
+  std::vector<std::vector<int>> from(size_t(units), std::vector<int>(size_t(groups), 0));
+  for (int s = 0; s < groups; ++s) best[0][size_t(s)] = kept(0, s);
+  for (int u = 1; u < units; ++u) {
+    int arg = 0;
+    for (int s = 0; s < groups; ++s) {
+      if (best[size_t(u - 1)][size_t(s)] > best[size_t(u - 1)][size_t(arg)]) arg = s;
+      best[size_t(u)][size_t(s)] = best[size_t(u - 1)][size_t(arg)] + kept(u, s);
+      from[size_t(u)][size_t(s)] = arg;
+    }
+  }
+  int s = 0;
+  for (int t = 1; t < groups; ++t) {
+    if (best[size_t(units - 1)][size_t(t)] > best[size_t(units - 1)][size_t(s)]) s = t;
+  }
+  std::vector<int> stage(static_cast<size_t>(units));
+  for (int u = units - 1; u >= 0; --u) {
+    stage[size_t(u)] = s;
+    if (u > 0) s = from[size_t(u)][size_t(s)];
+  }
+  std::vector<int> cuts{0};
+  for (int u = 1; u < units; ++u) {
+    if (stage[size_t(u)] != stage[size_t(u - 1)]) cuts.push_back(u);
+  }
+  cuts.push_back(units);
+  return cuts;
+}
+
 double pipeline_bottleneck(const PipelineCostTable& table,
                            const std::vector<PipelineStageChoice>& stages) {
   double worst = 0;
@@ -457,7 +521,14 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
     max_units = max_units * 3 / 4;
   }
   const LayerChain chain = build_layer_chain(g, max_units);
-  const PipelineCostTable table = make_pipeline_cost_table(problem, chain, devices, options);
+  PipelineCostTable table = make_pipeline_cost_table(problem, chain, devices, options);
+  if (!options.cut_groups.empty()) {  // stages only between the proposed cuts
+    std::vector<char> cut(chain.units.size() + 1, 0);
+    for (int c : cuts_from_groups(g, chain, options.cut_groups)) cut[static_cast<size_t>(c)] = 1;
+    table.stage_time = [cut, free = std::move(table.stage_time)](int i, int j, int first, int r) {
+      return cut[static_cast<size_t>(i)] && cut[static_cast<size_t>(j)] ? free(i, j, first, r) : kInf;
+    };
+  }
   const PipelineDpSolution sol = solve_pipeline_dp(table, dp_options);
   if (!sol.feasible()) {
     throw Error(format_context("", "pipeline-dp",

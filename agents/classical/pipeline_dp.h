@@ -96,7 +96,20 @@ struct PipelinePlacerOptions {
   /// Above it the replica counts are restricted to powers of two, then the chain is
   /// coarsened, so 1024 devices take seconds (unbounded, 137 s).
   int64_t max_dp_steps = 30'000'000;
+  /// When not empty: a group per op (e.g. the device of a placement) that proposes the
+  /// stages. The groups are read as contiguous stages of the chain (cuts_from_groups), and
+  /// the DP may only cut where they change (it may still merge neighbours and chooses the
+  /// replicas and the device slots). Used by `gdp+stages` (agents/staged_methods.cpp).
+  std::vector<int> cut_groups;
 };
+
+/// The cut points (ascending, with 0 and chain.units.size()) of `group_of_op` read as
+/// contiguous pipeline stages of `chain`: each unit weighs each group by the forward FLOPs
+/// (+1 per op) of its non-input ops in that group; groups are ordered by their weighted
+/// mean unit; every unit then gets one group, non-decreasing along the chain, maximising the
+/// weight that keeps its group (a DP over units x groups). Stages are where it changes.
+std::vector<int> cuts_from_groups(const Graph& g, const LayerChain& chain,
+                                  const std::vector<int>& group_of_op);
 
 /// The cost table of a problem (chain from build_layer_chain, device slots = devices).
 /// Uses CostModel op times on the stage's first device, collective_time for the gradient

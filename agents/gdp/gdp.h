@@ -123,6 +123,11 @@ struct GdpPlaceOptions {
   int finetune_updates = 0;  ///< PPO updates on this graph after zero-shot (0 = zero-shot)
   PpoConfig ppo;             ///< fine-tuning options (graphs_per_update is ignored: 1 graph)
   bool colocate = true;      ///< act on colocation units (see env/placement_env.h)
+  /// When set, every placement is scored as the plan `shape` makes of it, and that plan is
+  /// the result: `gdp+stages` reads the placement's device groups as pipeline stages and
+  /// lets pipeline-dp choose their replicas (agents/staged_methods.cpp). It throws
+  /// placer::Error for a placement it cannot shape (scored as out of memory).
+  std::function<Plan(const Problem&, const Plan&)> shape;
 };
 
 /// The `gdp` method's options (`placer place --method gdp --set KEY=VALUE`; the table is
@@ -159,9 +164,11 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
 /// <source dir>/models/pretrained/default.pt.
 std::string default_policy_path();
 
-/// A Placer ("gdp") that loads `policy_path` ("" = default_policy_path()) on first search.
+/// A Placer (named `name`) that loads `policy_path` ("" = default_policy_path()) on first
+/// search.
 std::unique_ptr<Placer> make_gdp_placer(const std::string& policy_path,
-                                        const GdpPlaceOptions& options);
+                                        const GdpPlaceOptions& options,
+                                        const std::string& name = "gdp");
 
 // ---------------------------------------------------------------- batch pretraining ----
 

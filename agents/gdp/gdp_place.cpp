@@ -52,12 +52,13 @@ std::string format_ms(double seconds) {
 
 class GdpPlacer : public OutcomePlacer {
  public:
-  GdpPlacer(std::string path, GdpPlaceOptions options)
-      : path_(std::move(path)), options_(std::move(options)) {}
+  GdpPlacer(std::string path, GdpPlaceOptions options, std::string name)
+      : path_(std::move(path)), options_(std::move(options)), name_(std::move(name)) {}
 
-  std::string name() const override { return "gdp"; }
+  std::string name() const override { return name_; }
 
-  bool honours_frame() const override { return true; }
+  /// A shaped search (gdp+stages) scores its own plans, not the frame's.
+  bool honours_frame() const override { return !options_.shape; }
 
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
     if (!policy_) {
@@ -82,6 +83,7 @@ class GdpPlacer : public OutcomePlacer {
  private:
   std::string path_;
   GdpPlaceOptions options_;
+  std::string name_;
   std::optional<GdpPolicy> policy_;
 };
 
@@ -94,8 +96,8 @@ std::string default_policy_path() {
 }
 
 std::unique_ptr<Placer> make_gdp_placer(const std::string& policy_path,
-                                        const GdpPlaceOptions& options) {
-  return std::make_unique<GdpPlacer>(policy_path, options);
+                                        const GdpPlaceOptions& options, const std::string& name) {
+  return std::make_unique<GdpPlacer>(policy_path, options, name);
 }
 
 void add_learned_methods(std::vector<MethodInfo>* out) {
@@ -150,12 +152,33 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
   result.reference_time = env.reference_time();
   std::mt19937_64 rng(budget.seed);
   Scored best;
+  Plan best_shaped;  // with options.shape: the plan of `best`
+  // The placement as the plan `shape` makes of it, scored like PlacementEnv::step.
+  auto shaped_step = [&](const std::vector<int>& action, Plan* shaped) {
+    StepResult r;
+    r.done = true;
+    try {
+      *shaped = options.shape(problem, env.to_plan(action));
+      if (!shaped->predicted.valid) predict(problem, shaped);
+      r.step_time = shaped->predicted.step_time;
+      r.oom = shaped->predicted.oom;
+    } catch (const Error&) {
+      r.step_time = std::numeric_limits<double>::infinity();
+      r.oom = true;
+    }
+    r.reward = r.oom ? options.ppo.oom_penalty : -std::sqrt(r.step_time / env.reference_time());
+    return r;
+  };
   auto evaluate = [&](std::vector<int> action) {
-    const StepResult r = env.step(action);
+    Plan shaped;
+    const StepResult r = options.shape ? shaped_step(action, &shaped) : env.step(action);
     ++result.evaluations;
     Scored s{std::move(action), r.step_time, r.oom, true};
     const bool improved = s.better_than(best);
-    if (improved) best = std::move(s);
+    if (improved) {
+      best = std::move(s);
+      best_shaped = std::move(shaped);
+    }
     return r;
   };
 
@@ -206,7 +229,9 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
     }
   }
 
-  result.plan = env.to_plan(best.action);
+  result.plan = options.shape && best.valid && !best_shaped.placement.empty()
+                    ? std::move(best_shaped)
+                    : env.to_plan(best.action);
   result.plan.method = "gdp";
   const SimResult sim = predict(problem, &result.plan);
   result.best_time = sim.step_time;

@@ -50,7 +50,7 @@ std::string default_policy_path() {
   return std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt";
 }
 
-std::unique_ptr<Placer> make_gdp_placer(const std::string&, const GdpPlaceOptions&) {
+std::unique_ptr<Placer> make_gdp_placer(const std::string&, const GdpPlaceOptions&, const std::string&) {
   no_torch();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agents/classical/pipeline_dp.h"
+#include "agents/staged_methods.h"
 #include "datasets/synthetic.h"
 #include "problem_fixture.h"
 #include "simulator/cost_model.h"
@@ -421,6 +422,110 @@ TEST(PipelineDp, DefaultBudgetBoundsALargeCluster) {
     EXPECT_EQ(c.replicas & (c.replicas - 1), 0) << c.replicas;
   }
   EXPECT_LT(seconds, 20.0);
+}
+
+/// One group per op: the group of its chain unit, given per unit.
+std::vector<int> groups_by_unit(const Graph& g, const LayerChain& chain, const std::vector<int>& per_unit) {
+  std::vector<int> group(g.num_ops());
+  for (OpId o = 0; o < g.num_ops(); ++o) group[o] = per_unit[static_cast<size_t>(chain.unit_of[o])];
+  return group;
+}
+
+TEST(PipelineDpCutGroups, ContiguousGroupsGiveTheirBoundaries) {
+  const Graph g = chain_step({1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9});
+  const LayerChain chain = build_layer_chain(g, 64);
+  ASSERT_EQ(chain.units.size(), 8u);
+  // Labels are arbitrary ids (devices); their order along the chain sets the stage order.
+  EXPECT_EQ(cuts_from_groups(g, chain, groups_by_unit(g, chain, {5, 5, 5, 2, 2, 2, 7, 7})),
+            (std::vector<int>{0, 3, 6, 8}));
+  EXPECT_EQ(cuts_from_groups(g, chain, groups_by_unit(g, chain, {4, 4, 4, 4, 4, 4, 4, 4})),
+            (std::vector<int>{0, 8}));
+}
+
+TEST(PipelineDpCutGroups, StrayUnitsJoinTheStageThatKeepsMoreWork) {
+  // Units labelled A A B A B B C C, unit 3 six times heavier: groups ordered A (mean unit
+  // (0 + 1 + 18) / 8), B (11 / 3), C (6.5). Keeping unit 3 in A costs unit 2 (1 GFLOP);
+  // keeping unit 2 in B would cost unit 3 (6 GFLOP). So A = units 0-3, B = 4-5, C = 6-7.
+  const Graph g = chain_step({1e9, 1e9, 1e9, 6e9, 1e9, 1e9, 1e9, 1e9});
+  const LayerChain chain = build_layer_chain(g, 64);
+  ASSERT_EQ(chain.units.size(), 8u);
+  EXPECT_EQ(cuts_from_groups(g, chain, groups_by_unit(g, chain, {0, 0, 1, 0, 1, 1, 2, 2})),
+            (std::vector<int>{0, 4, 6, 8}));
+}
+
+TEST(PipelineDpCutGroups, PlanCutsOnlyWhereTheGroupsChange) {
+  Fixture f(chain_step({1e9, 4e9, 1e9, 1e9, 2e9, 1e9}), make_cluster(1, 4));
+  const Problem p = f.problem();
+  const LayerChain chain = build_layer_chain(f.g, 64);
+  ASSERT_EQ(chain.units.size(), 6u);
+  PipelineDpSolution free_sol, unit_sol, one_sol, proposed_sol;
+  const Plan free_plan = pipeline_dp_plan(p, {}, &free_sol);
+
+  // Every unit its own group: every cut allowed, so the same plan as the free DP.
+  PipelinePlacerOptions every;
+  every.cut_groups = groups_by_unit(f.g, chain, {0, 1, 2, 3, 4, 5});
+  const Plan unit_plan = pipeline_dp_plan(p, every, &unit_sol);
+  EXPECT_EQ(unit_sol.bottleneck, free_sol.bottleneck);
+  EXPECT_EQ(unit_plan.predicted.step_time, free_plan.predicted.step_time);
+
+  // One group: no cut, so one stage, replicated as the table says pays (here not at all:
+  // the 48 MiB gradient all-reduce over 10 GB/s costs more than the compute it splits).
+  const PipelineCostTable t = make_pipeline_cost_table(p, chain, {0, 1, 2, 3}, PipelinePlacerOptions{});
+  PipelinePlacerOptions one;
+  one.cut_groups.assign(size_t(f.g.num_ops()), 3);
+  pipeline_dp_plan(p, one, &one_sol);
+  ASSERT_EQ(one_sol.stages.size(), 1u);
+  double best_one = kInf;
+  for (int r : {1, 2, 4}) best_one = std::min(best_one, pipeline_bottleneck(t, {{0, 6, 0, r}}));
+  EXPECT_EQ(one_sol.bottleneck, best_one);
+
+  // Groups {0, 1}, {2, 3, 4, 5}: stages only at 0, 2, 6; the bottleneck is the best of
+  // the two configurations that use only those cuts, computed by hand from the table.
+  PipelinePlacerOptions proposed;
+  proposed.cut_groups = groups_by_unit(f.g, chain, {9, 9, 1, 1, 1, 1});
+  pipeline_dp_plan(p, proposed, &proposed_sol);
+  for (const PipelineStageChoice& s : proposed_sol.stages) {
+    EXPECT_TRUE(s.begin == 0 || s.begin == 2) << s.begin;
+    EXPECT_TRUE(s.end == 2 || s.end == 6) << s.end;
+  }
+  double best = kInf;
+  for (int r = 1; r <= 4; ++r) {
+    if (64 % r == 0) best = std::min(best, pipeline_bottleneck(t, {{0, 6, 0, r}}));
+    for (int r2 = 1; r + r2 <= 4; ++r2) {
+      if (64 % r != 0 || 64 % r2 != 0) continue;
+      best = std::min(best, pipeline_bottleneck(t, {{0, 2, 0, r}, {2, 6, r, r2}}));
+    }
+  }
+  EXPECT_EQ(proposed_sol.bottleneck, best);
+  EXPECT_GE(proposed_sol.bottleneck, free_sol.bottleneck);
+}
+
+TEST(PipelineDpCutGroups, OneGroupRunsAsDataParallelismWithTheFasterMicroBatchCount) {
+  // Heavy compute, small weights: one stage replicated on all four devices wins, and with
+  // one stage, micro-batches only multiply the kernels the host launches (2 ms each here,
+  // longer than the kernels: host-bound).
+  const Graph g = chain_step({8e9, 8e9, 8e9, 8e9}, 4 << 20, 1 << 20);
+  const Cluster c = make_cluster(1, 4);
+  CostProfile profile = uniform_profile(1.0);
+  profile.launch_overhead = 2e-3;
+  const CostModel cost(c, profile);
+  Simulator sim(g, c, cost);
+  const Problem p{g, c, cost, sim, {}};
+  const Plan placement = placement_plan(p, std::vector<int>(g.num_ops(), 2), "gdp");
+  const Plan plan = placement_as_pipeline(p, placement);
+  ASSERT_EQ(plan.pipeline.stages.size(), 1u);
+  EXPECT_EQ(plan.pipeline.stages[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  // What pipeline-dp alone would run (M from 2, 4, 8) and the same stage with M = 1.
+  PipelinePlacerOptions o;
+  o.cut_groups = placement.placement;
+  const Plan dp = pipeline_dp_plan(p, o);
+  Plan one = dp;
+  one.pipeline.micro_batches = 1;
+  const double t_one = sim.run(one).step_time;
+  EXPECT_GT(dp.pipeline.micro_batches, 1);
+  EXPECT_LT(t_one, dp.predicted.step_time);
+  EXPECT_EQ(plan.pipeline.micro_batches, 1);
+  EXPECT_EQ(plan.predicted.step_time, t_one);
 }
 
 }  // namespace

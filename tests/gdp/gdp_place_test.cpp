@@ -14,6 +14,7 @@
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_net.h"
 #include "agents/api/methods.h"
+#include "agents/staged_methods.h"
 #include "datasets/synthetic.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -247,6 +248,51 @@ TEST_F(GdpPlace, RegisteredMethodUsesThePolicyFromTheEnvironment) {
   const std::string def = default_policy_path();
   EXPECT_EQ(def, std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt");
   if (!saved.empty()) ::setenv("PLACER_POLICY", saved.c_str(), 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(GdpPlace, ShapedSearchScoresEveryPlacementAsItsPipeline) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 3);
+  GdpPlaceOptions o;
+  o.samples = 5;
+  std::vector<double> shaped_times;
+  o.shape = [&](const Problem& p, const Plan& placement) {
+    EXPECT_FALSE(placement.pipeline.enabled());  // GDP hands over a plain placement
+    Plan staged = placement_as_pipeline(p, placement);
+    shaped_times.push_back(staged.predicted.step_time);
+    return staged;
+  };
+  SearchBudget b;
+  b.seed = 5;
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  // Greedy + 5 samples, each shaped once; the result is the fastest shaped plan, a pipeline
+  // whose stage devices pipeline-dp chose among the problem's four.
+  ASSERT_EQ(shaped_times.size(), 6u);
+  EXPECT_EQ(r.evaluations, 6);
+  EXPECT_EQ(r.best_time, *std::min_element(shaped_times.begin(), shaped_times.end()));
+  ASSERT_TRUE(r.plan.pipeline.enabled());
+  EXPECT_NO_THROW(r.plan.validate(f.graph, f.cluster));
+  for (const PipelineStage& st : r.plan.pipeline.stages) {
+    for (int d : st.devices) EXPECT_TRUE(d >= 0 && d < 4) << d;
+  }
+  // A shape that fails scores its placement as out of memory; with every one failing the
+  // result is the plain placement.
+  GdpPlaceOptions failing = o;
+  failing.shape = [](const Problem&, const Plan&) -> Plan { throw Error("no pipeline fits"); };
+  const GdpPlaceResult none = gdp_place(policy, f.problem(), failing, b);
+  EXPECT_FALSE(none.plan.pipeline.enabled());
+  EXPECT_EQ(none.plan.placement.size(), f.graph.num_ops());
+
+  // The registered method is this search with placement_as_pipeline.
+  const std::string dir = temp_dir("staged");
+  policy.save(dir + "/p.pt", PolicyMeta{});
+  const Plan via_registry =
+      make_placer("gdp+stages", MethodSettings{{"policy=" + dir + "/p.pt", "samples=5"}})
+          ->search(f.problem(), b);
+  EXPECT_EQ(via_registry.method, "gdp+stages");
+  EXPECT_EQ(via_registry.predicted.step_time, r.best_time);
+  EXPECT_EQ(via_registry.placement, r.plan.placement);
   std::filesystem::remove_all(dir);
 }
 

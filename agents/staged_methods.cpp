@@ -1,0 +1,43 @@
+#include "agents/staged_methods.h"
+
+#include "agents/classical/pipeline_dp.h"
+#include "agents/common/prediction.h"
+#include "agents/common/method_option_tables.h"
+#include "agents/gdp/gdp.h"
+
+namespace placer {
+
+Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
+  PipelinePlacerOptions options;
+  options.cut_groups = placement.placement;
+  Plan plan = pipeline_dp_plan(problem, options);
+  // One stage is plain data parallelism, where micro-batches only add per-step overhead;
+  // pipeline-dp tries 2, 4 and 8 per stage, so one micro-batch is tried here as well.
+  if (plan.pipeline.stages.size() == 1 && plan.pipeline.micro_batches > 1) {
+    Plan whole = plan;
+    const SimResult r = choose_micro_batches(problem, &whole, 0, 1);
+    if (!r.oom && r.step_time < plan.predicted.step_time) {
+      record_prediction(r, &whole);
+      return whole;
+    }
+  }
+  return plan;
+}
+
+void add_staged_methods(std::vector<MethodInfo>* out) {
+  if (!gdp_available()) return;
+  auto make = [](const GdpMethodOptions& o) {
+    GdpPlaceOptions place = o.place;
+    place.shape = placement_as_pipeline;
+    return make_gdp_placer(o.policy, place, "gdp+stages");
+  };
+  out->push_back(MethodInfo{
+      "gdp+stages",
+      "GDP's placement read as pipeline stages (its device groups, contiguous), pipeline-dp "
+      "choosing each stage's replicas and the micro-batches; every sample scored that way",
+      false, [make] { return make(GdpMethodOptions{}); },
+      gdp_option_table().schema(GdpMethodOptions{}),
+      configured_factory(gdp_option_table(), GdpMethodOptions{}, make)});
+}
+
+}  // namespace placer

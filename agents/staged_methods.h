@@ -1,0 +1,22 @@
+#pragma once
+// Methods that join two families: a learned placer's placement read as pipeline stages,
+// whose replicas and device slots pipeline-dp's DP then chooses (issue 19's joint space).
+
+#include <vector>
+
+#include "agents/api/placer.h"
+
+namespace placer {
+
+/// The plan of `placement` (a plan with a placement, no stages) read as pipeline stages:
+/// its device groups become contiguous stages of the layer chain (cuts_from_groups), and
+/// pipeline-dp picks which of those cuts to keep, each stage's replica count, the device
+/// slots and the micro-batches (agents/classical/pipeline_dp.h, cut_groups). Throws
+/// placer::Error when no such pipeline fits in memory.
+Plan placement_as_pipeline(const Problem& problem, const Plan& placement);
+
+/// "gdp+stages": the GDP policy (zero-shot, or fine-tuned with `--set finetune=N`) whose
+/// every placement is scored as placement_as_pipeline makes it. Nothing without LibTorch.
+void add_staged_methods(std::vector<MethodInfo>* out);
+
+}  // namespace placer
