@@ -47,8 +47,7 @@ void TrainingRun::open(bool resume, bool overwrite, bool remove) const {
   const std::string checkpoint = checkpoint_file();
   if (resume && !fs::exists(checkpoint)) {
     throw FileError("--resume: no checkpoint to resume from in " + shown_path(dir_) +
-                    " (expected " + shown_path(checkpoint) +
-                    "; start the run without --resume)");
+                    " (expected " + shown_path(checkpoint) + "; start the run without --resume)");
   }
   // A fresh run would append to an old log.jsonl: an existing run is never mixed in.
   const std::string old_log = log_file();
@@ -107,8 +106,7 @@ void TrainingRun::cut_log(int64_t update) const {
 std::string TrainingRun::latest_checkpoint() const {
   const std::string path = checkpoint_file();
   std::error_code ec;
-  return fs::is_regular_file(path, ec) && fs::is_regular_file(path + ".meta.json", ec) ? path
-                                                                                       : "";
+  return fs::is_regular_file(path, ec) && fs::is_regular_file(path + ".meta.json", ec) ? path : "";
 }
 
 std::string TrainingRun::checkpoint_to_resume() const {
@@ -160,8 +158,8 @@ std::string resume_mismatch(const Fingerprint& now, const Fingerprint& run,
                             const std::string& where, const std::string& note) {
   const std::string key = first_difference(now, run);
   if (key.empty()) return "";
-  return where + ": cannot resume: " + key + " is " + at_dotted(now, key).dump() +
-         " here but " + at_dotted(run, key).dump() + " in the run (" + note + ")";
+  return where + ": cannot resume: " + key + " is " + at_dotted(now, key).dump() + " here but " +
+         at_dotted(run, key).dump() + " in the run (" + note + ")";
 }
 
 }  // namespace placer
