@@ -1,12 +1,14 @@
 // GDP batch pretraining over a graph corpus (GdpTrainer, agents/gdp/gdp.h): configuration checks,
 // instances (graph x cluster x device count) built lazily and cached with their reference
-// times and placements, the corpus hash, atomic checkpoints and exact resume. The updates and
-// the training loop are in agents/gdp/gdp_train_loop.cpp.
+// times and placements, the corpus hash, the checkpoint's network, Adam and trainer state,
+// exact resume (run folder, log, fingerprint check: the harness, agents/common/training_run.h).
+// The updates and the training loop are in agents/gdp/gdp_train_loop.cpp.
 #include "agents/gdp/gdp_train_impl.h"
 
 #include <torch/cuda.h>
 
 #include "agents/common/policy_file.h"
+#include "agents/common/training_run.h"
 
 namespace placer {
 namespace gdp_train {
@@ -141,9 +143,18 @@ std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot&
   return {best_name, best.valid ? best.time : 0.0};
 }
 
+Fingerprint resume_fingerprint(const GdpNetConfig& net, uint64_t seed) {
+  PolicyMeta m;
+  m.net = net;
+  m.seed = seed;
+  const policy_file::Json j = policy_meta_json(m);
+  return Fingerprint{{"net", j.at("net")}, {"seed", j.at("seed")}};
+}
+
 }  // namespace gdp_train
 
-GdpTrainer::Impl::Impl(TrainConfig c) : config(std::move(c)), policy(initial_policy(config)) {
+GdpTrainer::Impl::Impl(TrainConfig c)
+    : config(std::move(c)), run(config.output_dir), policy(initial_policy(config)) {
   const TrainConfig& cf = config;
   // ---- validation (ValidationError naming the key) ----
   if (cf.corpus.empty()) throw ValidationError("corpus: required (a *.corpus.yaml manifest)");
@@ -447,12 +458,7 @@ void GdpTrainer::Impl::trim_caches() {
 }
 
 void GdpTrainer::Impl::append_log(const Json& line) const {
-  if (!root()) return;  // rank 0 alone writes the log
-  std::error_code ec;
-  std::filesystem::create_directories(config.output_dir, ec);
-  // A failed append stops the run with one clear error (the line is not left torn); the last
-  // checkpoint stays intact and --resume cuts the log back to it.
-  append_line(dir_path("log.jsonl"), line.dump(), "training log");
+  if (root()) run.append_log(line.dump());  // rank 0 alone writes the log
 }
 
 std::vector<const Instance*> GdpTrainer::Impl::pick_instances(std::mt19937_64& rng, int shard,
@@ -544,11 +550,7 @@ void GdpTrainer::Impl::checkpoint() {
     }
   }
   if (!root()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(config.output_dir, ec);
-  if (ec) {
-    throw FileError(config.output_dir + ": cannot create the output directory: " + ec.message());
-  }
+  run.create();
   PolicyMeta meta = make_meta();
   meta.feature_version = kFeatureVersion;
   meta.feature_dim = feat::kDim;
@@ -563,7 +565,7 @@ void GdpTrainer::Impl::checkpoint() {
   for (const auto& [key, v] : all_ema) state["ema"][key] = v;
 
   // Written from CPU copies (a checkpoint of a GPU run loads anywhere).
-  const std::string path = dir_path("checkpoint.pt");
+  const std::string path = run.checkpoint_file();
   with_cpu_state([&] {
     torch::serialize::OutputArchive archive;
     write_net(archive, policy.impl().net);
@@ -573,41 +575,16 @@ void GdpTrainer::Impl::checkpoint() {
     archive.write("trainer_state", c10::IValue(state.dump()));
     policy_file::save_policy_pair(archive, path, policy_meta_json(meta), "checkpoint");
   });
-  policy.save(dir_path("policy.pt"), meta);
+  policy.save(run.file("policy.pt"), meta);
 }
 
 int64_t GdpTrainer::Impl::resume() {
-  const std::string path = dir_path("checkpoint.pt");
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw FileError(path + ": no checkpoint to resume from (train without resuming first)");
-  }
+  const std::string path = run.checkpoint_to_resume();
   const PolicyMeta meta = read_meta_json(path + ".meta.json");
-  const GdpNetConfig& a = meta.net;
-  const GdpNetConfig& b = config.net;
-  auto differ = [&](const char* field, auto x, auto y) {
-    if (x != y) {
-      std::ostringstream s;
-      s << path << ": net." << field << " is " << x << " in the checkpoint but " << y
-        << " in the config";
-      throw ValidationError(s.str());
-    }
-  };
-  differ("hidden", a.hidden, b.hidden);
-  differ("sage_layers", a.sage_layers, b.sage_layers);
-  differ("op_embedding", a.op_embedding, b.op_embedding);
-  differ("txl_layers", a.txl_layers, b.txl_layers);
-  differ("heads", a.heads, b.heads);
-  differ("ffn", a.ffn, b.ffn);
-  differ("segment", a.segment, b.segment);
-  differ("mem_len", a.mem_len, b.mem_len);
-  differ("max_devices", a.max_devices, b.max_devices);
-  differ("superposition", a.superposition, b.superposition);
-  if (meta.seed != config.seed) {
-    throw ValidationError(path + ": seed is " + std::to_string(meta.seed) +
-                          " in the checkpoint but " + std::to_string(config.seed) +
-                          " in the config");
-  }
+  const std::string mismatch = resume_mismatch(
+      resume_fingerprint(config.net, config.seed), resume_fingerprint(meta.net, meta.seed), path,
+      "a resumed run keeps the network sizes and the seed");
+  if (!mismatch.empty()) throw ValidationError(mismatch);
 
   torch::serialize::InputArchive archive;
   Json state;
@@ -654,21 +631,7 @@ int64_t GdpTrainer::Impl::resume() {
   sync_parameters();
 
   // Cut the log back to what the checkpoint has seen (rank 0 owns the files).
-  const std::string log = dir_path("log.jsonl");
-  if (root() && std::filesystem::exists(log, ec)) {
-    std::ifstream in(log);
-    std::string line, kept;
-    while (std::getline(in, line)) {
-      try {
-        const Json j = Json::parse(line);
-        if (j.at("update").get<int64_t>() <= updates_done) kept += line + "\n";
-      } catch (const Json::exception&) {
-        // a torn last line of an interrupted run
-      }
-    }
-    in.close();
-    write_text_atomic(log, kept, "training log");
-  }
+  if (root()) run.cut_log(updates_done);
   return updates_done;
 }
 

@@ -29,6 +29,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <nlohmann/json.hpp>
 
+#include "agents/common/training_run.h"
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_dist.h"
 #include "agents/gdp/gdp_dist_group.h"
@@ -248,6 +249,9 @@ std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot&
                                               const std::vector<int>& devices,
                                               const PlanFrame& frame, const TrainConfig& config);
 
+/// What a resumed run must share with its checkpoint: the network sizes and the seed.
+Fingerprint resume_fingerprint(const GdpNetConfig& net, uint64_t seed);
+
 constexpr size_t kMaxLiveEnvs = 128;
 constexpr size_t kMaxCachedGraphs = 128;
 
@@ -257,6 +261,7 @@ using namespace gdp_train;  // NOLINT: private header of two translation units
 
 struct GdpTrainer::Impl {
   TrainConfig config;
+  TrainingRun run;  // config.output_dir: log.jsonl, checkpoint.pt, policy.pt, best.pt
   Corpus corpus;
   std::vector<ClusterSlot> clusters;
   TrainingOptions training;
@@ -328,9 +333,6 @@ struct GdpTrainer::Impl {
   /// Sums the gradients over the ranks (no-op for one process).
   void reduce_gradients();
 
-  std::string dir_path(const std::string& name) const {
-    return (std::filesystem::path(config.output_dir) / name).string();
-  }
   void prepare(int64_t done, int64_t total, const std::string& what) const {
     if (callbacks && callbacks->on_prepare) callbacks->on_prepare(done, total, what);
   }

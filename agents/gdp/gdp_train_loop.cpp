@@ -438,7 +438,7 @@ int64_t GdpTrainer::train(const Callbacks& callbacks) {
       if (!ev.rows.empty() && ev.geomean_vs_classical > 0 &&
           ev.geomean_vs_classical < m.best_val_geomean) {
         m.best_val_geomean = ev.geomean_vs_classical;
-        if (m.root()) m.policy.save(m.dir_path("best.pt"), m.make_meta());
+        if (m.root()) m.policy.save(m.run.file("best.pt"), m.make_meta());
       }
       if (callbacks.on_eval) callbacks.on_eval(ev);
     }

@@ -1,5 +1,6 @@
-// Placeto family training (agents/placeto/placeto.h: placeto_train): a run folder with config,
-// log.jsonl, checkpoints with exact resume and a fingerprint, the policy at the end.
+// Placeto family training (agents/placeto/placeto.h: placeto_train): checkpoints with exact
+// resume and a fingerprint, the policy at the end; the run folder, log.jsonl and the
+// fingerprint check are the harness's (agents/common/training_run.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include "agents/common/training_run.h"
 #include "agents/placeto/placeto_internal.h"
 #include "src/graph/training_step.h"
 #include "src/util/files.h"
@@ -27,7 +29,7 @@ namespace {
 
 /// The settings a resumed run must share with its checkpoint (all but updates,
 /// checkpoint_every, output_dir), as JSON in the checkpoint's sidecar.
-Json train_fingerprint(const PlacetoTrainConfig& c, const Cluster& cluster) {
+Fingerprint train_fingerprint(const PlacetoTrainConfig& c, const Cluster& cluster) {
   Json ranges = Json::object();
   for (const auto& [name, r] : c.ranges.overrides) ranges[name] = r.to_string();
   return Json{{"family", c.family},
@@ -55,22 +57,6 @@ Json train_fingerprint(const PlacetoTrainConfig& c, const Cluster& cluster) {
                 {"memory_penalty", c.mdp.memory_penalty}}}};
 }
 
-/// The first dotted key where two fingerprints differ ("" when equal).
-std::string first_difference(const Json& a, const Json& b, const std::string& prefix) {
-  for (auto it = a.begin(); it != a.end(); ++it) {
-    const std::string key = prefix + it.key();
-    if (!b.contains(it.key())) return key;
-    const Json& other = b.at(it.key());
-    if (it->is_object() && other.is_object()) {
-      const std::string d = first_difference(*it, other, key + ".");
-      if (!d.empty()) return d;
-    } else if (*it != other) {
-      return key;
-    }
-  }
-  return "";
-}
-
 /// The training state a checkpoint restores besides the network and Adam.
 struct TrainState {
   int64_t update = 0;
@@ -86,7 +72,7 @@ Json instance_json(const Instance& in) {
 }
 
 void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Adam& adam,
-                     const Json& fingerprint, const TrainState& st,
+                     const Fingerprint& fingerprint, const TrainState& st,
                      const std::vector<std::unique_ptr<Instance>>& instances) {
   torch::serialize::OutputArchive archive;
   net->save(archive);
@@ -104,15 +90,11 @@ void save_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Ada
   policy_file::save_policy_pair(archive, path, meta, "checkpoint", /*indent=*/1);
 }
 
-/// Restores the network, Adam and the instances' records from output_dir/checkpoint.pt.
+/// Restores the network, Adam and the instances' records from the checkpoint `path`.
 TrainState load_checkpoint(const std::string& path, PlacetoNet& net, torch::optim::Adam& adam,
-                           const Json& fingerprint,
+                           const Fingerprint& fingerprint,
                            std::vector<std::unique_ptr<Instance>>& instances) {
   const std::string meta_path = path + ".meta.json";
-  if (!std::ifstream(path, std::ios::binary) || !std::ifstream(meta_path)) {
-    throw FileError(format_context(path, "", "no checkpoint to resume from (expected it and " +
-                                                 meta_path + ")"));
-  }
   const Json j = policy_file::read_json_object(meta_path, "checkpoint sidecar");
   if (j.value("method", "") != "placeto" || j.value("kind", "") != "checkpoint")
     throw FormatError(format_context(meta_path, "", "not a placeto checkpoint"));
@@ -121,21 +103,11 @@ TrainState load_checkpoint(const std::string& path, PlacetoNet& net, torch::opti
   st.seconds = get_field<double>(j, "seconds", meta_path);
   st.rng = get_field<std::string>(j, "rng", meta_path);
   const Json saved = j.contains("config") ? j.at("config") : Json::object();
-  const std::string diff = first_difference(fingerprint, saved, "");
-  if (!diff.empty()) {
-    Json a = fingerprint, b = saved;
-    for (size_t p = 0, q; p <= diff.size(); p = q + 1) {
-      q = diff.find('.', p);
-      if (q == std::string::npos) q = diff.size();
-      const std::string k = diff.substr(p, q - p);
-      a = a.contains(k) ? a.at(k) : Json();
-      b = b.is_object() && b.contains(k) ? b.at(k) : Json();
-    }
-    throw ValidationError("placeto train: --resume: " + diff + " is " + a.dump() +
-                          " here but " + b.dump() + " in " + path +
-                          " (a resumed run keeps every setting but updates, checkpoint_every "
-                          "and output_dir)");
-  }
+  const std::string mismatch =
+      resume_mismatch(fingerprint, saved, path,
+                      "a resumed run keeps every setting but updates, checkpoint_every and "
+                      "output_dir");
+  if (!mismatch.empty()) throw ValidationError(mismatch);
   const Json graphs = j.value("graphs", Json::array());
   if (!graphs.is_array() || graphs.size() != instances.size())
     throw FormatError(format_context(meta_path, "graphs", "expected one record per graph"));
@@ -176,24 +148,6 @@ TrainState load_checkpoint(const std::string& path, PlacetoNet& net, torch::opti
   return st;
 }
 
-/// Keeps the log lines of updates <= `update` (a run stopped without a checkpoint may have
-/// logged more).
-void truncate_log(const std::string& path, int64_t update) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::string kept, line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const Json j = Json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.contains("update") &&
-        j["update"].is_number_integer() && j["update"].get<int64_t>() > update)
-      continue;
-    kept += line + "\n";
-  }
-  in.close();
-  write_text_atomic(path, kept, "training log");
-}
-
 }  // namespace
 
 PlacetoTrainResult placeto_train(
@@ -222,10 +176,9 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
   check_family_ranges(cfg.family, cfg.ranges);
   if ((cfg.resume || cfg.resumable) && cfg.output_dir.empty())
     throw ValidationError("placeto train: resume / resumable need an output_dir");
-  const std::string checkpoint_path = cfg.output_dir + "/checkpoint.pt";
-  if (cfg.resume && !std::filesystem::exists(checkpoint_path)) {
-    throw FileError(format_context(checkpoint_path, "", "no checkpoint to resume from"));
-  }
+  const TrainingRun run(cfg.output_dir);  // used when output_dir is set
+  const std::string checkpoint_path = run.checkpoint_file();
+  if (cfg.resume) run.checkpoint_to_resume();
   auto stop = [&cb] { return cb.should_stop && cb.should_stop(); };
 
   PlacetoTrainResult res;
@@ -247,7 +200,7 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
   net->train();
   torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(cfg.rl.lr));
   std::mt19937_64 rng(cfg.seed);
-  const Json fingerprint = train_fingerprint(cfg, cluster);
+  const Fingerprint fingerprint = train_fingerprint(cfg, cluster);
   TrainState state;
   if (cfg.resume) {
     state = load_checkpoint(checkpoint_path, net, adam, fingerprint, instances);
@@ -263,16 +216,14 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
   const double seconds_before = state.seconds;
   auto run_seconds = [&] { return seconds_before + seconds_since(t0); };
 
-  std::string log_path;  // empty: no log
-  if (!cfg.output_dir.empty()) {
-    std::filesystem::create_directories(cfg.output_dir);
-    log_path = cfg.output_dir + "/log.jsonl";
+  const bool logged = !cfg.output_dir.empty();
+  if (logged) {
     if (cfg.resume) {
-      truncate_log(log_path, state.update);
+      run.cut_log(state.update);
     } else {
-      write_text_atomic(log_path, "", "training log");
+      run.clear_log();
     }
-    res.policy_path = cfg.output_dir + "/policy.pt";
+    res.policy_path = run.file("policy.pt");
   }
   auto evaluations = [&] {
     int64_t n = 0;
@@ -331,7 +282,7 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
     rec.evaluations = evaluations();
     rec.update_evaluations = rec.evaluations - evals_before;
     rec.update_seconds = seconds_since(tu);
-    if (!log_path.empty()) {
+    if (logged) {
       Json line = {{"type", "update"},
                    {"update", u},
                    {"graph", gi},
@@ -342,9 +293,7 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
                    {"best_ratio", rec.best_ratio},
                    {"evaluations", rec.evaluations},
                    {"seconds", run_seconds()}};
-      // A failed append stops training with one clear error (no torn line); the last
-      // checkpoint stays intact and --resume cuts the log back to it.
-      append_line(log_path, line.dump(), "training log");
+      run.append_log(line.dump());
     }
     if (u % cfg.checkpoint_every == 0) {
       checkpoint(u);

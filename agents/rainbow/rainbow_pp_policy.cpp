@@ -23,6 +23,7 @@
 #include <torch/utils.h>
 
 #include "agents/common/policy_file.h"
+#include "agents/common/training_run.h"
 #include "agents/rainbow/rainbow_agent.h"
 #include "env/pipeline_arrays.h"
 #include "env/pipeline_env.h"
@@ -85,6 +86,11 @@ std::string state_layout(int S, int N) {
   return "C'[128], A'[128], W'[128], cut flags[128], bandwidth[" + std::to_string(N) + "x" +
          std::to_string(N) + "], stage devices / " + std::to_string(N) + " [" + std::to_string(S) +
          "], micro_batches / (4 S), cuts taken / (S - 1)";
+}
+
+/// What a resumed run must share with its checkpoint (keys of the sidecar, meta_json).
+Fingerprint resume_fingerprint(const RainbowPPTrainConfig& c) {
+  return Fingerprint{{"stages", c.stages}, {"max_devices", c.max_devices}};
 }
 
 Json meta_json(const RainbowPPTrainConfig& c, const RainbowConfig& rc, int64_t update,
@@ -382,6 +388,7 @@ struct RainbowPPTrainer::Impl {
     Graph graph;
   };
   RainbowPPTrainConfig c;
+  TrainingRun run{""};  // c.output_dir
   RainbowConfig rc;
   std::unique_ptr<RainbowAgent> agent;
   std::vector<EvalGraph> graphs;
@@ -390,10 +397,10 @@ struct RainbowPPTrainer::Impl {
   int64_t done = 0;
   double best_heldout = -1, last_heldout = 0;
 
-  std::string path(const std::string& f) const { return c.output_dir + "/" + f; }
+  std::string path(const std::string& f) const { return run.file(f); }
 
   void save(const std::string& file, const std::string& kind) {
-    fs::create_directories(c.output_dir);
+    run.create();
     torch::serialize::OutputArchive archive;
     if (kind == "checkpoint") {
       agent->write(archive);
@@ -404,11 +411,7 @@ struct RainbowPPTrainer::Impl {
                                   kind);
   }
 
-  void log(const Json& j) {
-    fs::create_directories(c.output_dir);
-    // A failed append stops training with one clear error (no torn line).
-    append_line(path("log.jsonl"), j.dump(), "training log");
-  }
+  void log(const Json& j) { run.append_log(j.dump()); }
 
   RainbowPPEvalStats evaluate() {
     RainbowPPEvalStats e;
@@ -430,6 +433,7 @@ RainbowPPTrainer::RainbowPPTrainer(const RainbowPPTrainConfig& config)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.c = config;
+  m.run = TrainingRun(m.c.output_dir);
   const std::string bad = validate_rainbow_pp_train_config(m.c);
   if (!bad.empty()) throw ValidationError(bad);
   m.rc = agent_config(m.c.rainbow, m.c.stages, m.c.seed);
@@ -454,17 +458,18 @@ RainbowPPTrainer::~RainbowPPTrainer() = default;
 
 int64_t RainbowPPTrainer::resume() {
   Impl& m = *impl_;
-  const std::string ck = m.path("checkpoint.pt");
+  const std::string ck = m.run.checkpoint_to_resume();
   const Json meta =
       policy_file::read_json_object(ck + ".meta.json", "rainbow-pp checkpoint sidecar");
   try {
     if (meta.value("format", "") != kFormat || meta.value("kind", "") != "checkpoint")
       throw FormatError(ck + ".meta.json: not a rainbow-pp checkpoint");
-    if (meta.at("stages").get<int>() != m.c.stages ||
-        meta.at("max_devices").get<int>() != m.c.max_devices)
-      throw FormatError(ck + ".meta.json: stages / max_devices differ from the configuration (" +
-                        std::to_string(meta.at("stages").get<int>()) + " / " +
-                        std::to_string(meta.at("max_devices").get<int>()) + ")");
+    const Fingerprint now = resume_fingerprint(m.c);
+    Fingerprint saved;  // the same keys of the sidecar
+    for (auto it = now.begin(); it != now.end(); ++it) saved[it.key()] = meta.at(it.key());
+    const std::string mismatch = resume_mismatch(now, saved, ck + ".meta.json",
+                                                 "stages / max_devices differ from the run's");
+    if (!mismatch.empty()) throw FormatError(mismatch);
     m.done = meta.at("update").get<int64_t>();
     m.last_heldout = meta.value("heldout_mean_reward", 0.0);
   } catch (const nlohmann::json::exception& e) {
@@ -476,6 +481,7 @@ int64_t RainbowPPTrainer::resume() {
         policy_file::read_json_object(m.path("best.pt.meta.json"), "best policy sidecar")
             .value("heldout_mean_reward", -1.0);
   }
+  m.run.cut_log(m.done);  // lines past the checkpoint (a run killed after them) go
   return m.done;
 }
 

@@ -99,7 +99,8 @@ class RainbowPPTrainer {
   ~RainbowPPTrainer();
   RainbowPPTrainer(const RainbowPPTrainer&) = delete;
   RainbowPPTrainer& operator=(const RainbowPPTrainer&) = delete;
-  /// Restores `output_dir`/checkpoint.pt; returns the updates done. FileError / FormatError.
+  /// Restores `output_dir`/checkpoint.pt and cuts log.jsonl back to it; returns the updates
+  /// done. FileError (no checkpoint) / FormatError (not one, or other stages / max_devices).
   int64_t resume();
   /// Trains up to config.updates; returns the updates done (fewer when stopped).
   int64_t train(const Callbacks& cb);
