@@ -1,6 +1,6 @@
 #pragma once
 // What a search returns through the Placer interface: the plan and how the search went, the
-// same fields for every method, plus the numbers only one method has, by name.
+// same fields for every method, plus the numbers (and words) only one method has, by name.
 
 #include <cmath>
 #include <cstdint>
@@ -28,6 +28,17 @@ struct SearchStats {
       if (n == name) return v;
     }
     return std::nan("");
+  }
+  /// Method-specific words ("start": the start plan anneal used), in the order they were added.
+  std::vector<std::pair<std::string, std::string>> notes;
+
+  void add_note(const std::string& name, const std::string& text) { notes.emplace_back(name, text); }
+  /// The named note, or "" when the method did not give it.
+  std::string note(const std::string& name) const {
+    for (const auto& [n, t] : notes) {
+      if (n == name) return t;
+    }
+    return "";
   }
 };
 

@@ -13,6 +13,18 @@
 
 namespace placer {
 
+/// What one search did; search_outcome reports it.
+struct AnnealStats {
+  std::string start;        ///< which start won: "initial", "balanced", "single" or a method
+  int64_t evaluations = 0;  ///< Simulator::run calls, the start's included
+  int64_t accepted = 0;     ///< accepted proposals
+  int64_t improved = 0;     ///< times the best plan improved
+  double start_step_time = 0;
+  bool start_oom = false;
+  double best_step_time = 0;
+  bool best_oom = false;
+};
+
 namespace {
 
 double plan_cost(const SimResult& r, const Cluster& c, double oom_factor) {
@@ -59,16 +71,21 @@ std::vector<int> balanced_start(const Graph& g, const std::vector<int>& unit, in
 }  // namespace
 
 SearchOutcome AnnealPlacer::search_outcome(const Problem& p, const SearchBudget& budget) {
-  Plan plan = search(p, budget);
-  return search_outcome_of(std::move(plan), stats_.evaluations, 0, 0,
-                           {{"accepted", double(stats_.accepted)},
-                            {"improved", double(stats_.improved)},
-                            {"start_step_time", stats_.start_step_time},
-                            {"best_step_time", stats_.best_step_time}});
+  AnnealStats stats;
+  Plan plan = search_plan(p, budget, stats);
+  SearchOutcome out = search_outcome_of(std::move(plan), stats.evaluations, 0, 0,
+                                        {{"accepted", double(stats.accepted)},
+                                         {"improved", double(stats.improved)},
+                                         {"start_step_time", stats.start_step_time},
+                                         {"best_step_time", stats.best_step_time},
+                                         {"start_oom", stats.start_oom ? 1.0 : 0.0},
+                                         {"best_oom", stats.best_oom ? 1.0 : 0.0}});
+  out.stats.add_note("start", stats.start);
+  return out;
 }
 
-Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
-  stats_ = AnnealStats{};
+Plan AnnealPlacer::search_plan(const Problem& p, const SearchBudget& budget,
+                               AnnealStats& stats) const {
   const Graph& g = p.graph;
   const std::vector<int> devices = problem_devices(p);
   PLACER_CHECK(!devices.empty(), "anneal: no devices to place on");
@@ -100,7 +117,7 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
     for (OpId i = 0; i < g.num_ops(); ++i) unit_ops[fill[unit[i]]++] = i;
   }
 
-  auto out_of_budget = [&]() { return clock.exhausted(stats_.evaluations); };
+  auto out_of_budget = [&]() { return clock.exhausted(stats.evaluations); };
 
   SimOptions sim_opts;
   sim_opts.critical_path = false;
@@ -109,7 +126,7 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
   auto evaluate = [&](const std::vector<int>& placement, SimResult* r) {
     plan.placement = placement;
     *r = p.simulator.run(plan, sim_opts);
-    ++stats_.evaluations;
+    ++stats.evaluations;
     return plan_cost(*r, p.cluster, options_.oom_factor);
   };
 
@@ -123,24 +140,24 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
                  "anneal: initial placement has " + std::to_string(options_.initial.size()) +
                      " entries for " + std::to_string(g.num_ops()) + " ops");
     current = options_.initial;
-    stats_.start = "initial";
+    stats.start = "initial";
     cur_cost = evaluate(current, &r);
     cur_oom = r.oom;
-    stats_.start_step_time = r.step_time;
+    stats.start_step_time = r.step_time;
   } else {
     current = balanced_start(g, unit, num_units, devices);
     cur_cost = evaluate(current, &r);
     cur_oom = r.oom;
-    stats_.start_step_time = r.step_time;
-    stats_.start = "balanced";
+    stats.start_step_time = r.step_time;
+    stats.start = "balanced";
     auto consider = [&](std::vector<int> candidate, const std::string& label) {
       const double c = evaluate(candidate, &r);
       if (c < cur_cost) {
         current = std::move(candidate);
         cur_cost = c;
         cur_oom = r.oom;
-        stats_.start_step_time = r.step_time;
-        stats_.start = label;
+        stats.start_step_time = r.step_time;
+        stats.start = label;
       }
     };
     if (devices.size() > 1 && !out_of_budget()) {
@@ -166,13 +183,13 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
       if (usable) consider(std::move(seeded.placement), m);
     }
   }
-  stats_.start_oom = cur_oom;
+  stats.start_oom = cur_oom;
   plan.placement = current;  // edited in place from here on
 
   std::vector<int> best = current;
   double best_cost = cur_cost;
   bool best_oom = cur_oom;
-  double best_time = stats_.start_step_time;
+  double best_time = stats.start_step_time;
   const double scale = cur_cost > 0 ? cur_cost : 1.0;
 
   std::mt19937_64 rng(budget.seed);
@@ -215,25 +232,25 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
       plan.placement[unit_ops[j]] = new_dev;
     }
     const SimResult cand = p.simulator.run(plan, sim_opts);
-    ++stats_.evaluations;
-    if (budget.progress && stats_.evaluations % 16 == 0) {
-      budget.progress(stats_.evaluations, clock.max_runs(),
+    ++stats.evaluations;
+    if (budget.progress && stats.evaluations % 16 == 0) {
+      budget.progress(stats.evaluations, clock.max_runs(),
                       "best " + human_time(best_time) + (best_oom ? " (OOM)" : ""));
     }
     const double cost = plan_cost(cand, p.cluster, options_.oom_factor);
 
-    const double frac = clock.fraction_spent(stats_.evaluations);
+    const double frac = clock.fraction_spent(stats.evaluations);
     const double temp =
         options_.t_start * std::pow(options_.t_end / options_.t_start, std::min(1.0, frac));
     const double delta = (cost - cur_cost) / scale;
     const bool accept = delta <= 0 || unif(rng) < std::exp(-delta / temp);
     if (accept) {
-      ++stats_.accepted;
+      ++stats.accepted;
       cur_cost = cost;
       // Prefer any fitting plan over OOM ones, then the lower cost.
       const bool better = (best_oom && !cand.oom) || (best_oom == cand.oom && cost < best_cost);
       if (better) {
-        ++stats_.improved;
+        ++stats.improved;
         best_cost = cost;
         best_oom = cand.oom;
         best_time = cand.step_time;
@@ -245,12 +262,12 @@ Plan AnnealPlacer::search(const Problem& p, const SearchBudget& budget) {
       }
     }
   }
-  stats_.best_step_time = best_time;
-  stats_.best_oom = best_oom;
+  stats.best_step_time = best_time;
+  stats.best_oom = best_oom;
   if (best_oom && !options_.allow_oom) {
     throw Error("anneal: no placement of graph '" + g.name() + "' on " +
                 std::to_string(devices.size()) + " device(s) fits in memory after " +
-                std::to_string(stats_.evaluations) +
+                std::to_string(stats.evaluations) +
                 " evaluations (the graph may fit nowhere; try a larger budget)");
   }
   return placement_plan(p, std::move(best), name());

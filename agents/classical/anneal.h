@@ -24,6 +24,10 @@
 // topological order balanced by FLOPs over the devices, everything on the first device,
 // and the placements of the registered `seed_methods` (list schedulers; FlexFlow likewise
 // starts its search from a known strategy). Each start costs one evaluation.
+// search_outcome reports what the search did: runs = Simulator::run calls (the start's
+// included), the named values "accepted" (accepted proposals), "improved" (times the best
+// plan improved), "start_step_time", "best_step_time", "start_oom" and "best_oom" (1 or 0),
+// and the note "start": which start won ("initial", "balanced", "single" or a method).
 // Deterministic: std::mt19937_64 seeded from SearchBudget::seed, so the same seed and an
 // evaluation budget give the same plan (a seconds budget depends on machine speed).
 
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/outcome.h"  // OutcomePlacer
 #include "src/graph/algorithms.h"  // colocation_units
 
 namespace placer {
@@ -48,31 +53,19 @@ struct AnnealOptions {
   bool allow_oom = false;  ///< return the best OOM plan instead of throwing when none fits
 };
 
-/// What the last search did (for tests and reports).
-struct AnnealStats {
-  std::string start;        ///< which start won: "initial", "balanced", "single" or a method
-  int64_t evaluations = 0;  ///< Simulator::run calls, the start's included
-  int64_t accepted = 0;     ///< accepted proposals
-  int64_t improved = 0;     ///< times the best plan improved
-  double start_step_time = 0;
-  bool start_oom = false;
-  double best_step_time = 0;
-  bool best_oom = false;
-};
+struct AnnealStats;  // what one search did (anneal.cpp); its outcome carries it
 
-class AnnealPlacer : public Placer {
+class AnnealPlacer : public OutcomePlacer {
  public:
   explicit AnnealPlacer(AnnealOptions options = {}) : options_(std::move(options)) {}
   std::string name() const override { return "anneal"; }
-  Plan search(const Problem& problem, const SearchBudget& budget) override;
-  /// The plan with the stats of last_stats() as named values.
+  /// The plan with what the search did (see above) as runs, named values and the note.
   SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override;
   bool honours_frame() const override { return true; }
-  const AnnealStats& last_stats() const { return stats_; }
 
  private:
+  Plan search_plan(const Problem& problem, const SearchBudget& budget, AnnealStats& stats) const;
   AnnealOptions options_;
-  AnnealStats stats_;
 };
 
 }  // namespace placer

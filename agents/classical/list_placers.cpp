@@ -13,6 +13,7 @@
 
 #include "agents/classical/list_placers_common.h"
 #include "agents/api/methods.h"
+#include "agents/common/function_placer.h"
 #include "src/graph/algorithms.h"
 #include "src/util/error.h"
 
@@ -23,19 +24,6 @@ using list_sched::ListContext;
 using list_sched::Timeline;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-/// A placer defined by one function of (context, budget) -> device index per op.
-class FnPlacer : public Placer {
- public:
-  using Fn = std::function<Plan(const Problem&, const SearchBudget&, const std::string&)>;
-  FnPlacer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
-  std::string name() const override { return name_; }
-  Plan search(const Problem& p, const SearchBudget& b) override { return fn_(p, b, name_); }
-
- private:
-  std::string name_;
-  Fn fn_;
-};
 
 // ---- single --------------------------------------------------------------------------
 
@@ -378,13 +366,13 @@ Plan place_m_sct(const Problem& p, const SearchBudget&, const std::string& name)
   return list_sched::check_memory(c, etf_schedule(c, true), name);
 }
 
-MethodInfo info(const std::string& name, const std::string& description, FnPlacer::Fn fn) {
-  MethodInfo m;
-  m.name = name;
-  m.description = description;
-  m.fast = true;
-  m.make = [name, fn]() { return std::unique_ptr<Placer>(new FnPlacer(name, fn)); };
-  return m;
+/// A list placer: `place(problem, budget, name)`, the name going into its plan.
+using ListPlaceFn = Plan (*)(const Problem&, const SearchBudget&, const std::string&);
+
+MethodInfo info(const std::string& name, const std::string& description, ListPlaceFn place) {
+  return function_method(name, description, [name, place](const Problem& p, const SearchBudget& b) {
+    return place(p, b, name);
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agents/classical/partition_chain.h"
 #include "agents/common/prediction.h"
 #include "src/graph/algorithms.h"
 #include "src/util/error.h"
@@ -15,14 +16,58 @@ bool has_reduce_dim(OpCategory c) {
   return c == OpCategory::kMatMul || c == OpCategory::kConv || c == OpCategory::kReduction;
 }
 
-bool splittable(const Tensor& t, int dim, size_t k) {
+}  // namespace
+
+bool splittable(const Tensor& t, int dim, size_t ways) {
+  if (dim == OpPartition::kReduceDim) return true;
   if (t.shape.empty()) return dim == 0;  // shape unknown: only the batch dim is safe
   if (static_cast<size_t>(dim) >= t.shape.size()) return false;
   const int64_t size = t.shape[static_cast<size_t>(dim)];
-  return size <= 0 || static_cast<size_t>(size) >= k;
+  return size <= 0 || static_cast<size_t>(size) >= ways;
 }
 
-}  // namespace
+bool is_chain_op(const Op& op) {
+  return op.phase == Phase::kForward && op.category != OpCategory::kInput && op.flops > 0;
+}
+
+std::vector<int> chain_split_dims(const Graph& g, const Op& op, size_t ways) {
+  std::vector<int> dims;
+  if (!op.outputs.empty()) {
+    const Tensor& out = g.tensor(op.outputs[0]);
+    if (splittable(out, 0, ways)) dims.push_back(0);
+    const int rank = static_cast<int>(out.shape.size());
+    const int ch = op.category == OpCategory::kConv ? 1 : rank - 1;
+    if (rank >= 2 && ch >= 1 && splittable(out, ch, ways)) dims.push_back(ch);
+  }
+  if (has_reduce_dim(op.category)) dims.push_back(OpPartition::kReduceDim);
+  return dims;
+}
+
+double chain_collective_time(const CostModel& cost, CollectiveKind kind,
+                             const CollectiveGroup& group, double bytes) {
+  return bytes > 0 ? cost.group_collective_time(kind, group, static_cast<uint64_t>(bytes),
+                                                SyncScheme::kAuto)
+                   : 0.0;
+}
+
+double bytes_handed(const Graph& g, OpId from, OpId to) {
+  double bytes = 0;
+  for (TensorId t : g.op(from).outputs) {
+    for (OpId c : g.consumers(t)) {
+      if (c == to) bytes += static_cast<double>(g.tensor(t).bytes);
+    }
+  }
+  return bytes;
+}
+
+double spread_time(const CostModel& cost, const std::vector<int>& devices, double bytes) {
+  double spread = 0;
+  for (size_t m = 1; m < devices.size() && bytes > 0; ++m) {
+    spread = std::max(spread,
+                      cost.transfer_time(devices[0], devices[m], static_cast<uint64_t>(bytes)));
+  }
+  return spread;
+}
 
 double partition_cost(const PartitionCostTable& t, const std::vector<int>& choice) {
   double total = 0;
@@ -83,25 +128,15 @@ PartitionChain make_partition_chain(const Problem& problem, const std::vector<in
   const int dev0 = devices[0];
   const CollectiveGroup group = cost.make_group(devices);
   auto coll = [&](CollectiveKind kind, double bytes) {
-    return bytes > 0 ? cost.group_collective_time(kind, group, static_cast<uint64_t>(bytes),
-                                                  SyncScheme::kAuto)
-                     : 0.0;
+    return chain_collective_time(cost, kind, group, bytes);
   };
   const std::vector<std::vector<OpId>> derived = derived_ops(g);
 
   PartitionChain chain;
   for (OpId o : g.topo_order()) {
     const Op& op = g.op(o);
-    if (op.phase != Phase::kForward || op.category == OpCategory::kInput || op.flops <= 0) continue;
-    std::vector<int> dims;
-    if (!op.outputs.empty()) {
-      const Tensor& out = g.tensor(op.outputs[0]);
-      if (splittable(out, 0, k)) dims.push_back(0);
-      const int rank = static_cast<int>(out.shape.size());
-      const int ch = op.category == OpCategory::kConv ? 1 : rank - 1;
-      if (rank >= 2 && ch >= 1 && splittable(out, ch, k)) dims.push_back(ch);
-    }
-    if (has_reduce_dim(op.category)) dims.push_back(OpPartition::kReduceDim);
+    if (!is_chain_op(op)) continue;
+    std::vector<int> dims = chain_split_dims(g, op, k);
     if (dims.empty()) continue;
     if (options.allow_unsplit) dims.push_back(kNoSplit);
 
@@ -145,13 +180,7 @@ PartitionChain make_partition_chain(const Problem& problem, const std::vector<in
     // Edge to the previous node of the chain: the tensors it hands to this op.
     std::vector<std::vector<double>> edge;
     if (!chain.ops.empty()) {
-      const OpId prev = chain.ops.back();
-      double bytes = 0;
-      for (TensorId t : g.op(prev).outputs) {
-        for (OpId c : g.consumers(t)) {
-          if (c == o) bytes += static_cast<double>(g.tensor(t).bytes);
-        }
-      }
+      const double bytes = bytes_handed(g, chain.ops.back(), o);
       const std::vector<int>& pd = chain.dims.back();
       // Tofu's re-layout: an all-to-all of the tensor forward and of its gradient backward,
       // costed as a reduce-scatter ((k-1)/k of the bytes through each device).
@@ -160,12 +189,7 @@ PartitionChain make_partition_chain(const Problem& problem, const std::vector<in
       // Between an unsplit op and a split one the simulator sends the whole tensor from the
       // first device to the others (forward or, for the gradient, backward): one transfer
       // time on per-pair links.
-      double spread = 0;
-      for (size_t m = 1; m < k; ++m) {
-        spread =
-            std::max(spread, cost.transfer_time(dev0, devices[m], static_cast<uint64_t>(bytes)));
-      }
-      if (bytes <= 0) spread = 0;
+      const double spread = spread_time(cost, devices, bytes);
       edge.assign(pd.size(), std::vector<double>(dims.size(), 0));
       for (size_t a = 0; a < pd.size(); ++a) {
         for (size_t b = 0; b < dims.size(); ++b) {
@@ -219,28 +243,38 @@ Plan partition_dp_plan(const Problem& problem, const PartitionPlacerOptions& opt
   std::vector<bool> unsplit = {false};
   if (options.allow_unsplit) unsplit.push_back(true);
   Plan best;
-  for (size_t k : degrees) {
-    const std::vector<int> group(devices.begin(), devices.begin() + static_cast<long>(k));
+  // Runs the DP of make_chain(problem, group, options with allow_unsplit = u) for each u,
+  // adds the partitions of its solution to `base` (add_partitions(chain, sol, &plan)) and
+  // keeps the plan the simulator finds fastest.
+  auto solve_each = [&](const std::vector<int>& group, auto make_chain, auto add_partitions) {
     for (bool u : unsplit) {
       PartitionPlacerOptions o = options;
       o.allow_unsplit = u;
-      const PartitionChain chain = make_partition_chain(problem, group, o);
+      const auto chain = make_chain(problem, group, o);
       const PartitionDpSolution sol = solve_partition_dp(chain.table);
       Plan plan = base;
-      for (size_t i = 0; i < chain.ops.size(); ++i) {
-        if (chain.dims[i][static_cast<size_t>(sol.choice[i])] == kNoSplit) continue;
-        OpPartition part;
-        part.op = chain.ops[i];
-        part.dim = chain.dims[i][static_cast<size_t>(sol.choice[i])];
-        part.devices = group;
-        plan.partitions.push_back(std::move(part));
-      }
+      add_partitions(chain, sol, &plan);
       plan = simulate_into(problem, std::move(plan));
       if (!best.predicted.valid || better(plan, best)) {
         best = std::move(plan);
         if (solution) *solution = sol;
       }
     }
+  };
+  for (size_t k : degrees) {
+    const std::vector<int> group(devices.begin(), devices.begin() + static_cast<long>(k));
+    solve_each(group, make_partition_chain,
+               [&](const PartitionChain& chain, const PartitionDpSolution& sol, Plan* plan) {
+                 for (size_t i = 0; i < chain.ops.size(); ++i) {
+                   const int dim = chain.dims[i][static_cast<size_t>(sol.choice[i])];
+                   if (dim == kNoSplit) continue;
+                   OpPartition part;
+                   part.op = chain.ops[i];
+                   part.dim = dim;
+                   part.devices = group;
+                   plan->partitions.push_back(std::move(part));
+                 }
+               });
     // Tofu's recursive halving on 2^L devices: a dim per level and op.
     size_t L = 0;
     while ((size_t(1) << L) < k) ++L;
@@ -248,23 +282,14 @@ Plan partition_dp_plan(const Problem& problem, const PartitionPlacerOptions& opt
         L > static_cast<size_t>(options.max_levels)) {
       continue;
     }
-    for (bool u : unsplit) {
-      PartitionPlacerOptions o = options;
-      o.allow_unsplit = u;
-      const LevelChain chain = make_level_chain(problem, group, o);
-      const PartitionDpSolution sol = solve_partition_dp(chain.table);
-      Plan plan = base;
-      for (size_t i = 0; i < chain.ops.size(); ++i) {
-        const std::vector<int>& lv = chain.levels[i][static_cast<size_t>(sol.choice[i])];
-        if (lv.empty()) continue;
-        plan.partitions.push_back(OpPartition{chain.ops[i], lv[0], group, lv});
-      }
-      plan = simulate_into(problem, std::move(plan));
-      if (better(plan, best)) {
-        best = std::move(plan);
-        if (solution) *solution = sol;
-      }
-    }
+    solve_each(group, make_level_chain,
+               [&](const LevelChain& chain, const PartitionDpSolution& sol, Plan* plan) {
+                 for (size_t i = 0; i < chain.ops.size(); ++i) {
+                   const std::vector<int>& lv = chain.levels[i][static_cast<size_t>(sol.choice[i])];
+                   if (lv.empty()) continue;
+                   plan->partitions.push_back(OpPartition{chain.ops[i], lv[0], group, lv});
+                 }
+               });
   }
   return best;
 }

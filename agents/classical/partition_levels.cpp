@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "agents/classical/partition_chain.h"
 #include "agents/classical/partition_dp.h"
 #include "src/graph/algorithms.h"
 #include "src/util/error.h"
@@ -10,18 +11,6 @@
 namespace placer {
 
 namespace {
-
-bool has_reduce_dim(OpCategory c) {
-  return c == OpCategory::kMatMul || c == OpCategory::kConv || c == OpCategory::kReduction;
-}
-
-bool splittable(const Tensor& t, int dim, size_t ways) {
-  if (dim == OpPartition::kReduceDim) return true;
-  if (t.shape.empty()) return dim == 0;
-  if (static_cast<size_t>(dim) >= t.shape.size()) return false;
-  const int64_t size = t.shape[static_cast<size_t>(dim)];
-  return size <= 0 || static_cast<size_t>(size) >= ways;
-}
 
 // 2^(levels before `skip` whose dim satisfies `shards`).
 template <typename Pred>
@@ -64,27 +53,18 @@ LevelChain make_level_chain(const Problem& problem, const std::vector<int>& devi
   std::vector<CollectiveGroup> pair(L);
   for (size_t l = 0; l < L; ++l) pair[l] = cost.make_group({dev0, devices[k >> (l + 1)]});
   auto coll = [&](CollectiveKind kind, size_t l, double bytes) {
-    return bytes > 0 ? cost.group_collective_time(kind, pair[l], static_cast<uint64_t>(bytes),
-                                                  SyncScheme::kAuto)
-                     : 0.0;
+    return chain_collective_time(cost, kind, pair[l], bytes);
   };
   const std::vector<std::vector<OpId>> derived = derived_ops(g);
 
   LevelChain chain;
   for (OpId o : g.topo_order()) {
     const Op& op = g.op(o);
-    if (op.phase != Phase::kForward || op.category == OpCategory::kInput || op.flops <= 0) continue;
+    if (!is_chain_op(op)) continue;
     // Candidate dims per level, as make_partition_chain offers them for a 2-way split.
-    std::vector<int> dims;
-    const Tensor* out = op.outputs.empty() ? nullptr : &g.tensor(op.outputs[0]);
-    if (out != nullptr) {
-      if (splittable(*out, 0, 2)) dims.push_back(0);
-      const int rank = static_cast<int>(out->shape.size());
-      const int ch = op.category == OpCategory::kConv ? 1 : rank - 1;
-      if (rank >= 2 && ch >= 1 && splittable(*out, ch, 2)) dims.push_back(ch);
-    }
-    if (has_reduce_dim(op.category)) dims.push_back(OpPartition::kReduceDim);
+    const std::vector<int> dims = chain_split_dims(g, op, 2);
     if (dims.empty()) continue;
+    const Tensor* out = op.outputs.empty() ? nullptr : &g.tensor(op.outputs[0]);
     std::vector<std::vector<int>> vecs;
     std::vector<int> cur;
     enumerate(out, dims, L, &cur, &vecs);
@@ -156,18 +136,8 @@ LevelChain make_level_chain(const Problem& problem, const std::vector<int>& devi
 
     std::vector<std::vector<double>> edge;
     if (!chain.ops.empty()) {
-      const OpId prev = chain.ops.back();
-      double bytes = 0;
-      for (TensorId t : g.op(prev).outputs) {
-        for (OpId c : g.consumers(t)) {
-          if (c == o) bytes += static_cast<double>(g.tensor(t).bytes);
-        }
-      }
-      double spread = 0;
-      for (size_t m = 1; m < k && bytes > 0; ++m) {
-        spread =
-            std::max(spread, cost.transfer_time(dev0, devices[m], static_cast<uint64_t>(bytes)));
-      }
+      const double bytes = bytes_handed(g, chain.ops.back(), o);
+      const double spread = spread_time(cost, devices, bytes);
       const std::vector<std::vector<int>>& pc = chain.levels.back();
       edge.assign(pc.size(), std::vector<double>(choices.size(), 0));
       for (size_t a = 0; a < pc.size(); ++a) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/function_placer.h"
 #include "simulator/cost_model.h"
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
@@ -91,24 +92,16 @@ std::vector<int> map_parts_to_hosts(const PartitionGraph& pg, const std::vector<
 /// Relative peak speed of a device (f32 peak FLOP/s), used to size partitions.
 double device_speed(const Cluster& cluster, int device);
 
-class MetisPlacer : public Placer {
+class MetisPlacer : public OptionsPlacer<MetisOptions> {
  public:
-  explicit MetisPlacer(MetisOptions options = {}) : options_(options) {}
-  std::string name() const override { return "metis"; }
+  explicit MetisPlacer(MetisOptions options = {}) : OptionsPlacer("metis", options) {}
   Plan search(const Problem& problem, const SearchBudget& budget) override;
-
- private:
-  MetisOptions options_;
 };
 
-class ScotchPlacer : public Placer {
+class ScotchPlacer : public OptionsPlacer<ScotchOptions> {
  public:
-  explicit ScotchPlacer(ScotchOptions options = {}) : options_(options) {}
-  std::string name() const override { return "scotch"; }
+  explicit ScotchPlacer(ScotchOptions options = {}) : OptionsPlacer("scotch", options) {}
   Plan search(const Problem& problem, const SearchBudget& budget) override;
-
- private:
-  ScotchOptions options_;
 };
 
 }  // namespace placer

@@ -17,27 +17,18 @@ namespace {
 
 static_assert(sizeof(SCOTCH_Num) == sizeof(int32_t), "Scotch must use 32-bit SCOTCH_Num");
 
-// RAII holders so that every path (errors included) frees Scotch's structures.
-struct ScotchGraph {
-  SCOTCH_Graph g;
-  ScotchGraph() { SCOTCH_graphInit(&g); }
-  ~ScotchGraph() { SCOTCH_graphExit(&g); }
+// RAII holder so that every path (errors included) frees a Scotch structure `v`: Init on
+// construction, Exit on destruction.
+template <class T, int (*Init)(T*), void (*Exit)(T*)>
+struct ScotchHolder {
+  T v;
+  ScotchHolder() { Init(&v); }
+  ~ScotchHolder() { Exit(&v); }
 };
-struct ScotchArch {
-  SCOTCH_Arch a;
-  ScotchArch() { SCOTCH_archInit(&a); }
-  ~ScotchArch() { SCOTCH_archExit(&a); }
-};
-struct ScotchStrat {
-  SCOTCH_Strat s;
-  ScotchStrat() { SCOTCH_stratInit(&s); }
-  ~ScotchStrat() { SCOTCH_stratExit(&s); }
-};
-struct ScotchContext {
-  SCOTCH_Context c;
-  ScotchContext() { SCOTCH_contextInit(&c); }
-  ~ScotchContext() { SCOTCH_contextExit(&c); }
-};
+using ScotchGraph = ScotchHolder<SCOTCH_Graph, SCOTCH_graphInit, SCOTCH_graphExit>;
+using ScotchArch = ScotchHolder<SCOTCH_Arch, SCOTCH_archInit, SCOTCH_archExit>;
+using ScotchStrat = ScotchHolder<SCOTCH_Strat, SCOTCH_stratInit, SCOTCH_stratExit>;
+using ScotchContext = ScotchHolder<SCOTCH_Context, SCOTCH_contextInit, SCOTCH_contextExit>;
 
 void check(int rc, const char* what) {
   if (rc != 0) throw Error(std::string("scotch: ") + what + " failed");
@@ -85,44 +76,44 @@ std::vector<int> scotch_map(const PartitionGraph& pg, const Cluster& cluster,
     SCOTCH_Num sizes[2] = {hosts, per};
     SCOTCH_Num links[2] = {
         static_cast<SCOTCH_Num>(std::clamp(std::lround(ratio * 10), 10L, 100000L)), 10};
-    check(SCOTCH_archTleaf(&arch.a, 2, sizes, links), "SCOTCH_archTleaf");
+    check(SCOTCH_archTleaf(&arch.v, 2, sizes, links), "SCOTCH_archTleaf");
     if (arch_used) *arch_used = ScotchArchKind::kTreeLeaf;
   } else if (equal_speed) {
-    check(SCOTCH_archCmplt(&arch.a, k), "SCOTCH_archCmplt");
+    check(SCOTCH_archCmplt(&arch.v, k), "SCOTCH_archCmplt");
   } else {
     // Terminal weights proportional to speed (the slowest device weighs 16).
     const double slowest = *std::min_element(speed.begin(), speed.end());
     std::vector<SCOTCH_Num> w(k);
     for (int t = 0; t < k; ++t)
       w[t] = static_cast<SCOTCH_Num>(std::max(1L, std::lround(16 * speed[t] / slowest)));
-    check(SCOTCH_archCmpltw(&arch.a, k, w.data()), "SCOTCH_archCmpltw");
+    check(SCOTCH_archCmpltw(&arch.v, k, w.data()), "SCOTCH_archCmpltw");
     if (arch_used) *arch_used = ScotchArchKind::kWeightedComplete;
   }
 
   ScotchGraph graph;
-  check(SCOTCH_graphBuild(&graph.g, 0, n, pg.xadj.data(), nullptr, pg.compute_weight.data(),
+  check(SCOTCH_graphBuild(&graph.v, 0, n, pg.xadj.data(), nullptr, pg.compute_weight.data(),
                           nullptr, static_cast<SCOTCH_Num>(pg.adjncy.size()), pg.adjncy.data(),
                           pg.adjwgt.data()),
         "SCOTCH_graphBuild");
   // A private, single-threaded, fixed-seed context: the same seed gives the same mapping,
   // and concurrent calls do not share Scotch's global random state.
   ScotchContext ctx;
-  check(SCOTCH_contextOptionSetNum(&ctx.c, SCOTCH_OPTIONNUMDETERMINISTIC, 1),
+  check(SCOTCH_contextOptionSetNum(&ctx.v, SCOTCH_OPTIONNUMDETERMINISTIC, 1),
         "SCOTCH_contextOptionSetNum(deterministic)");
-  check(SCOTCH_contextOptionSetNum(&ctx.c, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
+  check(SCOTCH_contextOptionSetNum(&ctx.v, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
         "SCOTCH_contextOptionSetNum(fixed seed)");
-  check(SCOTCH_contextRandomClone(&ctx.c), "SCOTCH_contextRandomClone");
-  SCOTCH_contextRandomSeed(&ctx.c, static_cast<SCOTCH_Num>(seed & 0x7fffffff));
-  SCOTCH_contextRandomReset(&ctx.c);
+  check(SCOTCH_contextRandomClone(&ctx.v), "SCOTCH_contextRandomClone");
+  SCOTCH_contextRandomSeed(&ctx.v, static_cast<SCOTCH_Num>(seed & 0x7fffffff));
+  SCOTCH_contextRandomReset(&ctx.v);
   ScotchGraph bound;
-  check(SCOTCH_contextBindGraph(&ctx.c, &graph.g, &bound.g), "SCOTCH_contextBindGraph");
+  check(SCOTCH_contextBindGraph(&ctx.v, &graph.v, &bound.v), "SCOTCH_contextBindGraph");
 
   ScotchStrat strat;
   const SCOTCH_Num flags = options.quality ? SCOTCH_STRATQUALITY : SCOTCH_STRATDEFAULT;
-  check(SCOTCH_stratGraphMapBuild(&strat.s, flags, k, options.imbalance),
+  check(SCOTCH_stratGraphMapBuild(&strat.v, flags, k, options.imbalance),
         "SCOTCH_stratGraphMapBuild");
   std::vector<SCOTCH_Num> term(n, 0);
-  check(SCOTCH_graphMap(&bound.g, &arch.a, &strat.s, term.data()), "SCOTCH_graphMap");
+  check(SCOTCH_graphMap(&bound.v, &arch.v, &strat.v, term.data()), "SCOTCH_graphMap");
 
   std::vector<int> part(n);
   for (int v = 0; v < n; ++v) {

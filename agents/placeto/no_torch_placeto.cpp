@@ -1,14 +1,11 @@
 // Stand-in for Placeto when the project is built without LibTorch: every entry point says
 // so, and no method is registered.
+#include "agents/common/no_torch.h"
 #include "agents/placeto/placeto.h"
-#include "src/util/error.h"
 
 namespace placer {
 namespace {
-[[noreturn]] void no_torch() {
-  throw Error("this placer was built without LibTorch: the placeto placer is unavailable; "
-              "install libtorch-dev (scripts/setup.sh) and rebuild");
-}
+[[noreturn]] void no_torch() { throw_built_without_torch("the placeto placer is unavailable"); }
 }  // namespace
 
 bool placeto_available() { return false; }

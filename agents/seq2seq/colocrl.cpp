@@ -21,19 +21,6 @@
 namespace placer {
 namespace {
 
-class ColocrlPlacer : public OutcomePlacer {
- public:
-  explicit ColocrlPlacer(ColocrlOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "colocrl"; }
-  bool honours_frame() const override { return true; }  // through seq2seq_env_options
-  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
-    return learned_search_outcome(colocrl_search(problem, options_, budget));
-  }
-
- private:
-  ColocrlOptions options_;
-};
-
 void check_net(const Seq2SeqConfig& n, const std::string& method) {
   auto fail = [&](const std::string& what) { throw ValidationError(method + ": " + what); };
   if (n.hidden < 2) fail("net.hidden must be >= 2 (got " + std::to_string(n.hidden) + ")");
@@ -131,12 +118,7 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
     for (int u = 0; u < n_units; ++u) d[size_t(u)] = int(p[step_of_unit[size_t(u)]]);
     return d;
   };
-  ReinforceSearchSpec spec;
-  spec.method = "colocrl";
-  spec.config = &options.rl;
-  spec.default_evaluations = options.default_evaluations;
-  spec.devices = devices;
-  spec.parameters = net->parameters();
+  ReinforceSearchSpec spec = reinforce_spec("colocrl", options, devices, net->parameters());
   spec.sample = [&](int k, std::mt19937_64& rng, double noise) {
     // One encoding of the (sample-independent) group sequence, k decodes as one batch,
     // without autograd; then the log-probabilities in one teacher-forced pass with grad.
@@ -156,34 +138,40 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
     Seq2SeqOutput o = net->forward(x, DecodeMode::kGreedy, nullptr);
     return per_unit(o.actions, 0);
   };
-  LearnedSearchResult r = reinforce_search(problem, env, spec, budget);
-  r.num_units = n_units;
-  r.num_steps = steps;
-  if (!options.save_policy.empty()) save_learned_policy(options.save_policy, *net, meta);
-  return r;
+  return run_reinforce_search(problem, env, spec, budget, n_units, steps, options.save_policy,
+                              *net, meta);
 }
 
 std::unique_ptr<Placer> make_colocrl_placer(ColocrlOptions options) {
-  return std::make_unique<ColocrlPlacer>(std::move(options));
+  return std::make_unique<OnlineSeq2SeqPlacer<ColocrlOptions, colocrl_search>>(
+      "colocrl", std::move(options));
 }
 
+namespace {
+
+/// The registration of a seq2seq method (not fast) whose placer is make(options), its
+/// options read through `table` from their defaults.
+template <class O>
+MethodInfo seq2seq_method(const char* name, const char* description,
+                          const OptionTable<O>& table, std::unique_ptr<Placer> (*make)(O)) {
+  const O defaults;
+  return MethodInfo{name, description, false, [make] { return make(O{}); }, table.schema(defaults),
+                    configured_factory(table, defaults, [make](const O& o) { return make(o); })};
+}
+
+}  // namespace
+
 void add_seq2seq_methods(std::vector<MethodInfo>* out) {
-  const ColocrlOptions colocrl_defaults;
-  const HdpOptions hdp_defaults;
-  out->push_back(MethodInfo{
+  out->push_back(seq2seq_method(
       "colocrl",
       "ColocRL (Mirhoseini et al. 2017): attentional seq2seq LSTM over colocation groups, "
       "trained online with REINFORCE against the simulator (1000 placements by default)",
-      false, [] { return make_colocrl_placer(); }, colocrl_option_table().schema(colocrl_defaults),
-      configured_factory(colocrl_option_table(), colocrl_defaults,
-                         [](const ColocrlOptions& o) { return make_colocrl_placer(o); })});
-  out->push_back(MethodInfo{
+      colocrl_option_table(), make_colocrl_placer));
+  out->push_back(seq2seq_method(
       "hdp",
       "hierarchical placer (Mirhoseini et al. 2018): feed-forward grouper + seq2seq placer, "
       "trained jointly online with REINFORCE (1000 placements by default)",
-      false, [] { return make_hdp_placer(); }, hdp_option_table().schema(hdp_defaults),
-      configured_factory(hdp_option_table(), hdp_defaults,
-                         [](const HdpOptions& o) { return make_hdp_placer(o); })});
+      hdp_option_table(), make_hdp_placer));
 }
 
 }  // namespace placer

@@ -20,19 +20,6 @@
 namespace placer {
 namespace {
 
-class HdpPlacer : public OutcomePlacer {
- public:
-  explicit HdpPlacer(HdpOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "hdp"; }
-  bool honours_frame() const override { return true; }  // through seq2seq_env_options
-  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
-    return learned_search_outcome(hdp_search(problem, options_, budget));
-  }
-
- private:
-  HdpOptions options_;
-};
-
 /// Group embeddings [K, G, dim + 2G + 1] of K groupings [K, U]: the mean of the members'
 /// unit features, the group's out- and in-edge counts to every group (row / max + 1 as TF's
 /// group_embedding normaliser), log1p(members) / log1p(U).
@@ -126,13 +113,9 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
     for (int u = 0; u < n_units; ++u) d[size_t(u)] = int(ap[gp[u]]);
     return d;
   };
-  ReinforceSearchSpec spec;
-  spec.method = "hdp";
-  spec.config = &options.rl;
-  spec.default_evaluations = options.default_evaluations;
-  spec.devices = devices;
-  spec.parameters = grouper->parameters();
-  for (const auto& p : placer->parameters()) spec.parameters.push_back(p);
+  std::vector<torch::Tensor> parameters = grouper->parameters();
+  for (const auto& p : placer->parameters()) parameters.push_back(p);
+  ReinforceSearchSpec spec = reinforce_spec("hdp", options, devices, std::move(parameters));
   spec.sample = [&](int k, std::mt19937_64& rng, double noise) {
     GrouperOutput go = grouper->sample(x, k, &rng);
     // The K group sequences decoded as one batch without autograd, then their
@@ -156,15 +139,12 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
     Seq2SeqOutput po = placer->forward(group_inputs(in, go.groups, g), DecodeMode::kGreedy, nullptr);
     return per_unit(go.groups, po.actions, 0);
   };
-  LearnedSearchResult r = reinforce_search(problem, env, spec, budget);
-  r.num_units = n_units;
-  r.num_steps = g;
-  if (!options.save_policy.empty()) save_learned_policy(options.save_policy, root, meta);
-  return r;
+  return run_reinforce_search(problem, env, spec, budget, n_units, g, options.save_policy, root,
+                              meta);
 }
 
 std::unique_ptr<Placer> make_hdp_placer(HdpOptions options) {
-  return std::make_unique<HdpPlacer>(std::move(options));
+  return std::make_unique<OnlineSeq2SeqPlacer<HdpOptions, hdp_search>>("hdp", std::move(options));
 }
 
 }  // namespace placer

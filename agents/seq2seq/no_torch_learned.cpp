@@ -5,13 +5,12 @@
 #include "agents/seq2seq/colocrl.h"
 #include "agents/seq2seq/hdp.h"
 #include "agents/api/methods.h"
-#include "src/util/error.h"
+#include "agents/common/no_torch.h"
 
 namespace placer {
 namespace {
 [[noreturn]] void no_torch() {
-  throw Error("this placer was built without LibTorch: the colocrl and hdp placers are "
-              "unavailable; install libtorch-dev (scripts/setup.sh) and rebuild");
+  throw_built_without_torch("the colocrl and hdp placers are unavailable");
 }
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -27,6 +28,7 @@
 #include <torch/types.h>
 
 #include "agents/seq2seq/colocrl.h"
+#include "agents/common/outcome.h"
 #include "agents/common/policy_file.h"
 #include "env/placement_env.h"
 #include "models/seq2seq.h"
@@ -138,4 +140,54 @@ policy_file::Json seq2seq_meta_json(const std::string& method, const Problem& pr
                                     const Seq2SeqConfig& net, int64_t input_dim, int64_t devices,
                                     int num_units, int num_steps,
                                     const policy_file::Json& extra = policy_file::Json::object());
+
+/// A spec with what an online seq2seq search (colocrl, hdp) takes from its options
+/// (options.rl, options.default_evaluations), its method name, devices and parameters; the
+/// caller adds sample and greedy.
+template <class Options>
+ReinforceSearchSpec reinforce_spec(std::string method, const Options& options,
+                                   std::vector<int> devices,
+                                   std::vector<torch::Tensor> parameters) {
+  ReinforceSearchSpec spec;
+  spec.method = std::move(method);
+  spec.config = &options.rl;
+  spec.default_evaluations = options.default_evaluations;
+  spec.devices = std::move(devices);
+  spec.parameters = std::move(parameters);
+  return spec;
+}
+
+/// reinforce_search, then the result's unit and step counts; `root` (with `meta`) is saved
+/// to `save_policy` when that is set.
+inline LearnedSearchResult run_reinforce_search(const Problem& problem, PlacementEnv& env,
+                                                const ReinforceSearchSpec& spec,
+                                                const SearchBudget& budget, int num_units,
+                                                int num_steps, const std::string& save_policy,
+                                                torch::nn::Module& root,
+                                                const policy_file::Json& meta) {
+  LearnedSearchResult r = reinforce_search(problem, env, spec, budget);
+  r.num_units = num_units;
+  r.num_steps = num_steps;
+  if (!save_policy.empty()) save_learned_policy(save_policy, root, meta);
+  return r;
+}
+
+/// The placer of an online seq2seq search (colocrl, hdp): `search(problem, options, budget)`
+/// as its outcome; honours the frame through seq2seq_env_options.
+template <class Options, LearnedSearchResult (*Search)(const Problem&, const Options&,
+                                                       const SearchBudget&)>
+class OnlineSeq2SeqPlacer : public OutcomePlacer {
+ public:
+  OnlineSeq2SeqPlacer(std::string name, Options options)
+      : name_(std::move(name)), options_(std::move(options)) {}
+  std::string name() const override { return name_; }
+  bool honours_frame() const override { return true; }
+  SearchOutcome search_outcome(const Problem& problem, const SearchBudget& budget) override {
+    return learned_search_outcome(Search(problem, options_, budget));
+  }
+
+ private:
+  std::string name_;
+  Options options_;
+};
 }  // namespace placer

@@ -43,6 +43,15 @@ bool parse_bool(const std::string& key, const std::string& v) {
   throw ValidationError("autosync option '" + key + "': not a bool (true/false): '" + v + "'");
 }
 
+/// *field = the integer `v` (as T), which must be >= `min`.
+template <class T>
+void set_at_least(T* field, const std::string& key, const std::string& v, T min) {
+  *field = T(parse_int(key, v));
+  if (*field < min) {
+    throw ValidationError("autosync option '" + key + "': must be >= " + std::to_string(min));
+  }
+}
+
 }  // namespace
 
 void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key_value) {
@@ -57,27 +66,19 @@ void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key
     }
     o->split = v;
   } else if (key == "max_ops") {
-    o->max_ops = parse_int(key, v);
-    if (o->max_ops < 1) throw ValidationError("autosync option 'max_ops': must be >= 1");
+    set_at_least(&o->max_ops, key, v, decltype(o->max_ops)(1));
   } else if (key == "graphs") {
-    o->graphs = int(parse_int(key, v));
-    if (o->graphs < 0) throw ValidationError("autosync option 'graphs': must be >= 0");
+    set_at_least(&o->graphs, key, v, 0);
   } else if (key == "units") {
-    o->units = int(parse_int(key, v));
-    if (o->units < 1) throw ValidationError("autosync option 'units': must be >= 1");
+    set_at_least(&o->units, key, v, 1);
   } else if (key == "learn_every") {
-    o->learn_every = int(parse_int(key, v));
-    if (o->learn_every < 1) throw ValidationError("autosync option 'learn_every': must be >= 1");
+    set_at_least(&o->learn_every, key, v, 1);
   } else if (key == "demo_every") {
-    o->demo_every = int(parse_int(key, v));
-    if (o->demo_every < 0) throw ValidationError("autosync option 'demo_every': must be >= 0");
+    set_at_least(&o->demo_every, key, v, 0);
   } else if (key == "allow_compression") {
     o->allow_compression = parse_bool(key, v);
   } else if (key == "max_staleness") {
-    o->max_staleness = int(parse_int(key, v));
-    if (o->max_staleness < 0) {
-      throw ValidationError("autosync option 'max_staleness': must be >= 0");
-    }
+    set_at_least(&o->max_staleness, key, v, 0);
   } else {
     try {
       set_rainbow_option(&o->agent, key, v);

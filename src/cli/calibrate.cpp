@@ -15,7 +15,7 @@
 #include "simulator/calibration/profiler_trace.h"
 #include "simulator/calibration/trace_fit.h"
 #include "simulator/cost_profile.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/io/plan_io.h"
 #include "src/io/units.h"
@@ -443,10 +443,68 @@ void run_check(const CheckArgs& a) {
   if (!a.profiler_traces.empty()) check_profiler_traces(a, cluster, profile);
 }
 
-}  // namespace
+void fit_options(CLI::App* fit, FitArgs& a) {
+  add_cluster_option(fit, a.cluster, "Cluster (*.cluster.yaml) the data was measured on");
+  fit->add_option("-m,--measurements", a.measurements,
+                  "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");
+  fit->add_option("--nccl-tests", a.nccl_tests,
+                  "nccl-tests log ([OP=]path, OP = all_reduce, all_gather, reduce_scatter,\n"
+                  "broadcast, send_recv when the log does not say); repeatable");
+  fit->add_option("--profiler-trace", a.profiler_traces,
+                  "PyTorch profiler / Kineto Chrome trace (kernels with op names); repeatable");
+  fit->add_option("--profiler-dtype", a.profiler_dtype,
+                  "Precision of the profiled ops (selects the peak FLOP/s): f32, f16, bf16, ...")
+      ->capture_default_str();
+  fit->add_option("--trace", a.traces,
+                  "Measured execution trace (Chrome JSON, ops named as in the graph) for the\n"
+                  "transfer-constant fit; repeatable, one --graph and --plan each");
+  fit->add_option("-g,--graph", a.graphs, "Graph of the matching --trace");
+  fit->add_option("-p,--plan", a.plans, "Plan of the matching --trace");
+  fit->add_option("--base", a.base, "Profile to start from (default: the built-in default)")
+      ->check(CLI::ExistingFile);
+  add_output_option(fit, a.output, "Fitted profile (*.profile.yaml)")->required();
+  fit->add_option("--name", a.name, "Name of the fitted profile (default: calibrated)");
+  fit->add_option("--line-tolerance", a.line_tolerance,
+                  "Largest median relative error of a straight alpha-beta line before a\n"
+                  "collective gets a piecewise curve")
+      ->capture_default_str();
+  fit->add_option("--knot-step", a.knot_step,
+                  "Decades between the knots of fitted curves (collectives and ops)")
+      ->capture_default_str();
+  fit->add_option("--max-evals", a.max_evals, "Simulations per trace fit")->capture_default_str();
+  add_seed_option(fit, a.seed, "Seed of the trace fit's search");
+  fit->add_option("--iterations", a.iterations,
+                  "Measured training runs (CSV, docs/formats/iteration_runs.md): fit dispatch,\n"
+                  "efficiency curves and overheads to their iteration times; repeatable");
+  fit->add_option("--fit-every", a.fit_every,
+                  "Fit on every K-th run (the fit simulates the runs ~20 times per iteration)")
+      ->capture_default_str();
+  fit->add_option("--fit-iterations", a.fit_iterations, "Levenberg-Marquardt iterations")
+      ->capture_default_str();
+  fit->add_option("--folds", a.folds, "K-fold cross-validation of the iteration fit (0 = off)")
+      ->capture_default_str();
+  fit->add_option("--threads", a.threads, "Threads simulating runs")->capture_default_str();
+  add_optimizer_option(fit, a.optimizer,
+                       "Optimizer for expanding a forward --graph: sgd, momentum, adam");
+}
 
-void register_calibrate(CLI::App& app);
-static CommandRegistrar calibrate_registrar(12, "calibrate", register_calibrate);
+void check_options(CLI::App* check, CheckArgs& a) {
+  add_profile_option(check, a.profile, "Cost profile (*.profile.yaml)")->required();
+  add_cluster_option(check, a.cluster);
+  check->add_option("-m,--measurements", a.measurements,
+                    "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");
+  check->add_option("--iterations", a.iterations,
+                    "Measured training runs (CSV, docs/formats/iteration_runs.md); repeatable");
+  check->add_option("--profiler-trace", a.profiler_traces,
+                    "PyTorch profiler / Kineto trace (*.json or *.json.gz, record_shapes=True):\n"
+                    "per-op predicted vs measured kernel time; repeatable");
+  check->add_option("--threads", a.threads, "Threads simulating runs")->capture_default_str();
+  check->add_option("--csv", a.csv,
+                    "Write the per-row comparison as CSV (with several kinds of input:\n"
+                    "OUT.iterations.csv, OUT.measurements.csv, OUT.ops.csv)");
+  check->add_flag("--summary", a.quiet_rows,
+                  "Print only the per-group summary (no per-row / per-op-name tables)");
+}
 
 void register_calibrate(CLI::App& app) {
   CLI::App* cal = app.add_subcommand(
@@ -454,84 +512,20 @@ void register_calibrate(CLI::App& app) {
       "Fit a cost profile to measurements (placer-calibrate CSV, nccl-tests logs, PyTorch\n"
       "profiler traces, measured execution traces) or check a profile against them.");
   cal->require_subcommand(1);
-
-  auto fa = std::make_shared<FitArgs>();
-  CLI::App* fit = cal->add_subcommand(
-      "fit",
+  add_command<FitArgs>(
+      *cal, "fit",
       "Fit collective curves, link constants, op efficiency curves and the launch\n"
-      "overhead; print the fitted terms with their errors; write a *.profile.yaml.");
-  fit->add_option("-c,--cluster", fa->cluster, "Cluster (*.cluster.yaml) the data was measured on")
-      ->required()
-      ->check(CLI::ExistingFile);
-  fit->add_option("-m,--measurements", fa->measurements,
-                  "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");
-  fit->add_option("--nccl-tests", fa->nccl_tests,
-                  "nccl-tests log ([OP=]path, OP = all_reduce, all_gather, reduce_scatter,\n"
-                  "broadcast, send_recv when the log does not say); repeatable");
-  fit->add_option("--profiler-trace", fa->profiler_traces,
-                  "PyTorch profiler / Kineto Chrome trace (kernels with op names); repeatable");
-  fit->add_option("--profiler-dtype", fa->profiler_dtype,
-                  "Precision of the profiled ops (selects the peak FLOP/s): f32, f16, bf16, ...")
-      ->capture_default_str();
-  fit->add_option("--trace", fa->traces,
-                  "Measured execution trace (Chrome JSON, ops named as in the graph) for the\n"
-                  "transfer-constant fit; repeatable, one --graph and --plan each");
-  fit->add_option("-g,--graph", fa->graphs, "Graph of the matching --trace");
-  fit->add_option("-p,--plan", fa->plans, "Plan of the matching --trace");
-  fit->add_option("--base", fa->base, "Profile to start from (default: the built-in default)")
-      ->check(CLI::ExistingFile);
-  fit->add_option("-o,--output", fa->output, "Fitted profile (*.profile.yaml)")->required();
-  fit->add_option("--name", fa->name, "Name of the fitted profile (default: calibrated)");
-  fit->add_option("--line-tolerance", fa->line_tolerance,
-                  "Largest median relative error of a straight alpha-beta line before a\n"
-                  "collective gets a piecewise curve")
-      ->capture_default_str();
-  fit->add_option("--knot-step", fa->knot_step,
-                  "Decades between the knots of fitted curves (collectives and ops)")
-      ->capture_default_str();
-  fit->add_option("--max-evals", fa->max_evals, "Simulations per trace fit")->capture_default_str();
-  fit->add_option("--seed", fa->seed, "Seed of the trace fit's search")->capture_default_str();
-  fit->add_option("--iterations", fa->iterations,
-                  "Measured training runs (CSV, docs/formats/iteration_runs.md): fit dispatch,\n"
-                  "efficiency curves and overheads to their iteration times; repeatable");
-  fit->add_option("--fit-every", fa->fit_every,
-                  "Fit on every K-th run (the fit simulates the runs ~20 times per iteration)")
-      ->capture_default_str();
-  fit->add_option("--fit-iterations", fa->fit_iterations, "Levenberg-Marquardt iterations")
-      ->capture_default_str();
-  fit->add_option("--folds", fa->folds, "K-fold cross-validation of the iteration fit (0 = off)")
-      ->capture_default_str();
-  fit->add_option("--threads", fa->threads, "Threads simulating runs")->capture_default_str();
-  fit->add_option("--optimizer", fa->optimizer,
-                  "Optimizer for expanding a forward --graph: sgd, momentum, adam")
-      ->capture_default_str();
-  fit->callback([fa]() { run_fit(*fa); });
-
-  auto ca = std::make_shared<CheckArgs>();
-  CLI::App* check = cal->add_subcommand(
-      "check",
+      "overhead; print the fitted terms with their errors; write a *.profile.yaml.",
+      fit_options, run_fit);
+  add_command<CheckArgs>(
+      *cal, "check",
       "Predicted vs measured per row with median and p90 relative errors (table\n"
-      "and CSV): measurement rows, iteration times, per-op kernel times of profiler traces.");
-  check->add_option("--profile", ca->profile, "Cost profile (*.profile.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  check->add_option("-c,--cluster", ca->cluster, "Cluster (*.cluster.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  check->add_option("-m,--measurements", ca->measurements,
-                    "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");
-  check->add_option("--iterations", ca->iterations,
-                    "Measured training runs (CSV, docs/formats/iteration_runs.md); repeatable");
-  check->add_option("--profiler-trace", ca->profiler_traces,
-                    "PyTorch profiler / Kineto trace (*.json or *.json.gz, record_shapes=True):\n"
-                    "per-op predicted vs measured kernel time; repeatable");
-  check->add_option("--threads", ca->threads, "Threads simulating runs")->capture_default_str();
-  check->add_option("--csv", ca->csv,
-                    "Write the per-row comparison as CSV (with several kinds of input:\n"
-                    "OUT.iterations.csv, OUT.measurements.csv, OUT.ops.csv)");
-  check->add_flag("--summary", ca->quiet_rows,
-                  "Print only the per-group summary (no per-row / per-op-name tables)");
-  check->callback([ca]() { run_check(*ca); });
+      "and CSV): measurement rows, iteration times, per-op kernel times of profiler traces.",
+      check_options, run_check);
 }
+
+}  // namespace
+
+static CommandRegistrar calibrate_registrar(12, "calibrate", register_calibrate);
 
 }  // namespace placer::cli

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "datasets/coarsen.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
@@ -95,35 +95,28 @@ void run_coarsen(const CoarsenArgs& a) {
   }
 }
 
-}  // namespace
-
-void register_coarsen(CLI::App& app);
-static CommandRegistrar coarsen_registrar(70, "coarsen", register_coarsen);
-
-void register_coarsen(CLI::App& app) {
-  auto args = std::make_shared<CoarsenArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "coarsen",
-      "Group ops for placement (an op with its gradient and update, element-wise chains,\n"
-      "then merges down to --groups) and write the coarse graph: one op per group and phase.");
-  sub->add_option("-g,--graph", args->graph, "Model graph (*.graph.json), forward or training step")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("-o,--output", args->output, "Coarse graph to write (*.graph.json)")->required();
-  sub->add_option("--groups", args->groups, "Merge down to this many groups (0 = no merging)")
+void coarsen_options(CLI::App* sub, CoarsenArgs& a) {
+  add_graph_option(sub, a.graph);
+  add_output_option(sub, a.output, "Coarse graph to write (*.graph.json)")->required();
+  sub->add_option("--groups", a.groups, "Merge down to this many groups (0 = no merging)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  sub->add_flag("--no-fuse", args->no_fuse, "Do not fuse element-wise / data-movement chains");
-  sub->add_flag("--no-colocate", args->no_colocate,
+  sub->add_flag("--no-fuse", a.no_fuse, "Do not fuse element-wise / data-movement chains");
+  sub->add_flag("--no-colocate", a.no_colocate,
                 "Do not keep an op with its gradient ops, its update and its Op::group");
-  sub->add_option("--annotate", args->annotate,
+  sub->add_option("--annotate", a.annotate,
                   "Also write the fine graph with every op's group set to its coarse group");
-  sub->add_option("--optimizer", args->optimizer,
-                  "Optimizer for expanding a forward graph: sgd, momentum, adam")
-      ->capture_default_str();
-  sub->add_flag("--no-expand", args->no_expand,
+  add_optimizer_option(sub, a.optimizer);
+  sub->add_flag("--no-expand", a.no_expand,
                 "Coarsen a forward graph as it is (no backward / optimizer ops)");
-  sub->callback([args]() { run_coarsen(*args); });
 }
+
+}  // namespace
+
+static CommandRegistrar coarsen_registrar = define_command<CoarsenArgs>(
+    70, "coarsen",
+    "Group ops for placement (an op with its gradient and update, element-wise chains,\n"
+    "then merges down to --groups) and write the coarse graph: one op per group and phase.",
+    coarsen_options, run_coarsen);
 
 }  // namespace placer::cli

@@ -1,7 +1,8 @@
 #pragma once
 // Subcommands of the `placer` executable. Each lives in its own src/cli/<name>.cpp and
-// registers itself with a static CommandRegistrar, so adding a command touches no other
-// file. Its callback does the work and throws placer::Error on user-facing problems (main
+// registers itself with a static CommandRegistrar (most through define_command of
+// src/cli/command_options.h: Args type, name, help, options builder, run function), so
+// adding a command touches no other file. Its callback does the work and throws placer::Error on user-facing problems (main
 // turns them into one line on stderr and exit code 1).
 
 #include <functional>
@@ -14,7 +15,7 @@ class App;
 
 namespace placer::cli {
 
-using RegisterFn = void (*)(CLI::App& app);
+using RegisterFn = std::function<void(CLI::App& app)>;
 
 struct CommandEntry {
   int order;            ///< position in `placer --help`

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "src/cli/baseline_plan.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/cli/placing.h"
 #include "src/util/error.h"
@@ -156,35 +156,29 @@ void run_compare(const CompareArgs& a) {
   }
 }
 
-}  // namespace
-
-void register_compare(CLI::App& app);
-static CommandRegistrar compare_registrar(16, "compare", register_compare);
-
-void register_compare(CLI::App& app) {
-  auto args = std::make_shared<CompareArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "compare",
-      "Run several placement methods on one graph and cluster and print a table: step time,\n"
-      "speed-up over a single device, max peak memory (and its device), OOM, search time.");
-  add_problem_options(sub, &args->problem);
-  sub->add_option("--methods", args->methods,
+void compare_options(CLI::App* sub, CompareArgs& a) {
+  add_problem_options(sub, &a.problem);
+  sub->add_option("--methods", a.methods,
                   "Comma-separated methods (default: every registered method)");
-  sub->add_option("--budget-evals", args->budget_evals,
-                  "Search budget in simulator evaluations (0 = each method's default)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--budget-seconds", args->budget_seconds,
-                  "Search budget in wall-clock seconds per method (0 = none)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--seed", args->seed, "Seed of the randomised methods")->capture_default_str();
-  sub->add_option("--set", args->set,
+  add_budget_options(sub, a.budget_evals,
+                     "Search budget in simulator evaluations (0 = each method's default)",
+                     a.budget_seconds, "Search budget in wall-clock seconds per method (0 = none)");
+  add_seed_option(sub, a.seed);
+  sub->add_option("--set", a.set,
                   "METHOD.KEY=VALUE: an option of one compared method (repeatable; `placer "
                   "methods METHOD` lists them), e.g. --set colocrl.samples=4");
-  sub->add_flag("--csv", args->csv, "Print CSV (one header line, one line per method)");
-  sub->add_option("--baseline-plan", args->baseline_plan,
+  sub->add_flag("--csv", a.csv, "Print CSV (one header line, one line per method)");
+  sub->add_option("--baseline-plan", a.baseline_plan,
                   "A plan of your own (e.g. from `placer plan from-megatron`) as the first row")
       ->check(CLI::ExistingFile);
-  sub->callback([args]() { run_compare(*args); });
 }
+
+}  // namespace
+
+static CommandRegistrar compare_registrar = define_command<CompareArgs>(
+    16, "compare",
+    "Run several placement methods on one graph and cluster and print a table: step time,\n"
+    "speed-up over a single device, max peak memory (and its device), OOM, search time.",
+    compare_options, run_compare);
 
 }  // namespace placer::cli

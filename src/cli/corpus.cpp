@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "datasets/corpus.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/io/graph_json.h"
 #include "src/io/units.h"
@@ -307,10 +307,44 @@ void run_families() {
   }
 }
 
-}  // namespace
+void generate_options(CLI::App* gen, GenerateArgs& g) {
+  gen->add_option("--family", g.families, "Families, comma-separated, or 'all'")->required();
+  gen->add_option("--count", g.count, "Number of graphs in total")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  add_seed_option(gen, g.seed, "Seed of the corpus (derives every entry's seed)");
+  add_output_option(gen, g.output, "Output folder")->required();
+  gen->add_option("--name", g.name, "Corpus name (default: the folder's name)");
+  gen->add_option("--set", g.set,
+                  "Fix a parameter for every entry: NAME=VALUE or NAME=LO:HI (repeatable)");
+  gen->add_option("--description", g.description, "Description of a new corpus");
+  gen->add_option("--size", g.size, "Parameter ranges: default (~100-5k ops) or large (~5k-60k)")
+      ->capture_default_str();
+  gen->add_option("--split", g.split, "Ratios TRAIN,VAL,TEST of a new corpus")
+      ->capture_default_str();
+  gen->add_option("--split-seed", g.split_seed, "Seed of the split hash (default: --seed)");
+  gen->add_flag("--manifest-only", g.manifest_only,
+                "Write only the manifest with generate: entries (regenerated on load)");
+  gen->add_flag("--append", g.append, "Add to DIR/<name>.corpus.yaml if it exists");
+  gen->add_flag("--no-checks", g.no_checks, "Do not record op counts and fingerprints");
+}
 
-void register_corpus(CLI::App& app);
-static CommandRegistrar corpus_registrar(60, "corpus", register_corpus);
+void add_options(CLI::App* add, AddArgs& a) {
+  add_input_file(add, "corpus", a.corpus, "Corpus manifest (*.corpus.yaml)");
+  add->add_option("files", a.files, "Graph files")->required()->check(CLI::ExistingFile);
+  add->add_option("--tags", a.tags,
+                  "Tags, comma-separated; the first is the family (e.g. real,cnn)");
+  add->add_flag("--record", a.record, "Record op count and fingerprint (load checks them)");
+}
+
+void stats_options(CLI::App* stats, StatsArgs& a) {
+  add_input_file(stats, "corpus", a.corpus, "Corpus manifest (*.corpus.yaml)");
+  stats->add_option("--split", a.split, "Only this split: train, val or test");
+  stats->add_option("--tag", a.tag, "Only entries with this tag");
+  stats->add_option("--top", a.top, "Op types to list")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
 
 void register_corpus(CLI::App& app) {
   CLI::App* corpus = app.add_subcommand(
@@ -320,62 +354,27 @@ void register_corpus(CLI::App& app) {
 
   std::string families;
   for (const std::string& f : family_names()) families += (families.empty() ? "" : ", ") + f;
-  auto g = std::make_shared<GenerateArgs>();
-  CLI::App* gen = corpus->add_subcommand(
-      "generate",
+  add_command<GenerateArgs>(
+      *corpus, "generate",
       "Generate N seeded synthetic graphs (round robin over the families) and a manifest\n"
       "DIR/<name>.corpus.yaml with a fixed train/val/test split. Families: " +
-          families + ".");
-  gen->add_option("--family", g->families, "Families, comma-separated, or 'all'")->required();
-  gen->add_option("--count", g->count, "Number of graphs in total")
-      ->required()
-      ->check(CLI::NonNegativeNumber);
-  gen->add_option("--seed", g->seed, "Seed of the corpus (derives every entry's seed)")
-      ->capture_default_str();
-  gen->add_option("-o,--output", g->output, "Output folder")->required();
-  gen->add_option("--name", g->name, "Corpus name (default: the folder's name)");
-  gen->add_option("--set", g->set,
-                  "Fix a parameter for every entry: NAME=VALUE or NAME=LO:HI (repeatable)");
-  gen->add_option("--description", g->description, "Description of a new corpus");
-  gen->add_option("--size", g->size, "Parameter ranges: default (~100-5k ops) or large (~5k-60k)")
-      ->capture_default_str();
-  gen->add_option("--split", g->split, "Ratios TRAIN,VAL,TEST of a new corpus")
-      ->capture_default_str();
-  gen->add_option("--split-seed", g->split_seed, "Seed of the split hash (default: --seed)");
-  gen->add_flag("--manifest-only", g->manifest_only,
-                "Write only the manifest with generate: entries (regenerated on load)");
-  gen->add_flag("--append", g->append, "Add to DIR/<name>.corpus.yaml if it exists");
-  gen->add_flag("--no-checks", g->no_checks, "Do not record op counts and fingerprints");
-  gen->callback([g]() { run_generate(*g); });
-
-  auto ad = std::make_shared<AddArgs>();
-  CLI::App* add = corpus->add_subcommand(
-      "add", "Add graph files (*.graph.json) to a corpus; their split is drawn by name hash.");
-  add->add_option("corpus", ad->corpus, "Corpus manifest (*.corpus.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  add->add_option("files", ad->files, "Graph files")->required()->check(CLI::ExistingFile);
-  add->add_option("--tags", ad->tags,
-                  "Tags, comma-separated; the first is the family (e.g. real,cnn)");
-  add->add_flag("--record", ad->record, "Record op count and fingerprint (load checks them)");
-  add->callback([ad]() { run_add(*ad); });
-
+          families + ".",
+      generate_options, run_generate);
+  add_command<AddArgs>(
+      *corpus, "add",
+      "Add graph files (*.graph.json) to a corpus; their split is drawn by name hash.",
+      add_options, run_add);
   CLI::App* fams = corpus->add_subcommand(
       "families", "List the graph families and the ranges their parameters are drawn from.");
   fams->callback([]() { run_families(); });
-
-  auto st = std::make_shared<StatsArgs>();
-  CLI::App* stats = corpus->add_subcommand(
-      "stats", "Counts per family and split; op, FLOP and parameter distributions; op types.");
-  stats->add_option("corpus", st->corpus, "Corpus manifest (*.corpus.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  stats->add_option("--split", st->split, "Only this split: train, val or test");
-  stats->add_option("--tag", st->tag, "Only entries with this tag");
-  stats->add_option("--top", st->top, "Op types to list")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  stats->callback([st]() { run_stats(*st); });
+  add_command<StatsArgs>(
+      *corpus, "stats",
+      "Counts per family and split; op, FLOP and parameter distributions; op types.",
+      stats_options, run_stats);
 }
+
+}  // namespace
+
+static CommandRegistrar corpus_registrar(60, "corpus", register_corpus);
 
 }  // namespace placer::cli

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <memory>
 
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
@@ -33,22 +33,16 @@ void run_expand(const ExpandArgs& a) {
             << " updates), " << human_count(step.total_flops(), "FLOP") << " per step\n";
 }
 
+void expand_options(CLI::App* sub, ExpandArgs& a) {
+  add_graph_option(sub, a.graph, "Forward graph (*.graph.json)");
+  add_output_option(sub, a.output, "Training-step graph to write (*.graph.json)")->required();
+  add_optimizer_option(sub, a.optimizer, "sgd, momentum or adam");
+}
+
 }  // namespace
 
-void register_expand(CLI::App& app);
-static CommandRegistrar expand_registrar(30, "expand", register_expand);
-
-void register_expand(CLI::App& app) {
-  auto args = std::make_shared<ExpandArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "expand", "Derive the training step of a forward graph: backward ops and optimizer updates.");
-  sub->add_option("-g,--graph", args->graph, "Forward graph (*.graph.json)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("-o,--output", args->output, "Training-step graph to write (*.graph.json)")
-      ->required();
-  sub->add_option("--optimizer", args->optimizer, "sgd, momentum or adam")->capture_default_str();
-  sub->callback([args]() { run_expand(*args); });
-}
+static CommandRegistrar expand_registrar = define_command<ExpandArgs>(
+    30, "expand", "Derive the training step of a forward graph: backward ops and optimizer updates.",
+    expand_options, run_expand);
 
 }  // namespace placer::cli

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/io/plan_export.h"
 #include "src/io/plan_io.h"
@@ -43,23 +43,20 @@ void run_export(const ExportArgs& a) {
   std::cerr << "placer: wrote " << a.output << " (" << a.format << ")\n";
 }
 
+void export_options(CLI::App* sub, ExportArgs& a) {
+  add_input_file(sub, "plan", a.plan, "Plan (*.plan.yaml or *.plan.json)");
+  add_graph_option(sub, a.graph, "Model graph (*.graph.json)");
+  add_cluster_option(sub, a.cluster);
+  sub->add_option("--to", a.format, "megatron, deepspeed, torchtitan or device-map")->required();
+  add_output_option(sub, a.output, "File to write (default: stdout)");
+}
+
 }  // namespace
 
-void register_export(CLI::App& app);
-static CommandRegistrar export_registrar(18, "export", register_export);
-
-void register_export(CLI::App& app) {
-  auto args = std::make_shared<ExportArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "export",
-      "Write a plan as the configuration of the framework that runs it: Megatron-LM arguments,\n"
-      "a DeepSpeed config, torchtitan TOML or an Accelerate device map (docs/export.md).");
-  sub->add_option("plan", args->plan, "Plan (*.plan.yaml or *.plan.json)")->required()->check(CLI::ExistingFile);
-  sub->add_option("-g,--graph", args->graph, "Model graph (*.graph.json)")->required()->check(CLI::ExistingFile);
-  sub->add_option("-c,--cluster", args->cluster, "Cluster (*.cluster.yaml)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--to", args->format, "megatron, deepspeed, torchtitan or device-map")->required();
-  sub->add_option("-o,--output", args->output, "File to write (default: stdout)");
-  sub->callback([args]() { run_export(*args); });
-}
+static CommandRegistrar export_registrar = define_command<ExportArgs>(
+    18, "export",
+    "Write a plan as the configuration of the framework that runs it: Megatron-LM arguments,\n"
+    "a DeepSpeed config, torchtitan TOML or an Accelerate device map (docs/export.md).",
+    export_options, run_export);
 
 }  // namespace placer::cli

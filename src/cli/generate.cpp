@@ -80,6 +80,51 @@ void use_flag(CLI::App* sub, GenerateArgs* a, CLI::Option* flag) {
 
 bool is_16bit(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
+/// The callback of a family's subcommand: its options (a->*family) with --dtype (a->*dtype)
+/// and --name, made into a graph by `make` and written; with `master_if_16bit`, fp32 master
+/// weights are the default for a 16-bit dtype.
+template <class O>
+void write_on_run(CLI::App* sub, const std::shared_ptr<GenerateArgs>& a, O GenerateArgs::*family,
+                  std::string GenerateArgs::*dtype, Graph (*make)(const O&),
+                  bool master_if_16bit = false) {
+  sub->callback([a, family, dtype, make, master_if_16bit]() {
+    O o = (*a).*family;
+    o.dtype = dtype_of((*a).*dtype);
+    if (!a->name.empty()) o.name = a->name;
+    write(*a, make(o), master_if_16bit && is_16bit(o.dtype));
+  });
+}
+
+/// --layers, --hidden and --heads of a GPT or LLaMA (O = GptOptions or LlamaOptions).
+template <class O>
+void add_decoder_size(CLI::App* sub, O& o) {
+  sub->add_option("--layers", o.layers, "Transformer layers")->capture_default_str();
+  sub->add_option("--hidden", o.hidden, "Hidden size h")->capture_default_str();
+  sub->add_option("--heads", o.heads, "Attention heads (divides hidden)")->capture_default_str();
+}
+
+/// --seq-len, --batch, --vocab, --pad-vocab-multiple, --tp and --tied / --untied of a GPT or
+/// LLaMA; `tied_doc` says which is the family's default.
+template <class O>
+void add_decoder_shape(CLI::App* sub, O& o, const std::string& tied_doc) {
+  sub->add_option("--seq-len", o.seq_len, "Sequence length")->capture_default_str();
+  sub->add_option("--batch", o.batch, "Global batch size")->capture_default_str();
+  sub->add_option("--vocab", o.vocab, "Vocabulary size (before padding)")->capture_default_str();
+  sub->add_option("--pad-vocab-multiple", o.pad_vocab_multiple,
+                  "Pad the vocabulary to a multiple of this x tp")
+      ->capture_default_str();
+  sub->add_option("--tp", o.tp, "Tensor-parallel size the vocabulary is padded for")
+      ->capture_default_str();
+  sub->add_flag("--tied,!--untied", o.tied_embeddings, tied_doc);
+}
+
+/// --dropout of a GPT or LLaMA.
+template <class O>
+void add_dropout(CLI::App* sub, O& o) {
+  sub->add_option("--dropout", o.dropout, "Dropout probability (0 omits the Dropout ops)")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app);
@@ -97,12 +142,7 @@ void register_generate(CLI::App& app) {
   mlp->add_option("--hidden", a->mlp.hidden, "Hidden width")->capture_default_str()->check(CLI::PositiveNumber);
   mlp->add_option("--classes", a->mlp.classes, "Output features")->capture_default_str()->check(CLI::PositiveNumber);
   mlp->add_option("--batch", a->mlp.batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  mlp->callback([a]() {
-    MlpOptions o = a->mlp;
-    o.dtype = dtype_of(a->dtype);
-    if (!a->name.empty()) o.name = a->name;
-    write(*a, make_mlp(o));
-  });
+  write_on_run(mlp, a, &GenerateArgs::mlp, &GenerateArgs::dtype, make_mlp);
 
   CLI::App* tr = gen->add_subcommand("transformer", "Transformer encoder stack with an LM head");
   use_flag(tr, a.get(), add_common(tr, a.get(), &a->dtype));
@@ -113,12 +153,7 @@ void register_generate(CLI::App& app) {
   tr->add_option("--seq-len", a->transformer.seq_len, "Sequence length")->capture_default_str()->check(CLI::PositiveNumber);
   tr->add_option("--batch", a->transformer.batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
   tr->add_option("--vocab", a->transformer.vocab, "Vocabulary size")->capture_default_str()->check(CLI::PositiveNumber);
-  tr->callback([a]() {
-    TransformerOptions o = a->transformer;
-    o.dtype = dtype_of(a->dtype);
-    if (!a->name.empty()) o.name = a->name;
-    write(*a, make_transformer(o));
-  });
+  write_on_run(tr, a, &GenerateArgs::transformer, &GenerateArgs::dtype, make_transformer);
 
   CLI::App* rnd = gen->add_subcommand("random", "Layered random DAG (scale tests)");
   use_flag(rnd, a.get(), add_common(rnd, a.get(), &a->dtype));
@@ -126,12 +161,7 @@ void register_generate(CLI::App& app) {
   rnd->add_option("--width", a->random.width, "Ops per level")->capture_default_str()->check(CLI::PositiveNumber);
   rnd->add_option("--seed", a->random.seed, "Random seed")->capture_default_str();
   rnd->add_option("--batch", a->random.batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  rnd->callback([a]() {
-    LayeredRandomOptions o = a->random;
-    o.dtype = dtype_of(a->dtype);
-    if (!a->name.empty()) o.name = a->name;
-    write(*a, make_layered_random(o));
-  });
+  write_on_run(rnd, a, &GenerateArgs::random, &GenerateArgs::dtype, make_layered_random);
 
   CLI::App* ch = gen->add_subcommand("chain", "Chain of equal ops (pipeline tests)");
   use_flag(ch, a.get(), add_common(ch, a.get(), &a->dtype));
@@ -139,75 +169,34 @@ void register_generate(CLI::App& app) {
   ch->add_option("--flops", a->chain.flops, "FLOPs per op")->capture_default_str();
   ch->add_option("--activation-bytes", a->chain.activation_bytes, "Bytes of each op's output")->capture_default_str();
   ch->add_option("--param-bytes", a->chain.param_bytes, "Parameter bytes per op")->capture_default_str();
-  ch->callback([a]() {
-    ChainOptions o = a->chain;
-    o.dtype = dtype_of(a->dtype);
-    if (!a->name.empty()) o.name = a->name;
-    write(*a, make_chain(o));
-  });
+  write_on_run(ch, a, &GenerateArgs::chain, &GenerateArgs::dtype, make_chain);
 
   // Megatron-style GPT and LLaMA (datasets/gpt.h). No CLI11 range checks: make_gpt /
   // make_llama validate every option with a one-line message naming it.
   CLI::App* gpt = gen->add_subcommand(
       "gpt", "Megatron-LM GPT (learned positions, LayerNorm, GeLU, tied embeddings)");
   use_flag(gpt, a.get(), add_common(gpt, a.get(), &a->gpt_dtype, "on for f16 / bf16"));
-  gpt->add_option("--layers", a->gpt.layers, "Transformer layers")->capture_default_str();
-  gpt->add_option("--hidden", a->gpt.hidden, "Hidden size h")->capture_default_str();
-  gpt->add_option("--heads", a->gpt.heads, "Attention heads (divides hidden)")
-      ->capture_default_str();
+  add_decoder_size(gpt, a->gpt);
   gpt->add_option("--ffn", a->gpt.ffn, "MLP width (0 = 4 x hidden)")->capture_default_str();
-  gpt->add_option("--seq-len", a->gpt.seq_len, "Sequence length")->capture_default_str();
-  gpt->add_option("--batch", a->gpt.batch, "Global batch size")->capture_default_str();
-  gpt->add_option("--vocab", a->gpt.vocab, "Vocabulary size (before padding)")
-      ->capture_default_str();
-  gpt->add_option("--pad-vocab-multiple", a->gpt.pad_vocab_multiple,
-                  "Pad the vocabulary to a multiple of this x tp")->capture_default_str();
-  gpt->add_option("--tp", a->gpt.tp, "Tensor-parallel size the vocabulary is padded for")
-      ->capture_default_str();
-  gpt->add_flag("--tied,!--untied", a->gpt.tied_embeddings,
-                "Output layer shares the word embeddings (default: tied)");
+  add_decoder_shape(gpt, a->gpt, "Output layer shares the word embeddings (default: tied)");
   gpt->add_flag("--position-embeddings,!--no-position-embeddings", a->gpt.position_embeddings,
                 "Learned position embeddings (default: on)");
-  gpt->add_option("--dropout", a->gpt.dropout, "Dropout probability (0 omits the Dropout ops)")
-      ->capture_default_str();
-  gpt->callback([a]() {
-    GptOptions o = a->gpt;
-    o.dtype = dtype_of(a->gpt_dtype);
-    if (!a->name.empty()) o.name = a->name;
-    write(*a, make_gpt(o), is_16bit(o.dtype));
-  });
+  add_dropout(gpt, a->gpt);
+  write_on_run(gpt, a, &GenerateArgs::gpt, &GenerateArgs::gpt_dtype, make_gpt, true);
 
   CLI::App* llama = gen->add_subcommand(
       "llama", "LLaMA in Megatron's layout (RMSNorm, rotary, SwiGLU, GQA, no biases)");
   use_flag(llama, a.get(), add_common(llama, a.get(), &a->llama_dtype, "on for f16 / bf16"));
-  llama->add_option("--layers", a->llama.layers, "Transformer layers")->capture_default_str();
-  llama->add_option("--hidden", a->llama.hidden, "Hidden size h")->capture_default_str();
-  llama->add_option("--heads", a->llama.heads, "Attention heads (divides hidden)")
-      ->capture_default_str();
+  add_decoder_size(llama, a->llama);
   llama->add_option("--kv-heads", a->llama.kv_heads,
                     "Key/value heads (0 = heads; fewer = grouped-query attention; divides heads)")
       ->capture_default_str();
   llama->add_option("--ffn", a->llama.ffn,
                     "MLP width (0 = 8/3 x hidden rounded up to a multiple of 256)")
       ->capture_default_str();
-  llama->add_option("--seq-len", a->llama.seq_len, "Sequence length")->capture_default_str();
-  llama->add_option("--batch", a->llama.batch, "Global batch size")->capture_default_str();
-  llama->add_option("--vocab", a->llama.vocab, "Vocabulary size (before padding)")
-      ->capture_default_str();
-  llama->add_option("--pad-vocab-multiple", a->llama.pad_vocab_multiple,
-                    "Pad the vocabulary to a multiple of this x tp")->capture_default_str();
-  llama->add_option("--tp", a->llama.tp, "Tensor-parallel size the vocabulary is padded for")
-      ->capture_default_str();
-  llama->add_flag("--tied,!--untied", a->llama.tied_embeddings,
-                  "Output layer shares the word embeddings (default: untied)");
-  llama->add_option("--dropout", a->llama.dropout, "Dropout probability (0 omits the Dropout ops)")
-      ->capture_default_str();
-  llama->callback([a]() {
-    LlamaOptions o = a->llama;
-    o.dtype = dtype_of(a->llama_dtype);
-    if (!a->name.empty()) o.name = a->name;
-    write(*a, make_llama(o), is_16bit(o.dtype));
-  });
+  add_decoder_shape(llama, a->llama, "Output layer shares the word embeddings (default: untied)");
+  add_dropout(llama, a->llama);
+  write_on_run(llama, a, &GenerateArgs::llama, &GenerateArgs::llama_dtype, make_llama, true);
 }
 
 }  // namespace placer::cli

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "datasets/onnx_import.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"
@@ -118,37 +118,33 @@ void run_import(const ImportArgs& a) {
   out << "wrote        " << out_path << "\n";
 }
 
-}  // namespace
-
-void register_import(CLI::App& app);
-static CommandRegistrar import_registrar(20, "import", register_import);
-
-void register_import(CLI::App& app) {
-  auto a = std::make_shared<ImportArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "import",
-      "Import an ONNX model as a forward graph (*.graph.json): shape inference with symbolic\n"
-      "dims substituted, per-op FLOPs and bytes, parameters, module scopes (docs/import.md).");
-  sub->add_option("model", a->model, "ONNX model (*.onnx)")->required();
-  sub->add_option("-o,--output", a->output,
-                  "Graph file to write (default: the model path with .graph.json)");
-  sub->add_option("--batch-size", a->batch_size,
+void import_options(CLI::App* sub, ImportArgs& a) {
+  sub->add_option("model", a.model, "ONNX model (*.onnx)")->required();
+  add_output_option(sub, a.output, "Graph file to write (default: the model path with .graph.json)");
+  sub->add_option("--batch-size", a.batch_size,
                   "Batch (first dim of the data inputs); default: the model's, 1 if symbolic")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--seq-len", a->seq_len,
+  sub->add_option("--seq-len", a.seq_len,
                   "Value of symbolic sequence dims (names with seq / len / time / step)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--dtype", a->dtype,
+  sub->add_option("--dtype", a.dtype,
                   "Compute precision: fp32, fp16, bf16 (op dtype and float tensor bytes)")
       ->capture_default_str();
   // One value per occurrence, so `--dim seq=8 model.onnx` leaves the model positional alone.
-  sub->add_option("--dim", a->dims, "Value of a symbolic dim, NAME=VALUE (repeatable)")
+  sub->add_option("--dim", a.dims, "Value of a symbolic dim, NAME=VALUE (repeatable)")
       ->allow_extra_args(false);
-  sub->add_option("--data-input", a->data_inputs,
+  sub->add_option("--data-input", a.data_inputs,
                   "Treat this graph input as data, not as a parameter (repeatable)")
       ->allow_extra_args(false);
-  sub->add_option("--name", a->name, "Graph name (default: the file name)");
-  sub->callback([a]() { run_import(*a); });
+  sub->add_option("--name", a.name, "Graph name (default: the file name)");
 }
+
+}  // namespace
+
+static CommandRegistrar import_registrar = define_command<ImportArgs>(
+    20, "import",
+    "Import an ONNX model as a forward graph (*.graph.json): shape inference with symbolic\n"
+    "dims substituted, per-op FLOPs and bytes, parameters, module scopes (docs/import.md).",
+    import_options, run_import);
 
 }  // namespace placer::cli

@@ -4,7 +4,7 @@
 #include <map>
 #include <memory>
 
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/graph/algorithms.h"
 #include "src/io/graph_json.h"
 #include "src/util/format.h"
@@ -55,14 +55,11 @@ void run_info(const std::string& path) {
 
 }  // namespace
 
-void register_info(CLI::App& app);
-static CommandRegistrar info_registrar(50, "info", register_info);
-
-void register_info(CLI::App& app) {
-  auto path = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("info", "Summarize a graph file: ops, FLOPs, parameters, critical path.");
-  sub->add_option("graph", *path, "Graph file (*.graph.json)")->required()->check(CLI::ExistingFile);
-  sub->callback([path]() { run_info(*path); });
-}
+static CommandRegistrar info_registrar = define_command<std::string>(
+    50, "info", "Summarize a graph file: ops, FLOPs, parameters, critical path.",
+    [](CLI::App* sub, std::string& path) {
+      add_input_file(sub, "graph", path, "Graph file (*.graph.json)");
+    },
+    run_info);
 
 }  // namespace placer::cli

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "agents/api/placer.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 
 namespace placer::cli {
 namespace {
@@ -35,23 +35,19 @@ void show_method(const std::string& name) {
 
 }  // namespace
 
-void register_methods(CLI::App& app);
-static CommandRegistrar methods_registrar(18, "methods", register_methods);
-
-void register_methods(CLI::App& app) {
-  auto name = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand(
-      "methods",
-      "List the placement methods, or one method's options (--set KEY=VALUE of `placer "
-      "place`) with their defaults:\n  placer methods rainbow-opp");
-  sub->add_option("method", *name, "A method to show with its options");
-  sub->callback([name]() {
-    if (name->empty()) {
-      list_methods();
-    } else {
-      show_method(*name);
-    }
-  });
-}
+static CommandRegistrar methods_registrar = define_command<std::string>(
+    18, "methods",
+    "List the placement methods, or one method's options (--set KEY=VALUE of `placer "
+    "place`) with their defaults:\n  placer methods rainbow-opp",
+    [](CLI::App* sub, std::string& name) {
+      sub->add_option("method", name, "A method to show with its options");
+    },
+    [](const std::string& name) {
+      if (name.empty()) {
+        list_methods();
+      } else {
+        show_method(name);
+      }
+    });
 
 }  // namespace placer::cli

@@ -13,7 +13,7 @@
 #include "agents/rainbow/rainbow_pp_policy.h"
 #include "agents/sync/autosync_rl.h"
 #include "simulator/trace.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/cli/method_portfolio.h"
 #include "src/cli/placing.h"
@@ -359,89 +359,86 @@ void run_place(PlaceArgs a) {
   std::cout << "config       " << config << "\n";
 }
 
-}  // namespace
-
-void register_place(CLI::App& app);
-static CommandRegistrar place_registrar(15, "place", register_place);
-
-void register_place(CLI::App& app) {
-  auto args = std::make_shared<PlaceArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "place",
-      "Place a model (an ONNX model, imported here, or a graph file) on a cluster with one\n"
-      "method (default: the best of the fast ones), simulate the plan and write it with its\n"
-      "predicted step time and memory:\n"
-      "  placer place --model M.onnx --batch-size 16 --cluster C.cluster.yaml -o out.plan.yaml");
-  add_problem_options(sub, &args->problem);
-  sub->add_option("-m,--method", args->method,
+void place_options(CLI::App* sub, PlaceArgs& a) {
+  add_problem_options(sub, &a.problem);
+  sub->add_option("-m,--method", a.method,
                   std::string("Placement method (`placer methods` lists them), or 'best': "
                               "every fast method, keeping the fastest plan that fits, or 'auto': "
                               "best and the learned placers zero-shot within --budget-seconds "
                               "(default 60 s for them); 'gdp' is the learned placer. Default: ") +
                       kDefaultMethod + " ('gdp' with --policy)");
-  sub->add_option("--budget-evals", args->budget_evals,
-                  "Search budget in simulator evaluations (0 = the method's default)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--budget-seconds", args->budget_seconds,
-                  "Search budget in wall-clock seconds (0 = none)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--seed", args->seed, "Seed of the randomised methods")->capture_default_str();
-  sub->add_option("-o,--output", args->output,
-                  "Plan to write (.yaml or .json); the effective configuration goes next to "
-                  "it as <name>.place.yaml")
+  add_budget_options(sub, a.budget_evals,
+                     "Search budget in simulator evaluations (0 = the method's default)",
+                     a.budget_seconds, "Search budget in wall-clock seconds (0 = none)");
+  add_seed_option(sub, a.seed);
+  add_output_option(sub, a.output,
+                    "Plan to write (.yaml or .json); the effective configuration goes next to "
+                    "it as <name>.place.yaml")
       ->required();
-  sub->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
-  sub->add_option("--policy", args->policy,
+  sub->add_option("--trace", a.trace, "Write a Chrome/Perfetto trace (JSON) of the step");
+  sub->add_option("--policy", a.policy,
                   "Learned policy: a GDP policy (*.pt from `placer train-policy`; implies "
                   "--method gdp, which without it uses the shipped default), or with --method "
                   "rainbow-pp a pipeline-cut policy (`train-policy --agent rainbow-pp`; "
                   "models/pretrained/rainbow_pp.pt) placed zero-shot, or with --method placeto "
                   "a family-trained Placeto policy, or with --method autosync a sync policy "
                   "(`train-policy --agent autosync`) placed zero-shot");
-  sub->add_option("--samples", args->samples,
+  sub->add_option("--samples", a.samples,
                   "gdp (and rainbow-pp / placeto with --policy): sampled placements / cut sets "
                   "scored besides the greedy one")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--finetune", args->finetune,
+  sub->add_option("--finetune", a.finetune,
                   "gdp: PPO fine-tuning updates on this graph after zero-shot (0 = zero-shot); "
                   "placeto --policy: N > 0 fine-tunes with REINFORCE while the budget lasts")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--finetune-lr", args->finetune_lr,
+  sub->add_option("--finetune-lr", a.finetune_lr,
                   "gdp: fine-tuning learning rate (default: " + fixed(PpoConfig{}.lr, 4) + ")")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--finetune-samples", args->finetune_samples,
+  sub->add_option("--finetune-samples", a.finetune_samples,
                   "gdp: sampled placements per fine-tuning update (default: " +
                       std::to_string(PpoConfig{}.samples) + ")")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--set", args->set,
+  sub->add_option("--set", a.set,
                   "KEY=VALUE option of the method (repeatable; `placer methods M` lists a "
                   "method's options with their defaults; e.g. rainbow-opp episodes=600, "
                   "reward=paper, lr=5e-4; colocrl samples=8, save_policy=p.pt)");
-  sub->add_option("--agent-set", args->agent_set,
+  sub->add_option("--agent-set", a.agent_set,
                   "Deprecated alias of --set (kept for one release)");
-  sub->add_flag("--allow-compression", args->allow_compression,
+  sub->add_flag("--allow-compression", a.allow_compression,
                 "autosync, autosync-search: may compress gradients (fp16, PowerSGD, top-k); "
                 "off by default");
-  sub->add_option("--max-staleness", args->max_staleness,
+  sub->add_option("--max-staleness", a.max_staleness,
                   "autosync, autosync-search: may let a variable's sync finish up to S steps "
                   "late (0 = off)")
       ->check(CLI::Range(0, 64));
-  sub->add_option("--stages", args->stages,
+  sub->add_option("--stages", a.stages,
                   "rainbow-pp: pipeline stages (default: min(4, devices))")
       ->check(CLI::Range(2, 1 << 20));
-  sub->callback([args, sub]() {
-    PlaceArgs a = *args;
-    if (!a.agent_set.empty()) {
-      std::cerr << "placer: warning: --agent-set is deprecated; use --set KEY=VALUE\n";
-    }
-    for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
-                            "--finetune-samples", "--stages"}) {
-      if (sub->count(opt) > 0) a.given.insert(opt);
-    }
-    run_place(std::move(a));
-  });
 }
+
+/// run_place with the options given on the command line in `given`.
+void run_place_given(const PlaceArgs& args, const CLI::App& sub) {
+  PlaceArgs a = args;
+  if (!a.agent_set.empty()) {
+    std::cerr << "placer: warning: --agent-set is deprecated; use --set KEY=VALUE\n";
+  }
+  for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
+                          "--finetune-samples", "--stages"}) {
+    if (sub.count(opt) > 0) a.given.insert(opt);
+  }
+  run_place(std::move(a));
+}
+
+}  // namespace
+
+static CommandRegistrar place_registrar = define_command<PlaceArgs>(
+    15, "place",
+    "Place a model (an ONNX model, imported here, or a graph file) on a cluster with one\n"
+    "method (default: the best of the fast ones), simulate the plan and write it with its\n"
+    "predicted step time and memory:\n"
+    "  placer place --model M.onnx --batch-size 16 --cluster C.cluster.yaml -o out.plan.yaml",
+    place_options, run_place_given);
 
 }  // namespace placer::cli

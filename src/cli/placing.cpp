@@ -8,6 +8,7 @@
 
 #include "datasets/onnx_import.h"
 #include "simulator/cost_profile.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
@@ -199,15 +200,9 @@ void add_problem_options(CLI::App* sub, ProblemArgs* p) {
                   "ONNX model: value of symbolic sequence dims (names with seq / len / time / "
                   "step)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("-c,--cluster", p->cluster, "Cluster (*.cluster.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("--profile", p->profile,
-                  "Cost profile (*.profile.yaml); default: the built-in default profile")
-      ->check(CLI::ExistingFile);
-  sub->add_option("--optimizer", p->optimizer,
-                  "Optimizer for expanding a forward graph: sgd, momentum, adam")
-      ->capture_default_str();
+  add_cluster_option(sub, p->cluster);
+  add_profile_option(sub, p->profile);
+  add_optimizer_option(sub, p->optimizer);
   sub->add_flag("--no-expand", p->no_expand, "Place a forward graph as it is (no backward ops)");
   sub->add_option("--devices", p->devices,
                   "Comma-separated device indices the methods may use (default: all)");

@@ -6,7 +6,7 @@
 #include <memory>
 #include <sstream>
 
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
@@ -62,45 +62,48 @@ void build_plan(const PlanFromArgs& a, const std::string& label,
 }
 
 void add_common(CLI::App* sub, PlanFromArgs* a) {
-  sub->add_option("-g,--graph", a->graph, "Model graph (*.graph.json) of a layered transformer")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("-c,--cluster", a->cluster, "Cluster (*.cluster.yaml)")->required()->check(CLI::ExistingFile);
-  sub->add_option("-o,--output", a->output, "Plan to write (*.plan.yaml or *.plan.json)")->required();
+  add_graph_option(sub, a->graph, "Model graph (*.graph.json) of a layered transformer");
+  add_cluster_option(sub, a->cluster);
+  add_output_option(sub, a->output, "Plan to write (*.plan.yaml or *.plan.json)")->required();
   sub->add_option("--world-size", a->world_size,
                   "Devices the job runs on (default: the cluster's, from --first-device on)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--first-device", a->first_device, "Cluster device of rank 0")->capture_default_str();
 }
 
-}  // namespace
-
-void register_plan(CLI::App& app);
-static CommandRegistrar plan_registrar(19, "plan", register_plan);
-
 void register_plan(CLI::App& app) {
   CLI::App* plan = app.add_subcommand("plan", "Build a plan from a framework configuration (docs/export.md)");
   plan->require_subcommand(1);
 
-  auto mg = std::make_shared<PlanFromArgs>();
-  CLI::App* m = plan->add_subcommand(
-      "from-megatron", "The plan of Megatron-LM arguments, e.g. \"--tensor-model-parallel-size 2 ...\"");
-  // The arguments are one quoted string, or several words: CLI11 takes a word that starts
-  // with "--" for an option, so they arrive as extras and are joined.
-  m->allow_extras(true);
-  add_common(m, mg.get());
-  m->callback([mg, m]() {
-    std::string args;
-    for (const std::string& w : m->remaining()) args += (args.empty() ? "" : " ") + w;
-    if (args.empty()) throw Error("from-megatron: no Megatron-LM arguments given");
-    build_plan(*mg, "megatron arguments", parse_megatron_arguments, args);
-  });
+  add_command<PlanFromArgs>(
+      *plan, "from-megatron",
+      "The plan of Megatron-LM arguments, e.g. \"--tensor-model-parallel-size 2 ...\"",
+      [](CLI::App* m, PlanFromArgs& a) {
+        // The arguments are one quoted string, or several words: CLI11 takes a word that
+        // starts with "--" for an option, so they arrive as extras and are joined.
+        m->allow_extras(true);
+        add_common(m, &a);
+      },
+      [](const PlanFromArgs& a, const CLI::App& m) {
+        std::string args;
+        for (const std::string& w : m.remaining()) args += (args.empty() ? "" : " ") + w;
+        if (args.empty()) throw Error("from-megatron: no Megatron-LM arguments given");
+        build_plan(a, "megatron arguments", parse_megatron_arguments, args);
+      });
 
-  auto ds = std::make_shared<PlanFromArgs>();
-  CLI::App* d = plan->add_subcommand("from-deepspeed", "The plan of a DeepSpeed config (JSON)");
-  d->add_option("config", ds->source, "DeepSpeed config (*.json)")->required()->check(CLI::ExistingFile);
-  add_common(d, ds.get());
-  d->callback([ds]() { build_plan(*ds, ds->source, parse_deepspeed_config, read_text(ds->source)); });
+  add_command<PlanFromArgs>(
+      *plan, "from-deepspeed", "The plan of a DeepSpeed config (JSON)",
+      [](CLI::App* d, PlanFromArgs& a) {
+        add_input_file(d, "config", a.source, "DeepSpeed config (*.json)");
+        add_common(d, &a);
+      },
+      [](const PlanFromArgs& a) {
+        build_plan(a, a.source, parse_deepspeed_config, read_text(a.source));
+      });
 }
+
+}  // namespace
+
+static CommandRegistrar plan_registrar(19, "plan", register_plan);
 
 }  // namespace placer::cli

@@ -9,7 +9,7 @@
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
-#include "src/cli/commands.h"
+#include "src/cli/command_options.h"
 #include "src/cli/common.h"
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
@@ -207,41 +207,28 @@ void run_simulate(const SimulateArgs& a) {
   }
 }
 
-}  // namespace
-
-void register_simulate(CLI::App& app);
-static CommandRegistrar simulate_registrar(10, "simulate", register_simulate);
-
-void register_simulate(CLI::App& app) {
-  auto args = std::make_shared<SimulateArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "simulate",
-      "Simulate one training step of a plan: step time, throughput, per-device utilization\n"
-      "and memory, the bottleneck; optionally a Chrome/Perfetto trace of the step.");
-  sub->add_option("-g,--graph", args->graph, "Model graph (*.graph.json), forward or training step")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("-c,--cluster", args->cluster, "Cluster (*.cluster.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("-p,--plan", args->plan, "Plan (*.plan.yaml or *.plan.json)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  sub->add_option("--profile", args->profile,
-                  "Cost profile (*.profile.yaml); default: the built-in default profile")
-      ->check(CLI::ExistingFile);
-  sub->add_option("--trace", args->trace, "Write a Chrome/Perfetto trace (JSON) of the step");
-  sub->add_option("-o,--output", args->output,
-                  "Write the plan with its predicted step time and peak memory (.yaml or .json)");
-  sub->add_option("--optimizer", args->optimizer,
-                  "Optimizer for expanding a forward graph: sgd, momentum, adam")
-      ->capture_default_str();
-  sub->add_flag("--breakdown", args->breakdown,
+void simulate_options(CLI::App* sub, SimulateArgs& a) {
+  add_graph_option(sub, a.graph);
+  add_cluster_option(sub, a.cluster);
+  add_input_file(sub, "-p,--plan", a.plan, "Plan (*.plan.yaml or *.plan.json)");
+  add_profile_option(sub, a.profile);
+  sub->add_option("--trace", a.trace, "Write a Chrome/Perfetto trace (JSON) of the step");
+  add_output_option(sub, a.output,
+                    "Write the plan with its predicted step time and peak memory (.yaml or .json)");
+  add_optimizer_option(sub, a.optimizer);
+  sub->add_flag("--breakdown", a.breakdown,
                 "Print where each device's step goes: compute, exposed collectives by kind,\n"
                 "data-parallel sync, barrier, transfers, host wait, idle (bubble)");
-  sub->add_flag("--no-expand", args->no_expand,
+  sub->add_flag("--no-expand", a.no_expand,
                 "Simulate a forward graph as it is (no backward / optimizer ops)");
-  sub->callback([args]() { run_simulate(*args); });
 }
+
+}  // namespace
+
+static CommandRegistrar simulate_registrar = define_command<SimulateArgs>(
+    10, "simulate",
+    "Simulate one training step of a plan: step time, throughput, per-device utilization\n"
+    "and memory, the bottleneck; optionally a Chrome/Perfetto trace of the step.",
+    simulate_options, run_simulate);
 
 }  // namespace placer::cli

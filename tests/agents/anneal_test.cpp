@@ -51,24 +51,25 @@ TEST(Anneal, NeverWorseThanItsStartAndReproducesItsPrediction) {
   SearchBudget b;
   b.max_evaluations = 300;
   b.seed = 7;
-  const Plan plan = a.search(f.problem(), b);
+  const SearchOutcome out = a.search_outcome(f.problem(), b);
+  const Plan& plan = out.plan;
   EXPECT_EQ(plan.method, "anneal");
   ASSERT_EQ(plan.placement.size(), f.graph.num_ops());
   for (int d : plan.placement) EXPECT_TRUE(d >= 0 && d < 4) << d;
-  const AnnealStats& s = a.last_stats();
-  EXPECT_FALSE(s.best_oom);
-  EXPECT_LE(s.best_step_time, s.start_step_time);
+  const SearchStats& s = out.stats;
+  EXPECT_EQ(s.value("best_oom"), 0.0);
+  EXPECT_LE(s.value("best_step_time"), s.value("start_step_time"));
   // The returned plan simulates to the step time the search recorded for it.
   const SimResult r = f.sim.run(plan);
-  EXPECT_DOUBLE_EQ(r.step_time, s.best_step_time);
+  EXPECT_DOUBLE_EQ(r.step_time, s.value("best_step_time"));
   // The start is at least as good as everything on device 0 (one of the two candidates).
   const SimResult single = f.sim.run(Plan::single_device(f.graph, 0));
-  EXPECT_LE(s.start_step_time, single.step_time);
+  EXPECT_LE(s.value("start_step_time"), single.step_time);
   // ... and at least as good as the seed methods' placements when they are registered.
   for (const MethodInfo& m : placer_methods()) {
     if (m.name != "m-etf" && m.name != "tf-greedy") continue;
     const SimResult seed = f.sim.run(make_placer(m.name)->search(f.problem(), b));
-    EXPECT_LE(s.start_step_time, seed.step_time) << m.name;
+    EXPECT_LE(s.value("start_step_time"), seed.step_time) << m.name;
   }
 }
 
@@ -85,14 +86,13 @@ TEST(Anneal, ImprovesAPoorGivenStart) {
   SearchBudget b;
   b.max_evaluations = 400;
   b.seed = 3;
-  const Plan plan = a.search(f.problem(), b);
+  const SearchStats s = a.search_outcome(f.problem(), b).stats;
   const SimResult start = f.sim.run(Plan(placement_plan(f.problem(), o.initial, "x")));
-  EXPECT_DOUBLE_EQ(a.last_stats().start_step_time, start.step_time);
-  EXPECT_EQ(a.last_stats().start, "initial");
-  EXPECT_LT(a.last_stats().best_step_time, 0.9 * start.step_time);
-  EXPECT_GT(a.last_stats().accepted, 0);
-  EXPECT_GT(a.last_stats().improved, 0);
-  (void)plan;
+  EXPECT_DOUBLE_EQ(s.value("start_step_time"), start.step_time);
+  EXPECT_EQ(s.note("start"), "initial");
+  EXPECT_LT(s.value("best_step_time"), 0.9 * start.step_time);
+  EXPECT_GT(s.value("accepted"), 0);
+  EXPECT_GT(s.value("improved"), 0);
 }
 
 TEST(Anneal, SameSeedSamePlanOtherSeedOtherPath) {
@@ -101,15 +101,16 @@ TEST(Anneal, SameSeedSamePlanOtherSeedOtherPath) {
   b.max_evaluations = 150;
   b.seed = 42;
   AnnealPlacer a1, a2, a3;
-  const Plan p1 = a1.search(f.problem(), b);
-  const Plan p2 = a2.search(f.problem(), b);
-  EXPECT_EQ(p1.placement, p2.placement);
-  EXPECT_EQ(a1.last_stats().accepted, a2.last_stats().accepted);
+  const SearchOutcome o1 = a1.search_outcome(f.problem(), b);
+  const SearchOutcome o2 = a2.search_outcome(f.problem(), b);
+  EXPECT_EQ(o1.plan.placement, o2.plan.placement);
+  EXPECT_EQ(o1.stats.value("accepted"), o2.stats.value("accepted"));
   b.seed = 43;
-  const Plan p3 = a3.search(f.problem(), b);
+  const SearchOutcome o3 = a3.search_outcome(f.problem(), b);
   // A different seed takes another random walk (the plan or the acceptance count differs).
-  EXPECT_TRUE(p3.placement != p1.placement || a3.last_stats().accepted != a1.last_stats().accepted);
-  EXPECT_EQ(a3.last_stats().evaluations, 150);
+  EXPECT_TRUE(o3.plan.placement != o1.plan.placement ||
+              o3.stats.value("accepted") != o1.stats.value("accepted"));
+  EXPECT_EQ(o3.stats.runs, 150);
 }
 
 TEST(Anneal, RespectsTheEvaluationBudget) {
@@ -118,14 +119,12 @@ TEST(Anneal, RespectsTheEvaluationBudget) {
     AnnealPlacer a;
     SearchBudget b;
     b.max_evaluations = n;
-    a.search(f.problem(), b);
-    EXPECT_EQ(a.last_stats().evaluations, n);
+    EXPECT_EQ(a.search_outcome(f.problem(), b).stats.runs, n);
   }
   AnnealOptions o;
   o.default_evaluations = 25;
   AnnealPlacer a(o);
-  a.search(f.problem(), SearchBudget{});
-  EXPECT_EQ(a.last_stats().evaluations, 25);
+  EXPECT_EQ(a.search_outcome(f.problem(), SearchBudget{}).stats.runs, 25);
 }
 
 TEST(Anneal, SecondsBudgetStops) {
@@ -133,8 +132,7 @@ TEST(Anneal, SecondsBudgetStops) {
   AnnealPlacer a;
   SearchBudget b;
   b.max_seconds = 0.2;
-  a.search(f.problem(), b);
-  EXPECT_GT(a.last_stats().evaluations, 2);
+  EXPECT_GT(a.search_outcome(f.problem(), b).stats.runs, 2);
 }
 
 TEST(Anneal, PlacesOnlyOnTheAllowedDevices) {
@@ -167,9 +165,9 @@ TEST(Anneal, AvoidsOutOfMemory) {
   AnnealPlacer a(o);
   SearchBudget b;
   b.max_evaluations = 200;
-  a.search(p, b);
-  EXPECT_TRUE(a.last_stats().start_oom);
-  EXPECT_FALSE(a.last_stats().best_oom);
+  const SearchStats s = a.search_outcome(p, b).stats;
+  EXPECT_EQ(s.value("start_oom"), 1.0);
+  EXPECT_EQ(s.value("best_oom"), 0.0);
 }
 
 TEST(Anneal, GraphThatFitsNowhereIsAnErrorUnlessOomAllowed) {
@@ -189,9 +187,9 @@ TEST(Anneal, GraphThatFitsNowhereIsAnErrorUnlessOomAllowed) {
   AnnealOptions o;
   o.allow_oom = true;
   AnnealPlacer lenient(o);
-  const Plan plan = lenient.search(p, b);
-  EXPECT_TRUE(lenient.last_stats().best_oom);
-  EXPECT_EQ(plan.placement.size(), g.num_ops());
+  const SearchOutcome out = lenient.search_outcome(p, b);
+  EXPECT_EQ(out.stats.value("best_oom"), 1.0);
+  EXPECT_EQ(out.plan.placement.size(), g.num_ops());
 }
 
 TEST(Anneal, RejectsAMisSizedInitialPlacement) {

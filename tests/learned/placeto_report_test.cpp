@@ -93,14 +93,14 @@ TEST(PlacetoReport, DISABLED_SearchVsAnneal) {
     const double metf_t = sim.run(metf, so).step_time;
     const SimResult single = sim.run(placement_plan(p, std::vector<int>(g.num_ops(), 0), "single"), so);
     AnnealPlacer anneal;
-    const Plan ap = anneal.search(p, b);
-    const double anneal_t = sim.run(ap, so).step_time;
+    const SearchOutcome ao = anneal.search_outcome(p, b);
+    const double anneal_t = sim.run(ao.plan, so).step_time;
     PlacetoOptions o = base_options();
     PlacetoSearchResult r;
     const double secs = seconds_of([&] { r = placeto_search(p, o, b); });
     std::printf("| %s_%llu | %zu | %d | %.2f ms%s | %.2f ms | %.2f ms (%lld) | %.2f ms%s (%lld / %lld) | %.2f ms | %.0f |\n",
                 family.c_str(), static_cast<unsigned long long>(seed), g.num_ops(), r.num_groups,
-                single.step_time * 1e3, single.oom ? " OOM" : "", metf_t * 1e3, anneal_t * 1e3, static_cast<long long>(anneal.last_stats().evaluations),
+                single.step_time * 1e3, single.oom ? " OOM" : "", metf_t * 1e3, anneal_t * 1e3, static_cast<long long>(ao.stats.runs),
                 r.best_time * 1e3, r.best_oom ? " OOM" : "", static_cast<long long>(r.best_evaluation),
                 static_cast<long long>(r.evaluations), r.greedy_env_time * 1e3, secs);
     std::fflush(stdout);
