@@ -431,25 +431,26 @@ std::vector<int> groups_by_unit(const Graph& g, const LayerChain& chain, const s
   return group;
 }
 
-TEST(PipelineDpCutGroups, ContiguousGroupsGiveTheirBoundaries) {
-  const Graph g = chain_step({1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9});
+/// cuts_from_groups on a chain of one layer per FLOP count, each unit labelled per_unit.
+std::vector<int> chain_cuts(const std::vector<double>& flops, const std::vector<int>& per_unit) {
+  const Graph g = chain_step(flops);
   const LayerChain chain = build_layer_chain(g, 64);
-  ASSERT_EQ(chain.units.size(), 8u);
+  EXPECT_EQ(chain.units.size(), flops.size());
+  return cuts_from_groups(g, chain, groups_by_unit(g, chain, per_unit));
+}
+
+TEST(PipelineDpCutGroups, ContiguousGroupsGiveTheirBoundaries) {
+  const std::vector<double> even(8, 1e9);
   // Labels are arbitrary ids (devices); their order along the chain sets the stage order.
-  EXPECT_EQ(cuts_from_groups(g, chain, groups_by_unit(g, chain, {5, 5, 5, 2, 2, 2, 7, 7})),
-            (std::vector<int>{0, 3, 6, 8}));
-  EXPECT_EQ(cuts_from_groups(g, chain, groups_by_unit(g, chain, {4, 4, 4, 4, 4, 4, 4, 4})),
-            (std::vector<int>{0, 8}));
+  EXPECT_EQ(chain_cuts(even, {5, 5, 5, 2, 2, 2, 7, 7}), (std::vector<int>{0, 3, 6, 8}));
+  EXPECT_EQ(chain_cuts(even, {4, 4, 4, 4, 4, 4, 4, 4}), (std::vector<int>{0, 8}));
 }
 
 TEST(PipelineDpCutGroups, StrayUnitsJoinTheStageThatKeepsMoreWork) {
   // Units labelled A A B A B B C C, unit 3 six times heavier: groups ordered A (mean unit
   // (0 + 1 + 18) / 8), B (11 / 3), C (6.5). Keeping unit 3 in A costs unit 2 (1 GFLOP);
   // keeping unit 2 in B would cost unit 3 (6 GFLOP). So A = units 0-3, B = 4-5, C = 6-7.
-  const Graph g = chain_step({1e9, 1e9, 1e9, 6e9, 1e9, 1e9, 1e9, 1e9});
-  const LayerChain chain = build_layer_chain(g, 64);
-  ASSERT_EQ(chain.units.size(), 8u);
-  EXPECT_EQ(cuts_from_groups(g, chain, groups_by_unit(g, chain, {0, 0, 1, 0, 1, 1, 2, 2})),
+  EXPECT_EQ(chain_cuts({1e9, 1e9, 1e9, 6e9, 1e9, 1e9, 1e9, 1e9}, {0, 0, 1, 0, 1, 1, 2, 2}),
             (std::vector<int>{0, 4, 6, 8}));
 }
 
