@@ -47,6 +47,7 @@ std::vector<std::string> auto_learned_methods() {
   std::vector<std::string> out;
   if (gdp_available() && std::filesystem::is_regular_file(default_policy_path())) {
     out.push_back("gdp+hybrid");
+    out.push_back("gdp+stages");
   }
   for (const MethodInfo& m : placer_methods()) {
     if (m.name == "rainbow-3d") out.push_back(m.name);  // registered with LibTorch only

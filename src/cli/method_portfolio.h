@@ -25,7 +25,8 @@ MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std:
                    std::ostream& log);
 
 /// The learned methods `auto` adds, in the order it runs them: "gdp+hybrid" (the shipped GDP
-/// policy zero-shot, in the micro-batch and replica outer loop) when LibTorch and the default
+/// policy zero-shot, in the micro-batch and replica outer loop) and "gdp+stages" (the same
+/// policy zero-shot, its placements read as pipeline stages) when LibTorch and the default
 /// policy are there, then "rainbow-3d" (Auto-MAP's explorers, trained online on the graph
 /// with what is left of the time) when LibTorch is there; none otherwise.
 std::vector<std::string> auto_learned_methods();
