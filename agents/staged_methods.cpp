@@ -11,8 +11,9 @@ Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
   PipelinePlacerOptions options;
   options.cut_groups = placement.placement;
   Plan plan = pipeline_dp_plan(problem, options);
-  // One stage is plain data parallelism, where micro-batches only add per-step overhead;
-  // pipeline-dp tries 2, 4 and 8 per stage, so one micro-batch is tried here as well.
+  // One stage is plain data parallelism: nothing to overlap, and micro-batches only add
+  // smaller, more numerous kernels. pipeline-dp tries 2, 4 and 8 micro-batches per stage, so
+  // one is tried here as well.
   if (plan.pipeline.stages.size() == 1 && plan.pipeline.micro_batches > 1) {
     Plan whole = plan;
     const SimResult r = choose_micro_batches(problem, &whole, 0, 1);
