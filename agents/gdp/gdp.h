@@ -154,9 +154,9 @@ struct GdpPlaceResult {
 /// Zero-shot: the greedy placement plus options.samples sampled ones (seeded by
 /// budget.seed), each simulated, best kept; then options.finetune_updates PPO updates on a
 /// copy of the policy, each sampling ppo.samples placements, the best placement seen kept.
-/// budget.max_evaluations / max_seconds, when > 0, stop fine-tuning early. budget.progress
-/// is called once per update. Throws ValidationError when the problem has a device id >=
-/// the policy's max_devices.
+/// budget.max_evaluations / max_seconds, when > 0, stop the samples and fine-tuning early (the
+/// greedy placement always runs). budget.progress is called once per update. Throws
+/// ValidationError when the problem has a device id >= the policy's max_devices.
 GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
                          const GdpPlaceOptions& options, const SearchBudget& budget);
 

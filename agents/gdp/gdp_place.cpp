@@ -192,7 +192,10 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
     result.greedy_oom = g.oom;
     if (options.samples > 0) {
       const torch::Tensor probs = torch::softmax(logits, -1);
-      for (int i = 0; i < options.samples; ++i) evaluate(sample_action(probs, rng));
+      // The samples stop at the budget (the greedy placement always runs).
+      for (int i = 0; i < options.samples && !clock.exhausted(result.evaluations); ++i) {
+        evaluate(sample_action(probs, rng));
+      }
     }
   }
   result.zero_shot_time = best.time;
