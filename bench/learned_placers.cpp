@@ -60,6 +60,7 @@
 #include "agents/seq2seq/hdp.h"
 #include "agents/api/placer.h"
 #include "agents/placeto/placeto.h"
+#include "agents/staged_methods.h"
 #include "bench/bench_common.h"
 #include "datasets/family_registry.h"
 #include "simulator/cost_model.h"
@@ -76,7 +77,8 @@ using bench::seconds_since;
 using bench::split_list;
 using bench::SuiteGraph;
 
-const std::vector<std::string> kMethods = {"anneal", "colocrl", "hdp", "placeto", "gdp"};
+const std::vector<std::string> kMethods = {"anneal", "colocrl", "hdp", "placeto", "gdp",
+                                            "gdp+stages"};
 
 struct Args {
   std::string policy, cluster;
@@ -112,7 +114,7 @@ void usage() {
                "                       [--gdp-samples K] [--ppo-samples S]\n"
                "                       [--zs-family F] [--zs-graphs G] [--zs-updates U]\n"
                "                       [--zs-unseen N] [--zs-devices K]\n"
-               "methods: anneal colocrl hdp placeto gdp (default all)\n"
+               "methods: anneal colocrl hdp placeto gdp gdp+stages (default all)\n"
                "rows: ";
   for (const SuiteGraph& g : all_graphs()) std::cerr << g.label << " ";
   std::cerr << "\n";
@@ -433,10 +435,12 @@ SeedRun run_seed(const Args& a, const Problem& p, const GdpPolicy* policy, uint6
         }
         return x;
       });
-    } else if (method == "gdp") {
-      out = guarded("gdp", [&] {
+    } else if (method == "gdp" || method == "gdp+stages") {
+      out = guarded(method, [&] {
         Result x;
         GdpPlaceOptions o;
+        // gdp+stages: every placement scored as the pipeline it reads as (a staged plan).
+        if (method == "gdp+stages") o.shape = placement_as_pipeline;
         o.samples = a.gdp_samples;
         o.ppo.samples = a.ppo_samples;
         o.finetune_updates = static_cast<int>((a.budget + a.ppo_samples - 1) / a.ppo_samples);
@@ -578,8 +582,8 @@ void print_row(const Args& a, const RowResult& r) {
 /// once each, so their column is their wall time), runs spent and wall time.
 void convergence(const Args& a, const std::vector<RowResult>& rows) {
   std::printf("\n# samples (simulator runs) to within 5%% of each method's own final best\n");
-  std::printf("%-10s %12s %12s %10s %10s\n", "method", "runs to 5%", "runs spent", "seconds",
-              "reached");
+  std::printf("%-10s %12s %12s %10s %10s %12s\n", "method", "runs to 5%", "runs spent", "seconds",
+              "reached", "/ classical");
   double classic_seconds = 0;
   size_t runs = 0;
   for (const RowResult& r : rows) {
@@ -588,17 +592,21 @@ void convergence(const Args& a, const std::vector<RowResult>& rows) {
   for (const std::string& m : a.methods) {
     double to5 = 0, spent = 0, secs = 0;
     size_t n = 0, all = 0;
+    std::vector<double> vs_classical;  // step time / the best fast classical plan's
     for (const RowResult& r : rows) {
       for (const SeedRun& s : r.runs) {
         const Result& x = s.m.at(m);
         ++all, spent += double(x.evaluations), secs += x.seconds;
         if (x.own5 >= 0) ++n, to5 += double(x.own5);
+        if (std::isfinite(x.time) && std::isfinite(s.classic)) {
+          vs_classical.push_back(x.time / s.classic);
+        }
       }
     }
     if (all == 0) continue;
-    std::printf("%-10s %12s %12.0f %10.2f %5zu/%-4zu\n", m.c_str(),
+    std::printf("%-10s %12s %12.0f %10.2f %5zu/%-4zu %12.4f\n", m.c_str(),
                 n ? format_count(std::llround(to5 / double(n))).c_str() : "-",
-                spent / double(all), secs / double(all), n, all);
+                spent / double(all), secs / double(all), n, all, geomean(vs_classical));
   }
   if (runs) {
     std::printf("%-10s %12s %12s %10.3f   (best fast classical placer, all of them run once)\n",
@@ -780,7 +788,7 @@ int run(const Args& a) {
     }
     return 0;
   }
-  const bool gdp_needed = has(a, "gdp");
+  const bool gdp_needed = has(a, "gdp") || has(a, "gdp+stages");
   // Loaded only when gdp runs (a missing policy file does not stop the other methods).
   std::unique_ptr<GdpPolicy> policy;
   if (gdp_needed) policy = std::make_unique<GdpPolicy>(GdpPolicy::load(a.policy));

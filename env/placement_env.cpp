@@ -118,9 +118,19 @@ StepResult PlacementEnv::step(const std::vector<int>& device_per_unit) {
   for (size_t i = 0; i < unit_of_op_.size(); ++i) {
     plan_.placement[i] = device_per_unit[unit_of_op_[i]];
   }
-  SimOptions so;
-  so.critical_path = false;
-  const SimResult r = sim_.run(plan_, so);
+  SimResult r;
+  if (options_.score) {
+    try {
+      r = options_.score(to_plan(device_per_unit));
+    } catch (const Error&) {
+      r.step_time = std::numeric_limits<double>::infinity();
+      r.oom = true;
+    }
+  } else {
+    SimOptions so;
+    so.critical_path = false;
+    r = sim_.run(plan_, so);
+  }
   StepResult s;
   s.step_time = r.step_time;
   s.oom = r.oom;

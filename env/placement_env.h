@@ -16,6 +16,7 @@
 // The env keeps references to the graph, cluster and cost model (as Simulator does): they
 // must outlive it. Not copyable (it owns a Simulator).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "env/features.h"
@@ -38,6 +39,10 @@ struct PlacementEnvOptions {
   /// step() simulates the placement inside this frame (micro-batches, replicas); the
   /// reference stays the single-device step (src/plan/plan_frame.h).
   PlanFrame frame;
+  /// When set, step() scores a placement (a plain plan: placement only, no frame) with this
+  /// in place of simulating it, e.g. as the pipeline it reads as (`gdp+stages`); a
+  /// placer::Error it throws scores as out of memory. The reference is unchanged.
+  std::function<SimResult(const Plan& placement)> score;
   FeatureOptions features;
 };
 

@@ -117,6 +117,16 @@ class GdpPolicy {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Turns a placement (a plan with a placement only) into the plan it is scored as, e.g. its
+/// device groups read as pipeline stages (`gdp+stages`, agents/staged_methods.h). Throws
+/// placer::Error for a placement it cannot shape.
+using GdpShape = std::function<Plan(const Problem&, const Plan& placement)>;
+
+/// `placement` as the plan `shape` makes of it on `problem` (left in *shaped), simulated
+/// unless `shape` already filled its prediction. Throws what `shape` throws.
+SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
+                        Plan* shaped);
+
 /// Options of `placer place --policy`.
 struct GdpPlaceOptions {
   int samples = 16;          ///< sampled placements scored besides the greedy one
@@ -127,7 +137,7 @@ struct GdpPlaceOptions {
   /// the result: `gdp+stages` reads the placement's device groups as pipeline stages and
   /// lets pipeline-dp choose their replicas (agents/staged_methods.cpp). It throws
   /// placer::Error for a placement it cannot shape (scored as out of memory).
-  std::function<Plan(const Problem&, const Plan&)> shape;
+  GdpShape shape;
 };
 
 /// The `gdp` method's options (`placer place --method gdp --set KEY=VALUE`; the table is
@@ -199,6 +209,12 @@ struct TrainConfig {
   /// micro-batches pipelined through the placement, so the policy learns to place for the
   /// pipelined plan the hybrid outer loop runs. {1} = the plain step (the first policies).
   std::vector<int> micro_batches = {1};
+  /// Train for `gdp+stages`: every placement (sampled, greedy, validation) is scored as the
+  /// plan `shape` makes of it, and the reference and validation methods' whole plans are
+  /// timed (stages, replicas and micro-batches included). Needs micro_batches [1] and
+  /// `shape`, which `placer train-policy` sets to placement_as_pipeline.
+  bool stages = false;
+  GdpShape shape;  ///< not a YAML key; see `stages`
   std::string profile;                     ///< cost profile ("" = shipped default)
   std::string optimizer = "adam";          ///< training-step expansion optimizer
   /// Classical methods whose best time (with the best single-device time) is each

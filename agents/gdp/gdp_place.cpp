@@ -95,6 +95,16 @@ std::string default_policy_path() {
   return std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt";
 }
 
+SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
+                        Plan* shaped) {
+  *shaped = shape(problem, placement);
+  if (!shaped->predicted.valid) return predict(problem, shaped);
+  SimResult r;
+  r.step_time = shaped->predicted.step_time;
+  r.oom = shaped->predicted.oom;
+  return r;
+}
+
 std::unique_ptr<Placer> make_gdp_placer(const std::string& policy_path,
                                         const GdpPlaceOptions& options, const std::string& name) {
   return std::make_unique<GdpPlacer>(policy_path, options, name);
@@ -145,6 +155,12 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
   env_options.colocate = options.colocate;
   env_options.oom_penalty = options.ppo.oom_penalty;
   env_options.frame = problem.frame;
+  Plan last_shaped;  // with options.shape: the plan of the placement env.step just scored
+  if (options.shape) {
+    env_options.score = [&](const Plan& placement) {
+      return shaped_result(problem, options.shape, placement, &last_shaped);
+    };
+  }
   PlacementEnv env(problem.graph, problem.cluster, problem.cost, env_options);
   const GraphTensors tensors = to_tensors(env);
 
@@ -153,31 +169,14 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
   std::mt19937_64 rng(budget.seed);
   Scored best;
   Plan best_shaped;  // with options.shape: the plan of `best`
-  // The placement as the plan `shape` makes of it, scored like PlacementEnv::step.
-  auto shaped_step = [&](const std::vector<int>& action, Plan* shaped) {
-    StepResult r;
-    r.done = true;
-    try {
-      *shaped = options.shape(problem, env.to_plan(action));
-      if (!shaped->predicted.valid) predict(problem, shaped);
-      r.step_time = shaped->predicted.step_time;
-      r.oom = shaped->predicted.oom;
-    } catch (const Error&) {
-      r.step_time = std::numeric_limits<double>::infinity();
-      r.oom = true;
-    }
-    r.reward = r.oom ? options.ppo.oom_penalty : -std::sqrt(r.step_time / env.reference_time());
-    return r;
-  };
   auto evaluate = [&](std::vector<int> action) {
-    Plan shaped;
-    const StepResult r = options.shape ? shaped_step(action, &shaped) : env.step(action);
+    last_shaped = Plan{};
+    const StepResult r = env.step(action);
     ++result.evaluations;
     Scored s{std::move(action), r.step_time, r.oom, true};
-    const bool improved = s.better_than(best);
-    if (improved) {
+    if (s.better_than(best)) {
       best = std::move(s);
-      best_shaped = std::move(shaped);
+      best_shaped = std::move(last_shaped);
     }
     return r;
   };

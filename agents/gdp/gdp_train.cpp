@@ -94,6 +94,21 @@ SimResult time_reference(Simulator& sim, const Plan& plan, const PlanFrame& fram
   return sim.run(placed, so);
 }
 
+/// PlacementEnvOptions::score of a `stages` run: each placement as the plan config.shape
+/// makes of it, on a simulator of its own (an env is used by one thread at a time).
+std::function<SimResult(const Plan&)> staged_score(const TrainConfig& config,
+                                                   std::shared_ptr<const Graph> g,
+                                                   const ClusterSlot& cs,
+                                                   std::vector<int> devices) {
+  auto sim = std::make_shared<Simulator>(*g, cs.cluster, *cs.cost);
+  return [shape = config.shape, g = std::move(g), sim, slot = &cs,
+          devices = std::move(devices)](const Plan& placement) {
+    const Problem problem{*g, slot->cluster, *slot->cost, *sim, devices};
+    Plan shaped;
+    return shaped_result(problem, shape, placement, &shaped);
+  };
+}
+
 }  // namespace
 
 Reference build_reference(const Graph& g, const ClusterSlot& cs, const std::vector<int>& devices,
@@ -182,6 +197,13 @@ GdpTrainer::Impl::Impl(TrainConfig c)
     if (m < 1) {
       throw ValidationError("micro_batches: " + std::to_string(m) + " must be >= 1");
     }
+  }
+  if (cf.stages && cf.micro_batches != std::vector<int>{1}) {
+    throw ValidationError(
+        "stages: needs micro_batches [1] (the pipeline each placement reads as chooses its own)");
+  }
+  if (cf.stages && !cf.shape) {
+    throw ValidationError("stages: the trainer was given no way to read a placement as stages");
   }
   if (cf.ppo.samples < 1) {
     throw ValidationError("ppo.samples: must be >= 1 (got " + std::to_string(cf.ppo.samples) + ")");
@@ -418,6 +440,7 @@ std::vector<LiveEnv*> GdpTrainer::Impl::envs_of(const std::vector<const Instance
     eo.colocate = true;
     eo.baseline_time = b.reference.time;
     eo.frame = frame;
+    if (config.stages) eo.score = staged_score(config, b.graph, cs, devices);
     live->env = std::make_unique<PlacementEnv>(*b.graph, cs.cluster, *cs.cost, eo);
     live->tensors = to_tensors(*live->env);
     if (b.need_action) {

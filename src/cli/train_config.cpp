@@ -40,6 +40,7 @@ const std::vector<Field>& fields() {
     v.push_back(string_list_field<TrainConfig>("clusters", PLACER_REF(clusters), ListKind::kPaths));
     v.push_back(int_list_field<TrainConfig>("device_counts", PLACER_REF(device_counts), 1, 4096));
     v.push_back(int_list_field<TrainConfig>("micro_batches", PLACER_REF(micro_batches), 1, 4096));
+    v.push_back(bool_field<TrainConfig>("stages", PLACER_REF(stages)));
     v.push_back(string_field<TrainConfig>("profile", PLACER_REF(profile), {}, true));
     v.push_back(string_field<TrainConfig>("optimizer", PLACER_REF(optimizer),
                                           {"sgd", "momentum", "adam"}, false, "optimizer"));

@@ -10,6 +10,7 @@
 
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_dist.h"
+#include "agents/staged_methods.h"
 #include "src/cli/config_fields.h"
 #include "src/cli/train_config.h"
 #include "src/cli/train_plot.h"
@@ -41,6 +42,7 @@ TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
   if (sub.count("--dist-timeout") > 0) c.dist.timeout_seconds = a.dist_timeout;
   c.threads = a.threads;
   c.device = a.device;
+  if (c.stages) c.shape = placement_as_pipeline;  // what `gdp+stages` scores
   c.command = command_line();
   return c;
 }

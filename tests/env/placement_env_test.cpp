@@ -238,6 +238,45 @@ TEST(PlacementEnv, ReferenceBaselineAndOverride) {
   EXPECT_THROW(env.set_reference(std::nan("")), Error);
 }
 
+TEST(PlacementEnv, ScoreReplacesTheSimulation) {
+  const Cluster c = two_gpus();
+  CostModel cost(c, default_profile());
+  const Graph g = mlp_step();
+  PlacementEnv plain(g, c, cost);
+  const double reference = plain.reference_time();
+
+  // The score sees the placement as a plain plan (a device per op) and its time is the
+  // step's; the reference is still the single-device one.
+  std::vector<Plan> seen;
+  PlacementEnvOptions o;
+  o.score = [&](const Plan& placement) {
+    seen.push_back(placement);
+    SimResult r;
+    r.step_time = reference / 4;
+    return r;
+  };
+  PlacementEnv env(g, c, cost, o);
+  EXPECT_EQ(env.reference_time(), reference);
+  std::vector<int> action(env.num_units(), 0);
+  action.back() = 1;
+  const StepResult s = env.step(action);
+  EXPECT_EQ(s.step_time, reference / 4);
+  EXPECT_FALSE(s.oom);
+  EXPECT_DOUBLE_EQ(s.reward, -0.5);  // -sqrt(1/4)
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].placement, env.to_plan(action).placement);
+  EXPECT_FALSE(seen[0].pipeline.enabled());
+
+  // A score that throws placer::Error is out of memory: the penalty, an infinite time.
+  o.score = [](const Plan&) -> SimResult { throw Error("no pipeline fits"); };
+  o.oom_penalty = -6;
+  PlacementEnv failing(g, c, cost, o);
+  const StepResult f = failing.step(action);
+  EXPECT_TRUE(f.oom);
+  EXPECT_EQ(f.reward, -6.0);
+  EXPECT_TRUE(std::isinf(f.step_time));
+}
+
 TEST(PlacementEnv, UnitsWithoutColocationAreOps) {
   const Cluster c = two_gpus();
   CostModel cost(c, default_profile());

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,8 @@
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_net.h"
 #include "agents/gdp/gdp_train_impl.h"  // build_reference
+#include "agents/classical/pipeline_dp.h"
+#include "agents/staged_methods.h"
 #include "simulator/simulator.h"
 #include "src/io/cluster_yaml.h"
 #include "src/io/graph_json.h"
@@ -428,6 +431,73 @@ TEST_F(GdpTrain, MicroBatchesFrameTheInstancesAndTheirReferences) {
   p.pipeline.micro_batches = 4;
   EXPECT_DOUBLE_EQ(r4.time, sim.run(p, so).step_time);
   EXPECT_NE(r4.time, r1.time);
+}
+
+TEST_F(GdpTrain, StagesScoreEveryPlacementAsItsPipeline) {
+  const std::string dir = temp_dir("stages");
+  TrainConfig c = tiny_config(dir);
+  c.stages = true;
+  c.micro_batches = {1, 4};
+  try {
+    GdpTrainer t(c);
+    ADD_FAILURE() << "stages with micro_batches [1, 4] must be refused";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("stages", 0), 0u) << e.what();
+  }
+  c.micro_batches = {1};
+  try {
+    GdpTrainer t(c);  // no shape given
+    ADD_FAILURE() << "stages without a shape must be refused";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("stages", 0), 0u) << e.what();
+  }
+
+  // Every placement the trainer scores goes through the shape (rollout threads: atomic).
+  std::atomic<int64_t> shaped{0};
+  c.shape = [&shaped](const Problem& p, const Plan& placement) {
+    EXPECT_FALSE(placement.pipeline.enabled());
+    ++shaped;
+    return placement_as_pipeline(p, placement);
+  };
+  c.updates = 2;
+  c.eval_every = 2;
+  c.reference_methods = {"pipeline-dp"};
+  c.eval_baselines = {"pipeline-dp"};
+  int64_t rollouts = 0;
+  std::vector<TrainEvalRow> rows;
+  GdpTrainer::Callbacks cb;
+  cb.on_update = [&](const TrainUpdateStats& s) { rollouts += s.evaluations; };
+  cb.on_eval = [&](const TrainEvalStats& s) { rows = s.rows; };
+  GdpTrainer t(c);
+  EXPECT_EQ(t.train(cb), 2);
+  EXPECT_EQ(rollouts, 2 * 2 * 4);  // updates x graphs x samples
+  ASSERT_EQ(rows.size(), 2u);
+  // Validation: greedy + 2 samples per row, shaped too.
+  EXPECT_EQ(shaped.load(), rollouts + int64_t(rows.size()) * 3);
+
+  // The validation baseline and the reward reference are pipeline-dp's whole plan (stages,
+  // replicas, micro-batches), timed as it runs.
+  for (const TrainEvalRow& r : rows) {
+    EXPECT_EQ(r.best_classical, "pipeline-dp");
+    EXPECT_GT(r.best_classical_time, 0);
+    EXPECT_LE(r.sampled_time, r.greedy_time);
+  }
+  const Graph g = load_graph_json(std::string(PLACER_SOURCE_DIR) +
+                                  "/datasets/models/transformer_small.graph.json");
+  ClusterSlot cs;
+  cs.cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
+                                 "/datasets/clusters/dgx1_p100.cluster.yaml");
+  cs.cost = std::make_unique<CostModel>(cs.cluster, default_profile());
+  const std::vector<int> devices = {0, 1, 2, 3};
+  const Reference ref = build_reference(g, cs, devices, PlanFrame{}, c);
+  Simulator sim(g, cs.cluster, *cs.cost);
+  const Problem problem{g, cs.cluster, *cs.cost, sim, devices};
+  const Plan whole = pipeline_dp_plan(problem);
+  ASSERT_TRUE(whole.pipeline.enabled());
+  SimOptions so;
+  so.critical_path = false;
+  EXPECT_DOUBLE_EQ(ref.time, sim.run(whole, so).step_time);  // the whole plan, not a placement
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(GdpTrain, TagsAndMaxOpsSelectInstances) {
