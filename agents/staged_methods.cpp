@@ -7,6 +7,8 @@
 
 namespace placer {
 
+std::string staged_policy_path() { return shipped_policy_path("stages.pt"); }
+
 Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
   PipelinePlacerOptions options;
   options.cut_groups = placement.placement;
@@ -30,7 +32,9 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   auto make = [](const GdpMethodOptions& o) {
     GdpPlaceOptions place = o.place;
     place.shape = placement_as_pipeline;
-    return make_gdp_placer(o.policy, place, "gdp+stages");
+    // Its own shipped policy, trained with the staged reward (`stages: true`).
+    const std::string policy = o.policy.empty() ? staged_policy_path() : o.policy;
+    return make_gdp_placer(policy, place, "gdp+stages");
   };
   // More samples than gdp's 16: the policy is peaked, so most samples repeat a few cut
   // sets, and each costs milliseconds (128 found alexnet's 6.70 ms plan, 16 did not).
@@ -39,7 +43,8 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   out->push_back(MethodInfo{
       "gdp+stages",
       "GDP's placement read as pipeline stages (its device groups, contiguous), pipeline-dp "
-      "choosing each stage's replicas and the micro-batches; greedy + 128 samples scored so",
+      "choosing each stage's replicas and the micro-batches; greedy + 128 samples scored so, "
+      "with the policy trained for it (models/pretrained/stages.pt)",
       false, [make, defaults] { return make(defaults); },
       gdp_option_table().schema(defaults),
       configured_factory(gdp_option_table(), defaults, make)});

@@ -2,6 +2,7 @@
 // Methods that join two families: a learned placer's placement read as pipeline stages,
 // whose replicas and device slots pipeline-dp's DP then chooses (issue 19's joint space).
 
+#include <string>
 #include <vector>
 
 #include "agents/api/placer.h"
@@ -14,6 +15,10 @@ namespace placer {
 /// slots and the micro-batches (agents/classical/pipeline_dp.h, cut_groups). Throws
 /// placer::Error when no such pipeline fits in memory.
 Plan placement_as_pipeline(const Problem& problem, const Plan& placement);
+
+/// The shipped policy of `gdp+stages`: models/pretrained/stages.pt (trained with
+/// `placer train-policy --set stages=true`, docs/gdp.md).
+std::string staged_policy_path();
 
 /// "gdp+stages": the GDP policy (zero-shot, or fine-tuned with `--set finetune=N`) whose
 /// every placement is scored as placement_as_pipeline makes it. Nothing without LibTorch.

@@ -206,7 +206,7 @@ const OptionTable<GdpMethodOptions>& gdp_option_table() {
   static const OptionTable<GdpMethodOptions> t = [] {
     using O = GdpMethodOptions;
     OptionTable<O> v("gdp");
-    v.add("policy", "path", "policy file (default: the shipped models/pretrained/default.pt)",
+    v.add("policy", "path", "policy file (default: the method's shipped policy in models/pretrained/)",
           [](O* o, const std::string& x) { o->policy = x; },
           [](const O& o) { return o.policy.empty() ? std::string("default") : o.policy; });
     v.integer("samples", "sampled placements scored besides the greedy one",

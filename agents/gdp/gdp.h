@@ -171,8 +171,12 @@ GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
                          const GdpPlaceOptions& options, const SearchBudget& budget);
 
 /// Path of the shipped default policy: $PLACER_POLICY if set, else
-/// <source dir>/models/pretrained/default.pt.
+/// shipped_policy_path("default.pt").
 std::string default_policy_path();
+
+/// <source dir>/models/pretrained/<file>: the shipped policies ("default.pt" for gdp and
+/// gdp+hybrid, "stages.pt" for gdp+stages, trained with `stages: true`).
+std::string shipped_policy_path(const std::string& file);
 
 /// A Placer (named `name`) that loads `policy_path` ("" = default_policy_path()) on first
 /// search.

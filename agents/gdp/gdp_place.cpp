@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -88,12 +87,6 @@ class GdpPlacer : public OutcomePlacer {
 };
 
 }  // namespace
-
-std::string default_policy_path() {
-  const char* env = std::getenv("PLACER_POLICY");
-  if (env && *env) return env;
-  return std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt";
-}
 
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
                         Plan* shaped) {

@@ -1,6 +1,5 @@
 // Stand-in for the learned placers when the project is built without LibTorch
 // (-DPLACER_WITH_TORCH=OFF or no libtorch-dev): every entry point says so clearly.
-#include <cstdlib>
 
 #include "agents/gdp/gdp.h"
 #include "agents/api/methods.h"
@@ -42,12 +41,6 @@ GdpPolicy GdpPolicy::clone() const { no_torch(); }
 GdpPlaceResult gdp_place(const GdpPolicy&, const Problem&, const GdpPlaceOptions&,
                          const SearchBudget&) {
   no_torch();
-}
-
-std::string default_policy_path() {
-  const char* env = std::getenv("PLACER_POLICY");
-  if (env && *env) return env;
-  return std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt";
 }
 
 std::unique_ptr<Placer> make_gdp_placer(const std::string&, const GdpPlaceOptions&, const std::string&) {

@@ -5,6 +5,7 @@
 
 #include "agents/gdp/gdp.h"
 #include "agents/api/methods.h"
+#include "agents/staged_methods.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 
@@ -47,6 +48,8 @@ std::vector<std::string> auto_learned_methods() {
   std::vector<std::string> out;
   if (gdp_available() && std::filesystem::is_regular_file(default_policy_path())) {
     out.push_back("gdp+hybrid");
+  }
+  if (gdp_available() && std::filesystem::is_regular_file(staged_policy_path())) {
     out.push_back("gdp+stages");
   }
   for (const MethodInfo& m : placer_methods()) {

@@ -247,6 +247,9 @@ TEST_F(GdpPlace, RegisteredMethodUsesThePolicyFromTheEnvironment) {
   ::unsetenv("PLACER_POLICY");
   const std::string def = default_policy_path();
   EXPECT_EQ(def, std::string(PLACER_SOURCE_DIR) + "/models/pretrained/default.pt");
+  // gdp+stages has a shipped policy of its own, trained with the staged reward; the
+  // environment variable names gdp's policy only.
+  EXPECT_EQ(staged_policy_path(), std::string(PLACER_SOURCE_DIR) + "/models/pretrained/stages.pt");
   if (!saved.empty()) ::setenv("PLACER_POLICY", saved.c_str(), 1);
   std::filesystem::remove_all(dir);
 }
