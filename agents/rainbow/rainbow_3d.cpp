@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "agents/rainbow/rainbow_opp.h"
 #include "agents/rainbow/rainbow_pp_episodes.h"
 #include "env/pipeline_env.h"
+#include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -164,7 +166,7 @@ class Search {
 
     // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
     for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
-      layout(finalists[i].first.plan, finalists[i].second);
+      layout(finalists[i].first, finalists[i].second);
     }
     if (!best_.valid) fail("no plan could be simulated");
     return best_;
@@ -362,6 +364,11 @@ class Search {
         }
         part.sharded_input = reads_shards;
       }
+      // Megatron's sharding found: the plan spells it as the shorthand, so that layout() can
+      // turn sequence parallelism on.
+      if (std::optional<Plan> sh = as_tensor_parallel_shorthand(pipe, g_, p_.cluster.num_devices())) {
+        return std::move(*sh);
+      }
     }
     return pipe;
   }
@@ -420,11 +427,22 @@ class Search {
     return best;
   }
 
-  /// Step 4: micro-batches (powers of two and multiples of pp dividing a replica's samples,
-  /// up to 64), ZeRO-1 when there are data-parallel copies, full recomputation only when
-  /// nothing else fits, on the plan `base` of shape s.
-  void layout(const Plan& base, const Shape& s) {
-    if (base.pipeline.stages.empty() || !clock_.time_left()) return;
+  /// Step 4: sequence parallelism when the sharding is Megatron's (kept when it beats the
+  /// plan without), then micro-batches (powers of two and multiples of pp dividing a
+  /// replica's samples, up to 64), ZeRO-1 when there are data-parallel copies, full
+  /// recomputation only when nothing else fits, on the plan `given` of shape s.
+  void layout(const Scored& given, const Shape& s) {
+    if (given.plan.pipeline.stages.empty() || !clock_.time_left()) return;
+    Plan base = given.plan;
+    if (base.tensor_parallel.enabled() && !base.tensor_parallel.sequence_parallel &&
+        !out_of_runs()) {
+      Plan sp = base;
+      sp.tensor_parallel.sequence_parallel = true;
+      Scored sc = evaluate(std::move(sp));
+      ++stats_->layout_runs;
+      keep(sc);
+      if (sc.beats(given)) base = std::move(sc.plan);
+    }
     const int64_t samples = batch_ > 0 ? batch_ / s.dp : 64;
     std::vector<int> ms;
     for (int64_t m = 1; m <= std::min<int64_t>(samples, 64); m *= 2) {
@@ -536,6 +554,7 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
   stats.micro_batches = p.pipeline.micro_batches;
   stats.zero_stage = p.data_parallel.zero_stage;
   stats.recompute = p.recompute == Recompute::kFull;
+  stats.sequence_parallel = p.tensor_parallel.sequence_parallel;
   stats.seconds = clock.elapsed();
   return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs, 0, stats.seconds,
                            {{"tp", stats.tp},
@@ -550,7 +569,8 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                             {"shapes", stats.shapes},
                             {"probe_runs", double(stats.probe_runs)},
                             {"zero_stage", stats.zero_stage},
-                            {"recompute", stats.recompute ? 1.0 : 0.0}});
+                            {"recompute", stats.recompute ? 1.0 : 0.0},
+                            {"sequence_parallel", stats.sequence_parallel ? 1.0 : 0.0}});
 }
 
 void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {
