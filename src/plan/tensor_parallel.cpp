@@ -276,8 +276,8 @@ std::optional<Plan> as_tensor_parallel_shorthand(const Plan& plan, const Graph& 
   };
   std::vector<OpPartition> megatron;
   if (!expand(&megatron)) return std::nullopt;
-  // Every linear must be Megatron's; the other ops that differ (or that the shorthand leaves
-  // alone) stay explicit.
+  // Every linear of the layers must be Megatron's; the other ops that differ (the embedding
+  // and head included) or that the shorthand leaves alone stay explicit.
   std::set<OpId> megatrons;
   for (const OpPartition& q : megatron) {
     const auto it = mine.find(q.op);
@@ -287,7 +287,9 @@ std::optional<Plan> as_tensor_parallel_shorthand(const Plan& plan, const Graph& 
       continue;
     }
     const TensorParallelRole r = megatron_role(g.op(q.op));
-    if (r == TensorParallelRole::kColumn || r == TensorParallelRole::kRow) return std::nullopt;
+    if (g.op(q.op).layer >= 0 && (r == TensorParallelRole::kColumn || r == TensorParallelRole::kRow)) {
+      return std::nullopt;
+    }
   }
   for (const OpPartition& p : plan.partitions) {
     if (megatrons.count(p.op) == 0) shorthand.partitions.push_back(p);
