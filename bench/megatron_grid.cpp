@@ -7,8 +7,9 @@
 //
 // --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's target:
 // geomean step-time ratio <= 0.97): per row the grid's best step and search time,
-// rainbow-3d's step, the ratio, its search time and simulator runs (by stage) and the shape
-// it chose, on GPT sizes up to 32 GPUs (two with small global batches); then the geomean.
+// rainbow-3d's step, the ratio, its search time and simulator runs (by stage), the shape it
+// chose and its layers per stage, on GPT sizes from 8 A100s to 512 H100s (two with small
+// global batches); then the geomean.
 //
 //   ./build/bench/megatron_grid [--only NAME] [--seconds S]
 //   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]
