@@ -290,14 +290,21 @@ TEST(PipelineEnvTest, BruteForceOptimumGetsTheBestReward) {
   EXPECT_GT(r.reward, 1.0);  // better than the center solution (the reference)
 }
 
+// Twenty ops of 1 ms on four devices, split into four stages with prune radius 1.
+struct TwentyOps : Fixture {
+  TwentyOps()
+      : Fixture(chain(std::vector<double>(20, 1e9), std::vector<uint64_t>(20, 8),
+                      std::vector<uint64_t>(20, 1000)),
+                host_of(4)) {
+    options.stages = 4;
+    options.prune_radius = 1;
+  }
+  PipelineEnvOptions options;
+};
+
 TEST(PipelineEnvTest, PruningKeepsTheBalancedSolution) {
-  Graph g = chain(std::vector<double>(20, 1e9), std::vector<uint64_t>(20, 8),
-                  std::vector<uint64_t>(20, 1000));
-  Fixture f(std::move(g), host_of(4));
-  PipelineEnvOptions o;
-  o.stages = 4;
-  o.prune_radius = 1;
-  PipelineEnv env(f.graph, f.cluster, f.cost, o);
+  TwentyOps f;
+  PipelineEnv env(f.graph, f.cluster, f.cost, f.options);
   ASSERT_EQ(env.num_pivots(), 19);  // positions 1 .. 19
   // Balanced cuts at positions 5, 10, 15 = pivots 4, 9, 14.
   EXPECT_EQ(env.center_solution(), (std::vector<int>{4, 9, 14}));
@@ -320,12 +327,8 @@ TEST(PipelineEnvTest, PruningKeepsTheBalancedSolution) {
 TEST(PipelineEnvTest, PerCutWindowsKeepEachCutNearItsBalancedPivot) {
   // The chain above with radius 1: the union of the windows lets the first cut go as far as
   // pivot 13; per-cut windows keep cut k within one pivot of center cut k.
-  Graph g = chain(std::vector<double>(20, 1e9), std::vector<uint64_t>(20, 8),
-                  std::vector<uint64_t>(20, 1000));
-  Fixture f(std::move(g), host_of(4));
-  PipelineEnvOptions o;
-  o.stages = 4;
-  o.prune_radius = 1;
+  TwentyOps f;
+  PipelineEnvOptions o = f.options;
   o.prune_per_cut = true;
   PipelineEnv env(f.graph, f.cluster, f.cost, o);
   ASSERT_EQ(env.center_solution(), (std::vector<int>{4, 9, 14}));
