@@ -5,8 +5,8 @@
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
-// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's target:
-// geomean step-time ratio <= 0.97): per row the grid's best step and search time,
+// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's
+// target: geomean step-time ratio <= 0.97): per row the grid's best step and search time,
 // rainbow-3d's step, the ratio, its search time and simulator runs (by stage), the shape it
 // chose and its layers per stage, on GPT sizes from 8 A100s to 512 H100s (two with small
 // global batches); then the geomean.
@@ -168,7 +168,10 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
       static_cast<long long>(out.stats.runs), count("opp_runs"), count("cut_runs"),
       count("layout_runs"), shape("tp"), shape("pp"), shape("dp"), shape("virtual_stages"),
       shape("micro_batches"), shape("sequence_parallel") ? ", sp" : "",
-      shape("zero_stage") ? ", zero 1" : "", shape("recompute") == 2 ? ", full" : shape("recompute") == 1 ? ", selective" : "",
+      shape("zero_stage") ? ", zero 1" : "",
+      shape("recompute") == 2   ? ", full"
+      : shape("recompute") == 1 ? ", selective"
+                                : "",
       stage_layers(out.plan, su.g).c_str());
   std::fflush(stdout);
   return ratio;

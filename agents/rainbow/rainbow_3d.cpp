@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "agents/api/methods.h"
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
-#include "agents/api/methods.h"
 #include "agents/rainbow/rainbow_opp.h"
 #include "agents/rainbow/rainbow_pp_episodes.h"
 #include "env/pipeline_env.h"
@@ -368,7 +368,8 @@ class Search {
       }
       // Megatron's sharding found: the plan spells it as the shorthand, so that layout() can
       // turn sequence parallelism on.
-      if (std::optional<Plan> sh = as_tensor_parallel_shorthand(pipe, g_, p_.cluster.num_devices())) {
+      if (std::optional<Plan> sh =
+              as_tensor_parallel_shorthand(pipe, g_, p_.cluster.num_devices())) {
         return std::move(*sh);
       }
     }
@@ -579,7 +580,9 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
   stats.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
   stats.micro_batches = p.pipeline.micro_batches;
   stats.zero_stage = p.data_parallel.zero_stage;
-  stats.recompute = p.recompute == Recompute::kFull ? 2 : p.recompute == Recompute::kSelective ? 1 : 0;
+  stats.recompute = p.recompute == Recompute::kFull        ? 2
+                    : p.recompute == Recompute::kSelective ? 1
+                                                           : 0;
   stats.sequence_parallel = p.tensor_parallel.sequence_parallel;
   stats.seconds = clock.elapsed();
   return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs, 0, stats.seconds,

@@ -11,10 +11,10 @@
 //  2. Shapes (t, pp, dp = devices / (t pp), v virtual stages per rank): each is probed with
 //     the balanced cuts and the sharding applied to every stage's first TP group.
 //  3. Pipeline cuts (rainbow-pp's DQN over PipelineEnv's layer pivots,
-//     agents/rainbow/rainbow_pp_episodes.h) on the best `top_shapes` probed shapes with pp > 1, each
-//     terminal cut set scored by simulating the whole 3-D plan; when the shape's probe ran
-//     out of memory, every cut set is scored with the first memory savers that make the
-//     balanced cuts fit (SP and ZeRO-1, then selective, then full recomputation).
+//     agents/rainbow/rainbow_pp_episodes.h) on the best `top_shapes` probed shapes with pp > 1,
+//     each terminal cut set scored by simulating the whole 3-D plan; when the shape's probe ran out
+//     of memory, every cut set is scored with the first memory savers that make the balanced cuts
+//     fit (SP and ZeRO-1, then selective, then full recomputation).
 //  4. Data parallelism and micro-batches: for the best plans (the cut-searched ones, then the
 //     other probed shapes), sequence parallelism (Korthikanti et al. 2022) when the sharding
 //     found is Megatron's (the plan then holds the tensor_parallel shorthand,
@@ -71,7 +71,7 @@ struct Rainbow3DStats {
   int tp = 1, pp = 1, dp = 1, micro_batches = 1;  ///< of the returned plan
   int v = 1;                                      ///< its virtual stages per rank
   int zero_stage = 0;
-  int recompute = 0;  ///< 0 none, 1 selective, 2 full
+  int recompute = 0;               ///< 0 none, 1 selective, 2 full
   bool sequence_parallel = false;  ///< Megatron's sharding as the shorthand, with SP on
   double step_time = 0;  ///< simulated, of the returned plan
   double seconds = 0;

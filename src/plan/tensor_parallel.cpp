@@ -287,7 +287,8 @@ std::optional<Plan> as_tensor_parallel_shorthand(const Plan& plan, const Graph& 
       continue;
     }
     const TensorParallelRole r = megatron_role(g.op(q.op));
-    if (g.op(q.op).layer >= 0 && (r == TensorParallelRole::kColumn || r == TensorParallelRole::kRow)) {
+    if (g.op(q.op).layer >= 0 &&
+        (r == TensorParallelRole::kColumn || r == TensorParallelRole::kRow)) {
       return std::nullopt;
     }
   }
