@@ -5,10 +5,11 @@
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
-// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's target:
-// geomean step-time ratio <= 0.97): per row the grid's best step and search time,
-// rainbow-3d's step, the ratio, its search time and simulator runs (by stage) and the shape
-// it chose, on GPT sizes up to 32 GPUs (two with small global batches); then the geomean.
+// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's
+// target: geomean step-time ratio <= 0.97): per row the grid's best step and search time,
+// rainbow-3d's step, the ratio, its search time and simulator runs (by stage), the shape it
+// chose and its layers per stage, on GPT sizes from 8 A100s to 512 H100s (two with small
+// global batches); then the geomean.
 //
 //   ./build/bench/megatron_grid [--only NAME] [--seconds S]
 //   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,7 @@ struct Row {
   int64_t hidden, heads, seq_len, batch;
   MegatronConfig reference;  ///< global_batch is set from batch
   std::string reference_source;
+  int devices = 0;  ///< the cluster's first `devices` GPUs (whole hosts); 0 = all of them
 };
 
 MegatronConfig config(int tp, int pp, int dp, int mb, Recompute rc, int zero) {
@@ -64,7 +67,7 @@ struct Setup {
         cost(cluster, load_cost_profile(row.profile)),
         g(graph(row)),
         sim(g, cluster, cost),
-        p{g, cluster, cost, sim, {}} {}
+        p{g, cluster, cost, sim, first_devices(row.devices)} {}
   static Graph graph(const Row& row) {
     GptOptions o;
     o.name = row.label, o.layers = row.layers, o.hidden = row.hidden, o.heads = row.heads;
@@ -72,6 +75,11 @@ struct Setup {
     TrainingOptions t;
     t.master_weights = true;
     return expand_training_step(make_gpt(o), t);
+  }
+  static std::vector<int> first_devices(int n) {
+    std::vector<int> d;
+    for (int i = 0; i < n; ++i) d.push_back(i);
+    return d;
   }
   const Cluster cluster;
   const CostModel cost;
@@ -116,6 +124,21 @@ void run(const Row& row, double seconds) {
   std::fflush(stdout);
 }
 
+/// Layers per pipeline stage (model chunk) of `p`, "5 5 6"; a layer split between stages
+/// counts in each, the embedding before the first layer and the head after the last count
+/// in none.
+std::string stage_layers(const Plan& p, const Graph& g) {
+  std::string out;
+  for (const PipelineStage& st : p.pipeline.stages) {
+    std::set<int> layers;
+    for (OpId o : st.ops) {
+      if (g.op(o).layer >= 0) layers.insert(g.op(o).layer);
+    }
+    out += (out.empty() ? "" : " ") + std::to_string(layers.size());
+  }
+  return out;
+}
+
 /// rainbow-3d against the grid on one row; returns rainbow-3d / grid.
 double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   Setup su(row);
@@ -139,13 +162,17 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   const double ratio = rr.step_time / rg.step_time;
   std::printf(
       "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
-      "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s |\n",
-      row.label.c_str(), su.cluster.num_devices(), ms(rg).c_str(), grid_s,
+      "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s%s | %s |\n",
+      row.label.c_str(), int(problem_devices(su.p).size()), ms(rg).c_str(), grid_s,
       describe(megatron_config_of_outcome(grid_out.stats)).c_str(), ms(rr).c_str(), ratio, r3_s,
       static_cast<long long>(out.stats.runs), count("opp_runs"), count("cut_runs"),
       count("layout_runs"), shape("tp"), shape("pp"), shape("dp"), shape("virtual_stages"),
-      shape("micro_batches"), shape("zero_stage") ? ", zero 1" : "",
-      shape("recompute") ? ", full" : "");
+      shape("micro_batches"), shape("sequence_parallel") ? ", sp" : "",
+      shape("zero_stage") ? ", zero 1" : "",
+      shape("recompute") == 2   ? ", full"
+      : shape("recompute") == 1 ? ", selective"
+                                : "",
+      stage_layers(out.plan, su.g).c_str());
   std::fflush(stdout);
   return ratio;
 }
@@ -194,6 +221,7 @@ int main(int argc, char** argv) {
   };
   if (rainbow) {
     const std::string h100 = "datasets/clusters/h100_ib_4node.cluster.yaml";
+    const std::string h100x64 = "datasets/clusters/h100_ib_64node.cluster.yaml";
     const MegatronConfig none;
     const std::vector<Row> r3rows = {
         {"gpt3-125m", a100, a100p, 12, 768, 12, 2048, 64, none, ""},
@@ -204,11 +232,21 @@ int main(int argc, char** argv) {
         // Small global batches: data parallelism alone cannot use the devices.
         {"gpt3-1.3b-b8", a100, a100p, 24, 2048, 16, 2048, 8, none, ""},
         {"gpt3-6.7b-b16", h100, h100p, 32, 4096, 32, 2048, 16, none, ""},
+        // Sizes that need model parallelism on H100s: GPT-3 13B on 4 nodes, GPT-NeoX-20B's
+        // shape (Black et al. 2022: 44 layers, d 6144, 64 heads; 44 layers split evenly
+        // only into 2, 4 or 11 stages) and Megatron-LM's 39.1B (Narayanan et al. 2021,
+        // Table 1: 48 layers, d 8192, 64 heads) on the first 8 nodes of the 64-node cluster,
+        // and GPT-3 175B on all 64 nodes.
+        {"gpt3-13b", h100, h100p, 40, 5120, 40, 2048, 256, none, ""},
+        {"neox-20b", h100x64, h100p, 44, 6144, 64, 2048, 512, none, "", 64},
+        {"megatron-39b", h100x64, h100p, 48, 8192, 64, 2048, 512, none, "", 64},
+        {"gpt3-175b", h100x64, h100p, 96, 12288, 96, 2048, 1536, none, ""},
     };
     std::printf(
         "| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
-        "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n");
+        "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape | its layers per "
+        "stage |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n");
     double log_sum = 0;
     int n = 0;
     try {

@@ -403,11 +403,23 @@ void PipelineEnv::update_features() {
                                             group_prefix_[static_cast<size_t>(k) + 1]);
   const double total_comp = comp_[static_cast<size_t>(F)];
   const double total_grad = grad_[static_cast<size_t>(F)];
+  // Per-cut windows: cut k within prune_radius pivots of center cut k, unless no pivot there
+  // is legal (then the pruned pivots of every window, as without the option).
+  const int center_k = center_[static_cast<size_t>(k)];
+  bool window_open = false;
+  for (int j = last + 1; j < P && options_.prune_per_cut; ++j) {
+    window_open =
+        window_open ||
+        (std::abs(j - center_k) <= options_.prune_radius && kept_[static_cast<size_t>(j)] &&
+         param_count_[static_cast<size_t>(pivots_[static_cast<size_t>(j)])] > lcount &&
+         max_more_[static_cast<size_t>(j)] >= remaining - 1);
+  }
   for (int j = last + 1; j < P; ++j) {
     const int pos = pivots_[static_cast<size_t>(j)];
-    mask_[static_cast<size_t>(j)] = kept_[static_cast<size_t>(j)] &&
-                                    param_count_[static_cast<size_t>(pos)] > lcount &&
-                                    max_more_[static_cast<size_t>(j)] >= remaining - 1;
+    mask_[static_cast<size_t>(j)] =
+        kept_[static_cast<size_t>(j)] && param_count_[static_cast<size_t>(pos)] > lcount &&
+        max_more_[static_cast<size_t>(j)] >= remaining - 1 &&
+        (!window_open || std::abs(j - center_k) <= options_.prune_radius);
     float* row = obs_.data() + static_cast<size_t>(j) * FP;
     for (int s = 0; s < k; ++s)
       row[s] = static_cast<float>(fixed_allreduce_[static_cast<size_t>(s)] * inv_ref);

@@ -50,6 +50,10 @@ struct PipelineEnvOptions {
   double oom_penalty = -1;   ///< terminal reward of a plan that runs out of memory
   bool prune = true;         ///< keep only pivots near the center solution
   int prune_radius = 2;      ///< in pivots, around each center cut (>= 0)
+  /// Cut k only within prune_radius pivots of center cut k (when such a pivot is legal),
+  /// not anywhere in the union of the windows: with many stages the windows cover every
+  /// pivot, and the episodes would range over any increasing cut set.
+  bool prune_per_cut = false;
   bool use_scopes = true;    ///< pivots on module boundaries (false: every position)
   /// Scope components kept after the first numeric one in the module key (0: the layer,
   /// "encoder.layers.3"; 1: its sub-modules too, "encoder.layers.3.self_attn"). >= 0.

@@ -5,21 +5,24 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "agents/api/methods.h"
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
-#include "agents/api/methods.h"
 #include "agents/rainbow/rainbow_opp.h"
 #include "agents/rainbow/rainbow_pp_episodes.h"
 #include "env/pipeline_env.h"
+#include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -164,7 +167,7 @@ class Search {
 
     // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
     for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
-      layout(finalists[i].first.plan, finalists[i].second);
+      layout(finalists[i].first, finalists[i].second);
     }
     if (!best_.valid) fail("no plan could be simulated");
     return best_;
@@ -222,6 +225,7 @@ class Search {
     eo.scope_depth = std::max(0, o_.cuts.scope_depth);
     eo.prune = o_.cuts.prune;
     eo.prune_radius = o_.cuts.prune_radius;
+    eo.prune_per_cut = true;  // uneven cuts near the balanced ones, not any cut set
     eo.reference_time = reference > 0 ? reference : 1.0;  // no simulation in the constructor
     for (bool prune : {eo.prune, false}) {
       eo.prune = prune;
@@ -362,6 +366,12 @@ class Search {
         }
         part.sharded_input = reads_shards;
       }
+      // Megatron's sharding found: the plan spells it as the shorthand, so that layout() can
+      // turn sequence parallelism on.
+      if (std::optional<Plan> sh =
+              as_tensor_parallel_shorthand(pipe, g_, p_.cluster.num_devices())) {
+        return std::move(*sh);
+      }
     }
     return pipe;
   }
@@ -390,7 +400,29 @@ class Search {
 
   /// Step 3: the DQN picks the cuts of shape s; every terminal cut set is the 3-D plan,
   /// simulated.
-  Scored search_cuts(const Shape& s, const Scored& center, int64_t runs) {
+  Scored search_cuts(const Shape& s, const Scored& probe, int64_t runs) {
+    // The cuts are scored where the balanced ones fit: when the probe ran out of memory, with
+    // the memory savers that cost least time (sequence parallelism over Megatron's sharding
+    // and ZeRO-1, then selective, then full recomputation), so that the rewards compare step
+    // times rather than all being the OOM penalty.
+    Scored center = probe;
+    std::function<void(Plan*)> savers = [](Plan*) {};
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      if (!center.valid || !center.oom || out_of_runs()) break;
+      const bool sp = probe.plan.tensor_parallel.enabled();
+      if (rc == Recompute::kNone && !sp && s.dp == 1) continue;  // nothing to turn on
+      const std::function<void(Plan*)> on = [rc, sp, &s](Plan* p) {
+        p->tensor_parallel.sequence_parallel = sp;
+        if (s.dp > 1) p->data_parallel.zero_stage = 1;
+        p->recompute = rc;
+      };
+      Plan p = probe.plan;
+      on(&p);
+      Scored sc = evaluate(std::move(p));
+      ++stats_->cut_runs;
+      keep(sc);
+      if (sc.valid && !sc.oom) savers = on, center = std::move(sc);
+    }
     const int m = default_micro_batches(s);
     // Reference: the balanced cuts' time (the probe), so rewards are about 1.
     const double ref = center.valid && std::isfinite(center.time) ? center.time : 1.0;
@@ -404,7 +436,9 @@ class Search {
     auto score = [&](const std::vector<int>& cuts) {
       const auto it = cache.find(cuts);
       if (it != cache.end()) return CutScore{it->second, false};
-      Scored sc = evaluate(compose(env->to_plan(cuts), s));
+      Plan plan = compose(env->to_plan(cuts), s);
+      savers(&plan);
+      Scored sc = evaluate(std::move(plan));
       ++stats_->cut_runs;
       PipelineStepResult r;
       r.done = true;
@@ -420,11 +454,22 @@ class Search {
     return best;
   }
 
-  /// Step 4: micro-batches (powers of two and multiples of pp dividing a replica's samples,
-  /// up to 64), ZeRO-1 when there are data-parallel copies, full recomputation only when
-  /// nothing else fits, on the plan `base` of shape s.
-  void layout(const Plan& base, const Shape& s) {
-    if (base.pipeline.stages.empty() || !clock_.time_left()) return;
+  /// Step 4: sequence parallelism when the sharding is Megatron's (kept when it beats the
+  /// plan without), then micro-batches (powers of two and multiples of pp dividing a
+  /// replica's samples, up to 64), ZeRO-1 when there are data-parallel copies, selective
+  /// then full recomputation only while no plan fits, on the plan `given` of shape s.
+  void layout(const Scored& given, const Shape& s) {
+    if (given.plan.pipeline.stages.empty() || !clock_.time_left()) return;
+    Plan base = given.plan;
+    if (base.tensor_parallel.enabled() && !base.tensor_parallel.sequence_parallel &&
+        !out_of_runs()) {
+      Plan sp = base;
+      sp.tensor_parallel.sequence_parallel = true;
+      Scored sc = evaluate(std::move(sp));
+      ++stats_->layout_runs;
+      keep(sc);
+      if (sc.beats(given)) base = std::move(sc.plan);
+    }
     const int64_t samples = batch_ > 0 ? batch_ / s.dp : 64;
     std::vector<int> ms;
     for (int64_t m = 1; m <= std::min<int64_t>(samples, 64); m *= 2) {
@@ -440,8 +485,8 @@ class Search {
     std::sort(ms.begin(), ms.end());
     ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
     bool fits = !best_.oom;
-    for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
-      if (rc == Recompute::kFull && fits) break;
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      if (rc != Recompute::kNone && fits) break;
       for (int zero : {0, 1}) {
         if (zero == 1 && s.dp == 1) continue;
         for (int m : ms) {
@@ -535,7 +580,10 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
   stats.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
   stats.micro_batches = p.pipeline.micro_batches;
   stats.zero_stage = p.data_parallel.zero_stage;
-  stats.recompute = p.recompute == Recompute::kFull;
+  stats.recompute = p.recompute == Recompute::kFull        ? 2
+                    : p.recompute == Recompute::kSelective ? 1
+                                                           : 0;
+  stats.sequence_parallel = p.tensor_parallel.sequence_parallel;
   stats.seconds = clock.elapsed();
   return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs, 0, stats.seconds,
                            {{"tp", stats.tp},
@@ -550,7 +598,8 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                             {"shapes", stats.shapes},
                             {"probe_runs", double(stats.probe_runs)},
                             {"zero_stage", stats.zero_stage},
-                            {"recompute", stats.recompute ? 1.0 : 0.0}});
+                            {"recompute", stats.recompute},
+                            {"sequence_parallel", stats.sequence_parallel ? 1.0 : 0.0}});
 }
 
 void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {

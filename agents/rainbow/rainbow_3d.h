@@ -11,11 +11,15 @@
 //  2. Shapes (t, pp, dp = devices / (t pp), v virtual stages per rank): each is probed with
 //     the balanced cuts and the sharding applied to every stage's first TP group.
 //  3. Pipeline cuts (rainbow-pp's DQN over PipelineEnv's layer pivots,
-//     agents/rainbow/rainbow_pp_episodes.h) on the best `top_shapes` probed shapes with pp > 1, each
-//     terminal cut set scored by simulating the whole 3-D plan.
+//     agents/rainbow/rainbow_pp_episodes.h) on the best `top_shapes` probed shapes with pp > 1,
+//     each terminal cut set scored by simulating the whole 3-D plan; when the shape's probe ran out
+//     of memory, every cut set is scored with the first memory savers that make the balanced cuts
+//     fit (SP and ZeRO-1, then selective, then full recomputation).
 //  4. Data parallelism and micro-batches: for the best plans (the cut-searched ones, then the
-//     other probed shapes), micro-batch counts, ZeRO-1 and full recomputation (only when
-//     nothing else fits), while runs are left.
+//     other probed shapes), sequence parallelism (Korthikanti et al. 2022) when the sharding
+//     found is Megatron's (the plan then holds the tensor_parallel shorthand,
+//     as_tensor_parallel_shorthand in src/plan/tensor_parallel.h), micro-batch counts, ZeRO-1
+//     and selective then full recomputation (only while no plan fits), while runs are left.
 // Budgets are simulator runs (SearchBudget::max_evaluations, default `runs`), split over the
 // stages by `opp_share` and `pp_share` (the rest: probes and step 4); a stage's unspent share
 // passes on. The fastest plan that fits wins. See docs/rainbow.md, "rainbow-3d".
@@ -59,7 +63,7 @@ struct Rainbow3DOptions {
 /// The counts of one search; Rainbow3DPlacer::search_outcome reports them as named values
 /// (SearchOutcome::stats: "tp", "pp", "virtual_stages", "dp", "micro_batches", "opp_runs",
 /// "cut_runs", "layout_runs", "step_time", "shapes", "probe_runs", "zero_stage",
-/// "recompute").
+/// "recompute": 0 none, 1 selective, 2 full, "sequence_parallel").
 struct Rainbow3DStats {
   int64_t runs = 0;  ///< simulator runs in all
   int64_t opp_runs = 0, probe_runs = 0, cut_runs = 0, layout_runs = 0;
@@ -67,7 +71,8 @@ struct Rainbow3DStats {
   int tp = 1, pp = 1, dp = 1, micro_batches = 1;  ///< of the returned plan
   int v = 1;                                      ///< its virtual stages per rank
   int zero_stage = 0;
-  bool recompute = false;
+  int recompute = 0;               ///< 0 none, 1 selective, 2 full
+  bool sequence_parallel = false;  ///< Megatron's sharding as the shorthand, with SP on
   double step_time = 0;  ///< simulated, of the returned plan
   double seconds = 0;
 };

@@ -1,6 +1,10 @@
 #include "src/plan/tensor_parallel.h"
 
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "src/util/error.h"
@@ -32,6 +36,15 @@ const char* const kSharded[] = {".rotary", ".bias_gelu", ".swiglu", ".scores", "
 const char* const kReplicated[] = {"layernorm", ".bias_dropout_add", ".residual",
                                    ".position_embeddings", ".embedding.add",
                                    ".embedding_dropout"};
+
+/// Two partitions of one op that the simulator runs alike (a replicated op's dim is unused).
+bool same_partition(const OpPartition& a, const OpPartition& b) {
+  auto key = [](const OpPartition& p) {
+    return std::tie(p.op, p.devices, p.levels, p.sharded_output, p.sharded_input, p.replicated,
+                    p.forward_collective, p.backward_collective);
+  };
+  return key(a) == key(b) && (a.replicated || a.dim == b.dim);
+}
 
 template <size_t N>
 bool any_suffix(const std::string& name, const char* const (&list)[N]) {
@@ -236,6 +249,60 @@ Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
   }
   out.tensor_parallel = TensorParallelConfig{};
   return out;
+}
+
+std::optional<Plan> as_tensor_parallel_shorthand(const Plan& plan, const Graph& g,
+                                                 int num_devices) {
+  if (plan.tensor_parallel.enabled() || !plan.pipeline.enabled()) return std::nullopt;
+  const int degree = plan.pipeline.stages.front().tensor_parallel;
+  if (degree < 2) return std::nullopt;
+  for (const PipelineStage& st : plan.pipeline.stages) {
+    if (st.tensor_parallel != degree) return std::nullopt;
+  }
+  std::map<OpId, const OpPartition*> mine;
+  for (const OpPartition& p : plan.partitions) mine[p.op] = &p;
+  if (mine.size() != plan.partitions.size()) return std::nullopt;  // an op partitioned twice
+  Plan shorthand = plan;
+  shorthand.partitions.clear();
+  shorthand.tensor_parallel.degree = degree;
+  shorthand.tensor_parallel.sequence_parallel = false;
+  auto expand = [&](std::vector<OpPartition>* parts) {
+    try {
+      *parts = expand_tensor_parallel(shorthand, g, num_devices).partitions;
+      return true;
+    } catch (const ValidationError&) {
+      return false;  // an op the shorthand cannot name: not Megatron's sharding
+    }
+  };
+  std::vector<OpPartition> megatron;
+  if (!expand(&megatron)) return std::nullopt;
+  // Every linear of the layers must be Megatron's; the other ops that differ (the embedding
+  // and head included) or that the shorthand leaves alone stay explicit.
+  std::set<OpId> megatrons;
+  for (const OpPartition& q : megatron) {
+    const auto it = mine.find(q.op);
+    if (it == mine.end()) return std::nullopt;  // the shorthand would partition it
+    if (same_partition(*it->second, q)) {
+      megatrons.insert(q.op);
+      continue;
+    }
+    const TensorParallelRole r = megatron_role(g.op(q.op));
+    if (g.op(q.op).layer >= 0 &&
+        (r == TensorParallelRole::kColumn || r == TensorParallelRole::kRow)) {
+      return std::nullopt;
+    }
+  }
+  for (const OpPartition& p : plan.partitions) {
+    if (megatrons.count(p.op) == 0) shorthand.partitions.push_back(p);
+  }
+  // The ops kept explicit must not change what the shorthand gives their neighbours.
+  std::vector<OpPartition> mixed;
+  if (!expand(&mixed) || mixed.size() != plan.partitions.size()) return std::nullopt;
+  for (const OpPartition& q : mixed) {
+    const auto it = mine.find(q.op);
+    if (it == mine.end() || !same_partition(*it->second, q)) return std::nullopt;
+  }
+  return shorthand;
 }
 
 }  // namespace placer

@@ -24,6 +24,7 @@
 // names, and the Transformer generator's names); a forward op that matches nothing is an
 // error naming it. Partitions the plan gives explicitly are kept.
 
+#include <optional>
 #include <string>
 
 #include "src/graph/graph.h"
@@ -56,5 +57,17 @@ bool needs_tensor_parallel_expansion(const Plan& plan);
 /// partitions kept), `tensor_parallel` cleared. Throws ValidationError
 /// ("tensor_parallel: ...") naming an op it cannot match or a device group that does not fit.
 Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices);
+
+/// The shorthand that `plan`'s explicit partitions spell, when they do: every pipeline stage
+/// has the same tensor_parallel degree d > 1, every column- and row-parallel linear of the
+/// layers (Op::layer >= 0) is partitioned exactly (dim, devices, levels, sharded / replicated
+/// flags, collectives) as `tensor_parallel: {degree: d}` (sequence parallelism off) expands it, and
+/// expanding the shorthand with the partitions that differ from it kept explicit gives the plan's
+/// partitions again (as a set). Then that plan: the shorthand set, only the differing
+/// partitions left (e.g. a replicated LM head, a split position embedding), so that sequence
+/// parallelism can be turned on (and, without leftovers, the plan exported as a framework's
+/// configuration); nullopt otherwise (another sharding, ops the shorthand cannot name, no pipeline,
+/// a shorthand already set).
+std::optional<Plan> as_tensor_parallel_shorthand(const Plan& plan, const Graph& g, int num_devices);
 
 }  // namespace placer

@@ -290,14 +290,21 @@ TEST(PipelineEnvTest, BruteForceOptimumGetsTheBestReward) {
   EXPECT_GT(r.reward, 1.0);  // better than the center solution (the reference)
 }
 
+// Twenty ops of 1 ms on four devices, split into four stages with prune radius 1.
+struct TwentyOps : Fixture {
+  TwentyOps()
+      : Fixture(chain(std::vector<double>(20, 1e9), std::vector<uint64_t>(20, 8),
+                      std::vector<uint64_t>(20, 1000)),
+                host_of(4)) {
+    options.stages = 4;
+    options.prune_radius = 1;
+  }
+  PipelineEnvOptions options;
+};
+
 TEST(PipelineEnvTest, PruningKeepsTheBalancedSolution) {
-  Graph g = chain(std::vector<double>(20, 1e9), std::vector<uint64_t>(20, 8),
-                  std::vector<uint64_t>(20, 1000));
-  Fixture f(std::move(g), host_of(4));
-  PipelineEnvOptions o;
-  o.stages = 4;
-  o.prune_radius = 1;
-  PipelineEnv env(f.graph, f.cluster, f.cost, o);
+  TwentyOps f;
+  PipelineEnv env(f.graph, f.cluster, f.cost, f.options);
   ASSERT_EQ(env.num_pivots(), 19);  // positions 1 .. 19
   // Balanced cuts at positions 5, 10, 15 = pivots 4, 9, 14.
   EXPECT_EQ(env.center_solution(), (std::vector<int>{4, 9, 14}));
@@ -315,6 +322,31 @@ TEST(PipelineEnvTest, PruningKeepsTheBalancedSolution) {
   EXPECT_EQ(allowed(env), (std::vector<int>{10, 13, 14, 15}));
   const PipelineStepResult r = env.step(14);
   EXPECT_DOUBLE_EQ(r.reward, 1.0);
+}
+
+TEST(PipelineEnvTest, PerCutWindowsKeepEachCutNearItsBalancedPivot) {
+  // The chain above with radius 1: the union of the windows lets the first cut go as far as
+  // pivot 13; per-cut windows keep cut k within one pivot of center cut k.
+  TwentyOps f;
+  PipelineEnvOptions o = f.options;
+  o.prune_per_cut = true;
+  PipelineEnv env(f.graph, f.cluster, f.cost, o);
+  ASSERT_EQ(env.center_solution(), (std::vector<int>{4, 9, 14}));
+  EXPECT_EQ(allowed(env), (std::vector<int>{3, 4, 5}));
+  env.step(5);
+  EXPECT_EQ(allowed(env), (std::vector<int>{8, 9, 10}));
+  env.step(8);
+  EXPECT_EQ(allowed(env), (std::vector<int>{13, 14, 15}));
+  const PipelineStepResult r = env.step(15);
+  EXPECT_TRUE(r.done);
+  EXPECT_EQ(env.cuts(), (std::vector<int>{5, 8, 15}));  // stages of 6, 3, 7 and 4 ops
+  // With radius 0 an episode is the center solution.
+  o.prune_radius = 0;
+  PipelineEnv center(f.graph, f.cluster, f.cost, o);
+  for (int k : {4, 9, 14}) {
+    EXPECT_EQ(allowed(center), (std::vector<int>{k}));
+    center.step(k);
+  }
 }
 
 TEST(PipelineEnvTest, TransformerEpisodes) {

@@ -2,6 +2,8 @@
 // exactly the collectives Megatron-LM issues per layer, no point-to-point transfers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -159,6 +161,58 @@ TEST(MegatronTp, AGridOfTwoPipelineStagesAndTwoCopiesSimulates) {
   sp.tensor_parallel.sequence_parallel = true;
   sp.validate(g, cl);
   EXPECT_GT(sim.run(sp).step_time, 0);
+}
+
+// A plan whose explicit partitions are Megatron's (here: the shorthand's own expansion, as
+// a sharding search would spell it) is recognised as the shorthand; any other sharding is not.
+TEST(MegatronTp, ExplicitMegatronPartitionsReadBackAsTheShorthand) {
+  const Graph g = small_gpt(2);
+  MegatronConfig m;
+  m.tp = 2, m.pp = 2, m.dp = 2, m.micro_batch = 1, m.global_batch = 8;
+  const Plan shorthand = megatron_plan(g, m);
+  const Plan explicit_parts = expand_tensor_parallel(shorthand, g, 8);
+  ASSERT_FALSE(explicit_parts.tensor_parallel.enabled());
+  ASSERT_GT(explicit_parts.partitions.size(), 0u);
+  const std::optional<Plan> back = as_tensor_parallel_shorthand(explicit_parts, g, 8);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->tensor_parallel.degree, 2);
+  EXPECT_FALSE(back->tensor_parallel.sequence_parallel);
+  EXPECT_TRUE(back->partitions.empty());
+  EXPECT_EQ(back->pipeline.stages[1].devices, (std::vector<int>{4, 5, 6, 7}));
+  // The partitions in another order are the same set.
+  Plan reversed = explicit_parts;
+  std::reverse(reversed.partitions.begin(), reversed.partitions.end());
+  EXPECT_TRUE(as_tensor_parallel_shorthand(reversed, g, 8).has_value());
+  // A replicated op sharded otherwise (the position embeddings' table split, partial sums
+  // all-reduced) stays explicit next to the shorthand, and the plan simulates the same.
+  Plan pos = explicit_parts;
+  const OpId position = g.find_op("language_model.embedding.position_embeddings");
+  for (OpPartition& q : pos.partitions) {
+    if (q.op == position) q.replicated = false, q.dim = OpPartition::kReduceDim;
+  }
+  const std::optional<Plan> mixed = as_tensor_parallel_shorthand(pos, g, 8);
+  ASSERT_TRUE(mixed.has_value());
+  ASSERT_EQ(mixed->partitions.size(), 1u);
+  EXPECT_EQ(mixed->partitions[0].op, position);
+  EXPECT_EQ(mixed->tensor_parallel.degree, 2);
+  const Cluster cl = make_cluster(1, 8, link(5e-6, 1e11), link(5e-6, 1e10));
+  const CostModel cost(cl, uniform_profile(0.5));
+  Simulator sim(g, cl, cost);
+  EXPECT_DOUBLE_EQ(sim.run(*mixed).step_time, sim.run(pos).step_time);
+  // Not Megatron's: the MLP's down-projection gathered instead of reduced, an op left out,
+  // a shorthand already set, no tensor parallelism.
+  Plan other = explicit_parts;
+  const OpId down = g.find_op("language_model.encoder.layers.1.mlp.dense_4h_to_h");
+  for (OpPartition& q : other.partitions) {
+    if (q.op == down) q.dim = 2;
+  }
+  EXPECT_FALSE(as_tensor_parallel_shorthand(other, g, 8).has_value());
+  Plan fewer = explicit_parts;
+  fewer.partitions.pop_back();
+  EXPECT_FALSE(as_tensor_parallel_shorthand(fewer, g, 8).has_value());
+  EXPECT_FALSE(as_tensor_parallel_shorthand(shorthand, g, 8).has_value());
+  m.tp = 1, m.dp = 4;
+  EXPECT_FALSE(as_tensor_parallel_shorthand(megatron_plan(g, m), g, 8).has_value());
 }
 
 // Interleaved 1F1B: 4 layers on pp 2 x 2 virtual stages put layers 0 and 2 on rank 0 and
