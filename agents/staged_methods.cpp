@@ -40,14 +40,14 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   // sets, and each costs milliseconds (128 found alexnet's 6.70 ms plan, 16 did not).
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
+  static const OptionTable<GdpMethodOptions> options = gdp_option_table().with_owner("gdp+stages");
   out->push_back(MethodInfo{
       "gdp+stages",
       "GDP's placement read as pipeline stages (its device groups, contiguous), pipeline-dp "
       "choosing each stage's replicas and the micro-batches; greedy + 128 samples scored so, "
       "with the policy trained for it (models/pretrained/stages.pt)",
       false, [make, defaults] { return make(defaults); },
-      gdp_option_table().schema(defaults),
-      configured_factory(gdp_option_table(), defaults, make)});
+      options.schema(defaults), configured_factory(options, defaults, make)});
 }
 
 }  // namespace placer

@@ -1,6 +1,7 @@
 // The learned placers side by side (issue 8, "Reports"): colocrl, hdp, placeto (online),
-// gdp (the shipped policy, PPO fine-tuned on the graph), anneal and the best classical fast
-// placer, all in one process, at the same budget of simulated placements, on the DGX-1 P100
+// gdp (the shipped policy, PPO fine-tuned on the graph), gdp+stages (its own shipped
+// policy, every placement scored as the pipeline it reads as, agents/staged_methods.h),
+// anneal and the best classical fast placer, all in one process, at the same budget of simulated placements, on the DGX-1 P100
 // cluster (datasets/clusters/dgx1_p100.cluster.yaml), first K GPUs. Rows (graph x devices):
 //
 //   --suite placeto   Placeto's suite (bench_common.h placeto_suite): enas_cnn (cifar10),
@@ -22,6 +23,8 @@
 //   Placeto's claim   comparable placements with far fewer samples than the RNN placers:
 //                     placeto's step time and to-best against colocrl's and hdp's
 //   GDP's claim       faster convergence than HDP: samples to within 5% of the common target
+//   issue 19          per method: samples to within 5% of its own final best, and the
+//                     geomean of its step time over the best fast classical plan's
 //
 // and, with --zs-updates > 0, Placeto's zero-shot generalisation within a family: a policy
 // trained by placeto_train on --zs-graphs members of --zs-family (seeds 1..), then on
@@ -82,6 +85,7 @@ const std::vector<std::string> kMethods = {"anneal", "colocrl", "hdp", "placeto"
 
 struct Args {
   std::string policy, cluster;
+  std::string stages_policy;  ///< gdp+stages' policy (default: the shipped stages.pt)
   std::string suite;  ///< "", placeto, gdp, all
   std::vector<std::string> rows;
   std::vector<int> devices;  ///< empty: the suites' counts, 4 for --rows
@@ -110,7 +114,8 @@ void usage() {
   std::cerr << "usage: learned_placers [--suite placeto|gdp|all] [--rows a,b@K,...]\n"
                "                       [--devices K,K..] [--methods m,m..] [--budget N]\n"
                "                       [--seed S] [--seeds N] [--max-ops N] [--csv FILE]\n"
-               "                       [--list] [--threads T] [--policy P] [--cluster C]\n"
+               "                       [--list] [--threads T] [--policy P] [--stages-policy P]\n"
+               "                       [--cluster C]\n"
                "                       [--gdp-samples K] [--ppo-samples S]\n"
                "                       [--zs-family F] [--zs-graphs G] [--zs-updates U]\n"
                "                       [--zs-unseen N] [--zs-devices K]\n"
@@ -129,6 +134,7 @@ void usage() {
 Args parse(int argc, char** argv) {
   Args a;
   a.policy = default_policy_path();
+  a.stages_policy = staged_policy_path();
   a.cluster = bench::repo_path("datasets/clusters/dgx1_p100.cluster.yaml");
   bool rows_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -157,6 +163,8 @@ Args parse(int argc, char** argv) {
         a.threads = std::stoi(value());
       else if (k == "--policy")
         a.policy = value();
+      else if (k == "--stages-policy")
+        a.stages_policy = value();
       else if (k == "--cluster")
         a.cluster = value();
       else if (k == "--gdp-samples")
@@ -359,7 +367,12 @@ struct Progress {
   }
 };
 
-SeedRun run_seed(const Args& a, const Problem& p, const GdpPolicy* policy, uint64_t seed,
+/// The GDP policies of the run: gdp's and gdp+stages' (null when that method does not run).
+struct Policies {
+  std::unique_ptr<GdpPolicy> gdp, stages;
+};
+
+SeedRun run_seed(const Args& a, const Problem& p, const Policies& policies, uint64_t seed,
                  const std::vector<std::string>& classical, const Progress& progress) {
   SeedRun run;
   run.seed = seed;
@@ -444,7 +457,8 @@ SeedRun run_seed(const Args& a, const Problem& p, const GdpPolicy* policy, uint6
         o.samples = a.gdp_samples;
         o.ppo.samples = a.ppo_samples;
         o.finetune_updates = static_cast<int>((a.budget + a.ppo_samples - 1) / a.ppo_samples);
-        const GdpPlaceResult s = gdp_place(*policy, p, o, b);
+        const GdpPolicy& policy = method == "gdp" ? *policies.gdp : *policies.stages;
+        const GdpPlaceResult s = gdp_place(policy, p, o, b);
         x.time = s.plan.predicted.oom ? INFINITY : bench::simulate_plan(p, s.plan);
         x.evaluations = s.evaluations;
         // Greedy + samples, then ppo.samples per update (the last update may be cut short).
@@ -789,9 +803,12 @@ int run(const Args& a) {
     return 0;
   }
   const bool gdp_needed = has(a, "gdp") || has(a, "gdp+stages");
-  // Loaded only when gdp runs (a missing policy file does not stop the other methods).
-  std::unique_ptr<GdpPolicy> policy;
-  if (gdp_needed) policy = std::make_unique<GdpPolicy>(GdpPolicy::load(a.policy));
+  // Loaded only when their method runs (a missing policy file does not stop the others).
+  Policies policies;
+  if (has(a, "gdp")) policies.gdp = std::make_unique<GdpPolicy>(GdpPolicy::load(a.policy));
+  if (has(a, "gdp+stages")) {
+    policies.stages = std::make_unique<GdpPolicy>(GdpPolicy::load(a.stages_policy));
+  }
   std::ofstream csv;
   if (!a.csv.empty()) {
     csv.open(a.csv);
@@ -808,8 +825,10 @@ int run(const Args& a) {
       static_cast<long long>(a.budget), methods.c_str(), static_cast<unsigned long long>(a.seed),
       static_cast<unsigned long long>(a.seed + uint64_t(a.seeds) - 1), a.threads);
   if (gdp_needed) {
-    std::printf("# gdp: %s, greedy + %d samples, then PPO updates of %d samples\n",
-                a.policy.c_str(), a.gdp_samples, a.ppo_samples);
+    std::printf("# gdp: %s%s%s, greedy + %d samples, then PPO updates of %d samples\n",
+                has(a, "gdp") ? a.policy.c_str() : "",
+                has(a, "gdp+stages") ? "; gdp+stages: " : "",
+                has(a, "gdp+stages") ? a.stages_policy.c_str() : "", a.gdp_samples, a.ppo_samples);
   }
   std::printf(
       "# k = devices (0..k-1); step times in ms, means over the seeds; 'tb/ev' = "
@@ -850,7 +869,7 @@ int run(const Args& a) {
     for (int s = 0; s < a.seeds; ++s) {
       const uint64_t seed = a.seed + uint64_t(s);
       progress.where = where + " seed " + std::to_string(seed);
-      r.runs.push_back(run_seed(a, p, policy.get(), seed, classical, progress));
+      r.runs.push_back(run_seed(a, p, policies, seed, classical, progress));
       if (csv.is_open()) write_csv(csv, r, r.runs.back());
     }
     print_row(a, r);

@@ -76,6 +76,12 @@ class OptionTable {
   }
 
   const std::string& owner() const { return owner_; }
+  /// The same options for another method (errors then name `owner`).
+  OptionTable with_owner(std::string owner) const {
+    OptionTable t = *this;
+    t.owner_ = std::move(owner);
+    return t;
+  }
 
   /// The listed keys, in table order.
   std::vector<std::string> keys() const {

@@ -296,6 +296,13 @@ TEST_F(GdpPlace, ShapedSearchScoresEveryPlacementAsItsPipeline) {
   EXPECT_EQ(via_registry.method, "gdp+stages");
   EXPECT_EQ(via_registry.predicted.step_time, r.best_time);
   EXPECT_EQ(via_registry.placement, r.plan.placement);
+  // Its option errors name it, not gdp.
+  try {
+    make_placer("gdp+stages", MethodSettings{{"nope=1"}});
+    ADD_FAILURE() << "an unknown option must be refused";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("(gdp+stages)"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 
