@@ -239,11 +239,10 @@ TEST(PlacementEnv, ReferenceBaselineAndOverride) {
 }
 
 TEST(PlacementEnv, ScoreReplacesTheSimulation) {
+  const Graph g = mlp_step();
   const Cluster c = two_gpus();
   CostModel cost(c, default_profile());
-  const Graph g = mlp_step();
-  PlacementEnv plain(g, c, cost);
-  const double reference = plain.reference_time();
+  const double reference = PlacementEnv(g, c, cost).reference_time();
 
   // The score sees the placement as a plain plan (a device per op) and its time is the
   // step's; the reference is still the single-device one.

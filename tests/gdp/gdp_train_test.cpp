@@ -86,6 +86,21 @@ size_t count_type(const std::vector<Json>& log, const std::string& type) {
   return n;
 }
 
+/// A shipped graph (datasets/models/<name>.graph.json).
+Graph shipped_graph(const std::string& name) {
+  return load_graph_json(std::string(PLACER_SOURCE_DIR) + "/datasets/models/" + name +
+                         ".graph.json");
+}
+
+/// The DGX-1 P100 cluster with the default cost profile, as the trainer holds it.
+ClusterSlot dgx1_p100_slot() {
+  ClusterSlot cs;
+  cs.cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
+                                 "/datasets/clusters/dgx1_p100.cluster.yaml");
+  cs.cost = std::make_unique<CostModel>(cs.cluster, default_profile());
+  return cs;
+}
+
 class GdpTrain : public ::testing::Test {
  protected:
   void SetUp() override { torch::set_num_threads(1); }
@@ -407,12 +422,8 @@ TEST_F(GdpTrain, MicroBatchesFrameTheInstancesAndTheirReferences) {
   EXPECT_EQ(GdpTrainer(c).num_train_instances(), 12u);
 
   // A framed reference is the reference method's placement alone, run with M micro-batches.
-  const Graph g = load_graph_json(std::string(PLACER_SOURCE_DIR) +
-                                  "/datasets/models/transformer_small.graph.json");
-  ClusterSlot cs;
-  cs.cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
-                                 "/datasets/clusters/dgx1_p100.cluster.yaml");
-  cs.cost = std::make_unique<CostModel>(cs.cluster, default_profile());
+  const Graph g = shipped_graph("transformer_small");
+  const ClusterSlot cs = dgx1_p100_slot();
   c.reference_methods = {"m-etf"};
   const std::vector<int> devices = {0, 1, 2, 3};
   PlanFrame plain, framed;
@@ -482,12 +493,8 @@ TEST_F(GdpTrain, StagesScoreEveryPlacementAsItsPipeline) {
     EXPECT_GT(r.best_classical_time, 0);
     EXPECT_LE(r.sampled_time, r.greedy_time);
   }
-  const Graph g = load_graph_json(std::string(PLACER_SOURCE_DIR) +
-                                  "/datasets/models/transformer_small.graph.json");
-  ClusterSlot cs;
-  cs.cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
-                                 "/datasets/clusters/dgx1_p100.cluster.yaml");
-  cs.cost = std::make_unique<CostModel>(cs.cluster, default_profile());
+  const Graph g = shipped_graph("transformer_small");
+  const ClusterSlot cs = dgx1_p100_slot();
   const std::vector<int> devices = {0, 1, 2, 3};
   const Reference ref = build_reference(g, cs, devices, PlanFrame{}, c);
   Simulator sim(g, cs.cluster, *cs.cost);
