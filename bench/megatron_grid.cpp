@@ -7,7 +7,8 @@
 //
 // --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's
 // target: geomean step-time ratio <= 0.97): per row the grid's best step and search time,
-// rainbow-3d's step, the ratio, its search time and simulator runs (by stage), the shape it
+// rainbow-3d's step, the ratio, its search time (its own warm-start grid included) and
+// simulator runs (by stage: its grid's, then its own), the shape it
 // chose and its layers per stage, on GPT sizes from 8 A100s to 512 H100s (two with small
 // global batches); then the geomean.
 //
@@ -161,13 +162,13 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   auto shape = [&out](const char* name) { return static_cast<int>(out.stats.value(name)); };
   const double ratio = rr.step_time / rg.step_time;
   std::printf(
-      "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (opp %lld, cuts %lld, "
+      "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (grid %lld, opp %lld, cuts %lld, "
       "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s%s | %s |\n",
       row.label.c_str(), int(problem_devices(su.p).size()), ms(rg).c_str(), grid_s,
       describe(megatron_config_of_outcome(grid_out.stats)).c_str(), ms(rr).c_str(), ratio, r3_s,
-      static_cast<long long>(out.stats.runs), count("opp_runs"), count("cut_runs"),
-      count("layout_runs"), shape("tp"), shape("pp"), shape("dp"), shape("virtual_stages"),
-      shape("micro_batches"), shape("sequence_parallel") ? ", sp" : "",
+      static_cast<long long>(out.stats.runs), count("grid_runs"), count("opp_runs"),
+      count("cut_runs"), count("layout_runs"), shape("tp"), shape("pp"), shape("dp"),
+      shape("virtual_stages"), shape("micro_batches"), shape("sequence_parallel") ? ", sp" : "",
       shape("zero_stage") ? ", zero 1" : "",
       shape("recompute") == 2   ? ", full"
       : shape("recompute") == 1 ? ", selective"

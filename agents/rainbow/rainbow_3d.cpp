@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agents/api/methods.h"
+#include "agents/classical/megatron_grid.h"
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
 #include "agents/common/outcome.h"
@@ -40,6 +41,14 @@ struct Shape {
   int v = 1;  ///< virtual stages (model chunks) per pipeline rank: pp x v stages
   std::vector<std::vector<int>> groups;  ///< per rank: tp x dp devices, Megatron's order
   int stages() const { return pp * v; }
+};
+
+/// Micro-batches and memory savers of a plan (the warm start's, kept through its cut search).
+struct Layout {
+  int micro_batches = 1;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  Recompute recompute = Recompute::kNone;
 };
 
 /// A simulated candidate: any plan that fits beats every OOM one, then the lower step time.
@@ -94,10 +103,15 @@ class Search {
       if (g_.op(op).phase == Phase::kForward) fwd_.push_back(op);
     }
 
-    // 1. Operator sharding per TP degree.
+    // 0. Warm start: the megatron grid's plan and shape, where the grid applies.
+    warm_start();
+
+    // 1. Operator sharding per TP degree (Megatron's at the warm start's degree).
     std::vector<int> tps{1};
+    if (grid_ && grid_->shape.tp > 1) tps.push_back(grid_->shape.tp);
     std::vector<int> cand;
     for (int t = 2; t <= std::min(o_.max_tp, n_); t *= 2) {
+      if (grid_ && t == grid_->shape.tp) continue;
       if (n_ % t == 0 && tp_groups_in_hosts(t)) cand.push_back(t);
     }
     const int64_t opp_total = std::llround(o_.opp_share * double(total_));
@@ -107,13 +121,16 @@ class Search {
       if (shard(cand[i], share)) tps.push_back(cand[i]);
     }
 
-    // 2. Shapes, probed with the balanced cuts.
+    // 2. Shapes, probed with the balanced cuts (the warm start's shape has its plan).
     std::vector<std::pair<Scored, Shape>> probed;
     for (int t : tps) {
       for (int pp = 1; pp <= o_.max_pp; ++pp) {
         if (n_ % (t * pp) != 0) continue;
         for (int v : {1, 2, 4}) {
           if (v > o_.max_virtual_stages || (v > 1 && (pp == 1 || pp * v > n_))) continue;
+          if (grid_ && t == grid_->shape.tp && pp == grid_->shape.pp && v == grid_->shape.v) {
+            continue;
+          }
           Shape s = make_shape(t, pp, v);
           if (batch_ > 0 && batch_ % s.dp != 0) continue;
           const int m = default_micro_batches(s);
@@ -133,30 +150,47 @@ class Search {
         }
       }
     }
-    if (probed.empty() && out_of_runs()) {
+    if (probed.empty() && !grid_ && out_of_runs()) {
       fail(
           "the budget ran out before any (tensor, pipeline, data) parallel shape was simulated "
           "(" +
           std::to_string(used_) + " runs used); give it more runs or time");
     }
-    if (probed.empty()) fail("no (tensor, pipeline, data) parallel shape fits these devices");
+    if (probed.empty() && !grid_) {
+      fail("no (tensor, pipeline, data) parallel shape fits these devices");
+    }
     std::stable_sort(probed.begin(), probed.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
 
-    // 3. Cut search on the best shapes with a pipeline.
+    // 3. Cut search on the best shapes with a pipeline, the warm start's shape first (it is
+    // one of the top_shapes).
     std::vector<std::pair<Scored, Shape>> finalists;
+    const bool grid_cuts = grid_ && grid_->shape.stages() > 1 && o_.top_shapes > 0;
     std::vector<size_t> searched;  // indices into probed (their probes: the balanced cuts)
     for (size_t i = 0; i < probed.size(); ++i) {
-      if (probed[i].second.pp > 1 && int(searched.size()) < o_.top_shapes) searched.push_back(i);
+      if (probed[i].second.pp > 1 && int(searched.size()) + int(grid_cuts) < o_.top_shapes) {
+        searched.push_back(i);
+      }
     }
     const int64_t cut_total = std::llround(o_.pp_share * double(total_));
+    const size_t n_searched = searched.size() + size_t(grid_cuts);
+    auto cut_share = [&](size_t done) {
+      return (cut_total - stats_->cut_runs) / int64_t(n_searched - done);
+    };
+    if (grid_) {
+      Scored g = grid_->incumbent;
+      if (grid_cuts && cut_share(0) >= 1 && !out_of_runs()) {
+        g = search_cuts(grid_->shape, g, cut_share(0), &grid_->layout);
+      }
+      finalists.emplace_back(std::move(g), grid_->shape);
+    }
     for (size_t i = 0; i < searched.size(); ++i) {
-      const int64_t share = (cut_total - stats_->cut_runs) / int64_t(searched.size() - i);
+      const int64_t share = cut_share(i + size_t(grid_cuts));
       if (share < 1 || out_of_runs()) break;
       const auto& [center, shape] = probed[searched[i]];
       finalists.emplace_back(search_cuts(shape, center, share), shape);
     }
-    std::stable_sort(finalists.begin(), finalists.end(),
+    std::stable_sort(finalists.begin() + (grid_ ? 1 : 0), finalists.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
     // Then every other probed shape, best first.
     for (size_t i = 0; i < probed.size(); ++i) {
@@ -167,7 +201,7 @@ class Search {
 
     // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
     for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
-      layout(finalists[i].first, finalists[i].second);
+      layout(finalists[i].first, finalists[i].second, grid_ && i == 0);
     }
     if (!best_.valid) fail("no plan could be simulated");
     return best_;
@@ -175,6 +209,61 @@ class Search {
 
  private:
   bool out_of_runs() const { return used_ >= total_ || !clock_.time_left(); }
+
+  /// The warm start's plan (simulated again here, one probe run), shape and layout.
+  struct Warm {
+    Scored incumbent;
+    Shape shape;
+    Layout layout;
+  };
+
+  /// Step 0: the megatron grid, when it applies; sets grid_ and Megatron's sharding as the
+  /// template of its TP degree. Nothing when the grid does not apply or finds no plan.
+  void warm_start() {
+    if (!(o_.grid_seconds > 0)) return;
+    SearchBudget gb;
+    gb.seed = budget_.seed;
+    gb.max_seconds = o_.grid_seconds;
+    if (clock_.max_seconds() > 0)
+      gb.max_seconds = std::min(gb.max_seconds, clock_.max_seconds() / 2);
+    gb.max_evaluations = std::max(0, o_.grid_runs);
+    MegatronGridPlacer grid;
+    SearchOutcome out;
+    try {
+      out = grid.search_outcome(p_, gb);
+    } catch (const Error&) {
+      return;  // not a layered transformer with Megatron op names, no fitting configuration, ...
+    }
+    stats_->grid_runs = out.stats.runs;
+    const MegatronConfig m = megatron_config_of_outcome(out.stats);
+    if (m.tp * m.pp * m.dp != n_) return;
+    Warm w;
+    w.shape = make_shape(m.tp, m.pp, m.virtual_stages);
+    w.layout.micro_batches = out.plan.pipeline.micro_batches;
+    w.layout.sequence_parallel = m.sequence_parallel;
+    w.layout.zero_stage = m.zero_stage;
+    w.layout.recompute = m.recompute;
+    std::vector<OpPartition> megatron;  // Megatron's sharding, as compose() applies it
+    if (m.tp > 1) {
+      Plan plain = out.plan;
+      plain.tensor_parallel.sequence_parallel = false;
+      try {
+        megatron = expand_tensor_parallel(plain, g_, p_.cluster.num_devices()).partitions;
+      } catch (const Error&) {
+        return;
+      }
+    }
+    Plan plan = std::move(out.plan);
+    plan.method = kName;
+    w.incumbent = evaluate(std::move(plan));
+    ++stats_->probe_runs;
+    ++stats_->shapes;
+    if (!w.incumbent.valid) return;
+    for (OpPartition& part : megatron) templates_[m.tp][part.op] = std::move(part);
+    stats_->grid_step_time = w.incumbent.time;
+    keep(w.incumbent);
+    grid_ = std::move(w);
+  }
 
   bool tp_groups_in_hosts(int t) const {
     for (int i = 0; i + t <= n_; i += t) {
@@ -400,15 +489,26 @@ class Search {
 
   /// Step 3: the DQN picks the cuts of shape s; every terminal cut set is the 3-D plan,
   /// simulated.
-  Scored search_cuts(const Shape& s, const Scored& probe, int64_t runs) {
+  /// With `fixed` (the warm start's shape): every cut set is scored with its micro-batches and
+  /// savers, and `probe` (its plan) is the incumbent.
+  Scored search_cuts(const Shape& s, const Scored& probe, int64_t runs,
+                     const Layout* fixed = nullptr) {
     // The cuts are scored where the balanced ones fit: when the probe ran out of memory, with
     // the memory savers that cost least time (sequence parallelism over Megatron's sharding
     // and ZeRO-1, then selective, then full recomputation), so that the rewards compare step
     // times rather than all being the OOM penalty.
     Scored center = probe;
     std::function<void(Plan*)> savers = [](Plan*) {};
+    if (fixed) {
+      savers = [fixed](Plan* p) {
+        p->tensor_parallel.sequence_parallel =
+            fixed->sequence_parallel && p->tensor_parallel.enabled();
+        p->data_parallel.zero_stage = fixed->zero_stage;
+        p->recompute = fixed->recompute;
+      };
+    }
     for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-      if (!center.valid || !center.oom || out_of_runs()) break;
+      if (fixed || !center.valid || !center.oom || out_of_runs()) break;
       const bool sp = probe.plan.tensor_parallel.enabled();
       if (rc == Recompute::kNone && !sp && s.dp == 1) continue;  // nothing to turn on
       const std::function<void(Plan*)> on = [rc, sp, &s](Plan* p) {
@@ -423,8 +523,9 @@ class Search {
       keep(sc);
       if (sc.valid && !sc.oom) savers = on, center = std::move(sc);
     }
-    const int m = default_micro_batches(s);
-    // Reference: the balanced cuts' time (the probe), so rewards are about 1.
+    const int m = fixed ? fixed->micro_batches : default_micro_batches(s);
+    // Reference: the balanced cuts' time (the probe; the warm start's plan), so rewards are
+    // about 1.
     const double ref = center.valid && std::isfinite(center.time) ? center.time : 1.0;
     std::unique_ptr<PipelineEnv> env = make_env(s, m, ref);
     Scored best = center;
@@ -450,6 +551,8 @@ class Search {
       if (sc.beats(best)) best = std::move(sc);
       return CutScore{r, true};
     };
+    // The warm start's incumbent has the even split; its shape's balanced cuts come first.
+    if (fixed) score(env->center_solution());
     run_cut_episodes(env.get(), &agent, runs, 4 * runs, score, [&] { return out_of_runs(); }, {});
     return best;
   }
@@ -457,8 +560,9 @@ class Search {
   /// Step 4: sequence parallelism when the sharding is Megatron's (kept when it beats the
   /// plan without), then micro-batches (powers of two and multiples of pp dividing a
   /// replica's samples, up to 64), ZeRO-1 when there are data-parallel copies, selective
-  /// then full recomputation only while no plan fits, on the plan `given` of shape s.
-  void layout(const Scored& given, const Shape& s) {
+  /// then full recomputation only while no plan fits (and, when `warm`, the warm start's own),
+  /// on the plan `given` of shape s.
+  void layout(const Scored& given, const Shape& s, bool warm) {
     if (given.plan.pipeline.stages.empty() || !clock_.time_left()) return;
     Plan base = given.plan;
     if (base.tensor_parallel.enabled() && !base.tensor_parallel.sequence_parallel &&
@@ -486,7 +590,8 @@ class Search {
     ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
     bool fits = !best_.oom;
     for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-      if (rc != Recompute::kNone && fits) break;
+      // On the warm start's shape its own recomputation is tried too (it may be selective).
+      if (rc != Recompute::kNone && fits && !(warm && rc == base.recompute)) continue;
       for (int zero : {0, 1}) {
         if (zero == 1 && s.dp == 1) continue;
         for (int m : ms) {
@@ -519,6 +624,7 @@ class Search {
   int64_t total_ = 0, used_ = 0, batch_ = 0;
   std::vector<OpId> fwd_;
   std::map<int, std::map<OpId, OpPartition>> templates_;  ///< per TP degree: op -> partition
+  std::optional<Warm> grid_;                              ///< the warm start, when the grid applied
   Scored best_;
 };
 
@@ -528,6 +634,9 @@ const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
     v.integer(
          "runs", "simulator runs when the budget gives none",
          [](auto& o) -> auto& { return o.runs; })
+        .number(
+            "grid_seconds", "seconds of the megatron grid's warm start (0: none)",
+            [](auto& o) -> auto& { return o.grid_seconds; })
         .number(
             "opp_share", "share of the runs for the operator-sharding searches",
             [](auto& o) -> auto& { return o.opp_share; })
@@ -545,6 +654,9 @@ const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
         .integer(
             "top_shapes", "probed shapes with a pipeline that get a cut search",
             [](auto& o) -> auto& { return o.top_shapes; })
+        .integer(
+            "grid_runs", "most configurations the warm start's grid simulates (0: no cap)",
+            [](auto& o) -> auto& { return o.grid_runs; })
         .integer(
             "opp_episodes", "most episodes of one operator-sharding search",
             [](auto& o) -> auto& { return o.opp_episodes; })
@@ -585,7 +697,8 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                                                            : 0;
   stats.sequence_parallel = p.tensor_parallel.sequence_parallel;
   stats.seconds = clock.elapsed();
-  return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs, 0, stats.seconds,
+  return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs + stats.grid_runs, 0,
+                           stats.seconds,
                            {{"tp", stats.tp},
                             {"pp", stats.pp},
                             {"virtual_stages", stats.v},
@@ -599,15 +712,18 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                             {"probe_runs", double(stats.probe_runs)},
                             {"zero_stage", stats.zero_stage},
                             {"recompute", stats.recompute},
-                            {"sequence_parallel", stats.sequence_parallel ? 1.0 : 0.0}});
+                            {"sequence_parallel", stats.sequence_parallel ? 1.0 : 0.0},
+                            {"grid_runs", double(stats.grid_runs)},
+                            {"grid_step_time", stats.grid_step_time}});
 }
 
 void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {
   out->push_back(MethodInfo{
       kName,
-      "Auto-MAP's explorers composed (Wang et al. 2020): Rainbow DQN operator sharding per "
-      "tensor-parallel degree (attention heads included), then DQN pipeline cuts on the best "
-      "shapes, then micro-batches / ZeRO-1 / recomputation; 300 simulator runs",
+      "Auto-MAP's explorers composed (Wang et al. 2020), warm-started from the megatron grid "
+      "on GPT graphs: Rainbow DQN operator sharding per tensor-parallel degree (attention "
+      "heads included), then DQN pipeline cuts on the grid's and the best shapes, then "
+      "micro-batches / ZeRO-1 / recomputation; 300 simulator runs (+ the grid's, 10 s)",
       false, [] { return std::make_unique<Rainbow3DPlacer>(); },
       rainbow_3d_option_table().schema(Rainbow3DOptions{}),
       configured_factory(

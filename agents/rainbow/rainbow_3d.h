@@ -20,9 +20,18 @@
 //     found is Megatron's (the plan then holds the tensor_parallel shorthand,
 //     as_tensor_parallel_shorthand in src/plan/tensor_parallel.h), micro-batch counts, ZeRO-1
 //     and selective then full recomputation (only while no plan fits), while runs are left.
+//  0. Warm start (before 1-4), when the `megatron` method applies (a layered transformer with
+//     Megatron op names on consecutive devices): the megatron grid (agents/classical/
+//     megatron_grid.h) runs first, for `grid_seconds` (and at most `grid_runs` simulations).
+//     Its plan is the incumbent and its shape (tp, pp, v, dp, micro-batches, savers) comes
+//     first: at its TP degree the sharding is Megatron's (no sharding search there), its
+//     shape gets the first cut search (scored with its micro-batches and savers) and the first
+//     step 4; then the other shapes as in 1-4. The result is never slower than the grid's plan.
+//     Elsewhere (e.g. CNNs) the grid does not apply and the search is 1-4 alone.
 // Budgets are simulator runs (SearchBudget::max_evaluations, default `runs`), split over the
 // stages by `opp_share` and `pp_share` (the rest: probes and step 4); a stage's unspent share
-// passes on. The fastest plan that fits wins. See docs/rainbow.md, "rainbow-3d".
+// passes on. The grid's runs come on top (they are bounded by its time). The fastest plan that
+// fits wins. See docs/rainbow.md, "rainbow-3d".
 
 #include <cstdint>
 #include <memory>
@@ -51,6 +60,12 @@ struct Rainbow3DOptions {
   /// Data-parallel gradients all-reduced during backward (false: after the last backward,
   /// Megatron's default and the `megatron` grid's).
   bool overlap_grad_reduce = false;
+  /// Warm start: seconds for the megatron grid before the search (0: no warm start); capped
+  /// at half of SearchBudget::max_seconds when that is set.
+  double grid_seconds = 10;
+  /// Most configurations the warm start's grid simulates (0: as many as grid_seconds allow;
+  /// a cap makes the warm start independent of the machine's speed).
+  int grid_runs = 0;
   /// Cut search: scope_depth (pivots; 0 = layer boundaries), prune_radius, epsilon decay and
   /// the agent settings (the layout search and episodes of RainbowPPOptions are not used).
   RainbowPPOptions cuts = [] {
@@ -63,10 +78,13 @@ struct Rainbow3DOptions {
 /// The counts of one search; Rainbow3DPlacer::search_outcome reports them as named values
 /// (SearchOutcome::stats: "tp", "pp", "virtual_stages", "dp", "micro_batches", "opp_runs",
 /// "cut_runs", "layout_runs", "step_time", "shapes", "probe_runs", "zero_stage",
-/// "recompute": 0 none, 1 selective, 2 full, "sequence_parallel").
+/// "recompute": 0 none, 1 selective, 2 full, "sequence_parallel", "grid_runs", "grid_step_time":
+/// the warm start's, 0 without one). SearchStats::runs counts every simulation, the grid's too.
 struct Rainbow3DStats {
-  int64_t runs = 0;  ///< simulator runs in all
+  int64_t runs = 0;  ///< simulator runs of steps 2-4 (the budgeted ones besides opp_runs)
   int64_t opp_runs = 0, probe_runs = 0, cut_runs = 0, layout_runs = 0;
+  int64_t grid_runs = 0;      ///< configurations the warm start's megatron grid simulated
+  double grid_step_time = 0;  ///< its plan's simulated step (0: no warm start)
   int shapes = 0;                                 ///< (t, pp, dp) shapes probed
   int tp = 1, pp = 1, dp = 1, micro_batches = 1;  ///< of the returned plan
   int v = 1;                                      ///< its virtual stages per rank

@@ -1,16 +1,21 @@
 // rainbow-3d (agents/rainbow/rainbow_3d.h): on a small GPT its plan validates and simulates to the
-// reported time, the same seed gives the same plan, the budget in simulator runs is kept, and
-// on a case whose optimum is known (two hosts of two GPUs, batch 1: two pipeline stages, each
-// Megatron tensor parallel over a host, heads included) it finds it. The attention-core rule
+// reported time, the same seed gives the same plan, the budget in simulator runs is kept, the
+// megatron grid's warm start is the incumbent (never beaten by the grid, its runs counted) and
+// does nothing where the grid does not apply, and on a case whose optimum is known (two hosts
+// of two GPUs, batch 1: two pipeline stages, each Megatron tensor parallel over a host, heads
+// included) its own sharding search finds it without the warm start. The attention-core rule
 // and the tied-layer decisions it relies on are tested here too.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
+#include "agents/classical/megatron_grid.h"
 #include "agents/rainbow/rainbow_3d.h"
 #include "datasets/gpt.h"
+#include "datasets/synthetic.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"
 #include "simulator/cost_model.h"
@@ -26,10 +31,11 @@
 namespace placer {
 namespace {
 
-Graph small_gpt(int64_t batch, int layers = 4, int64_t hidden = 256, int64_t seq_len = 128) {
+Graph small_gpt(int64_t batch, int layers = 4, int64_t hidden = 256, int64_t seq_len = 128,
+                int64_t vocab = 1000) {
   GptOptions o;
   o.layers = layers, o.hidden = hidden, o.heads = 8, o.seq_len = seq_len, o.batch = batch;
-  o.vocab = 1000;
+  o.vocab = vocab;
   return expand_training_step(make_gpt(o));
 }
 
@@ -195,9 +201,81 @@ TEST(Rainbow3D, KeepsTheRunBudget) {
     Rainbow3DPlacer placer;
     const SearchOutcome o = placer.search_outcome(p, runs(n));
     // Every simulator run counts; one step may finish a started episode's last evaluation.
-    EXPECT_LE(o.stats.runs, n + 1) << n;
-    EXPECT_GE(o.stats.runs, n / 2) << n;
+    // The warm start's grid runs come on top of the budget.
+    const double grid = o.stats.value("grid_runs");
+    EXPECT_GT(grid, 0) << n;
+    EXPECT_LE(double(o.stats.runs) - grid, double(n + 1)) << n;
+    EXPECT_GE(double(o.stats.runs) - grid, double(n / 2)) << n;
   }
+}
+
+TEST(Rainbow3D, WarmStartsFromTheMegatronGridAndNeverLosesToIt) {
+  // Two hosts of two GPUs, batch 2, a large vocabulary: the grid's plan is rainbow-3d's
+  // incumbent, its shape is refined first (here its cuts), and the grid's simulations are
+  // counted in rainbow-3d's.
+  Fixture f(small_gpt(2, 4, 512, 256, 32000), cluster(2, 2));
+  Problem p = f.problem();
+  MegatronGridPlacer grid;
+  const SearchOutcome go = grid.search_outcome(p, SearchBudget{});
+  const double grid_time = f.sim.run(go.plan).step_time;
+  Rainbow3DPlacer placer;
+  const SearchOutcome o = placer.search_outcome(p, runs(60, 1));
+  EXPECT_EQ(o.stats.value("grid_runs"), double(go.stats.runs));
+  EXPECT_NEAR(o.stats.value("grid_step_time"), grid_time, 1e-9 * grid_time);
+  const double own = o.stats.value("probe_runs") + o.stats.value("cut_runs") +
+                     o.stats.value("layout_runs") + o.stats.value("opp_runs");
+  EXPECT_EQ(double(o.stats.runs), own + o.stats.value("grid_runs"));
+  const SimResult r = f.sim.run(o.plan);
+  EXPECT_FALSE(r.oom);
+  EXPECT_LE(r.step_time, grid_time);
+  EXPECT_NEAR(r.step_time, o.stats.value("step_time"), 1e-9 * r.step_time);
+  EXPECT_EQ(o.plan.method, "rainbow-3d");
+  // The grid picks tp 2, pp 2, SP (5.319 ms); rainbow-3d keeps that shape and moves every
+  // layer to the first stage, leaving the last with the 32000-word LM head and the loss
+  // (5.204 ms, seeds 1-4), a cut the grid's even split cannot give.
+  EXPECT_EQ(o.stats.value("tp"), 2.0);
+  EXPECT_EQ(o.stats.value("pp"), 2.0);
+  EXPECT_LT(r.step_time, 0.985 * grid_time);
+  ASSERT_EQ(o.plan.pipeline.stages.size(), 2u);
+  std::vector<std::set<int>> layers(2);
+  for (size_t k = 0; k < 2; ++k) {
+    for (OpId op : o.plan.pipeline.stages[k].ops) {
+      if (f.g.op(op).layer >= 0) layers[k].insert(f.g.op(op).layer);
+    }
+  }
+  EXPECT_EQ(layers[0].size(), 4u);
+  EXPECT_EQ(layers[1].size(), 0u);
+  // Seeded: the same plan again.
+  Rainbow3DPlacer again;
+  const SearchOutcome o2 = again.search_outcome(p, runs(60, 1));
+  EXPECT_EQ(plan_to_yaml(o.plan, f.g, f.c), plan_to_yaml(o2.plan, f.g, f.c));
+}
+
+TEST(Rainbow3D, NoWarmStartWhereTheGridDoesNotApply) {
+  // An MLP has no attention: the megatron grid does not apply, no grid run is counted, and
+  // the plan is the one the search gives with the warm start turned off.
+  MlpOptions mo;
+  mo.layers = 6, mo.input = 512, mo.hidden = 1024, mo.classes = 100, mo.batch = 16;
+  Fixture f(expand_training_step(make_mlp(mo)), cluster(1, 4));
+  Problem p = f.problem();
+  Rainbow3DPlacer with;
+  const SearchOutcome a = with.search_outcome(p, runs(40, 2));
+  EXPECT_EQ(a.stats.value("grid_runs"), 0.0);
+  EXPECT_EQ(a.stats.value("grid_step_time"), 0.0);
+  Rainbow3DOptions off;
+  off.grid_seconds = 0;
+  Rainbow3DPlacer without(off);
+  const SearchOutcome b = without.search_outcome(p, runs(40, 2));
+  EXPECT_EQ(a.stats.runs, b.stats.runs);
+  EXPECT_EQ(plan_to_yaml(a.plan, f.g, f.c), plan_to_yaml(b.plan, f.g, f.c));
+}
+
+/// rainbow-3d without the warm start: its own sharding search (the grid would hand it the
+/// answer in the two tests below).
+Rainbow3DPlacer without_grid() {
+  Rainbow3DOptions o;
+  o.grid_seconds = 0;
+  return Rainbow3DPlacer(o);
 }
 
 TEST(Rainbow3D, FindsTwoStagesOfMegatronTensorParallelism) {
@@ -215,7 +293,7 @@ TEST(Rainbow3D, FindsTwoStagesOfMegatronTensorParallelism) {
   const double pipeline_only = f.sim.run(megatron_plan(f.g, pp4)).step_time;
   ASSERT_LT(megatron, 0.8 * pipeline_only);  // the case is clear-cut
 
-  Rainbow3DPlacer placer;
+  Rainbow3DPlacer placer = without_grid();
   const SearchOutcome o = placer.search_outcome(p, runs(200, 1));
   EXPECT_EQ(o.stats.value("tp"), 2.0);
   EXPECT_EQ(o.stats.value("pp"), 2.0);
@@ -253,8 +331,9 @@ TEST(Rainbow3D, TurnsSequenceParallelismOnOverMegatronsSharding) {
   ASSERT_LT(*std::max_element(on.peak_memory.begin(), on.peak_memory.end()),
             *std::max_element(off.peak_memory.begin(), off.peak_memory.end()));
 
-  Rainbow3DPlacer placer;
+  Rainbow3DPlacer placer = without_grid();
   const SearchOutcome o = placer.search_outcome(p, runs(200, 1));
+  EXPECT_EQ(o.stats.value("grid_runs"), 0.0);
   EXPECT_EQ(o.stats.value("tp"), 2.0);
   EXPECT_EQ(o.stats.value("pp"), 2.0);
   EXPECT_EQ(o.stats.value("sequence_parallel"), 1.0);
