@@ -352,32 +352,13 @@ Plan MegatronGridPlacer::search(const Problem& problem, const SearchBudget& budg
 SearchOutcome MegatronGridPlacer::search_outcome(const Problem& problem,
                                                 const SearchBudget& budget) {
   Plan plan = search(problem, budget);
-  const MegatronConfig& m = stats_.best;
-  return search_outcome_of(std::move(plan), stats_.simulated, 0, 0,
-                           {{"enumerated", stats_.enumerated},
-                            {"fitting", stats_.fitting},
-                            {"simulated", stats_.simulated},
-                            {"best_index", stats_.best_index},
-                            {"tp", m.tp},
-                            {"pp", m.pp},
-                            {"dp", m.dp},
-                            {"micro_batch", m.micro_batch},
-                            {"virtual_stages", m.virtual_stages},
-                            {"recompute", static_cast<int>(m.recompute)},
-                            {"sequence_parallel", m.sequence_parallel ? 1 : 0},
-                            {"zero_stage", m.zero_stage}});
-}
-
-MegatronConfig megatron_config_of_outcome(const SearchStats& stats) {
-  auto get = [&stats](const char* name) { return static_cast<int>(stats.value(name)); };
-  MegatronConfig m;
-  m.tp = get("tp"), m.pp = get("pp"), m.dp = get("dp");
-  m.micro_batch = get("micro_batch");
-  m.virtual_stages = get("virtual_stages");
-  m.recompute = static_cast<Recompute>(get("recompute"));
-  m.sequence_parallel = get("sequence_parallel") != 0;
-  m.zero_stage = get("zero_stage");
-  return m;
+  SearchOutcome out = search_outcome_of(std::move(plan), stats_.simulated, 0, 0,
+                                        {{"enumerated", stats_.enumerated},
+                                         {"fitting", stats_.fitting},
+                                         {"simulated", stats_.simulated},
+                                         {"best_index", stats_.best_index}});
+  add_megatron_config(stats_.best, &out.stats);
+  return out;
 }
 
 std::string describe(const MegatronConfig& m) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/megatron_outcome.h"  // megatron_config_of_outcome
 #include "src/plan/megatron_plan.h"
 
 namespace placer {
@@ -70,8 +71,5 @@ class MegatronGridPlacer : public Placer {
 /// "tp 2, pp 2, dp 2, mb 4, v 1, recompute none, sp off, zero 0".
 std::string describe(const MegatronConfig& m);
 
-/// The chosen configuration of a `megatron` search from its outcome's named values (the
-/// fields describe() prints; the others keep their defaults).
-MegatronConfig megatron_config_of_outcome(const SearchStats& stats);
 
 }  // namespace placer

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agents/api/methods.h"
-#include "agents/classical/megatron_grid.h"
+#include "agents/common/megatron_outcome.h"
 #include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
 #include "agents/common/outcome.h"
@@ -227,10 +227,10 @@ class Search {
     if (clock_.max_seconds() > 0)
       gb.max_seconds = std::min(gb.max_seconds, clock_.max_seconds() / 2);
     gb.max_evaluations = std::max(0, o_.grid_runs);
-    MegatronGridPlacer grid;
     SearchOutcome out;
     try {
-      out = grid.search_outcome(p_, gb);
+      // Through the registry: families do not include each other (scripts/check_layers.sh).
+      out = make_placer("megatron")->search_outcome(p_, gb);
     } catch (const Error&) {
       return;  // not a layered transformer with Megatron op names, no fitting configuration, ...
     }
