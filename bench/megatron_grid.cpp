@@ -8,12 +8,14 @@
 // --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's
 // target: geomean step-time ratio <= 0.97): per row the grid's best step and search time,
 // rainbow-3d's step, the ratio, its search time (its own warm-start grid included) and
-// simulator runs (by stage: its grid's, then its own), the shape it
+// simulator runs (by stage: its grid's, then its own), the runs until its best was within
+// 5% of its final one (the grid's and the sharding searches' included), the shape it
 // chose and its layers per stage, on GPT sizes from 8 A100s to 512 H100s (two with small
-// global batches); then the geomean.
+// global batches); then the geomean. --no-warm-start: rainbow-3d without the grid's plan
+// (grid_seconds 0), its own search alone.
 //
 //   ./build/bench/megatron_grid [--only NAME] [--seconds S]
-//   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]
+//   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S] [--no-warm-start]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -141,7 +143,7 @@ std::string stage_layers(const Plan& p, const Graph& g) {
 }
 
 /// rainbow-3d against the grid on one row; returns rainbow-3d / grid.
-double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
+double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed, bool warm_start) {
   Setup su(row);
   MegatronGridPlacer grid;
   auto t0 = Clock::now();
@@ -149,7 +151,9 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   const SimResult rg = su.sim.run(grid_out.plan);
   const double grid_s = seconds_since(t0);
 
-  Rainbow3DPlacer r3;
+  Rainbow3DOptions r3o;
+  if (!warm_start) r3o.grid_seconds = 0;
+  Rainbow3DPlacer r3(r3o);
   SearchBudget rb;
   rb.max_evaluations = runs;
   rb.seed = seed;
@@ -163,11 +167,11 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
   const double ratio = rr.step_time / rg.step_time;
   std::printf(
       "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (grid %lld, opp %lld, cuts %lld, "
-      "layout %lld) | tp %d, pp %d, dp %d, v %d, m %d%s%s%s | %s |\n",
+      "layout %lld) | %lld | tp %d, pp %d, dp %d, v %d, m %d%s%s%s | %s |\n",
       row.label.c_str(), int(problem_devices(su.p).size()), ms(rg).c_str(), grid_s,
       describe(megatron_config_of_outcome(grid_out.stats)).c_str(), ms(rr).c_str(), ratio, r3_s,
       static_cast<long long>(out.stats.runs), count("grid_runs"), count("opp_runs"),
-      count("cut_runs"), count("layout_runs"), shape("tp"), shape("pp"), shape("dp"),
+      count("cut_runs"), count("layout_runs"), count("runs_to_5pct"), shape("tp"), shape("pp"), shape("dp"),
       shape("virtual_stages"), shape("micro_batches"), shape("sequence_parallel") ? ", sp" : "",
       shape("zero_stage") ? ", zero 1" : "",
       shape("recompute") == 2   ? ", full"
@@ -183,7 +187,7 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed) {
 int main(int argc, char** argv) {
   std::string only;
   double seconds = 10;
-  bool rainbow = false;
+  bool rainbow = false, warm_start = true;
   int64_t runs = 300;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
@@ -194,6 +198,8 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[++i]);
     } else if (a == "--rainbow-3d") {
       rainbow = true;
+    } else if (a == "--no-warm-start") {
+      warm_start = false;
     } else if (a == "--runs" && i + 1 < argc) {
       runs = std::atoll(argv[++i]);
     } else if (a == "--seed" && i + 1 < argc) {
@@ -201,7 +207,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: megatron_grid [--only NAME] [--seconds S]\n"
-                   "       megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S]\n");
+                   "       megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S] "
+                   "[--no-warm-start]\n");
       return 2;
     }
   }
@@ -245,15 +252,15 @@ int main(int argc, char** argv) {
     };
     std::printf(
         "| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
-        "| ratio | rainbow-3d search s | simulator runs | rainbow-3d's shape | its layers per "
-        "stage |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "| ratio | rainbow-3d search s | simulator runs | runs to 5%% | rainbow-3d's shape | its "
+        "layers per stage |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     double log_sum = 0;
     int n = 0;
     try {
       for (const Row& r : r3rows) {
         if (!only.empty() && only != r.label) continue;
-        log_sum += std::log(versus_rainbow_3d(r, runs, seed));
+        log_sum += std::log(versus_rainbow_3d(r, runs, seed, warm_start));
         ++n;
       }
     } catch (const Error& e) {

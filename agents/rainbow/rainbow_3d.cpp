@@ -483,7 +483,13 @@ class Search {
   }
 
   void keep(const Scored& sc) {
-    if (sc.beats(best_)) best_ = sc;
+    if (sc.beats(best_)) {
+      best_ = sc;
+      if (!best_.oom) {
+        stats_->improvements.emplace_back(
+            stats_->grid_runs + stats_->opp_runs + stats_->runs, best_.time);
+      }
+    }
     if (budget_.progress) budget_.progress(used_, total_, format_ms(best_.time));
   }
 
@@ -697,6 +703,13 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                                                            : 0;
   stats.sequence_parallel = p.tensor_parallel.sequence_parallel;
   stats.seconds = clock.elapsed();
+  int64_t runs_to_5pct = -1;  // first run whose best was within 5% of the final one
+  for (const auto& [runs, time] : stats.improvements) {
+    if (time <= 1.05 * best.time) {
+      runs_to_5pct = runs;
+      break;
+    }
+  }
   return search_outcome_of(std::move(best.plan), stats.runs + stats.opp_runs + stats.grid_runs, 0,
                            stats.seconds,
                            {{"tp", stats.tp},
@@ -714,7 +727,8 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                             {"recompute", stats.recompute},
                             {"sequence_parallel", stats.sequence_parallel ? 1.0 : 0.0},
                             {"grid_runs", double(stats.grid_runs)},
-                            {"grid_step_time", stats.grid_step_time}});
+                            {"grid_step_time", stats.grid_step_time},
+                            {"runs_to_5pct", double(runs_to_5pct)}});
 }
 
 void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {

@@ -36,6 +36,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agents/api/placer.h"
 #include "agents/common/outcome.h"
@@ -79,7 +81,9 @@ struct Rainbow3DOptions {
 /// (SearchOutcome::stats: "tp", "pp", "virtual_stages", "dp", "micro_batches", "opp_runs",
 /// "cut_runs", "layout_runs", "step_time", "shapes", "probe_runs", "zero_stage",
 /// "recompute": 0 none, 1 selective, 2 full, "sequence_parallel", "grid_runs", "grid_step_time":
-/// the warm start's, 0 without one). SearchStats::runs counts every simulation, the grid's too.
+/// the warm start's, 0 without one; "runs_to_5pct": simulator runs until the best plan was
+/// within 5% of the returned one, -1 when none fit). SearchStats::runs counts every
+/// simulation, the grid's too.
 struct Rainbow3DStats {
   int64_t runs = 0;  ///< simulator runs of steps 2-4 (the budgeted ones besides opp_runs)
   int64_t opp_runs = 0, probe_runs = 0, cut_runs = 0, layout_runs = 0;
@@ -93,6 +97,9 @@ struct Rainbow3DStats {
   bool sequence_parallel = false;  ///< Megatron's sharding as the shorthand, with SP on
   double step_time = 0;  ///< simulated, of the returned plan
   double seconds = 0;
+  /// At each improvement of the best fitting plan: (simulator runs so far, the grid's and
+  /// the sharding searches' included; its step time). Gives "runs_to_5pct".
+  std::vector<std::pair<int64_t, double>> improvements;
 };
 
 class Rainbow3DPlacer : public OutcomePlacer {
