@@ -114,19 +114,20 @@ void PlacementEnv::check_action(const std::vector<int>& a) const {
 }
 
 StepResult PlacementEnv::step(const std::vector<int>& device_per_unit) {
-  check_action(device_per_unit);
-  for (size_t i = 0; i < unit_of_op_.size(); ++i) {
-    plan_.placement[i] = device_per_unit[unit_of_op_[i]];
-  }
   SimResult r;
   if (options_.score) {
+    const Plan placement = to_plan(device_per_unit);  // a bad action throws, as below
     try {
-      r = options_.score(to_plan(device_per_unit));
+      r = options_.score(placement);
     } catch (const Error&) {
       r.step_time = std::numeric_limits<double>::infinity();
       r.oom = true;
     }
   } else {
+    check_action(device_per_unit);
+    for (size_t i = 0; i < unit_of_op_.size(); ++i) {
+      plan_.placement[i] = device_per_unit[unit_of_op_[i]];
+    }
     SimOptions so;
     so.critical_path = false;
     r = sim_.run(plan_, so);
