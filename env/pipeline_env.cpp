@@ -45,8 +45,13 @@ std::string module_key(const std::string& scope, int depth) {
   return extra >= 0 ? key : first;
 }
 
+[[noreturn]] void fail(const std::string& field, const std::string& msg) {
+  throw ValidationError(format_context(kCtx, field, msg));
+}
+
 }  // namespace
 
+// The set-up runs as named steps, each filling the members the next ones read.
 PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                          PipelineEnvOptions options)
     : graph_(graph),
@@ -54,10 +59,21 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
       cost_(cost),
       options_(std::move(options)),
       sim_(graph, cluster, cost) {
-  auto fail = [](const std::string& field, const std::string& msg) {
-    throw ValidationError(format_context(kCtx, field, msg));
-  };
-  if (graph.num_ops() == 0) fail("graph", "has no ops");
+  check_options();
+  resolve_devices();
+  attach_positions();
+  sum_positions();
+  find_pivots();
+  split_devices();
+  choose_micro_batches();
+  place_center();
+  keep_pivots();
+  set_reference();
+  reset();
+}
+
+void PipelineEnv::check_options() {
+  if (graph_.num_ops() == 0) fail("graph", "has no ops");
   stages_ = options_.stages;
   if (stages_ < 2) fail("stages", "must be >= 2, got " + std::to_string(stages_));
   if (options_.micro_batches < 0) fail("micro_batches", "must be >= 0 (0 = 4 x stages)");
@@ -66,6 +82,10 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   if (!std::isfinite(options_.oom_penalty)) fail("oom_penalty", "must be finite");
   if (!std::isfinite(options_.reference_time) || options_.reference_time < 0)
     fail("reference_time", "must be finite and >= 0 (0 = simulate the center solution)");
+}
+
+// The device list: the groups' concatenation, else the given devices, else all; each once.
+void PipelineEnv::resolve_devices() {
   if (!options_.groups.empty()) {
     if (static_cast<int>(options_.groups.size()) != stages_) {
       fail("groups", std::to_string(options_.groups.size()) + " device groups for " +
@@ -82,14 +102,14 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     options_.devices = std::move(all);
   }
   if (options_.devices.empty()) {
-    for (int d = 0; d < cluster.num_devices(); ++d) options_.devices.push_back(d);
+    for (int d = 0; d < cluster_.num_devices(); ++d) options_.devices.push_back(d);
   }
   {
-    std::vector<uint8_t> seen(static_cast<size_t>(std::max(0, cluster.num_devices())), 0);
+    std::vector<uint8_t> seen(static_cast<size_t>(std::max(0, cluster_.num_devices())), 0);
     for (int d : options_.devices) {
-      if (d < 0 || d >= cluster.num_devices()) {
+      if (d < 0 || d >= cluster_.num_devices()) {
         fail("devices", "device " + std::to_string(d) + " is outside the cluster (" +
-                            std::to_string(cluster.num_devices()) + " devices)");
+                            std::to_string(cluster_.num_devices()) + " devices)");
       }
       if (seen[static_cast<size_t>(d)])
         fail("devices", "device " + std::to_string(d) + " listed twice");
@@ -101,8 +121,11 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     fail("stages", std::to_string(stages_) + " stages need at least as many devices, got " +
                        std::to_string(N));
   }
+}
 
-  // Positions: non-input forward ops in topological order.
+// Positions (non-input forward ops in topological order) and the position of every op.
+void PipelineEnv::attach_positions() {
+  const Graph& graph = graph_;
   const size_t n = graph.num_ops();
   const auto& topo = graph.topo_order();
   pos_of_op_.assign(n, -1);
@@ -156,8 +179,14 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     if (graph.op(o).phase == Phase::kForward)
       fwd_ops_at_[static_cast<size_t>(pos_of_op_[o])].push_back(o);
   }
+}
 
-  // Per-position sums, then prefix sums.
+// Per-position compute, gradient bytes, once-per-step compute, parameter counts and cut
+// activation bytes, as prefix sums over the positions.
+void PipelineEnv::sum_positions() {
+  const Graph& graph = graph_;
+  const int F = static_cast<int>(fwd_.size());
+  const size_t n = graph.num_ops();
   bool any_grad = false;
   for (const Tensor& t : graph.tensors()) any_grad = any_grad || t.is_param_grad;
   comp_.assign(static_cast<size_t>(F) + 1, 0);
@@ -170,7 +199,7 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   for (OpId o = 0; o < n; ++o) {
     const Op& op = graph.op(o);
     const size_t p = static_cast<size_t>(pos_of_op_[o]);
-    const double t_op = cost.op_time(op, graph.op_bytes(o), dev0);
+    const double t_op = cost_.op_time(op, graph.op_bytes(o), dev0);
     comp_[p + 1] += t_op;
     const bool per_batch =
         (op.phase == Phase::kForward || op.phase == Phase::kBackward) && op.batch_scaled;
@@ -205,13 +234,16 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     run += diff[static_cast<size_t>(p)];
     cross_[static_cast<size_t>(p)] = std::max(0.0, run);
   }
+}
 
-  // Pivots: module boundaries, else every position.
+// Pivots: module boundaries, else every position.
+void PipelineEnv::find_pivots() {
+  const int F = static_cast<int>(fwd_.size());
   if (options_.use_scopes) {
     std::string prev;
     for (int p = 0; p < F; ++p) {
       std::string key =
-          module_key(graph.op(fwd_[static_cast<size_t>(p)]).scope, options_.scope_depth);
+          module_key(graph_.op(fwd_[static_cast<size_t>(p)]).scope, options_.scope_depth);
       if (key.empty()) continue;  // keeps the previous module
       if (!prev.empty() && key != prev) pivots_.push_back(p);
       prev = std::move(key);
@@ -221,20 +253,25 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     pivots_.clear();
     for (int p = 1; p < F; ++p) pivots_.push_back(p);
   }
-  const int P = num_pivots();
+}
 
-  split_devices();
+void PipelineEnv::choose_micro_batches() {
   if (options_.micro_batches > 0) {
     micro_batches_ = options_.micro_batches;
   } else {
     int max_r = 1;
     for (const auto& gr : groups_) max_r = std::max(max_r, static_cast<int>(gr.size()));
     int64_t m = 4 * static_cast<int64_t>(stages_);
-    if (graph.batch_size() > 0) m = std::min<int64_t>(m, graph.batch_size() / max_r);
+    if (graph_.batch_size() > 0) m = std::min<int64_t>(m, graph_.batch_size() / max_r);
     micro_batches_ = static_cast<int>(std::max<int64_t>(1, m));
   }
+}
 
-  // Center solution: cut k nearest the balanced cumulative compute, increasing, with room.
+// Center solution: cut k nearest the balanced cumulative compute, increasing, with room.
+void PipelineEnv::place_center() {
+  const int F = static_cast<int>(fwd_.size());
+  const int N = static_cast<int>(options_.devices.size());
+  const int P = num_pivots();
   const double total = comp_[static_cast<size_t>(F)];
   center_.assign(static_cast<size_t>(stages_) - 1, 0);
   for (int k = 0; k + 1 < stages_; ++k) {
@@ -258,8 +295,13 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     if (k + 2 < stages_) cap = std::min(cap, center_[static_cast<size_t>(k) + 1] - 1);
     center_[static_cast<size_t>(k)] = std::min(center_[static_cast<size_t>(k)], cap);
   }
+}
 
-  // Kept pivots: near a center cut, with a parameter op before and after.
+// Kept pivots: near a center cut, with a parameter op before and after; and how many more
+// cuts can follow each.
+void PipelineEnv::keep_pivots() {
+  const int F = static_cast<int>(fwd_.size());
+  const int P = num_pivots();
   const int params_total = param_count_[static_cast<size_t>(F)];
   kept_.assign(static_cast<size_t>(P), 0);
   for (int i = 0; i < P; ++i) {
@@ -295,13 +337,15 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
   }
   max_from_start_ = more_after(-1, 0);
   if (max_from_start_ < stages_ - 1) {
-    fail("stages", "graph '" + graph.name() + "' has no cut into " + std::to_string(stages_) +
+    fail("stages", "graph '" + graph_.name() + "' has no cut into " + std::to_string(stages_) +
                        " stages with a parameter op in every stage among the " +
                        std::to_string(kept_idx.size()) + " kept of " + std::to_string(P) +
                        " pivots" +
                        (options_.prune ? " (raise prune_radius or disable pruning)" : ""));
   }
+}
 
+void PipelineEnv::set_reference() {
   if (options_.reference_time > 0) {
     reference_ = options_.reference_time;
   } else {
@@ -314,7 +358,6 @@ PipelineEnv::PipelineEnv(const Graph& graph, const Cluster& cluster, const CostM
     }
     reference_ = r.step_time;
   }
-  reset();
 }
 
 void PipelineEnv::split_devices() {

@@ -161,7 +161,18 @@ class PipelineEnv {
   const Cluster& cluster() const { return cluster_; }
 
  private:
+  // Set-up steps, in the constructor's order.
+  void check_options();
+  void resolve_devices();
+  void attach_positions();
+  void sum_positions();
+  void find_pivots();
   void split_devices();
+  void choose_micro_batches();
+  void place_center();
+  void keep_pivots();
+  void set_reference();
+
   void update_features();
   double transfer_time(int pivot, int cut_index) const;
   double stage_allreduce(int stage, double bytes) const;

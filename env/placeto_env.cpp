@@ -52,6 +52,7 @@ bool parse_placeto_start(const std::string& s, PlacetoStart* out) {
   return true;
 }
 
+// The set-up runs as named steps, each filling the members the next ones read.
 PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                        std::vector<int> group_of_op, PlacetoEnvOptions options)
     : graph_(graph),
@@ -59,6 +60,19 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
       options_(std::move(options)),
       group_of_op_(std::move(group_of_op)),
       sim_(graph, cluster, cost) {
+  check_options();
+  check_groups();
+  order_groups();
+  link_groups();
+  relate_groups();
+  compute_static_features(cost);
+  set_reference();
+}
+
+// Options and the allowed devices (the action mask).
+void PlacetoEnv::check_options() {
+  const Graph& graph = graph_;
+  const Cluster& cluster = cluster_;
   if (graph.num_ops() == 0) throw ValidationError(format_context(kCtx, "graph", "has no ops"));
   if (options_.max_devices < 1)
     throw ValidationError(format_context(kCtx, "max_devices", "must be >= 1"));
@@ -85,8 +99,11 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
     }
     mask_[size_t(d)] = 1;
   }
+}
 
-  // Groups.
+// The groups: one id per op, every id 0 .. num_nodes - 1 used.
+void PlacetoEnv::check_groups() {
+  const Graph& graph = graph_;
   if (group_of_op_.size() != graph.num_ops()) {
     throw ValidationError(format_context(kCtx, "group_of_op",
                                          "has " + std::to_string(group_of_op_.size()) +
@@ -118,19 +135,26 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
                                          std::to_string(num_nodes_) +
                                              " groups: at most 8192 (coarsen the graph first)"));
   }
-  const size_t n = size_t(num_nodes_);
+}
 
-  // Order: by each group's first op in the topological order.
-  std::vector<int> pos(n, -1);
-  for (OpId op : graph.topo_order()) {
+// Order: by each group's first op in the topological order.
+void PlacetoEnv::order_groups() {
+  std::vector<uint8_t> seen(size_t(num_nodes_), 0);
+  for (OpId op : graph_.topo_order()) {
     const int g = group_of_op_[op];
-    if (pos[size_t(g)] < 0) {
-      pos[size_t(g)] = int(order_.size());
+    if (!seen[size_t(g)]) {
+      seen[size_t(g)] = 1;
       order_.push_back(g);
     }
   }
+}
 
-  // Group DAG: forward edges (all edges of a forward-only graph) that go forward in order.
+// Group DAG: forward edges (all edges of a forward-only graph) that go forward in order.
+void PlacetoEnv::link_groups() {
+  const Graph& graph = graph_;
+  const size_t n = size_t(num_nodes_);
+  std::vector<int> pos(n, -1);  // of every group in order_
+  for (size_t i = 0; i < n; ++i) pos[size_t(order_[i])] = int(i);
   const bool training = graph.is_training_step();
   std::vector<std::pair<int, int>> edges;  // (parent, child)
   for (OpId a = 0; a < graph.num_ops(); ++a) {
@@ -163,8 +187,11 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
       par_idx_[size_t(pf[size_t(c)]++)] = p;
     }
   }
+}
 
-  // Relations: ancestors by a sweep in order (bitsets as byte rows).
+// Relations: ancestors by a sweep in order (bitsets as byte rows).
+void PlacetoEnv::relate_groups() {
+  const size_t n = size_t(num_nodes_);
   relation_.assign(n * n, 3);
   {
     std::vector<uint8_t> anc(n * n, 0);  // anc[v * n + u] = u is an ancestor of v
@@ -187,8 +214,14 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
       relation_[v * n + v] = 0;
     }
   }
+}
 
-  // Static features.
+// Static features: runtime on the first allowed device, bytes read by other groups,
+// resident memory.
+void PlacetoEnv::compute_static_features(const CostModel& cost) {
+  const Graph& graph = graph_;
+  const size_t n = size_t(num_nodes_);
+  const bool training = graph.is_training_step();
   const int ref_device = options_.devices[0];
   std::vector<double> runtime(n, 0), out_bytes(n, 0), memory(n, 0);
   for (OpId op = 0; op < graph.num_ops(); ++op) {
@@ -206,12 +239,16 @@ PlacetoEnv::PlacetoEnv(const Graph& graph, const Cluster& cluster, const CostMod
   relative_log(runtime, &static_, 0, 3);
   relative_log(out_bytes, &static_, 1, 3);
   relative_log(memory, &static_, 2, 3);
+}
 
+// The reusable plan and the reference: fastest fitting single-device run, else the fastest.
+void PlacetoEnv::set_reference() {
+  const Graph& graph = graph_;
+  const int ref_device = options_.devices[0];
   plan_.graph_name = graph.name();
   plan_.method = "placeto";
   plan_.placement.assign(graph.num_ops(), ref_device);
 
-  // Reference: fastest fitting single-device run, else the fastest run.
   SingleDeviceRuns runs = single_device_runs(sim_, plan_, options_.devices);
   single_times_ = std::move(runs.times);
   single_oom_ = std::move(runs.oom);

@@ -171,6 +171,15 @@ class PlacetoEnv {
   const Cluster& cluster() const { return cluster_; }
 
  private:
+  // Set-up steps, in the constructor's order.
+  void check_options();
+  void check_groups();
+  void order_groups();
+  void link_groups();
+  void relate_groups();
+  void compute_static_features(const CostModel& cost);
+  void set_reference();
+
   void check_device(int device) const;
   void simulate_state();  // cost of placement_ (sim or cache)
   void start_episode();

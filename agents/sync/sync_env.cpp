@@ -74,7 +74,21 @@ std::string SyncEnv::action_name(int action) {
   return std::string(syncs[s]) + comps[c] + (st > 0 ? "+s" + std::to_string(st) : "");
 }
 
+// The set-up runs as named steps: checks and units, the reference, the features.
 SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
+  check_and_split_units();
+  const double compute = simulate_reference();
+  const std::vector<int> devs = problem_devices(p);
+  const Bandwidths bw = bandwidths(p.cluster, devs);
+  describe_units(compute, bw.inter);
+  describe_cluster(devs, compute, bw);
+  reset();
+}
+
+// The checks, the replicated plan, the PS servers and the units (largest variables first).
+void SyncEnv::check_and_split_units() {
+  const SyncEnvOptions& o = o_;
+  const Problem& p = p_;
   if (o.max_units < 1) {
     throw ValidationError("autosync: units must be >= 1, got " + std::to_string(o.max_units));
   }
@@ -90,8 +104,7 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
   }
   base_ = replicated_plan(p, "autosync");
   replicas_ = base_.data_parallel.replicas;
-  const std::vector<int> devs = problem_devices(p);
-  servers_ = ps_servers(p.cluster, devs);
+  servers_ = ps_servers(p.cluster, problem_devices(p));
 
   std::vector<OpId> vars = sync_variables(g);
   if (vars.empty()) throw ValidationError("autosync: the graph has no trainable variables");
@@ -100,8 +113,11 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
   const size_t k = std::min(vars.size(), size_t(o.max_units));
   vars_.assign(vars.begin(), vars.begin() + long(k));
   rest_.assign(vars.begin() + long(k), vars.end());
+}
 
-  // The reference: the best builder (and the compute step, for the features).
+// The reference: the best builder; returns the compute step (the step with the sync free).
+double SyncEnv::simulate_reference() {
+  const Graph& g = p_.graph;
   double compute = 0;
   for (const SynchronizationConfig& s :
        {horovod_sync(), ps_sync(g, servers_), parallax_sync(g, servers_, replicas_),
@@ -111,24 +127,32 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
     if (compute == 0) compute = sync_free;
     if (sims_ == 1 || t < ref_time_) ref_time_ = t, ref_config_ = s;
   }
-  compute = std::max(compute, 1e-9);
+  return std::max(compute, 1e-9);
+}
 
-  // Bandwidths: between two problem devices on one host / on two hosts.
+// Bandwidths between two problem devices on one host / on two hosts (each the other's when
+// one kind is missing; inter >= 1 B/s).
+SyncEnv::Bandwidths SyncEnv::bandwidths(const Cluster& cluster, const std::vector<int>& devs) {
   double intra = 0, inter = 0;
   for (size_t a = 0; a < devs.size(); ++a) {
     for (size_t b = a + 1; b < devs.size(); ++b) {
-      const bool same = p.cluster.device(devs[a]).host == p.cluster.device(devs[b]).host;
+      const bool same = cluster.device(devs[a]).host == cluster.device(devs[b]).host;
       double& bw = same ? intra : inter;
-      if (bw == 0) bw = p.cluster.bandwidth(devs[a], devs[b]);
+      if (bw == 0) bw = cluster.bandwidth(devs[a], devs[b]);
     }
   }
   if (inter == 0) inter = intra;
   if (intra == 0) intra = inter;
-  inter = std::max(inter, 1.0);
+  return Bandwidths{intra, std::max(inter, 1.0)};
+}
 
-  // Per unit.
+// Per unit: the masks' flags (sparse, SFB, float), its bytes and its features.
+void SyncEnv::describe_units(double compute, double inter) {
+  const Graph& g = p_.graph;
   double total_flops = 0;
-  for (OpId v : vars) total_flops += g.op(v).flops, total_bytes_ += double(g.op(v).param_bytes);
+  for (const std::vector<OpId>* list : {&vars_, &rest_}) {
+    for (OpId v : *list) total_flops += g.op(v).flops, total_bytes_ += double(g.op(v).param_bytes);
+  }
   total_bytes_ = std::max(total_bytes_, 1.0);
   total_flops = std::max(total_flops, 1.0);
   const int n = units();
@@ -167,11 +191,15 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
     f[11] = clampf(std::log10(std::max(sparse_bytes, 1.0) / inter / compute) / 3, -2, 2);
     unit_features_.push_back(f);
   }
+}
+
+void SyncEnv::describe_cluster(const std::vector<int>& devs, double compute, const Bandwidths& bw) {
+  const double inter = bw.inter, intra = bw.intra;
   int hosts = 0;
   {
     std::vector<int> seen;
     for (int d : devs) {
-      const int h = p.cluster.device(d).host;
+      const int h = p_.cluster.device(d).host;
       if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(h);
     }
     hosts = int(seen.size());
@@ -182,7 +210,6 @@ SyncEnv::SyncEnv(const Problem& p, const SyncEnvOptions& o) : p_(p), o_(o) {
   cluster_features_[3] = float(devs.size()) / 16;
   cluster_features_[4] = clampf(std::log10(total_bytes_ / inter / compute) / 3, -2, 2);
   cluster_features_[5] = float(double(devs.size()) / std::max(hosts, 1)) / 8;
-  reset();
 }
 
 std::vector<OpId> SyncEnv::unit_variables(int i) const {

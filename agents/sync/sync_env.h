@@ -106,6 +106,16 @@ class SyncEnv {
   }
 
  private:
+  struct Bandwidths {
+    double intra = 0, inter = 0;  ///< bytes/s
+  };
+  // Set-up steps, in the constructor's order.
+  void check_and_split_units();
+  double simulate_reference();
+  static Bandwidths bandwidths(const Cluster& cluster, const std::vector<int>& devs);
+  void describe_units(double compute, double inter);
+  void describe_cluster(const std::vector<int>& devs, double compute, const Bandwidths& bw);
+
   bool allowed(int unit, int action) const;
 
   const Problem& p_;
