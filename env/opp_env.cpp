@@ -251,7 +251,7 @@ struct OppEnv::Impl {
 OppEnv::OppEnv(const Graph& g, const Cluster& cluster, const CostModel& cost,
                const OppEnvOptions& options)
     : impl_(std::make_unique<Impl>(g, cluster, cost, options)) {
-  impl_->reset();
+  reset();
 }
 
 OppEnv::~OppEnv() = default;
@@ -263,34 +263,38 @@ const std::vector<int>& OppEnv::order() const { return impl_->order; }
 const std::vector<LinkageGroup>& OppEnv::linkage() const { return impl_->linkage; }
 int OppEnv::state_dim() const { return 2 * int(impl_->slots.size()) + 1; }
 
-void OppEnv::reset() { impl_->reset(); }
-
-std::vector<float> OppEnv::observation() const {
-  const Impl& m = *impl_;
-  const size_t n = m.slots.size();
-  std::vector<float> obs(2 * n + 1, 0.0f);
-  for (size_t s = 0; s < n; ++s) obs[s] = float(m.dec[s]);
-  if (!m.done) obs[n + m.pos] = 1.0f;
-  obs[2 * n] = float(double(m.pos) / double(m.order.size()));
-  return obs;
+void OppEnv::reset() {
+  impl_->reset();
+  refresh();
 }
 
-std::vector<uint8_t> OppEnv::mask() const {
+void OppEnv::refresh() {
   const Impl& m = *impl_;
-  if (!m.opt.mask_conflicts || m.done) return {1, 1};
-  std::vector<uint8_t> out(2, 0);
+  const size_t n = m.slots.size();
+  obs_.assign(2 * n + 1, 0.0f);
+  for (size_t s = 0; s < n; ++s) obs_[s] = float(m.dec[s]);
+  if (!m.done) obs_[n + m.pos] = 1.0f;
+  obs_[2 * n] = float(double(m.pos) / double(m.order.size()));
+
+  mask_ = {1, 1};
+  if (!m.opt.mask_conflicts || m.done) return;
   for (int a = 0; a < 2; ++a) {
     std::vector<int8_t> next = m.dec;
     int decided = 0, ones = 0, zeros = 0;
-    out[size_t(a)] = m.apply(m.order[m.pos], a, &next, &decided, &ones, &zeros) ? 0 : 1;
+    mask_[size_t(a)] = m.apply(m.order[m.pos], a, &next, &decided, &ones, &zeros) ? 0 : 1;
   }
-  if (out[0] == 0 && out[1] == 0) out = {1, 1};  // both conflict: the episode ends either way
-  return out;
+  if (mask_[0] == 0 && mask_[1] == 0) mask_ = {1, 1};  // both conflict: the episode ends either way
 }
 bool OppEnv::done() const { return impl_->done; }
 int OppEnv::current_slot() const { return impl_->done ? -1 : impl_->order[impl_->pos]; }
 
 OppEnv::StepResult OppEnv::step(int action) {
+  const StepResult r = decide(action);
+  refresh();
+  return r;
+}
+
+OppEnv::StepResult OppEnv::decide(int action) {
   Impl& m = *impl_;
   if (m.done) throw ValidationError(format_context(kCtx, "step", "the episode is over"));
   if (action != 0 && action != 1) {

@@ -19,6 +19,8 @@
 //    counts as oom_penalty for that step; a conflict gives conflict_reward and ends.
 //  - kPaper: +partition_reward per slot newly set to 1 and +replicate_reward per slot newly
 //    set to 0 by the step (its linkage consequences included), conflict_reward on conflict.
+// RlEnv (env/rl_env.h): a flat float observation, an int action (0 / 1), the horizon
+// slots().size() (every step decides at least one slot); to_plan() is plan().
 // The env keeps references to the graph, cluster and cost model. Not copyable.
 
 #include <cstdint>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "env/rl_env.h"
 #include "env/sharding.h"
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
@@ -62,7 +65,15 @@ struct OppEnvOptions {
 /// "simulator" / "paper"; false on anything else.
 bool parse_opp_reward(const std::string& s, OppEnvOptions::Reward* out);
 
-class OppEnv {
+/// Result of one OppEnv::step.
+struct OppStepResult {
+  double reward = 0;
+  bool done = false;
+  bool conflict = false;
+  int decided = 0;  ///< slots set by the step (1 + linkage consequences not yet decided)
+};
+
+class OppEnv final : public RlEnv<std::vector<float>, int, OppStepResult> {
  public:
   /// ValidationError on degree < 2 or > devices, or a graph without slots.
   OppEnv(const Graph& g, const Cluster& cluster, const CostModel& cost,
@@ -85,23 +96,23 @@ class OppEnv {
 
   /// Starts an episode: every slot undecided, position at the first of order().
   void reset();
+  /// The same (the episode has no random start: the seed is unused).
+  void reset(uint64_t /*seed*/) override { reset(); }
   /// Decision vector (slot order, values 1 / 0 / -1), then one-hot position over order()
   /// (all zero when done), then position / order().size().
-  std::vector<float> observation() const;
+  const std::vector<float>& observation() const override { return obs_; }
   /// {1, 1} (both actions allowed) unless options.mask_conflicts.
-  std::vector<uint8_t> mask() const;
-  bool done() const;
+  const std::vector<uint8_t>& action_mask() const override { return mask_; }
+  /// action_mask() (its older name).
+  const std::vector<uint8_t>& mask() const { return mask_; }
+  bool done() const override;
   /// The slot to decide next (an index into slots()); -1 when done.
   int current_slot() const;
 
-  struct StepResult {
-    double reward = 0;
-    bool done = false;
-    bool conflict = false;
-    int decided = 0;  ///< slots set by the step (1 + linkage consequences not yet decided)
-  };
+  using StepResult = OppStepResult;
   /// Decides the current slot (ValidationError when done or action not 0/1).
-  StepResult step(int action);
+  StepResult step(int action) override;
+  int horizon() const override { return static_cast<int>(slots().size()); }
 
   /// Per slot, slot order.
   const std::vector<int8_t>& decisions() const;
@@ -109,6 +120,7 @@ class OppEnv {
   const PropagationResult& propagation() const;
   /// sharding_plan of propagation() on devices 0 .. degree-1, simulated (predicted filled).
   Plan plan() const;
+  Plan to_plan() const override { return plan(); }
   /// Simulated step time of plan() (+inf on OOM); computed once per state.
   double step_time() const;
   /// Step time of the all-replicated plan (every op on device 0).
@@ -117,8 +129,13 @@ class OppEnv {
   int64_t simulations() const;
 
  private:
+  StepResult decide(int action);
+  void refresh();  // obs_ and mask_ of the current state
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::vector<float> obs_;
+  std::vector<uint8_t> mask_;
 };
 
 }  // namespace placer

@@ -25,11 +25,15 @@
 // The action mask further requires a parameter op in every stage and room for the remaining
 // cuts, so every masked-in action can be completed to a valid S-stage pipeline.
 //
+// RlEnv (env/rl_env.h): a flat float observation, an int action (a pivot index into the
+// mask), the horizon S - 1; to_plan() is the plan of the episode's cuts once done.
+//
 // See docs/pipeline_env.md for the features and the reward. The env keeps references to the
 // graph, cluster and cost model (as Simulator does): they must outlive it. Not copyable.
 #include <cstdint>
 #include <vector>
 
+#include "env/rl_env.h"
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
 #include "src/cluster/cluster.h"
@@ -78,7 +82,7 @@ struct PipelineStepResult {
   bool done = false;
 };
 
-class PipelineEnv {
+class PipelineEnv final : public RlEnv<std::vector<float>, int, PipelineStepResult> {
  public:
   /// Features per pivot: S all-reduce times, max transfer time, balance ratio, taken flag.
   int features_per_pivot() const { return stages_ + 3; }
@@ -93,17 +97,20 @@ class PipelineEnv {
 
   /// Starts a new episode (no cuts).
   void reset();
+  /// The same (the episode has no random start: the seed is unused).
+  void reset(uint64_t /*seed*/) override { reset(); }
   /// Takes pivot `pivot` as the next cut. Throws ValidationError when the mask forbids it
   /// and placer::Error after the episode is done.
-  PipelineStepResult step(int pivot);
+  PipelineStepResult step(int pivot) override;
+  int horizon() const override { return stages_ - 1; }
 
   /// num_pivots x features_per_pivot, row-major (see docs/pipeline_env.md).
-  const std::vector<float>& observation() const { return obs_; }
+  const std::vector<float>& observation() const override { return obs_; }
   /// Per pivot: 1 = a legal next cut.
-  const std::vector<uint8_t>& action_mask() const { return mask_; }
+  const std::vector<uint8_t>& action_mask() const override { return mask_; }
   /// Pivot indices taken so far (increasing).
   const std::vector<int>& cuts() const { return cuts_; }
-  bool done() const { return static_cast<int>(cuts_.size()) == stages_ - 1; }
+  bool done() const override { return static_cast<int>(cuts_.size()) == stages_ - 1; }
 
   int num_stages() const { return stages_; }
   int num_pivots() const { return static_cast<int>(pivots_.size()); }
@@ -149,6 +156,8 @@ class PipelineEnv {
   /// The plan of a complete cut set (S - 1 increasing pivot indices; pruning not required).
   /// Throws ValidationError on a wrong count, an unknown pivot or non-increasing cuts.
   Plan to_plan(const std::vector<int>& cuts) const;
+  /// The plan of the episode's cuts; ValidationError before done.
+  Plan to_plan() const override { return to_plan(cuts_); }
   /// The plan of a complete cut set on another layout (S groups of distinct cluster
   /// devices, micro_batches >= 1; ValidationError otherwise).
   Plan to_plan(const std::vector<int>& cuts, const PipelineLayout& layout) const;

@@ -137,6 +137,7 @@ StepResult PlacementEnv::step(const std::vector<int>& device_per_unit) {
   s.oom = r.oom;
   s.reward = r.oom ? options_.oom_penalty : -std::sqrt(r.step_time / reference_);
   s.done = true;
+  last_ = device_per_unit;
   return s;
 }
 
@@ -150,6 +151,13 @@ Plan PlacementEnv::to_plan(const std::vector<int>& device_per_unit) const {
     p.placement[i] = device_per_unit[unit_of_op_[i]];
   }
   return p;
+}
+
+Plan PlacementEnv::to_plan() const {
+  if (last_.empty()) {
+    throw ValidationError(format_context("placement env", "to_plan", "no step since reset"));
+  }
+  return to_plan(last_);
 }
 
 }  // namespace placer

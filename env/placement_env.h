@@ -13,6 +13,10 @@
 // op alone, and backward / optimizer ops follow their forward op (Op::forward_op), as in
 // agents' anneal; without, one unit per op.
 //
+// RlEnv (env/rl_env.h): the observation is the NodeFeatures, the action one device per unit
+// (action_heads() = num_units rows of the mask), the horizon 1; reset() only marks a new
+// episode (the step does not depend on it: step() may be called again without one).
+//
 // The env keeps references to the graph, cluster and cost model (as Simulator does): they
 // must outlive it. Not copyable (it owns a Simulator).
 #include <cstdint>
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "env/features.h"
+#include "env/rl_env.h"
 #include "simulator/simulator.h"
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
@@ -53,25 +58,31 @@ struct StepResult {
   bool done = true;
 };
 
-class PlacementEnv {
+class PlacementEnv final : public RlEnv<NodeFeatures, std::vector<int>, StepResult> {
  public:
   /// Throws ValidationError on an allowed device outside the cluster or >= max_devices, or
   /// an empty graph. Runs one simulation per allowed device to set the reference.
   PlacementEnv(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                PlacementEnvOptions options = {});
 
-  const NodeFeatures& observation() const { return features_; }
+  const NodeFeatures& observation() const override { return features_; }
   int num_units() const { return num_units_; }
   int max_devices() const { return options_.max_devices; }
   /// Unit of every op (size num_ops).
   const std::vector<int>& unit_of_op() const { return unit_of_op_; }
   /// num_units x max_devices, row-major: 1 = the unit may go to that device.
-  const std::vector<uint8_t>& action_mask() const { return mask_; }
+  const std::vector<uint8_t>& action_mask() const override { return mask_; }
+  int action_heads() const override { return num_units_; }
   const std::vector<int>& allowed_devices() const { return options_.devices; }
 
   /// Simulates the placement (a cluster device per unit). Throws placer::Error
   /// (ValidationError) on a wrong size or a device the mask forbids.
-  StepResult step(const std::vector<int>& device_per_unit);
+  StepResult step(const std::vector<int>& device_per_unit) override;
+  /// Starts an episode (the seed is unused: the env has no random start).
+  void reset(uint64_t /*seed*/) override { last_.clear(); }
+  /// Whether a step was taken since the last reset().
+  bool done() const override { return !last_.empty(); }
+  int horizon() const override { return 1; }
 
   double reference_time() const { return reference_; }
   /// Overrides the reference (must be finite and > 0).
@@ -82,6 +93,8 @@ class PlacementEnv {
 
   /// The placement as a Plan (method "env"); throws like step() on a bad action.
   Plan to_plan(const std::vector<int>& device_per_unit) const;
+  /// The plan of the last step's action; ValidationError before a step.
+  Plan to_plan() const override;
 
   const Graph& graph() const { return graph_; }
   const Cluster& cluster() const { return cluster_; }
@@ -102,6 +115,7 @@ class PlacementEnv {
   double reference_ = 0;
   std::vector<double> single_times_;
   std::vector<bool> single_oom_;
+  std::vector<int> last_;  // the last step's action (empty: none since reset)
 };
 
 }  // namespace placer

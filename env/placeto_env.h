@@ -32,11 +32,16 @@
 // The env keeps references to the graph, cluster and cost model (as Simulator does): they
 // must outlive it. Not copyable (it owns a Simulator). Deterministic: reset(seed) draws the
 // random start from std::mt19937_64(seed).
+//
+// RlEnv (env/rl_env.h): a flat float observation, an int action (a cluster device, an index
+// into the max_devices-wide mask), the horizon num_nodes(); to_plan() is the current
+// placement's plan.
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "env/rl_env.h"
 #include "simulator/simulator.h"
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
@@ -91,7 +96,7 @@ struct PlacetoStepResult {
   bool simulated = false;  ///< this step ran the simulator
 };
 
-class PlacetoEnv {
+class PlacetoEnv final : public RlEnv<std::vector<float>, int, PlacetoStepResult> {
  public:
   /// group_of_op: a group id (0 .. G - 1, every id used) per op of `graph`. Throws
   /// ValidationError on a wrong size, an unused or negative group id, an allowed device
@@ -117,26 +122,27 @@ class PlacetoEnv {
   /// descendant, 3 parallel).
   const std::vector<uint8_t>& relation() const { return relation_; }
   /// max_devices entries: 1 where the device may be chosen (the same for every node).
-  const std::vector<uint8_t>& action_mask() const { return mask_; }
+  const std::vector<uint8_t>& action_mask() const override { return mask_; }
   /// Static per-node features (runtime, out bytes, memory), num_nodes x 3.
   const std::vector<float>& static_features() const { return static_; }
 
   /// Starts an episode from options().start (kRandom draws a uniform allowed device per
   /// node with std::mt19937_64(seed)). With kIntermediate the start is simulated (unless
   /// it is the cached single-device placement).
-  void reset(uint64_t seed);
+  void reset(uint64_t seed) override;
   /// Starts an episode from a given cluster device per node (each allowed).
   void reset_to(const std::vector<int>& device_per_node);
 
-  bool done() const { return step_ >= num_nodes_; }
+  bool done() const override { return step_ >= num_nodes_; }
   /// The node to place now (order()[t]); -1 when done.
   int current_node() const { return done() ? -1 : order_[size_t(step_)]; }
   int step_index() const { return step_; }
   /// num_nodes x feature_dim row-major floats of the current state.
-  const std::vector<float>& observation() const { return obs_; }
+  const std::vector<float>& observation() const override { return obs_; }
   /// Moves the current node to `device` (a cluster device id) and advances. Throws
   /// ValidationError when done, for a device the mask forbids, or before reset.
-  PlacetoStepResult step(int device);
+  PlacetoStepResult step(int device) override;
+  int horizon() const override { return num_nodes_; }
 
   /// Cluster device per node of the current state.
   const std::vector<int>& placement() const { return placement_; }
@@ -166,6 +172,8 @@ class PlacetoEnv {
 
   /// The placement as a Plan on graph() (method "placeto"): every op on its group's device.
   Plan to_plan(const std::vector<int>& device_per_node) const;
+  /// The plan of the current state (placement()); ValidationError before reset.
+  Plan to_plan() const override { return to_plan(placement_); }
 
   const Graph& graph() const { return graph_; }
   const Cluster& cluster() const { return cluster_; }
