@@ -224,6 +224,7 @@ std::vector<OpId> SyncEnv::unit_variables(int i) const {
 void SyncEnv::reset() {
   unit_ = 0;
   actions_.clear();
+  refresh();
 }
 
 bool SyncEnv::allowed(int unit, int action) const {
@@ -280,15 +281,13 @@ std::vector<int> SyncEnv::reference_actions() const {
   return out;
 }
 
-std::vector<uint8_t> SyncEnv::mask() const {
-  std::vector<uint8_t> m(kNumActions, 0);
-  if (done()) return m;
-  for (int a = 0; a < kNumActions; ++a) m[size_t(a)] = allowed(unit_, a) ? 1 : 0;
-  return m;
-}
-
-std::vector<float> SyncEnv::observation() const {
-  std::vector<float> x(kStateDim, 0.f);
+void SyncEnv::refresh() {
+  mask_.assign(kNumActions, 0);
+  if (!done()) {
+    for (int a = 0; a < kNumActions; ++a) mask_[size_t(a)] = allowed(unit_, a) ? 1 : 0;
+  }
+  std::vector<float>& x = obs_;
+  x.assign(kStateDim, 0.f);
   if (!done()) {
     const auto& f = unit_features_[size_t(unit_)];
     std::copy(f.begin(), f.end(), x.begin());
@@ -309,7 +308,6 @@ std::vector<float> SyncEnv::observation() const {
     ctx[slot] += share;
     if (c != kNoCompressor || st > 0) ctx[9] += share;
   }
-  return x;
 }
 
 SynchronizationConfig SyncEnv::config_of(const std::vector<int>& actions) const {
@@ -357,6 +355,7 @@ SyncEnv::StepResult SyncEnv::step(int action) {
   }
   actions_.push_back(action);
   ++unit_;
+  refresh();
   StepResult r;
   r.done = done();
   if (r.done) {

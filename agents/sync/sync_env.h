@@ -24,6 +24,9 @@
 // sparse rows ratio, consumer compute, position), the cluster (bandwidths, hosts, workers,
 // how network-bound the model is) and the decisions so far (share of bytes per synchronizer
 // kind / server, compressed, stale): nothing graph-specific, so a policy transfers.
+//
+// RlEnv (env/rl_env.h): a flat float observation, an int action (an index into the
+// kNumActions-wide mask), the horizon units(); to_plan() is plan().
 
 #include <array>
 #include <cstdint>
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "env/rl_env.h"
 
 namespace placer {
 
@@ -40,7 +44,13 @@ struct SyncEnvOptions {
   int max_staleness = 0;           ///< staleness actions 1..min(this, kMaxStaleness)
 };
 
-class SyncEnv {
+/// Result of one SyncEnv::step.
+struct SyncStepResult {
+  double reward = 0;
+  bool done = false;
+};
+
+class SyncEnv final : public RlEnv<std::vector<float>, int, SyncStepResult> {
  public:
   static constexpr int kSynchronizers = 10;
   static constexpr int kCompressors = 4;
@@ -57,18 +67,20 @@ class SyncEnv {
   SyncEnv(const Problem& p, const SyncEnvOptions& o);
 
   void reset();
-  bool done() const { return unit_ >= units(); }
+  /// The same (the episode has no random start: the seed is unused).
+  void reset(uint64_t /*seed*/) override { reset(); }
+  bool done() const override { return unit_ >= units(); }
   /// The current unit's features (all zero features of the unit once done).
-  std::vector<float> observation() const;
+  const std::vector<float>& observation() const override { return obs_; }
   /// Allowed actions at the current unit (all 0 once done).
-  std::vector<uint8_t> mask() const;
-  struct StepResult {
-    double reward = 0;
-    bool done = false;
-  };
+  const std::vector<uint8_t>& action_mask() const override { return mask_; }
+  /// action_mask() (its older name).
+  const std::vector<uint8_t>& mask() const { return mask_; }
+  using StepResult = SyncStepResult;
   /// Decides the current unit. ValidationError on a masked action or after the end. The
   /// last unit simulates the plan (one simulation).
-  StepResult step(int action);
+  StepResult step(int action) override;
+  int horizon() const override { return units(); }
 
   /// Units: the variables decided one by one, then the rest (if any).
   int units() const { return static_cast<int>(vars_.size()) + (rest_.empty() ? 0 : 1); }
@@ -82,6 +94,7 @@ class SyncEnv {
   const std::vector<int>& actions() const { return actions_; }
   /// The replicated plan with config().
   Plan plan() const;
+  Plan to_plan() const override { return plan(); }
   /// Simulated step of the plan of the last finished episode (+inf for OOM).
   double step_time() const { return step_time_; }
   /// The best builder's step time and its section.
@@ -117,6 +130,7 @@ class SyncEnv {
   void describe_cluster(const std::vector<int>& devs, double compute, const Bandwidths& bw);
 
   bool allowed(int unit, int action) const;
+  void refresh();  // obs_ and mask_ of the current state
 
   const Problem& p_;
   SyncEnvOptions o_;
@@ -136,6 +150,8 @@ class SyncEnv {
   std::vector<int> actions_;
   double step_time_ = 0;
   int64_t sims_ = 0;
+  std::vector<float> obs_;
+  std::vector<uint8_t> mask_;
 };
 
 }  // namespace placer
