@@ -647,162 +647,201 @@ bool infer_node(const onnx::ModelProto& m, const onnx::NodeProto& node,
   return true;
 }
 
-}  // namespace
-
-size_t resolve_shapes(onnx::ModelProto& m, size_t* reinferred) {
-  onnx::GraphProto* g = m.mutable_graph();
-  std::unordered_map<std::string, Val> vals;
-  std::unordered_map<std::string, onnx::TypeProto> types;
-  for (const auto& vi : g->input()) types[vi.name()] = vi.type();
-  for (const auto& vi : g->value_info()) types[vi.name()] = vi.type();
-  for (const auto& vi : g->output()) types[vi.name()] = vi.type();
-  for (const auto& t : g->initializer()) {
-    Val v;
-    if (!is_int(t.data_type()) || !tensor_values(t, &v.v, kMaxElems)) continue;
-    v.type = t.data_type();
-    v.dims.assign(t.dims().begin(), t.dims().end());
-    vals[t.name()] = std::move(v);
+// The folding pass over one graph: the types (and, where known, values) of its tensors,
+// updated node by node as nodes are folded or re-inferred.
+class ShapeResolver {
+ public:
+  explicit ShapeResolver(onnx::ModelProto& m) : m_(m), g_(m.mutable_graph()) {
+    for (const auto& vi : g_->input()) types_[vi.name()] = vi.type();
+    for (const auto& vi : g_->value_info()) types_[vi.name()] = vi.type();
+    for (const auto& vi : g_->output()) types_[vi.name()] = vi.type();
+    for (const auto& t : g_->initializer()) {
+      Val v;
+      if (!is_int(t.data_type()) || !tensor_values(t, &v.v, kMaxElems)) continue;
+      v.type = t.data_type();
+      v.dims.assign(t.dims().begin(), t.dims().end());
+      vals_[t.name()] = std::move(v);
+    }
   }
-  auto static_shape = [&](const std::string& name, std::vector<int64_t>* dims) {
-    auto it = types.find(name);
-    if (it == types.end() || !static_type(it->second)) return false;
+
+  // Folds what it can, re-infers what is left unknown, writes the new types back.
+  size_t run(size_t* reinferred) {
+    for (auto& node : *g_->mutable_node()) {
+      const bool std_domain = node.domain().empty() || node.domain() == "ai.onnx";
+      if (std_domain && node.output_size() == 1 && !node.output(0).empty()) {
+        if (node.op_type() == "Constant") {
+          record_constant(node);
+          continue;
+        }
+        if (fold(node)) continue;
+      }
+      if (std_domain) infer_alone(node);
+    }
+    write_back();
+    if (reinferred) *reinferred = inferred_;
+    return folded_;
+  }
+
+ private:
+  bool static_shape(const std::string& name, std::vector<int64_t>* dims) const {
+    auto it = types_.find(name);
+    if (it == types_.end() || !static_type(it->second)) return false;
     dims->clear();
     for (const auto& d : it->second.tensor_type().shape().dim()) dims->push_back(d.dim_value());
     return true;
-  };
-  auto set_type = [&](const std::string& name, const Val& v) {
+  }
+
+  void set_type(const std::string& name, const Val& v) {
     onnx::TypeProto t;
     auto* tt = t.mutable_tensor_type();
     tt->set_elem_type(v.type);
     auto* shape = tt->mutable_shape();
     for (int64_t d : v.dims) shape->add_dim()->set_dim_value(d);
-    types[name] = std::move(t);
-  };
+    types_[name] = std::move(t);
+  }
 
-  std::unordered_set<std::string> changed;
-  size_t folded = 0, inferred = 0;
-  std::unordered_map<std::string, onnx::TypeProto> found;
-  for (auto& node : *g->mutable_node()) {
-    const std::string& op = node.op_type();
-    const bool std_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (std_domain && node.output_size() == 1 && !node.output(0).empty()) {
-      Val out;
-      bool ok = false;
-      if (op == "Constant") {
-        if (const auto* a = attr(node, "value")) {
-          ok = tensor_values(a->t(), &out.v, kMaxElems);
-          out.type = a->t().data_type();
-          out.dims.assign(a->t().dims().begin(), a->t().dims().end());
-        } else if (const auto* ai = attr(node, "value_int")) {
-          out.v = {static_cast<double>(ai->i())};
-          ok = true;
-        } else if (const auto* ais = attr(node, "value_ints")) {
-          for (int64_t x : ais->ints()) out.v.push_back(static_cast<double>(x));
-          out.dims = {static_cast<int64_t>(out.v.size())};
-          ok = true;
-        }
-        if (ok && foldable_type(out.type)) vals[node.output(0)] = std::move(out);
-        continue;  // already a constant
-      }
-      if (op == "Shape" || op == "Size") {
-        std::vector<int64_t> dims;
-        if (node.input_size() >= 1 && static_shape(node.input(0), &dims)) {
-          out.type = onnx::TensorProto::INT64;
-          if (op == "Size") {
-            out.v = {static_cast<double>(count(dims))};
-          } else {
-            const int64_t rank = static_cast<int64_t>(dims.size());
-            int64_t s = norm_axis(attr_int(node, "start", 0), rank);
-            int64_t e = norm_axis(attr_int(node, "end", rank), rank);
-            s = std::min(std::max<int64_t>(s, 0), rank),
-            e = std::min(std::max<int64_t>(e, 0), rank);
-            for (int64_t i = s; i < e; ++i) out.v.push_back(static_cast<double>(dims[i]));
-            out.dims = {static_cast<int64_t>(out.v.size())};
-          }
-          ok = true;
-        }
-      } else {
-        std::vector<const Val*> in;
-        bool all = node.input_size() > 0;
-        for (const auto& name : node.input()) {
-          if (name.empty()) {
-            in.push_back(nullptr);
-            continue;
-          }
-          auto it = vals.find(name);
-          if (it == vals.end()) {
-            all = false;
-            break;
-          }
-          in.push_back(&it->second);
-        }
-        // Optional inputs may be absent only at the end (Slice axes/steps).
-        if (all && !in.empty() && in[0] != nullptr) {
-          const bool gap = std::find(in.begin(), in.end(), nullptr) != in.end() && op != "Slice";
-          if (!gap) ok = eval(node, in, &out);
-        }
-      }
-      if (ok && foldable_type(out.type) && out.v.size() <= kMaxElems &&
-          out.v.size() == count(out.dims)) {
-        // Rewrite into a Constant carrying the value; the node keeps its name and output.
-        onnx::TensorProto t;
-        to_tensor(out, &t);
-        const std::string output = node.output(0);
-        node.clear_input();
-        node.clear_attribute();
-        node.set_op_type("Constant");
-        auto* a = node.add_attribute();
-        a->set_name("value");
-        a->set_type(onnx::AttributeProto::TENSOR);
-        *a->mutable_t() = std::move(t);
-        set_type(output, out);
-        changed.insert(output);
-        vals[output] = std::move(out);
-        ++folded;
+  // A Constant node's value, when it is small and numeric.
+  void record_constant(const onnx::NodeProto& node) {
+    Val out;
+    bool ok = false;
+    if (const auto* a = attr(node, "value")) {
+      ok = tensor_values(a->t(), &out.v, kMaxElems);
+      out.type = a->t().data_type();
+      out.dims.assign(a->t().dims().begin(), a->t().dims().end());
+    } else if (const auto* ai = attr(node, "value_int")) {
+      out.v = {static_cast<double>(ai->i())};
+      ok = true;
+    } else if (const auto* ais = attr(node, "value_ints")) {
+      for (int64_t x : ais->ints()) out.v.push_back(static_cast<double>(x));
+      out.dims = {static_cast<int64_t>(out.v.size())};
+      ok = true;
+    }
+    if (ok && foldable_type(out.type)) vals_[node.output(0)] = std::move(out);
+  }
+
+  // Shape / Size of an input with a static shape.
+  bool eval_shape(const onnx::NodeProto& node, Val* out) const {
+    std::vector<int64_t> dims;
+    if (node.input_size() < 1 || !static_shape(node.input(0), &dims)) return false;
+    out->type = onnx::TensorProto::INT64;
+    if (node.op_type() == "Size") {
+      out->v = {static_cast<double>(count(dims))};
+      return true;
+    }
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    int64_t s = norm_axis(attr_int(node, "start", 0), rank);
+    int64_t e = norm_axis(attr_int(node, "end", rank), rank);
+    s = std::min(std::max<int64_t>(s, 0), rank), e = std::min(std::max<int64_t>(e, 0), rank);
+    for (int64_t i = s; i < e; ++i) out->v.push_back(static_cast<double>(dims[i]));
+    out->dims = {static_cast<int64_t>(out->v.size())};
+    return true;
+  }
+
+  // Any other op whose inputs all have known values.
+  bool eval_known_inputs(const onnx::NodeProto& node, Val* out) const {
+    std::vector<const Val*> in;
+    if (node.input_size() == 0) return false;
+    for (const auto& name : node.input()) {
+      if (name.empty()) {
+        in.push_back(nullptr);
         continue;
       }
+      auto it = vals_.find(name);
+      if (it == vals_.end()) return false;
+      in.push_back(&it->second);
     }
-    // Outputs the whole-graph pass left unknown: infer this node alone, now that its inputs
-    // may have static shapes or known values.
+    // Optional inputs may be absent only at the end (Slice axes/steps).
+    if (in[0] == nullptr) return false;
+    const bool gap =
+        std::find(in.begin(), in.end(), nullptr) != in.end() && node.op_type() != "Slice";
+    return !gap && eval(node, in, out);
+  }
+
+  // Evaluates the node and, when its value is small and numeric, rewrites it into a
+  // Constant. True when it did.
+  bool fold(onnx::NodeProto& node) {
+    Val out;
+    const std::string& op = node.op_type();
+    const bool ok =
+        op == "Shape" || op == "Size" ? eval_shape(node, &out) : eval_known_inputs(node, &out);
+    if (!ok || !foldable_type(out.type) || out.v.size() > kMaxElems ||
+        out.v.size() != count(out.dims)) {
+      return false;
+    }
+    // Rewrite into a Constant carrying the value; the node keeps its name and output.
+    onnx::TensorProto t;
+    to_tensor(out, &t);
+    const std::string output = node.output(0);
+    node.clear_input();
+    node.clear_attribute();
+    node.set_op_type("Constant");
+    auto* a = node.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = std::move(t);
+    set_type(output, out);
+    changed_.insert(output);
+    vals_[output] = std::move(out);
+    ++folded_;
+    return true;
+  }
+
+  // Outputs the whole-graph pass left unknown: infer this node alone, now that its inputs
+  // may have static shapes or known values.
+  void infer_alone(const onnx::NodeProto& node) {
     bool unknown = false;
     for (const auto& o : node.output()) {
       if (o.empty()) continue;
-      auto it = types.find(o);
-      unknown = unknown || it == types.end() || !static_type(it->second);
+      auto it = types_.find(o);
+      unknown = unknown || it == types_.end() || !static_type(it->second);
     }
-    if (!unknown || !std_domain) continue;
+    if (!unknown) return;
     bool has_subgraph = false;
     for (const auto& a : node.attribute())
       has_subgraph = has_subgraph || a.has_g() || a.graphs_size() > 0;
-    if (has_subgraph) continue;
-    found.clear();
-    if (!infer_node(m, node, types, vals, &found)) continue;
-    ++inferred;
+    if (has_subgraph) return;
+    found_.clear();
+    if (!infer_node(m_, node, types_, vals_, &found_)) return;
+    ++inferred_;
     for (const auto& o : node.output()) {
-      auto it = found.find(o);
-      if (o.empty() || it == found.end()) continue;
-      types[o] = it->second;
-      changed.insert(o);
+      auto it = found_.find(o);
+      if (o.empty() || it == found_.end()) continue;
+      types_[o] = it->second;
+      changed_.insert(o);
     }
   }
 
   // Write the new types back: replace or add value_info, update graph outputs.
-  for (auto& vi : *g->mutable_value_info()) {
-    if (changed.erase(vi.name())) *vi.mutable_type() = types[vi.name()];
+  void write_back() {
+    for (auto& vi : *g_->mutable_value_info()) {
+      if (changed_.erase(vi.name())) *vi.mutable_type() = types_[vi.name()];
+    }
+    for (auto& vi : *g_->mutable_output()) {
+      auto it = types_.find(vi.name());
+      if (changed_.erase(vi.name()) && it != types_.end()) *vi.mutable_type() = it->second;
+    }
+    std::vector<std::string> rest(changed_.begin(), changed_.end());
+    std::sort(rest.begin(), rest.end());
+    for (const std::string& name : rest) {
+      auto* vi = g_->add_value_info();
+      vi->set_name(name);
+      *vi->mutable_type() = types_[name];
+    }
   }
-  for (auto& vi : *g->mutable_output()) {
-    auto it = types.find(vi.name());
-    if (changed.erase(vi.name()) && it != types.end()) *vi.mutable_type() = it->second;
-  }
-  std::vector<std::string> rest(changed.begin(), changed.end());
-  std::sort(rest.begin(), rest.end());
-  for (const std::string& name : rest) {
-    auto* vi = g->add_value_info();
-    vi->set_name(name);
-    *vi->mutable_type() = types[name];
-  }
-  if (reinferred) *reinferred = inferred;
-  return folded;
+
+  onnx::ModelProto& m_;
+  onnx::GraphProto* g_;
+  std::unordered_map<std::string, Val> vals_;
+  std::unordered_map<std::string, onnx::TypeProto> types_;
+  std::unordered_set<std::string> changed_;
+  size_t folded_ = 0, inferred_ = 0;
+  std::unordered_map<std::string, onnx::TypeProto> found_;  // reused between nodes
+};
+
+}  // namespace
+
+size_t resolve_shapes(onnx::ModelProto& m, size_t* reinferred) {
+  return ShapeResolver(m).run(reinferred);
 }
 
 }  // namespace placer::onnx_import
