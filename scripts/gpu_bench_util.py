@@ -71,11 +71,12 @@ class CsvLog:
         self.path = path
         self.fields = fields
         with open(path, "w", newline="") as f:
-            csv.DictWriter(f, fields).writeheader()
+            csv.DictWriter(f, fields, lineterminator="\n").writeheader()
 
     def write(self, row):
         with open(self.path, "a", newline="") as f:
-            csv.DictWriter(f, self.fields, extrasaction="ignore").writerow(row)
+            csv.DictWriter(f, self.fields, extrasaction="ignore",
+                           lineterminator="\n").writerow(row)
 
 
 class Budget:
