@@ -19,6 +19,7 @@ after `--warmup` steps (the first of which compiles; its time is `first_step_s`)
 """
 
 import argparse
+import datetime
 import gc
 import gzip
 import os
@@ -85,7 +86,9 @@ def process_group(device):
     if not dist.is_initialized():
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29531")
-        dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=0, world_size=1)
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+        dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=0, world_size=1,
+                                timeout=datetime.timedelta(seconds=60))
 
 
 def fully_shard_fn():
