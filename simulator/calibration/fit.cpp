@@ -463,91 +463,155 @@ double floor_time(std::vector<double> v) {
   return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
 }
 
-}  // namespace
+// The steps of fit_profile: sort the measurement rows and the profiled ops into points per
+// term (collective curve, link, op category), then fit each term into the profile and report
+// it, in the order the report lists them (collectives, links, launch overhead, op categories).
+class ProfileFit {
+ public:
+  ProfileFit(const Cluster& cluster, const CostProfile& base, const FitOptions& options)
+      : cluster_(cluster),
+        base_(base),
+        options_(options),
+        gpu_(first_gpu(cluster)),
+        spec_(cluster.device(gpu_).spec) {
+    rep_.profile = base;
+  }
 
-FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
-                      const std::vector<MeasurementSet>& measurements,
-                      const std::vector<ProfilerTrace>& traces, const FitOptions& options) {
-  cluster.validate();
-  FitReport rep;
-  rep.profile = base;
-  CostProfile& p = rep.profile;
-  std::map<std::string, int> skipped;  // reason -> rows
-  const int gpu = first_gpu(cluster);
-  const DeviceSpec& spec = cluster.device(gpu).spec;
-
-  // -- collectives and links
-  std::map<std::pair<int, int>, std::vector<CollectivePoint>> coll;             // (kind, level)
-  std::map<int, std::pair<std::vector<double>, std::vector<double>>> link_pts;  // level -> x, t
-  std::vector<ComputePoint> compute;
-  for (const MeasurementSet& set : measurements) {
-    for (const Measurement& m : set.rows) {
-      if (m.kind == MeasureKind::kCollective) {
-        if (m.op == "send_recv") {
-          const int level =
-              static_cast<int>(m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost);
-          link_pts[level].first.push_back(m.bytes);
-          link_pts[level].second.push_back(m.time_s);
-          continue;
-        }
-        CollectiveKind k;
-        if (!collective_kind(m.op, &k)) {
-          ++skipped["collective '" + m.op + "' is not modelled"];
-          continue;
-        }
-        if (m.devices < 2 || !(m.bytes > 0)) {
-          ++skipped["collective rows with < 2 ranks or 0 bytes (no bus bandwidth)"];
-          continue;
-        }
-        const int level = static_cast<int>(collective_level(cluster, m));
-        coll[{static_cast<int>(k), level}].push_back({m.bytes, m.devices, m.time_s});
-      } else if (m.kind == MeasureKind::kMemcpy) {
-        LinkLevel level;
-        if (m.op == "p2p") {
-          level = m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
-        } else if (m.op == "h2d" || m.op == "d2h") {
-          level = LinkLevel::kHostDevice;
+  void add_measurements(const std::vector<MeasurementSet>& measurements) {
+    for (const MeasurementSet& set : measurements) {
+      for (const Measurement& m : set.rows) {
+        if (m.kind == MeasureKind::kCollective) {
+          add_collective(m);
+        } else if (m.kind == MeasureKind::kMemcpy) {
+          add_memcpy(m);
         } else {
-          ++skipped
-              ["memcpy " + m.op +
-               " (device-local copies measure memory bandwidth, which the cluster file holds)"];
-          continue;
+          add_compute(m);
         }
-        if (!(m.bytes > 0)) {
-          ++skipped["memcpy rows with 0 bytes"];
-          continue;
-        }
-        link_pts[static_cast<int>(level)].first.push_back(m.bytes);
-        link_pts[static_cast<int>(level)].second.push_back(m.time_s);
-      } else {
-        ComputePoint c;
-        c.m = &m;
-        if (!measure_category(m.kind, &c.cat)) continue;
-        if (m.dtype == "tf32") {
-          ++skipped["tf32 compute rows (the cluster format has no tf32 peak)"];
-          continue;
-        }
-        if (!measure_dtype(m.dtype, &c.dtype)) {
-          ++skipped["compute rows with dtype '" + m.dtype + "'"];
-          continue;
-        }
-        c.flops = m.flops;
-        c.bytes = m.bytes;
-        c.time = m.time_s;
-        if (compute_bound(c.cat) ? !(c.flops > 0) : !(c.bytes > 0)) {
-          ++skipped[std::string(to_string(m.kind)) + " rows without " +
-                    (compute_bound(c.cat) ? "flops" : "bytes")];
-          continue;
-        }
-        compute.push_back(c);
       }
     }
   }
+
   // Profiler traces: one point per CPU-op instance (its kernels' total time). Ops whose
   // inputs the trace recorded (record_shapes) get FLOPs, bytes and dtype from
   // profiled_ops(); others only when the op carries "flops" (compute-bound, trace_dtype).
-  std::vector<double> kernel_times;
-  for (const ProfilerTrace& tr : traces) {
+  void add_traces(const std::vector<ProfilerTrace>& traces) {
+    for (const ProfilerTrace& tr : traces) {
+      const std::set<long long> covered = add_profiled_ops(tr);
+      add_flops_only_ops(tr, covered);
+    }
+  }
+
+  void fit_collectives() {
+    for (const auto& [key, pts] : coll_) {
+      fit_collective(static_cast<CollectiveKind>(key.first), static_cast<LinkLevel>(key.second),
+                     pts);
+    }
+  }
+
+  void fit_links() {
+    for (const auto& [lv, xt] : link_pts_)
+      fit_link(static_cast<LinkLevel>(lv), xt.first, xt.second);
+  }
+
+  // Launch overhead, then one latency + rate curve per op category (and dtype).
+  void fit_compute() {
+    if (compute_.empty() && kernel_times_.empty()) return;
+    fit_launch_overhead();
+    const CostProfile& p = rep_.profile;
+    const double launch = p.launch_overhead >= 0 ? p.launch_overhead : spec_.launch_overhead;
+    const std::map<int, std::vector<const ComputePoint*>> by_cat = compute_by_category();
+    std::map<int, std::string> rate_summary;  // category -> fitted numbers
+    for (const auto& [ci, pts] : by_cat) {
+      rate_summary[ci] = fit_category(static_cast<OpCategory>(ci), pts, launch);
+    }
+    // Errors with the whole op model (launch + roofline), as the simulator will use it.
+    CostModel cost(cluster_, rep_.profile);
+    for (const auto& [ci, pts] : by_cat) {
+      report_category(cost, static_cast<OpCategory>(ci), pts, rate_summary[ci]);
+    }
+  }
+
+  FitReport finish() {
+    for (const auto& [reason, n] : skipped_) {
+      rep_.notes.push_back("skipped " + std::to_string(n) + " row(s): " + reason);
+    }
+    if (rep_.terms.empty()) {
+      throw ValidationError(
+          "calibrate fit: nothing to fit (no collective, link, compute rows or profiled kernels)");
+    }
+    rep_.profile.validate("fitted profile");
+    return std::move(rep_);
+  }
+
+ private:
+  // ---- inputs
+
+  void add_link_point(LinkLevel level, const Measurement& m) {
+    link_pts_[static_cast<int>(level)].first.push_back(m.bytes);
+    link_pts_[static_cast<int>(level)].second.push_back(m.time_s);
+  }
+
+  void add_collective(const Measurement& m) {
+    if (m.op == "send_recv") {
+      add_link_point(m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost, m);
+      return;
+    }
+    CollectiveKind k;
+    if (!collective_kind(m.op, &k)) {
+      ++skipped_["collective '" + m.op + "' is not modelled"];
+      return;
+    }
+    if (m.devices < 2 || !(m.bytes > 0)) {
+      ++skipped_["collective rows with < 2 ranks or 0 bytes (no bus bandwidth)"];
+      return;
+    }
+    const int level = static_cast<int>(collective_level(cluster_, m));
+    coll_[{static_cast<int>(k), level}].push_back({m.bytes, m.devices, m.time_s});
+  }
+
+  void add_memcpy(const Measurement& m) {
+    LinkLevel level;
+    if (m.op == "p2p") {
+      level = m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
+    } else if (m.op == "h2d" || m.op == "d2h") {
+      level = LinkLevel::kHostDevice;
+    } else {
+      ++skipped_["memcpy " + m.op +
+                 " (device-local copies measure memory bandwidth, which the cluster file holds)"];
+      return;
+    }
+    if (!(m.bytes > 0)) {
+      ++skipped_["memcpy rows with 0 bytes"];
+      return;
+    }
+    add_link_point(level, m);
+  }
+
+  void add_compute(const Measurement& m) {
+    ComputePoint c;
+    c.m = &m;
+    if (!measure_category(m.kind, &c.cat)) return;
+    if (m.dtype == "tf32") {
+      ++skipped_["tf32 compute rows (the cluster format has no tf32 peak)"];
+      return;
+    }
+    if (!measure_dtype(m.dtype, &c.dtype)) {
+      ++skipped_["compute rows with dtype '" + m.dtype + "'"];
+      return;
+    }
+    c.flops = m.flops;
+    c.bytes = m.bytes;
+    c.time = m.time_s;
+    if (compute_bound(c.cat) ? !(c.flops > 0) : !(c.bytes > 0)) {
+      ++skipped_[std::string(to_string(m.kind)) + " rows without " +
+                 (compute_bound(c.cat) ? "flops" : "bytes")];
+      return;
+    }
+    compute_.push_back(c);
+  }
+
+  // The trace's ops with recorded inputs and a work rule; returns their op ids.
+  std::set<long long> add_profiled_ops(const ProfilerTrace& tr) {
     std::set<long long> covered;
     for (const ProfiledOp& r : profiled_ops(tr)) {
       if (r.kind != "kernel" || !r.has_shapes || !r.known) continue;
@@ -563,197 +627,242 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
       c.bytes = r.bytes;
       c.time = r.measured_s;
       c.kernels = 0;  // kernel durations: no gaps between kernels in them
-      compute.push_back(c);
+      compute_.push_back(c);
       covered.insert(r.op_id);
     }
+    return covered;
+  }
+
+  // Every kernel's duration (for the launch overhead), and the compute-bound ops not in
+  // `covered` that carry "flops".
+  void add_flops_only_ops(const ProfilerTrace& tr, const std::set<long long>& covered) {
     std::map<long long, ComputePoint> per_op;
     for (const ProfiledKernel& k : tr.kernels) {
       if (k.cat != "kernel") continue;
-      kernel_times.push_back(k.dur_s);
-      if (k.op_id < 0 || covered.count(k.op_id) || !(k.op_flops > 0) || !compute_bound(k.category)) continue;
+      kernel_times_.push_back(k.dur_s);
+      if (k.op_id < 0 || covered.count(k.op_id) || !(k.op_flops > 0) ||
+          !compute_bound(k.category)) {
+        continue;
+      }
       ComputePoint& c = per_op[k.op_id];
       c.cat = k.category;
-      c.dtype = options.trace_dtype;
+      c.dtype = options_.trace_dtype;
       c.flops = k.op_flops;
       c.time += k.dur_s;
       c.kernels = 0;  // kernel time only: no launch overheads to take off
     }
     for (auto& [id, c] : per_op) {
-      if (c.time > 0) compute.push_back(c);
+      if (c.time > 0) compute_.push_back(c);
     }
   }
 
-  for (const auto& [key, pts] : coll) {
-    const CollectiveKind kind = static_cast<CollectiveKind>(key.first);
-    const LinkLevel level = static_cast<LinkLevel>(key.second);
+  // ---- collectives and links
+
+  void add_term(const TermFit& tf) {
+    rep_.profile.fit_errors[tf.term] = tf.error;
+    rep_.terms.push_back(tf);
+  }
+
+  void fit_collective(CollectiveKind kind, LinkLevel level,
+                      const std::vector<CollectivePoint>& pts) {
     TermFit tf;
     tf.term = std::string("collective_curves.") + to_string(kind) + "." + to_string(level);
-    const CollectiveCurve c = fit_collective_curve(kind, pts, options.line_tolerance, &tf.error,
-                                                   &tf.model, options.knot_step);
-    p.curve(kind, level) = c;
+    const CollectiveCurve c = fit_collective_curve(kind, pts, options_.line_tolerance, &tf.error,
+                                                   &tf.model, options_.knot_step);
+    rep_.profile.curve(kind, level) = c;
     tf.points = static_cast<int>(pts.size());
-    tf.values = "latency " + human_time(c.latency) + (c.latency_per_rank > 0 ? " + " + human_time(c.latency_per_rank) + " per rank > 2" : std::string()) + ", bus bw " + gbps(c.bus_bandwidth) +
-                ", ranks " + std::to_string(c.ranks);
-    p.fit_errors[tf.term] = tf.error;
-    rep.terms.push_back(tf);
+    tf.values = "latency " + human_time(c.latency) +
+                (c.latency_per_rank > 0 ? " + " + human_time(c.latency_per_rank) + " per rank > 2"
+                                        : std::string()) +
+                ", bus bw " + gbps(c.bus_bandwidth) + ", ranks " + std::to_string(c.ranks);
+    add_term(tf);
   }
-  for (const auto& [lv, xt] : link_pts) {
-    const LinkLevel level = static_cast<LinkLevel>(lv);
+
+  // Sizes within two decades do not pin the latency down (a line through large messages
+  // only): the base's latency, and the bandwidth that fits best with it.
+  AlphaBeta fit_bandwidth_only(LinkLevel level, const std::vector<double>& xs,
+                               const std::vector<double>& ts) const {
+    AlphaBeta ab;
+    const LinkOverride& o = base_.link(level);
+    ab.alpha = o.latency >= 0 ? o.latency : cluster_.link(level).latency;
+    // min sum ((alpha + beta x_i - t_i) / t_i)^2 over beta
+    double num = 0, den = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double x = xs[i], t = ts[i];
+      num += x * (t - ab.alpha) / (t * t);
+      den += x * x / (t * t);
+    }
+    if (!(num > 0 && den > 0)) {
+      throw ValidationError(std::string("links.") + to_string(level) +
+                            ": the measured times are below the latency; cannot fit a bandwidth");
+    }
+    ab.beta = num / den;
+    return ab;
+  }
+
+  void fit_link(LinkLevel level, const std::vector<double>& xs, const std::vector<double>& ts) {
     TermFit tf;
     tf.term = std::string("links.") + to_string(level);
-    const double xmin = *std::min_element(xt.first.begin(), xt.first.end());
-    const double xmax = *std::max_element(xt.first.begin(), xt.first.end());
+    const double xmin = *std::min_element(xs.begin(), xs.end());
+    const double xmax = *std::max_element(xs.begin(), xs.end());
     AlphaBeta ab;
     if (xmax >= 100 * xmin) {
-      ab = fit_alpha_beta(xt.first, xt.second);
+      ab = fit_alpha_beta(xs, ts);
       tf.model = "alpha-beta";
     } else {
-      // Sizes within two decades do not pin the latency down (a line through large
-      // messages only): keep the base's latency, fit the bandwidth.
-      const LinkOverride& o = base.link(level);
-      ab.alpha = o.latency >= 0 ? o.latency : cluster.link(level).latency;
-      // min sum ((alpha + beta x_i - t_i) / t_i)^2 over beta
-      double num = 0, den = 0;
-      for (size_t i = 0; i < xt.first.size(); ++i) {
-        const double x = xt.first[i], t = xt.second[i];
-        num += x * (t - ab.alpha) / (t * t);
-        den += x * x / (t * t);
-      }
-      if (!(num > 0 && den > 0)) {
-        throw ValidationError(std::string("links.") + to_string(level) +
-                              ": the measured times are below the latency; cannot fit a bandwidth");
-      }
-      ab.beta = num / den;
+      ab = fit_bandwidth_only(level, xs, ts);
       tf.model = "bandwidth only";
     }
     ab.alpha = round_sig(ab.alpha);
     ab.beta = 1 / round_sig(1 / ab.beta);
-    LinkOverride& o = p.link(level);
+    LinkOverride& o = rep_.profile.link(level);
     o.latency = ab.alpha;
     o.bandwidth = 1 / ab.beta;
     o.bandwidth_efficiency = 1.0;
     std::vector<double> pred;
-    for (double b : xt.first) pred.push_back(ab.alpha + ab.beta * b);
-    tf.error = relative_errors(pred, xt.second);
-    tf.points = static_cast<int>(xt.first.size());
+    for (double b : xs) pred.push_back(ab.alpha + ab.beta * b);
+    tf.error = relative_errors(pred, ts);
+    tf.points = static_cast<int>(xs.size());
     tf.values = "latency " + human_time(ab.alpha) + ", bandwidth " + gbps(1 / ab.beta);
-    p.fit_errors[tf.term] = tf.error;
-    rep.terms.push_back(tf);
+    add_term(tf);
   }
 
-  // -- compute: launch overhead, then per-category curves
-  if (!compute.empty() || !kernel_times.empty()) {
-    // Back-to-back microbenchmark rows define it; trace kernel durations (no gaps between
-    // kernels) only when there are too few rows.
+  // ---- compute
+
+  // Back-to-back microbenchmark rows define it; trace kernel durations (no gaps between
+  // kernels) only when there are too few rows. The launch overhead is what the smallest
+  // kernels cost (their roofline time is ~0), from enough of them; otherwise the base's (or
+  // each device's own).
+  void fit_launch_overhead() {
     std::vector<double> times;
-    for (const ComputePoint& c : compute) {
+    for (const ComputePoint& c : compute_) {
       if (c.m) times.push_back(c.time);
     }
-    if (times.size() < 8) times.insert(times.end(), kernel_times.begin(), kernel_times.end());
-    // The launch overhead: what the smallest kernels cost (their roofline time is ~0), from
-    // enough of them; otherwise the base's (or each device's own).
+    if (times.size() < 8) times.insert(times.end(), kernel_times_.begin(), kernel_times_.end());
     constexpr size_t kMinLaunchSamples = 8;
-    if (times.size() >= kMinLaunchSamples) {
-      p.launch_overhead = round_sig(floor_time(times));
-      TermFit tf;
-      tf.term = "launch_overhead";
-      tf.model = "fastest 5%";
-      tf.values = human_time(p.launch_overhead) + " (median of the fastest 5% of " +
-                  std::to_string(times.size()) + " kernels / rows)";
-      tf.points = static_cast<int>(times.size());
-      tf.has_error = false;
-      rep.terms.push_back(tf);
-    } else {
-      rep.notes.push_back("launch overhead kept (" + std::to_string(times.size()) +
-                          " compute rows / kernels; at least " + std::to_string(kMinLaunchSamples) +
-                          " are needed to estimate it)");
+    if (times.size() < kMinLaunchSamples) {
+      rep_.notes.push_back("launch overhead kept (" + std::to_string(times.size()) +
+                           " compute rows / kernels; at least " +
+                           std::to_string(kMinLaunchSamples) + " are needed to estimate it)");
+      return;
     }
-    const double launch = p.launch_overhead >= 0 ? p.launch_overhead : spec.launch_overhead;
+    CostProfile& p = rep_.profile;
+    p.launch_overhead = round_sig(floor_time(times));
+    TermFit tf;
+    tf.term = "launch_overhead";
+    tf.model = "fastest 5%";
+    tf.values = human_time(p.launch_overhead) + " (median of the fastest 5% of " +
+                std::to_string(times.size()) + " kernels / rows)";
+    tf.points = static_cast<int>(times.size());
+    tf.has_error = false;
+    rep_.terms.push_back(tf);
+  }
+
+  // The compute points per category. Memory-bound categories with profiled framework ops:
+  // those kernels (PyTorch's vectorised element-wise, softmax, ...) are what a step runs;
+  // placer-calibrate's own simple kernels of the category then stay out of its curve.
+  std::map<int, std::vector<const ComputePoint*>> compute_by_category() {
     std::map<int, std::vector<const ComputePoint*>> by_cat;
-    std::map<int, std::string> rate_summary;  // compute-bound category -> fitted numbers
-    for (const ComputePoint& c : compute) by_cat[static_cast<int>(c.cat)].push_back(&c);
-    // Memory-bound categories with profiled framework ops: those kernels (PyTorch's
-    // vectorised element-wise, softmax, ...) are what a step runs; placer-calibrate's own
-    // simple kernels of the category then stay out of its curve.
+    for (const ComputePoint& c : compute_) by_cat[static_cast<int>(c.cat)].push_back(&c);
+    const auto from_trace = [](const ComputePoint* c) { return c->m == nullptr; };
     for (auto& [ci, pts] : by_cat) {
       if (compute_bound(static_cast<OpCategory>(ci))) continue;
-      const auto from_trace = [](const ComputePoint* c) { return c->m == nullptr; };
-      if (std::any_of(pts.begin(), pts.end(), from_trace) && !std::all_of(pts.begin(), pts.end(), from_trace)) {
-        const size_t before = pts.size();
-        pts.erase(std::remove_if(pts.begin(), pts.end(), [&](const ComputePoint* c) { return !from_trace(c); }), pts.end());
-        rep.notes.push_back(std::string("ops.") + to_string(static_cast<OpCategory>(ci)) +
-                            ": fitted on the profiled ops only (" + std::to_string(before - pts.size()) +
-                            " placer-calibrate rows left out: the framework's kernels are what a step runs)");
+      if (!std::any_of(pts.begin(), pts.end(), from_trace) ||
+          std::all_of(pts.begin(), pts.end(), from_trace)) {
+        continue;
       }
+      const size_t before = pts.size();
+      pts.erase(std::remove_if(pts.begin(), pts.end(),
+                               [&](const ComputePoint* c) { return !from_trace(c); }),
+                pts.end());
+      rep_.notes.push_back(std::string("ops.") + to_string(static_cast<OpCategory>(ci)) +
+                           ": fitted on the profiled ops only (" +
+                           std::to_string(before - pts.size()) +
+                           " placer-calibrate rows left out: the framework's kernels are what "
+                           "a step runs)");
     }
-    for (const auto& [ci, pts] : by_cat) {
-      const OpCategory cat = static_cast<OpCategory>(ci);
-      const bool cb = compute_bound(cat);
-      std::vector<double> size, eff;
-      for (const ComputePoint* c : pts) {
-        const double busy = std::max(c->time - c->kernels * launch, 0.05 * c->time);
-        const double s = cb ? c->flops : c->bytes;
-        const double peak = cb ? spec.peak(c->dtype) : spec.memory_bandwidth;
-        size.push_back(s);
-        eff.push_back(s / (peak * busy));
-      }
-      if (cb) {
-        const EfficiencyCurve memory = p.op(cat).memory;
-        const double bandwidth = spec.memory_bandwidth;
-        std::vector<RatePoint> rp;
-        for (size_t i = 0; i < pts.size(); ++i) {
-          rp.push_back({size[i], pts[i]->bytes, size[i] / (spec.peak(pts[i]->dtype) * eff[i])});
-        }
-        fit_rate_curves(
-            pts, rp, [&](DType d) { return spec.peak(d); },
-            [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); }, true,
-            &p.op(cat).compute, &p.op(cat).compute_by_dtype, &rate_summary[ci]);
-      } else {
-        std::vector<RatePoint> rp;
-        for (size_t i = 0; i < pts.size(); ++i) {
-          rp.push_back({size[i], 0, size[i] / (spec.memory_bandwidth * eff[i])});
-        }
-        fit_rate_curves(
-            pts, rp, [&](DType) { return spec.memory_bandwidth; }, nullptr, false,
-            &p.op(cat).memory, &p.op(cat).memory_by_dtype, &rate_summary[ci]);
-      }
+    return by_cat;
+  }
+
+  // Fits the category's curves into the profile; returns the fitted numbers in words.
+  std::string fit_category(OpCategory cat, const std::vector<const ComputePoint*>& pts,
+                           double launch) {
+    const bool cb = compute_bound(cat);
+    const DeviceSpec& spec = spec_;
+    std::vector<RatePoint> rp;
+    for (const ComputePoint* c : pts) {
+      const double busy = std::max(c->time - c->kernels * launch, 0.05 * c->time);
+      const double s = cb ? c->flops : c->bytes;
+      const double peak = cb ? spec.peak(c->dtype) : spec.memory_bandwidth;
+      const double eff = s / (peak * busy);
+      rp.push_back({s, cb ? c->bytes : 0, s / (peak * eff)});
     }
-    // Errors with the whole op model (launch + roofline), as the simulator will use it.
-    CostModel cost(cluster, p);
-    for (const auto& [ci, pts] : by_cat) {
-      const OpCategory cat = static_cast<OpCategory>(ci);
-      const bool cb = compute_bound(cat);
-      std::vector<double> pred, meas;
-      for (const ComputePoint* c : pts) {
-        Op op;
-        op.category = cat;
-        op.dtype = c->dtype;
-        op.flops = c->flops;
-        const double t = cost.op_time(op, static_cast<uint64_t>(c->bytes), gpu) -
-                         (c->kernels == 0 ? cost.launch_overhead(gpu) : 0);
-        pred.push_back(t);
-        meas.push_back(c->time);
-      }
-      TermFit t2;
-      t2.term = std::string("ops.") + to_string(cat) +
-                (cb ? ".compute_efficiency" : ".memory_efficiency");
-      t2.model = "latency + rate";
-      t2.values = rate_summary[ci];
-      t2.points = static_cast<int>(pts.size());
-      t2.error = relative_errors(pred, meas);
-      p.fit_errors[t2.term] = t2.error;
-      rep.terms.push_back(t2);
+    OpCostProfile& op = rep_.profile.op(cat);
+    std::string summary;
+    if (cb) {
+      const EfficiencyCurve memory = op.memory;
+      const double bandwidth = spec.memory_bandwidth;
+      fit_rate_curves(
+          pts, rp, [&](DType d) { return spec.peak(d); },
+          [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); }, true, &op.compute,
+          &op.compute_by_dtype, &summary);
+    } else {
+      fit_rate_curves(
+          pts, rp, [&](DType) { return spec.memory_bandwidth; }, nullptr, false, &op.memory,
+          &op.memory_by_dtype, &summary);
     }
+    return summary;
   }
-  for (const auto& [reason, n] : skipped) {
-    rep.notes.push_back("skipped " + std::to_string(n) + " row(s): " + reason);
+
+  void report_category(const CostModel& cost, OpCategory cat,
+                       const std::vector<const ComputePoint*>& pts, const std::string& summary) {
+    std::vector<double> pred, meas;
+    for (const ComputePoint* c : pts) {
+      Op op;
+      op.category = cat;
+      op.dtype = c->dtype;
+      op.flops = c->flops;
+      const double t = cost.op_time(op, static_cast<uint64_t>(c->bytes), gpu_) -
+                       (c->kernels == 0 ? cost.launch_overhead(gpu_) : 0);
+      pred.push_back(t);
+      meas.push_back(c->time);
+    }
+    TermFit tf;
+    tf.term = std::string("ops.") + to_string(cat) +
+              (compute_bound(cat) ? ".compute_efficiency" : ".memory_efficiency");
+    tf.model = "latency + rate";
+    tf.values = summary;
+    tf.points = static_cast<int>(pts.size());
+    tf.error = relative_errors(pred, meas);
+    add_term(tf);
   }
-  if (rep.terms.empty()) {
-    throw ValidationError(
-        "calibrate fit: nothing to fit (no collective, link, compute rows or profiled kernels)");
-  }
-  p.validate("fitted profile");
-  return rep;
+
+  const Cluster& cluster_;
+  const CostProfile& base_;
+  const FitOptions& options_;
+  const int gpu_;
+  const DeviceSpec& spec_;
+  FitReport rep_;
+  std::map<std::string, int> skipped_;                                           // reason -> rows
+  std::map<std::pair<int, int>, std::vector<CollectivePoint>> coll_;             // (kind, level)
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> link_pts_;  // level -> x, t
+  std::vector<ComputePoint> compute_;
+  std::vector<double> kernel_times_;  // every profiled kernel's duration
+};
+
+}  // namespace
+
+FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
+                      const std::vector<MeasurementSet>& measurements,
+                      const std::vector<ProfilerTrace>& traces, const FitOptions& options) {
+  cluster.validate();
+  ProfileFit fit(cluster, base, options);
+  fit.add_measurements(measurements);
+  fit.add_traces(traces);
+  fit.fit_collectives();
+  fit.fit_links();
+  fit.fit_compute();
+  return fit.finish();
 }
 
 // ---- check ------------------------------------------------------------------------------------
