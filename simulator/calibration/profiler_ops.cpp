@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "simulator/cost_model.h"
+#include "src/util/error.h"
 
 namespace placer {
 
@@ -405,277 +406,410 @@ Work foreach_op(const std::string& n, const Inputs& in, const std::vector<const 
   return w;
 }
 
+// What a rule sees of one op: its name without "aten::", its inputs, its kernels and the
+// element size of its dtype.
+struct OpCall {
+  const std::string& n;
+  const Inputs& in;
+  const std::vector<const ProfiledKernel*>& ks;
+  int es = 0;
+};
+
+using Rule = Work (*)(const OpCall&);
+
+// ---- matmuls
+
+Work matmul(const OpCall& op) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
+  Work w;
+  Tensor a, b;
+  const bool add = n.rfind("add", 0) == 0 || n.rfind("badd", 0) == 0;
+  const size_t ia = add ? 1 : 0;
+  w.rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
+  if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return w;
+  const auto& sa = a.shape();
+  const auto& sb = b.shape();
+  const bool batched = w.rule == "bmm";
+  const size_t rank = batched ? 3 : 2;
+  if (sa.size() != rank || sb.size() != rank) return w;
+  const double bt = batched ? static_cast<double>(sa[0]) : 1.0;
+  const double m = static_cast<double>(sa[rank - 2]), k = static_cast<double>(sa[rank - 1]),
+               nn = static_cast<double>(sb[rank - 1]);
+  w.flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
+  w.bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
+  return w;
+}
+
+Work linear(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "mm";
+  Tensor a, b, c;
+  if (!in.tensor(0, &a) || !in.tensor(1, &b) || a.shape().empty() || b.shape().size() != 2) {
+    return w;
+  }
+  const double k = static_cast<double>(a.shape().back());
+  const double rows = a.elements() / std::max(1.0, k);
+  const double nn = static_cast<double>(b.shape()[0]);
+  const bool bias = in.tensor(2, &c);
+  w.flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
+  w.bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
+  return w;
+}
+
+// ---- normalization
+
+Work layer_norm(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "layer_norm";
+  Tensor a, b;
+  if (!in.tensor(0, &a)) return w;
+  double norm = 1;
+  for (long long d : in.ints(1)) norm *= static_cast<double>(d);
+  if (in.ints(1).empty() && in.tensor(2, &b)) norm = b.elements();
+  const double rows = a.elements() / std::max(1.0, norm);
+  w.flops = a.elements();
+  w.bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
+  return w;
+}
+
+Work layer_norm_backward(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "layer_norm backward";
+  Tensor a;
+  if (!in.tensor(1, &a)) return w;
+  std::vector<long long> mask = in.ints(7);
+  if (mask.size() != 3) mask = {1, 1, 1};
+  w.flops = a.elements();
+  w.bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
+            (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
+  return w;
+}
+
+Work batch_norm(const OpCall& op) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "batch_norm";
+  Tensor a;
+  if (!in.tensor(0, &a) || a.shape().size() < 2) return w;
+  const double ch = static_cast<double>(a.shape()[1]);
+  bool training = true;
+  if (auto t = in.ints(5); t.size() == 1) training = t[0] != 0;
+  const int passes =
+      (n == "native_batch_norm" || n == "_native_batch_norm_legit") && training ? 2 : 1;
+  w.flops = a.elements();
+  w.bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
+            (training ? 2 * ch * 4 : 0);
+  return w;
+}
+
+Work batch_norm_backward(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "batch_norm backward";
+  const bool cudnn = op.n != "native_batch_norm_backward";
+  Tensor dy, x;
+  if (!(cudnn ? in.tensor(0, &x) && in.tensor(1, &dy) : in.tensor(0, &dy) && in.tensor(1, &x)) ||
+      x.shape().size() < 2) {
+    return w;
+  }
+  bool training = true;
+  if (!cudnn) {
+    if (auto t = in.ints(7); t.size() == 1) training = t[0] != 0;
+  }
+  const int passes = !cudnn && training ? 2 : 1;
+  const double ch = static_cast<double>(x.shape()[1]);
+  w.flops = x.elements();
+  w.bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
+            x.elements() * x.es + 2 * ch * x.es;
+  return w;
+}
+
+Work softmax(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "softmax";
+  Tensor a;
+  if (!in.tensor(0, &a)) return w;
+  bool to_float = false;
+  if (auto t = in.ints(2); t.size() == 1) to_float = t[0] != 0;
+  w.flops = a.elements();
+  w.bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
+  return w;
+}
+
+// ---- losses, gathers, embeddings
+
+Work nll_loss(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "nll_loss";
+  Tensor a, t;
+  if (!in.tensor(0, &a) || !in.tensor(1, &t)) return w;
+  const double rows = t.elements();
+  const auto red = in.ints(3);
+  const bool none = red.size() == 1 && red[0] == 0;
+  w.flops = rows;
+  w.bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
+  return w;
+}
+
+Work nll_loss_backward(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "nll_loss backward";
+  Tensor a, t;
+  if (!in.tensor(1, &a) || !in.tensor(2, &t)) return w;
+  w.flops = t.elements();
+  w.bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
+  return w;
+}
+
+Work gather(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "gather";
+  Tensor a, idx;
+  if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return w;
+  double out = idx.elements();
+  const std::vector<long long>& s = a.shape();
+  if (op.n == "index_select" && !s.empty()) {
+    const auto dim = in.ints(1);
+    const long long r = static_cast<long long>(s.size());
+    const long long d =
+        dim.size() == 1 ? std::clamp(dim[0] < 0 ? dim[0] + r : dim[0], 0LL, r - 1) : 0;
+    out = a.elements() / std::max(1.0, static_cast<double>(s[static_cast<size_t>(d)])) *
+          idx.elements();
+  }
+  w.flops = out;
+  w.bytes = idx.bytes() + 2 * out * a.es;
+  return w;
+}
+
+Work embedding_backward(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "embedding backward";
+  Tensor a;
+  if (!in.tensor(0, &a)) return w;
+  w.flops = a.elements();
+  w.bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
+  return w;
+}
+
+// ---- pooling
+
+Work max_pool(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "max_pool";
+  Tensor a;
+  if (!in.tensor(0, &a) || a.shape().size() < 3) return w;
+  const std::vector<long long> kernel = in.ints(1), stride = in.ints(2), pad = in.ints(3),
+                               dil = in.ints(4);
+  bool ceil_mode = false;
+  if (auto t = in.ints(5); t.size() == 1) ceil_mode = t[0] != 0;
+  const size_t sp = op.n == "max_pool2d_with_indices" ? 2 : 3;
+  if (a.shape().size() < sp) return w;
+  double out = a.elements(), area = 1;
+  for (size_t j = 0; j < sp; ++j) {
+    const long long i = a.shape()[a.shape().size() - sp + j];
+    const long long k = nth(kernel, j, 1), s = std::max(1LL, nth(stride, j, k)), p = nth(pad, j, 0),
+                    d = std::max(1LL, nth(dil, j, 1));
+    const long long span = i + 2 * p - d * (k - 1) - 1;
+    long long o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (o - 1) * s >= i + p) --o;
+    out = out / static_cast<double>(std::max(1LL, i)) * static_cast<double>(std::max(0LL, o));
+    area *= static_cast<double>(k);
+  }
+  w.flops = out * area;
+  w.bytes = a.bytes() + out * a.es + out * 8;
+  return w;
+}
+
+Work max_pool_backward(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "max_pool backward";
+  Tensor a, dy;
+  if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return w;
+  w.flops = dy.elements();
+  w.bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
+  return w;
+}
+
+// ---- data movement
+
+Work cat(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "cat";
+  const double r = in.read_all();
+  w.bytes = 2 * r;
+  w.flops = in.list_es > 0 ? r / in.list_es : 0;
+  return w;
+}
+
+Work copy(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "copy";
+  Tensor a;
+  if (!in.tensor(0, &a)) return w;
+  w.flops = a.elements();
+  w.bytes = in.bytes(1) + a.elements() * a.es;
+  return w;
+}
+
+Work fill(const OpCall& op) {
+  Work w;
+  w.rule = "fill";
+  Tensor a;
+  if (!op.in.tensor(0, &a)) return w;
+  w.flops = a.elements();
+  w.bytes = a.elements() * a.es;
+  return w;
+}
+
+Work arange(const OpCall& op) {
+  const Inputs& in = op.in;
+  Work w;
+  w.rule = "arange";
+  double start = 0, end = 0, step = 1;
+  auto val = [&](size_t i, double* v) {
+    if (i >= in.size()) return false;
+    try {
+      size_t used = 0;
+      *v = std::stod(in.in[i].value, &used);
+      return used == in.in[i].value.size();
+    } catch (...) {
+      return false;
+    }
+  };
+  if (!val(2, &step)) step = 1;
+  if (val(0, &start) && val(1, &end) && step != 0) {
+    const double count = std::max(0.0, std::ceil((end - start) / step));
+    int es_out = 8;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (elem_size(in.in[i].type) > 0) es_out = elem_size(in.in[i].type);
+    }
+    w.flops = count;
+    w.bytes = count * es_out;
+  }
+  return w;
+}
+
+Work dropout(const OpCall& op) {
+  Work w;
+  w.rule = "dropout";
+  Tensor a;
+  if (!op.in.tensor(0, &a)) return w;
+  w.flops = a.elements();
+  w.bytes = a.bytes() + a.elements() * (a.es + 1);
+  return w;
+}
+
+// ---- the table
+
+// Op names (without "aten::"; a trailing '*' matches any name starting so) and their rules.
+// An op no pattern matches gets the elementwise rule, marked unknown.
+struct RuleEntry {
+  std::vector<std::string> patterns;
+  Rule rule;
+};
+
+const std::vector<RuleEntry>& rule_table() {
+  static const std::vector<RuleEntry> table = {
+      {{"mm", "addmm", "addmm_", "bmm", "baddbmm", "baddbmm_"}, matmul},
+      {{"linear"}, linear},
+      {{"cudnn_convolution", "convolution", "_convolution", "cudnn_convolution_transpose",
+        "miopen_convolution"},
+       [](const OpCall& op) { return conv_forward(op.n, op.in); }},
+      {{"convolution_backward", "cudnn_convolution_backward"},
+       [](const OpCall& op) { return conv_backward(op.n, op.in); }},
+      // multi_tensor_apply
+      {{"_foreach_*", "_fused_adam_", "_fused_adamw_", "_fused_sgd_"},
+       [](const OpCall& op) { return foreach_op(op.n, op.in, op.ks, op.es); }},
+      {{"native_layer_norm"}, layer_norm},
+      {{"native_layer_norm_backward"}, layer_norm_backward},
+      {{"native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit", "miopen_batch_norm"},
+       batch_norm},
+      {{"native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward"},
+       batch_norm_backward},
+      {{"_softmax", "_log_softmax"}, softmax},
+      {{"sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "var", "std",
+        "linalg_vector_norm"},
+       [](const OpCall& op) { return reduction(op.in); }},
+      {{"nll_loss_forward"}, nll_loss},
+      {{"nll_loss_backward"}, nll_loss_backward},
+      {{"gather", "index_select"}, gather},
+      {{"embedding_dense_backward"}, embedding_backward},
+      {{"max_pool2d_with_indices", "max_pool3d_with_indices"}, max_pool},
+      {{"max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward"}, max_pool_backward},
+      {{"cat"}, cat},
+      {{"copy_"}, copy},
+      {{"fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_"}, fill},
+      {{"arange"}, arange},
+      {{"native_dropout"}, dropout},
+      // elementwise (broadcast) ops known by name
+      // clang-format off
+      {{"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "exp", "exp_",
+        "log", "log_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "pow", "pow_", "abs", "reciprocal",
+        "relu", "relu_", "gelu", "gelu_", "gelu_backward", "silu", "silu_", "silu_backward",
+        "sigmoid", "sigmoid_", "sigmoid_backward", "tanh", "tanh_", "tanh_backward",
+        "threshold_backward", "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max",
+        "clamp_max_", "where", "masked_fill", "masked_fill_", "native_dropout_backward",
+        "_softmax_backward_data", "_log_softmax_backward_data", "addcmul", "addcmul_", "addcdiv",
+        "addcdiv_", "lerp", "lerp_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+        "_to_copy", "hardtanh", "hardtanh_", "hardtanh_backward", "leaky_relu", "leaky_relu_",
+        "leaky_relu_backward", "erf", "sin", "cos", "square", "maximum", "minimum", "triu",
+        "tril", "_local_scalar_dense", "clone", "contiguous", "mse_loss", "mse_loss_backward",
+        "threshold", "threshold_", "fmod", "remainder", "sign", "floor", "ceil", "round",
+        "trunc", "frac", "copysign", "atan2", "hypot", "bitwise_and", "bitwise_or",
+        "bitwise_not", "logical_and", "logical_or", "isinf", "isnan", "nan_to_num"},
+       [](const OpCall& op) { return elementwise(op.n, op.in); }},
+      // clang-format on
+  };
+  return table;
+}
+
+// The rule of an op name (without "aten::"), or null.
+Rule find_rule(const std::string& n) {
+  struct Index {
+    std::unordered_map<std::string, Rule> exact;
+    std::vector<std::pair<std::string, Rule>> prefixes;
+  };
+  static const Index index = [] {
+    Index ix;
+    for (const RuleEntry& e : rule_table()) {
+      for (const std::string& p : e.patterns) {
+        if (!p.empty() && p.back() == '*') {
+          ix.prefixes.emplace_back(p.substr(0, p.size() - 1), e.rule);
+        } else {
+          PLACER_CHECK(ix.exact.emplace(p, e.rule).second, "op rule table: '" << p << "' twice");
+        }
+      }
+    }
+    return ix;
+  }();
+  if (auto it = index.exact.find(n); it != index.exact.end()) return it->second;
+  for (const auto& [prefix, rule] : index.prefixes) {
+    if (n.rfind(prefix, 0) == 0) return rule;
+  }
+  return nullptr;
+}
+
 Work rule_for(const std::string& name, const Inputs& in,
               const std::vector<const ProfiledKernel*>& ks, int es) {
   const std::string n = strip(name);
-  Work w;
-  Tensor a, b, c;
-  // ---- matmuls
-  if (n == "mm" || n == "addmm" || n == "addmm_" || n == "bmm" || n == "baddbmm" ||
-      n == "baddbmm_") {
-    const bool add = n.rfind("add", 0) == 0 || n.rfind("badd", 0) == 0;
-    const size_t ia = add ? 1 : 0;
-    w.rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
-    if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return w;
-    const auto& sa = a.shape();
-    const auto& sb = b.shape();
-    const bool batched = w.rule == "bmm";
-    const size_t rank = batched ? 3 : 2;
-    if (sa.size() != rank || sb.size() != rank) return w;
-    const double bt = batched ? static_cast<double>(sa[0]) : 1.0;
-    const double m = static_cast<double>(sa[rank - 2]), k = static_cast<double>(sa[rank - 1]),
-                 nn = static_cast<double>(sb[rank - 1]);
-    w.flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
-    w.bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
-    return w;
-  }
-  if (n == "linear") {
-    w.rule = "mm";
-    if (!in.tensor(0, &a) || !in.tensor(1, &b) || a.shape().empty() || b.shape().size() != 2) {
-      return w;
-    }
-    const double k = static_cast<double>(a.shape().back());
-    const double rows = a.elements() / std::max(1.0, k);
-    const double nn = static_cast<double>(b.shape()[0]);
-    const bool bias = in.tensor(2, &c);
-    w.flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
-    w.bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
-    return w;
-  }
-  // ---- convolutions
-  if (n == "cudnn_convolution" || n == "convolution" || n == "_convolution" ||
-      n == "cudnn_convolution_transpose" || n == "miopen_convolution") {
-    return conv_forward(n, in);
-  }
-  if (n == "convolution_backward" || n == "cudnn_convolution_backward") {
-    return conv_backward(n, in);
-  }
-  // ---- foreach (multi_tensor_apply)
-  if (n.rfind("_foreach_", 0) == 0 || n == "_fused_adam_" || n == "_fused_adamw_" ||
-      n == "_fused_sgd_") {
-    return foreach_op(n, in, ks, es);
-  }
-  // ---- normalization
-  if (n == "native_layer_norm") {
-    w.rule = "layer_norm";
-    if (!in.tensor(0, &a)) return w;
-    double norm = 1;
-    for (long long d : in.ints(1)) norm *= static_cast<double>(d);
-    if (in.ints(1).empty() && in.tensor(2, &b)) norm = b.elements();
-    const double rows = a.elements() / std::max(1.0, norm);
-    w.flops = a.elements();
-    w.bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
-    return w;
-  }
-  if (n == "native_layer_norm_backward") {
-    w.rule = "layer_norm backward";
-    if (!in.tensor(1, &a)) return w;
-    std::vector<long long> mask = in.ints(7);
-    if (mask.size() != 3) mask = {1, 1, 1};
-    w.flops = a.elements();
-    w.bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
-              (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
-    return w;
-  }
-  if (n == "native_batch_norm" || n == "cudnn_batch_norm" || n == "_native_batch_norm_legit" ||
-      n == "miopen_batch_norm") {
-    w.rule = "batch_norm";
-    if (!in.tensor(0, &a) || a.shape().size() < 2) return w;
-    const double ch = static_cast<double>(a.shape()[1]);
-    bool training = true;
-    if (auto t = in.ints(5); t.size() == 1) training = t[0] != 0;
-    const int passes = (n == "native_batch_norm" || n == "_native_batch_norm_legit") && training ? 2 : 1;
-    w.flops = a.elements();
-    w.bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
-              (training ? 2 * ch * 4 : 0);
-    return w;
-  }
-  if (n == "native_batch_norm_backward" || n == "cudnn_batch_norm_backward" ||
-      n == "miopen_batch_norm_backward") {
-    w.rule = "batch_norm backward";
-    const bool cudnn = n != "native_batch_norm_backward";
-    Tensor dy, x;
-    if (!(cudnn ? in.tensor(0, &x) && in.tensor(1, &dy) : in.tensor(0, &dy) && in.tensor(1, &x)) ||
-        x.shape().size() < 2) {
-      return w;
-    }
-    bool training = true;
-    if (!cudnn) {
-      if (auto t = in.ints(7); t.size() == 1) training = t[0] != 0;
-    }
-    const int passes = !cudnn && training ? 2 : 1;
-    const double ch = static_cast<double>(x.shape()[1]);
-    w.flops = x.elements();
-    w.bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
-              x.elements() * x.es + 2 * ch * x.es;
-    return w;
-  }
-  // ---- softmax
-  if (n == "_softmax" || n == "_log_softmax") {
-    w.rule = "softmax";
-    if (!in.tensor(0, &a)) return w;
-    bool to_float = false;
-    if (auto t = in.ints(2); t.size() == 1) to_float = t[0] != 0;
-    w.flops = a.elements();
-    w.bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
-    return w;
-  }
-  // ---- reductions
-  if (n == "sum" || n == "mean" || n == "amax" || n == "amin" || n == "max" || n == "min" ||
-      n == "prod" || n == "norm" || n == "var" || n == "std" || n == "linalg_vector_norm") {
-    return reduction(in);
-  }
-  // ---- losses, gathers, embeddings
-  if (n == "nll_loss_forward") {
-    w.rule = "nll_loss";
-    Tensor t;
-    if (!in.tensor(0, &a) || !in.tensor(1, &t)) return w;
-    const double rows = t.elements();
-    const auto red = in.ints(3);
-    const bool none = red.size() == 1 && red[0] == 0;
-    w.flops = rows;
-    w.bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
-    return w;
-  }
-  if (n == "nll_loss_backward") {
-    w.rule = "nll_loss backward";
-    Tensor t;
-    if (!in.tensor(1, &a) || !in.tensor(2, &t)) return w;
-    w.flops = t.elements();
-    w.bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
-    return w;
-  }
-  if (n == "gather" || n == "index_select") {
-    w.rule = "gather";
-    Tensor idx;
-    if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return w;
-    double out = idx.elements();
-    const std::vector<long long>& s = a.shape();
-    if (n == "index_select" && !s.empty()) {
-      const auto dim = in.ints(1);
-      const long long r = static_cast<long long>(s.size());
-      const long long d = dim.size() == 1 ? std::clamp(dim[0] < 0 ? dim[0] + r : dim[0], 0LL, r - 1) : 0;
-      out = a.elements() / std::max(1.0, static_cast<double>(s[static_cast<size_t>(d)])) *
-            idx.elements();
-    }
-    w.flops = out;
-    w.bytes = idx.bytes() + 2 * out * a.es;
-    return w;
-  }
-  if (n == "embedding_dense_backward") {
-    w.rule = "embedding backward";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
-    return w;
-  }
-  // ---- pooling
-  if (n == "max_pool2d_with_indices" || n == "max_pool3d_with_indices") {
-    w.rule = "max_pool";
-    if (!in.tensor(0, &a) || a.shape().size() < 3) return w;
-    const std::vector<long long> kernel = in.ints(1), stride = in.ints(2), pad = in.ints(3),
-                                 dil = in.ints(4);
-    bool ceil_mode = false;
-    if (auto t = in.ints(5); t.size() == 1) ceil_mode = t[0] != 0;
-    const size_t sp = n == "max_pool2d_with_indices" ? 2 : 3;
-    if (a.shape().size() < sp) return w;
-    double out = a.elements(), area = 1;
-    for (size_t j = 0; j < sp; ++j) {
-      const long long i = a.shape()[a.shape().size() - sp + j];
-      const long long k = nth(kernel, j, 1), s = std::max(1LL, nth(stride, j, k)),
-                      p = nth(pad, j, 0), d = std::max(1LL, nth(dil, j, 1));
-      const long long span = i + 2 * p - d * (k - 1) - 1;
-      long long o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-      if (ceil_mode && (o - 1) * s >= i + p) --o;
-      out = out / static_cast<double>(std::max(1LL, i)) * static_cast<double>(std::max(0LL, o));
-      area *= static_cast<double>(k);
-    }
-    w.flops = out * area;
-    w.bytes = a.bytes() + out * a.es + out * 8;
-    return w;
-  }
-  if (n == "max_pool2d_with_indices_backward" || n == "max_pool3d_with_indices_backward") {
-    w.rule = "max_pool backward";
-    Tensor dy;
-    if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return w;
-    w.flops = dy.elements();
-    w.bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
-    return w;
-  }
-  // ---- data movement
-  if (n == "cat") {
-    w.rule = "cat";
-    const double r = in.read_all();
-    w.bytes = 2 * r;
-    w.flops = in.list_es > 0 ? r / in.list_es : 0;
-    return w;
-  }
-  if (n == "copy_") {
-    w.rule = "copy";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = in.bytes(1) + a.elements() * a.es;
-    return w;
-  }
-  if (n == "fill_" || n == "zero_" || n == "normal_" || n == "uniform_" || n == "bernoulli_" ||
-      n == "random_" || n == "exponential_") {
-    w.rule = "fill";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = a.elements() * a.es;
-    return w;
-  }
-  if (n == "arange") {
-    w.rule = "arange";
-    double start = 0, end = 0, step = 1;
-    auto val = [&](size_t i, double* v) {
-      if (i >= in.size()) return false;
-      try {
-        size_t used = 0;
-        *v = std::stod(in.in[i].value, &used);
-        return used == in.in[i].value.size();
-      } catch (...) {
-        return false;
-      }
-    };
-    if (!val(2, &step)) step = 1;
-    if (val(0, &start) && val(1, &end) && step != 0) {
-      const double count = std::max(0.0, std::ceil((end - start) / step));
-      int es_out = 8;
-      for (size_t i = 0; i < in.size(); ++i) {
-        if (elem_size(in.in[i].type) > 0) es_out = elem_size(in.in[i].type);
-      }
-      w.flops = count;
-      w.bytes = count * es_out;
-    }
-    return w;
-  }
-  if (n == "native_dropout") {
-    w.rule = "dropout";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = a.bytes() + a.elements() * (a.es + 1);
-    return w;
-  }
-  // ---- everything else: elementwise (broadcast), known names or not
-  static const std::set<std::string> known = {
-      "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "exp", "exp_",
-      "log", "log_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "pow", "pow_", "abs", "reciprocal",
-      "relu", "relu_", "gelu", "gelu_", "gelu_backward", "silu", "silu_", "silu_backward",
-      "sigmoid", "sigmoid_", "sigmoid_backward", "tanh", "tanh_", "tanh_backward",
-      "threshold_backward", "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max",
-      "clamp_max_", "where", "masked_fill", "masked_fill_", "native_dropout_backward",
-      "_softmax_backward_data", "_log_softmax_backward_data", "addcmul", "addcmul_", "addcdiv",
-      "addcdiv_", "lerp", "lerp_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-      "_to_copy", "hardtanh", "hardtanh_", "hardtanh_backward", "leaky_relu", "leaky_relu_",
-      "leaky_relu_backward", "erf", "sin", "cos", "square", "maximum", "minimum", "triu", "tril",
-      "_local_scalar_dense", "clone", "contiguous", "mse_loss", "mse_loss_backward",
-      "native_dropout_backward", "threshold", "threshold_", "fmod", "remainder", "sign", "floor",
-      "ceil", "round", "trunc", "frac", "copysign", "atan2", "hypot", "bitwise_and",
-      "bitwise_or", "bitwise_not", "logical_and", "logical_or", "isinf", "isnan", "nan_to_num",
-  };
-  w = elementwise(n, in);
-  w.known = known.count(n) > 0;
+  const OpCall op{n, in, ks, es};
+  if (const Rule rule = find_rule(n)) return rule(op);
+  Work w = elementwise(n, in);
+  w.known = false;
   return w;
 }
 
