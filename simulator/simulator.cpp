@@ -26,7 +26,24 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
                           std::to_string(cost.num_devices()) + " devices, the cluster has " +
                           std::to_string(n_dev));
   }
-  // Distinct inputs that some op produces (graph inputs are available everywhere at t = 0).
+  index_op_inputs();
+  copy_op_fields();
+  copy_tensor_fields();
+  mark.assign(n_ops, 0);
+  index_backward_ops();
+  build_channels();
+  dur_cache_dev.assign(n_ops, -1);
+  dur_cache_frac.assign(n_ops, -1.0);
+  dur_cache_val.assign(n_ops, 0.0);
+  dur_cache_dtype.assign(n_ops, -1);
+  site_epoch.assign(n_dev, 0);
+  site_of_dev.assign(n_dev, 0);
+  ready.resize(n_dev);
+  dirty_flag.assign(n_dev, 0);
+}
+
+// Distinct inputs that some op produces (graph inputs are available everywhere at t = 0).
+void Simulator::Impl::index_op_inputs() {
   in_off.assign(n_ops + 1, 0);
   std::vector<uint32_t> seen(n_tensors, UINT32_MAX);
   for (OpId o = 0; o < n_ops; ++o) {
@@ -37,7 +54,10 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     }
     in_off[o + 1] = static_cast<uint32_t>(in_t.size());
   }
-  // Compact copies of what the event loop reads (an Op is a few hundred bytes).
+}
+
+// Compact copies of what the event loop reads (an Op is a few hundred bytes).
+void Simulator::Impl::copy_op_fields() {
   out_off.assign(n_ops + 1, 0);
   op_bytes.resize(n_ops);
   op_ws.resize(n_ops);
@@ -62,6 +82,9 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     op_param[o] = op.param_bytes;
     op_state[o] = op.state_bytes;
   }
+}
+
+void Simulator::Impl::copy_tensor_fields() {
   t_producer.resize(n_tensors);
   t_raw.resize(n_tensors);
   t_scaled.resize(n_tensors);
@@ -73,9 +96,11 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     t_scaled[t] = ten.batch_scaled;
     t_grad[t] = ten.is_param_grad;
   }
-  mark.assign(n_ops, 0);
-  // A backward op never starts before its forward op (same micro-batch) has run, even when
-  // no tensor says so (e.g. the loss-gradient seed of a sink).
+}
+
+// A backward op never starts before its forward op (same micro-batch) has run, even when
+// no tensor says so (e.g. the loss-gradient seed of a sink).
+void Simulator::Impl::index_backward_ops() {
   bwd_off.assign(n_ops + 1, 0);
   auto follows = [&](OpId o) {
     const OpId f = op_fwd[o];
@@ -90,9 +115,11 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
   for (OpId o = 0; o < n_ops; ++o) {
     if (follows(o)) bwd_of[fill[op_fwd[o]]++] = o;
   }
+}
 
-  // Channels: per-pair ones, then per (device, level) send / receive ports, then per
-  // (host, level) send / receive ports. A transfer holds chan_a and (if >= 0) chan_b.
+// Channels: per-pair ones, then per (device, level) send / receive ports, then per
+// (host, level) send / receive ports. A transfer holds chan_a and (if >= 0) chan_b.
+void Simulator::Impl::build_channels() {
   const int L = kNumLinkLevels, H = c.num_hosts();
   const size_t nn = static_cast<size_t>(n_dev) * n_dev;
   level.assign(nn, 0);
@@ -125,14 +152,6 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
       }
     }
   }
-  dur_cache_dev.assign(n_ops, -1);
-  dur_cache_frac.assign(n_ops, -1.0);
-  dur_cache_val.assign(n_ops, 0.0);
-  dur_cache_dtype.assign(n_ops, -1);
-  site_epoch.assign(n_dev, 0);
-  site_of_dev.assign(n_dev, 0);
-  ready.resize(n_dev);
-  dirty_flag.assign(n_dev, 0);
 }
 
 // Parameters and optimizer state of op o on each of its devices: sharded by a non-batch

@@ -41,6 +41,11 @@ inline uint64_t shard_div(const OpPartition& q) {
 
 struct Simulator::Impl {
   Impl(const Graph& g, const Cluster& c, const CostModel& cost);
+  void index_op_inputs();     // in_t / in_off: inputs some op produces
+  void copy_op_fields();      // out_t / out_off and the op_* copies
+  void copy_tensor_fields();  // t_* copies
+  void index_backward_ops();  // bwd_of / bwd_off: the backward ops of each forward op
+  void build_channels();      // level, chan_a / chan_b per device pair, chan_free
 
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
