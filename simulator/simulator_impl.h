@@ -49,6 +49,11 @@ struct Simulator::Impl {
 
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
+  void check_placement(const Plan& plan) const;
+  void check_partitions(const Plan& plan);
+  void check_pipeline(const Plan& plan);
+  void check_replica_devices(const Plan& plan) const;  // data_parallel.replica_devices given
+  void check_replica_stride(const Plan& plan);         // the default stride stays in the cluster
   /// Everything run() needs for `plan`, in named steps (simulator.cpp unless noted).
   void prepare(const Plan& plan, const SimOptions& options);
   void prepare_settings(const Plan& plan, const SimOptions& options);  // replicas, stages, sync
