@@ -73,6 +73,12 @@ struct Simulator::Impl {
   void prepare_recompute(const Plan& plan);        // recompute.cpp
   void prepare_tied_embeddings();  // tied_embeddings.cpp
   void prepare_partition_collectives(const Plan& plan);  // partition_collectives.cpp
+  void named_partition_collective(OpId o, PartitionCollective pc);  // the plan names it
+  // Recursive halving: one collective per level of q.
+  void halving_partition_collective(OpId o, const OpPartition& q,
+                                    const std::vector<uint32_t>& level_groups, uint64_t act,
+                                    uint64_t grad);
+  void split_partition_collective(OpId o, const OpPartition& q, uint64_t act, uint64_t grad);
   void prepare_pipeline_ranks();  // pipeline_schedule.cpp: warm-up per rank
   void prepare_pipeline_gates();  // pipeline_schedule.cpp: gate counters
   uint64_t schedule_slot(OpId o, uint32_t j) const;  // ready-queue priority of a pass
