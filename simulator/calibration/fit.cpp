@@ -188,6 +188,7 @@ EfficiencyCurve fit_efficiency_curve(const std::vector<double>& size,
 }
 
 namespace {
+
 double size_weighted_error(const std::vector<double>& pred, const std::vector<double>& t,
                            const std::vector<double>& bytes) {
   double sum = 0, w = 0;
@@ -197,6 +198,100 @@ double size_weighted_error(const std::vector<double>& pred, const std::vector<do
   }
   return w > 0 ? sum / w : 0;
 }
+
+double rms_relative_error(const std::vector<double>& pred, const std::vector<double>& t) {
+  double sum = 0;
+  for (size_t i = 0; i < pred.size(); ++i)
+    sum += (pred[i] - t[i]) * (pred[i] - t[i]) / (t[i] * t[i]);
+  return std::sqrt(sum / double(pred.size()));
+}
+
+// The points of one collective fit as the fits read them.
+struct CollectiveData {
+  CollectiveKind kind;
+  const std::vector<CollectivePoint>& points;
+  std::vector<double> x, t, bytes;  // bus bytes (bytes x bus factor), seconds, bytes
+  int max_ranks = 0;
+  std::vector<int> sizes;  // the distinct group sizes
+
+  CollectiveData(CollectiveKind k, const std::vector<CollectivePoint>& pts) : kind(k), points(pts) {
+    for (const CollectivePoint& p : points) {
+      if (p.ranks < 2) throw ValidationError("collective fit: a point with fewer than 2 ranks");
+      x.push_back(p.bytes * bus_factor(kind, p.ranks));
+      t.push_back(p.time_s);
+      bytes.push_back(p.bytes);
+    }
+    for (const CollectivePoint& p : points) max_ranks = std::max(max_ranks, p.ranks);
+    for (const CollectivePoint& p : points) {
+      if (std::find(sizes.begin(), sizes.end(), p.ranks) == sizes.end()) sizes.push_back(p.ranks);
+    }
+  }
+
+  std::vector<double> predict(const CollectiveCurve& c) const {
+    std::vector<double> pred;
+    for (const CollectivePoint& p : points) pred.push_back(c.time(kind, p.ranks, p.bytes));
+    return pred;
+  }
+};
+
+// Several group sizes: latency grows with the ring's steps. The bandwidth term from the
+// large messages (>= 64 MiB, where latency is negligible), then alpha + gamma (p - 2) from
+// the small ones (<= 8 MiB) by least squares of the relative residuals; it replaces *line
+// (and *line_err) when its RMS relative error over all points beats the plain line (the
+// small sizes, where the latency matters, are a minority and do not move the median).
+// Returns (alpha, gamma) when fitted with gamma > 0, else (-1, 0).
+std::pair<double, double> fit_ranked_latency(const CollectiveData& d, CollectiveCurve* line,
+                                             FitError* line_err) {
+  std::pair<double, double> ranked_latency{-1, 0};
+  std::vector<double> xl, tl;
+  for (size_t i = 0; i < d.points.size(); ++i) {
+    if (d.points[i].bytes >= double(64 << 20)) xl.push_back(d.x[i]), tl.push_back(d.t[i]);
+  }
+  if (d.sizes.size() < 2 || xl.size() < 2) return ranked_latency;
+  const double beta = fit_alpha_beta(xl, tl).beta;
+  double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
+  for (size_t i = 0; i < d.points.size(); ++i) {
+    if (d.points[i].bytes > double(8 << 20)) continue;
+    const double w = 1 / (d.t[i] * d.t[i]), q = d.points[i].ranks - 2, r = d.t[i] - beta * d.x[i];
+    s11 += w, s12 += w * q, s22 += w * q * q, b1 += w * r, b2 += w * q * r;
+  }
+  const double det = s11 * s22 - s12 * s12;
+  if (!(det > 0 && beta > 0)) return ranked_latency;
+  const double alpha = (b1 * s22 - b2 * s12) / det, gamma = (s11 * b2 - s12 * b1) / det;
+  CollectiveCurve ranked = *line;
+  ranked.latency = round_sig(std::max(0.0, alpha));
+  ranked.latency_per_rank = round_sig(std::max(0.0, gamma));
+  ranked.bus_bandwidth = round_sig(1 / beta);
+  if (ranked.latency_per_rank > 0 &&
+      rms_relative_error(d.predict(ranked), d.t) < rms_relative_error(d.predict(*line), d.t)) {
+    *line = ranked;
+    *line_err = relative_errors(d.predict(ranked), d.t);
+  }
+  if (ranked.latency_per_rank > 0) ranked_latency = {ranked.latency, ranked.latency_per_rank};
+  return ranked_latency;
+}
+
+// A ramp candidate: bus bandwidth `best_bw` scaled by an efficiency curve over the bytes,
+// after a latency of `latency` + `per_rank` (p - 2). False when a point is not slower than
+// that latency.
+bool ramp_curve(const CollectiveData& d, double latency, double per_rank, double best_bw,
+                double knot_step, CollectiveCurve* c) {
+  c->latency = latency;
+  c->latency_per_rank = per_rank;
+  c->bus_bandwidth = round_sig(best_bw);
+  c->ranks = d.max_ranks;
+  std::vector<double> eff;
+  bool ok = true;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    const double busy = d.t[i] - c->latency - c->latency_per_rank * (d.points[i].ranks - 2);
+    ok = ok && busy > 0;
+    eff.push_back(d.x[i] / (std::max(busy, 1e-12) * best_bw));
+  }
+  if (!ok) return false;
+  c->efficiency = fit_efficiency_curve(d.bytes, eff, knot_step, 1e-9, 2.0);
+  return true;
+}
+
 }  // namespace
 
 CollectiveCurve fit_collective_curve(CollectiveKind kind,
@@ -204,76 +299,24 @@ CollectiveCurve fit_collective_curve(CollectiveKind kind,
                                      double line_tolerance, FitError* error, std::string* model,
                                      double knot_step) {
   if (points.empty()) throw ValidationError("collective fit: no points");
-  std::vector<double> x, t, bytes;
-  for (const CollectivePoint& p : points) {
-    if (p.ranks < 2) throw ValidationError("collective fit: a point with fewer than 2 ranks");
-    x.push_back(p.bytes * bus_factor(kind, p.ranks));
-    t.push_back(p.time_s);
-    bytes.push_back(p.bytes);
-  }
-  auto predict = [&](const CollectiveCurve& c) {
-    std::vector<double> pred;
-    for (const CollectivePoint& p : points) pred.push_back(c.time(kind, p.ranks, p.bytes));
-    return pred;
-  };
-  int max_ranks = 0;
-  for (const CollectivePoint& p : points) max_ranks = std::max(max_ranks, p.ranks);
-  const AlphaBeta ab = fit_alpha_beta(x, t);
+  const CollectiveData d(kind, points);
+  const std::vector<double>& t = d.t;
+  const AlphaBeta ab = fit_alpha_beta(d.x, t);
   CollectiveCurve line;
   line.latency = round_sig(ab.alpha);
   line.bus_bandwidth = round_sig(1 / ab.beta);
   line.efficiency = EfficiencyCurve::constant(1.0);
-  line.ranks = max_ranks;
-  FitError line_err = relative_errors(predict(line), t);
-  // Several group sizes: latency grows with the ring's steps. The bandwidth term from the
-  // large messages (>= 64 MiB, where latency is negligible), then alpha + gamma (p - 2)
-  // from the small ones (<= 8 MiB) by least squares of the relative residuals; kept when
-  // its RMS relative error over all points beats the plain line (the small sizes, where the
-  // latency matters, are a minority and do not move the median).
-  std::pair<double, double> ranked_latency{-1, 0};  // (alpha, gamma) when fitted
-  std::vector<int> sizes;
-  for (const CollectivePoint& p : points) {
-    if (std::find(sizes.begin(), sizes.end(), p.ranks) == sizes.end()) sizes.push_back(p.ranks);
-  }
-  std::vector<double> xl, tl;
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (points[i].bytes >= double(64 << 20)) xl.push_back(x[i]), tl.push_back(t[i]);
-  }
-  if (sizes.size() >= 2 && xl.size() >= 2) {
-    const double beta = fit_alpha_beta(xl, tl).beta;
-    double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (points[i].bytes > double(8 << 20)) continue;
-      const double w = 1 / (t[i] * t[i]), q = points[i].ranks - 2, r = t[i] - beta * x[i];
-      s11 += w, s12 += w * q, s22 += w * q * q, b1 += w * r, b2 += w * q * r;
-    }
-    const double det = s11 * s22 - s12 * s12;
-    if (det > 0 && beta > 0) {
-      const double alpha = (b1 * s22 - b2 * s12) / det, gamma = (s11 * b2 - s12 * b1) / det;
-      CollectiveCurve ranked = line;
-      ranked.latency = round_sig(std::max(0.0, alpha));
-      ranked.latency_per_rank = round_sig(std::max(0.0, gamma));
-      ranked.bus_bandwidth = round_sig(1 / beta);
-      auto rms = [&](const std::vector<double>& pred) {
-        double sum = 0;
-        for (size_t i = 0; i < pred.size(); ++i) sum += (pred[i] - t[i]) * (pred[i] - t[i]) / (t[i] * t[i]);
-        return std::sqrt(sum / double(pred.size()));
-      };
-      if (ranked.latency_per_rank > 0 && rms(predict(ranked)) < rms(predict(line))) {
-        line = ranked;
-        line_err = relative_errors(predict(ranked), t);
-      }
-      if (ranked.latency_per_rank > 0) ranked_latency = {ranked.latency, ranked.latency_per_rank};
-    }
-  }
+  line.ranks = d.max_ranks;
+  FitError line_err = relative_errors(d.predict(line), t);
+  const std::pair<double, double> ranked_latency = fit_ranked_latency(d, &line, &line_err);
   if (line_err.median <= line_tolerance || points.size() < 3) {
     if (error) *error = line_err;
     if (model) *model = "alpha-beta";
     return line;
   }
   double best_bw = 0, tmin = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < x.size(); ++i) {
-    best_bw = std::max(best_bw, x[i] / t[i]);
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    best_bw = std::max(best_bw, d.x[i] / t[i]);
     tmin = std::min(tmin, t[i]);
   }
   CollectiveCurve best = line;
@@ -282,32 +325,20 @@ CollectiveCurve fit_collective_curve(CollectiveKind kind,
   // Ramps under a fraction of the fastest time as latency, and (several group sizes) under
   // the per-rank latency fitted above (fraction -1).
   for (double frac : {0.0, 0.25, 0.5, 0.75, 0.9, -1.0}) {
+    if (frac < 0 && ranked_latency.first < 0) continue;
     CollectiveCurve c;
-    if (frac < 0) {
-      if (ranked_latency.first < 0) continue;
-      c.latency = ranked_latency.first;
-      c.latency_per_rank = ranked_latency.second;
-    } else {
-      c.latency = round_sig(frac * tmin);
-    }
-    c.bus_bandwidth = round_sig(best_bw);
-    c.ranks = max_ranks;
-    std::vector<double> eff;
-    bool ok = true;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double busy = t[i] - c.latency - c.latency_per_rank * (points[i].ranks - 2);
-      ok = ok && busy > 0;
-      eff.push_back(x[i] / (std::max(busy, 1e-12) * best_bw));
-    }
-    if (!ok) continue;
-    c.efficiency = fit_efficiency_curve(bytes, eff, knot_step, 1e-9, 2.0);
-    const FitError err = relative_errors(predict(c), t);
+    const bool fitted = frac < 0 ? ramp_curve(d, ranked_latency.first, ranked_latency.second,
+                                              best_bw, knot_step, &c)
+                                 : ramp_curve(d, round_sig(frac * tmin), 0, best_bw, knot_step, &c);
+    if (!fitted) continue;
+    const FitError err = relative_errors(d.predict(c), t);
     // Several group sizes (tables of linearly spaced sizes): candidates compete on the mean
     // relative error weighted by 1 / bytes, i.e. evenly per decade of message size, so the
     // small and middle sizes where latency and ramp matter count as much as the large ones.
     const bool better =
-        sizes.size() >= 2
-            ? size_weighted_error(predict(c), t, bytes) < size_weighted_error(predict(best), t, bytes)
+        d.sizes.size() >= 2
+            ? size_weighted_error(d.predict(c), t, d.bytes) <
+                  size_weighted_error(d.predict(best), t, d.bytes)
             : err.median < best_err.median - 1e-12 ||
                   (std::abs(err.median - best_err.median) <= 1e-12 && err.p90 < best_err.p90);
     if (better) {
