@@ -844,10 +844,9 @@ std::string us(double s) {
   return buf;
 }
 
-}  // namespace
-
-std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std::string>* notes) {
-  // Group the trace's events per CPU op instance, in order of first appearance.
+// The trace's kernel, memcpy and memset events grouped per launching CPU op instance, in
+// order of first appearance; events without a known CPU op are orphans.
+struct OpEvents {
   struct Acc {
     std::vector<const ProfiledKernel*> kernels;
     std::map<std::string, std::vector<const ProfiledKernel*>> copies;  // memcpy / memset kind
@@ -857,26 +856,33 @@ std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std
   std::vector<long long> order;
   int orphans = 0;
   double orphan_s = 0;
-  for (size_t i = 0; i < trace.kernels.size(); ++i) {
-    const ProfiledKernel& k = trace.kernels[i];
-    if (k.op_id < 0 || !trace.ops.count(k.op_id)) {
-      ++orphans;
-      orphan_s += k.dur_s;
-      continue;
-    }
-    auto [it, fresh] = by_op.try_emplace(k.op_id);
-    if (fresh) {
-      it->second.first = i;
-      order.push_back(k.op_id);
-    }
-    if (k.cat == "kernel") {
-      it->second.kernels.push_back(&k);
-    } else {
-      it->second.copies[memcpy_kind(k)].push_back(&k);
+
+  explicit OpEvents(const ProfilerTrace& trace) {
+    for (size_t i = 0; i < trace.kernels.size(); ++i) {
+      const ProfiledKernel& k = trace.kernels[i];
+      if (k.op_id < 0 || !trace.ops.count(k.op_id)) {
+        ++orphans;
+        orphan_s += k.dur_s;
+        continue;
+      }
+      auto [it, fresh] = by_op.try_emplace(k.op_id);
+      if (fresh) {
+        it->second.first = i;
+        order.push_back(k.op_id);
+      }
+      if (k.cat == "kernel") {
+        it->second.kernels.push_back(&k);
+      } else {
+        it->second.copies[memcpy_kind(k)].push_back(&k);
+      }
     }
   }
+};
 
-  // The trace's most common floating dtype (the fallback for TensorList-only ops).
+// The most common floating dtype of the ops' first floating inputs (the fallback for
+// TensorList-only ops); false when no op has one.
+bool majority_dtype(const ProfilerTrace& trace, const std::vector<long long>& order,
+                    DType* majority) {
   std::map<DType, int> dtype_votes;
   for (long long id : order) {
     const ProfiledCpuOp& op = trace.ops.at(id);
@@ -888,101 +894,128 @@ std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std
       }
     }
   }
-  DType majority = DType::kF32;
-  bool have_majority = false;
+  bool have = false;
   int best = 0;
   for (const auto& [d, n] : dtype_votes) {
-    if (n > best) best = n, majority = d, have_majority = true;
+    if (n > best) best = n, *majority = d, have = true;
   }
+  return have;
+}
 
+// An op's dtype: its first floating input's, else its first kernel's template argument,
+// else the trace's majority, else its first input of any dtype, else f32.
+DType op_dtype(const ProfiledCpuOp& cpu, const std::vector<const ProfiledKernel*>& kernels,
+               const DType* majority) {
+  DType dtype = DType::kF32;
+  for (const ProfiledInput& p : cpu.inputs) {
+    if (!p.list && floating_dtype(p.type, &dtype)) return dtype;
+  }
+  if (!kernels.empty() && dtype_from_kernel(kernels.front()->name, &dtype)) return dtype;
+  if (majority) return *majority;
+  for (const ProfiledInput& p : cpu.inputs) {
+    if (!p.list && any_dtype(p.type, &dtype)) break;
+  }
+  return dtype;
+}
+
+// The row of an op's kernels, its work from the op's rule.
+ProfiledOp kernel_row(const std::string& source, long long id, const ProfiledCpuOp& cpu,
+                      const std::vector<const ProfiledKernel*>& kernels, DType dtype) {
+  const int es = dtype_bytes(dtype);
+  const Inputs in{cpu.inputs, es};
+  ProfiledOp r;
+  r.source = source;
+  r.op_id = id;
+  r.op = cpu.name;
+  r.category = classify_kernel(cpu.name, kernels.front()->name);
+  r.dtype = dtype;
+  for (const ProfiledKernel* k : kernels) r.measured_s += k->dur_s;
+  r.kernels = static_cast<int>(kernels.size());
+  r.has_shapes = !cpu.inputs.empty();
+  const Work w = rule_for(cpu.name, in, kernels, es);
+  r.flops = w.flops;
+  r.bytes = w.bytes;
+  r.rule = w.rule;
+  r.known = w.known;
+  return r;
+}
+
+// The row of an op's copies of one kind (device-to-device copies read and write).
+ProfiledOp copy_row(const std::string& source, long long id, const ProfiledCpuOp& cpu,
+                    const std::string& kind, const std::vector<const ProfiledKernel*>& ks,
+                    DType dtype) {
+  ProfiledOp r;
+  r.source = source;
+  r.op_id = id;
+  r.op = cpu.name;
+  r.kind = kind;
+  r.category = OpCategory::kDataMovement;
+  r.dtype = dtype;
+  r.rule = kind == "memset" ? "memset bytes"
+                            : (kind == "memcpy DtoD" ? "2 x memcpy bytes" : "memcpy bytes");
+  double b = 0;
+  for (const ProfiledKernel* k : ks) {
+    r.measured_s += k->dur_s;
+    b += k->bytes;
+  }
+  r.kernels = static_cast<int>(ks.size());
+  r.bytes = kind == "memcpy DtoD" ? 2 * b : b;
+  return r;
+}
+
+// "name (count), ..."
+std::string count_list(const std::map<std::string, int>& m) {
+  std::string s;
+  for (const auto& [name, n] : m)
+    s += (s.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
+  return s;
+}
+
+// Notes on what the rows leave out or only estimate.
+void add_notes(const std::string& source, const OpEvents& events,
+               const std::map<std::string, int>& unknown,
+               const std::map<std::string, int>& no_shapes, std::vector<std::string>* notes) {
+  const std::string src = source + ": ";
+  if (events.orphans > 0) {
+    notes->push_back(src + std::to_string(events.orphans) + " kernel / memcpy / memset events (" +
+                     us(events.orphan_s) + ") without a launching CPU op: left out");
+  }
+  if (!unknown.empty()) {
+    int n = 0;
+    for (const auto& [name, c] : unknown) n += c;
+    notes->push_back(
+        src + std::to_string(n) +
+        " ops without a rule of their own, generic elementwise rule: " + count_list(unknown));
+  }
+  if (!no_shapes.empty()) {
+    notes->push_back(
+        src + "no recorded inputs (record_shapes=False?), bytes 0: " + count_list(no_shapes));
+  }
+}
+
+}  // namespace
+
+std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std::string>* notes) {
+  const OpEvents events(trace);
+  DType majority = DType::kF32;
+  const bool have_majority = majority_dtype(trace, events.order, &majority);
   std::vector<ProfiledOp> rows, copy_rows;
   std::map<std::string, int> unknown, no_shapes;
-  for (long long id : order) {
+  for (long long id : events.order) {
     const ProfiledCpuOp& cpu = trace.ops.at(id);
-    const Acc& acc = by_op.at(id);
-    // Dtype.
-    DType dtype = DType::kF32;
-    bool found = false;
-    for (const ProfiledInput& p : cpu.inputs) {
-      if (!p.list && floating_dtype(p.type, &dtype)) {
-        found = true;
-        break;
-      }
-    }
-    if (!found && !acc.kernels.empty()) found = dtype_from_kernel(acc.kernels.front()->name, &dtype);
-    if (!found && have_majority) dtype = majority, found = true;
-    if (!found) {
-      for (const ProfiledInput& p : cpu.inputs) {
-        if (!p.list && any_dtype(p.type, &dtype)) break;
-      }
-    }
-    const int es = dtype_bytes(dtype);
-    Inputs in{cpu.inputs, es};
+    const OpEvents::Acc& acc = events.by_op.at(id);
+    const DType dtype = op_dtype(cpu, acc.kernels, have_majority ? &majority : nullptr);
     if (!acc.kernels.empty()) {
-      ProfiledOp r;
-      r.source = trace.source;
-      r.op_id = id;
-      r.op = cpu.name;
-      r.category = classify_kernel(cpu.name, acc.kernels.front()->name);
-      r.dtype = dtype;
-      for (const ProfiledKernel* k : acc.kernels) r.measured_s += k->dur_s;
-      r.kernels = static_cast<int>(acc.kernels.size());
-      r.has_shapes = !cpu.inputs.empty();
-      const Work w = rule_for(cpu.name, in, acc.kernels, es);
-      r.flops = w.flops;
-      r.bytes = w.bytes;
-      r.rule = w.rule;
-      r.known = w.known;
-      if (!r.known) ++unknown[cpu.name];
-      if (!r.has_shapes) ++no_shapes[cpu.name];
-      rows.push_back(std::move(r));
+      rows.push_back(kernel_row(trace.source, id, cpu, acc.kernels, dtype));
+      if (!rows.back().known) ++unknown[cpu.name];
+      if (!rows.back().has_shapes) ++no_shapes[cpu.name];
     }
     for (const auto& [kind, ks] : acc.copies) {
-      ProfiledOp r;
-      r.source = trace.source;
-      r.op_id = id;
-      r.op = cpu.name;
-      r.kind = kind;
-      r.category = OpCategory::kDataMovement;
-      r.dtype = dtype;
-      r.rule = kind == "memset" ? "memset bytes" : (kind == "memcpy DtoD" ? "2 x memcpy bytes"
-                                                                          : "memcpy bytes");
-      double b = 0;
-      for (const ProfiledKernel* k : ks) {
-        r.measured_s += k->dur_s;
-        b += k->bytes;
-      }
-      r.kernels = static_cast<int>(ks.size());
-      r.bytes = kind == "memcpy DtoD" ? 2 * b : b;
-      copy_rows.push_back(std::move(r));
+      copy_rows.push_back(copy_row(trace.source, id, cpu, kind, ks, dtype));
     }
   }
   rows.insert(rows.end(), copy_rows.begin(), copy_rows.end());
-  if (notes) {
-    const std::string src = trace.source + ": ";
-    if (orphans > 0) {
-      notes->push_back(src + std::to_string(orphans) + " kernel / memcpy / memset events (" +
-                       us(orphan_s) + ") without a launching CPU op: left out");
-    }
-    auto list = [](const std::map<std::string, int>& m) {
-      std::string s;
-      for (const auto& [name, n] : m) {
-        s += (s.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
-      }
-      return s;
-    };
-    if (!unknown.empty()) {
-      int n = 0;
-      for (const auto& [name, c] : unknown) n += c;
-      notes->push_back(src + std::to_string(n) +
-                       " ops without a rule of their own, generic elementwise rule: " +
-                       list(unknown));
-    }
-    if (!no_shapes.empty()) {
-      notes->push_back(src + "no recorded inputs (record_shapes=False?), bytes 0: " +
-                       list(no_shapes));
-    }
-  }
+  if (notes) add_notes(trace.source, events, unknown, no_shapes, notes);
   return rows;
 }
 
