@@ -220,6 +220,18 @@ struct Work {
   bool known = true;
 };
 
+// What a rule sees of one op: its name without "aten::", its inputs, its kernels and the
+// element size of its dtype.
+struct OpCall {
+  const std::string& n;
+  const Inputs& in;
+  const std::vector<const ProfiledKernel*>& ks;
+  int es = 0;
+};
+
+// A rule fills in the op's FLOPs and bytes (and may refine the rule's name).
+using Rule = void (*)(const OpCall&, Work*);
+
 // Forward convolution FLOPs from input x, weight w, output spatial dims.
 // (w[1] is C / groups already, so groups need not be known.)
 double conv_flops(const std::vector<long long>& x, const std::vector<long long>& w,
@@ -261,11 +273,11 @@ std::vector<long long> conv_out_spatial(const std::vector<long long>& x,
   return o;
 }
 
-Work conv_forward(const std::string& n, const Inputs& in) {
-  Work w;
-  w.rule = "conv";
+void conv_forward(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
   Tensor x, wt;
-  if (!in.tensor(0, &x) || !in.tensor(1, &wt)) return w;
+  if (!in.tensor(0, &x) || !in.tensor(1, &wt)) return;
   std::vector<long long> stride, padding, dilation, out_pad;
   long long groups = 1;
   bool transposed = false;
@@ -290,34 +302,33 @@ Work conv_forward(const std::string& n, const Inputs& in) {
   }
   const std::vector<long long> o =
       conv_out_spatial(x.shape(), wt.shape(), stride, padding, dilation, transposed, out_pad);
-  if (o.empty()) return w;
-  w.flops = conv_flops(x.shape(), wt.shape(), o, transposed);
+  if (o.empty()) return;
+  w->flops = conv_flops(x.shape(), wt.shape(), o, transposed);
   const long long k_out = transposed ? wt.shape()[1] * std::max(1LL, groups) : wt.shape()[0];
   const double out_elems = static_cast<double>(x.shape()[0]) * static_cast<double>(k_out) * numel(o);
   double bias = 0;
   if (n == "convolution" || n == "_convolution") bias = in.bytes(2);
-  w.bytes = x.bytes() + wt.bytes() + bias + out_elems * in.out_es();
-  return w;
+  w->bytes = x.bytes() + wt.bytes() + bias + out_elems * in.out_es();
 }
 
-Work conv_backward(const std::string& n, const Inputs& in) {
-  Work w;
-  w.rule = "conv backward";
+void conv_backward(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
   Tensor dy, x, wt;
   std::vector<long long> mask;
   bool transposed = false;
   if (n == "convolution_backward") {
-    if (!in.tensor(0, &dy) || !in.tensor(1, &x) || !in.tensor(2, &wt)) return w;
+    if (!in.tensor(0, &dy) || !in.tensor(1, &x) || !in.tensor(2, &wt)) return;
     if (auto t = in.ints(7); t.size() == 1) transposed = t[0] != 0;
     mask = in.ints(10);
   } else {  // cudnn_convolution_backward(x, dy, w, ..., output_mask)
-    if (!in.tensor(0, &x) || !in.tensor(1, &dy) || !in.tensor(2, &wt)) return w;
+    if (!in.tensor(0, &x) || !in.tensor(1, &dy) || !in.tensor(2, &wt)) return;
     mask = in.ints(in.size() - 1);
   }
   if (mask.size() < 2) mask = {1, 1, 0};
   if (mask.size() < 3) mask.push_back(0);
   const std::vector<long long>& ys = dy.shape();
-  if (ys.size() < 3) return w;
+  if (ys.size() < 3) return;
   // The forward op maps x to dy (transposed: dy to x).
   const std::vector<long long> out_sp(ys.begin() + 2, ys.end());
   std::vector<long long> in_sp(x.shape().begin() + std::min<size_t>(2, x.shape().size()),
@@ -325,22 +336,21 @@ Work conv_backward(const std::string& n, const Inputs& in) {
   const double fwd = transposed ? conv_flops(dy.shape(), wt.shape(), in_sp, false)
                                 : conv_flops(x.shape(), wt.shape(), out_sp, false);
   const int es = in.out_es();
-  if (mask[0]) w.flops += fwd, w.bytes += wt.bytes() + x.elements() * es;
-  if (mask[1]) w.flops += fwd, w.bytes += x.bytes() + wt.elements() * es;
-  if (mask[2]) w.flops += dy.elements(), w.bytes += static_cast<double>(ys[1]) * es;
-  w.bytes += dy.bytes();
-  return w;
+  if (mask[0]) w->flops += fwd, w->bytes += wt.bytes() + x.elements() * es;
+  if (mask[1]) w->flops += fwd, w->bytes += x.bytes() + wt.elements() * es;
+  if (mask[2]) w->flops += dy.elements(), w->bytes += static_cast<double>(ys[1]) * es;
+  w->bytes += dy.bytes();
 }
 
 // Elementwise: reads every input, writes the broadcast shape (in place: the first input).
-Work elementwise(const std::string& n, const Inputs& in) {
-  Work w;
-  w.rule = "elementwise";
+void elementwise(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
   const std::vector<Tensor> ts = in.tensors();
   const bool inplace = ends_with(n, "_");
   double out = 0;
   if (inplace) {
-    w.rule = "in-place";
+    w->rule = "in-place";
     out = in.elements(0);
   } else if (!ts.empty()) {
     out = numel(broadcast(ts));
@@ -352,16 +362,14 @@ Work elementwise(const std::string& n, const Inputs& in) {
       break;
     }
   }
-  w.flops = out;
-  w.bytes = in.read_all() + out * in.out_es();
-  return w;
+  w->flops = out;
+  w->bytes = in.read_all() + out * in.out_es();
 }
 
-Work reduction(const Inputs& in) {
-  Work w;
-  w.rule = "reduction";
+void reduction(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
   Tensor x;
-  if (!in.tensor(0, &x)) return w;
+  if (!in.tensor(0, &x)) return;
   const std::vector<long long>& s = x.shape();
   double out = 1;
   const std::vector<long long> dims = in.ints(1);
@@ -372,15 +380,15 @@ Work reduction(const Inputs& in) {
       if (!reduced.count(static_cast<long long>(i))) out *= static_cast<double>(s[i]);
     }
   }
-  w.flops = x.elements();
-  w.bytes = x.bytes() + out * in.out_es();
-  return w;
+  w->flops = x.elements();
+  w->bytes = x.bytes() + out * in.out_es();
 }
 
-Work foreach_op(const std::string& n, const Inputs& in, const std::vector<const ProfiledKernel*>& ks,
-                int es) {
-  Work w;
-  w.rule = "foreach";
+void foreach_op(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
+  const std::vector<const ProfiledKernel*>& ks = op.ks;
+  const int es = op.es;
   int lists = 0;
   double elems = 0;
   bool have = false;
@@ -397,125 +405,97 @@ Work foreach_op(const std::string& n, const Inputs& in, const std::vector<const 
     long long blocks = 0;
     for (const ProfiledKernel* k : ks) blocks += k->blocks;
     elems = static_cast<double>(blocks) * 65536.0;
-    w.rule = "foreach (grid)";
+    w->rule = "foreach (grid)";
   }
   if (lists == 0) lists = 1;
   const int written = (n == "_fused_adam_" || n == "_fused_adamw_") ? 3 : 1;
-  w.flops = elems;
-  w.bytes = (lists + written) * elems * es;
-  return w;
+  w->flops = elems;
+  w->bytes = (lists + written) * elems * es;
 }
-
-// What a rule sees of one op: its name without "aten::", its inputs, its kernels and the
-// element size of its dtype.
-struct OpCall {
-  const std::string& n;
-  const Inputs& in;
-  const std::vector<const ProfiledKernel*>& ks;
-  int es = 0;
-};
-
-using Rule = Work (*)(const OpCall&);
 
 // ---- matmuls
 
-Work matmul(const OpCall& op) {
+void matmul(const OpCall& op, Work* w) {
   const std::string& n = op.n;
   const Inputs& in = op.in;
-  Work w;
   Tensor a, b;
   const bool add = n.rfind("add", 0) == 0 || n.rfind("badd", 0) == 0;
   const size_t ia = add ? 1 : 0;
-  w.rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
-  if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return w;
+  w->rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
+  if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return;
   const auto& sa = a.shape();
   const auto& sb = b.shape();
-  const bool batched = w.rule == "bmm";
+  const bool batched = w->rule == "bmm";
   const size_t rank = batched ? 3 : 2;
-  if (sa.size() != rank || sb.size() != rank) return w;
+  if (sa.size() != rank || sb.size() != rank) return;
   const double bt = batched ? static_cast<double>(sa[0]) : 1.0;
   const double m = static_cast<double>(sa[rank - 2]), k = static_cast<double>(sa[rank - 1]),
                nn = static_cast<double>(sb[rank - 1]);
-  w.flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
-  w.bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
-  return w;
+  w->flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
+  w->bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
 }
 
-Work linear(const OpCall& op) {
+void linear(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "mm";
   Tensor a, b, c;
   if (!in.tensor(0, &a) || !in.tensor(1, &b) || a.shape().empty() || b.shape().size() != 2) {
-    return w;
+    return;
   }
   const double k = static_cast<double>(a.shape().back());
   const double rows = a.elements() / std::max(1.0, k);
   const double nn = static_cast<double>(b.shape()[0]);
   const bool bias = in.tensor(2, &c);
-  w.flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
-  w.bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
-  return w;
+  w->flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
+  w->bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
 }
 
 // ---- normalization
 
-Work layer_norm(const OpCall& op) {
+void layer_norm(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "layer_norm";
   Tensor a, b;
-  if (!in.tensor(0, &a)) return w;
+  if (!in.tensor(0, &a)) return;
   double norm = 1;
   for (long long d : in.ints(1)) norm *= static_cast<double>(d);
   if (in.ints(1).empty() && in.tensor(2, &b)) norm = b.elements();
   const double rows = a.elements() / std::max(1.0, norm);
-  w.flops = a.elements();
-  w.bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
-  return w;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
 }
 
-Work layer_norm_backward(const OpCall& op) {
+void layer_norm_backward(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "layer_norm backward";
   Tensor a;
-  if (!in.tensor(1, &a)) return w;
+  if (!in.tensor(1, &a)) return;
   std::vector<long long> mask = in.ints(7);
   if (mask.size() != 3) mask = {1, 1, 1};
-  w.flops = a.elements();
-  w.bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
-            (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
-  return w;
+  w->flops = a.elements();
+  w->bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
+             (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
 }
 
-Work batch_norm(const OpCall& op) {
+void batch_norm(const OpCall& op, Work* w) {
   const std::string& n = op.n;
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "batch_norm";
   Tensor a;
-  if (!in.tensor(0, &a) || a.shape().size() < 2) return w;
+  if (!in.tensor(0, &a) || a.shape().size() < 2) return;
   const double ch = static_cast<double>(a.shape()[1]);
   bool training = true;
   if (auto t = in.ints(5); t.size() == 1) training = t[0] != 0;
   const int passes =
       (n == "native_batch_norm" || n == "_native_batch_norm_legit") && training ? 2 : 1;
-  w.flops = a.elements();
-  w.bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
-            (training ? 2 * ch * 4 : 0);
-  return w;
+  w->flops = a.elements();
+  w->bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
+             (training ? 2 * ch * 4 : 0);
 }
 
-Work batch_norm_backward(const OpCall& op) {
+void batch_norm_backward(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "batch_norm backward";
   const bool cudnn = op.n != "native_batch_norm_backward";
   Tensor dy, x;
   if (!(cudnn ? in.tensor(0, &x) && in.tensor(1, &dy) : in.tensor(0, &dy) && in.tensor(1, &x)) ||
       x.shape().size() < 2) {
-    return w;
+    return;
   }
   bool training = true;
   if (!cudnn) {
@@ -523,58 +503,46 @@ Work batch_norm_backward(const OpCall& op) {
   }
   const int passes = !cudnn && training ? 2 : 1;
   const double ch = static_cast<double>(x.shape()[1]);
-  w.flops = x.elements();
-  w.bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
-            x.elements() * x.es + 2 * ch * x.es;
-  return w;
+  w->flops = x.elements();
+  w->bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
+             x.elements() * x.es + 2 * ch * x.es;
 }
 
-Work softmax(const OpCall& op) {
+void softmax(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "softmax";
   Tensor a;
-  if (!in.tensor(0, &a)) return w;
+  if (!in.tensor(0, &a)) return;
   bool to_float = false;
   if (auto t = in.ints(2); t.size() == 1) to_float = t[0] != 0;
-  w.flops = a.elements();
-  w.bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
-  return w;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
 }
 
 // ---- losses, gathers, embeddings
 
-Work nll_loss(const OpCall& op) {
+void nll_loss(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "nll_loss";
   Tensor a, t;
-  if (!in.tensor(0, &a) || !in.tensor(1, &t)) return w;
+  if (!in.tensor(0, &a) || !in.tensor(1, &t)) return;
   const double rows = t.elements();
   const auto red = in.ints(3);
   const bool none = red.size() == 1 && red[0] == 0;
-  w.flops = rows;
-  w.bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
-  return w;
+  w->flops = rows;
+  w->bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
 }
 
-Work nll_loss_backward(const OpCall& op) {
+void nll_loss_backward(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "nll_loss backward";
   Tensor a, t;
-  if (!in.tensor(1, &a) || !in.tensor(2, &t)) return w;
-  w.flops = t.elements();
-  w.bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
-  return w;
+  if (!in.tensor(1, &a) || !in.tensor(2, &t)) return;
+  w->flops = t.elements();
+  w->bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
 }
 
-Work gather(const OpCall& op) {
+void gather(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "gather";
   Tensor a, idx;
-  if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return w;
+  if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return;
   double out = idx.elements();
   const std::vector<long long>& s = a.shape();
   if (op.n == "index_select" && !s.empty()) {
@@ -585,36 +553,30 @@ Work gather(const OpCall& op) {
     out = a.elements() / std::max(1.0, static_cast<double>(s[static_cast<size_t>(d)])) *
           idx.elements();
   }
-  w.flops = out;
-  w.bytes = idx.bytes() + 2 * out * a.es;
-  return w;
+  w->flops = out;
+  w->bytes = idx.bytes() + 2 * out * a.es;
 }
 
-Work embedding_backward(const OpCall& op) {
+void embedding_backward(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "embedding backward";
   Tensor a;
-  if (!in.tensor(0, &a)) return w;
-  w.flops = a.elements();
-  w.bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
-  return w;
+  if (!in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
 }
 
 // ---- pooling
 
-Work max_pool(const OpCall& op) {
+void max_pool(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "max_pool";
   Tensor a;
-  if (!in.tensor(0, &a) || a.shape().size() < 3) return w;
+  if (!in.tensor(0, &a) || a.shape().size() < 3) return;
   const std::vector<long long> kernel = in.ints(1), stride = in.ints(2), pad = in.ints(3),
                                dil = in.ints(4);
   bool ceil_mode = false;
   if (auto t = in.ints(5); t.size() == 1) ceil_mode = t[0] != 0;
   const size_t sp = op.n == "max_pool2d_with_indices" ? 2 : 3;
-  if (a.shape().size() < sp) return w;
+  if (a.shape().size() < sp) return;
   double out = a.elements(), area = 1;
   for (size_t j = 0; j < sp; ++j) {
     const long long i = a.shape()[a.shape().size() - sp + j];
@@ -626,59 +588,44 @@ Work max_pool(const OpCall& op) {
     out = out / static_cast<double>(std::max(1LL, i)) * static_cast<double>(std::max(0LL, o));
     area *= static_cast<double>(k);
   }
-  w.flops = out * area;
-  w.bytes = a.bytes() + out * a.es + out * 8;
-  return w;
+  w->flops = out * area;
+  w->bytes = a.bytes() + out * a.es + out * 8;
 }
 
-Work max_pool_backward(const OpCall& op) {
+void max_pool_backward(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "max_pool backward";
   Tensor a, dy;
-  if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return w;
-  w.flops = dy.elements();
-  w.bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
-  return w;
+  if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return;
+  w->flops = dy.elements();
+  w->bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
 }
 
 // ---- data movement
 
-Work cat(const OpCall& op) {
+void cat(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "cat";
   const double r = in.read_all();
-  w.bytes = 2 * r;
-  w.flops = in.list_es > 0 ? r / in.list_es : 0;
-  return w;
+  w->bytes = 2 * r;
+  w->flops = in.list_es > 0 ? r / in.list_es : 0;
 }
 
-Work copy(const OpCall& op) {
+void copy(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "copy";
   Tensor a;
-  if (!in.tensor(0, &a)) return w;
-  w.flops = a.elements();
-  w.bytes = in.bytes(1) + a.elements() * a.es;
-  return w;
+  if (!in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = in.bytes(1) + a.elements() * a.es;
 }
 
-Work fill(const OpCall& op) {
-  Work w;
-  w.rule = "fill";
+void fill(const OpCall& op, Work* w) {
   Tensor a;
-  if (!op.in.tensor(0, &a)) return w;
-  w.flops = a.elements();
-  w.bytes = a.elements() * a.es;
-  return w;
+  if (!op.in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = a.elements() * a.es;
 }
 
-Work arange(const OpCall& op) {
+void arange(const OpCall& op, Work* w) {
   const Inputs& in = op.in;
-  Work w;
-  w.rule = "arange";
   double start = 0, end = 0, step = 1;
   auto val = [&](size_t i, double* v) {
     if (i >= in.size()) return false;
@@ -697,64 +644,67 @@ Work arange(const OpCall& op) {
     for (size_t i = 0; i < in.size(); ++i) {
       if (elem_size(in.in[i].type) > 0) es_out = elem_size(in.in[i].type);
     }
-    w.flops = count;
-    w.bytes = count * es_out;
+    w->flops = count;
+    w->bytes = count * es_out;
   }
-  return w;
 }
 
-Work dropout(const OpCall& op) {
-  Work w;
-  w.rule = "dropout";
+void dropout(const OpCall& op, Work* w) {
   Tensor a;
-  if (!op.in.tensor(0, &a)) return w;
-  w.flops = a.elements();
-  w.bytes = a.bytes() + a.elements() * (a.es + 1);
-  return w;
+  if (!op.in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + a.elements() * (a.es + 1);
 }
 
 // ---- the table
 
-// Op names (without "aten::"; a trailing '*' matches any name starting so) and their rules.
-// An op no pattern matches gets the elementwise rule, marked unknown.
+// Op names (without "aten::"; a trailing '*' matches any name starting so), the rule's
+// name and its function. An op no pattern matches gets the elementwise rule, marked unknown.
 struct RuleEntry {
   std::vector<std::string> patterns;
+  const char* name;
   Rule rule;
 };
 
 const std::vector<RuleEntry>& rule_table() {
   static const std::vector<RuleEntry> table = {
-      {{"mm", "addmm", "addmm_", "bmm", "baddbmm", "baddbmm_"}, matmul},
-      {{"linear"}, linear},
+      {{"mm", "addmm", "addmm_", "bmm", "baddbmm", "baddbmm_"}, "mm", matmul},
+      {{"linear"}, "mm", linear},
       {{"cudnn_convolution", "convolution", "_convolution", "cudnn_convolution_transpose",
         "miopen_convolution"},
-       [](const OpCall& op) { return conv_forward(op.n, op.in); }},
-      {{"convolution_backward", "cudnn_convolution_backward"},
-       [](const OpCall& op) { return conv_backward(op.n, op.in); }},
+       "conv",
+       conv_forward},
+      {{"convolution_backward", "cudnn_convolution_backward"}, "conv backward", conv_backward},
       // multi_tensor_apply
-      {{"_foreach_*", "_fused_adam_", "_fused_adamw_", "_fused_sgd_"},
-       [](const OpCall& op) { return foreach_op(op.n, op.in, op.ks, op.es); }},
-      {{"native_layer_norm"}, layer_norm},
-      {{"native_layer_norm_backward"}, layer_norm_backward},
+      {{"_foreach_*", "_fused_adam_", "_fused_adamw_", "_fused_sgd_"}, "foreach", foreach_op},
+      {{"native_layer_norm"}, "layer_norm", layer_norm},
+      {{"native_layer_norm_backward"}, "layer_norm backward", layer_norm_backward},
       {{"native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit", "miopen_batch_norm"},
+       "batch_norm",
        batch_norm},
       {{"native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward"},
+       "batch_norm backward",
        batch_norm_backward},
-      {{"_softmax", "_log_softmax"}, softmax},
+      {{"_softmax", "_log_softmax"}, "softmax", softmax},
       {{"sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "var", "std",
         "linalg_vector_norm"},
-       [](const OpCall& op) { return reduction(op.in); }},
-      {{"nll_loss_forward"}, nll_loss},
-      {{"nll_loss_backward"}, nll_loss_backward},
-      {{"gather", "index_select"}, gather},
-      {{"embedding_dense_backward"}, embedding_backward},
-      {{"max_pool2d_with_indices", "max_pool3d_with_indices"}, max_pool},
-      {{"max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward"}, max_pool_backward},
-      {{"cat"}, cat},
-      {{"copy_"}, copy},
-      {{"fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_"}, fill},
-      {{"arange"}, arange},
-      {{"native_dropout"}, dropout},
+       "reduction",
+       reduction},
+      {{"nll_loss_forward"}, "nll_loss", nll_loss},
+      {{"nll_loss_backward"}, "nll_loss backward", nll_loss_backward},
+      {{"gather", "index_select"}, "gather", gather},
+      {{"embedding_dense_backward"}, "embedding backward", embedding_backward},
+      {{"max_pool2d_with_indices", "max_pool3d_with_indices"}, "max_pool", max_pool},
+      {{"max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward"},
+       "max_pool backward",
+       max_pool_backward},
+      {{"cat"}, "cat", cat},
+      {{"copy_"}, "copy", copy},
+      {{"fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_"},
+       "fill",
+       fill},
+      {{"arange"}, "arange", arange},
+      {{"native_dropout"}, "dropout", dropout},
       // elementwise (broadcast) ops known by name
       // clang-format off
       {{"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "exp", "exp_",
@@ -771,34 +721,34 @@ const std::vector<RuleEntry>& rule_table() {
         "threshold", "threshold_", "fmod", "remainder", "sign", "floor", "ceil", "round",
         "trunc", "frac", "copysign", "atan2", "hypot", "bitwise_and", "bitwise_or",
         "bitwise_not", "logical_and", "logical_or", "isinf", "isnan", "nan_to_num"},
-       [](const OpCall& op) { return elementwise(op.n, op.in); }},
+       "elementwise", elementwise},
       // clang-format on
   };
   return table;
 }
 
 // The rule of an op name (without "aten::"), or null.
-Rule find_rule(const std::string& n) {
+const RuleEntry* find_rule(const std::string& n) {
   struct Index {
-    std::unordered_map<std::string, Rule> exact;
-    std::vector<std::pair<std::string, Rule>> prefixes;
+    std::unordered_map<std::string, const RuleEntry*> exact;
+    std::vector<std::pair<std::string, const RuleEntry*>> prefixes;
   };
   static const Index index = [] {
     Index ix;
     for (const RuleEntry& e : rule_table()) {
       for (const std::string& p : e.patterns) {
         if (!p.empty() && p.back() == '*') {
-          ix.prefixes.emplace_back(p.substr(0, p.size() - 1), e.rule);
+          ix.prefixes.emplace_back(p.substr(0, p.size() - 1), &e);
         } else {
-          PLACER_CHECK(ix.exact.emplace(p, e.rule).second, "op rule table: '" << p << "' twice");
+          PLACER_CHECK(ix.exact.emplace(p, &e).second, "op rule table: '" << p << "' twice");
         }
       }
     }
     return ix;
   }();
   if (auto it = index.exact.find(n); it != index.exact.end()) return it->second;
-  for (const auto& [prefix, rule] : index.prefixes) {
-    if (n.rfind(prefix, 0) == 0) return rule;
+  for (const auto& [prefix, entry] : index.prefixes) {
+    if (n.rfind(prefix, 0) == 0) return entry;
   }
   return nullptr;
 }
@@ -807,9 +757,11 @@ Work rule_for(const std::string& name, const Inputs& in,
               const std::vector<const ProfiledKernel*>& ks, int es) {
   const std::string n = strip(name);
   const OpCall op{n, in, ks, es};
-  if (const Rule rule = find_rule(n)) return rule(op);
-  Work w = elementwise(n, in);
-  w.known = false;
+  Work w;
+  const RuleEntry* e = find_rule(n);
+  w.rule = e ? e->name : "elementwise";
+  (e ? e->rule : elementwise)(op, &w);
+  w.known = e != nullptr;
   return w;
 }
 
