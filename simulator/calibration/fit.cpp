@@ -436,6 +436,22 @@ namespace {
 
 bool compute_bound(OpCategory c) { return c == OpCategory::kMatMul || c == OpCategory::kConv; }
 
+// The op category and dtype of a compute row; false when the row is not an op (nothing
+// counted) or its dtype has no peak (counted in *skipped, by reason).
+bool compute_row_op(const Measurement& m, OpCategory* cat, DType* dtype,
+                    std::map<std::string, int>* skipped) {
+  if (!measure_category(m.kind, cat)) return false;
+  if (m.dtype == "tf32") {
+    ++(*skipped)["tf32 compute rows (the cluster format has no tf32 peak)"];
+    return false;
+  }
+  if (!measure_dtype(m.dtype, dtype)) {
+    ++(*skipped)["compute rows with dtype '" + m.dtype + "'"];
+    return false;
+  }
+  return true;
+}
+
 std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 1) + " GB/s"; }
 
 struct ComputePoint {
@@ -621,15 +637,7 @@ class ProfileFit {
   void add_compute(const Measurement& m) {
     ComputePoint c;
     c.m = &m;
-    if (!measure_category(m.kind, &c.cat)) return;
-    if (m.dtype == "tf32") {
-      ++skipped_["tf32 compute rows (the cluster format has no tf32 peak)"];
-      return;
-    }
-    if (!measure_dtype(m.dtype, &c.dtype)) {
-      ++skipped_["compute rows with dtype '" + m.dtype + "'"];
-      return;
-    }
+    if (!compute_row_op(m, &c.cat, &c.dtype, &skipped_)) return;
     c.flops = m.flops;
     c.bytes = m.bytes;
     c.time = m.time_s;
@@ -955,15 +963,7 @@ CheckReport check_profile(const Cluster& cluster, const CostProfile& profile,
         }
       } else {
         Op op;
-        if (!measure_category(m.kind, &op.category)) continue;
-        if (m.dtype == "tf32") {
-          ++skipped["tf32 compute rows (the cluster format has no tf32 peak)"];
-          continue;
-        }
-        if (!measure_dtype(m.dtype, &op.dtype)) {
-          ++skipped["compute rows with dtype '" + m.dtype + "'"];
-          continue;
-        }
+        if (!compute_row_op(m, &op.category, &op.dtype, &skipped)) continue;
         op.flops = m.flops;
         pred = cost.op_time(op, static_cast<uint64_t>(m.bytes), gpu);
         row.group = std::string(to_string(m.kind)) + " " + m.dtype;
