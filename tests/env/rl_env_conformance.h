@@ -51,7 +51,8 @@ struct Case {
         sim(graph, cluster, cost) {}
 };
 
-/// The MLP and transformer training steps of env_fixtures.h, each on one host of 4 devices and on 2 hosts of 2.
+/// The MLP and transformer training steps of env_fixtures.h, each on one host of 4 devices
+/// and on 2 hosts of 2.
 inline std::vector<std::unique_ptr<Case>> cases() {
   using testing::link;
   using testing::make_cluster;
