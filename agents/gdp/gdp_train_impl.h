@@ -305,6 +305,10 @@ struct GdpTrainer::Impl {
   torch::Device device{torch::kCPU};
 
   explicit Impl(TrainConfig c);
+  /// The process group, threads and this rank's shards (docs/distributed.md).
+  void setup_distribution();
+  /// val_instances in evaluation order.
+  void order_val_instances();
   bool on_gpu() const { return !device.is_cpu(); }
   /// Runs `fn` with the network and the optimizer state on the CPU (checkpoints, resume),
   /// moving them back to `device` afterwards (also when fn throws).
