@@ -30,26 +30,17 @@ int64_t divisor_at_least(int64_t q, int64_t target) {
   }
   return 0;
 }
-}  // namespace
-
-LayerChain build_layer_chain(const Graph& g, int max_units) {
-  max_units = std::max(1, max_units);
-  const size_t n = g.num_ops();
-  LayerChain chain;
-  chain.unit_of.assign(n, -1);
-
-  std::vector<OpId> fwd;
+/// Non-input forward ops (`fwd`, in topological order) start a new unit whenever the layer
+/// key changes: the op's layer when the graph has layers, else every op on its own. Sets
+/// `unit` of those ops; at least one (empty) unit.
+std::vector<std::vector<OpId>> forward_layer_units(const Graph& g, const std::vector<OpId>& fwd,
+                                                   std::vector<int>& unit) {
   bool any_layer = false;
-  for (OpId o : g.topo_order()) {
+  for (OpId o : fwd) {
     const Op& op = g.op(o);
-    if (op.phase != Phase::kForward) continue;
-    fwd.push_back(o);
     if (op.layer >= 0 && op.category != OpCategory::kInput) any_layer = true;
   }
-  // Non-input forward ops start a new unit whenever the layer key changes; input nodes
-  // (weights, data) are attached afterwards to their earliest consumer's unit.
   std::vector<std::vector<OpId>> units;
-  std::vector<int> unit(n, -1);
   int64_t key = std::numeric_limits<int64_t>::min();
   for (size_t k = 0; k < fwd.size(); ++k) {
     const Op& op = g.op(fwd[k]);
@@ -61,38 +52,45 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
     unit[fwd[k]] = static_cast<int>(units.size()) - 1;
   }
   if (units.empty()) units.emplace_back();  // only input nodes
-  // Merge consecutive units (balanced by forward FLOPs) down to max_units.
-  if (static_cast<int>(units.size()) > max_units) {
-    std::vector<double> w(units.size(), 0);
-    double total = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      for (OpId o : units[u]) w[u] += g.op(o).flops;
-      w[u] += 1;  // units without FLOPs still count
-      total += w[u];
-    }
-    std::vector<std::vector<OpId>> merged(static_cast<size_t>(max_units));
-    std::vector<int> remap(units.size());
-    double before = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      int c = static_cast<int>(std::floor((before + 0.5 * w[u]) / total * max_units));
-      c = std::min(max_units - 1, std::max(0, c));
-      remap[u] = c;
-      before += w[u];
-      merged[static_cast<size_t>(c)].insert(merged[static_cast<size_t>(c)].end(), units[u].begin(),
-                                            units[u].end());
-    }
-    std::vector<int> dense(static_cast<size_t>(max_units), -1);
-    units.clear();
-    for (int c = 0; c < max_units; ++c) {
-      if (merged[static_cast<size_t>(c)].empty()) continue;
-      dense[static_cast<size_t>(c)] = static_cast<int>(units.size());
-      units.push_back(std::move(merged[static_cast<size_t>(c)]));
-    }
-    for (OpId o = 0; o < n; ++o) {
-      if (unit[o] >= 0) unit[o] = dense[static_cast<size_t>(remap[static_cast<size_t>(unit[o])])];
-    }
+  return units;
+}
+
+/// Merges consecutive units (balanced by forward FLOPs) down to max_units, renumbering `unit`.
+void merge_units(const Graph& g, int max_units, std::vector<std::vector<OpId>>& units,
+                 std::vector<int>& unit) {
+  std::vector<double> w(units.size(), 0);
+  double total = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (OpId o : units[u]) w[u] += g.op(o).flops;
+    w[u] += 1;  // units without FLOPs still count
+    total += w[u];
   }
-  // Input nodes: earliest unit among their forward consumers (else the last unit).
+  std::vector<std::vector<OpId>> merged(static_cast<size_t>(max_units));
+  std::vector<int> remap(units.size());
+  double before = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    int c = static_cast<int>(std::floor((before + 0.5 * w[u]) / total * max_units));
+    c = std::min(max_units - 1, std::max(0, c));
+    remap[u] = c;
+    before += w[u];
+    merged[static_cast<size_t>(c)].insert(merged[static_cast<size_t>(c)].end(), units[u].begin(),
+                                          units[u].end());
+  }
+  std::vector<int> dense(static_cast<size_t>(max_units), -1);
+  units.clear();
+  for (int c = 0; c < max_units; ++c) {
+    if (merged[static_cast<size_t>(c)].empty()) continue;
+    dense[static_cast<size_t>(c)] = static_cast<int>(units.size());
+    units.push_back(std::move(merged[static_cast<size_t>(c)]));
+  }
+  for (int& u : unit) {
+    if (u >= 0) u = dense[static_cast<size_t>(remap[static_cast<size_t>(u)])];
+  }
+}
+
+/// Input nodes join the earliest unit among their forward consumers (else the last unit).
+void attach_inputs(const Graph& g, const std::vector<OpId>& fwd,
+                   std::vector<std::vector<OpId>>& units, std::vector<int>& unit) {
   const int last = static_cast<int>(units.size()) - 1;
   for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
     const OpId o = *it;
@@ -105,11 +103,11 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
     unit[o] = u < 0 ? last : u;
     units[static_cast<size_t>(unit[o])].push_back(o);
   }
-  const auto& rank = g.topo_rank();
-  for (auto& ops : units) {
-    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return rank[a] < rank[b]; });
-  }
-  // Derived ops follow their forward op; others the simulator's stage rule.
+}
+
+/// The unit of every other op: derived ops follow their forward op; others the simulator's
+/// stage rule (the latest unit of a predecessor, else the earliest of a successor, else 0).
+void assign_remaining_ops(const Graph& g, std::vector<int>& unit) {
   for (OpId o : g.topo_order()) {
     if (unit[o] >= 0) continue;
     const Op& op = g.op(o);
@@ -127,9 +125,29 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
       if (unit[s] >= 0) unit[o] = unit[o] < 0 ? unit[s] : std::min(unit[o], unit[s]);
     }
   }
-  for (OpId o = 0; o < n; ++o) {
-    if (unit[o] < 0) unit[o] = 0;
+  for (int& u : unit) {
+    if (u < 0) u = 0;
   }
+}
+}  // namespace
+
+LayerChain build_layer_chain(const Graph& g, int max_units) {
+  max_units = std::max(1, max_units);
+  std::vector<OpId> fwd;
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase == Phase::kForward) fwd.push_back(o);
+  }
+  // Input nodes (weights, data) are attached after the layers are formed.
+  std::vector<int> unit(g.num_ops(), -1);
+  std::vector<std::vector<OpId>> units = forward_layer_units(g, fwd, unit);
+  if (static_cast<int>(units.size()) > max_units) merge_units(g, max_units, units, unit);
+  attach_inputs(g, fwd, units, unit);
+  const auto& rank = g.topo_rank();
+  for (auto& ops : units) {
+    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return rank[a] < rank[b]; });
+  }
+  assign_remaining_ops(g, unit);
+  LayerChain chain;
   chain.units = std::move(units);
   chain.unit_of = std::move(unit);
   return chain;
