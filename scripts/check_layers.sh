@@ -85,10 +85,6 @@ agents_known_crossings=(
   "agents/common/method_option_tables.h -> agents/rainbow/rainbow_opp.h"
   "agents/common/method_option_tables.h -> agents/rainbow/rainbow_pp.h"
   "agents/common/method_option_tables.cpp -> agents/rainbow/rainbow_config.h"
-  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_3d.h"
-  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_opp.h"
-  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_pp.h"
-  "agents/seq2seq/reinforce.cpp -> agents/gdp/gdp_net.h"
   "agents/sync/autosync_rl.h -> agents/rainbow/rainbow_config.h"
   "agents/sync/rainbow_autosync.cpp -> agents/rainbow/rainbow_agent.h"
 )
