@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/utils.h>  // torch::set_num_threads
 
 #include "agents/classical/anneal.h"
 #include "agents/placeto/placeto.h"

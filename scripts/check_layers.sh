@@ -133,7 +133,7 @@ for f in $test_files; do
   [ -f "$f" ] || continue
   case "$f" in
     tests/models/* | tests/gdp/* | tests/learned/* | tests/rainbow/* | bench/learned_placers.cpp | \
-      bench/rainbow_pp_inference_bench.cpp) torch_ok=1 ;;
+      bench/rainbow_pp_inference_bench.cpp | bench/placeto_report.cpp) torch_ok=1 ;;
     *) torch_ok=0 ;;
   esac
   while IFS= read -r inc; do
