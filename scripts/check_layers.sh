@@ -3,8 +3,9 @@
 #   cli -> agents -> models (torch);  cli -> agents -> env -> simulator -> core;
 #   cli -> datasets -> core; simulator/calibration -> datasets (graphs of measured runs).
 # Each folder may include only the folders listed for it, and only models/ and agents/
-# may include LibTorch. Inside src/ the sub-layers go one way:
-#   util < graph < cluster < plan < io < cli (a folder includes only itself and lower ones).
+# may include LibTorch. cli/ (the `placer` executable) is the top layer: nothing includes it.
+# Inside src/ (the core library) the sub-layers go one way:
+#   util < graph < cluster < plan < io (a folder includes only itself and lower ones).
 # Inside agents/: api < common < the family folders (classical, gdp, seq2seq, placeto, rainbow,
 # sync), which do not include each other (the crossings the tree already had are listed), and
 # the top level (the registry) above them all.
@@ -24,15 +25,14 @@ declare -A allowed=(
   [env]="src simulator env datasets"
   [models]="src models"
   [agents]="src simulator env models agents datasets"
-  [src/cli]="src simulator env models agents datasets"
+  [cli]="src simulator env models agents datasets cli"
 )
 status=0
 files=$(git ls-files -co --exclude-standard -- '*.h' '*.hpp' '*.cpp' '*.cc' '*.cu' \
-  | grep -E '^(src|simulator|datasets|env|models|agents)/' || true)
+  | grep -E '^(src|simulator|datasets|env|models|agents|cli)/' || true)
 for f in $files; do
   [ -f "$f" ] || continue
   case "$f" in
-    src/cli/*) layer=src/cli ;;
     simulator/calibration/*) layer=simulator/calibration ;;
     *) layer=${f%%/*} ;;
   esac
@@ -45,9 +45,9 @@ for f in $files; do
       fi
       continue
     fi
-    case "$top" in src|simulator|datasets|env|models|agents) ;; *) continue ;; esac
-    # src/cli is its own layer; other code under src/ must not include it.
-    if [ "$top" = src ] && [[ "$inc" == src/cli/* ]] && [ "$layer" != src/cli ]; then
+    case "$top" in src|simulator|datasets|env|models|agents|cli) ;; *) continue ;; esac
+    # cli/ is the top layer; no other folder may include it.
+    if [ "$top" = cli ] && [ "$layer" != cli ]; then
       echo "$f: includes $inc (nothing may include the CLI)"; status=1; continue
     fi
     if [[ "$ok" != *" $top "* ]]; then
@@ -56,7 +56,7 @@ for f in $files; do
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")
 done
 # Sub-layers of src/.
-declare -A src_rank=([util]=0 [graph]=1 [cluster]=2 [plan]=3 [io]=4 [cli]=5)
+declare -A src_rank=([util]=0 [graph]=1 [cluster]=2 [plan]=3 [io]=4)
 src_files=$(git ls-files -co --exclude-standard -- 'src/*.h' 'src/*.cpp' || true)
 for f in $src_files; do
   [ -f "$f" ] || continue
@@ -67,7 +67,7 @@ for f in $src_files; do
     s2=${inc#src/}; s2=${s2%%/*}
     r2=${src_rank[$s2]:-}
     if [ -n "$r2" ] && [ "$r2" -gt "$r" ]; then
-      echo "$f: src/$sub must not include $inc (util < graph < cluster < plan < io < cli)"; status=1
+      echo "$f: src/$sub must not include $inc (util < graph < cluster < plan < io)"; status=1
     fi
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"(src\/[^"]+)".*/\1/p' "$f")
 done
@@ -144,7 +144,7 @@ for f in $test_files; do
     top=${inc%%/*}
     if [ "$top" = torch ] || [ "$top" = ATen ] || [ "$top" = c10 ]; then
       if [ $torch_ok = 0 ]; then echo "$f: includes LibTorch <$inc>"; status=1; fi
-    elif [[ "$inc" == src/cli/* ]]; then
+    elif [[ "$inc" == cli/* ]]; then
       echo "$f: includes $inc (tests and benchmarks use the libraries; tests/cli runs the binary)"; status=1
     fi
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")
