@@ -7,6 +7,8 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/command_options.h"
+#include "cli/common.h"
 #include "simulator/calibration/fit.h"
 #include "simulator/calibration/iteration_fit.h"
 #include "simulator/calibration/iteration_runs.h"
@@ -15,8 +17,6 @@
 #include "simulator/calibration/profiler_trace.h"
 #include "simulator/calibration/trace_fit.h"
 #include "simulator/cost_profile.h"
-#include "cli/command_options.h"
-#include "cli/common.h"
 #include "src/io/plan_io.h"
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"

@@ -7,9 +7,9 @@
 #include <limits>
 #include <memory>
 
-#include "datasets/coarsen.h"
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "datasets/coarsen.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"

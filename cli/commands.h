@@ -2,8 +2,8 @@
 // Subcommands of the `placer` executable. Each lives in its own cli/<name>.cpp and
 // registers itself with a static CommandRegistrar (most through define_command of
 // cli/command_options.h: Args type, name, help, options builder, run function), so
-// adding a command touches no other file. Its callback does the work and throws placer::Error on user-facing problems (main
-// turns them into one line on stderr and exit code 1).
+// adding a command touches no other file. Its callback does the work and throws placer::Error on
+// user-facing problems (main turns them into one line on stderr and exit code 1).
 
 #include <functional>
 #include <string>

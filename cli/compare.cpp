@@ -7,7 +7,7 @@
 #include <memory>
 #include <sstream>
 
-#include "cli/baseline_plan.h"
+#include "agents/portfolio/baseline_plan.h"
 #include "cli/command_options.h"
 #include "cli/common.h"
 #include "cli/placing.h"

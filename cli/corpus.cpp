@@ -10,9 +10,9 @@
 #include <memory>
 #include <sstream>
 
-#include "datasets/corpus.h"
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "datasets/corpus.h"
 #include "src/io/graph_json.h"
 #include "src/io/units.h"
 #include "src/util/error.h"

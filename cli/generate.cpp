@@ -3,10 +3,10 @@
 #include <iostream>
 #include <memory>
 
-#include "datasets/gpt.h"
-#include "datasets/synthetic.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "datasets/gpt.h"
+#include "datasets/synthetic.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"

@@ -5,9 +5,9 @@
 #include <map>
 #include <memory>
 
-#include "datasets/onnx_import.h"
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "datasets/onnx_import.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"
 #include "src/util/format.h"

@@ -7,16 +7,12 @@
 #include <set>
 #include <sstream>
 
-#include "agents/common/method_option_tables.h"
-#include "agents/gdp/gdp.h"
-#include "agents/placeto/placeto.h"
-#include "agents/rainbow/rainbow_pp_policy.h"
-#include "agents/sync/autosync_rl.h"
-#include "simulator/trace.h"
+#include "agents/learned_placers.h"
+#include "agents/portfolio/method_portfolio.h"
 #include "cli/command_options.h"
 #include "cli/common.h"
-#include "cli/method_portfolio.h"
 #include "cli/placing.h"
+#include "simulator/trace.h"
 #include "src/io/plan_io.h"
 #include "src/plan/plan_notes.h"
 #include "src/util/error.h"
@@ -28,7 +24,7 @@ namespace placer::cli {
 namespace {
 
 /// --method when none is given (and no --policy): every fast method and the learned placers
-/// zero-shot, the best plan kept (cli/method_portfolio.h).
+/// zero-shot, the best plan kept (agents/portfolio/method_portfolio.h).
 constexpr const char* kDefaultMethod = "auto";
 /// auto's wall-clock budget when --budget-seconds is not given.
 constexpr double kAutoSeconds = 60;

@@ -4,13 +4,13 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/command_options.h"
+#include "cli/common.h"
 #include "simulator/breakdown.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
-#include "cli/command_options.h"
-#include "cli/common.h"
 #include "src/io/plan_io.h"
 #include "src/util/error.h"
 #include "src/util/format.h"

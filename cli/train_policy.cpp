@@ -1,24 +1,35 @@
 // `placer train-policy`: pretrains a learned policy; `--agent A` picks the trainer from the
-// trainer registry (cli/trainers.h: gdp, the default, rainbow-pp, placeto, autosync), each
-// in its own file on the training harness (agents/common/training_run.h). Here: the options
+// trainer registry (agents/training/trainers.h: gdp, the default, rainbow-pp, placeto, autosync),
+// each in its own file on the training harness (agents/common/training_run.h). Here: the options
 // and the lookup.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
+#include "agents/training/train_config.h"
+#include "agents/training/trainer_run.h"
+#include "agents/training/trainers.h"
 #include "cli/commands.h"
-#include "cli/train_config.h"
-#include "cli/trainers.h"
 #include "src/util/error.h"
 
 namespace placer::cli {
 namespace {
 
-void run_train(const TrainArgs& a, const CLI::App& sub) {
+void run_train(TrainArgs& a, const CLI::App& sub) {
   if (a.resume && a.overwrite) throw Error("--resume and --overwrite exclude each other");
   std::string agent = a.agent;
   if (agent.empty()) agent = a.config.empty() ? "" : train_config_file_agent(a.config);
-  find_trainer(agent.empty() ? "gdp" : agent).run(a, sub);
+  // The trainers keep the config's value of an option not given (all long names, so
+  // get_name() is the name they ask for).
+  a.given.clear();
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->count() > 0) a.given.insert(opt->get_name());
+  }
+  try {
+    find_trainer(agent.empty() ? "gdp" : agent).run(a);
+  } catch (const TrainerExit& e) {
+    throw CLI::RuntimeError(e.code);
+  }
 }
 
 /// The --agent help: every trainer with its line.

@@ -16,7 +16,7 @@
 
 #include "agents/placeto/placeto.h"
 
-namespace placer::cli {
+namespace placer {
 
 struct PlacetoCliConfig {
   PlacetoTrainConfig train;  ///< train.output_dir: absolute; resume / resumable: not keys
@@ -47,4 +47,4 @@ std::string placeto_train_config_yaml(const PlacetoCliConfig& config, const std:
 /// Equality of every key (command aside).
 bool same_placeto_train_config(const PlacetoCliConfig& a, const PlacetoCliConfig& b);
 
-}  // namespace placer::cli
+}  // namespace placer

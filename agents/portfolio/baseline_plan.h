@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "cli/placing.h"
+#include "agents/portfolio/method_run.h"
 
-namespace placer::cli {
+namespace placer {
 
 /// Loads plan `path` for the problem's graph and cluster (an unreadable or invalid plan is
 /// an Error naming the file, before any search runs).
@@ -15,4 +15,4 @@ Plan load_baseline_plan(const std::string& path, const ProblemSetup& s);
 /// The row of a loaded baseline plan: simulated, search time 0, method "baseline (<file>)".
 MethodRun run_baseline_plan(const std::string& path, const Plan& plan, const ProblemSetup& s);
 
-}  // namespace placer::cli
+}  // namespace placer

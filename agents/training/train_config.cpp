@@ -1,4 +1,4 @@
-#include "cli/train_config.h"
+#include "agents/training/train_config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -7,11 +7,11 @@
 
 #include "agents/api/placer.h"
 #include "agents/rainbow/rainbow_config.h"
-#include "cli/config_fields.h"
+#include "agents/training/config_fields.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
@@ -312,4 +312,4 @@ bool same_rainbow_pp_train_config(const RainbowPPTrainConfig& a, const RainbowPP
   return same_fields(pp_fields(), a, b);
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,7 +1,6 @@
-// What the trainers of train-policy share on the command line (cli/trainer_run.h).
-#include "cli/trainer_run.h"
+// What the trainers of train-policy share on the command line (agents/training/trainer_run.h).
+#include "agents/training/trainer_run.h"
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +11,7 @@
 #include "src/util/format.h"
 #include "src/util/progress.h"
 
-namespace placer::cli {
+namespace placer {
 
 namespace fs = std::filesystem;
 
@@ -39,7 +38,7 @@ void require_torch(bool available) {
   if (available) return;
   std::cerr << "placer: error: train-policy needs LibTorch, and this placer was built without "
                "it; install libtorch-dev (scripts/setup.sh) and rebuild\n";
-  throw CLI::RuntimeError(2);
+  throw TrainerExit(2);
 }
 
 void reject_gdp_only_options(const TrainArgs& a) {
@@ -69,7 +68,7 @@ std::string run_config_header(const std::string& agent_flag, const std::string& 
 
 void interrupted_before_start() {
   std::cerr << "placer: interrupted before training started; nothing written\n";
-  throw CLI::RuntimeError(130);
+  throw TrainerExit(130);
 }
 
 TrainerRun::TrainerRun(const std::string& dir, const TrainArgs& a, bool remove)
@@ -93,7 +92,7 @@ void TrainerRun::exit_if_stopped(int64_t done) const {
   std::cout << std::flush;
   std::cerr << "placer: interrupted at update " << done << " (checkpoint "
             << shown_path(run_.checkpoint_file()) << "); resume with --resume\n";
-  throw CLI::RuntimeError(130);
+  throw TrainerExit(130);
 }
 
 int64_t TrainerRun::train(const std::function<int64_t()>& train, Progress& progress, int64_t start,
@@ -124,4 +123,4 @@ void print_files_and_use(const TrainingRun& run, const std::string& use_method) 
             << std::flush;
 }
 
-}  // namespace placer::cli
+}  // namespace placer

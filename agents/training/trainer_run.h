@@ -1,23 +1,32 @@
 #pragma once
-// What the trainers of train-policy (cli/trainers.h) share on the command line: a run in
-// its folder on the training harness (agents/common/training_run.h: the folder guard,
+// What the trainers of train-policy (agents/training/trainers.h) share on the command line: a run
+// in its folder on the training harness (agents/common/training_run.h: the folder guard,
 // config.yaml, the checkpoint) with Ctrl-C (agents/common/stop_signals.h), its opening and
 // closing lines; and small helpers (the command line as typed, LibTorch required).
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "agents/common/stop_signals.h"
 #include "agents/common/training_run.h"
-#include "cli/trainers.h"
+#include "agents/training/trainers.h"
 
 namespace placer {
 class Progress;
 }
 
-namespace placer::cli {
+namespace placer {
+
+/// Ends `placer train-policy` with exit code `code`, its message already printed (2: no
+/// LibTorch, 130: interrupted); the command line turns it into the process's exit code.
+struct TrainerExit : std::exception {
+  explicit TrainerExit(int exit_code) : code(exit_code) {}
+  const char* what() const noexcept override { return "train-policy ended early"; }
+  int code;
+};
 
 /// The command line as typed (Linux: /proc/self/cmdline), recorded as provenance.
 std::string command_line();
@@ -97,4 +106,4 @@ void print_files_and_use(const TrainingRun& run, const std::string& use_method);
 /// Exit 130, "interrupted before training started; nothing written".
 [[noreturn]] void interrupted_before_start();
 
-}  // namespace placer::cli
+}  // namespace placer

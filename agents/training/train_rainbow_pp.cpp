@@ -1,23 +1,22 @@
 // `placer train-policy --agent rainbow-pp`: pretrains the pipeline-cut policy
 // (agents/rainbow/rainbow_pp_policy.h) on generated array problems.
 // docs/rainbow_pp_inference.md.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 
 #include "agents/rainbow/rainbow_pp_policy.h"
-#include "cli/config_fields.h"
-#include "cli/train_config.h"
-#include "cli/trainer_run.h"
+#include "agents/training/config_fields.h"
+#include "agents/training/train_config.h"
+#include "agents/training/trainer_run.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 #include "src/util/progress.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
-RainbowPPTrainConfig effective_pp_config(const TrainArgs& a, const CLI::App& sub) {
+RainbowPPTrainConfig effective_pp_config(const TrainArgs& a) {
   reject_gdp_only_options(a);
   if (!a.corpus.empty() || !a.clusters.empty()) {
     throw ValidationError(
@@ -31,9 +30,9 @@ RainbowPPTrainConfig effective_pp_config(const TrainArgs& a, const CLI::App& sub
     c.output_dir = absolute_path(c.output_dir);
   }
   for (const std::string& s : a.sets) apply_rainbow_pp_override(&c, s);
-  if (sub.count("--updates") > 0) c.updates = a.updates;
-  if (sub.count("--seed") > 0) c.seed = a.seed;
-  if (sub.count("--eval-every") > 0) c.eval_every = a.eval_every;
+  if (a.was_given("--updates")) c.updates = a.updates;
+  if (a.was_given("--seed")) c.seed = a.seed;
+  if (a.was_given("--eval-every")) c.eval_every = a.eval_every;
   if (!a.output_dir.empty()) c.output_dir = absolute_path(a.output_dir);
   c.command = command_line();
   return c;
@@ -60,8 +59,8 @@ void print_pp_eval(const RainbowPPEvalStats& e, std::ostream& out) {
 
 }  // namespace
 
-void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub) {
-  RainbowPPTrainConfig c = effective_pp_config(a, sub);
+void run_train_rainbow_pp(const TrainArgs& a) {
+  RainbowPPTrainConfig c = effective_pp_config(a);
   const bool torch = rainbow_pp_policy_available();
   if (printed_config(a, " --agent rainbow-pp", c, rainbow_pp_train_config_yaml, torch)) return;
   TrainerRun run(c.output_dir, a);
@@ -95,4 +94,4 @@ void run_train_rainbow_pp(const TrainArgs& a, const CLI::App& sub) {
   print_files_and_use(run.files(), "--method rainbow-pp ");
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,4 +1,4 @@
-#include "cli/method_portfolio.h"
+#include "agents/portfolio/method_portfolio.h"
 
 #include <chrono>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "src/util/error.h"
 #include "src/util/format.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
 void log_run(const std::string& label, const MethodRun& run, std::ostream& log) {
@@ -81,4 +81,4 @@ MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double sec
   return chosen;
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,6 +1,5 @@
 // `placer train-policy --agent placeto`: trains a Placeto policy (agents/placeto/placeto.h) on
 // generated members of a graph family, on one cluster. docs/placeto.md.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -8,20 +7,20 @@
 #include <memory>
 
 #include "agents/placeto/placeto.h"
+#include "agents/training/config_fields.h"
+#include "agents/training/placeto_train_config.h"
+#include "agents/training/trainer_run.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
-#include "cli/config_fields.h"
-#include "cli/placeto_train_config.h"
-#include "cli/trainer_run.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 #include "src/util/progress.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
-PlacetoCliConfig effective_placeto_config(const TrainArgs& a, const CLI::App& sub) {
+PlacetoCliConfig effective_placeto_config(const TrainArgs& a) {
   reject_gdp_only_options(a);
   if (!a.corpus.empty()) {
     throw ValidationError(
@@ -33,7 +32,7 @@ PlacetoCliConfig effective_placeto_config(const TrainArgs& a, const CLI::App& su
                           std::to_string(a.clusters.size()) + ")");
   }
   for (const char* opt : {"--eval-every", "--threads", "--device", "--dist-timeout"}) {
-    if (sub.count(opt) > 0) {
+    if (a.was_given(opt)) {
       throw ValidationError(std::string(opt) + " applies to --agent gdp only");
     }
   }
@@ -41,13 +40,13 @@ PlacetoCliConfig effective_placeto_config(const TrainArgs& a, const CLI::App& su
   if (a.config.empty()) c.train.output_dir = absolute_path(c.train.output_dir);
   for (const std::string& s : a.sets) apply_placeto_override(&c, s);
   if (!a.clusters.empty()) c.cluster = absolute_path(a.clusters.front());
-  if (sub.count("--updates") > 0) {
+  if (a.was_given("--updates")) {
     if (a.updates > std::numeric_limits<int>::max())
       throw ValidationError("--updates: at most " +
                             std::to_string(std::numeric_limits<int>::max()));
     c.train.updates = int(a.updates);
   }
-  if (sub.count("--seed") > 0) c.train.seed = a.seed;
+  if (a.was_given("--seed")) c.train.seed = a.seed;
   if (!a.output_dir.empty()) c.train.output_dir = absolute_path(a.output_dir);
   c.command = command_line();
   return c;
@@ -55,8 +54,8 @@ PlacetoCliConfig effective_placeto_config(const TrainArgs& a, const CLI::App& su
 
 }  // namespace
 
-void run_train_placeto(const TrainArgs& a, const CLI::App& sub) {
-  PlacetoCliConfig c = effective_placeto_config(a, sub);
+void run_train_placeto(const TrainArgs& a) {
+  PlacetoCliConfig c = effective_placeto_config(a);
   if (printed_config(a, " --agent placeto", c, placeto_train_config_yaml, placeto_available()))
     return;
   if (c.cluster.empty()) {
@@ -132,4 +131,4 @@ void run_train_placeto(const TrainArgs& a, const CLI::App& sub) {
   print_files_and_use(run.files(), "--method placeto ");
 }
 
-}  // namespace placer::cli
+}  // namespace placer

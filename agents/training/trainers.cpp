@@ -1,11 +1,11 @@
-// The trainer registry of train-policy (cli/trainers.h).
-#include "cli/trainers.h"
+// The trainer registry of train-policy (agents/training/trainers.h).
+#include "agents/training/trainers.h"
 
 #include <algorithm>
 
 #include "src/util/error.h"
 
-namespace placer::cli {
+namespace placer {
 
 const std::vector<TrainerInfo>& trainers() {
   static const std::vector<TrainerInfo> all = {
@@ -30,4 +30,4 @@ const TrainerInfo& find_trainer(const std::string& name) {
   throw ValidationError("--agent: unknown agent '" + name + "' (known: " + known + ")");
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,16 +1,16 @@
-#include "cli/placeto_train_config.h"
+#include "agents/training/placeto_train_config.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <limits>
 
+#include "agents/training/config_fields.h"
 #include "datasets/family_registry.h"
-#include "cli/config_fields.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
@@ -247,4 +247,4 @@ bool same_placeto_train_config(const PlacetoCliConfig& a, const PlacetoCliConfig
   return same_fields(fields(), a, b);
 }
 
-}  // namespace placer::cli
+}  // namespace placer

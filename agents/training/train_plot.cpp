@@ -1,6 +1,6 @@
 // `placer train-policy --plot` / `--plot-only`: the learning curves of a run folder's
-// log.jsonl as curves.png, drawn by gnuplot (cli/train_plot.h).
-#include "cli/train_plot.h"
+// log.jsonl as curves.png, drawn by gnuplot (agents/training/train_plot.h).
+#include "agents/training/train_plot.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
@@ -127,4 +127,4 @@ std::string plot_curves(const std::string& dir) {
   return png;
 }
 
-}  // namespace placer::cli
+}  // namespace placer

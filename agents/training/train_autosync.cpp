@@ -1,26 +1,25 @@
 // `placer train-policy --agent autosync`: pretrains the per-variable sync-strategy policy
 // (agents/sync/autosync_rl.h) on a corpus. One policy file at the end: no checkpoint, log or
 // config.yaml, so of the harness it uses the folder and Ctrl-C. docs/sync.md.
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 
 #include "agents/common/stop_signals.h"
 #include "agents/common/training_run.h"
 #include "agents/sync/autosync_rl.h"
-#include "cli/config_fields.h"
-#include "cli/trainer_run.h"
+#include "agents/training/config_fields.h"
+#include "agents/training/trainer_run.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 #include "src/util/progress.h"
 
-namespace placer::cli {
+namespace placer {
 
-void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
+void run_train_autosync(const TrainArgs& a) {
   for (const char* opt :
        {"--config", "--resume", "--plot", "--plot-only", "--print-config", "--eval-every",
         "--dist-url", "--rank", "--world-size", "--threads", "--device", "--dist-timeout"}) {
-    if (sub.count(opt) > 0) {
+    if (a.was_given(opt)) {
       throw ValidationError(std::string(opt) + " does not apply to --agent autosync");
     }
   }
@@ -28,8 +27,8 @@ void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
   o.corpus = a.corpus;
   for (const std::string& c : a.clusters) o.clusters.push_back(absolute_path(c));
   for (const std::string& s : a.sets) apply_autosync_train_option(&o, s);
-  if (sub.count("--updates") > 0) o.episodes = a.updates;
-  if (sub.count("--seed") > 0) o.seed = a.seed;
+  if (a.was_given("--updates")) o.episodes = a.updates;
+  if (a.was_given("--seed")) o.seed = a.seed;
   if (o.corpus.empty()) {
     throw ValidationError("--agent autosync: --corpus required (a *.corpus.yaml)");
   }
@@ -65,4 +64,4 @@ void run_train_autosync(const TrainArgs& a, const CLI::App& sub) {
   print_files_and_use(run, "--method autosync ");
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -22,7 +22,7 @@
 
 #include "src/io/yaml_util.h"
 
-namespace placer::cli {
+namespace placer {
 
 using ConfigJson = nlohmann::ordered_json;
 
@@ -293,4 +293,4 @@ bool same_fields(const std::vector<ConfigField<Config>>& fields, const Config& a
   return true;
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,10 +1,10 @@
-#include "cli/baseline_plan.h"
+#include "agents/portfolio/baseline_plan.h"
 
 #include <filesystem>
 
 #include "src/io/plan_io.h"
 
-namespace placer::cli {
+namespace placer {
 
 Plan load_baseline_plan(const std::string& path, const ProblemSetup& s) {
   Plan p = load_plan(path, s.graph, s.cluster);
@@ -23,4 +23,4 @@ MethodRun run_baseline_plan(const std::string& path, const Plan& plan, const Pro
   return run;
 }
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/placing.h"
+#include "agents/portfolio/method_run.h"
 
-namespace placer::cli {
+namespace placer {
 
 /// Whether `a` is the better outcome: a plan that fits beats an OOM one, then the lower step
 /// time (ties keep `b`).
@@ -37,4 +37,4 @@ std::vector<std::string> auto_learned_methods();
 MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double seconds,
                    std::ostream& log);
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,9 +1,9 @@
-#include "cli/config_fields.h"
+#include "agents/training/config_fields.h"
 
 #include <cmath>
 #include <filesystem>
 
-namespace placer::cli {
+namespace placer {
 
 namespace fs = std::filesystem;
 
@@ -79,4 +79,4 @@ std::pair<std::string, std::string> split_assignment(const YamlReader& r,
   return {assignment.substr(0, eq), assignment.substr(eq + 1)};
 }
 
-}  // namespace placer::cli
+}  // namespace placer

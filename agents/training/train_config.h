@@ -18,7 +18,7 @@
 #include "agents/gdp/gdp.h"
 #include "agents/rainbow/rainbow_pp_policy.h"
 
-namespace placer::cli {
+namespace placer {
 
 /// The `agent:` value of any train-policy config file: "gdp", "rainbow-pp", "placeto"
 /// (placeto_train_config.h), or "" when absent. FileError / FormatError (an unknown agent,
@@ -66,4 +66,4 @@ std::string rainbow_pp_train_config_yaml(const RainbowPPTrainConfig& config,
 /// Equality of every key (command aside).
 bool same_rainbow_pp_train_config(const RainbowPPTrainConfig& a, const RainbowPPTrainConfig& b);
 
-}  // namespace placer::cli
+}  // namespace placer

@@ -1,8 +1,7 @@
 // `placer train-policy` (--agent gdp, the default): pretrains the GDP policy
 // (agents/gdp/gdp.h) with PPO over a graph corpus, from a train.yaml plus command-line
 // overrides, on one process or several (docs/distributed.md); prints validation tables and
-// plots the learning curves with gnuplot (cli/train_plot.h). docs/gdp.md.
-#include <CLI/CLI.hpp>
+// plots the learning curves with gnuplot (agents/training/train_plot.h). docs/gdp.md.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -11,19 +10,19 @@
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_dist.h"
 #include "agents/staged_methods.h"
-#include "cli/config_fields.h"
-#include "cli/train_config.h"
-#include "cli/train_plot.h"
-#include "cli/trainer_run.h"
+#include "agents/training/config_fields.h"
+#include "agents/training/train_config.h"
+#include "agents/training/train_plot.h"
+#include "agents/training/trainer_run.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 #include "src/util/progress.h"
 
-namespace placer::cli {
+namespace placer {
 namespace {
 
 /// The config file (or defaults), then --set in order, then the direct flags.
-TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
+TrainConfig effective_config(const TrainArgs& a) {
   TrainConfig c = a.config.empty() ? TrainConfig{} : load_train_config(a.config);
   if (a.config.empty()) c.output_dir = absolute_path(c.output_dir);
   for (const std::string& s : a.sets) apply_train_override(&c, s);
@@ -32,14 +31,14 @@ TrainConfig effective_config(const TrainArgs& a, const CLI::App& sub) {
     c.clusters.clear();
     for (const std::string& p : a.clusters) c.clusters.push_back(absolute_path(p));
   }
-  if (sub.count("--updates") > 0) c.updates = a.updates;
-  if (sub.count("--seed") > 0) c.seed = a.seed;
-  if (sub.count("--eval-every") > 0) c.eval_every = a.eval_every;
+  if (a.was_given("--updates")) c.updates = a.updates;
+  if (a.was_given("--seed")) c.seed = a.seed;
+  if (a.was_given("--eval-every")) c.eval_every = a.eval_every;
   if (!a.output_dir.empty()) c.output_dir = absolute_path(a.output_dir);
   c.dist.url = a.dist_url;
   c.dist.rank = a.rank;
   c.dist.world_size = a.world_size;
-  if (sub.count("--dist-timeout") > 0) c.dist.timeout_seconds = a.dist_timeout;
+  if (a.was_given("--dist-timeout")) c.dist.timeout_seconds = a.dist_timeout;
   c.threads = a.threads;
   c.device = a.device;
   if (c.stages) c.shape = placement_as_pipeline;  // what `gdp+stages` scores
@@ -74,11 +73,11 @@ void print_curves(const std::string& dir) {
 
 }  // namespace
 
-void run_train_gdp(const TrainArgs& a, const CLI::App& sub) {
+void run_train_gdp(const TrainArgs& a) {
   if (a.plot_only && (a.resume || a.print_config)) {
     throw Error("--plot-only plots an existing run; it takes neither --resume nor --print-config");
   }
-  TrainConfig c = effective_config(a, sub);
+  TrainConfig c = effective_config(a);
   if (printed_config(a, "", c, train_config_yaml)) return;
   if (a.plot_only) {
     print_curves(c.output_dir);
@@ -108,7 +107,7 @@ void run_train_gdp(const TrainArgs& a, const CLI::App& sub) {
     GdpTrainer::Callbacks quiet;
     quiet.should_stop = run.should_stop();
     trainer.train(quiet);
-    if (run.stopped()) throw CLI::RuntimeError(130);
+    if (run.stopped()) throw TrainerExit(130);
     return;
   }
   // The file must reproduce the run (docs/gdp.md).
@@ -163,4 +162,4 @@ void run_train_gdp(const TrainArgs& a, const CLI::App& sub) {
   if (a.plot) print_curves(c.output_dir);
 }
 
-}  // namespace placer::cli
+}  // namespace placer
