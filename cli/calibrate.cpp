@@ -128,69 +128,89 @@ std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
          (cv.empty() ? "" : "; " + std::to_string(a.folds) + "-fold CV " + cv);
 }
 
-void run_fit(const FitArgs& a) {
-  Cluster cluster = load_cluster(a.cluster);
-  CostProfile base = a.base.empty() ? default_profile() : load_cost_profile(a.base);
-  std::vector<MeasurementSet> sets;
+// An nccl-tests log or CSV, "OP=PATH" naming the collective when the log does not.
+MeasurementSet read_nccl_tests(const std::string& arg) {
+  std::string op, path = arg;
+  const size_t eq = arg.find('=');
+  if (eq != std::string::npos && !normalize_collective_name(arg.substr(0, eq)).empty()) {
+    op = arg.substr(0, eq);
+    path = arg.substr(eq + 1);
+  }
+  const std::string text = read_text_file(path, "nccl-tests log");
+  MeasurementSet set = looks_like_nccl_tests_csv(text) ? parse_nccl_tests_csv(text, path, op)
+                                                       : parse_nccl_tests_log(text, path, op);
+  if (set.header.count("ranks") == 0 && !set.rows.empty()) {
+    set.header["ranks"] = std::to_string(set.rows.front().devices);
+  }
+  std::cerr << "placer: read " << path << " (nccl-tests " << set.rows.front().op << ", "
+            << set.header["ranks"] << " ranks, " << rows_of(set) << ")\n";
+  return set;
+}
+
+/// What `calibrate fit` fits to, read from the files its options name (the op traces of
+/// --trace are read later, with their graph and plan).
+struct FitInputs {
+  std::vector<MeasurementSet> sets;   ///< --measurements, --nccl-tests
+  std::vector<ProfilerTrace> traces;  ///< --profiler-trace
+  std::vector<IterationRun> runs;     ///< --iterations
+};
+
+FitInputs read_fit_inputs(const FitArgs& a) {
+  FitInputs in;
   for (const std::string& m : a.measurements) {
-    sets.push_back(load_measurements(m));
-    std::cerr << "placer: read " << sets.back().source << " (" << sets.back().format << ", "
-              << rows_of(sets.back()) << ")\n";
+    in.sets.push_back(load_measurements(m));
+    std::cerr << "placer: read " << in.sets.back().source << " (" << in.sets.back().format << ", "
+              << rows_of(in.sets.back()) << ")\n";
   }
-  for (const std::string& m : a.nccl_tests) {
-    std::string op, path = m;
-    const size_t eq = m.find('=');
-    if (eq != std::string::npos && !normalize_collective_name(m.substr(0, eq)).empty()) {
-      op = m.substr(0, eq);
-      path = m.substr(eq + 1);
-    }
-    const std::string text = read_text_file(path, "nccl-tests log");
-    sets.push_back(looks_like_nccl_tests_csv(text) ? parse_nccl_tests_csv(text, path, op)
-                                                   : parse_nccl_tests_log(text, path, op));
-    if (sets.back().header.count("ranks") == 0 && !sets.back().rows.empty()) {
-      sets.back().header["ranks"] = std::to_string(sets.back().rows.front().devices);
-    }
-    std::cerr << "placer: read " << path << " (nccl-tests " << sets.back().rows.front().op << ", "
-              << sets.back().header["ranks"] << " ranks, " << rows_of(sets.back()) << ")\n";
-  }
-  std::vector<ProfilerTrace> traces;
+  for (const std::string& m : a.nccl_tests) in.sets.push_back(read_nccl_tests(m));
   for (const std::string& t : a.profiler_traces) {
-    traces.push_back(load_profiler_trace(t));
-    std::cerr << "placer: read " << t << " (" << traces.back().kernels.size() << " kernels, "
-              << traces.back().cpu_ops << " CPU ops)\n";
+    in.traces.push_back(load_profiler_trace(t));
+    std::cerr << "placer: read " << t << " (" << in.traces.back().kernels.size() << " kernels, "
+              << in.traces.back().cpu_ops << " CPU ops)\n";
   }
   if (a.traces.size() != a.graphs.size() || a.traces.size() != a.plans.size()) {
     throw Error("calibrate fit: give one --graph and one --plan per --trace (got " +
                 std::to_string(a.traces.size()) + " traces, " + std::to_string(a.graphs.size()) +
                 " graphs, " + std::to_string(a.plans.size()) + " plans)");
   }
-  std::vector<IterationRun> runs;
   for (const std::string& path : a.iterations) {
     std::vector<IterationRun> r = load_iteration_runs(path);
     std::cerr << "placer: read " << path << " (" << r.size() << " measured iterations)\n";
-    runs.insert(runs.end(), r.begin(), r.end());
+    in.runs.insert(in.runs.end(), r.begin(), r.end());
   }
-  if (sets.empty() && traces.empty() && a.traces.empty() && runs.empty()) {
+  if (in.sets.empty() && in.traces.empty() && a.traces.empty() && in.runs.empty()) {
     throw Error(
         "calibrate fit: nothing to fit; give --measurements, --nccl-tests, "
         "--profiler-trace, --trace/--graph/--plan or --iterations");
   }
+  return in;
+}
+
+// The collective and kernel fits of the measurements and profiler traces on top of `base`
+// (the report of `base` alone when there are none).
+FitReport fit_measurements(const FitArgs& a, const Cluster& cluster, const CostProfile& base,
+                           const FitInputs& in) {
   FitReport rep;
-  if (!sets.empty() || !traces.empty()) {
-    FitOptions fo;
-    fo.line_tolerance = a.line_tolerance;
-    if (!(a.knot_step >= 0.1 && a.knot_step <= 5)) {
-      throw Error("calibrate fit: --knot-step must be in [0.1, 5] decades");
-    }
-    fo.knot_step = a.knot_step;
-    if (!parse_dtype(a.profiler_dtype, &fo.trace_dtype)) {
-      throw Error("calibrate fit: --profiler-dtype: unknown dtype '" + a.profiler_dtype +
-                  "' (expected f32, f16, bf16, f64, ...)");
-    }
-    rep = fit_profile(cluster, base, sets, traces, fo);
-  } else {
+  if (in.sets.empty() && in.traces.empty()) {
     rep.profile = base;
+    return rep;
   }
+  FitOptions fo;
+  fo.line_tolerance = a.line_tolerance;
+  if (!(a.knot_step >= 0.1 && a.knot_step <= 5)) {
+    throw Error("calibrate fit: --knot-step must be in [0.1, 5] decades");
+  }
+  fo.knot_step = a.knot_step;
+  if (!parse_dtype(a.profiler_dtype, &fo.trace_dtype)) {
+    throw Error("calibrate fit: --profiler-dtype: unknown dtype '" + a.profiler_dtype +
+                "' (expected f32, f16, bf16, f64, ...)");
+  }
+  return fit_profile(cluster, base, in.sets, in.traces, fo);
+}
+
+// The transfer constants fitted to each --trace (with its --graph and --plan), one term per
+// link level in the report.
+void fit_op_traces(const FitArgs& a, const Cluster& cluster, FitReport* rep) {
   for (size_t i = 0; i < a.traces.size(); ++i) {
     Graph g = load_graph_for_step(a.graphs[i], true, a.optimizer);
     Plan plan = load_plan(a.plans[i], g, cluster);
@@ -201,8 +221,8 @@ void run_fit(const FitArgs& a) {
     TraceFitOptions to;
     to.max_evaluations = a.max_evals;
     to.seed = a.seed;
-    const TraceFitResult tr = fit_transfer_constants(g, cluster, plan, rep.profile, ops, to);
-    rep.profile = tr.profile;
+    const TraceFitResult tr = fit_transfer_constants(g, cluster, plan, rep->profile, ops, to);
+    rep->profile = tr.profile;
     for (LinkLevel l : tr.levels) {
       TermFit tf;
       tf.term = std::string("links.") + to_string(l);
@@ -213,43 +233,57 @@ void run_fit(const FitArgs& a) {
                   std::to_string(tr.evaluations) + " simulations";
       tf.points = tr.matched;
       tf.has_error = false;
-      rep.profile.fit_errors.erase(tf.term);
-      rep.terms.push_back(tf);
+      rep->profile.fit_errors.erase(tf.term);
+      rep->terms.push_back(tf);
     }
   }
-  std::string iteration_note;
-  if (!runs.empty()) iteration_note = fit_iterations(a, cluster, runs, &rep);
-  rep.profile.name = !a.name.empty() ? a.name : "calibrated";
+}
+
+// The files the profile was fitted from, for its description.
+std::string fit_sources(const FitArgs& a, const FitInputs& in) {
   std::string sources;
   for (const std::string& p : a.iterations) sources += (sources.empty() ? "" : ", ") + p;
-  for (const MeasurementSet& s : sets) sources += (sources.empty() ? "" : ", ") + s.source;
-  for (const ProfilerTrace& t : traces) sources += (sources.empty() ? "" : ", ") + t.source;
+  for (const MeasurementSet& s : in.sets) sources += (sources.empty() ? "" : ", ") + s.source;
+  for (const ProfilerTrace& t : in.traces) sources += (sources.empty() ? "" : ", ") + t.source;
   for (const std::string& t : a.traces) sources += (sources.empty() ? "" : ", ") + t;
-  rep.profile.description = "Fitted by placer calibrate fit on cluster '" + cluster.name +
-                            "' from: " + sources + (a.base.empty() ? "" : "; base " + a.base) +
-                            iteration_note;
-  rep.profile.validate(a.output);
+  return sources;
+}
 
+// The table of fitted terms and the notes (nothing when no term was fitted), then the profile
+// written to `output`.
+void write_fit_report(const FitReport& rep, const std::string& output) {
   std::ostream& out = std::cout;
-  if (rep.terms.empty()) {
-    ensure_parent_dir(a.output);
-    save_cost_profile(rep.profile, a.output);
-    out << "profile " << a.output << "\n";
-    return;
+  if (!rep.terms.empty()) {
+    size_t w = 4;
+    for (const TermFit& t : rep.terms) w = std::max(w, t.term.size() + 2);
+    out << pad_right("term", w) << pad_right("model", 18) << pad_left("points", 7)
+        << pad_left("median", 9) << pad_left("p90", 9) << "  values\n";
+    for (const TermFit& t : rep.terms) {
+      out << pad_right(t.term, w) << pad_right(t.model, 18) << pad_left(std::to_string(t.points), 7)
+          << pad_left(t.has_error ? pct(t.error.median) : "-", 9)
+          << pad_left(t.has_error ? pct(t.error.p90) : "-", 9) << "  " << t.values << "\n";
+    }
+    for (const std::string& n : rep.notes) out << "note: " << n << "\n";
   }
-  size_t w = 4;
-  for (const TermFit& t : rep.terms) w = std::max(w, t.term.size() + 2);
-  out << pad_right("term", w) << pad_right("model", 18) << pad_left("points", 7)
-      << pad_left("median", 9) << pad_left("p90", 9) << "  values\n";
-  for (const TermFit& t : rep.terms) {
-    out << pad_right(t.term, w) << pad_right(t.model, 18) << pad_left(std::to_string(t.points), 7)
-        << pad_left(t.has_error ? pct(t.error.median) : "-", 9)
-        << pad_left(t.has_error ? pct(t.error.p90) : "-", 9) << "  " << t.values << "\n";
-  }
-  for (const std::string& n : rep.notes) out << "note: " << n << "\n";
-  ensure_parent_dir(a.output);
-  save_cost_profile(rep.profile, a.output);
-  out << "profile " << a.output << "\n";
+  ensure_parent_dir(output);
+  save_cost_profile(rep.profile, output);
+  out << "profile " << output << "\n";
+}
+
+void run_fit(const FitArgs& a) {
+  Cluster cluster = load_cluster(a.cluster);
+  CostProfile base = a.base.empty() ? default_profile() : load_cost_profile(a.base);
+  const FitInputs in = read_fit_inputs(a);
+  FitReport rep = fit_measurements(a, cluster, base, in);
+  fit_op_traces(a, cluster, &rep);
+  std::string iteration_note;
+  if (!in.runs.empty()) iteration_note = fit_iterations(a, cluster, in.runs, &rep);
+  rep.profile.name = !a.name.empty() ? a.name : "calibrated";
+  rep.profile.description = "Fitted by placer calibrate fit on cluster '" + cluster.name +
+                            "' from: " + fit_sources(a, in) +
+                            (a.base.empty() ? "" : "; base " + a.base) + iteration_note;
+  rep.profile.validate(a.output);
+  write_fit_report(rep, a.output);
 }
 
 void write_check_csv(const CheckReport& r, const std::string& path) {
