@@ -2,7 +2,7 @@
 # placer setup: installs the Debian packages the project needs (idempotent, quiet when
 # everything is present), then configures and builds placer in Release with ccache.
 #
-#   bash scripts/setup.sh              # install packages + configure + build the `placer` executable
+#   bash scripts/setup.sh              # install packages + configure + build the placer executable
 #   bash scripts/setup.sh --all        # ... and every target: tests and benchmarks (for ctest)
 #   bash scripts/setup.sh --no-build   # install packages only
 #   bash scripts/setup.sh --python     # also the optional Python group (model export)
