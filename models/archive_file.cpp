@@ -1,6 +1,7 @@
 #include "models/archive_file.h"
 
 #include <c10/util/Exception.h>
+#include <torch/serialize/output-archive.h>
 
 #include "src/util/error.h"
 #include "src/util/files.h"

@@ -2,10 +2,12 @@
 // LibTorch archives (policies, checkpoints) written through the project's one checked atomic
 // writer (src/util/files.h) instead of LibTorch's own file writer, which throws c10::Error from
 // its destructor when the disk fills and so aborts the process.
-#include <torch/serialize/output-archive.h>
-
 #include <functional>
 #include <string>
+
+namespace torch::serialize {
+class OutputArchive;
+}
 
 namespace placer {
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Checks the length of every function in the library code: src/ (without src/cli), simulator/
-# (with calibration/ and calibration/cuda/), datasets/, env/, models/ and agents/; files
-# *.cpp, *.h and *.cu. The command-line program (src/cli, or cli/ at the top level) and the
-# tests are not library code and are not checked.
+# Checks the length of every function in the library code: src/, simulator/ (with
+# calibration/ and calibration/cuda/), datasets/, env/, models/ and agents/; files *.cpp, *.h
+# and *.cu. The command-line program (cli/) and the tests are not library code and are not
+# checked.
 #
 # Functions are found by universal-ctags (Debian package universal-ctags): a function's length
 # is its definition's first to last line, signature and closing brace included; lambdas count
@@ -54,7 +54,7 @@ library_files() {
     git ls-files -co --exclude-standard -- "${folders[@]}"
   else
     find "${folders[@]}" -type f 2>/dev/null
-  fi | grep -E '\.(cpp|h|cu)$' | grep -v '^src/cli/' | sort
+  fi | grep -E '\.(cpp|h|cu)$' | sort
 }
 
 # function_lengths FILES...: "lines<TAB>path:line<TAB>name" for every function definition.

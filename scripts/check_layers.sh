@@ -3,11 +3,15 @@
 #   cli -> agents -> models (torch);  cli -> agents -> env -> simulator -> core;
 #   cli -> datasets -> core; simulator/calibration -> datasets (graphs of measured runs).
 # Each folder may include only the folders listed for it, and only models/ and agents/
-# may include LibTorch. Inside src/ the sub-layers go one way:
-#   util < graph < cluster < plan < io < cli (a folder includes only itself and lower ones).
+# may include LibTorch. cli/ (the `placer` executable) is the top layer: nothing includes it,
+# and it reaches agents/ only through agents/api/ and the top level of agents/ (its files and
+# the folders above the families: training/, portfolio/), never a family or common/.
+# Inside src/ (the core library) the sub-layers go one way:
+#   util < graph < cluster < plan < io (a folder includes only itself and lower ones).
 # Inside agents/: api < common < the family folders (classical, gdp, seq2seq, placeto, rainbow,
 # sync), which do not include each other (the crossings the tree already had are listed), and
-# the top level (the registry) above them all.
+# the top level above them all: the registry (files at agents/ top level) and the folders that
+# build on every family (training/: the trainers of train-policy; portfolio/: best / auto).
 # tests/ and bench/ may include every layer except the CLI (tests/cli runs the binary), and
 # LibTorch only in the tests of models/ and the learned agents (tests/{models,gdp,learned,
 # rainbow}) and the learned-placer benchmarks (bench/learned_placers.cpp,
@@ -24,15 +28,26 @@ declare -A allowed=(
   [env]="src simulator env datasets"
   [models]="src models"
   [agents]="src simulator env models agents datasets"
-  [src/cli]="src simulator env models agents datasets"
+  [cli]="src simulator agents datasets cli"
 )
+# agents_folder PATH: the sub-folder of agents/ that PATH (agents/...) lies in; "top" for the
+# top level and for the folders above the families.
+agents_top_folders=" training portfolio "
+agents_folder() {
+  local rest=${1#agents/} sub
+  case "$rest" in
+    */*) sub=${rest%%/*} ;;
+    *) sub=top ;;
+  esac
+  if [[ "$agents_top_folders" == *" $sub "* ]]; then sub=top; fi
+  echo "$sub"
+}
 status=0
 files=$(git ls-files -co --exclude-standard -- '*.h' '*.hpp' '*.cpp' '*.cc' '*.cu' \
-  | grep -E '^(src|simulator|datasets|env|models|agents)/' || true)
+  | grep -E '^(src|simulator|datasets|env|models|agents|cli)/' || true)
 for f in $files; do
   [ -f "$f" ] || continue
   case "$f" in
-    src/cli/*) layer=src/cli ;;
     simulator/calibration/*) layer=simulator/calibration ;;
     *) layer=${f%%/*} ;;
   esac
@@ -45,18 +60,24 @@ for f in $files; do
       fi
       continue
     fi
-    case "$top" in src|simulator|datasets|env|models|agents) ;; *) continue ;; esac
-    # src/cli is its own layer; other code under src/ must not include it.
-    if [ "$top" = src ] && [[ "$inc" == src/cli/* ]] && [ "$layer" != src/cli ]; then
+    case "$top" in src|simulator|datasets|env|models|agents|cli) ;; *) continue ;; esac
+    # cli/ is the top layer; no other folder may include it.
+    if [ "$top" = cli ] && [ "$layer" != cli ]; then
       echo "$f: includes $inc (nothing may include the CLI)"; status=1; continue
     fi
     if [[ "$ok" != *" $top "* ]]; then
       echo "$f: layer '$layer' must not include '$inc'"; status=1
+    elif [ "$layer" = cli ] && [ "$top" = agents ]; then
+      case "$(agents_folder "$inc")" in
+        api | top) ;;
+        *) echo "$f: cli/ must not include $inc (only agents/api/ and the top level of agents/)"
+           status=1 ;;
+      esac
     fi
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")
 done
 # Sub-layers of src/.
-declare -A src_rank=([util]=0 [graph]=1 [cluster]=2 [plan]=3 [io]=4 [cli]=5)
+declare -A src_rank=([util]=0 [graph]=1 [cluster]=2 [plan]=3 [io]=4)
 src_files=$(git ls-files -co --exclude-standard -- 'src/*.h' 'src/*.cpp' || true)
 for f in $src_files; do
   [ -f "$f" ] || continue
@@ -67,7 +88,7 @@ for f in $src_files; do
     s2=${inc#src/}; s2=${s2%%/*}
     r2=${src_rank[$s2]:-}
     if [ -n "$r2" ] && [ "$r2" -gt "$r" ]; then
-      echo "$f: src/$sub must not include $inc (util < graph < cluster < plan < io < cli)"; status=1
+      echo "$f: src/$sub must not include $inc (util < graph < cluster < plan < io)"; status=1
     fi
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"(src\/[^"]+)".*/\1/p' "$f")
 done
@@ -75,7 +96,8 @@ done
 # Inside agents/: api/ (Placer, Problem, budget, outcome, registration lists) includes only
 # itself; common/ (shared pieces) includes api/ and itself; each family folder (classical,
 # gdp, seq2seq, placeto, rainbow, sync) includes api/, common/ and itself, not another
-# family; the top level (the registry: methods.cpp, registry.cpp) may include every folder.
+# family; the top level (the registry: methods.cpp, registry.cpp; training/, portfolio/) may
+# include every folder.
 # The includes across those lines that the tree had when the families got their folders are
 # listed below (file -> included path); each is one to remove, none is to be added.
 agents_known_crossings=(
@@ -89,12 +111,6 @@ agents_known_crossings=(
   "agents/sync/rainbow_autosync.cpp -> agents/rainbow/rainbow_agent.h"
 )
 agents_families=" classical gdp seq2seq placeto rainbow sync "
-# agents_folder PATH: the sub-folder of agents/ that PATH (agents/...) lies in; "top" for the
-# top level.
-agents_folder() {
-  local rest=${1#agents/}
-  case "$rest" in */*) echo "${rest%%/*}" ;; *) echo top ;; esac
-}
 agents_files=$(git ls-files -co --exclude-standard -- 'agents/*.h' 'agents/*.cpp' || true)
 for f in $agents_files; do
   [ -f "$f" ] || continue
@@ -119,7 +135,7 @@ for f in $agents_files; do
     done
     [ $known = 1 ] && continue
     if [ "$to" = top ]; then
-      echo "$f: agents/$from/ must not include $inc (the top level of agents/ is the registry)"
+      echo "$f: agents/$from/ must not include $inc (the top level of agents/ builds on the families)"
     else
       echo "$f: agents/$from/ must not include $inc (api < common < one family; families do not include each other)"
     fi
@@ -140,7 +156,7 @@ for f in $test_files; do
     top=${inc%%/*}
     if [ "$top" = torch ] || [ "$top" = ATen ] || [ "$top" = c10 ]; then
       if [ $torch_ok = 0 ]; then echo "$f: includes LibTorch <$inc>"; status=1; fi
-    elif [[ "$inc" == src/cli/* ]]; then
+    elif [[ "$inc" == cli/* ]]; then
       echo "$f: includes $inc (tests and benchmarks use the libraries; tests/cli runs the binary)"; status=1
     fi
   done < <(sed -n -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^>"]+)[>"].*/\1/p' "$f")

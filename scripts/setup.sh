@@ -2,7 +2,8 @@
 # placer setup: installs the Debian packages the project needs (idempotent, quiet when
 # everything is present), then configures and builds placer in Release with ccache.
 #
-#   bash scripts/setup.sh              # install packages + configure + build (build/)
+#   bash scripts/setup.sh              # install packages + configure + build the placer executable
+#   bash scripts/setup.sh --all        # ... and every target: tests and benchmarks (for ctest)
 #   bash scripts/setup.sh --no-build   # install packages only
 #   bash scripts/setup.sh --python     # also the optional Python group (model export)
 #
@@ -10,17 +11,20 @@
 #
 # Progress goes to stderr: on a terminal one status line that updates in place (packages
 # being set up, configure, build percent from ninja's [n/N] lines); otherwise one line per
-# stage. A first build takes 15-30 minutes on 2 cores.
+# stage. A first build of everything (--all) takes 15-30 minutes on 2 cores; the `placer`
+# executable alone needs 169 of its 300 compile steps.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build=1
+all=0
 python=0
 for arg in "$@"; do
   case "$arg" in
     --no-build) build=0 ;;
+    --all) all=1 ;;
     --python) python=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -141,11 +145,15 @@ fi
 # compiler's messages are shown.
 build_log="$build_dir/build.log"
 : >"$build_log"
-say "setup.sh: building $build_dir with $jobs jobs (log: $build_log; a first build takes 15-30 minutes on 2 cores)"
-if ! NINJA_STATUS="[%f/%t] " cmake --build "$build_dir" -j "$jobs" 2>&1 | build_progress; then
+# By default only what `placer` needs (not the tests, benchmarks or placer-calibrate).
+targets=(--target placer)
+build_what="the placer executable"
+if [ "$all" = 1 ]; then targets=(); build_what="every target (tests and benchmarks too)"; fi
+say "setup.sh: building $build_what in $build_dir with $jobs jobs (log: $build_log; a first build of everything takes 15-30 minutes on 2 cores)"
+if ! NINJA_STATUS="[%f/%t] " cmake --build "$build_dir" -j "$jobs" "${targets[@]}" 2>&1 | build_progress; then
   say "setup.sh: build failed:"
   grep -v -E '^\[[0-9]+/[0-9]+\] ' "$build_log" | tail -n 80 >&2
   echo "setup.sh: build failed (full log: $build_log)" >&2
   exit 1
 fi
-say "setup.sh: built $build_dir/placer ($build_type)"
+say "setup.sh: built $build_what: $build_dir/placer ($build_type)"

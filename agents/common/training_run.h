@@ -1,6 +1,6 @@
 #pragma once
 // The training harness: what every trainer (gdp, placeto, rainbow-pp; `placer train-policy
-// --agent A` picks one through the trainer registry, src/cli/trainers.h) does the same way
+// --agent A` picks one through the trainer registry, agents/training/trainers.h) does the same way
 // with its run folder, so that each trainer keeps only its own network-specific work (the
 // archive's tensors and optimizer state, written as an atomic pair by
 // agents/common/policy_file.h). Torch-free. Ctrl-C: agents/common/stop_signals.h.

@@ -4,7 +4,7 @@
 // corpus of graphs against the simulator (PlacementEnv), used zero-shot or fine-tuned on one
 // graph. docs/gdp.md describes the network, the training loop and the files.
 //
-// This header is torch-free on purpose: the CLI (src/cli) and benchmarks include it without
+// This header is torch-free on purpose: the CLI (cli/) and benchmarks include it without
 // paying for <torch/torch.h>. The networks live in agents/gdp/gdp_net.h (torch), built on the
 // modules of models/. When the project is built without LibTorch, gdp_available() is false
 // and every entry point below throws placer::Error saying so.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Self-test of scripts/check_function_length.sh on a small tree made here: a 160-line and a
-# 120-line function (inside `namespace a::b {`), and a long one under src/cli (not checked).
+# 120-line function (inside `namespace a::b {`), and a long one under cli/ (not checked).
 #   bash tests/lint/function_length_test.sh [SOURCE_DIR]
 set -uo pipefail
 src="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -15,7 +15,7 @@ function_file() {
   for ((i = 0; i < $2 - 2; ++i)); do echo "  x += $i;"; done
   echo "}"
 }
-mkdir -p "$tmp/tree/src/cli" "$tmp/tree/simulator"
+mkdir -p "$tmp/tree/cli" "$tmp/tree/simulator"
 {
   echo "namespace a::b {"
   function_file very_long 160
@@ -23,7 +23,7 @@ mkdir -p "$tmp/tree/src/cli" "$tmp/tree/simulator"
   function_file short_one 100
   echo "}  // namespace a::b"
 } >"$tmp/tree/simulator/lengths.cpp"
-function_file cli_main 200 >"$tmp/tree/src/cli/main.cpp"
+function_file cli_main 200 >"$tmp/tree/cli/main.cpp"
 
 # expect STATUS DESCRIPTION ALLOWLIST-TEXT [OPTIONS...]: the check exits with STATUS.
 expect() {
@@ -54,7 +54,7 @@ expect_output() {
 expect 1 "160 and 120 lines, empty allowlist" ""
 expect_output "^ +160 +simulator/lengths.cpp:2 very_long +FAIL" "the 160-line function is reported"
 expect_output "^ +120 +simulator/lengths.cpp:162 long_one +FAIL" "the 120-line function is reported"
-expect_output "2 functions over 100 lines, 2 failing" "summary counts (src/cli and 100 lines skipped)"
+expect_output "2 functions over 100 lines, 2 failing" "summary counts (cli/ and 100 lines skipped)"
 expect 1 "the 160-line function listed without the over-150 mark" \
   $'simulator/lengths.cpp very_long  # being split\nsimulator/lengths.cpp long_one  # x\n'
 expect 0 "both listed, the long one marked over 150" \

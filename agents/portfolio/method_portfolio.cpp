@@ -1,0 +1,84 @@
+#include "agents/portfolio/method_portfolio.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "agents/gdp/gdp.h"
+#include "agents/api/methods.h"
+#include "agents/staged_methods.h"
+#include "src/util/error.h"
+#include "src/util/format.h"
+
+namespace placer {
+namespace {
+
+void log_run(const std::string& label, const MethodRun& run, std::ostream& log) {
+  if (!run.ok) {
+    log << "placer: " << label << ": " << run.method << ": failed: " << run.error << "\n";
+    return;
+  }
+  log << "placer: " << label << ": " << run.method << ": " << human_time(run.result.step_time)
+      << (run.result.oom ? " (OOM)" : "") << " in " << human_time(run.search_seconds) << "\n";
+}
+
+}  // namespace
+
+bool better_run(const MethodRun& a, const MethodRun& b) {
+  if (a.result.oom != b.result.oom) return !a.result.oom;
+  return a.result.step_time < b.result.step_time;
+}
+
+MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std::string& label,
+                   std::ostream& log) {
+  MethodRun chosen;
+  bool have = false;
+  for (const MethodInfo& m : placer_methods()) {
+    if (!m.fast) continue;
+    MethodRun run = run_method(m.name, s, budget);
+    run.method = m.name;
+    log_run(label, run, log);
+    if (!run.ok) continue;
+    if (!have || better_run(run, chosen)) chosen = std::move(run), have = true;
+  }
+  if (!have) throw Error("--method " + label + ": every fast method failed (see above)");
+  return chosen;
+}
+
+std::vector<std::string> auto_learned_methods() {
+  std::vector<std::string> out;
+  if (gdp_available() && std::filesystem::is_regular_file(default_policy_path())) {
+    out.push_back("gdp+hybrid");
+  }
+  if (gdp_available() && std::filesystem::is_regular_file(staged_policy_path())) {
+    out.push_back("gdp+stages");
+  }
+  for (const MethodInfo& m : placer_methods()) {
+    if (m.name == "rainbow-3d") out.push_back(m.name);  // registered with LibTorch only
+  }
+  return out;
+}
+
+MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double seconds,
+                   std::ostream& log) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  MethodRun chosen = run_best(s, budget, "auto", log);
+  for (const std::string& name : auto_learned_methods()) {
+    const double left =
+        seconds - std::chrono::duration<double>(Clock::now() - start).count();
+    if (left < 1.0) {
+      log << "placer: auto: " << name << ": skipped (" << fixed(std::max(left, 0.0), 1)
+          << " s of the " << fixed(seconds, 0) << " s budget left)\n";
+      continue;
+    }
+    SearchBudget learned = budget;
+    learned.max_seconds = budget.max_seconds > 0 ? std::min(budget.max_seconds, left) : left;
+    MethodRun run = run_method(name, s, learned);
+    run.method = name;
+    log_run("auto", run, log);
+    if (run.ok && better_run(run, chosen)) chosen = std::move(run);
+  }
+  return chosen;
+}
+
+}  // namespace placer

@@ -1,0 +1,40 @@
+#pragma once
+// `placer place --method best` and `--method auto`: several methods on one problem, the
+// fastest plan that fits kept. One line per method goes to the log ("placer: LABEL: M: ...").
+//
+//   best: every fast method of the registry (MethodInfo::fast).
+//   auto: best, then the learned placers zero-shot (auto_learned_methods()) with what is left
+//         of a wall-clock budget; the fast methods always run, so auto is never worse than
+//         best on the same seed.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "agents/portfolio/method_run.h"
+
+namespace placer {
+
+/// Whether `a` is the better outcome: a plan that fits beats an OOM one, then the lower step
+/// time (ties keep `b`).
+bool better_run(const MethodRun& a, const MethodRun& b);
+
+/// Every fast method under `budget`; throws Error when all of them failed. `label` names the
+/// portfolio in the log lines ("best", "auto").
+MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std::string& label,
+                   std::ostream& log);
+
+/// The learned methods `auto` adds, in the order it runs them: "gdp+hybrid" (the shipped GDP
+/// policy zero-shot, in the micro-batch and replica outer loop) and "gdp+stages" (the same
+/// policy zero-shot, its placements read as pipeline stages) when LibTorch and the default
+/// policy are there, then "rainbow-3d" (Auto-MAP's explorers, trained online on the graph
+/// with what is left of the time) when LibTorch is there; none otherwise.
+std::vector<std::string> auto_learned_methods();
+
+/// auto: run_best, then each learned method with max_seconds = what is left of `seconds`
+/// (measured from the call); a learned method is skipped, and the log says so, when less
+/// than one second is left.
+MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double seconds,
+                   std::ostream& log);
+
+}  // namespace placer

@@ -1,0 +1,82 @@
+#include "agents/training/config_fields.h"
+
+#include <cmath>
+#include <filesystem>
+
+namespace placer {
+
+namespace fs = std::filesystem;
+
+std::string absolute_path(const std::string& p) {
+  std::string s = fs::absolute(fs::path(p)).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::string resolve_input(const std::string& p, const std::string& base) {
+  if (p.empty()) return p;
+  const fs::path path(p);
+  return absolute_path((path.is_absolute() ? path : fs::path(base) / path).string());
+}
+
+std::string read_string(const ConfigSource& s, const YAML::Node& n, const std::string& f) {
+  if (n.IsNull()) return "";
+  return s.reader.scalar(n, f);
+}
+
+std::vector<YAML::Node> list_items(const ConfigSource& s, const YAML::Node& n,
+                                   const std::string& f) {
+  std::vector<YAML::Node> out;
+  if (n.IsNull()) return out;
+  if (n.IsScalar()) return {n};
+  s.reader.expect_sequence(n, f);
+  for (size_t i = 0; i < n.size(); ++i) out.push_back(n[i]);
+  return out;
+}
+
+double read_double(const ConfigSource& s, const YAML::Node& n, const std::string& f, double lo,
+                   double hi, bool lo_open) {
+  const double v = s.reader.to_double(n, f);
+  if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo)) {
+    std::string range = (lo_open ? "> " : ">= ") + ConfigJson(lo).dump();
+    if (hi < kConfigMaxDouble) range += " and <= " + ConfigJson(hi).dump();
+    s.reader.fail(f, "must be " + range + " (got '" + n.Scalar() + "')");
+  }
+  return v;
+}
+
+std::string name_suggestion(const std::string& v, const std::vector<std::string>& known,
+                            const std::string& lead) {
+  std::string all, best;
+  size_t best_d = 3;  // suggest only close matches (typos)
+  for (const std::string& k : known) {
+    all += (all.empty() ? "" : ", ") + k;
+    const size_t d = edit_distance(v, k, 3);
+    if (d < best_d) best_d = d, best = k;
+  }
+  return best.empty() ? "(" + lead + ": " + all + ")" : "(did you mean '" + best + "'?)";
+}
+
+void check_name(const YamlReader& r, const std::string& f, const std::string& v,
+                const std::vector<std::string>& known, const std::string& what) {
+  for (const std::string& k : known) {
+    if (k == v) return;
+  }
+  r.fail(f, "unknown " + what + " '" + v + "' " + name_suggestion(v, known, "known"));
+}
+
+void unknown_key(const YamlReader& r, const std::string& field, const std::string& key,
+                 const std::vector<std::string>& allowed) {
+  r.fail(field, "unknown key '" + key + "' " + name_suggestion(key, allowed, "expected one of"));
+}
+
+std::pair<std::string, std::string> split_assignment(const YamlReader& r,
+                                                     const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    r.fail("", "expected KEY=VALUE, got '" + assignment + "'");
+  }
+  return {assignment.substr(0, eq), assignment.substr(eq + 1)};
+}
+
+}  // namespace placer

@@ -1,0 +1,109 @@
+// `placer plan from-megatron | from-deepspeed`: a user's framework configuration as a plan,
+// to simulate or compare next to placer's own (docs/export.md).
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/command_options.h"
+#include "cli/common.h"
+#include "src/io/plan_import.h"
+#include "src/io/plan_io.h"
+#include "src/util/error.h"
+
+namespace placer::cli {
+namespace {
+
+struct PlanFromArgs {
+  std::string source, graph, cluster, output;
+  int world_size = 0;  ///< 0 = every device of the cluster from first_device on
+  int first_device = 0;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw FileError(path + ": cannot read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `label` names the source in messages ("megatron arguments", "ds.json").
+void build_plan(const PlanFromArgs& a, const std::string& label,
+                FrameworkConfig (*parse)(const std::string&, int), const std::string& text) {
+  const Graph g = load_graph_for_step(a.graph, true, "adam");
+  const Cluster c = load_cluster(a.cluster);
+  if (a.first_device < 0 || a.first_device >= c.num_devices()) {
+    throw Error("--first-device: " + std::to_string(a.first_device) + " is not a device of '" + c.name + "'");
+  }
+  const int world = a.world_size > 0 ? a.world_size : c.num_devices() - a.first_device;
+  Plan p;
+  try {
+    FrameworkConfig f = parse(text, world);
+    f.config.first_device = a.first_device;
+    if (!f.ignored.empty()) {
+      std::string list;
+      for (const std::string& s : f.ignored) list += (list.empty() ? "" : ", ") + s;
+      std::cerr << "placer: " << label << ": not modelled, ignored: " << list << "\n";
+    }
+    p = plan_of_framework_config(f, g);
+    p.validate(g, c);
+  } catch (const ValidationError& e) {
+    throw ValidationError(label + ": " + e.what());
+  } catch (const FormatError& e) {
+    throw FormatError(label + ": " + e.what());
+  }
+  ensure_parent_dir(a.output);
+  save_plan(p, g, c, a.output);
+  std::cerr << "placer: wrote " << a.output << " (" << p.pipeline.ranks() << " pipeline ranks x "
+            << p.pipeline.stages.front().devices.size() << " devices, " << p.pipeline.micro_batches
+            << " micro-batches)\n";
+}
+
+void add_common(CLI::App* sub, PlanFromArgs* a) {
+  add_graph_option(sub, a->graph, "Model graph (*.graph.json) of a layered transformer");
+  add_cluster_option(sub, a->cluster);
+  add_output_option(sub, a->output, "Plan to write (*.plan.yaml or *.plan.json)")->required();
+  sub->add_option("--world-size", a->world_size,
+                  "Devices the job runs on (default: the cluster's, from --first-device on)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--first-device", a->first_device, "Cluster device of rank 0")->capture_default_str();
+}
+
+void register_plan(CLI::App& app) {
+  CLI::App* plan = app.add_subcommand("plan", "Build a plan from a framework configuration (docs/export.md)");
+  plan->require_subcommand(1);
+
+  add_command<PlanFromArgs>(
+      *plan, "from-megatron",
+      "The plan of Megatron-LM arguments, e.g. \"--tensor-model-parallel-size 2 ...\"",
+      [](CLI::App* m, PlanFromArgs& a) {
+        // The arguments are one quoted string, or several words: CLI11 takes a word that
+        // starts with "--" for an option, so they arrive as extras and are joined.
+        m->allow_extras(true);
+        add_common(m, &a);
+      },
+      [](const PlanFromArgs& a, const CLI::App& m) {
+        std::string args;
+        for (const std::string& w : m.remaining()) args += (args.empty() ? "" : " ") + w;
+        if (args.empty()) throw Error("from-megatron: no Megatron-LM arguments given");
+        build_plan(a, "megatron arguments", parse_megatron_arguments, args);
+      });
+
+  add_command<PlanFromArgs>(
+      *plan, "from-deepspeed", "The plan of a DeepSpeed config (JSON)",
+      [](CLI::App* d, PlanFromArgs& a) {
+        add_input_file(d, "config", a.source, "DeepSpeed config (*.json)");
+        add_common(d, &a);
+      },
+      [](const PlanFromArgs& a) {
+        build_plan(a, a.source, parse_deepspeed_config, read_text(a.source));
+      });
+}
+
+}  // namespace
+
+static CommandRegistrar plan_registrar(19, "plan", register_plan);
+
+}  // namespace placer::cli
