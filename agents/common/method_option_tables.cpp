@@ -1,27 +1,9 @@
 #include "agents/common/method_option_tables.h"
 
-#include <sstream>
-
 #include "agents/rainbow/rainbow_config.h"
 
 namespace placer {
 namespace {
-
-std::string print_widths(const std::vector<int64_t>& w) {
-  std::string s = "[";
-  for (size_t i = 0; i < w.size(); ++i) s += (i ? ", " : "") + std::to_string(w[i]);
-  return s + "]";
-}
-
-/// One RainbowConfig option as text (from rainbow_config_to_yaml's "key: value" lines).
-std::string rainbow_option_text(const RainbowConfig& c, const std::string& key) {
-  std::istringstream in(rainbow_config_to_yaml(c));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, key.size() + 2, key + ": ") == 0) return line.substr(key.size() + 2);
-  }
-  return "";
-}
 
 /// A path option: non-empty.
 template <class O, class Field>
@@ -85,8 +67,7 @@ void add_seq2seq_options(OptionTable<O>* t) {
 
 const OptionTable<RainbowPPOptions>& rainbow_pp_option_table() {
   static const OptionTable<RainbowPPOptions> t = [] {
-    using O = RainbowPPOptions;
-    OptionTable<O> v("rainbow-pp");
+    OptionTable<RainbowPPOptions> v("rainbow-pp");
     v.integer("stages", "pipeline stages (0 = min(4, devices))",
               [](auto& o) -> auto& { return o.stages; })
         .integer("micro_batches", "micro-batches (0 = 4 x stages, capped by the batch)",
@@ -112,13 +93,8 @@ const OptionTable<RainbowPPOptions>& rainbow_pp_option_table() {
         .integer("target_update", "learn() updates between target syncs",
                  [](auto& o) -> auto& { return o.target_update; })
         .number("lr", "Adam learning rate", [](auto& o) -> auto& { return o.lr; });
-    v.add("hidden", "list", "MLP torso widths, e.g. [128, 128]",
-          [](O* o, const std::string& x) {
-            RainbowConfig c;
-            set_rainbow_option(&c, "hidden", x);
-            o->hidden = c.hidden;
-          },
-          [](const O& o) { return print_widths(o.hidden); });
+    v.integer_list("hidden", "MLP torso widths, e.g. [128, 128]",
+                   [](auto& o) -> auto& { return o.hidden; });
     return v;
   }();
   return t;
@@ -156,18 +132,19 @@ const OptionTable<RainbowOppOptions>& rainbow_opp_option_table() {
                 [](auto& o) -> auto& { return o.env.conflict_reward; })
         .number("oom_penalty", "simulator reward of a step whose plan runs out of memory",
                 [](auto& o) -> auto& { return o.env.oom_penalty; });
-    for (const std::string& key : rainbow_option_names()) {
+    const OptionTable<RainbowConfig>& agent = rainbow_config_table();
+    for (const std::string& key : agent.keys()) {
       if (key == "seed") {
         v.refuse(key, "the agent's seed is --seed");
         continue;
       }
       v.add(key, "agent", "Rainbow agent option (agents/rainbow/rainbow_config.h)",
-            [key](O* o, const std::string& x) {
-              set_rainbow_option(&o->agent, key, x);
+            [key, &agent](O* o, const std::string& x) {
+              agent.set_value(&o->agent, key, x);
               // An explicit support overrides the automatic one.
               if (key == "v_min" || key == "v_max") o->auto_support = false;
             },
-            [key](const O& o) { return rainbow_option_text(o.agent, key); });
+            [key, &agent](const O& o) { return agent.value(o.agent, key); });
     }
     return v;
   }();
