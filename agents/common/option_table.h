@@ -112,6 +112,16 @@ class OptionTable {
                },
                [field](const O& o) { return std::string(field(o)); });
   }
+  /// A file path (non-empty: "expected a file path").
+  template <class Field>
+  OptionTable& path(std::string key, std::string doc, Field field) {
+    return add(std::move(key), "path", std::move(doc),
+               [field](O* o, const std::string& v) {
+                 if (v.empty()) throw OptionValueError{"expected a file path"};
+                 field(*o) = v;
+               },
+               [field](const O& o) { return std::string(field(o)); });
+  }
   /// A list of integers (parse_option_int_list).
   template <class Field>
   OptionTable& integer_list(std::string key, std::string doc, Field field) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/option_table.h"
 
 namespace placer {
 
@@ -46,5 +47,7 @@ struct RainbowPPOptions {
 
 /// The rainbow-pp placer with `options`. Throws placer::Error without LibTorch.
 std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions& options = {});
+/// The options of rainbow-pp (agents/rainbow/rainbow_pp_options.cpp).
+const OptionTable<RainbowPPOptions>& rainbow_pp_option_table();
 
 }  // namespace placer

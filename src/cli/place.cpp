@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "agents/common/method_option_tables.h"
+#include "agents/common/option_table.h"
 #include "agents/gdp/gdp.h"
 #include "agents/placeto/placeto.h"
 #include "agents/rainbow/rainbow_pp_policy.h"

@@ -7,10 +7,12 @@
 #include <thread>
 
 #include "agents/api/search_budget.h"
-#include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
 #include "agents/api/placer.h"
 #include "agents/rainbow/rainbow_config.h"
+#include "agents/rainbow/rainbow_opp.h"
+#include "agents/rainbow/rainbow_pp.h"
+#include "agents/seq2seq/hdp.h"
 #include "agents/sync/autosync_rl.h"
 #include "src/util/error.h"
 
