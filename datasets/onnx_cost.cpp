@@ -176,6 +176,217 @@ double einsum_flops(const onnx::NodeProto& n, const std::vector<ValueDesc>& in,
   return k >= 2 ? 2 * points : points;
 }
 
+// A cost rule fills in the FLOPs and category of one node (the category starts at
+// category_of_op_type's); the rules follow docs/import.md.
+using Values = std::vector<ValueDesc>;
+using CostRule = void (*)(const onnx::NodeProto& node, const Values& in, const Values& out,
+                          NodeCost* c);
+
+// --- Dense products ---------------------------------------------------------------
+
+void matmul_cost(const onnx::NodeProto&, const Values& in, const Values& out, NodeCost* c) {
+  const ValueDesc& a = need_in(in, 0);
+  const double k = a.shape.size() == 1 ? dim(a, 0) : dim(a, -1);
+  c->flops = 2 * need_out(out, 0).elems * k;
+  c->category = OpCategory::kMatMul;
+}
+
+void gemm_cost(const onnx::NodeProto& node, const Values& in, const Values& out, NodeCost* c) {
+  const ValueDesc& a = need_in(in, 0);
+  const double k = attr_i(node, "transA", 0) ? dim(a, 0) : dim(a, 1);
+  const double mn = need_out(out, 0).elems;
+  c->flops = 2 * mn * k + (has(in, 2) ? mn : 0);
+  c->category = OpCategory::kMatMul;
+}
+
+void einsum_cost(const onnx::NodeProto& node, const Values& in, const Values& out, NodeCost* c) {
+  bool ok = false;
+  c->flops = einsum_flops(node, in, out, &ok);
+  c->category = OpCategory::kMatMul;
+  if (ok) return;
+  c->has_rule = false;
+  c->flops = sum_out_elems(out);
+}
+
+void conv_cost(const onnx::NodeProto& node, const Values& in, const Values& out, NodeCost* c) {
+  // MACs per output (Conv) / per input (ConvTranspose) element = W elems / W[0]: the
+  // kernel volume times the channels of one group. Dilation changes only the output size.
+  const ValueDesc& w = need_in(in, 1);
+  const double per = w.elems / std::max(1.0, dim(w, 0));
+  const double y = need_out(out, 0).elems;
+  const double base = node.op_type() == "Conv" ? y : need_in(in, 0).elems;
+  c->flops = 2 * base * per + (has(in, 2) ? y : 0);
+  c->category = OpCategory::kConv;
+}
+
+// --- Normalization, softmax ------------------------------------------------------
+
+void normalization_cost(const onnx::NodeProto&, const Values& in, const Values&, NodeCost* c) {
+  c->flops = kFlopsPerElemLayerNorm * need_in(in, 0).elems;
+  c->category = OpCategory::kNormalization;
+}
+
+void lp_normalization_cost(const onnx::NodeProto&, const Values& in, const Values&, NodeCost* c) {
+  c->flops = 3 * need_in(in, 0).elems;
+  c->category = OpCategory::kNormalization;
+}
+
+void softmax_cost(const onnx::NodeProto&, const Values& in, const Values&, NodeCost* c) {
+  c->flops = kFlopsPerElemSoftmax * need_in(in, 0).elems;
+  c->category = OpCategory::kSoftmax;
+}
+
+// --- Pooling and reductions ------------------------------------------------------
+
+void pool_cost(const onnx::NodeProto& node, const Values&, const Values& out, NodeCost* c) {
+  double k = 1;
+  if (const auto* a = find_attr(node, "kernel_shape")) {
+    for (int64_t d : a->ints()) k *= static_cast<double>(d);
+  }
+  c->flops = (node.op_type() == "LpPool" ? 2 : 1) * need_out(out, 0).elems * k;
+  c->category = OpCategory::kPooling;
+}
+
+void global_pool_cost(const onnx::NodeProto& node, const Values& in, const Values& out,
+                      NodeCost* c) {
+  const std::string& op = node.op_type();
+  const double x = need_in(in, 0).elems, y = need_out(out, 0).elems;
+  c->flops = op == "GlobalMaxPool" ? x : op == "GlobalAveragePool" ? x + y : 2 * x + y;
+  c->category = OpCategory::kReduction;
+}
+
+// Also the fallback of Reduce* ops without a formula (1 FLOP per output element).
+void reduction_cost(const onnx::NodeProto& node, const Values& in, const Values& out, NodeCost* c) {
+  const std::string& op = node.op_type();
+  const double x = need_in(in, 0).elems;
+  const double y = need_out(out, 0).elems;
+  if (op == "ReduceMean") {
+    c->flops = x + y;
+  } else if (op == "ReduceSumSquare" || op == "ReduceL1") {
+    c->flops = 2 * x;
+  } else if (op == "ReduceL2" || op == "ReduceLogSum" || op == "ReduceLogSumExp") {
+    c->flops = 2 * x + y;
+  } else if (op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
+             op == "ArgMax" || op == "ArgMin") {
+    c->flops = x;
+  } else {
+    c->has_rule = false;
+    c->flops = y;
+  }
+  c->category = OpCategory::kReduction;
+}
+
+// --- Recurrent -------------------------------------------------------------------
+
+void recurrent_cost(const onnx::NodeProto& node, const Values& in, const Values&, NodeCost* c) {
+  // Per time step and direction: the input and recurrent gate GEMMs, their sum, the
+  // biases and the gate nonlinearities (docs/import.md).
+  const std::string& op = node.op_type();
+  const double gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  const double gate_elementwise = op == "LSTM" ? 24 : op == "GRU" ? 17 : 4;
+  const ValueDesc& x = need_in(in, 0);
+  const ValueDesc& w = need_in(in, 1);
+  const bool batch_major = attr_i(node, "layout", 0) == 1;
+  const double steps = batch_major ? dim(x, 1) : dim(x, 0);
+  const double batch = batch_major ? dim(x, 0) : dim(x, 1);
+  const double input = dim(x, 2);
+  const double dirs = dim(w, 0);
+  const double hidden =
+      static_cast<double>(attr_i(node, "hidden_size", static_cast<int64_t>(dim(w, 1) / gates)));
+  double per_step =
+      2 * gates * hidden * (input + hidden) + gates * hidden + gate_elementwise * hidden;
+  if (has(in, 3)) per_step += 2 * gates * hidden;          // Wb and Rb
+  if (op == "LSTM" && has(in, 7)) per_step += 6 * hidden;  // peepholes
+  c->flops = dirs * steps * batch * per_step;
+  c->category = OpCategory::kRecurrent;
+}
+
+// --- Lookups, data movement, views ----------------------------------------------
+
+void gather_cost(const onnx::NodeProto&, const Values& in, const Values&, NodeCost* c) {
+  c->flops = 0;
+  if (has(in, 0) && in[0].is_param) {
+    c->category = OpCategory::kEmbedding;
+    c->rows_only = true;
+  } else {
+    c->category = OpCategory::kDataMovement;
+  }
+}
+
+void resize_cost(const onnx::NodeProto& node, const Values&, const Values& out, NodeCost* c) {
+  const std::string mode = attr_s(node, "mode", "nearest");
+  const ValueDesc& y = need_out(out, 0);
+  const double spatial = std::max<double>(1, static_cast<double>(y.shape.size()) - 2);
+  if (mode == "nearest") {
+    c->category = OpCategory::kDataMovement;
+  } else {
+    c->flops = y.elems * 2 * std::pow(mode == "cubic" ? 4.0 : 2.0, spatial);
+    c->category = OpCategory::kElementwise;
+  }
+}
+
+void shape_cost(const onnx::NodeProto&, const Values&, const Values&, NodeCost* c) {
+  c->category = OpCategory::kInput;  // shape of a tensor inference could not resolve
+}
+
+void range_cost(const onnx::NodeProto&, const Values&, const Values& out, NodeCost* c) {
+  c->flops = need_out(out, 0).elems;
+  c->category = OpCategory::kElementwise;
+}
+
+// --- Elementwise -----------------------------------------------------------------
+
+void elementwise_cost(const onnx::NodeProto& node, const Values& in, const Values& out,
+                      double per_element, NodeCost* c) {
+  const std::string& op = node.op_type();
+  if (op == "Sum" || op == "Mean" || op == "Max" || op == "Min") {
+    int n = 0;
+    for (const auto& v : in) n += v.present ? 1 : 0;
+    per_element = std::max(n - 1, 1) + (op == "Mean" ? 1 : 0);
+  }
+  c->flops = per_element * need_out(out, 0).elems;
+  c->category = OpCategory::kElementwise;
+}
+
+// The rule of every op type with a formula of its own.
+const std::unordered_map<std::string, CostRule>& cost_rules() {
+  static const std::unordered_map<std::string, CostRule> kRules = {
+      {"MatMul", matmul_cost},
+      {"MatMulInteger", matmul_cost},
+      {"Gemm", gemm_cost},
+      {"Einsum", einsum_cost},
+      {"Conv", conv_cost},
+      {"ConvTranspose", conv_cost},
+      {"BatchNormalization", normalization_cost},
+      {"LayerNormalization", normalization_cost},
+      {"InstanceNormalization", normalization_cost},
+      {"GroupNormalization", normalization_cost},
+      {"MeanVarianceNormalization", normalization_cost},
+      {"LpNormalization", lp_normalization_cost},
+      {"Softmax", softmax_cost},
+      {"LogSoftmax", softmax_cost},
+      {"MaxPool", pool_cost},
+      {"AveragePool", pool_cost},
+      {"LpPool", pool_cost},
+      {"GlobalAveragePool", global_pool_cost},
+      {"GlobalMaxPool", global_pool_cost},
+      {"GlobalLpPool", global_pool_cost},
+      {"ArgMax", reduction_cost},
+      {"ArgMin", reduction_cost},
+      {"LSTM", recurrent_cost},
+      {"GRU", recurrent_cost},
+      {"RNN", recurrent_cost},
+      {"Gather", gather_cost},
+      {"Resize", resize_cost},
+      {"Upsample", resize_cost},
+      {"Shape", shape_cost},
+      {"Size", shape_cost},
+      {"Constant", shape_cost},
+      {"Range", range_cost},
+  };
+  return kRules;
+}
+
 }  // namespace
 
 bool is_view_op(const std::string& op_type) { return is_view(op_type); }
@@ -189,178 +400,23 @@ NodeCost node_cost(const onnx::NodeProto& node, const std::vector<ValueDesc>& in
   const std::string& op = node.op_type();
   NodeCost c;
   c.category = category_of_op_type(op);
-  const bool std_domain = node.domain().empty() || node.domain() == "ai.onnx";
-
-  // --- Dense products ---------------------------------------------------------------
-  if (op == "MatMul" || op == "MatMulInteger") {
-    const ValueDesc& a = need_in(in, 0);
-    const double k = a.shape.size() == 1 ? dim(a, 0) : dim(a, -1);
-    c.flops = 2 * need_out(out, 0).elems * k;
-    c.category = OpCategory::kMatMul;
-    return c;
-  }
-  if (op == "Gemm") {
-    const ValueDesc& a = need_in(in, 0);
-    const double k = attr_i(node, "transA", 0) ? dim(a, 0) : dim(a, 1);
-    const double mn = need_out(out, 0).elems;
-    c.flops = 2 * mn * k + (has(in, 2) ? mn : 0);
-    c.category = OpCategory::kMatMul;
-    return c;
-  }
-  if (op == "Einsum") {
-    bool ok = false;
-    c.flops = einsum_flops(node, in, out, &ok);
-    c.category = OpCategory::kMatMul;
-    if (ok) return c;
-    c.has_rule = false;
-    c.flops = sum_out_elems(out);
-    return c;
-  }
-  if (op == "Conv" || op == "ConvTranspose") {
-    // MACs per output (Conv) / per input (ConvTranspose) element = W elems / W[0]: the
-    // kernel volume times the channels of one group. Dilation changes only the output size.
-    const ValueDesc& w = need_in(in, 1);
-    const double per = w.elems / std::max(1.0, dim(w, 0));
-    const double y = need_out(out, 0).elems;
-    const double base = op == "Conv" ? y : need_in(in, 0).elems;
-    c.flops = 2 * base * per + (has(in, 2) ? y : 0);
-    c.category = OpCategory::kConv;
-    return c;
-  }
-  // --- Normalization, softmax ------------------------------------------------------
-  if (op == "BatchNormalization" || op == "LayerNormalization" || op == "InstanceNormalization" ||
-      op == "GroupNormalization" || op == "MeanVarianceNormalization") {
-    c.flops = kFlopsPerElemLayerNorm * need_in(in, 0).elems;
-    c.category = OpCategory::kNormalization;
-    return c;
-  }
-  if (op == "LpNormalization") {
-    c.flops = 3 * need_in(in, 0).elems;
-    c.category = OpCategory::kNormalization;
-    return c;
-  }
-  if (op == "Softmax" || op == "LogSoftmax") {
-    c.flops = kFlopsPerElemSoftmax * need_in(in, 0).elems;
-    c.category = OpCategory::kSoftmax;
-    return c;
-  }
-  // --- Pooling and reductions ------------------------------------------------------
-  if (op == "MaxPool" || op == "AveragePool" || op == "LpPool") {
-    double k = 1;
-    if (const auto* a = find_attr(node, "kernel_shape")) {
-      for (int64_t d : a->ints()) k *= static_cast<double>(d);
-    }
-    c.flops = (op == "LpPool" ? 2 : 1) * need_out(out, 0).elems * k;
-    c.category = OpCategory::kPooling;
-    return c;
-  }
-  if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool") {
-    const double x = need_in(in, 0).elems, y = need_out(out, 0).elems;
-    c.flops = op == "GlobalMaxPool" ? x : op == "GlobalAveragePool" ? x + y : 2 * x + y;
-    c.category = OpCategory::kReduction;
-    return c;
-  }
-  if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin") {
-    const double x = need_in(in, 0).elems;
-    const double y = need_out(out, 0).elems;
-    if (op == "ReduceMean") {
-      c.flops = x + y;
-    } else if (op == "ReduceSumSquare" || op == "ReduceL1") {
-      c.flops = 2 * x;
-    } else if (op == "ReduceL2" || op == "ReduceLogSum" || op == "ReduceLogSumExp") {
-      c.flops = 2 * x + y;
-    } else if (op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
-               op == "ArgMax" || op == "ArgMin") {
-      c.flops = x;
-    } else {
-      c.has_rule = false;
-      c.flops = y;
-    }
-    c.category = OpCategory::kReduction;
-    return c;
-  }
-  // --- Recurrent -------------------------------------------------------------------
-  if (op == "LSTM" || op == "GRU" || op == "RNN") {
-    // Per time step and direction: the input and recurrent gate GEMMs, their sum, the
-    // biases and the gate nonlinearities (docs/import.md).
-    const double gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
-    const double gate_elementwise = op == "LSTM" ? 24 : op == "GRU" ? 17 : 4;
-    const ValueDesc& x = need_in(in, 0);
-    const ValueDesc& w = need_in(in, 1);
-    const bool batch_major = attr_i(node, "layout", 0) == 1;
-    const double steps = batch_major ? dim(x, 1) : dim(x, 0);
-    const double batch = batch_major ? dim(x, 0) : dim(x, 1);
-    const double input = dim(x, 2);
-    const double dirs = dim(w, 0);
-    const double hidden =
-        static_cast<double>(attr_i(node, "hidden_size", static_cast<int64_t>(dim(w, 1) / gates)));
-    double per_step =
-        2 * gates * hidden * (input + hidden) + gates * hidden + gate_elementwise * hidden;
-    if (has(in, 3)) per_step += 2 * gates * hidden;          // Wb and Rb
-    if (op == "LSTM" && has(in, 7)) per_step += 6 * hidden;  // peepholes
-    c.flops = dirs * steps * batch * per_step;
-    c.category = OpCategory::kRecurrent;
-    return c;
-  }
-  // --- Lookups, data movement, views ----------------------------------------------
-  if (op == "Gather") {
-    c.flops = 0;
-    if (has(in, 0) && in[0].is_param) {
-      c.category = OpCategory::kEmbedding;
-      c.rows_only = true;
-    } else {
-      c.category = OpCategory::kDataMovement;
-    }
-    return c;
-  }
-  if (is_view(op)) {
+  const auto rule = cost_rules().find(op);
+  if (rule != cost_rules().end()) {
+    rule->second(node, in, out, &c);
+  } else if (op.rfind("Reduce", 0) == 0) {
+    reduction_cost(node, in, out, &c);
+  } else if (is_view(op)) {
     c.view = true;
     c.category = OpCategory::kDataMovement;
-    return c;
-  }
-  if (is_data_movement(op)) {
+  } else if (is_data_movement(op)) {
     c.category = OpCategory::kDataMovement;
-    return c;
+  } else if (const auto it = elementwise_table().find(op); it != elementwise_table().end()) {
+    elementwise_cost(node, in, out, it->second, &c);
+  } else {
+    // No rule: 1 FLOP per output element.
+    c.has_rule = false;
+    c.flops = sum_out_elems(out);
   }
-  if (op == "Resize" || op == "Upsample") {
-    const std::string mode = attr_s(node, "mode", "nearest");
-    const ValueDesc& y = need_out(out, 0);
-    const double spatial = std::max<double>(1, static_cast<double>(y.shape.size()) - 2);
-    if (mode == "nearest") {
-      c.category = OpCategory::kDataMovement;
-    } else {
-      c.flops = y.elems * 2 * std::pow(mode == "cubic" ? 4.0 : 2.0, spatial);
-      c.category = OpCategory::kElementwise;
-    }
-    return c;
-  }
-  if (op == "Shape" || op == "Size" || op == "Constant") {
-    c.category = OpCategory::kInput;  // shape of a tensor inference could not resolve
-    return c;
-  }
-  if (op == "Range") {
-    c.flops = need_out(out, 0).elems;
-    c.category = OpCategory::kElementwise;
-    return c;
-  }
-  // --- Elementwise -----------------------------------------------------------------
-  auto it = elementwise_table().find(op);
-  if (std_domain || it != elementwise_table().end()) {
-    if (it != elementwise_table().end()) {
-      double per = it->second;
-      if (op == "Sum" || op == "Mean" || op == "Max" || op == "Min") {
-        int n = 0;
-        for (const auto& v : in) n += v.present ? 1 : 0;
-        per = std::max(n - 1, 1) + (op == "Mean" ? 1 : 0);
-      }
-      c.flops = per * need_out(out, 0).elems;
-      c.category = OpCategory::kElementwise;
-      return c;
-    }
-  }
-  // --- No rule: 1 FLOP per output element ------------------------------------------
-  c.has_rule = false;
-  c.flops = sum_out_elems(out);
   return c;
 }
 

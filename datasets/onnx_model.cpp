@@ -292,104 +292,139 @@ std::unordered_map<std::string, InputRole> classify_inputs(const onnx::GraphProt
   return roles;
 }
 
-int64_t substitute_dims(onnx::ModelProto& m,
-                        const std::unordered_map<std::string, InputRole>& roles,
-                        const ImportOptions& opts, const std::string& file,
-                        std::vector<std::string>* warnings, ImportStats* stats) {
-  onnx::GraphProto* g = m.mutable_graph();
-  std::unordered_map<std::string, int64_t> symbols(opts.dim_overrides.begin(),
-                                                   opts.dim_overrides.end());
-  for (const auto& kv : symbols) {
-    if (kv.second <= 0) {
-      throw FormatError(format_context(file, "--dim " + kv.first,
-                                       "must be positive, got " + std::to_string(kv.second)));
+namespace {
+
+// Gives every dim of the graph inputs a number: symbols from --dim, the batch and sequence
+// options, and (with --batch-size) a new static batch; then the exporter-written shapes that
+// use them. The first data input's first dim is the batch reference.
+class DimSubstitution {
+ public:
+  DimSubstitution(const ImportOptions& opts, const std::string& file,
+                  std::vector<std::string>* warnings, ImportStats* stats)
+      : opts_(opts),
+        file_(file),
+        warnings_(warnings),
+        stats_(stats),
+        symbols_(opts.dim_overrides.begin(), opts.dim_overrides.end()) {
+    for (const auto& kv : symbols_) {
+      if (kv.second <= 0) {
+        throw FormatError(format_context(file, "--dim " + kv.first,
+                                         "must be positive, got " + std::to_string(kv.second)));
+      }
     }
   }
-  auto warn = [&](const std::string& w) {
-    if (warnings) warnings->push_back(w);
-  };
-  bool static_changed = false, defaulted_batch = false;
-  bool ref_seen = false;
-  int64_t batch = 0, first_static = 0;  // first_static: the reference's static first dim
-  const std::string hint_dims = "; pass --batch-size, --seq-len or --dim NAME=VALUE";
 
-  for (auto& in : *g->mutable_input()) {
-    auto it = roles.find(in.name());
-    if (it == roles.end() || !in.type().has_tensor_type()) continue;
-    const bool data = it->second == InputRole::kData;
-    auto* tt = in.mutable_type()->mutable_tensor_type();
+  // Returns the batch size the graph was computed for (0 = no batch dim found).
+  int64_t run(onnx::ModelProto& m, const std::unordered_map<std::string, InputRole>& roles) {
+    onnx::GraphProto* g = m.mutable_graph();
+    for (auto& in : *g->mutable_input()) {
+      auto it = roles.find(in.name());
+      if (it == roles.end() || !in.type().has_tensor_type()) continue;
+      substitute_input(&in, it->second == InputRole::kData);
+    }
+    report_batch_changes();
+    update_written_shapes(g);
+    return batch_;
+  }
+
+ private:
+  void warn(const std::string& w) {
+    if (warnings_) warnings_->push_back(w);
+  }
+
+  void substitute_input(onnx::ValueInfoProto* in, bool data) {
+    auto* tt = in->mutable_type()->mutable_tensor_type();
     if (!tt->has_shape()) {
       if (data) {
-        throw FormatError(format_context(file, "input '" + in.name() + "'",
+        throw FormatError(format_context(file_, "input '" + in->name() + "'",
                                          "has no shape (not even a rank); export with shapes"));
       }
-      continue;
+      return;
     }
     const std::string before = shape_text(tt->shape());
     auto* shape = tt->mutable_shape();
     for (int i = 0; i < shape->dim_size(); ++i) {
       auto* d = shape->mutable_dim(i);
-      const std::string where =
-          "input '" + in.name() + "' dim " + std::to_string(i) + " (of " + before + ")";
       if (d->has_dim_value() && d->dim_value() > 0) {
-        if (data && i == 0) {
-          // The first data input is the batch reference; a static first dim of another data
-          // input is re-batched only if it equals the reference's static one.
-          const bool reference = !ref_seen;
-          if (reference) ref_seen = true, first_static = d->dim_value();
-          if (opts.batch_size > 0 && first_static > 0 && d->dim_value() == first_static &&
-              d->dim_value() != opts.batch_size) {
-            d->set_dim_value(opts.batch_size);
-            static_changed = true;
-          }
-          if (reference) batch = d->dim_value();
-        }
+        if (data && i == 0) rebatch_static_dim(d);
         continue;
       }
       const std::string sym = d->has_dim_param() ? d->dim_param() : "";
-      int64_t v = 0;
-      auto ov = sym.empty() ? symbols.end() : symbols.find(sym);
-      if (ov != symbols.end()) {
-        v = ov->second;
-      } else if (!data) {
-        throw FormatError(format_context(file, where, "is symbolic ('" + sym + "')" + hint_dims));
-      } else if (!sym.empty() && looks_seq(sym)) {
-        if (opts.seq_len <= 0) {
-          throw FormatError(format_context(
-              file, where, "is a symbolic sequence length ('" + sym + "'); pass --seq-len"));
-        }
-        v = opts.seq_len;
-      } else if (i == 0 || (!sym.empty() && looks_batch(sym))) {
-        v = opts.batch_size > 0 ? opts.batch_size : 1;
-        defaulted_batch = defaulted_batch || opts.batch_size <= 0;
-      } else {
-        throw FormatError(format_context(
-            file, where,
-            sym.empty() ? "has no size" + hint_dims
-                        : "is symbolic ('" + sym + "'); pass --dim " + sym + "=VALUE"));
-      }
-      if (!sym.empty()) symbols[sym] = v;
-      if (data && i == 0 && !ref_seen) ref_seen = true, first_static = 0, batch = v;
+      const std::string where =
+          "input '" + in->name() + "' dim " + std::to_string(i) + " (of " + before + ")";
+      const int64_t v = symbolic_dim_value(sym, data, i, where);
+      if (!sym.empty()) symbols_[sym] = v;
+      if (data && i == 0 && !ref_seen_) ref_seen_ = true, first_static_ = 0, batch_ = v;
       d->clear_dim_param();
       d->set_dim_value(v);
     }
-    if (data && stats) {
+    if (data && stats_) {
       const std::string after = shape_text(tt->shape());
-      stats->data_input_shapes.push_back(in.name() + " " + after);
+      stats_->data_input_shapes.push_back(in->name() + " " + after);
     }
   }
-  if (defaulted_batch) {
-    warn("symbolic batch dimension set to 1; pass --batch-size to import another batch");
+
+  // The static first dim of a data input. The first data input is the batch reference; a
+  // static first dim of another data input is re-batched only if it equals the reference's.
+  void rebatch_static_dim(onnx::TensorShapeProto_Dimension* d) {
+    const bool reference = !ref_seen_;
+    if (reference) ref_seen_ = true, first_static_ = d->dim_value();
+    if (opts_.batch_size > 0 && first_static_ > 0 && d->dim_value() == first_static_ &&
+        d->dim_value() != opts_.batch_size) {
+      d->set_dim_value(opts_.batch_size);
+      static_changed_ = true;
+    }
+    if (reference) batch_ = d->dim_value();
   }
-  if (static_changed) {
-    if (stats) stats->exported_batch = first_static;
-    warn("static batch dimension " + std::to_string(first_static) +
-         " of the data inputs replaced by " + std::to_string(opts.batch_size) +
-         " (--batch-size); shapes re-inferred");
+
+  // The value of dim i (symbol `sym`, "" when it has none); parameters take overrides only.
+  int64_t symbolic_dim_value(const std::string& sym, bool data, int i, const std::string& where) {
+    const std::string hint_dims = "; pass --batch-size, --seq-len or --dim NAME=VALUE";
+    auto ov = sym.empty() ? symbols_.end() : symbols_.find(sym);
+    if (ov != symbols_.end()) return ov->second;
+    if (!data) {
+      throw FormatError(format_context(file_, where, "is symbolic ('" + sym + "')" + hint_dims));
+    }
+    if (!sym.empty() && looks_seq(sym)) {
+      if (opts_.seq_len <= 0) {
+        throw FormatError(format_context(
+            file_, where, "is a symbolic sequence length ('" + sym + "'); pass --seq-len"));
+      }
+      return opts_.seq_len;
+    }
+    if (i == 0 || (!sym.empty() && looks_batch(sym))) {
+      defaulted_batch_ = defaulted_batch_ || opts_.batch_size <= 0;
+      return opts_.batch_size > 0 ? opts_.batch_size : 1;
+    }
+    throw FormatError(
+        format_context(file_, where,
+                       sym.empty() ? "has no size" + hint_dims
+                                   : "is symbolic ('" + sym + "'); pass --dim " + sym + "=VALUE"));
+  }
+
+  void report_batch_changes() {
+    if (defaulted_batch_) {
+      warn("symbolic batch dimension set to 1; pass --batch-size to import another batch");
+    }
+    if (static_changed_) {
+      if (stats_) stats_->exported_batch = first_static_;
+      warn("static batch dimension " + std::to_string(first_static_) +
+           " of the data inputs replaced by " + std::to_string(opts_.batch_size) +
+           " (--batch-size); shapes re-inferred");
+    }
   }
 
   // Exporter-written shapes: substitute known symbols; after a static change they are stale.
-  auto fix = [&](onnx::ValueInfoProto* vi, bool clear_static) {
+  void update_written_shapes(onnx::GraphProto* g) {
+    for (auto& out : *g->mutable_output()) update_written_shape(&out, static_changed_);
+    if (static_changed_) {
+      g->clear_value_info();
+    } else {
+      for (auto& vi : *g->mutable_value_info()) update_written_shape(&vi, false);
+    }
+  }
+
+  void update_written_shape(onnx::ValueInfoProto* vi, bool clear_static) {
     if (!vi->type().has_tensor_type() || !vi->type().tensor_type().has_shape()) return;
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     if (clear_static) {
@@ -398,20 +433,31 @@ int64_t substitute_dims(onnx::ModelProto& m,
     }
     for (auto& d : *tt->mutable_shape()->mutable_dim()) {
       if (!d.has_dim_param()) continue;
-      auto it = symbols.find(d.dim_param());
-      if (it != symbols.end()) {
+      auto it = symbols_.find(d.dim_param());
+      if (it != symbols_.end()) {
         d.clear_dim_param();
         d.set_dim_value(it->second);
       }
     }
-  };
-  for (auto& out : *g->mutable_output()) fix(&out, static_changed);
-  if (static_changed) {
-    g->clear_value_info();
-  } else {
-    for (auto& vi : *g->mutable_value_info()) fix(&vi, false);
   }
-  return batch;
+
+  const ImportOptions& opts_;
+  const std::string& file_;
+  std::vector<std::string>* warnings_;
+  ImportStats* stats_;
+  std::unordered_map<std::string, int64_t> symbols_;
+  bool static_changed_ = false, defaulted_batch_ = false;
+  bool ref_seen_ = false;
+  int64_t batch_ = 0, first_static_ = 0;  // first_static_: the reference's static first dim
+};
+
+}  // namespace
+
+int64_t substitute_dims(onnx::ModelProto& m,
+                        const std::unordered_map<std::string, InputRole>& roles,
+                        const ImportOptions& opts, const std::string& file,
+                        std::vector<std::string>* warnings, ImportStats* stats) {
+  return DimSubstitution(opts, file, warnings, stats).run(m, roles);
 }
 
 void infer_shapes(onnx::ModelProto& m, const std::string& file, std::vector<std::string>* warnings,

@@ -6,6 +6,18 @@
 #
 #   scripts/gpu_measure.sh OUT [--calibrate-seconds 240] [--calibrate-args "--quick"]
 #                              [--steps-seconds 330] [--configs LIST] [--ppo-seconds 0]
+#   scripts/gpu_measure.sh OUT --modern [--sdpa-seconds 85] [--fp8-seconds 45]
+#                              [--fused-seconds 50] [--llama-seconds 135]
+#
+# --modern: instead of the above, the kernels of current LLM training stacks
+# (scripts/gpu_kernels_modern.py: SDPA backends, FP8 GEMMs, torch.compile'd fused ops) and
+# Llama-style training steps (scripts/gpu_llama_steps.py: eager / compiled, activation
+# checkpointing, FSDP2 at world size 1), each section within its own limit (4-6
+# minutes in all by default). OUT then ends with machine.txt, versions.json (machine facts:
+# SMs, L2, CUDA, cuDNN, NCCL, Triton, PyTorch), sdpa.csv, fp8_gemm.csv, fused_ops.csv,
+# llama_steps.csv, traces.tar (one profiled step per Llama configuration) and logs.tar.gz.
+# MODERN_ARGS adds options to every section's program ("--device cpu --tiny": a smoke test
+# without a GPU).
 #
 # --calibrate-args: placer-calibrate's options ("--quick" by default; "" = its full sweep).
 # --ppo-seconds N > 0: then builds and runs the GDP PPO-update benchmark on cpu and cuda
@@ -33,7 +45,8 @@ set -uo pipefail
 
 usage() {
   echo "usage: $0 OUT [--calibrate-seconds N] [--calibrate-args ARGS] [--steps-seconds N]" \
-       "[--configs LIST] [--ppo-seconds N]" >&2
+       "[--configs LIST] [--ppo-seconds N] | OUT --modern [--sdpa-seconds N]" \
+       "[--fp8-seconds N] [--fused-seconds N] [--llama-seconds N]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -43,6 +56,11 @@ calibrate_args=--quick
 steps_seconds=330
 configs=all
 ppo_seconds=0
+modern=0
+sdpa_seconds=85
+fp8_seconds=45
+fused_seconds=50
+llama_seconds=135
 while [ $# -gt 0 ]; do
   case $1 in
     --calibrate-seconds) [ $# -ge 2 ] || usage; calibrate_seconds=$2; shift 2 ;;
@@ -50,10 +68,16 @@ while [ $# -gt 0 ]; do
     --steps-seconds) [ $# -ge 2 ] || usage; steps_seconds=$2; shift 2 ;;
     --ppo-seconds) [ $# -ge 2 ] || usage; ppo_seconds=$2; shift 2 ;;
     --configs) [ $# -ge 2 ] || usage; configs=$2; shift 2 ;;
+    --modern) modern=1; shift ;;
+    --sdpa-seconds) [ $# -ge 2 ] || usage; sdpa_seconds=$2; shift 2 ;;
+    --fp8-seconds) [ $# -ge 2 ] || usage; fp8_seconds=$2; shift 2 ;;
+    --fused-seconds) [ $# -ge 2 ] || usage; fused_seconds=$2; shift 2 ;;
+    --llama-seconds) [ $# -ge 2 ] || usage; llama_seconds=$2; shift 2 ;;
     *) echo "$0: unknown option '$1'" >&2; usage ;;
   esac
 done
-for n in "$calibrate_seconds" "$steps_seconds" "$ppo_seconds"; do
+for n in "$calibrate_seconds" "$steps_seconds" "$ppo_seconds" "$sdpa_seconds" "$fp8_seconds" \
+         "$fused_seconds" "$llama_seconds"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "$0: time limits are whole seconds, got '$n'" >&2; exit 2; }
 done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -74,6 +98,63 @@ stamp() { echo "gpu_measure: $(date -u +%H:%M:%S) $*" >&2; }
   uname -a
   nproc
 } > "$out/machine.txt"
+
+# Packs OUT-side traces: DIR/traces/*.json.gz into OUT/traces.tar (split past 15 MiB).
+pack_traces() {
+  compgen -G "$1/traces/*.json.gz" > /dev/null || return 0
+  tar -C "$1" -cf "$work/traces.tar" traces
+  if [ "$(stat -c %s "$work/traces.tar")" -gt $((15 << 20)) ]; then
+    split -b 15M -d -a 1 "$work/traces.tar" "$out/traces.tar."
+  else
+    mv "$work/traces.tar" "$out/traces.tar"
+  fi
+}
+
+# ---- --modern: current LLM kernels and Llama-style steps -------------------------------
+# Each section is a program that stops between configurations once its budget is spent;
+# timeout (budget + 20 s) is the backstop for a configuration that overruns.
+modern_section() {  # NAME SECONDS PROGRAM ARGS...
+  local name=$1 seconds=$2; shift 2
+  stamp "modern: $name (limit ${seconds}s)"
+  # shellcheck disable=SC2086  # MODERN_ARGS are words
+  PYTHONUNBUFFERED=1 timeout $((seconds + 20)) "$python" "$@" --budget-seconds "$seconds" \
+    ${MODERN_ARGS:-} 2>&1 | tee -a "$work/modern.log" >&2
+}
+
+run_modern() {
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu,pstate,mig.mode.current,persistence_mode,ecc.mode.current --format=csv >> "$out/machine.txt" 2>&1
+  # shellcheck disable=SC2086
+  "$python" "$repo/scripts/gpu_kernels_modern.py" --section machine --out "$out/versions.json" \
+    ${MODERN_ARGS:-} 2>> "$work/modern.log"
+  local kernels=$repo/scripts/gpu_kernels_modern.py
+  modern_section sdpa "$sdpa_seconds" "$kernels" --section sdpa --out "$out/sdpa.csv"
+  modern_section fp8 "$fp8_seconds" "$kernels" --section fp8 --out "$out/fp8_gemm.csv"
+  modern_section fused "$fused_seconds" "$kernels" --section fused --out "$out/fused_ops.csv"
+  modern_section llama "$llama_seconds" "$repo/scripts/gpu_llama_steps.py" \
+    --csv "$out/llama_steps.csv" --traces "$work/llama/traces"
+  { echo "# after the run"; nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; } >> "$out/machine.txt" 2>&1
+  stamp "packing"
+  # One file of at most 15 MiB (a device call brings back 8 files): traces in run order
+  # until the next would not fit; the others are named in the log.
+  local total=0 f size kept=()
+  for f in $(ls -tr "$work/llama/traces" 2>/dev/null); do
+    size=$(stat -c %s "$work/llama/traces/$f")
+    if [ $((total + size)) -le $((15 << 20)) ]; then
+      kept+=("traces/$f"); total=$((total + size))
+    else
+      echo "trace $f ($size bytes) left out: over 15 MiB in all" >> "$work/modern.log"
+    fi
+  done
+  [ ${#kept[@]} -gt 0 ] && tar -C "$work/llama" -cf "$out/traces.tar" "${kept[@]}"
+  tar -C "$work" -czf "$out/logs.tar.gz" modern.log
+  ls -la "$out" >&2
+  [ -s "$out/llama_steps.csv" ] && cut -d, -f1,17,21,22,25 "$out/llama_steps.csv" | tr , '\t' >&2
+  stamp "done"
+}
+if [ "$modern" = 1 ]; then
+  run_modern
+  exit 0
+fi
 
 # CUDA libraries for a carried placer-calibrate: the toolkit's, then the Python packages'.
 libdirs=$("$python" - <<'EOF' 2>/dev/null
@@ -134,14 +215,7 @@ fi
 
 # ---- pack ------------------------------------------------------------------------------
 stamp "packing"
-if compgen -G "$work/steps/traces/*.json.gz" > /dev/null; then
-  tar -C "$work/steps" -cf "$work/traces.tar" traces
-  if [ "$(stat -c %s "$work/traces.tar")" -gt $((15 << 20)) ]; then
-    split -b 15M -d -a 1 "$work/traces.tar" "$out/traces.tar."
-  else
-    mv "$work/traces.tar" "$out/traces.tar"
-  fi
-fi
+pack_traces "$work/steps"
 logs=()
 for f in calibrate.log calibrate-build.log steps.log ppo.log "$work"/ppo-*.log; do
   f=$(basename "$f")

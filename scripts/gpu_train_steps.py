@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import step_models  # noqa: E402
+from gpu_bench_util import host_seconds as timed  # noqa: E402
 
 FIELDS = ["name", "family", "hidden", "layers", "heads", "seq", "batch", "dtype", "params",
           "iters", "median_s", "min_s", "max_s", "mean_s", "peak_memory_bytes",
@@ -70,19 +71,6 @@ def make_step(family, model, optimizer, inputs, target):
         loss.backward()
         optimizer.step()
     return step
-
-
-def synchronize(device):
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def timed(step, device):
-    synchronize(device)
-    t0 = time.perf_counter()
-    step()
-    synchronize(device)
-    return time.perf_counter() - t0
 
 
 def build_on(device, family, kwargs):

@@ -36,6 +36,8 @@ packages=(
   libopenblas0-openmp
   libmetis-dev libscotch-dev
   gnuplot-nox
+  # Function lengths of the lint test (scripts/check_function_length.sh).
+  universal-ctags
   # Headers of the Gloo library that libtorch's c10d ProcessGroupGloo includes (distributed
   # pretraining, docs/distributed.md); the library itself is inside libtorch.
   libgloo-dev

@@ -369,157 +369,182 @@ nlohmann::ordered_json write_dtype_curves(const std::map<DType, EfficiencyCurve>
 
 namespace {
 
-CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
-  YamlReader r(file);
-  r.check_format_version(root, 1, 0);
-  r.check_keys(
-      root, "",
-      {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
-       "p2p_host_sync", "micro_batch_overhead", "ops", "links", "collectives", "collective_curves", "fit_errors"});
-  CostProfile p = default_profile();
-  if (root["name"]) p.name = r.scalar(root["name"], "name");
-  if (root["description"]) p.description = r.scalar(root["description"], "description");
+// The top-level scalars: name, description, launch overhead, overlap, host sync, micro-batch
+// overhead.
+void read_scalars(const YamlReader& r, const YAML::Node& root, CostProfile* p) {
+  if (root["name"]) p->name = r.scalar(root["name"], "name");
+  if (root["description"]) p->description = r.scalar(root["description"], "description");
   if (const YAML::Node n = root["launch_overhead"]; n && !n.IsNull()) {
     const std::string s = r.scalar(n, "launch_overhead");
-    p.launch_overhead =
+    p->launch_overhead =
         s == "device" ? -1 : r.to_quantity(n, QuantityKind::kTime, "launch_overhead");
   }
   if (const YAML::Node n = root["overlap_slowdown"]) {
-    p.overlap_slowdown = r.to_double(n, "overlap_slowdown");
+    p->overlap_slowdown = r.to_double(n, "overlap_slowdown");
   }
-  if (const YAML::Node n = root["p2p_host_sync"]) p.p2p_host_sync = r.to_bool(n, "p2p_host_sync");
+  if (const YAML::Node n = root["p2p_host_sync"]) p->p2p_host_sync = r.to_bool(n, "p2p_host_sync");
   if (const YAML::Node n = root["micro_batch_overhead"]) {
-    p.micro_batch_overhead = r.to_quantity(n, QuantityKind::kTime, "micro_batch_overhead");
+    p->micro_batch_overhead = r.to_quantity(n, QuantityKind::kTime, "micro_batch_overhead");
   }
-  if (const YAML::Node ops = root["ops"]; ops && !ops.IsNull()) {
-    r.expect_map(ops, "ops");
-    for (auto it = ops.begin(); it != ops.end(); ++it) {
-      const std::string key = r.scalar(it->first, "ops");
-      const std::string field = field_join("ops", key);
-      OpCategory cat;
-      if (!parse_op_category(key, &cat)) {
-        std::string all;
-        for (int c = 0; c < kNumOpCategories; ++c) {
-          all += std::string(c ? ", " : "") + to_string(static_cast<OpCategory>(c));
-        }
-        r.fail(field, "unknown op category '" + key + "' (expected one of: " + all + ")");
-      }
-      r.check_keys(it->second, field,
-                   {"compute_efficiency", "compute_efficiency_by_dtype", "memory_efficiency",
-                    "memory_efficiency_by_dtype", "dispatch"});
-      if (const YAML::Node d = it->second["dispatch"]) {
-        p.op(cat).dispatch = r.to_quantity(d, QuantityKind::kTime, field_join(field, "dispatch"));
-      }
-      if (const YAML::Node c = it->second["compute_efficiency"]) {
-        p.op(cat).compute = read_curve(r, c, field_join(field, "compute_efficiency"));
-      }
-      read_dtype_curves(r, it->second, field, "compute_efficiency_by_dtype", &p.op(cat).compute_by_dtype);
-      read_dtype_curves(r, it->second, field, "memory_efficiency_by_dtype", &p.op(cat).memory_by_dtype);
-      if (const YAML::Node m = it->second["memory_efficiency"]) {
-        p.op(cat).memory = read_curve(r, m, field_join(field, "memory_efficiency"));
-      }
+}
+
+// One entry of `ops`: `key` names the category, `n` holds its curves.
+void read_op(const YamlReader& r, const std::string& key, const YAML::Node& n, CostProfile* p) {
+  const std::string field = field_join("ops", key);
+  OpCategory cat;
+  if (!parse_op_category(key, &cat)) {
+    std::string all;
+    for (int c = 0; c < kNumOpCategories; ++c) {
+      all += std::string(c ? ", " : "") + to_string(static_cast<OpCategory>(c));
+    }
+    r.fail(field, "unknown op category '" + key + "' (expected one of: " + all + ")");
+  }
+  r.check_keys(n, field,
+               {"compute_efficiency", "compute_efficiency_by_dtype", "memory_efficiency",
+                "memory_efficiency_by_dtype", "dispatch"});
+  OpCostProfile& o = p->op(cat);
+  if (const YAML::Node d = n["dispatch"]) {
+    o.dispatch = r.to_quantity(d, QuantityKind::kTime, field_join(field, "dispatch"));
+  }
+  if (const YAML::Node c = n["compute_efficiency"]) {
+    o.compute = read_curve(r, c, field_join(field, "compute_efficiency"));
+  }
+  read_dtype_curves(r, n, field, "compute_efficiency_by_dtype", &o.compute_by_dtype);
+  read_dtype_curves(r, n, field, "memory_efficiency_by_dtype", &o.memory_by_dtype);
+  if (const YAML::Node m = n["memory_efficiency"]) {
+    o.memory = read_curve(r, m, field_join(field, "memory_efficiency"));
+  }
+}
+
+// One entry of `links`: `key` names the level, `n` holds its overrides.
+void read_link(const YamlReader& r, const std::string& key, const YAML::Node& n, CostProfile* p) {
+  const std::string field = field_join("links", key);
+  int level = -1;
+  for (int l = 1; l < kNumLinkLevels; ++l) {
+    if (key == to_string(static_cast<LinkLevel>(l))) level = l;
+  }
+  if (level < 0) {
+    r.fail(field, "unknown link level '" + key +
+                      "' (expected one of: intra_host, host_device, inter_host)");
+  }
+  r.check_keys(n, field, {"latency", "bandwidth", "bandwidth_efficiency"});
+  LinkOverride& o = p->links[level];
+  if (const YAML::Node v = n["latency"]) {
+    o.latency = r.to_quantity(v, QuantityKind::kTime, field_join(field, "latency"));
+  }
+  if (const YAML::Node v = n["bandwidth"]) {
+    o.bandwidth = r.to_quantity(v, QuantityKind::kBandwidth, field_join(field, "bandwidth"));
+    if (!(o.bandwidth > 0)) r.fail_validation(field_join(field, "bandwidth"), "must be > 0");
+  }
+  if (const YAML::Node v = n["bandwidth_efficiency"]) {
+    o.bandwidth_efficiency = r.to_double(v, field_join(field, "bandwidth_efficiency"));
+  }
+}
+
+void read_collectives(const YamlReader& r, const YAML::Node& coll, CostProfile* p) {
+  r.check_keys(coll, "collectives", {"all_reduce"});
+  if (const YAML::Node n = coll["all_reduce"]) {
+    const std::string s = r.scalar(n, "collectives.all_reduce");
+    if (!parse_collective_algorithm(s, &p->all_reduce)) {
+      r.fail("collectives.all_reduce",
+             "unknown algorithm '" + s + "' (expected ring, tree, hierarchical or auto)");
     }
   }
-  if (const YAML::Node links = root["links"]; links && !links.IsNull()) {
-    r.expect_map(links, "links");
-    for (auto it = links.begin(); it != links.end(); ++it) {
-      const std::string key = r.scalar(it->first, "links");
-      const std::string field = field_join("links", key);
-      int level = -1;
-      for (int l = 1; l < kNumLinkLevels; ++l) {
-        if (key == to_string(static_cast<LinkLevel>(l))) level = l;
-      }
-      if (level < 0) {
-        r.fail(field, "unknown link level '" + key +
-                          "' (expected one of: intra_host, host_device, inter_host)");
-      }
-      r.check_keys(it->second, field, {"latency", "bandwidth", "bandwidth_efficiency"});
-      LinkOverride& o = p.links[level];
-      if (const YAML::Node n = it->second["latency"]) {
-        o.latency = r.to_quantity(n, QuantityKind::kTime, field_join(field, "latency"));
-      }
-      if (const YAML::Node n = it->second["bandwidth"]) {
-        o.bandwidth = r.to_quantity(n, QuantityKind::kBandwidth, field_join(field, "bandwidth"));
-        if (!(o.bandwidth > 0)) r.fail_validation(field_join(field, "bandwidth"), "must be > 0");
-      }
-      if (const YAML::Node n = it->second["bandwidth_efficiency"]) {
-        o.bandwidth_efficiency = r.to_double(n, field_join(field, "bandwidth_efficiency"));
-      }
-    }
+}
+
+// One curve of `collective_curves.KIND` (the map `n` under `lfield`).
+CollectiveCurve read_collective_curve(const YamlReader& r, const YAML::Node& n,
+                                      const std::string& lfield) {
+  r.check_keys(n, lfield, {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
+  CollectiveCurve c;
+  if (const YAML::Node lr = n["latency_per_rank"]) {
+    c.latency_per_rank =
+        r.to_quantity(lr, QuantityKind::kTime, field_join(lfield, "latency_per_rank"));
   }
+  if (const YAML::Node v = n["latency"]) {
+    c.latency = r.to_quantity(v, QuantityKind::kTime, field_join(lfield, "latency"));
+  }
+  const YAML::Node bw = n["bus_bandwidth"];
+  if (!bw) r.fail(field_join(lfield, "bus_bandwidth"), "missing (a bandwidth, e.g. 230 GB/s)");
+  c.bus_bandwidth =
+      r.to_quantity(bw, QuantityKind::kBandwidth, field_join(lfield, "bus_bandwidth"));
+  c.efficiency = EfficiencyCurve::constant(1.0);
+  if (const YAML::Node v = n["efficiency"]) {
+    c.efficiency = read_curve(r, v, field_join(lfield, "efficiency"));
+  }
+  if (const YAML::Node v = n["ranks"]) {
+    c.ranks = static_cast<int>(r.to_int(v, field_join(lfield, "ranks"), 0, kMaxDevices));
+  }
+  return c;
+}
+
+// One entry of `collective_curves`: `key` names the collective, `n` maps levels to curves.
+void read_collective_curves(const YamlReader& r, const std::string& key, const YAML::Node& n,
+                            CostProfile* p) {
+  const std::string field = field_join("collective_curves", key);
+  CollectiveKind kind;
+  if (!parse_collective_kind(key, &kind)) {
+    r.fail(field, "unknown collective '" + key +
+                      "' (expected all_reduce, all_gather, reduce_scatter or broadcast)");
+  }
+  r.expect_map(n, field);
+  for (auto lt = n.begin(); lt != n.end(); ++lt) {
+    const std::string lkey = r.scalar(lt->first, field);
+    const std::string lfield = field_join(field, lkey);
+    LinkLevel level;
+    if (lkey == "intra_host") {
+      level = LinkLevel::kIntraHost;
+    } else if (lkey == "inter_host") {
+      level = LinkLevel::kInterHost;
+    } else {
+      r.fail(lfield, "unknown link level '" + lkey + "' (expected intra_host or inter_host)");
+    }
+    p->curve(kind, level) = read_collective_curve(r, lt->second, lfield);
+  }
+}
+
+// One entry of `fit_errors`: `key` names the term, `n` holds its errors.
+void read_fit_error(const YamlReader& r, const std::string& key, const YAML::Node& n,
+                    CostProfile* p) {
+  const std::string field = field_join("fit_errors", key);
+  r.check_keys(n, field, {"median", "p90", "points"});
+  FitError e;
+  if (const YAML::Node v = n["median"]) e.median = r.to_double(v, field_join(field, "median"));
+  if (const YAML::Node v = n["p90"]) e.p90 = r.to_double(v, field_join(field, "p90"));
+  if (const YAML::Node v = n["points"]) {
+    e.points = static_cast<int>(r.to_int(v, field_join(field, "points"), 0, INT32_MAX));
+  }
+  p->fit_errors[key] = e;
+}
+
+// Calls read(r, key, value, p) for every entry of the map root[section] (absent or null:
+// none).
+template <typename ReadEntry>
+void read_map_section(const YamlReader& r, const YAML::Node& root, const char* section,
+                      CostProfile* p, ReadEntry read) {
+  const YAML::Node m = root[section];
+  if (!m || m.IsNull()) return;
+  r.expect_map(m, section);
+  for (auto it = m.begin(); it != m.end(); ++it)
+    read(r, r.scalar(it->first, section), it->second, p);
+}
+
+CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
+  YamlReader r(file);
+  r.check_format_version(root, 1, 0);
+  r.check_keys(root, "",
+               {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
+                "p2p_host_sync", "micro_batch_overhead", "ops", "links", "collectives",
+                "collective_curves", "fit_errors"});
+  CostProfile p = default_profile();
+  read_scalars(r, root, &p);
+  read_map_section(r, root, "ops", &p, read_op);
+  read_map_section(r, root, "links", &p, read_link);
   if (const YAML::Node coll = root["collectives"]; coll && !coll.IsNull()) {
-    r.check_keys(coll, "collectives", {"all_reduce"});
-    if (const YAML::Node n = coll["all_reduce"]) {
-      const std::string s = r.scalar(n, "collectives.all_reduce");
-      if (!parse_collective_algorithm(s, &p.all_reduce)) {
-        r.fail("collectives.all_reduce",
-               "unknown algorithm '" + s + "' (expected ring, tree, hierarchical or auto)");
-      }
-    }
+    read_collectives(r, coll, &p);
   }
-  if (const YAML::Node curves = root["collective_curves"]; curves && !curves.IsNull()) {
-    r.expect_map(curves, "collective_curves");
-    for (auto it = curves.begin(); it != curves.end(); ++it) {
-      const std::string key = r.scalar(it->first, "collective_curves");
-      const std::string field = field_join("collective_curves", key);
-      CollectiveKind kind;
-      if (!parse_collective_kind(key, &kind)) {
-        r.fail(field, "unknown collective '" + key +
-                          "' (expected all_reduce, all_gather, reduce_scatter or broadcast)");
-      }
-      r.expect_map(it->second, field);
-      for (auto lt = it->second.begin(); lt != it->second.end(); ++lt) {
-        const std::string lkey = r.scalar(lt->first, field);
-        const std::string lfield = field_join(field, lkey);
-        LinkLevel level;
-        if (lkey == "intra_host") {
-          level = LinkLevel::kIntraHost;
-        } else if (lkey == "inter_host") {
-          level = LinkLevel::kInterHost;
-        } else {
-          r.fail(lfield,
-                 "unknown link level '" + lkey + "' (expected intra_host or inter_host)");
-        }
-        r.check_keys(lt->second, lfield,
-                     {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
-        CollectiveCurve c;
-        if (const YAML::Node lr = lt->second["latency_per_rank"]) {
-          c.latency_per_rank =
-              r.to_quantity(lr, QuantityKind::kTime, field_join(lfield, "latency_per_rank"));
-        }
-        if (const YAML::Node n = lt->second["latency"]) {
-          c.latency = r.to_quantity(n, QuantityKind::kTime, field_join(lfield, "latency"));
-        }
-        const YAML::Node bw = lt->second["bus_bandwidth"];
-        if (!bw) r.fail(field_join(lfield, "bus_bandwidth"), "missing (a bandwidth, e.g. 230 GB/s)");
-        c.bus_bandwidth =
-            r.to_quantity(bw, QuantityKind::kBandwidth, field_join(lfield, "bus_bandwidth"));
-        c.efficiency = EfficiencyCurve::constant(1.0);
-        if (const YAML::Node n = lt->second["efficiency"]) {
-          c.efficiency = read_curve(r, n, field_join(lfield, "efficiency"));
-        }
-        if (const YAML::Node n = lt->second["ranks"]) {
-          c.ranks = static_cast<int>(r.to_int(n, field_join(lfield, "ranks"), 0, kMaxDevices));
-        }
-        p.curve(kind, level) = c;
-      }
-    }
-  }
-  if (const YAML::Node fe = root["fit_errors"]; fe && !fe.IsNull()) {
-    r.expect_map(fe, "fit_errors");
-    for (auto it = fe.begin(); it != fe.end(); ++it) {
-      const std::string key = r.scalar(it->first, "fit_errors");
-      const std::string field = field_join("fit_errors", key);
-      r.check_keys(it->second, field, {"median", "p90", "points"});
-      FitError e;
-      if (const YAML::Node n = it->second["median"]) e.median = r.to_double(n, field_join(field, "median"));
-      if (const YAML::Node n = it->second["p90"]) e.p90 = r.to_double(n, field_join(field, "p90"));
-      if (const YAML::Node n = it->second["points"]) {
-        e.points = static_cast<int>(r.to_int(n, field_join(field, "points"), 0, INT32_MAX));
-      }
-      p.fit_errors[key] = e;
-    }
-  }
+  read_map_section(r, root, "collective_curves", &p, read_collective_curves);
+  read_map_section(r, root, "fit_errors", &p, read_fit_error);
   p.validate(file);
   return p;
 }

@@ -53,96 +53,109 @@ void Simulator::Impl::prepare_partition_collectives(const Plan& p) {
     const PartitionCollective pc =
         op.phase == Phase::kBackward ? q.backward_collective : q.forward_collective;
     if (pc != PartitionCollective::kAuto) {
-      // A named collective moves the whole tensor of one micro-batch share: forward, the
-      // op's output; backward, the gradient of the forward op's first input.
-      if (pc == PartitionCollective::kNone) continue;
-      const OpId f = op.phase == Phase::kBackward ? op_fwd[o] : o;
-      if (f == kNoOp) continue;
-      const Op& fop = g.op(f);
-      const std::vector<TensorId>& ts = op.phase == Phase::kBackward ? fop.inputs : fop.outputs;
-      if (ts.empty()) continue;
-      const TensorId t = ts[0];
-      const uint64_t b = t_scaled[t] ? ceil_div(t_raw[t], static_cast<uint64_t>(op_bdiv[f]))
-                                     : t_raw[t];
-      const CollectiveKind k = pc == PartitionCollective::kAllReduce   ? CollectiveKind::kAllReduce
-                               : pc == PartitionCollective::kAllGather ? CollectiveKind::kAllGather
-                                                                       : CollectiveKind::kReduceScatter;
-      op_coll_bytes[o] = b;
-      op_coll_kind[o] = static_cast<uint8_t>(k);
-      op_coll[o] = cost.group_collective_time(k, groups[op_group[o]], b, SyncScheme::kAuto);
+      named_partition_collective(o, pc);
       continue;
     }
     uint64_t act = 0, grad = 0;
     for (TensorId t : op.outputs) (g.tensor(t).is_param_grad ? grad : act) += t_bytes[t];
-    const uint32_t gi = part_group[op_part[o]];
-    op_group[o] = gi;
-    const CollectiveGroup& grp = groups[gi];
-    double t = 0;
     if (!q.levels.empty()) {
-      // One collective per level, back to back, each on the level's share of the tensor:
-      // its bytes divided by 2 per OTHER level that shards it.
-      const std::vector<uint32_t>& lg = level_group[op_part[o]];
-      uint64_t total = 0;
-      for (size_t l = 0; l < q.levels.size(); ++l) {
-        const CollectiveGroup& pg = groups[lg[l]];
-        const int dl = q.levels[l];
-        if (op.phase == Phase::kBackward) {
-          // Input gradients are sliced by batch / contraction levels, partial sums otherwise.
-          const uint64_t b = ceil_div(act, other_levels_div(q, l, [](int d) { return d <= 0; }));
-          const CollectiveKind k =
-              dl >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
-          if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
-          total += b;
-          // Parameter gradients: partial sums across batch levels only; t_bytes already
-          // holds the shard left by the non-batch levels.
-          if (dl == 0 && grad > 0) {
-            t += cost.group_collective_time(CollectiveKind::kAllReduce, pg, grad,
-                                            SyncScheme::kAuto);
-            total += grad;
-          }
-        } else {
-          // Outputs are sliced by every level except contraction ones (partial sums).
-          const uint64_t b = ceil_div(act + grad, other_levels_div(q, l, [](int d) {
-                                        return d != OpPartition::kReduceDim;
-                                      }));
-          const CollectiveKind k = dl == OpPartition::kReduceDim ? CollectiveKind::kAllReduce
-                                                                 : CollectiveKind::kAllGather;
-          if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
-          total += b;
-        }
-      }
-      op_coll_bytes[o] = total;
-      op_coll[o] = t;
-      op_coll_kind[o] = static_cast<uint8_t>(
-          std::any_of(q.levels.begin(), q.levels.end(),
-                      [&](int dl) { return op.phase == Phase::kBackward ? dl >= 1 : dl == OpPartition::kReduceDim; })
-              ? CollectiveKind::kAllReduce
-              : CollectiveKind::kAllGather);
-      continue;
-    }
-    if (op.phase == Phase::kBackward) {
-      // Input gradients: partial sums over an output-dim split (all-reduce), slices of a
-      // batch or contraction split (all-gather). Parameter gradients: partial sums only
-      // under a batch split (all-reduce); sharded otherwise.
-      // Under sharded_input the input gradients stay sharded (no collective).
-      const CollectiveKind k = q.dim >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
-      op_coll_kind[o] = static_cast<uint8_t>(act > 0 && !q.sharded_input ? k : CollectiveKind::kAllReduce);
-      if (q.sharded_input) act = 0;
-      if (act > 0) t += cost.group_collective_time(k, grp, act, SyncScheme::kAuto);
-      if (q.dim == 0 && grad > 0) {
-        t += cost.group_collective_time(CollectiveKind::kAllReduce, grp, grad, SyncScheme::kAuto);
-      }
-      op_coll_bytes[o] = act + (q.dim == 0 ? grad : 0);
+      halving_partition_collective(o, q, level_group[op_part[o]], act, grad);
     } else {
-      const CollectiveKind k = q.dim == OpPartition::kReduceDim ? CollectiveKind::kAllReduce
-                                                                : CollectiveKind::kAllGather;
-      const uint64_t b = q.sharded_output ? 0 : act + grad;
-      op_coll_kind[o] = static_cast<uint8_t>(k);
-      if (b > 0) t = cost.group_collective_time(k, grp, b, SyncScheme::kAuto);
-      op_coll_bytes[o] = b;
+      split_partition_collective(o, q, act, grad);
     }
-    op_coll[o] = t;
   }
+}
+
+// A named collective moves the whole tensor of one micro-batch share: forward, the op's
+// output; backward, the gradient of the forward op's first input.
+void Simulator::Impl::named_partition_collective(OpId o, PartitionCollective pc) {
+  if (pc == PartitionCollective::kNone) return;
+  const Op& op = g.op(o);
+  const OpId f = op.phase == Phase::kBackward ? op_fwd[o] : o;
+  if (f == kNoOp) return;
+  const Op& fop = g.op(f);
+  const std::vector<TensorId>& ts = op.phase == Phase::kBackward ? fop.inputs : fop.outputs;
+  if (ts.empty()) return;
+  const TensorId t = ts[0];
+  const uint64_t b = t_scaled[t] ? ceil_div(t_raw[t], static_cast<uint64_t>(op_bdiv[f])) : t_raw[t];
+  const CollectiveKind k = pc == PartitionCollective::kAllReduce   ? CollectiveKind::kAllReduce
+                           : pc == PartitionCollective::kAllGather ? CollectiveKind::kAllGather
+                                                                   : CollectiveKind::kReduceScatter;
+  op_coll_bytes[o] = b;
+  op_coll_kind[o] = static_cast<uint8_t>(k);
+  op_coll[o] = cost.group_collective_time(k, groups[op_group[o]], b, SyncScheme::kAuto);
+}
+
+// Recursive halving: one collective per level, back to back, each on the level's share of
+// the tensor: its bytes divided by 2 per OTHER level that shards it.
+void Simulator::Impl::halving_partition_collective(OpId o, const OpPartition& q,
+                                                   const std::vector<uint32_t>& lg, uint64_t act,
+                                                   uint64_t grad) {
+  const bool backward = g.op(o).phase == Phase::kBackward;
+  double t = 0;
+  uint64_t total = 0;
+  for (size_t l = 0; l < q.levels.size(); ++l) {
+    const CollectiveGroup& pg = groups[lg[l]];
+    const int dl = q.levels[l];
+    if (backward) {
+      // Input gradients are sliced by batch / contraction levels, partial sums otherwise.
+      const uint64_t b = ceil_div(act, other_levels_div(q, l, [](int d) { return d <= 0; }));
+      const CollectiveKind k = dl >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+      if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
+      total += b;
+      // Parameter gradients: partial sums across batch levels only; t_bytes already
+      // holds the shard left by the non-batch levels.
+      if (dl == 0 && grad > 0) {
+        t += cost.group_collective_time(CollectiveKind::kAllReduce, pg, grad, SyncScheme::kAuto);
+        total += grad;
+      }
+    } else {
+      // Outputs are sliced by every level except contraction ones (partial sums).
+      const uint64_t b = ceil_div(
+          act + grad, other_levels_div(q, l, [](int d) { return d != OpPartition::kReduceDim; }));
+      const CollectiveKind k =
+          dl == OpPartition::kReduceDim ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+      if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
+      total += b;
+    }
+  }
+  op_coll_bytes[o] = total;
+  op_coll[o] = t;
+  const bool any_reduce = std::any_of(q.levels.begin(), q.levels.end(), [&](int dl) {
+    return backward ? dl >= 1 : dl == OpPartition::kReduceDim;
+  });
+  op_coll_kind[o] =
+      static_cast<uint8_t>(any_reduce ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather);
+}
+
+// One split over all the partition's devices.
+void Simulator::Impl::split_partition_collective(OpId o, const OpPartition& q, uint64_t act,
+                                                 uint64_t grad) {
+  const CollectiveGroup& grp = groups[op_group[o]];
+  double t = 0;
+  if (g.op(o).phase == Phase::kBackward) {
+    // Input gradients: partial sums over an output-dim split (all-reduce), slices of a
+    // batch or contraction split (all-gather). Parameter gradients: partial sums only
+    // under a batch split (all-reduce); sharded otherwise.
+    // Under sharded_input the input gradients stay sharded (no collective).
+    const CollectiveKind k = q.dim >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+    op_coll_kind[o] =
+        static_cast<uint8_t>(act > 0 && !q.sharded_input ? k : CollectiveKind::kAllReduce);
+    if (q.sharded_input) act = 0;
+    if (act > 0) t += cost.group_collective_time(k, grp, act, SyncScheme::kAuto);
+    if (q.dim == 0 && grad > 0) {
+      t += cost.group_collective_time(CollectiveKind::kAllReduce, grp, grad, SyncScheme::kAuto);
+    }
+    op_coll_bytes[o] = act + (q.dim == 0 ? grad : 0);
+  } else {
+    const CollectiveKind k =
+        q.dim == OpPartition::kReduceDim ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
+    const uint64_t b = q.sharded_output ? 0 : act + grad;
+    op_coll_kind[o] = static_cast<uint8_t>(k);
+    if (b > 0) t = cost.group_collective_time(k, grp, b, SyncScheme::kAuto);
+    op_coll_bytes[o] = b;
+  }
+  op_coll[o] = t;
 }
 
 }  // namespace placer

@@ -26,7 +26,24 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
                           std::to_string(cost.num_devices()) + " devices, the cluster has " +
                           std::to_string(n_dev));
   }
-  // Distinct inputs that some op produces (graph inputs are available everywhere at t = 0).
+  index_op_inputs();
+  copy_op_fields();
+  copy_tensor_fields();
+  mark.assign(n_ops, 0);
+  index_backward_ops();
+  build_channels();
+  dur_cache_dev.assign(n_ops, -1);
+  dur_cache_frac.assign(n_ops, -1.0);
+  dur_cache_val.assign(n_ops, 0.0);
+  dur_cache_dtype.assign(n_ops, -1);
+  site_epoch.assign(n_dev, 0);
+  site_of_dev.assign(n_dev, 0);
+  ready.resize(n_dev);
+  dirty_flag.assign(n_dev, 0);
+}
+
+// Distinct inputs that some op produces (graph inputs are available everywhere at t = 0).
+void Simulator::Impl::index_op_inputs() {
   in_off.assign(n_ops + 1, 0);
   std::vector<uint32_t> seen(n_tensors, UINT32_MAX);
   for (OpId o = 0; o < n_ops; ++o) {
@@ -37,7 +54,10 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     }
     in_off[o + 1] = static_cast<uint32_t>(in_t.size());
   }
-  // Compact copies of what the event loop reads (an Op is a few hundred bytes).
+}
+
+// Compact copies of what the event loop reads (an Op is a few hundred bytes).
+void Simulator::Impl::copy_op_fields() {
   out_off.assign(n_ops + 1, 0);
   op_bytes.resize(n_ops);
   op_ws.resize(n_ops);
@@ -62,6 +82,9 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     op_param[o] = op.param_bytes;
     op_state[o] = op.state_bytes;
   }
+}
+
+void Simulator::Impl::copy_tensor_fields() {
   t_producer.resize(n_tensors);
   t_raw.resize(n_tensors);
   t_scaled.resize(n_tensors);
@@ -73,9 +96,11 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
     t_scaled[t] = ten.batch_scaled;
     t_grad[t] = ten.is_param_grad;
   }
-  mark.assign(n_ops, 0);
-  // A backward op never starts before its forward op (same micro-batch) has run, even when
-  // no tensor says so (e.g. the loss-gradient seed of a sink).
+}
+
+// A backward op never starts before its forward op (same micro-batch) has run, even when
+// no tensor says so (e.g. the loss-gradient seed of a sink).
+void Simulator::Impl::index_backward_ops() {
   bwd_off.assign(n_ops + 1, 0);
   auto follows = [&](OpId o) {
     const OpId f = op_fwd[o];
@@ -90,9 +115,11 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
   for (OpId o = 0; o < n_ops; ++o) {
     if (follows(o)) bwd_of[fill[op_fwd[o]]++] = o;
   }
+}
 
-  // Channels: per-pair ones, then per (device, level) send / receive ports, then per
-  // (host, level) send / receive ports. A transfer holds chan_a and (if >= 0) chan_b.
+// Channels: per-pair ones, then per (device, level) send / receive ports, then per
+// (host, level) send / receive ports. A transfer holds chan_a and (if >= 0) chan_b.
+void Simulator::Impl::build_channels() {
   const int L = kNumLinkLevels, H = c.num_hosts();
   const size_t nn = static_cast<size_t>(n_dev) * n_dev;
   level.assign(nn, 0);
@@ -125,14 +152,6 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
       }
     }
   }
-  dur_cache_dev.assign(n_ops, -1);
-  dur_cache_frac.assign(n_ops, -1.0);
-  dur_cache_val.assign(n_ops, 0.0);
-  dur_cache_dtype.assign(n_ops, -1);
-  site_epoch.assign(n_dev, 0);
-  site_of_dev.assign(n_dev, 0);
-  ready.resize(n_dev);
-  dirty_flag.assign(n_dev, 0);
 }
 
 // Parameters and optimizer state of op o on each of its devices: sharded by a non-batch
@@ -160,124 +179,150 @@ uint32_t Simulator::Impl::group_index(const std::vector<int>& devices) {
 
 // ---- plan checks ------------------------------------------------------------------------
 
+namespace {
+
+[[noreturn]] void plan_fail(const std::string& m) { throw ValidationError("plan: " + m); }
+
+void check_device(int d, int n_dev, const std::string& what) {
+  if (d < 0 || d >= n_dev) {
+    plan_fail(what + " is device " + std::to_string(d) + ", but the cluster has " +
+              std::to_string(n_dev) + " devices");
+  }
+}
+
+}  // namespace
+
 void Simulator::Impl::check_plan(const Plan& p) {
-  auto fail = [](const std::string& m) { throw ValidationError("plan: " + m); };
-  auto check_dev = [&](int d, const std::string& what) {
-    if (d < 0 || d >= n_dev) {
-      fail(what + " is device " + std::to_string(d) + ", but the cluster has " +
-           std::to_string(n_dev) + " devices");
-    }
-  };
   const bool pipe = p.pipeline.enabled();
-  if (!(pipe && p.placement.empty())) {
-    if (p.placement.size() != n_ops) {
-      fail("placement has " + std::to_string(p.placement.size()) + " entries, graph '" + g.name() +
-           "' has " + std::to_string(n_ops) + " ops");
-    }
-    for (OpId o = 0; o < n_ops; ++o) {
-      const int d = p.placement[o];
-      if (d < 0 || d >= n_dev) check_dev(d, "op '" + g.op(o).name + "'");
+  if (!(pipe && p.placement.empty())) check_placement(p);
+  check_partitions(p);
+  if (pipe) check_pipeline(p);
+  const DataParallelConfig& dp = p.data_parallel;
+  if (dp.replicas < 1) plan_fail("data_parallel: replicas must be >= 1");
+  if (dp.zero_stage < 0 || dp.zero_stage > 3) plan_fail("data_parallel: zero_stage must be 0..3");
+  if (dp.replicas > 1) {
+    if (!dp.replica_devices.empty()) {
+      check_replica_devices(p);
+    } else {
+      check_replica_stride(p);
     }
   }
+}
+
+void Simulator::Impl::check_placement(const Plan& p) const {
+  if (p.placement.size() != n_ops) {
+    plan_fail("placement has " + std::to_string(p.placement.size()) + " entries, graph '" +
+              g.name() + "' has " + std::to_string(n_ops) + " ops");
+  }
+  for (OpId o = 0; o < n_ops; ++o) {
+    const int d = p.placement[o];
+    if (d < 0 || d >= n_dev) check_device(d, n_dev, "op '" + g.op(o).name + "'");
+  }
+}
+
+void Simulator::Impl::check_partitions(const Plan& p) {
   std::fill(mark.begin(), mark.end(), 0);
   for (size_t i = 0; i < p.partitions.size(); ++i) {
     const OpPartition& q = p.partitions[i];
     const std::string what = "partitions[" + std::to_string(i) + "]";
-    if (q.op >= n_ops) fail(what + ": op #" + std::to_string(q.op) + " is not in the graph");
-    if (mark[q.op]) fail(what + ": op '" + g.op(q.op).name + "' is partitioned twice");
+    if (q.op >= n_ops) plan_fail(what + ": op #" + std::to_string(q.op) + " is not in the graph");
+    if (mark[q.op]) plan_fail(what + ": op '" + g.op(q.op).name + "' is partitioned twice");
     mark[q.op] = 1;
-    if (q.devices.empty()) fail(what + ": no devices");
+    if (q.devices.empty()) plan_fail(what + ": no devices");
     for (size_t a = 0; a < q.devices.size(); ++a) {
       for (size_t b = a + 1; b < q.devices.size(); ++b) {
         if (q.devices[a] == q.devices[b]) {
-          fail(what + ": device " + std::to_string(q.devices[a]) + " listed twice");
+          plan_fail(what + ": device " + std::to_string(q.devices[a]) + " listed twice");
         }
       }
     }
-    if (q.dim < OpPartition::kReduceDim) fail(what + ": bad dim " + std::to_string(q.dim));
+    if (q.dim < OpPartition::kReduceDim) plan_fail(what + ": bad dim " + std::to_string(q.dim));
     if (!q.levels.empty()) {
       if (q.levels.size() >= 31 || q.devices.size() != (size_t(1) << q.levels.size())) {
-        fail(what + ": " + std::to_string(q.levels.size()) + " levels need 2^" +
-             std::to_string(q.levels.size()) + " devices");
+        plan_fail(what + ": " + std::to_string(q.levels.size()) + " levels need 2^" +
+                  std::to_string(q.levels.size()) + " devices");
       }
       for (int l : q.levels) {
-        if (l < OpPartition::kReduceDim) fail(what + ": bad level dim " + std::to_string(l));
+        if (l < OpPartition::kReduceDim) plan_fail(what + ": bad level dim " + std::to_string(l));
       }
     }
-    for (int d : q.devices) check_dev(d, what + " device");
+    for (int d : q.devices) check_device(d, n_dev, what + " device");
   }
-  if (pipe) {
-    if (p.pipeline.micro_batches < 1) fail("pipeline: micro_batches must be >= 1");
-    const int v = p.pipeline.virtual_stages;
-    if (v < 1 || p.pipeline.stages.size() % size_t(v) != 0) {
-      fail("pipeline: virtual_stages must divide the number of stages");
+}
+
+void Simulator::Impl::check_pipeline(const Plan& p) {
+  if (p.pipeline.micro_batches < 1) plan_fail("pipeline: micro_batches must be >= 1");
+  const int v = p.pipeline.virtual_stages;
+  if (v < 1 || p.pipeline.stages.size() % size_t(v) != 0) {
+    plan_fail("pipeline: virtual_stages must divide the number of stages");
+  }
+  std::fill(mark.begin(), mark.end(), 0);
+  for (size_t s = 0; s < p.pipeline.stages.size(); ++s) {
+    const PipelineStage& st = p.pipeline.stages[s];
+    const std::string what = "pipeline stage " + std::to_string(s);
+    if (st.devices.empty()) plan_fail(what + ": no devices");
+    for (int d : st.devices) check_device(d, n_dev, what + " device");
+    if (st.tensor_parallel < 1 || st.devices.size() % size_t(st.tensor_parallel) != 0) {
+      plan_fail(what + ": tensor_parallel " + std::to_string(st.tensor_parallel) +
+                " does not divide its " + std::to_string(st.devices.size()) + " devices");
     }
-    std::fill(mark.begin(), mark.end(), 0);
-    for (size_t s = 0; s < p.pipeline.stages.size(); ++s) {
-      const PipelineStage& st = p.pipeline.stages[s];
-      const std::string what = "pipeline stage " + std::to_string(s);
-      if (st.devices.empty()) fail(what + ": no devices");
-      for (int d : st.devices) check_dev(d, what + " device");
-      if (st.tensor_parallel < 1 || st.devices.size() % size_t(st.tensor_parallel) != 0) {
-        fail(what + ": tensor_parallel " + std::to_string(st.tensor_parallel) +
-             " does not divide its " + std::to_string(st.devices.size()) + " devices");
-      }
-      for (OpId o : st.ops) {
-        if (o >= n_ops) fail(what + ": op #" + std::to_string(o) + " is not in the graph");
-        if (mark[o]) fail(what + ": op '" + g.op(o).name + "' is in two stages");
-        mark[o] = 1;
-      }
+    for (OpId o : st.ops) {
+      if (o >= n_ops) plan_fail(what + ": op #" + std::to_string(o) + " is not in the graph");
+      if (mark[o]) plan_fail(what + ": op '" + g.op(o).name + "' is in two stages");
+      mark[o] = 1;
     }
   }
+}
+
+// Explicit replica devices: a row per replica, an entry per device, each in the cluster.
+void Simulator::Impl::check_replica_devices(const Plan& p) const {
   const DataParallelConfig& dp = p.data_parallel;
-  if (dp.replicas < 1) fail("data_parallel: replicas must be >= 1");
-  if (dp.zero_stage < 0 || dp.zero_stage > 3) fail("data_parallel: zero_stage must be 0..3");
-  if (dp.replicas > 1) {
-    if (!dp.replica_devices.empty()) {
-      if (static_cast<int>(dp.replica_devices.size()) < dp.replicas) {
-        fail("data_parallel: replica_devices has " + std::to_string(dp.replica_devices.size()) +
-             " rows for " + std::to_string(dp.replicas) + " replicas");
-      }
-      for (int r = 1; r < dp.replicas; ++r) {
-        if (static_cast<int>(dp.replica_devices[r].size()) < n_dev) {
-          fail("data_parallel: replica_devices[" + std::to_string(r) + "] has " +
-               std::to_string(dp.replica_devices[r].size()) + " entries, need one per device (" +
-               std::to_string(n_dev) + ")");
-        }
-        for (int d = 0; d < n_dev; ++d) {
-          check_dev(dp.replica_devices[r][d], "data_parallel replica " + std::to_string(r) +
-                                                  " of device " + std::to_string(d));
-        }
-      }
-    } else {
-      if (dp.replicas > n_dev) {
-        fail("data_parallel: " + std::to_string(dp.replicas) + " replicas on " +
-             std::to_string(n_dev) + " devices");
-      }
-      // Default stride: every device the plan uses must have its replicas in the cluster.
-      std::vector<uint8_t>& used = dev_mark;
-      used.assign(n_dev, 0);
-      if (pipe) {
-        for (const PipelineStage& st : p.pipeline.stages) {
-          for (int d : st.devices) used[d] = 1;
-        }
-      } else {
-        for (int d : p.placement) used[d] = 1;
-      }
-      for (const OpPartition& q : p.partitions) {
-        for (int d : q.devices) used[d] = 1;
-      }
-      for (int d = 0; d < n_dev; ++d) {
-        if (!used[d]) continue;
-        const int last = p.replica_device(d, dp.replicas - 1, n_dev);
-        if (last >= n_dev) {
-          fail("data_parallel: device " + std::to_string(d) + " would be replicated on device " +
-               std::to_string(last) + " (replica " + std::to_string(dp.replicas - 1) +
-               "), but the cluster has " + std::to_string(n_dev) +
-               " devices; place replica 0 on devices below " + std::to_string(n_dev / dp.replicas) +
-               " or give replica_devices");
-        }
-      }
+  if (static_cast<int>(dp.replica_devices.size()) < dp.replicas) {
+    plan_fail("data_parallel: replica_devices has " + std::to_string(dp.replica_devices.size()) +
+              " rows for " + std::to_string(dp.replicas) + " replicas");
+  }
+  for (int r = 1; r < dp.replicas; ++r) {
+    if (static_cast<int>(dp.replica_devices[r].size()) < n_dev) {
+      plan_fail("data_parallel: replica_devices[" + std::to_string(r) + "] has " +
+                std::to_string(dp.replica_devices[r].size()) + " entries, need one per device (" +
+                std::to_string(n_dev) + ")");
+    }
+    for (int d = 0; d < n_dev; ++d) {
+      check_device(
+          dp.replica_devices[r][d], n_dev,
+          "data_parallel replica " + std::to_string(r) + " of device " + std::to_string(d));
+    }
+  }
+}
+
+// Default stride: every device the plan uses must have its replicas in the cluster.
+void Simulator::Impl::check_replica_stride(const Plan& p) {
+  const DataParallelConfig& dp = p.data_parallel;
+  if (dp.replicas > n_dev) {
+    plan_fail("data_parallel: " + std::to_string(dp.replicas) + " replicas on " +
+              std::to_string(n_dev) + " devices");
+  }
+  std::vector<uint8_t>& used = dev_mark;
+  used.assign(n_dev, 0);
+  if (p.pipeline.enabled()) {
+    for (const PipelineStage& st : p.pipeline.stages) {
+      for (int d : st.devices) used[d] = 1;
+    }
+  } else {
+    for (int d : p.placement) used[d] = 1;
+  }
+  for (const OpPartition& q : p.partitions) {
+    for (int d : q.devices) used[d] = 1;
+  }
+  for (int d = 0; d < n_dev; ++d) {
+    if (!used[d]) continue;
+    const int last = p.replica_device(d, dp.replicas - 1, n_dev);
+    if (last >= n_dev) {
+      plan_fail("data_parallel: device " + std::to_string(d) + " would be replicated on device " +
+                std::to_string(last) + " (replica " + std::to_string(dp.replicas - 1) +
+                "), but the cluster has " + std::to_string(n_dev) +
+                " devices; place replica 0 on devices below " +
+                std::to_string(n_dev / dp.replicas) + " or give replica_devices");
     }
   }
 }

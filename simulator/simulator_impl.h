@@ -41,9 +41,19 @@ inline uint64_t shard_div(const OpPartition& q) {
 
 struct Simulator::Impl {
   Impl(const Graph& g, const Cluster& c, const CostModel& cost);
+  void index_op_inputs();     // in_t / in_off: inputs some op produces
+  void copy_op_fields();      // out_t / out_off and the op_* copies
+  void copy_tensor_fields();  // t_* copies
+  void index_backward_ops();  // bwd_of / bwd_off: the backward ops of each forward op
+  void build_channels();      // level, chan_a / chan_b per device pair, chan_free
 
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
+  void check_placement(const Plan& plan) const;
+  void check_partitions(const Plan& plan);
+  void check_pipeline(const Plan& plan);
+  void check_replica_devices(const Plan& plan) const;  // data_parallel.replica_devices given
+  void check_replica_stride(const Plan& plan);         // the default stride stays in the cluster
   /// Everything run() needs for `plan`, in named steps (simulator.cpp unless noted).
   void prepare(const Plan& plan, const SimOptions& options);
   void prepare_settings(const Plan& plan, const SimOptions& options);  // replicas, stages, sync
@@ -63,6 +73,12 @@ struct Simulator::Impl {
   void prepare_recompute(const Plan& plan);        // recompute.cpp
   void prepare_tied_embeddings();  // tied_embeddings.cpp
   void prepare_partition_collectives(const Plan& plan);  // partition_collectives.cpp
+  void named_partition_collective(OpId o, PartitionCollective pc);  // the plan names it
+  // Recursive halving: one collective per level of q.
+  void halving_partition_collective(OpId o, const OpPartition& q,
+                                    const std::vector<uint32_t>& level_groups, uint64_t act,
+                                    uint64_t grad);
+  void split_partition_collective(OpId o, const OpPartition& q, uint64_t act, uint64_t grad);
   void prepare_pipeline_ranks();  // pipeline_schedule.cpp: warm-up per rank
   void prepare_pipeline_gates();  // pipeline_schedule.cpp: gate counters
   uint64_t schedule_slot(OpId o, uint32_t j) const;  // ready-queue priority of a pass

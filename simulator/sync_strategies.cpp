@@ -118,6 +118,140 @@ std::vector<int> SyncCostModel::workers(OpId v) const {
   return w;
 }
 
+namespace {
+
+// A worker's gradient of one variable as a matrix (PowerSGD's view): rows x cols >= elems.
+struct GradientShape {
+  uint64_t elems = 0, rows = 0, cols = 0;
+};
+
+// The payload: sparse rows for PS / all-gather, else the dense gradient; sets
+// out->grad_bytes and out->wire_bytes (after compression).
+GradientShape gradient_payload(const Graph& g, OpId v, const VariableSync& s, int replicas,
+                               VariableSyncCost* out) {
+  const Op& op = g.op(v);
+  const uint64_t eb = static_cast<uint64_t>(dtype_bytes(op.dtype));
+  const SparseGradient sg = sparse_gradient(g, v, replicas);
+  const bool sparse = sg.sparse && (s.synchronizer == Synchronizer::kParameterServer ||
+                                    s.synchronizer == Synchronizer::kAllGather);
+  out->grad_bytes = sparse ? sg.bytes() : op.param_bytes;
+  GradientShape gs;
+  gs.elems = out->grad_bytes / std::max<uint64_t>(eb, 1);
+  // Matrix view for PowerSGD: columns = the output's last dimension when it divides.
+  if (!op.outputs.empty() && !g.tensor(op.outputs[0]).shape.empty()) {
+    const int64_t last = g.tensor(op.outputs[0]).shape.back();
+    if (last > 0 && gs.elems % static_cast<uint64_t>(last) == 0) {
+      gs.cols = static_cast<uint64_t>(last);
+    }
+  }
+  if (gs.cols == 0) {
+    gs.cols = std::max<uint64_t>(1, static_cast<uint64_t>(std::sqrt(double(gs.elems))));
+  }
+  gs.rows = std::max<uint64_t>(1, gs.elems / gs.cols);
+  out->wire_bytes = compressed_bytes(s, gs.elems, op.dtype, gs.rows, gs.cols);
+  return gs;
+}
+
+// Encode / decode work on a worker: memory passes, and PowerSGD's matmuls.
+struct CodecWork {
+  double enc_bytes = 0, enc_flops = 0, dec_bytes = 0, dec_flops = 0;
+};
+
+// The compressor's work on `out`'s gradient; sets out->state_bytes (error feedback, Q).
+CodecWork codec_work(const VariableSync& s, const Op& op, const GradientShape& gs,
+                     VariableSyncCost* out) {
+  const uint64_t eb = static_cast<uint64_t>(dtype_bytes(op.dtype));
+  const double grad = static_cast<double>(out->grad_bytes);
+  const double wire = static_cast<double>(out->wire_bytes);
+  const double rows = double(gs.rows), cols = double(gs.cols);
+  CodecWork w;
+  switch (s.compressor) {
+    case Compressor::kNone: break;
+    case Compressor::kFP16:
+      w.enc_bytes = grad + wire, w.dec_bytes = wire + grad;
+      break;
+    case Compressor::kOneBit:  // add the error, quantise, keep the new error
+      w.enc_bytes = 3 * grad + wire, w.dec_bytes = wire + grad;
+      out->state_bytes = op.param_bytes;
+      break;
+    case Compressor::kTopK:  // add the error, select, keep the rest as error
+      w.enc_bytes = 4 * grad + wire, w.dec_bytes = wire + grad;
+      out->state_bytes = op.param_bytes;
+      break;
+    case Compressor::kPowerSGD: {
+      const double r = std::max(s.powersgd_rank, 1);
+      w.enc_bytes = 3 * grad;  // error feedback
+      w.enc_flops = 4.0 * rows * cols * r + 2.0 * rows * r * r;
+      w.dec_flops = 2.0 * rows * cols * r;
+      out->state_bytes = op.param_bytes + gs.cols * static_cast<uint64_t>(r) * eb;
+      break;
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+SyncCostModel::Phase SyncCostModel::gather_phase(const std::vector<int>& workers, double bytes_each,
+                                                 SyncScheme algo) const {
+  Phase ph{std::vector<double>(num_ports(), 0), 0};
+  const int replicas = static_cast<int>(workers.size());
+  collective(&ph, workers,
+             fused_collective(CollectiveKind::kAllGather, workers, replicas * bytes_each,
+                              algo == SyncScheme::kHierarchical ? algo : SyncScheme::kRing));
+  return ph;
+}
+
+void SyncCostModel::parameter_server_phases(const std::vector<int>& workers, const VariableSync& s,
+                                            double wire, std::vector<Phase>* phases) const {
+  auto new_phase = [&]() -> Phase& {
+    phases->push_back(Phase{std::vector<double>(num_ports(), 0), 0});
+    return phases->back();
+  };
+  const int shards = std::max(1, std::min<int>(s.shards, int(s.destinations.size())));
+  const std::vector<int> servers(s.destinations.begin(), s.destinations.begin() + shards);
+  // Senders to the servers: every worker, or each host's first worker after a local sum.
+  std::vector<int> senders;
+  std::vector<std::pair<int, int>> local;  // (worker, its host's sender)
+  for (int w : workers) {
+    int leader = w;
+    if (s.local_aggregation) {
+      for (int x : senders) {
+        if (c_.device(x).host == c_.device(w).host) leader = x;
+      }
+    }
+    if (leader == w)
+      senders.push_back(w);
+    else
+      local.emplace_back(w, leader);
+  }
+  if (!local.empty()) {
+    Phase& reduce = new_phase();
+    for (auto [w, l] : local) message(&reduce, w, l, wire);
+  }
+  Phase& push = new_phase();
+  for (int w : senders)
+    for (int sv : servers) message(&push, w, sv, wire / shards);
+  Phase& pull = new_phase();
+  for (int w : senders)
+    for (int sv : servers) message(&pull, sv, w, wire / shards);
+  if (!local.empty()) {
+    Phase& bcast = new_phase();
+    for (auto [w, l] : local) message(&bcast, l, w, wire);
+  }
+}
+
+void SyncCostModel::add_network(const std::vector<Phase>& phases, VariableSyncCost* out) const {
+  for (const Phase& ph : phases) {
+    const double busiest = max_of(ph.load);
+    if (busiest <= 0) continue;
+    out->network_time += busiest + ph.latency;
+    for (int p = 0; p < num_ports(); ++p) {
+      if (ph.load[p] > 0) out->port_load[p] += ph.load[p] + ph.latency;
+    }
+  }
+}
+
 VariableSyncCost SyncCostModel::variable_cost(OpId v, const VariableSync& s) const {
   const Op& op = g_.op(v);
   const std::vector<int> W = workers(v);
@@ -126,131 +260,56 @@ VariableSyncCost SyncCostModel::variable_cost(OpId v, const VariableSync& s) con
   VariableSyncCost out;
   out.op = v;
   out.port_load.assign(num_ports(), 0);
-
-  // The payload: sparse rows for PS / all-gather, else the dense gradient.
-  const SparseGradient sg = sparse_gradient(g_, v, R);
-  const bool sparse = sg.sparse && (s.synchronizer == Synchronizer::kParameterServer ||
-                                    s.synchronizer == Synchronizer::kAllGather);
-  out.grad_bytes = sparse ? sg.bytes() : op.param_bytes;
-  const uint64_t elems = out.grad_bytes / std::max<uint64_t>(eb, 1);
-  // Matrix view for PowerSGD: columns = the output's last dimension when it divides.
-  uint64_t cols = 0;
-  if (!op.outputs.empty() && !g_.tensor(op.outputs[0]).shape.empty()) {
-    const int64_t last = g_.tensor(op.outputs[0]).shape.back();
-    if (last > 0 && elems % static_cast<uint64_t>(last) == 0) cols = static_cast<uint64_t>(last);
-  }
-  if (cols == 0) cols = std::max<uint64_t>(1, static_cast<uint64_t>(std::sqrt(double(elems))));
-  const uint64_t rows = std::max<uint64_t>(1, elems / cols);
-  out.wire_bytes = compressed_bytes(s, elems, op.dtype, rows, cols);
-
-  // Encode / decode on the worker (memory passes; PowerSGD's matmuls).
-  const double grad = static_cast<double>(out.grad_bytes);
+  const GradientShape gs = gradient_payload(g_, v, s, R, &out);
+  CodecWork codec = codec_work(s, op, gs, &out);
   const double wire = static_cast<double>(out.wire_bytes);
-  double enc_bytes = 0, enc_flops = 0, dec_bytes = 0, dec_flops = 0;
-  switch (s.compressor) {
-    case Compressor::kNone: break;
-    case Compressor::kFP16: enc_bytes = grad + wire, dec_bytes = wire + grad; break;
-    case Compressor::kOneBit:  // add the error, quantise, keep the new error
-      enc_bytes = 3 * grad + wire, dec_bytes = wire + grad;
-      out.state_bytes = op.param_bytes;
-      break;
-    case Compressor::kTopK:  // add the error, select, keep the rest as error
-      enc_bytes = 4 * grad + wire, dec_bytes = wire + grad;
-      out.state_bytes = op.param_bytes;
-      break;
-    case Compressor::kPowerSGD: {
-      const double r = std::max(s.powersgd_rank, 1);
-      enc_bytes = 3 * grad;  // error feedback
-      enc_flops = 4.0 * double(rows) * double(cols) * r + 2.0 * double(rows) * r * r;
-      dec_flops = 2.0 * double(rows) * double(cols) * r;
-      out.state_bytes = op.param_bytes + cols * static_cast<uint64_t>(r) * eb;
-      break;
-    }
-  }
 
   std::vector<Phase> phases;
-  auto new_phase = [&]() -> Phase& {
-    phases.push_back(Phase{std::vector<double>(num_ports(), 0), 0});
-    return phases.back();
-  };
-  int decode_copies = 1;
+  int decode_copies = 1;  // an all-gather decodes every worker's payload
   const SyncScheme algo = s.algorithm;
-  auto gather = [&](double bytes_each) {
-    decode_copies = R;
-    collective(&new_phase(), W, fused_collective(CollectiveKind::kAllGather, W, R * bytes_each,
-                                                 algo == SyncScheme::kHierarchical
-                                                     ? algo : SyncScheme::kRing));
-  };
   // Poseidon's factors of an FC layer y = x W (W: m x n): b rows of x and of dy per worker.
   const Tensor* fc_out = op.outputs.empty() ? nullptr : &g_.tensor(op.outputs[0]);
   const bool fc = op.category == OpCategory::kMatMul && fc_out && fc_out->shape.size() >= 2 &&
                   fc_out->shape.back() > 0;
-
   switch (s.synchronizer) {
     case Synchronizer::kFactorBroadcast:
       if (fc) {
         const double n = double(fc_out->shape.back());
-        const double m = double(elems) / n;
+        const double m = double(gs.elems) / n;
         const double b = double(g_.tensor(op.outputs[0]).bytes / eb) / n / R;
         out.wire_bytes = static_cast<uint64_t>(b * (m + n)) * eb;
-        dec_flops += 2.0 * R * b * m * n;
-        gather(double(out.wire_bytes));
+        codec.dec_flops += 2.0 * R * b * m * n;
+        phases.push_back(gather_phase(W, double(out.wire_bytes), algo));
+        decode_copies = R;
         break;
       }
       [[fallthrough]];  // not a fully connected layer: a dense all-reduce
     case Synchronizer::kAllReduce:
       if (nonlinear(s.compressor)) {
-        gather(wire);
+        phases.push_back(gather_phase(W, wire, algo));
+        decode_copies = R;
       } else {
-        collective(&new_phase(), W, fused_collective(CollectiveKind::kAllReduce, W, wire, algo));
+        phases.push_back(Phase{std::vector<double>(num_ports(), 0), 0});
+        collective(&phases.back(), W, fused_collective(CollectiveKind::kAllReduce, W, wire, algo));
       }
       break;
     case Synchronizer::kAllGather:
-      gather(wire);
+      phases.push_back(gather_phase(W, wire, algo));
+      decode_copies = R;
       break;
-    case Synchronizer::kParameterServer: {
-      const int shards = std::max(1, std::min<int>(s.shards, int(s.destinations.size())));
-      const std::vector<int> servers(s.destinations.begin(), s.destinations.begin() + shards);
-      // Senders to the servers: every worker, or each host's first worker after a local sum.
-      std::vector<int> senders;
-      std::vector<std::pair<int, int>> local;  // (worker, its host's sender)
-      for (int w : W) {
-        int leader = w;
-        if (s.local_aggregation) {
-          for (int x : senders) {
-            if (c_.device(x).host == c_.device(w).host) leader = x;
-          }
-        }
-        if (leader == w) senders.push_back(w); else local.emplace_back(w, leader);
-      }
-      if (!local.empty()) {
-        Phase& reduce = new_phase();
-        for (auto [w, l] : local) message(&reduce, w, l, wire);
-      }
-      Phase& push = new_phase();
-      for (int w : senders) for (int sv : servers) message(&push, w, sv, wire / shards);
-      Phase& pull = new_phase();
-      for (int w : senders) for (int sv : servers) message(&pull, sv, w, wire / shards);
-      if (!local.empty()) {
-        Phase& bcast = new_phase();
-        for (auto [w, l] : local) message(&bcast, l, w, wire);
-      }
+    case Synchronizer::kParameterServer:
+      parameter_server_phases(W, s, wire, &phases);
       break;
-    }
   }
 
-  for (const Phase& ph : phases) {
-    const double busiest = max_of(ph.load);
-    if (busiest <= 0) continue;
-    out.network_time += busiest + ph.latency;
-    for (int p = 0; p < num_ports(); ++p) {
-      if (ph.load[p] > 0) out.port_load[p] += ph.load[p] + ph.latency;
-    }
-  }
+  add_network(phases, &out);
   const int dev = W.front();
-  out.encode_time = enc_bytes + enc_flops > 0 ? codec_time(dev, enc_bytes, enc_flops) : 0;
-  out.decode_time =
-      dec_bytes + dec_flops > 0 ? decode_copies * codec_time(dev, dec_bytes, dec_flops / decode_copies) : 0;
+  const double enc_work = codec.enc_bytes + codec.enc_flops;
+  const double dec_work = codec.dec_bytes + codec.dec_flops;
+  out.encode_time = enc_work > 0 ? codec_time(dev, codec.enc_bytes, codec.enc_flops) : 0;
+  out.decode_time = dec_work > 0 ? decode_copies * codec_time(dev, codec.dec_bytes,
+                                                              codec.dec_flops / decode_copies)
+                                 : 0;
   return out;
 }
 

@@ -72,6 +72,13 @@ class SyncCostModel {
   double codec_time(int device, double bytes, double flops) const;
   double fused_collective(CollectiveKind k, const std::vector<int>& devs, double bytes,
                           SyncScheme algo) const;
+  // An all-gather of every worker's `bytes_each` (hierarchical when `algo` is, else ring).
+  Phase gather_phase(const std::vector<int>& workers, double bytes_each, SyncScheme algo) const;
+  // Parameter servers: local sums (local aggregation), push, pull, local broadcasts.
+  void parameter_server_phases(const std::vector<int>& workers, const VariableSync& s, double wire,
+                               std::vector<Phase>* phases) const;
+  // The phases in sequence: their network time and port loads added to *out.
+  void add_network(const std::vector<Phase>& phases, VariableSyncCost* out) const;
 
   const Graph& g_;
   const Cluster& c_;

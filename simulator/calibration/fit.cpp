@@ -188,6 +188,7 @@ EfficiencyCurve fit_efficiency_curve(const std::vector<double>& size,
 }
 
 namespace {
+
 double size_weighted_error(const std::vector<double>& pred, const std::vector<double>& t,
                            const std::vector<double>& bytes) {
   double sum = 0, w = 0;
@@ -197,6 +198,100 @@ double size_weighted_error(const std::vector<double>& pred, const std::vector<do
   }
   return w > 0 ? sum / w : 0;
 }
+
+double rms_relative_error(const std::vector<double>& pred, const std::vector<double>& t) {
+  double sum = 0;
+  for (size_t i = 0; i < pred.size(); ++i)
+    sum += (pred[i] - t[i]) * (pred[i] - t[i]) / (t[i] * t[i]);
+  return std::sqrt(sum / double(pred.size()));
+}
+
+// The points of one collective fit as the fits read them.
+struct CollectiveData {
+  CollectiveKind kind;
+  const std::vector<CollectivePoint>& points;
+  std::vector<double> x, t, bytes;  // bus bytes (bytes x bus factor), seconds, bytes
+  int max_ranks = 0;
+  std::vector<int> sizes;  // the distinct group sizes
+
+  CollectiveData(CollectiveKind k, const std::vector<CollectivePoint>& pts) : kind(k), points(pts) {
+    for (const CollectivePoint& p : points) {
+      if (p.ranks < 2) throw ValidationError("collective fit: a point with fewer than 2 ranks");
+      x.push_back(p.bytes * bus_factor(kind, p.ranks));
+      t.push_back(p.time_s);
+      bytes.push_back(p.bytes);
+    }
+    for (const CollectivePoint& p : points) max_ranks = std::max(max_ranks, p.ranks);
+    for (const CollectivePoint& p : points) {
+      if (std::find(sizes.begin(), sizes.end(), p.ranks) == sizes.end()) sizes.push_back(p.ranks);
+    }
+  }
+
+  std::vector<double> predict(const CollectiveCurve& c) const {
+    std::vector<double> pred;
+    for (const CollectivePoint& p : points) pred.push_back(c.time(kind, p.ranks, p.bytes));
+    return pred;
+  }
+};
+
+// Several group sizes: latency grows with the ring's steps. The bandwidth term from the
+// large messages (>= 64 MiB, where latency is negligible), then alpha + gamma (p - 2) from
+// the small ones (<= 8 MiB) by least squares of the relative residuals; it replaces *line
+// (and *line_err) when its RMS relative error over all points beats the plain line (the
+// small sizes, where the latency matters, are a minority and do not move the median).
+// Returns (alpha, gamma) when fitted with gamma > 0, else (-1, 0).
+std::pair<double, double> fit_ranked_latency(const CollectiveData& d, CollectiveCurve* line,
+                                             FitError* line_err) {
+  std::pair<double, double> ranked_latency{-1, 0};
+  std::vector<double> xl, tl;
+  for (size_t i = 0; i < d.points.size(); ++i) {
+    if (d.points[i].bytes >= double(64 << 20)) xl.push_back(d.x[i]), tl.push_back(d.t[i]);
+  }
+  if (d.sizes.size() < 2 || xl.size() < 2) return ranked_latency;
+  const double beta = fit_alpha_beta(xl, tl).beta;
+  double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
+  for (size_t i = 0; i < d.points.size(); ++i) {
+    if (d.points[i].bytes > double(8 << 20)) continue;
+    const double w = 1 / (d.t[i] * d.t[i]), q = d.points[i].ranks - 2, r = d.t[i] - beta * d.x[i];
+    s11 += w, s12 += w * q, s22 += w * q * q, b1 += w * r, b2 += w * q * r;
+  }
+  const double det = s11 * s22 - s12 * s12;
+  if (!(det > 0 && beta > 0)) return ranked_latency;
+  const double alpha = (b1 * s22 - b2 * s12) / det, gamma = (s11 * b2 - s12 * b1) / det;
+  CollectiveCurve ranked = *line;
+  ranked.latency = round_sig(std::max(0.0, alpha));
+  ranked.latency_per_rank = round_sig(std::max(0.0, gamma));
+  ranked.bus_bandwidth = round_sig(1 / beta);
+  if (ranked.latency_per_rank > 0 &&
+      rms_relative_error(d.predict(ranked), d.t) < rms_relative_error(d.predict(*line), d.t)) {
+    *line = ranked;
+    *line_err = relative_errors(d.predict(ranked), d.t);
+  }
+  if (ranked.latency_per_rank > 0) ranked_latency = {ranked.latency, ranked.latency_per_rank};
+  return ranked_latency;
+}
+
+// A ramp candidate: bus bandwidth `best_bw` scaled by an efficiency curve over the bytes,
+// after a latency of `latency` + `per_rank` (p - 2). False when a point is not slower than
+// that latency.
+bool ramp_curve(const CollectiveData& d, double latency, double per_rank, double best_bw,
+                double knot_step, CollectiveCurve* c) {
+  c->latency = latency;
+  c->latency_per_rank = per_rank;
+  c->bus_bandwidth = round_sig(best_bw);
+  c->ranks = d.max_ranks;
+  std::vector<double> eff;
+  bool ok = true;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    const double busy = d.t[i] - c->latency - c->latency_per_rank * (d.points[i].ranks - 2);
+    ok = ok && busy > 0;
+    eff.push_back(d.x[i] / (std::max(busy, 1e-12) * best_bw));
+  }
+  if (!ok) return false;
+  c->efficiency = fit_efficiency_curve(d.bytes, eff, knot_step, 1e-9, 2.0);
+  return true;
+}
+
 }  // namespace
 
 CollectiveCurve fit_collective_curve(CollectiveKind kind,
@@ -204,76 +299,24 @@ CollectiveCurve fit_collective_curve(CollectiveKind kind,
                                      double line_tolerance, FitError* error, std::string* model,
                                      double knot_step) {
   if (points.empty()) throw ValidationError("collective fit: no points");
-  std::vector<double> x, t, bytes;
-  for (const CollectivePoint& p : points) {
-    if (p.ranks < 2) throw ValidationError("collective fit: a point with fewer than 2 ranks");
-    x.push_back(p.bytes * bus_factor(kind, p.ranks));
-    t.push_back(p.time_s);
-    bytes.push_back(p.bytes);
-  }
-  auto predict = [&](const CollectiveCurve& c) {
-    std::vector<double> pred;
-    for (const CollectivePoint& p : points) pred.push_back(c.time(kind, p.ranks, p.bytes));
-    return pred;
-  };
-  int max_ranks = 0;
-  for (const CollectivePoint& p : points) max_ranks = std::max(max_ranks, p.ranks);
-  const AlphaBeta ab = fit_alpha_beta(x, t);
+  const CollectiveData d(kind, points);
+  const std::vector<double>& t = d.t;
+  const AlphaBeta ab = fit_alpha_beta(d.x, t);
   CollectiveCurve line;
   line.latency = round_sig(ab.alpha);
   line.bus_bandwidth = round_sig(1 / ab.beta);
   line.efficiency = EfficiencyCurve::constant(1.0);
-  line.ranks = max_ranks;
-  FitError line_err = relative_errors(predict(line), t);
-  // Several group sizes: latency grows with the ring's steps. The bandwidth term from the
-  // large messages (>= 64 MiB, where latency is negligible), then alpha + gamma (p - 2)
-  // from the small ones (<= 8 MiB) by least squares of the relative residuals; kept when
-  // its RMS relative error over all points beats the plain line (the small sizes, where the
-  // latency matters, are a minority and do not move the median).
-  std::pair<double, double> ranked_latency{-1, 0};  // (alpha, gamma) when fitted
-  std::vector<int> sizes;
-  for (const CollectivePoint& p : points) {
-    if (std::find(sizes.begin(), sizes.end(), p.ranks) == sizes.end()) sizes.push_back(p.ranks);
-  }
-  std::vector<double> xl, tl;
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (points[i].bytes >= double(64 << 20)) xl.push_back(x[i]), tl.push_back(t[i]);
-  }
-  if (sizes.size() >= 2 && xl.size() >= 2) {
-    const double beta = fit_alpha_beta(xl, tl).beta;
-    double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (points[i].bytes > double(8 << 20)) continue;
-      const double w = 1 / (t[i] * t[i]), q = points[i].ranks - 2, r = t[i] - beta * x[i];
-      s11 += w, s12 += w * q, s22 += w * q * q, b1 += w * r, b2 += w * q * r;
-    }
-    const double det = s11 * s22 - s12 * s12;
-    if (det > 0 && beta > 0) {
-      const double alpha = (b1 * s22 - b2 * s12) / det, gamma = (s11 * b2 - s12 * b1) / det;
-      CollectiveCurve ranked = line;
-      ranked.latency = round_sig(std::max(0.0, alpha));
-      ranked.latency_per_rank = round_sig(std::max(0.0, gamma));
-      ranked.bus_bandwidth = round_sig(1 / beta);
-      auto rms = [&](const std::vector<double>& pred) {
-        double sum = 0;
-        for (size_t i = 0; i < pred.size(); ++i) sum += (pred[i] - t[i]) * (pred[i] - t[i]) / (t[i] * t[i]);
-        return std::sqrt(sum / double(pred.size()));
-      };
-      if (ranked.latency_per_rank > 0 && rms(predict(ranked)) < rms(predict(line))) {
-        line = ranked;
-        line_err = relative_errors(predict(ranked), t);
-      }
-      if (ranked.latency_per_rank > 0) ranked_latency = {ranked.latency, ranked.latency_per_rank};
-    }
-  }
+  line.ranks = d.max_ranks;
+  FitError line_err = relative_errors(d.predict(line), t);
+  const std::pair<double, double> ranked_latency = fit_ranked_latency(d, &line, &line_err);
   if (line_err.median <= line_tolerance || points.size() < 3) {
     if (error) *error = line_err;
     if (model) *model = "alpha-beta";
     return line;
   }
   double best_bw = 0, tmin = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < x.size(); ++i) {
-    best_bw = std::max(best_bw, x[i] / t[i]);
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    best_bw = std::max(best_bw, d.x[i] / t[i]);
     tmin = std::min(tmin, t[i]);
   }
   CollectiveCurve best = line;
@@ -282,32 +325,20 @@ CollectiveCurve fit_collective_curve(CollectiveKind kind,
   // Ramps under a fraction of the fastest time as latency, and (several group sizes) under
   // the per-rank latency fitted above (fraction -1).
   for (double frac : {0.0, 0.25, 0.5, 0.75, 0.9, -1.0}) {
+    if (frac < 0 && ranked_latency.first < 0) continue;
     CollectiveCurve c;
-    if (frac < 0) {
-      if (ranked_latency.first < 0) continue;
-      c.latency = ranked_latency.first;
-      c.latency_per_rank = ranked_latency.second;
-    } else {
-      c.latency = round_sig(frac * tmin);
-    }
-    c.bus_bandwidth = round_sig(best_bw);
-    c.ranks = max_ranks;
-    std::vector<double> eff;
-    bool ok = true;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double busy = t[i] - c.latency - c.latency_per_rank * (points[i].ranks - 2);
-      ok = ok && busy > 0;
-      eff.push_back(x[i] / (std::max(busy, 1e-12) * best_bw));
-    }
-    if (!ok) continue;
-    c.efficiency = fit_efficiency_curve(bytes, eff, knot_step, 1e-9, 2.0);
-    const FitError err = relative_errors(predict(c), t);
+    const bool fitted = frac < 0 ? ramp_curve(d, ranked_latency.first, ranked_latency.second,
+                                              best_bw, knot_step, &c)
+                                 : ramp_curve(d, round_sig(frac * tmin), 0, best_bw, knot_step, &c);
+    if (!fitted) continue;
+    const FitError err = relative_errors(d.predict(c), t);
     // Several group sizes (tables of linearly spaced sizes): candidates compete on the mean
     // relative error weighted by 1 / bytes, i.e. evenly per decade of message size, so the
     // small and middle sizes where latency and ramp matter count as much as the large ones.
     const bool better =
-        sizes.size() >= 2
-            ? size_weighted_error(predict(c), t, bytes) < size_weighted_error(predict(best), t, bytes)
+        d.sizes.size() >= 2
+            ? size_weighted_error(d.predict(c), t, d.bytes) <
+                  size_weighted_error(d.predict(best), t, d.bytes)
             : err.median < best_err.median - 1e-12 ||
                   (std::abs(err.median - best_err.median) <= 1e-12 && err.p90 < best_err.p90);
     if (better) {
@@ -405,6 +436,22 @@ namespace {
 
 bool compute_bound(OpCategory c) { return c == OpCategory::kMatMul || c == OpCategory::kConv; }
 
+// The op category and dtype of a compute row; false when the row is not an op (nothing
+// counted) or its dtype has no peak (counted in *skipped, by reason).
+bool compute_row_op(const Measurement& m, OpCategory* cat, DType* dtype,
+                    std::map<std::string, int>* skipped) {
+  if (!measure_category(m.kind, cat)) return false;
+  if (m.dtype == "tf32") {
+    ++(*skipped)["tf32 compute rows (the cluster format has no tf32 peak)"];
+    return false;
+  }
+  if (!measure_dtype(m.dtype, dtype)) {
+    ++(*skipped)["compute rows with dtype '" + m.dtype + "'"];
+    return false;
+  }
+  return true;
+}
+
 std::string gbps(double bytes_per_s) { return fixed(bytes_per_s / 1e9, 1) + " GB/s"; }
 
 struct ComputePoint {
@@ -463,91 +510,147 @@ double floor_time(std::vector<double> v) {
   return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
 }
 
-}  // namespace
+// The steps of fit_profile: sort the measurement rows and the profiled ops into points per
+// term (collective curve, link, op category), then fit each term into the profile and report
+// it, in the order the report lists them (collectives, links, launch overhead, op categories).
+class ProfileFit {
+ public:
+  ProfileFit(const Cluster& cluster, const CostProfile& base, const FitOptions& options)
+      : cluster_(cluster),
+        base_(base),
+        options_(options),
+        gpu_(first_gpu(cluster)),
+        spec_(cluster.device(gpu_).spec) {
+    rep_.profile = base;
+  }
 
-FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
-                      const std::vector<MeasurementSet>& measurements,
-                      const std::vector<ProfilerTrace>& traces, const FitOptions& options) {
-  cluster.validate();
-  FitReport rep;
-  rep.profile = base;
-  CostProfile& p = rep.profile;
-  std::map<std::string, int> skipped;  // reason -> rows
-  const int gpu = first_gpu(cluster);
-  const DeviceSpec& spec = cluster.device(gpu).spec;
-
-  // -- collectives and links
-  std::map<std::pair<int, int>, std::vector<CollectivePoint>> coll;             // (kind, level)
-  std::map<int, std::pair<std::vector<double>, std::vector<double>>> link_pts;  // level -> x, t
-  std::vector<ComputePoint> compute;
-  for (const MeasurementSet& set : measurements) {
-    for (const Measurement& m : set.rows) {
-      if (m.kind == MeasureKind::kCollective) {
-        if (m.op == "send_recv") {
-          const int level =
-              static_cast<int>(m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost);
-          link_pts[level].first.push_back(m.bytes);
-          link_pts[level].second.push_back(m.time_s);
-          continue;
-        }
-        CollectiveKind k;
-        if (!collective_kind(m.op, &k)) {
-          ++skipped["collective '" + m.op + "' is not modelled"];
-          continue;
-        }
-        if (m.devices < 2 || !(m.bytes > 0)) {
-          ++skipped["collective rows with < 2 ranks or 0 bytes (no bus bandwidth)"];
-          continue;
-        }
-        const int level = static_cast<int>(collective_level(cluster, m));
-        coll[{static_cast<int>(k), level}].push_back({m.bytes, m.devices, m.time_s});
-      } else if (m.kind == MeasureKind::kMemcpy) {
-        LinkLevel level;
-        if (m.op == "p2p") {
-          level = m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
-        } else if (m.op == "h2d" || m.op == "d2h") {
-          level = LinkLevel::kHostDevice;
+  void add_measurements(const std::vector<MeasurementSet>& measurements) {
+    for (const MeasurementSet& set : measurements) {
+      for (const Measurement& m : set.rows) {
+        if (m.kind == MeasureKind::kCollective) {
+          add_collective(m);
+        } else if (m.kind == MeasureKind::kMemcpy) {
+          add_memcpy(m);
         } else {
-          ++skipped
-              ["memcpy " + m.op +
-               " (device-local copies measure memory bandwidth, which the cluster file holds)"];
-          continue;
+          add_compute(m);
         }
-        if (!(m.bytes > 0)) {
-          ++skipped["memcpy rows with 0 bytes"];
-          continue;
-        }
-        link_pts[static_cast<int>(level)].first.push_back(m.bytes);
-        link_pts[static_cast<int>(level)].second.push_back(m.time_s);
-      } else {
-        ComputePoint c;
-        c.m = &m;
-        if (!measure_category(m.kind, &c.cat)) continue;
-        if (m.dtype == "tf32") {
-          ++skipped["tf32 compute rows (the cluster format has no tf32 peak)"];
-          continue;
-        }
-        if (!measure_dtype(m.dtype, &c.dtype)) {
-          ++skipped["compute rows with dtype '" + m.dtype + "'"];
-          continue;
-        }
-        c.flops = m.flops;
-        c.bytes = m.bytes;
-        c.time = m.time_s;
-        if (compute_bound(c.cat) ? !(c.flops > 0) : !(c.bytes > 0)) {
-          ++skipped[std::string(to_string(m.kind)) + " rows without " +
-                    (compute_bound(c.cat) ? "flops" : "bytes")];
-          continue;
-        }
-        compute.push_back(c);
       }
     }
   }
+
   // Profiler traces: one point per CPU-op instance (its kernels' total time). Ops whose
   // inputs the trace recorded (record_shapes) get FLOPs, bytes and dtype from
   // profiled_ops(); others only when the op carries "flops" (compute-bound, trace_dtype).
-  std::vector<double> kernel_times;
-  for (const ProfilerTrace& tr : traces) {
+  void add_traces(const std::vector<ProfilerTrace>& traces) {
+    for (const ProfilerTrace& tr : traces) {
+      const std::set<long long> covered = add_profiled_ops(tr);
+      add_flops_only_ops(tr, covered);
+    }
+  }
+
+  void fit_collectives() {
+    for (const auto& [key, pts] : coll_) {
+      fit_collective(static_cast<CollectiveKind>(key.first), static_cast<LinkLevel>(key.second),
+                     pts);
+    }
+  }
+
+  void fit_links() {
+    for (const auto& [lv, xt] : link_pts_)
+      fit_link(static_cast<LinkLevel>(lv), xt.first, xt.second);
+  }
+
+  // Launch overhead, then one latency + rate curve per op category (and dtype).
+  void fit_compute() {
+    if (compute_.empty() && kernel_times_.empty()) return;
+    fit_launch_overhead();
+    const CostProfile& p = rep_.profile;
+    const double launch = p.launch_overhead >= 0 ? p.launch_overhead : spec_.launch_overhead;
+    const std::map<int, std::vector<const ComputePoint*>> by_cat = compute_by_category();
+    std::map<int, std::string> rate_summary;  // category -> fitted numbers
+    for (const auto& [ci, pts] : by_cat) {
+      rate_summary[ci] = fit_category(static_cast<OpCategory>(ci), pts, launch);
+    }
+    // Errors with the whole op model (launch + roofline), as the simulator will use it.
+    CostModel cost(cluster_, rep_.profile);
+    for (const auto& [ci, pts] : by_cat) {
+      report_category(cost, static_cast<OpCategory>(ci), pts, rate_summary[ci]);
+    }
+  }
+
+  FitReport finish() {
+    for (const auto& [reason, n] : skipped_) {
+      rep_.notes.push_back("skipped " + std::to_string(n) + " row(s): " + reason);
+    }
+    if (rep_.terms.empty()) {
+      throw ValidationError(
+          "calibrate fit: nothing to fit (no collective, link, compute rows or profiled kernels)");
+    }
+    rep_.profile.validate("fitted profile");
+    return std::move(rep_);
+  }
+
+ private:
+  // ---- inputs
+
+  void add_link_point(LinkLevel level, const Measurement& m) {
+    link_pts_[static_cast<int>(level)].first.push_back(m.bytes);
+    link_pts_[static_cast<int>(level)].second.push_back(m.time_s);
+  }
+
+  void add_collective(const Measurement& m) {
+    if (m.op == "send_recv") {
+      add_link_point(m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost, m);
+      return;
+    }
+    CollectiveKind k;
+    if (!collective_kind(m.op, &k)) {
+      ++skipped_["collective '" + m.op + "' is not modelled"];
+      return;
+    }
+    if (m.devices < 2 || !(m.bytes > 0)) {
+      ++skipped_["collective rows with < 2 ranks or 0 bytes (no bus bandwidth)"];
+      return;
+    }
+    const int level = static_cast<int>(collective_level(cluster_, m));
+    coll_[{static_cast<int>(k), level}].push_back({m.bytes, m.devices, m.time_s});
+  }
+
+  void add_memcpy(const Measurement& m) {
+    LinkLevel level;
+    if (m.op == "p2p") {
+      level = m.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
+    } else if (m.op == "h2d" || m.op == "d2h") {
+      level = LinkLevel::kHostDevice;
+    } else {
+      ++skipped_["memcpy " + m.op +
+                 " (device-local copies measure memory bandwidth, which the cluster file holds)"];
+      return;
+    }
+    if (!(m.bytes > 0)) {
+      ++skipped_["memcpy rows with 0 bytes"];
+      return;
+    }
+    add_link_point(level, m);
+  }
+
+  void add_compute(const Measurement& m) {
+    ComputePoint c;
+    c.m = &m;
+    if (!compute_row_op(m, &c.cat, &c.dtype, &skipped_)) return;
+    c.flops = m.flops;
+    c.bytes = m.bytes;
+    c.time = m.time_s;
+    if (compute_bound(c.cat) ? !(c.flops > 0) : !(c.bytes > 0)) {
+      ++skipped_[std::string(to_string(m.kind)) + " rows without " +
+                 (compute_bound(c.cat) ? "flops" : "bytes")];
+      return;
+    }
+    compute_.push_back(c);
+  }
+
+  // The trace's ops with recorded inputs and a work rule; returns their op ids.
+  std::set<long long> add_profiled_ops(const ProfilerTrace& tr) {
     std::set<long long> covered;
     for (const ProfiledOp& r : profiled_ops(tr)) {
       if (r.kind != "kernel" || !r.has_shapes || !r.known) continue;
@@ -563,197 +666,242 @@ FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
       c.bytes = r.bytes;
       c.time = r.measured_s;
       c.kernels = 0;  // kernel durations: no gaps between kernels in them
-      compute.push_back(c);
+      compute_.push_back(c);
       covered.insert(r.op_id);
     }
+    return covered;
+  }
+
+  // Every kernel's duration (for the launch overhead), and the compute-bound ops not in
+  // `covered` that carry "flops".
+  void add_flops_only_ops(const ProfilerTrace& tr, const std::set<long long>& covered) {
     std::map<long long, ComputePoint> per_op;
     for (const ProfiledKernel& k : tr.kernels) {
       if (k.cat != "kernel") continue;
-      kernel_times.push_back(k.dur_s);
-      if (k.op_id < 0 || covered.count(k.op_id) || !(k.op_flops > 0) || !compute_bound(k.category)) continue;
+      kernel_times_.push_back(k.dur_s);
+      if (k.op_id < 0 || covered.count(k.op_id) || !(k.op_flops > 0) ||
+          !compute_bound(k.category)) {
+        continue;
+      }
       ComputePoint& c = per_op[k.op_id];
       c.cat = k.category;
-      c.dtype = options.trace_dtype;
+      c.dtype = options_.trace_dtype;
       c.flops = k.op_flops;
       c.time += k.dur_s;
       c.kernels = 0;  // kernel time only: no launch overheads to take off
     }
     for (auto& [id, c] : per_op) {
-      if (c.time > 0) compute.push_back(c);
+      if (c.time > 0) compute_.push_back(c);
     }
   }
 
-  for (const auto& [key, pts] : coll) {
-    const CollectiveKind kind = static_cast<CollectiveKind>(key.first);
-    const LinkLevel level = static_cast<LinkLevel>(key.second);
+  // ---- collectives and links
+
+  void add_term(const TermFit& tf) {
+    rep_.profile.fit_errors[tf.term] = tf.error;
+    rep_.terms.push_back(tf);
+  }
+
+  void fit_collective(CollectiveKind kind, LinkLevel level,
+                      const std::vector<CollectivePoint>& pts) {
     TermFit tf;
     tf.term = std::string("collective_curves.") + to_string(kind) + "." + to_string(level);
-    const CollectiveCurve c = fit_collective_curve(kind, pts, options.line_tolerance, &tf.error,
-                                                   &tf.model, options.knot_step);
-    p.curve(kind, level) = c;
+    const CollectiveCurve c = fit_collective_curve(kind, pts, options_.line_tolerance, &tf.error,
+                                                   &tf.model, options_.knot_step);
+    rep_.profile.curve(kind, level) = c;
     tf.points = static_cast<int>(pts.size());
-    tf.values = "latency " + human_time(c.latency) + (c.latency_per_rank > 0 ? " + " + human_time(c.latency_per_rank) + " per rank > 2" : std::string()) + ", bus bw " + gbps(c.bus_bandwidth) +
-                ", ranks " + std::to_string(c.ranks);
-    p.fit_errors[tf.term] = tf.error;
-    rep.terms.push_back(tf);
+    tf.values = "latency " + human_time(c.latency) +
+                (c.latency_per_rank > 0 ? " + " + human_time(c.latency_per_rank) + " per rank > 2"
+                                        : std::string()) +
+                ", bus bw " + gbps(c.bus_bandwidth) + ", ranks " + std::to_string(c.ranks);
+    add_term(tf);
   }
-  for (const auto& [lv, xt] : link_pts) {
-    const LinkLevel level = static_cast<LinkLevel>(lv);
+
+  // Sizes within two decades do not pin the latency down (a line through large messages
+  // only): the base's latency, and the bandwidth that fits best with it.
+  AlphaBeta fit_bandwidth_only(LinkLevel level, const std::vector<double>& xs,
+                               const std::vector<double>& ts) const {
+    AlphaBeta ab;
+    const LinkOverride& o = base_.link(level);
+    ab.alpha = o.latency >= 0 ? o.latency : cluster_.link(level).latency;
+    // min sum ((alpha + beta x_i - t_i) / t_i)^2 over beta
+    double num = 0, den = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double x = xs[i], t = ts[i];
+      num += x * (t - ab.alpha) / (t * t);
+      den += x * x / (t * t);
+    }
+    if (!(num > 0 && den > 0)) {
+      throw ValidationError(std::string("links.") + to_string(level) +
+                            ": the measured times are below the latency; cannot fit a bandwidth");
+    }
+    ab.beta = num / den;
+    return ab;
+  }
+
+  void fit_link(LinkLevel level, const std::vector<double>& xs, const std::vector<double>& ts) {
     TermFit tf;
     tf.term = std::string("links.") + to_string(level);
-    const double xmin = *std::min_element(xt.first.begin(), xt.first.end());
-    const double xmax = *std::max_element(xt.first.begin(), xt.first.end());
+    const double xmin = *std::min_element(xs.begin(), xs.end());
+    const double xmax = *std::max_element(xs.begin(), xs.end());
     AlphaBeta ab;
     if (xmax >= 100 * xmin) {
-      ab = fit_alpha_beta(xt.first, xt.second);
+      ab = fit_alpha_beta(xs, ts);
       tf.model = "alpha-beta";
     } else {
-      // Sizes within two decades do not pin the latency down (a line through large
-      // messages only): keep the base's latency, fit the bandwidth.
-      const LinkOverride& o = base.link(level);
-      ab.alpha = o.latency >= 0 ? o.latency : cluster.link(level).latency;
-      // min sum ((alpha + beta x_i - t_i) / t_i)^2 over beta
-      double num = 0, den = 0;
-      for (size_t i = 0; i < xt.first.size(); ++i) {
-        const double x = xt.first[i], t = xt.second[i];
-        num += x * (t - ab.alpha) / (t * t);
-        den += x * x / (t * t);
-      }
-      if (!(num > 0 && den > 0)) {
-        throw ValidationError(std::string("links.") + to_string(level) +
-                              ": the measured times are below the latency; cannot fit a bandwidth");
-      }
-      ab.beta = num / den;
+      ab = fit_bandwidth_only(level, xs, ts);
       tf.model = "bandwidth only";
     }
     ab.alpha = round_sig(ab.alpha);
     ab.beta = 1 / round_sig(1 / ab.beta);
-    LinkOverride& o = p.link(level);
+    LinkOverride& o = rep_.profile.link(level);
     o.latency = ab.alpha;
     o.bandwidth = 1 / ab.beta;
     o.bandwidth_efficiency = 1.0;
     std::vector<double> pred;
-    for (double b : xt.first) pred.push_back(ab.alpha + ab.beta * b);
-    tf.error = relative_errors(pred, xt.second);
-    tf.points = static_cast<int>(xt.first.size());
+    for (double b : xs) pred.push_back(ab.alpha + ab.beta * b);
+    tf.error = relative_errors(pred, ts);
+    tf.points = static_cast<int>(xs.size());
     tf.values = "latency " + human_time(ab.alpha) + ", bandwidth " + gbps(1 / ab.beta);
-    p.fit_errors[tf.term] = tf.error;
-    rep.terms.push_back(tf);
+    add_term(tf);
   }
 
-  // -- compute: launch overhead, then per-category curves
-  if (!compute.empty() || !kernel_times.empty()) {
-    // Back-to-back microbenchmark rows define it; trace kernel durations (no gaps between
-    // kernels) only when there are too few rows.
+  // ---- compute
+
+  // Back-to-back microbenchmark rows define it; trace kernel durations (no gaps between
+  // kernels) only when there are too few rows. The launch overhead is what the smallest
+  // kernels cost (their roofline time is ~0), from enough of them; otherwise the base's (or
+  // each device's own).
+  void fit_launch_overhead() {
     std::vector<double> times;
-    for (const ComputePoint& c : compute) {
+    for (const ComputePoint& c : compute_) {
       if (c.m) times.push_back(c.time);
     }
-    if (times.size() < 8) times.insert(times.end(), kernel_times.begin(), kernel_times.end());
-    // The launch overhead: what the smallest kernels cost (their roofline time is ~0), from
-    // enough of them; otherwise the base's (or each device's own).
+    if (times.size() < 8) times.insert(times.end(), kernel_times_.begin(), kernel_times_.end());
     constexpr size_t kMinLaunchSamples = 8;
-    if (times.size() >= kMinLaunchSamples) {
-      p.launch_overhead = round_sig(floor_time(times));
-      TermFit tf;
-      tf.term = "launch_overhead";
-      tf.model = "fastest 5%";
-      tf.values = human_time(p.launch_overhead) + " (median of the fastest 5% of " +
-                  std::to_string(times.size()) + " kernels / rows)";
-      tf.points = static_cast<int>(times.size());
-      tf.has_error = false;
-      rep.terms.push_back(tf);
-    } else {
-      rep.notes.push_back("launch overhead kept (" + std::to_string(times.size()) +
-                          " compute rows / kernels; at least " + std::to_string(kMinLaunchSamples) +
-                          " are needed to estimate it)");
+    if (times.size() < kMinLaunchSamples) {
+      rep_.notes.push_back("launch overhead kept (" + std::to_string(times.size()) +
+                           " compute rows / kernels; at least " +
+                           std::to_string(kMinLaunchSamples) + " are needed to estimate it)");
+      return;
     }
-    const double launch = p.launch_overhead >= 0 ? p.launch_overhead : spec.launch_overhead;
+    CostProfile& p = rep_.profile;
+    p.launch_overhead = round_sig(floor_time(times));
+    TermFit tf;
+    tf.term = "launch_overhead";
+    tf.model = "fastest 5%";
+    tf.values = human_time(p.launch_overhead) + " (median of the fastest 5% of " +
+                std::to_string(times.size()) + " kernels / rows)";
+    tf.points = static_cast<int>(times.size());
+    tf.has_error = false;
+    rep_.terms.push_back(tf);
+  }
+
+  // The compute points per category. Memory-bound categories with profiled framework ops:
+  // those kernels (PyTorch's vectorised element-wise, softmax, ...) are what a step runs;
+  // placer-calibrate's own simple kernels of the category then stay out of its curve.
+  std::map<int, std::vector<const ComputePoint*>> compute_by_category() {
     std::map<int, std::vector<const ComputePoint*>> by_cat;
-    std::map<int, std::string> rate_summary;  // compute-bound category -> fitted numbers
-    for (const ComputePoint& c : compute) by_cat[static_cast<int>(c.cat)].push_back(&c);
-    // Memory-bound categories with profiled framework ops: those kernels (PyTorch's
-    // vectorised element-wise, softmax, ...) are what a step runs; placer-calibrate's own
-    // simple kernels of the category then stay out of its curve.
+    for (const ComputePoint& c : compute_) by_cat[static_cast<int>(c.cat)].push_back(&c);
+    const auto from_trace = [](const ComputePoint* c) { return c->m == nullptr; };
     for (auto& [ci, pts] : by_cat) {
       if (compute_bound(static_cast<OpCategory>(ci))) continue;
-      const auto from_trace = [](const ComputePoint* c) { return c->m == nullptr; };
-      if (std::any_of(pts.begin(), pts.end(), from_trace) && !std::all_of(pts.begin(), pts.end(), from_trace)) {
-        const size_t before = pts.size();
-        pts.erase(std::remove_if(pts.begin(), pts.end(), [&](const ComputePoint* c) { return !from_trace(c); }), pts.end());
-        rep.notes.push_back(std::string("ops.") + to_string(static_cast<OpCategory>(ci)) +
-                            ": fitted on the profiled ops only (" + std::to_string(before - pts.size()) +
-                            " placer-calibrate rows left out: the framework's kernels are what a step runs)");
+      if (!std::any_of(pts.begin(), pts.end(), from_trace) ||
+          std::all_of(pts.begin(), pts.end(), from_trace)) {
+        continue;
       }
+      const size_t before = pts.size();
+      pts.erase(std::remove_if(pts.begin(), pts.end(),
+                               [&](const ComputePoint* c) { return !from_trace(c); }),
+                pts.end());
+      rep_.notes.push_back(std::string("ops.") + to_string(static_cast<OpCategory>(ci)) +
+                           ": fitted on the profiled ops only (" +
+                           std::to_string(before - pts.size()) +
+                           " placer-calibrate rows left out: the framework's kernels are what "
+                           "a step runs)");
     }
-    for (const auto& [ci, pts] : by_cat) {
-      const OpCategory cat = static_cast<OpCategory>(ci);
-      const bool cb = compute_bound(cat);
-      std::vector<double> size, eff;
-      for (const ComputePoint* c : pts) {
-        const double busy = std::max(c->time - c->kernels * launch, 0.05 * c->time);
-        const double s = cb ? c->flops : c->bytes;
-        const double peak = cb ? spec.peak(c->dtype) : spec.memory_bandwidth;
-        size.push_back(s);
-        eff.push_back(s / (peak * busy));
-      }
-      if (cb) {
-        const EfficiencyCurve memory = p.op(cat).memory;
-        const double bandwidth = spec.memory_bandwidth;
-        std::vector<RatePoint> rp;
-        for (size_t i = 0; i < pts.size(); ++i) {
-          rp.push_back({size[i], pts[i]->bytes, size[i] / (spec.peak(pts[i]->dtype) * eff[i])});
-        }
-        fit_rate_curves(
-            pts, rp, [&](DType d) { return spec.peak(d); },
-            [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); }, true,
-            &p.op(cat).compute, &p.op(cat).compute_by_dtype, &rate_summary[ci]);
-      } else {
-        std::vector<RatePoint> rp;
-        for (size_t i = 0; i < pts.size(); ++i) {
-          rp.push_back({size[i], 0, size[i] / (spec.memory_bandwidth * eff[i])});
-        }
-        fit_rate_curves(
-            pts, rp, [&](DType) { return spec.memory_bandwidth; }, nullptr, false,
-            &p.op(cat).memory, &p.op(cat).memory_by_dtype, &rate_summary[ci]);
-      }
+    return by_cat;
+  }
+
+  // Fits the category's curves into the profile; returns the fitted numbers in words.
+  std::string fit_category(OpCategory cat, const std::vector<const ComputePoint*>& pts,
+                           double launch) {
+    const bool cb = compute_bound(cat);
+    const DeviceSpec& spec = spec_;
+    std::vector<RatePoint> rp;
+    for (const ComputePoint* c : pts) {
+      const double busy = std::max(c->time - c->kernels * launch, 0.05 * c->time);
+      const double s = cb ? c->flops : c->bytes;
+      const double peak = cb ? spec.peak(c->dtype) : spec.memory_bandwidth;
+      const double eff = s / (peak * busy);
+      rp.push_back({s, cb ? c->bytes : 0, s / (peak * eff)});
     }
-    // Errors with the whole op model (launch + roofline), as the simulator will use it.
-    CostModel cost(cluster, p);
-    for (const auto& [ci, pts] : by_cat) {
-      const OpCategory cat = static_cast<OpCategory>(ci);
-      const bool cb = compute_bound(cat);
-      std::vector<double> pred, meas;
-      for (const ComputePoint* c : pts) {
-        Op op;
-        op.category = cat;
-        op.dtype = c->dtype;
-        op.flops = c->flops;
-        const double t = cost.op_time(op, static_cast<uint64_t>(c->bytes), gpu) -
-                         (c->kernels == 0 ? cost.launch_overhead(gpu) : 0);
-        pred.push_back(t);
-        meas.push_back(c->time);
-      }
-      TermFit t2;
-      t2.term = std::string("ops.") + to_string(cat) +
-                (cb ? ".compute_efficiency" : ".memory_efficiency");
-      t2.model = "latency + rate";
-      t2.values = rate_summary[ci];
-      t2.points = static_cast<int>(pts.size());
-      t2.error = relative_errors(pred, meas);
-      p.fit_errors[t2.term] = t2.error;
-      rep.terms.push_back(t2);
+    OpCostProfile& op = rep_.profile.op(cat);
+    std::string summary;
+    if (cb) {
+      const EfficiencyCurve memory = op.memory;
+      const double bandwidth = spec.memory_bandwidth;
+      fit_rate_curves(
+          pts, rp, [&](DType d) { return spec.peak(d); },
+          [&](double bytes) { return bytes / (bandwidth * memory.at(bytes)); }, true, &op.compute,
+          &op.compute_by_dtype, &summary);
+    } else {
+      fit_rate_curves(
+          pts, rp, [&](DType) { return spec.memory_bandwidth; }, nullptr, false, &op.memory,
+          &op.memory_by_dtype, &summary);
     }
+    return summary;
   }
-  for (const auto& [reason, n] : skipped) {
-    rep.notes.push_back("skipped " + std::to_string(n) + " row(s): " + reason);
+
+  void report_category(const CostModel& cost, OpCategory cat,
+                       const std::vector<const ComputePoint*>& pts, const std::string& summary) {
+    std::vector<double> pred, meas;
+    for (const ComputePoint* c : pts) {
+      Op op;
+      op.category = cat;
+      op.dtype = c->dtype;
+      op.flops = c->flops;
+      const double t = cost.op_time(op, static_cast<uint64_t>(c->bytes), gpu_) -
+                       (c->kernels == 0 ? cost.launch_overhead(gpu_) : 0);
+      pred.push_back(t);
+      meas.push_back(c->time);
+    }
+    TermFit tf;
+    tf.term = std::string("ops.") + to_string(cat) +
+              (compute_bound(cat) ? ".compute_efficiency" : ".memory_efficiency");
+    tf.model = "latency + rate";
+    tf.values = summary;
+    tf.points = static_cast<int>(pts.size());
+    tf.error = relative_errors(pred, meas);
+    add_term(tf);
   }
-  if (rep.terms.empty()) {
-    throw ValidationError(
-        "calibrate fit: nothing to fit (no collective, link, compute rows or profiled kernels)");
-  }
-  p.validate("fitted profile");
-  return rep;
+
+  const Cluster& cluster_;
+  const CostProfile& base_;
+  const FitOptions& options_;
+  const int gpu_;
+  const DeviceSpec& spec_;
+  FitReport rep_;
+  std::map<std::string, int> skipped_;                                           // reason -> rows
+  std::map<std::pair<int, int>, std::vector<CollectivePoint>> coll_;             // (kind, level)
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> link_pts_;  // level -> x, t
+  std::vector<ComputePoint> compute_;
+  std::vector<double> kernel_times_;  // every profiled kernel's duration
+};
+
+}  // namespace
+
+FitReport fit_profile(const Cluster& cluster, const CostProfile& base,
+                      const std::vector<MeasurementSet>& measurements,
+                      const std::vector<ProfilerTrace>& traces, const FitOptions& options) {
+  cluster.validate();
+  ProfileFit fit(cluster, base, options);
+  fit.add_measurements(measurements);
+  fit.add_traces(traces);
+  fit.fit_collectives();
+  fit.fit_links();
+  fit.fit_compute();
+  return fit.finish();
 }
 
 // ---- check ------------------------------------------------------------------------------------
@@ -815,15 +963,7 @@ CheckReport check_profile(const Cluster& cluster, const CostProfile& profile,
         }
       } else {
         Op op;
-        if (!measure_category(m.kind, &op.category)) continue;
-        if (m.dtype == "tf32") {
-          ++skipped["tf32 compute rows (the cluster format has no tf32 peak)"];
-          continue;
-        }
-        if (!measure_dtype(m.dtype, &op.dtype)) {
-          ++skipped["compute rows with dtype '" + m.dtype + "'"];
-          continue;
-        }
+        if (!compute_row_op(m, &op.category, &op.dtype, &skipped)) continue;
         op.flops = m.flops;
         pred = cost.op_time(op, static_cast<uint64_t>(m.bytes), gpu);
         row.group = std::string(to_string(m.kind)) + " " + m.dtype;

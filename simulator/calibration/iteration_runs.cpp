@@ -86,6 +86,112 @@ const char* const kRequired[] = {"gpus", "global_batch", "micro_batch", "hidden"
 const char* const kOptional[] = {"model", "vocab", "ffn", "kv_heads", "recompute", "precision",
                                  "zero_stage", "overlap_grad_reduce", "sequence_parallel"};
 
+// The header row: column name -> index; every name known, every required one present.
+std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
+                                          const std::string& file, int n) {
+  std::map<std::string, size_t> cols;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    bool known = false;
+    for (const char* c : kRequired) known = known || fields[i] == c;
+    for (const char* c : kOptional) known = known || fields[i] == c;
+    if (!known) {
+      throw FormatError(file + ":" + std::to_string(n) + ": unknown column '" + fields[i] +
+                        "' (docs/formats/iteration_runs.md)");
+    }
+    cols[fields[i]] = i;
+  }
+  for (const char* c : kRequired) {
+    if (!cols.count(c)) {
+      throw FormatError(file + ":" + std::to_string(n) + ": the header has no column '" + c + "'");
+    }
+  }
+  return cols;
+}
+
+// The precision column: fp16 / bf16 (absent: the run's default).
+void read_precision(const RowReader& r, IterationRun* run) {
+  if (!r.has("precision")) return;
+  const std::string& p = r.text("precision");
+  if (p == "fp16" || p == "f16") {
+    run->dtype = DType::kF16;
+  } else if (p == "bf16") {
+    run->dtype = DType::kBF16;
+  } else {
+    r.fail("precision", "'" + p + "' is not fp16 or bf16");
+  }
+}
+
+// The configuration must be one Megatron can run.
+void check_megatron_config(const RowReader& r, const IterationRun& run) {
+  const MegatronConfig& m = run.config;
+  if (run.heads % m.tp != 0) {
+    r.fail("tp",
+           "tp " + std::to_string(m.tp) + " does not divide heads " + std::to_string(run.heads));
+  }
+  if (run.kv_heads > 0 && (run.heads % run.kv_heads != 0 || run.kv_heads % m.tp != 0)) {
+    r.fail("kv_heads", std::to_string(run.kv_heads) + " kv heads must divide heads " +
+                           std::to_string(run.heads) + " and be a multiple of tp " +
+                           std::to_string(m.tp));
+  }
+  if (run.hidden % run.heads != 0) {
+    r.fail("heads",
+           std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
+  }
+  if (int64_t(m.tp) * m.dp * m.pp != run.gpus) {
+    r.fail("gpus", "dp x tp x pp = " + std::to_string(int64_t(m.tp) * m.dp * m.pp) + ", not gpus " +
+                       std::to_string(run.gpus));
+  }
+  if (m.global_batch % (int64_t(m.micro_batch) * m.dp) != 0) {
+    r.fail("global_batch", "global_batch " + std::to_string(m.global_batch) +
+                               " is not a whole number of micro-batches of micro_batch x dp = " +
+                               std::to_string(int64_t(m.micro_batch) * m.dp));
+  }
+  if (m.pp > run.layers) {
+    r.fail("pp", "pp " + std::to_string(m.pp) + " exceeds layers " + std::to_string(run.layers));
+  }
+}
+
+// One data row (the columns read in a fixed order: the first bad one is reported).
+IterationRun read_run(const RowReader& r, const std::string& file, int n) {
+  IterationRun run;
+  run.source = file;
+  run.line = n;
+  if (r.has("model")) {
+    run.model = r.text("model");
+    if (run.model != "gpt" && run.model != "llama")
+      r.fail("model", "'" + run.model + "' is not gpt or llama");
+  }
+  run.gpus = int(r.integer("gpus", 1, 1 << 20));
+  run.hidden = r.integer("hidden", 1, 1 << 20);
+  run.heads = r.integer("heads", 1, 1 << 14);
+  run.layers = int(r.integer("layers", 1, 1 << 12));
+  run.seq_len = r.integer("seq_len", 1, 1 << 24);
+  run.vocab = r.integer_or("vocab", 50257, 1, int64_t(1) << 24);
+  run.ffn = r.integer_or("ffn", 0, 0, 1 << 22);
+  run.kv_heads = r.integer_or("kv_heads", 0, 0, run.heads);
+  MegatronConfig& m = run.config;
+  m.tp = int(r.integer("tp", 1, 1 << 14));
+  m.dp = int(r.integer("dp", 1, 1 << 20));
+  m.pp = int(r.integer("pp", 1, 1 << 12));
+  m.micro_batch = int(r.integer("micro_batch", 1, 1 << 20));
+  m.global_batch = int(r.integer("global_batch", 1, 1 << 26));
+  m.zero_stage = int(r.integer_or("zero_stage", 0, 0, 3));
+  m.overlap_grad_reduce = r.integer_or("overlap_grad_reduce", 0, 0, 1) == 1;
+  m.sequence_parallel = r.integer_or("sequence_parallel", 0, 0, 1) == 1;
+  m.recompute = Recompute::kFull;
+  if (r.has("recompute") && !parse_recompute(r.text("recompute"), &m.recompute)) {
+    r.fail("recompute", "'" + r.text("recompute") + "' is not none, selective or full");
+  }
+  read_precision(r, &run);
+  // Megatron uses dynamic loss scaling with fp16 only.
+  m.loss_scaling = run.dtype == DType::kF16;
+  const double ms = r.number("iteration_ms");
+  if (!(ms > 0)) r.fail("iteration_ms", "must be > 0");
+  run.measured = ms * 1e-3;
+  check_megatron_config(r, run);
+  return run;
+}
+
 }  // namespace
 
 std::vector<IterationRun> parse_iteration_runs(const std::string& text, const std::string& file) {
@@ -100,97 +206,14 @@ std::vector<IterationRun> parse_iteration_runs(const std::string& text, const st
     if (first == std::string::npos || line[first] == '#') continue;
     const std::vector<std::string> fields = split_fields(line);
     if (cols.empty()) {
-      for (size_t i = 0; i < fields.size(); ++i) {
-        bool known = false;
-        for (const char* c : kRequired) known = known || fields[i] == c;
-        for (const char* c : kOptional) known = known || fields[i] == c;
-        if (!known) {
-          throw FormatError(file + ":" + std::to_string(n) + ": unknown column '" + fields[i] +
-                            "' (docs/formats/iteration_runs.md)");
-        }
-        cols[fields[i]] = i;
-      }
-      for (const char* c : kRequired) {
-        if (!cols.count(c)) {
-          throw FormatError(file + ":" + std::to_string(n) + ": the header has no column '" + c +
-                            "'");
-        }
-      }
+      cols = read_header(fields, file, n);
       continue;
     }
     if (fields.size() != cols.size()) {
       throw FormatError(file + ":" + std::to_string(n) + ": " + std::to_string(fields.size()) +
                         " fields, the header has " + std::to_string(cols.size()));
     }
-    const RowReader r(file, n, cols, fields);
-    IterationRun run;
-    run.source = file;
-    run.line = n;
-    if (r.has("model")) {
-      run.model = r.text("model");
-      if (run.model != "gpt" && run.model != "llama") r.fail("model", "'" + run.model + "' is not gpt or llama");
-    }
-    run.gpus = int(r.integer("gpus", 1, 1 << 20));
-    run.hidden = r.integer("hidden", 1, 1 << 20);
-    run.heads = r.integer("heads", 1, 1 << 14);
-    run.layers = int(r.integer("layers", 1, 1 << 12));
-    run.seq_len = r.integer("seq_len", 1, 1 << 24);
-    run.vocab = r.integer_or("vocab", 50257, 1, int64_t(1) << 24);
-    run.ffn = r.integer_or("ffn", 0, 0, 1 << 22);
-    run.kv_heads = r.integer_or("kv_heads", 0, 0, run.heads);
-    MegatronConfig& m = run.config;
-    m.tp = int(r.integer("tp", 1, 1 << 14));
-    m.dp = int(r.integer("dp", 1, 1 << 20));
-    m.pp = int(r.integer("pp", 1, 1 << 12));
-    m.micro_batch = int(r.integer("micro_batch", 1, 1 << 20));
-    m.global_batch = int(r.integer("global_batch", 1, 1 << 26));
-    m.zero_stage = int(r.integer_or("zero_stage", 0, 0, 3));
-    m.overlap_grad_reduce = r.integer_or("overlap_grad_reduce", 0, 0, 1) == 1;
-    m.sequence_parallel = r.integer_or("sequence_parallel", 0, 0, 1) == 1;
-    m.recompute = Recompute::kFull;
-    if (r.has("recompute") && !parse_recompute(r.text("recompute"), &m.recompute)) {
-      r.fail("recompute", "'" + r.text("recompute") + "' is not none, selective or full");
-    }
-    if (r.has("precision")) {
-      const std::string& p = r.text("precision");
-      if (p == "fp16" || p == "f16") {
-        run.dtype = DType::kF16;
-      } else if (p == "bf16") {
-        run.dtype = DType::kBF16;
-      } else {
-        r.fail("precision", "'" + p + "' is not fp16 or bf16");
-      }
-    }
-    // Megatron uses dynamic loss scaling with fp16 only.
-    m.loss_scaling = run.dtype == DType::kF16;
-    const double ms = r.number("iteration_ms");
-    if (!(ms > 0)) r.fail("iteration_ms", "must be > 0");
-    run.measured = ms * 1e-3;
-    // The configuration must be one Megatron can run.
-    if (run.heads % m.tp != 0) {
-      r.fail("tp", "tp " + std::to_string(m.tp) + " does not divide heads " + std::to_string(run.heads));
-    }
-    if (run.kv_heads > 0 && (run.heads % run.kv_heads != 0 || run.kv_heads % m.tp != 0)) {
-      r.fail("kv_heads", std::to_string(run.kv_heads) + " kv heads must divide heads " +
-                             std::to_string(run.heads) + " and be a multiple of tp " +
-                             std::to_string(m.tp));
-    }
-    if (run.hidden % run.heads != 0) {
-      r.fail("heads", std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
-    }
-    if (int64_t(m.tp) * m.dp * m.pp != run.gpus) {
-      r.fail("gpus", "dp x tp x pp = " + std::to_string(int64_t(m.tp) * m.dp * m.pp) + ", not gpus " +
-                         std::to_string(run.gpus));
-    }
-    if (m.global_batch % (int64_t(m.micro_batch) * m.dp) != 0) {
-      r.fail("global_batch", "global_batch " + std::to_string(m.global_batch) +
-                                 " is not a whole number of micro-batches of micro_batch x dp = " +
-                                 std::to_string(int64_t(m.micro_batch) * m.dp));
-    }
-    if (m.pp > run.layers) {
-      r.fail("pp", "pp " + std::to_string(m.pp) + " exceeds layers " + std::to_string(run.layers));
-    }
-    runs.push_back(std::move(run));
+    runs.push_back(read_run(RowReader(file, n, cols, fields), file, n));
   }
   if (cols.empty()) throw FormatError(file + ": no header row");
   return runs;

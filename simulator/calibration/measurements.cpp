@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -333,103 +334,110 @@ int ranks_from_ratio(const std::string& op, double ratio) {
   return static_cast<int>(std::lround(n));
 }
 
-}  // namespace
+// MPI launchers prefix output with "[0]" or "[1,0]<stdout>:", sometimes in the middle of a
+// line when ranks interleave ("sum -1[0] 1626.5"): every "[digits]" tag becomes a space.
+std::string drop_rank_tags(const std::string& line) {
+  std::string cleaned;
+  for (size_t k = 0; k < line.size();) {
+    if (line[k] == '[') {
+      size_t e = k + 1;
+      while (e < line.size() &&
+             (std::isdigit(static_cast<unsigned char>(line[e])) || line[e] == ','))
+        ++e;
+      if (e < line.size() && line[e] == ']' && e > k + 1) {
+        cleaned += ' ';
+        k = e + 1;
+        if (line.compare(k, 9, "<stdout>:") == 0) k += 9;
+        continue;
+      }
+    }
+    cleaned += line[k++];
+  }
+  return cleaned;
+}
 
-MeasurementSet parse_nccl_tests_log(const std::string& text, const std::string& file,
-                                    const std::string& op_in) {
-  MeasurementSet set;
-  set.source = file;
-  set.format = "nccl-tests";
-  std::string op;
-  if (!op_in.empty()) {
-    op = normalize_collective_name(op_in);
-    if (op.empty()) {
-      throw FormatError(file + ": unknown collective '" + op_in +
-                        "' (expected all_reduce, all_gather, reduce_scatter, broadcast or "
-                        "send_recv)");
+// "nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5
+//  iters: 20 agg iters: 1 validation: 1 graph: 0"
+void read_nthread_line(const std::vector<std::string>& t,
+                       std::map<std::string, std::string>* header) {
+  for (size_t k = 0; k + 1 < t.size(); ++k) {
+    const std::string& key = t[k];
+    if (key == "nThread" || key == "nGpus" || key == "minBytes" || key == "maxBytes") {
+      (*header)[key] = t[k + 1];
+    } else if (key == "iters:") {
+      const std::string prev = k > 0 ? t[k - 1] : "";
+      (*header)[prev == "warmup" ? "warmup_iters"
+                : prev == "agg"  ? "agg_iters"
+                                 : "iters"] = t[k + 1];
     }
   }
-  const std::string file_op = op_in_line(base_name(file));
-  const std::vector<std::string> lines = split_lines(text);
+}
+
+// The measurement format's name of an nccl-tests type ("float" -> "fp32").
+std::string nccl_dtype(const std::string& type) {
+  static const std::map<std::string, std::string> names = {{"float", "fp32"},    {"half", "fp16"},
+                                                           {"bfloat16", "bf16"}, {"double", "fp64"},
+                                                           {"int8", "i8"},       {"uint8", "u8"}};
+  const auto it = names.find(type);
+  return it == names.end() ? type : it->second;
+}
+
+bool modelled_collective(const std::string& op) {
+  return op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" || op == "broadcast" ||
+         op == "send_recv";
+}
+
+// One result row, with the bandwidths that tell how many ranks ran.
+struct NcclRow {
+  Measurement m;
+  double algbw = 0, busbw = 0;
+  std::string op;
+};
+
+// An nccl-tests log read line by line: the header, the "# Rank" lines and the result tables.
+struct NcclLog {
+  std::string file;
+  std::string op;       // the caller's, "" when not named
+  std::string file_op;  // the one the file name names, or ""
+  MeasurementSet* set = nullptr;
   std::vector<std::string> rank_hosts;  // host of each "# Rank" line
-  std::string log_op;
+  std::string log_op;                   // the last one a line named
   std::string device;
-  struct Row {
-    Measurement m;
-    double algbw = 0, busbw = 0;
-    std::string op;
-  };
-  std::vector<Row> rows;
+  std::vector<NcclRow> rows;
   bool in_table = false;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const int ln = static_cast<int>(i) + 1;
-    std::string line = trim(lines[i]);
-    // MPI launchers prefix output with "[0]" or "[1,0]<stdout>:", sometimes in the middle of
-    // a line when ranks interleave ("sum -1[0] 1626.5"): drop every "[digits]" tag.
-    {
-      std::string cleaned;
-      for (size_t k = 0; k < line.size();) {
-        if (line[k] == '[') {
-          size_t e = k + 1;
-          while (e < line.size() &&
-                 (std::isdigit(static_cast<unsigned char>(line[e])) || line[e] == ','))
-            ++e;
-          if (e < line.size() && line[e] == ']' && e > k + 1) {
-            cleaned += ' ';
-            k = e + 1;
-            if (line.compare(k, 9, "<stdout>:") == 0) k += 9;
-            continue;
-          }
-        }
-        cleaned += line[k++];
-      }
-      line = trim(cleaned);
-    }
-    if (line.empty()) continue;
+
+  void read_line(const std::string& raw, int ln) {
+    const std::string line = trim(drop_rank_tags(trim(raw)));
+    if (line.empty()) return;
     if (const std::string o = op_in_line(line); !o.empty()) log_op = o;
-    std::string body = line[0] == '#' ? trim(line.substr(1)) : line;
+    const std::string body = line[0] == '#' ? trim(line.substr(1)) : line;
     const std::vector<std::string> t = tokens(body);
-    if (t.empty()) continue;
+    if (t.empty()) return;
     if (t[0] == "nThread") {
-      // "nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5
-      //  iters: 20 agg iters: 1 validation: 1 graph: 0"
-      for (size_t k = 0; k + 1 < t.size(); ++k) {
-        const std::string& key = t[k];
-        if (key == "nThread" || key == "nGpus" || key == "minBytes" || key == "maxBytes") {
-          set.header[key] = t[k + 1];
-        } else if (key == "iters:") {
-          const std::string prev = k > 0 ? t[k - 1] : "";
-          set.header[prev == "warmup" ? "warmup_iters"
-                     : prev == "agg"  ? "agg_iters"
-                                      : "iters"] = t[k + 1];
-        }
-      }
-      continue;
-    }
-    if (t[0] == "Rank" && t.size() >= 4) {
-      // "Rank 0 Group 0 Pid 123 on host device 0 [0x1b] NVIDIA H100 80GB HBM3"
-      // "Rank 0 Pid 123 on host device 0 [0x27] NVIDIA A100-SXM4-80GB"
-      auto on = std::find(t.begin(), t.end(), "on");
-      if (on != t.end() && on + 1 != t.end()) rank_hosts.push_back(*(on + 1));
-      const size_t br = body.find(']');
-      if (br != std::string::npos && device.empty()) device = trim(body.substr(br + 1));
-      continue;
-    }
-    if (t[0] == "Avg" || t[0] == "Out") {
+      read_nthread_line(t, &set->header);
+    } else if (t[0] == "Rank" && t.size() >= 4) {
+      read_rank_line(t, body);
+    } else if (t[0] == "Avg" || t[0] == "Out") {
       in_table = false;
-      continue;
-    }
-    if (t[0] == "size") {
+    } else if (t[0] == "size") {
       in_table = true;
-      continue;
+    } else if (line[0] != '#' && std::isdigit(static_cast<unsigned char>(line[0])) && in_table) {
+      // (digits before any table header are not part of a result table, e.g. a date)
+      read_result_row(t, ln);
     }
-    if (line[0] == '#') continue;
-    if (!std::isdigit(static_cast<unsigned char>(line[0]))) continue;
-    if (!in_table) {
-      // Digits before any table header: not part of a result table (e.g. a date).
-      continue;
-    }
-    // size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]
+  }
+
+  // "Rank 0 Group 0 Pid 123 on host device 0 [0x1b] NVIDIA H100 80GB HBM3"
+  // "Rank 0 Pid 123 on host device 0 [0x27] NVIDIA A100-SXM4-80GB"
+  void read_rank_line(const std::vector<std::string>& t, const std::string& body) {
+    auto on = std::find(t.begin(), t.end(), "on");
+    if (on != t.end() && on + 1 != t.end()) rank_hosts.push_back(*(on + 1));
+    const size_t br = body.find(']');
+    if (br != std::string::npos && device.empty()) device = trim(body.substr(br + 1));
+  }
+
+  // size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]
+  void read_result_row(const std::vector<std::string>& t, int ln) {
     if (t.size() < 7) {
       fail(file, ln,
            "malformed result row: expected size, count, type, redop, [root,] time, algbw, busbw, "
@@ -445,19 +453,13 @@ MeasurementSet parse_nccl_tests_log(const std::string& text, const std::string& 
            "malformed result row: " + std::to_string(t.size()) +
                " fields (expected 12 or 13 with in-place columns, 8 or 9 without)");
     }
-    Row r;
+    NcclRow r;
     Measurement& m = r.m;
     m.kind = MeasureKind::kCollective;
     m.source = file;
     m.line = ln;
     m.bytes = number(t[0], file, ln, "size");
-    m.dtype = t[2];
-    if (m.dtype == "float") m.dtype = "fp32";
-    if (m.dtype == "half") m.dtype = "fp16";
-    if (m.dtype == "bfloat16") m.dtype = "bf16";
-    if (m.dtype == "double") m.dtype = "fp64";
-    if (m.dtype == "int8") m.dtype = "i8";
-    if (m.dtype == "uint8") m.dtype = "u8";
+    m.dtype = nccl_dtype(t[2]);
     m.shape = "count=" + t[1];
     const double oop = number(t[base], file, ln, "out-of-place time");
     r.algbw = number(t[base + 1], file, ln, "out-of-place algbw");
@@ -471,68 +473,100 @@ MeasurementSet parse_nccl_tests_log(const std::string& text, const std::string& 
     r.op = !op.empty() ? op : !log_op.empty() ? log_op : file_op;
     rows.push_back(std::move(r));
   }
-  if (rows.empty()) {
+
+  // Every row's collective (named and modelled) and the header's iteration count.
+  void name_ops() {
+    int iters = 0;
+    if (auto it = set->header.find("iters"); it != set->header.end()) {
+      double v = 0;
+      if (parse_double(it->second, &v) && v >= 0) iters = static_cast<int>(v);
+    }
+    for (NcclRow& r : rows) {
+      if (r.op.empty()) {
+        fail(file, r.m.line,
+             "cannot tell which collective this log measured: name it (OP=" + file +
+                 ", OP = all_reduce, all_gather, reduce_scatter, broadcast or send_recv) or keep "
+                 "'X_perf' in the file name");
+      }
+      if (!modelled_collective(r.op)) {
+        fail(file, r.m.line,
+             "collective '" + r.op +
+                 "' is not modelled (all_reduce, all_gather, reduce_scatter, broadcast, "
+                 "send_recv)");
+      }
+      r.m.op = r.op;
+      r.m.iters = iters;
+    }
+  }
+
+  // Ranks: the listed ones, unless busbw / algbw says more ran (then the hosts are not
+  // all known: 0), else the header's nGpus, else 1.
+  std::pair<int, int> ranks_and_hosts() const {
+    const int listed = static_cast<int>(rank_hosts.size());
+    const std::set<std::string> distinct(rank_hosts.begin(), rank_hosts.end());
+    int inferred = 0;
+    for (const NcclRow& r : rows) {
+      if (r.algbw >= 1 && r.busbw > 0) {
+        inferred = std::max(inferred, ranks_from_ratio(r.op, r.busbw / r.algbw));
+      }
+    }
+    int ranks = listed;
+    int hosts = static_cast<int>(distinct.size());
+    if (inferred > listed) ranks = inferred, hosts = 0;
+    if (ranks <= 0) {
+      if (auto it = set->header.find("nGpus"); it != set->header.end()) {
+        double v = 0;
+        if (parse_double(it->second, &v) && v >= 1) ranks = static_cast<int>(v);
+      }
+    }
+    if (ranks <= 0) ranks = 1;
+    if (listed == 0) hosts = 0;
+    return {ranks, hosts};
+  }
+
+  // The rows with their group (send_recv: one pair of ranks, whose link carries `size`).
+  void write_rows(int ranks, int hosts) {
+    if (!device.empty()) set->header["device"] = device;
+    set->header["ranks"] = std::to_string(ranks);
+    set->header["hosts"] = std::to_string(hosts);
+    for (NcclRow& r : rows) {
+      const bool pair = r.op == "send_recv";
+      r.m.devices = pair ? 2 : ranks;
+      r.m.hosts = !pair ? hosts : hosts == 1 ? 1 : (hosts == 0 ? 0 : 2);
+      set->rows.push_back(std::move(r.m));
+    }
+  }
+};
+
+}  // namespace
+
+MeasurementSet parse_nccl_tests_log(const std::string& text, const std::string& file,
+                                    const std::string& op_in) {
+  MeasurementSet set;
+  set.source = file;
+  set.format = "nccl-tests";
+  NcclLog log;
+  log.file = file;
+  log.set = &set;
+  if (!op_in.empty()) {
+    log.op = normalize_collective_name(op_in);
+    if (log.op.empty()) {
+      throw FormatError(file + ": unknown collective '" + op_in +
+                        "' (expected all_reduce, all_gather, reduce_scatter, broadcast or "
+                        "send_recv)");
+    }
+  }
+  log.file_op = op_in_line(base_name(file));
+  const std::vector<std::string> lines = split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) log.read_line(lines[i], static_cast<int>(i) + 1);
+  if (log.rows.empty()) {
     throw FormatError(file +
                       ": no nccl-tests result rows (expected a table with size, count, "
                       "type, redop, root, time, algbw, busbw columns)");
   }
-  // Ranks: the listed ones, unless busbw / algbw says more ran.
-  const int listed = static_cast<int>(rank_hosts.size());
-  std::set<std::string> distinct(rank_hosts.begin(), rank_hosts.end());
-  int iters = 0;
-  if (auto it = set.header.find("iters"); it != set.header.end()) {
-    double v = 0;
-    if (parse_double(it->second, &v) && v >= 0) iters = static_cast<int>(v);
-  }
-  for (Row& r : rows) {
-    if (r.op.empty()) {
-      fail(file, r.m.line,
-           "cannot tell which collective this log measured: name it (OP=" + file +
-               ", OP = all_reduce, all_gather, reduce_scatter, broadcast or send_recv) or keep "
-               "'X_perf' in the file name");
-    }
-    if (r.op != "all_reduce" && r.op != "all_gather" && r.op != "reduce_scatter" &&
-        r.op != "broadcast" && r.op != "send_recv") {
-      fail(file, r.m.line,
-           "collective '" + r.op +
-               "' is not modelled (all_reduce, all_gather, reduce_scatter, broadcast, send_recv)");
-    }
-    r.m.op = r.op;
-    r.m.iters = iters;
-  }
-  int inferred = 0;
-  for (const Row& r : rows) {
-    if (r.algbw >= 1 && r.busbw > 0) {
-      inferred = std::max(inferred, ranks_from_ratio(r.op, r.busbw / r.algbw));
-    }
-  }
-  int ranks = listed;
-  int hosts = static_cast<int>(distinct.size());
-  if (inferred > listed) {
-    ranks = inferred;
-    hosts = 0;  // the log lists only some ranks: their hosts are not all known
-  }
-  if (ranks <= 0) {
-    if (auto it = set.header.find("nGpus"); it != set.header.end()) {
-      double v = 0;
-      if (parse_double(it->second, &v) && v >= 1) ranks = static_cast<int>(v);
-    }
-  }
-  if (ranks <= 0) ranks = 1;
-  if (listed == 0) hosts = 0;
-  if (!device.empty()) set.header["device"] = device;
-  set.header["ranks"] = std::to_string(ranks);
-  set.header["hosts"] = std::to_string(hosts);
-  for (Row& r : rows) {
-    r.m.devices = r.op == "send_recv" ? 2 : ranks;
-    if (r.op == "send_recv") {
-      // sendrecv_perf: every rank sends to the next; one pair's link carries `size`.
-      r.m.hosts = hosts == 1 ? 1 : (hosts == 0 ? 0 : 2);
-    } else {
-      r.m.hosts = hosts;
-    }
-    set.rows.push_back(std::move(r.m));
-  }
+  log.name_ops();
+  const auto [ranks, hosts] = log.ranks_and_hosts();
+  log.write_rows(ranks, hosts);
   return set;
 }
 

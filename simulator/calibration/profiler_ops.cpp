@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "simulator/cost_model.h"
+#include "src/util/error.h"
 
 namespace placer {
 
@@ -219,6 +220,18 @@ struct Work {
   bool known = true;
 };
 
+// What a rule sees of one op: its name without "aten::", its inputs, its kernels and the
+// element size of its dtype.
+struct OpCall {
+  const std::string& n;
+  const Inputs& in;
+  const std::vector<const ProfiledKernel*>& ks;
+  int es = 0;
+};
+
+// A rule fills in the op's FLOPs and bytes (and may refine the rule's name).
+using Rule = void (*)(const OpCall&, Work*);
+
 // Forward convolution FLOPs from input x, weight w, output spatial dims.
 // (w[1] is C / groups already, so groups need not be known.)
 double conv_flops(const std::vector<long long>& x, const std::vector<long long>& w,
@@ -260,11 +273,11 @@ std::vector<long long> conv_out_spatial(const std::vector<long long>& x,
   return o;
 }
 
-Work conv_forward(const std::string& n, const Inputs& in) {
-  Work w;
-  w.rule = "conv";
+void conv_forward(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
   Tensor x, wt;
-  if (!in.tensor(0, &x) || !in.tensor(1, &wt)) return w;
+  if (!in.tensor(0, &x) || !in.tensor(1, &wt)) return;
   std::vector<long long> stride, padding, dilation, out_pad;
   long long groups = 1;
   bool transposed = false;
@@ -289,34 +302,33 @@ Work conv_forward(const std::string& n, const Inputs& in) {
   }
   const std::vector<long long> o =
       conv_out_spatial(x.shape(), wt.shape(), stride, padding, dilation, transposed, out_pad);
-  if (o.empty()) return w;
-  w.flops = conv_flops(x.shape(), wt.shape(), o, transposed);
+  if (o.empty()) return;
+  w->flops = conv_flops(x.shape(), wt.shape(), o, transposed);
   const long long k_out = transposed ? wt.shape()[1] * std::max(1LL, groups) : wt.shape()[0];
   const double out_elems = static_cast<double>(x.shape()[0]) * static_cast<double>(k_out) * numel(o);
   double bias = 0;
   if (n == "convolution" || n == "_convolution") bias = in.bytes(2);
-  w.bytes = x.bytes() + wt.bytes() + bias + out_elems * in.out_es();
-  return w;
+  w->bytes = x.bytes() + wt.bytes() + bias + out_elems * in.out_es();
 }
 
-Work conv_backward(const std::string& n, const Inputs& in) {
-  Work w;
-  w.rule = "conv backward";
+void conv_backward(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
   Tensor dy, x, wt;
   std::vector<long long> mask;
   bool transposed = false;
   if (n == "convolution_backward") {
-    if (!in.tensor(0, &dy) || !in.tensor(1, &x) || !in.tensor(2, &wt)) return w;
+    if (!in.tensor(0, &dy) || !in.tensor(1, &x) || !in.tensor(2, &wt)) return;
     if (auto t = in.ints(7); t.size() == 1) transposed = t[0] != 0;
     mask = in.ints(10);
   } else {  // cudnn_convolution_backward(x, dy, w, ..., output_mask)
-    if (!in.tensor(0, &x) || !in.tensor(1, &dy) || !in.tensor(2, &wt)) return w;
+    if (!in.tensor(0, &x) || !in.tensor(1, &dy) || !in.tensor(2, &wt)) return;
     mask = in.ints(in.size() - 1);
   }
   if (mask.size() < 2) mask = {1, 1, 0};
   if (mask.size() < 3) mask.push_back(0);
   const std::vector<long long>& ys = dy.shape();
-  if (ys.size() < 3) return w;
+  if (ys.size() < 3) return;
   // The forward op maps x to dy (transposed: dy to x).
   const std::vector<long long> out_sp(ys.begin() + 2, ys.end());
   std::vector<long long> in_sp(x.shape().begin() + std::min<size_t>(2, x.shape().size()),
@@ -324,22 +336,21 @@ Work conv_backward(const std::string& n, const Inputs& in) {
   const double fwd = transposed ? conv_flops(dy.shape(), wt.shape(), in_sp, false)
                                 : conv_flops(x.shape(), wt.shape(), out_sp, false);
   const int es = in.out_es();
-  if (mask[0]) w.flops += fwd, w.bytes += wt.bytes() + x.elements() * es;
-  if (mask[1]) w.flops += fwd, w.bytes += x.bytes() + wt.elements() * es;
-  if (mask[2]) w.flops += dy.elements(), w.bytes += static_cast<double>(ys[1]) * es;
-  w.bytes += dy.bytes();
-  return w;
+  if (mask[0]) w->flops += fwd, w->bytes += wt.bytes() + x.elements() * es;
+  if (mask[1]) w->flops += fwd, w->bytes += x.bytes() + wt.elements() * es;
+  if (mask[2]) w->flops += dy.elements(), w->bytes += static_cast<double>(ys[1]) * es;
+  w->bytes += dy.bytes();
 }
 
 // Elementwise: reads every input, writes the broadcast shape (in place: the first input).
-Work elementwise(const std::string& n, const Inputs& in) {
-  Work w;
-  w.rule = "elementwise";
+void elementwise(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
   const std::vector<Tensor> ts = in.tensors();
   const bool inplace = ends_with(n, "_");
   double out = 0;
   if (inplace) {
-    w.rule = "in-place";
+    w->rule = "in-place";
     out = in.elements(0);
   } else if (!ts.empty()) {
     out = numel(broadcast(ts));
@@ -351,16 +362,14 @@ Work elementwise(const std::string& n, const Inputs& in) {
       break;
     }
   }
-  w.flops = out;
-  w.bytes = in.read_all() + out * in.out_es();
-  return w;
+  w->flops = out;
+  w->bytes = in.read_all() + out * in.out_es();
 }
 
-Work reduction(const Inputs& in) {
-  Work w;
-  w.rule = "reduction";
+void reduction(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
   Tensor x;
-  if (!in.tensor(0, &x)) return w;
+  if (!in.tensor(0, &x)) return;
   const std::vector<long long>& s = x.shape();
   double out = 1;
   const std::vector<long long> dims = in.ints(1);
@@ -371,15 +380,15 @@ Work reduction(const Inputs& in) {
       if (!reduced.count(static_cast<long long>(i))) out *= static_cast<double>(s[i]);
     }
   }
-  w.flops = x.elements();
-  w.bytes = x.bytes() + out * in.out_es();
-  return w;
+  w->flops = x.elements();
+  w->bytes = x.bytes() + out * in.out_es();
 }
 
-Work foreach_op(const std::string& n, const Inputs& in, const std::vector<const ProfiledKernel*>& ks,
-                int es) {
-  Work w;
-  w.rule = "foreach";
+void foreach_op(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
+  const std::vector<const ProfiledKernel*>& ks = op.ks;
+  const int es = op.es;
   int lists = 0;
   double elems = 0;
   bool have = false;
@@ -396,286 +405,363 @@ Work foreach_op(const std::string& n, const Inputs& in, const std::vector<const 
     long long blocks = 0;
     for (const ProfiledKernel* k : ks) blocks += k->blocks;
     elems = static_cast<double>(blocks) * 65536.0;
-    w.rule = "foreach (grid)";
+    w->rule = "foreach (grid)";
   }
   if (lists == 0) lists = 1;
   const int written = (n == "_fused_adam_" || n == "_fused_adamw_") ? 3 : 1;
-  w.flops = elems;
-  w.bytes = (lists + written) * elems * es;
-  return w;
+  w->flops = elems;
+  w->bytes = (lists + written) * elems * es;
+}
+
+// ---- matmuls
+
+void matmul(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
+  Tensor a, b;
+  const bool add = n.rfind("add", 0) == 0 || n.rfind("badd", 0) == 0;
+  const size_t ia = add ? 1 : 0;
+  w->rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
+  if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return;
+  const auto& sa = a.shape();
+  const auto& sb = b.shape();
+  const bool batched = w->rule == "bmm";
+  const size_t rank = batched ? 3 : 2;
+  if (sa.size() != rank || sb.size() != rank) return;
+  const double bt = batched ? static_cast<double>(sa[0]) : 1.0;
+  const double m = static_cast<double>(sa[rank - 2]), k = static_cast<double>(sa[rank - 1]),
+               nn = static_cast<double>(sb[rank - 1]);
+  w->flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
+  w->bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
+}
+
+void linear(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a, b, c;
+  if (!in.tensor(0, &a) || !in.tensor(1, &b) || a.shape().empty() || b.shape().size() != 2) {
+    return;
+  }
+  const double k = static_cast<double>(a.shape().back());
+  const double rows = a.elements() / std::max(1.0, k);
+  const double nn = static_cast<double>(b.shape()[0]);
+  const bool bias = in.tensor(2, &c);
+  w->flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
+  w->bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
+}
+
+// ---- normalization
+
+void layer_norm(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a, b;
+  if (!in.tensor(0, &a)) return;
+  double norm = 1;
+  for (long long d : in.ints(1)) norm *= static_cast<double>(d);
+  if (in.ints(1).empty() && in.tensor(2, &b)) norm = b.elements();
+  const double rows = a.elements() / std::max(1.0, norm);
+  w->flops = a.elements();
+  w->bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
+}
+
+void layer_norm_backward(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a;
+  if (!in.tensor(1, &a)) return;
+  std::vector<long long> mask = in.ints(7);
+  if (mask.size() != 3) mask = {1, 1, 1};
+  w->flops = a.elements();
+  w->bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
+             (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
+}
+
+void batch_norm(const OpCall& op, Work* w) {
+  const std::string& n = op.n;
+  const Inputs& in = op.in;
+  Tensor a;
+  if (!in.tensor(0, &a) || a.shape().size() < 2) return;
+  const double ch = static_cast<double>(a.shape()[1]);
+  bool training = true;
+  if (auto t = in.ints(5); t.size() == 1) training = t[0] != 0;
+  const int passes =
+      (n == "native_batch_norm" || n == "_native_batch_norm_legit") && training ? 2 : 1;
+  w->flops = a.elements();
+  w->bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
+             (training ? 2 * ch * 4 : 0);
+}
+
+void batch_norm_backward(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  const bool cudnn = op.n != "native_batch_norm_backward";
+  Tensor dy, x;
+  if (!(cudnn ? in.tensor(0, &x) && in.tensor(1, &dy) : in.tensor(0, &dy) && in.tensor(1, &x)) ||
+      x.shape().size() < 2) {
+    return;
+  }
+  bool training = true;
+  if (!cudnn) {
+    if (auto t = in.ints(7); t.size() == 1) training = t[0] != 0;
+  }
+  const int passes = !cudnn && training ? 2 : 1;
+  const double ch = static_cast<double>(x.shape()[1]);
+  w->flops = x.elements();
+  w->bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
+             x.elements() * x.es + 2 * ch * x.es;
+}
+
+void softmax(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a;
+  if (!in.tensor(0, &a)) return;
+  bool to_float = false;
+  if (auto t = in.ints(2); t.size() == 1) to_float = t[0] != 0;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
+}
+
+// ---- losses, gathers, embeddings
+
+void nll_loss(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a, t;
+  if (!in.tensor(0, &a) || !in.tensor(1, &t)) return;
+  const double rows = t.elements();
+  const auto red = in.ints(3);
+  const bool none = red.size() == 1 && red[0] == 0;
+  w->flops = rows;
+  w->bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
+}
+
+void nll_loss_backward(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a, t;
+  if (!in.tensor(1, &a) || !in.tensor(2, &t)) return;
+  w->flops = t.elements();
+  w->bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
+}
+
+void gather(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a, idx;
+  if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return;
+  double out = idx.elements();
+  const std::vector<long long>& s = a.shape();
+  if (op.n == "index_select" && !s.empty()) {
+    const auto dim = in.ints(1);
+    const long long r = static_cast<long long>(s.size());
+    const long long d =
+        dim.size() == 1 ? std::clamp(dim[0] < 0 ? dim[0] + r : dim[0], 0LL, r - 1) : 0;
+    out = a.elements() / std::max(1.0, static_cast<double>(s[static_cast<size_t>(d)])) *
+          idx.elements();
+  }
+  w->flops = out;
+  w->bytes = idx.bytes() + 2 * out * a.es;
+}
+
+void embedding_backward(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a;
+  if (!in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
+}
+
+// ---- pooling
+
+void max_pool(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a;
+  if (!in.tensor(0, &a) || a.shape().size() < 3) return;
+  const std::vector<long long> kernel = in.ints(1), stride = in.ints(2), pad = in.ints(3),
+                               dil = in.ints(4);
+  bool ceil_mode = false;
+  if (auto t = in.ints(5); t.size() == 1) ceil_mode = t[0] != 0;
+  const size_t sp = op.n == "max_pool2d_with_indices" ? 2 : 3;
+  if (a.shape().size() < sp) return;
+  double out = a.elements(), area = 1;
+  for (size_t j = 0; j < sp; ++j) {
+    const long long i = a.shape()[a.shape().size() - sp + j];
+    const long long k = nth(kernel, j, 1), s = std::max(1LL, nth(stride, j, k)), p = nth(pad, j, 0),
+                    d = std::max(1LL, nth(dil, j, 1));
+    const long long span = i + 2 * p - d * (k - 1) - 1;
+    long long o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (o - 1) * s >= i + p) --o;
+    out = out / static_cast<double>(std::max(1LL, i)) * static_cast<double>(std::max(0LL, o));
+    area *= static_cast<double>(k);
+  }
+  w->flops = out * area;
+  w->bytes = a.bytes() + out * a.es + out * 8;
+}
+
+void max_pool_backward(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a, dy;
+  if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return;
+  w->flops = dy.elements();
+  w->bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
+}
+
+// ---- data movement
+
+void cat(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  const double r = in.read_all();
+  w->bytes = 2 * r;
+  w->flops = in.list_es > 0 ? r / in.list_es : 0;
+}
+
+void copy(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  Tensor a;
+  if (!in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = in.bytes(1) + a.elements() * a.es;
+}
+
+void fill(const OpCall& op, Work* w) {
+  Tensor a;
+  if (!op.in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = a.elements() * a.es;
+}
+
+void arange(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  double start = 0, end = 0, step = 1;
+  auto val = [&](size_t i, double* v) {
+    if (i >= in.size()) return false;
+    try {
+      size_t used = 0;
+      *v = std::stod(in.in[i].value, &used);
+      return used == in.in[i].value.size();
+    } catch (...) {
+      return false;
+    }
+  };
+  if (!val(2, &step)) step = 1;
+  if (val(0, &start) && val(1, &end) && step != 0) {
+    const double count = std::max(0.0, std::ceil((end - start) / step));
+    int es_out = 8;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (elem_size(in.in[i].type) > 0) es_out = elem_size(in.in[i].type);
+    }
+    w->flops = count;
+    w->bytes = count * es_out;
+  }
+}
+
+void dropout(const OpCall& op, Work* w) {
+  Tensor a;
+  if (!op.in.tensor(0, &a)) return;
+  w->flops = a.elements();
+  w->bytes = a.bytes() + a.elements() * (a.es + 1);
+}
+
+// ---- the table
+
+// Op names (without "aten::"; a trailing '*' matches any name starting so), the rule's
+// name and its function. An op no pattern matches gets the elementwise rule, marked unknown.
+struct RuleEntry {
+  std::vector<std::string> patterns;
+  const char* name;
+  Rule rule;
+};
+
+const std::vector<RuleEntry>& rule_table() {
+  static const std::vector<RuleEntry> table = {
+      {{"mm", "addmm", "addmm_", "bmm", "baddbmm", "baddbmm_"}, "mm", matmul},
+      {{"linear"}, "mm", linear},
+      {{"cudnn_convolution", "convolution", "_convolution", "cudnn_convolution_transpose",
+        "miopen_convolution"},
+       "conv",
+       conv_forward},
+      {{"convolution_backward", "cudnn_convolution_backward"}, "conv backward", conv_backward},
+      // multi_tensor_apply
+      {{"_foreach_*", "_fused_adam_", "_fused_adamw_", "_fused_sgd_"}, "foreach", foreach_op},
+      {{"native_layer_norm"}, "layer_norm", layer_norm},
+      {{"native_layer_norm_backward"}, "layer_norm backward", layer_norm_backward},
+      {{"native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit", "miopen_batch_norm"},
+       "batch_norm",
+       batch_norm},
+      {{"native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward"},
+       "batch_norm backward",
+       batch_norm_backward},
+      {{"_softmax", "_log_softmax"}, "softmax", softmax},
+      {{"sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "var", "std",
+        "linalg_vector_norm"},
+       "reduction",
+       reduction},
+      {{"nll_loss_forward"}, "nll_loss", nll_loss},
+      {{"nll_loss_backward"}, "nll_loss backward", nll_loss_backward},
+      {{"gather", "index_select"}, "gather", gather},
+      {{"embedding_dense_backward"}, "embedding backward", embedding_backward},
+      {{"max_pool2d_with_indices", "max_pool3d_with_indices"}, "max_pool", max_pool},
+      {{"max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward"},
+       "max_pool backward",
+       max_pool_backward},
+      {{"cat"}, "cat", cat},
+      {{"copy_"}, "copy", copy},
+      {{"fill_", "zero_", "normal_", "uniform_", "bernoulli_", "random_", "exponential_"},
+       "fill",
+       fill},
+      {{"arange"}, "arange", arange},
+      {{"native_dropout"}, "dropout", dropout},
+      // elementwise (broadcast) ops known by name
+      // clang-format off
+      {{"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "exp", "exp_",
+        "log", "log_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "pow", "pow_", "abs", "reciprocal",
+        "relu", "relu_", "gelu", "gelu_", "gelu_backward", "silu", "silu_", "silu_backward",
+        "sigmoid", "sigmoid_", "sigmoid_backward", "tanh", "tanh_", "tanh_backward",
+        "threshold_backward", "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max",
+        "clamp_max_", "where", "masked_fill", "masked_fill_", "native_dropout_backward",
+        "_softmax_backward_data", "_log_softmax_backward_data", "addcmul", "addcmul_", "addcdiv",
+        "addcdiv_", "lerp", "lerp_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+        "_to_copy", "hardtanh", "hardtanh_", "hardtanh_backward", "leaky_relu", "leaky_relu_",
+        "leaky_relu_backward", "erf", "sin", "cos", "square", "maximum", "minimum", "triu",
+        "tril", "_local_scalar_dense", "clone", "contiguous", "mse_loss", "mse_loss_backward",
+        "threshold", "threshold_", "fmod", "remainder", "sign", "floor", "ceil", "round",
+        "trunc", "frac", "copysign", "atan2", "hypot", "bitwise_and", "bitwise_or",
+        "bitwise_not", "logical_and", "logical_or", "isinf", "isnan", "nan_to_num"},
+       "elementwise", elementwise},
+      // clang-format on
+  };
+  return table;
+}
+
+// The rule of an op name (without "aten::"), or null.
+const RuleEntry* find_rule(const std::string& n) {
+  struct Index {
+    std::unordered_map<std::string, const RuleEntry*> exact;
+    std::vector<std::pair<std::string, const RuleEntry*>> prefixes;
+  };
+  static const Index index = [] {
+    Index ix;
+    for (const RuleEntry& e : rule_table()) {
+      for (const std::string& p : e.patterns) {
+        if (!p.empty() && p.back() == '*') {
+          ix.prefixes.emplace_back(p.substr(0, p.size() - 1), &e);
+        } else {
+          PLACER_CHECK(ix.exact.emplace(p, &e).second, "op rule table: '" << p << "' twice");
+        }
+      }
+    }
+    return ix;
+  }();
+  if (auto it = index.exact.find(n); it != index.exact.end()) return it->second;
+  for (const auto& [prefix, entry] : index.prefixes) {
+    if (n.rfind(prefix, 0) == 0) return entry;
+  }
+  return nullptr;
 }
 
 Work rule_for(const std::string& name, const Inputs& in,
               const std::vector<const ProfiledKernel*>& ks, int es) {
   const std::string n = strip(name);
+  const OpCall op{n, in, ks, es};
   Work w;
-  Tensor a, b, c;
-  // ---- matmuls
-  if (n == "mm" || n == "addmm" || n == "addmm_" || n == "bmm" || n == "baddbmm" ||
-      n == "baddbmm_") {
-    const bool add = n.rfind("add", 0) == 0 || n.rfind("badd", 0) == 0;
-    const size_t ia = add ? 1 : 0;
-    w.rule = n.find("bmm") != std::string::npos ? "bmm" : "mm";
-    if (!in.tensor(ia, &a) || !in.tensor(ia + 1, &b)) return w;
-    const auto& sa = a.shape();
-    const auto& sb = b.shape();
-    const bool batched = w.rule == "bmm";
-    const size_t rank = batched ? 3 : 2;
-    if (sa.size() != rank || sb.size() != rank) return w;
-    const double bt = batched ? static_cast<double>(sa[0]) : 1.0;
-    const double m = static_cast<double>(sa[rank - 2]), k = static_cast<double>(sa[rank - 1]),
-                 nn = static_cast<double>(sb[rank - 1]);
-    w.flops = 2 * bt * m * nn * k + (add ? bt * m * nn : 0);
-    w.bytes = a.bytes() + b.bytes() + (add ? in.bytes(0) : 0) + bt * m * nn * in.out_es();
-    return w;
-  }
-  if (n == "linear") {
-    w.rule = "mm";
-    if (!in.tensor(0, &a) || !in.tensor(1, &b) || a.shape().empty() || b.shape().size() != 2) {
-      return w;
-    }
-    const double k = static_cast<double>(a.shape().back());
-    const double rows = a.elements() / std::max(1.0, k);
-    const double nn = static_cast<double>(b.shape()[0]);
-    const bool bias = in.tensor(2, &c);
-    w.flops = 2 * rows * nn * k + (bias ? rows * nn : 0);
-    w.bytes = a.bytes() + b.bytes() + (bias ? c.bytes() : 0) + rows * nn * in.out_es();
-    return w;
-  }
-  // ---- convolutions
-  if (n == "cudnn_convolution" || n == "convolution" || n == "_convolution" ||
-      n == "cudnn_convolution_transpose" || n == "miopen_convolution") {
-    return conv_forward(n, in);
-  }
-  if (n == "convolution_backward" || n == "cudnn_convolution_backward") {
-    return conv_backward(n, in);
-  }
-  // ---- foreach (multi_tensor_apply)
-  if (n.rfind("_foreach_", 0) == 0 || n == "_fused_adam_" || n == "_fused_adamw_" ||
-      n == "_fused_sgd_") {
-    return foreach_op(n, in, ks, es);
-  }
-  // ---- normalization
-  if (n == "native_layer_norm") {
-    w.rule = "layer_norm";
-    if (!in.tensor(0, &a)) return w;
-    double norm = 1;
-    for (long long d : in.ints(1)) norm *= static_cast<double>(d);
-    if (in.ints(1).empty() && in.tensor(2, &b)) norm = b.elements();
-    const double rows = a.elements() / std::max(1.0, norm);
-    w.flops = a.elements();
-    w.bytes = a.bytes() + in.bytes(2) + in.bytes(3) + a.elements() * a.es + 2 * rows * 4;
-    return w;
-  }
-  if (n == "native_layer_norm_backward") {
-    w.rule = "layer_norm backward";
-    if (!in.tensor(1, &a)) return w;
-    std::vector<long long> mask = in.ints(7);
-    if (mask.size() != 3) mask = {1, 1, 1};
-    w.flops = a.elements();
-    w.bytes = in.read_all() + (mask[0] ? a.elements() * a.es : 0) +
-              (mask[1] ? in.elements(5) * in.es(5) : 0) + (mask[2] ? in.elements(5) * in.es(5) : 0);
-    return w;
-  }
-  if (n == "native_batch_norm" || n == "cudnn_batch_norm" || n == "_native_batch_norm_legit" ||
-      n == "miopen_batch_norm") {
-    w.rule = "batch_norm";
-    if (!in.tensor(0, &a) || a.shape().size() < 2) return w;
-    const double ch = static_cast<double>(a.shape()[1]);
-    bool training = true;
-    if (auto t = in.ints(5); t.size() == 1) training = t[0] != 0;
-    const int passes = (n == "native_batch_norm" || n == "_native_batch_norm_legit") && training ? 2 : 1;
-    w.flops = a.elements();
-    w.bytes = passes * a.bytes() + (in.read_all() - a.bytes()) + a.elements() * a.es +
-              (training ? 2 * ch * 4 : 0);
-    return w;
-  }
-  if (n == "native_batch_norm_backward" || n == "cudnn_batch_norm_backward" ||
-      n == "miopen_batch_norm_backward") {
-    w.rule = "batch_norm backward";
-    const bool cudnn = n != "native_batch_norm_backward";
-    Tensor dy, x;
-    if (!(cudnn ? in.tensor(0, &x) && in.tensor(1, &dy) : in.tensor(0, &dy) && in.tensor(1, &x)) ||
-        x.shape().size() < 2) {
-      return w;
-    }
-    bool training = true;
-    if (!cudnn) {
-      if (auto t = in.ints(7); t.size() == 1) training = t[0] != 0;
-    }
-    const int passes = !cudnn && training ? 2 : 1;
-    const double ch = static_cast<double>(x.shape()[1]);
-    w.flops = x.elements();
-    w.bytes = passes * (dy.bytes() + x.bytes()) + (in.read_all() - dy.bytes() - x.bytes()) +
-              x.elements() * x.es + 2 * ch * x.es;
-    return w;
-  }
-  // ---- softmax
-  if (n == "_softmax" || n == "_log_softmax") {
-    w.rule = "softmax";
-    if (!in.tensor(0, &a)) return w;
-    bool to_float = false;
-    if (auto t = in.ints(2); t.size() == 1) to_float = t[0] != 0;
-    w.flops = a.elements();
-    w.bytes = a.bytes() + a.elements() * (to_float ? 4 : a.es);
-    return w;
-  }
-  // ---- reductions
-  if (n == "sum" || n == "mean" || n == "amax" || n == "amin" || n == "max" || n == "min" ||
-      n == "prod" || n == "norm" || n == "var" || n == "std" || n == "linalg_vector_norm") {
-    return reduction(in);
-  }
-  // ---- losses, gathers, embeddings
-  if (n == "nll_loss_forward") {
-    w.rule = "nll_loss";
-    Tensor t;
-    if (!in.tensor(0, &a) || !in.tensor(1, &t)) return w;
-    const double rows = t.elements();
-    const auto red = in.ints(3);
-    const bool none = red.size() == 1 && red[0] == 0;
-    w.flops = rows;
-    w.bytes = t.bytes() + rows * a.es + (none ? rows : 1) * a.es + a.es;
-    return w;
-  }
-  if (n == "nll_loss_backward") {
-    w.rule = "nll_loss backward";
-    Tensor t;
-    if (!in.tensor(1, &a) || !in.tensor(2, &t)) return w;
-    w.flops = t.elements();
-    w.bytes = in.bytes(0) + t.bytes() + in.bytes(6) + t.elements() * a.es;
-    return w;
-  }
-  if (n == "gather" || n == "index_select") {
-    w.rule = "gather";
-    Tensor idx;
-    if (!in.tensor(0, &a) || !in.tensor(2, &idx)) return w;
-    double out = idx.elements();
-    const std::vector<long long>& s = a.shape();
-    if (n == "index_select" && !s.empty()) {
-      const auto dim = in.ints(1);
-      const long long r = static_cast<long long>(s.size());
-      const long long d = dim.size() == 1 ? std::clamp(dim[0] < 0 ? dim[0] + r : dim[0], 0LL, r - 1) : 0;
-      out = a.elements() / std::max(1.0, static_cast<double>(s[static_cast<size_t>(d)])) *
-            idx.elements();
-    }
-    w.flops = out;
-    w.bytes = idx.bytes() + 2 * out * a.es;
-    return w;
-  }
-  if (n == "embedding_dense_backward") {
-    w.rule = "embedding backward";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = a.bytes() + in.bytes(1) + a.elements() * a.es;
-    return w;
-  }
-  // ---- pooling
-  if (n == "max_pool2d_with_indices" || n == "max_pool3d_with_indices") {
-    w.rule = "max_pool";
-    if (!in.tensor(0, &a) || a.shape().size() < 3) return w;
-    const std::vector<long long> kernel = in.ints(1), stride = in.ints(2), pad = in.ints(3),
-                                 dil = in.ints(4);
-    bool ceil_mode = false;
-    if (auto t = in.ints(5); t.size() == 1) ceil_mode = t[0] != 0;
-    const size_t sp = n == "max_pool2d_with_indices" ? 2 : 3;
-    if (a.shape().size() < sp) return w;
-    double out = a.elements(), area = 1;
-    for (size_t j = 0; j < sp; ++j) {
-      const long long i = a.shape()[a.shape().size() - sp + j];
-      const long long k = nth(kernel, j, 1), s = std::max(1LL, nth(stride, j, k)),
-                      p = nth(pad, j, 0), d = std::max(1LL, nth(dil, j, 1));
-      const long long span = i + 2 * p - d * (k - 1) - 1;
-      long long o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-      if (ceil_mode && (o - 1) * s >= i + p) --o;
-      out = out / static_cast<double>(std::max(1LL, i)) * static_cast<double>(std::max(0LL, o));
-      area *= static_cast<double>(k);
-    }
-    w.flops = out * area;
-    w.bytes = a.bytes() + out * a.es + out * 8;
-    return w;
-  }
-  if (n == "max_pool2d_with_indices_backward" || n == "max_pool3d_with_indices_backward") {
-    w.rule = "max_pool backward";
-    Tensor dy;
-    if (!in.tensor(0, &dy) || !in.tensor(1, &a)) return w;
-    w.flops = dy.elements();
-    w.bytes = dy.bytes() + in.bytes(in.size() - 1) + a.elements() * a.es;
-    return w;
-  }
-  // ---- data movement
-  if (n == "cat") {
-    w.rule = "cat";
-    const double r = in.read_all();
-    w.bytes = 2 * r;
-    w.flops = in.list_es > 0 ? r / in.list_es : 0;
-    return w;
-  }
-  if (n == "copy_") {
-    w.rule = "copy";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = in.bytes(1) + a.elements() * a.es;
-    return w;
-  }
-  if (n == "fill_" || n == "zero_" || n == "normal_" || n == "uniform_" || n == "bernoulli_" ||
-      n == "random_" || n == "exponential_") {
-    w.rule = "fill";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = a.elements() * a.es;
-    return w;
-  }
-  if (n == "arange") {
-    w.rule = "arange";
-    double start = 0, end = 0, step = 1;
-    auto val = [&](size_t i, double* v) {
-      if (i >= in.size()) return false;
-      try {
-        size_t used = 0;
-        *v = std::stod(in.in[i].value, &used);
-        return used == in.in[i].value.size();
-      } catch (...) {
-        return false;
-      }
-    };
-    if (!val(2, &step)) step = 1;
-    if (val(0, &start) && val(1, &end) && step != 0) {
-      const double count = std::max(0.0, std::ceil((end - start) / step));
-      int es_out = 8;
-      for (size_t i = 0; i < in.size(); ++i) {
-        if (elem_size(in.in[i].type) > 0) es_out = elem_size(in.in[i].type);
-      }
-      w.flops = count;
-      w.bytes = count * es_out;
-    }
-    return w;
-  }
-  if (n == "native_dropout") {
-    w.rule = "dropout";
-    if (!in.tensor(0, &a)) return w;
-    w.flops = a.elements();
-    w.bytes = a.bytes() + a.elements() * (a.es + 1);
-    return w;
-  }
-  // ---- everything else: elementwise (broadcast), known names or not
-  static const std::set<std::string> known = {
-      "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "exp", "exp_",
-      "log", "log_", "sqrt", "sqrt_", "rsqrt", "rsqrt_", "pow", "pow_", "abs", "reciprocal",
-      "relu", "relu_", "gelu", "gelu_", "gelu_backward", "silu", "silu_", "silu_backward",
-      "sigmoid", "sigmoid_", "sigmoid_backward", "tanh", "tanh_", "tanh_backward",
-      "threshold_backward", "clamp", "clamp_", "clamp_min", "clamp_min_", "clamp_max",
-      "clamp_max_", "where", "masked_fill", "masked_fill_", "native_dropout_backward",
-      "_softmax_backward_data", "_log_softmax_backward_data", "addcmul", "addcmul_", "addcdiv",
-      "addcdiv_", "lerp", "lerp_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-      "_to_copy", "hardtanh", "hardtanh_", "hardtanh_backward", "leaky_relu", "leaky_relu_",
-      "leaky_relu_backward", "erf", "sin", "cos", "square", "maximum", "minimum", "triu", "tril",
-      "_local_scalar_dense", "clone", "contiguous", "mse_loss", "mse_loss_backward",
-      "native_dropout_backward", "threshold", "threshold_", "fmod", "remainder", "sign", "floor",
-      "ceil", "round", "trunc", "frac", "copysign", "atan2", "hypot", "bitwise_and",
-      "bitwise_or", "bitwise_not", "logical_and", "logical_or", "isinf", "isnan", "nan_to_num",
-  };
-  w = elementwise(n, in);
-  w.known = known.count(n) > 0;
+  const RuleEntry* e = find_rule(n);
+  w.rule = e ? e->name : "elementwise";
+  (e ? e->rule : elementwise)(op, &w);
+  w.known = e != nullptr;
   return w;
 }
 
@@ -710,10 +796,9 @@ std::string us(double s) {
   return buf;
 }
 
-}  // namespace
-
-std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std::string>* notes) {
-  // Group the trace's events per CPU op instance, in order of first appearance.
+// The trace's kernel, memcpy and memset events grouped per launching CPU op instance, in
+// order of first appearance; events without a known CPU op are orphans.
+struct OpEvents {
   struct Acc {
     std::vector<const ProfiledKernel*> kernels;
     std::map<std::string, std::vector<const ProfiledKernel*>> copies;  // memcpy / memset kind
@@ -723,26 +808,33 @@ std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std
   std::vector<long long> order;
   int orphans = 0;
   double orphan_s = 0;
-  for (size_t i = 0; i < trace.kernels.size(); ++i) {
-    const ProfiledKernel& k = trace.kernels[i];
-    if (k.op_id < 0 || !trace.ops.count(k.op_id)) {
-      ++orphans;
-      orphan_s += k.dur_s;
-      continue;
-    }
-    auto [it, fresh] = by_op.try_emplace(k.op_id);
-    if (fresh) {
-      it->second.first = i;
-      order.push_back(k.op_id);
-    }
-    if (k.cat == "kernel") {
-      it->second.kernels.push_back(&k);
-    } else {
-      it->second.copies[memcpy_kind(k)].push_back(&k);
+
+  explicit OpEvents(const ProfilerTrace& trace) {
+    for (size_t i = 0; i < trace.kernels.size(); ++i) {
+      const ProfiledKernel& k = trace.kernels[i];
+      if (k.op_id < 0 || !trace.ops.count(k.op_id)) {
+        ++orphans;
+        orphan_s += k.dur_s;
+        continue;
+      }
+      auto [it, fresh] = by_op.try_emplace(k.op_id);
+      if (fresh) {
+        it->second.first = i;
+        order.push_back(k.op_id);
+      }
+      if (k.cat == "kernel") {
+        it->second.kernels.push_back(&k);
+      } else {
+        it->second.copies[memcpy_kind(k)].push_back(&k);
+      }
     }
   }
+};
 
-  // The trace's most common floating dtype (the fallback for TensorList-only ops).
+// The most common floating dtype of the ops' first floating inputs (the fallback for
+// TensorList-only ops); false when no op has one.
+bool majority_dtype(const ProfilerTrace& trace, const std::vector<long long>& order,
+                    DType* majority) {
   std::map<DType, int> dtype_votes;
   for (long long id : order) {
     const ProfiledCpuOp& op = trace.ops.at(id);
@@ -754,101 +846,128 @@ std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std
       }
     }
   }
-  DType majority = DType::kF32;
-  bool have_majority = false;
+  bool have = false;
   int best = 0;
   for (const auto& [d, n] : dtype_votes) {
-    if (n > best) best = n, majority = d, have_majority = true;
+    if (n > best) best = n, *majority = d, have = true;
   }
+  return have;
+}
 
+// An op's dtype: its first floating input's, else its first kernel's template argument,
+// else the trace's majority, else its first input of any dtype, else f32.
+DType op_dtype(const ProfiledCpuOp& cpu, const std::vector<const ProfiledKernel*>& kernels,
+               const DType* majority) {
+  DType dtype = DType::kF32;
+  for (const ProfiledInput& p : cpu.inputs) {
+    if (!p.list && floating_dtype(p.type, &dtype)) return dtype;
+  }
+  if (!kernels.empty() && dtype_from_kernel(kernels.front()->name, &dtype)) return dtype;
+  if (majority) return *majority;
+  for (const ProfiledInput& p : cpu.inputs) {
+    if (!p.list && any_dtype(p.type, &dtype)) break;
+  }
+  return dtype;
+}
+
+// The row of an op's kernels, its work from the op's rule.
+ProfiledOp kernel_row(const std::string& source, long long id, const ProfiledCpuOp& cpu,
+                      const std::vector<const ProfiledKernel*>& kernels, DType dtype) {
+  const int es = dtype_bytes(dtype);
+  const Inputs in{cpu.inputs, es};
+  ProfiledOp r;
+  r.source = source;
+  r.op_id = id;
+  r.op = cpu.name;
+  r.category = classify_kernel(cpu.name, kernels.front()->name);
+  r.dtype = dtype;
+  for (const ProfiledKernel* k : kernels) r.measured_s += k->dur_s;
+  r.kernels = static_cast<int>(kernels.size());
+  r.has_shapes = !cpu.inputs.empty();
+  const Work w = rule_for(cpu.name, in, kernels, es);
+  r.flops = w.flops;
+  r.bytes = w.bytes;
+  r.rule = w.rule;
+  r.known = w.known;
+  return r;
+}
+
+// The row of an op's copies of one kind (device-to-device copies read and write).
+ProfiledOp copy_row(const std::string& source, long long id, const ProfiledCpuOp& cpu,
+                    const std::string& kind, const std::vector<const ProfiledKernel*>& ks,
+                    DType dtype) {
+  ProfiledOp r;
+  r.source = source;
+  r.op_id = id;
+  r.op = cpu.name;
+  r.kind = kind;
+  r.category = OpCategory::kDataMovement;
+  r.dtype = dtype;
+  r.rule = kind == "memset" ? "memset bytes"
+                            : (kind == "memcpy DtoD" ? "2 x memcpy bytes" : "memcpy bytes");
+  double b = 0;
+  for (const ProfiledKernel* k : ks) {
+    r.measured_s += k->dur_s;
+    b += k->bytes;
+  }
+  r.kernels = static_cast<int>(ks.size());
+  r.bytes = kind == "memcpy DtoD" ? 2 * b : b;
+  return r;
+}
+
+// "name (count), ..."
+std::string count_list(const std::map<std::string, int>& m) {
+  std::string s;
+  for (const auto& [name, n] : m)
+    s += (s.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
+  return s;
+}
+
+// Notes on what the rows leave out or only estimate.
+void add_notes(const std::string& source, const OpEvents& events,
+               const std::map<std::string, int>& unknown,
+               const std::map<std::string, int>& no_shapes, std::vector<std::string>* notes) {
+  const std::string src = source + ": ";
+  if (events.orphans > 0) {
+    notes->push_back(src + std::to_string(events.orphans) + " kernel / memcpy / memset events (" +
+                     us(events.orphan_s) + ") without a launching CPU op: left out");
+  }
+  if (!unknown.empty()) {
+    int n = 0;
+    for (const auto& [name, c] : unknown) n += c;
+    notes->push_back(
+        src + std::to_string(n) +
+        " ops without a rule of their own, generic elementwise rule: " + count_list(unknown));
+  }
+  if (!no_shapes.empty()) {
+    notes->push_back(
+        src + "no recorded inputs (record_shapes=False?), bytes 0: " + count_list(no_shapes));
+  }
+}
+
+}  // namespace
+
+std::vector<ProfiledOp> profiled_ops(const ProfilerTrace& trace, std::vector<std::string>* notes) {
+  const OpEvents events(trace);
+  DType majority = DType::kF32;
+  const bool have_majority = majority_dtype(trace, events.order, &majority);
   std::vector<ProfiledOp> rows, copy_rows;
   std::map<std::string, int> unknown, no_shapes;
-  for (long long id : order) {
+  for (long long id : events.order) {
     const ProfiledCpuOp& cpu = trace.ops.at(id);
-    const Acc& acc = by_op.at(id);
-    // Dtype.
-    DType dtype = DType::kF32;
-    bool found = false;
-    for (const ProfiledInput& p : cpu.inputs) {
-      if (!p.list && floating_dtype(p.type, &dtype)) {
-        found = true;
-        break;
-      }
-    }
-    if (!found && !acc.kernels.empty()) found = dtype_from_kernel(acc.kernels.front()->name, &dtype);
-    if (!found && have_majority) dtype = majority, found = true;
-    if (!found) {
-      for (const ProfiledInput& p : cpu.inputs) {
-        if (!p.list && any_dtype(p.type, &dtype)) break;
-      }
-    }
-    const int es = dtype_bytes(dtype);
-    Inputs in{cpu.inputs, es};
+    const OpEvents::Acc& acc = events.by_op.at(id);
+    const DType dtype = op_dtype(cpu, acc.kernels, have_majority ? &majority : nullptr);
     if (!acc.kernels.empty()) {
-      ProfiledOp r;
-      r.source = trace.source;
-      r.op_id = id;
-      r.op = cpu.name;
-      r.category = classify_kernel(cpu.name, acc.kernels.front()->name);
-      r.dtype = dtype;
-      for (const ProfiledKernel* k : acc.kernels) r.measured_s += k->dur_s;
-      r.kernels = static_cast<int>(acc.kernels.size());
-      r.has_shapes = !cpu.inputs.empty();
-      const Work w = rule_for(cpu.name, in, acc.kernels, es);
-      r.flops = w.flops;
-      r.bytes = w.bytes;
-      r.rule = w.rule;
-      r.known = w.known;
-      if (!r.known) ++unknown[cpu.name];
-      if (!r.has_shapes) ++no_shapes[cpu.name];
-      rows.push_back(std::move(r));
+      rows.push_back(kernel_row(trace.source, id, cpu, acc.kernels, dtype));
+      if (!rows.back().known) ++unknown[cpu.name];
+      if (!rows.back().has_shapes) ++no_shapes[cpu.name];
     }
     for (const auto& [kind, ks] : acc.copies) {
-      ProfiledOp r;
-      r.source = trace.source;
-      r.op_id = id;
-      r.op = cpu.name;
-      r.kind = kind;
-      r.category = OpCategory::kDataMovement;
-      r.dtype = dtype;
-      r.rule = kind == "memset" ? "memset bytes" : (kind == "memcpy DtoD" ? "2 x memcpy bytes"
-                                                                          : "memcpy bytes");
-      double b = 0;
-      for (const ProfiledKernel* k : ks) {
-        r.measured_s += k->dur_s;
-        b += k->bytes;
-      }
-      r.kernels = static_cast<int>(ks.size());
-      r.bytes = kind == "memcpy DtoD" ? 2 * b : b;
-      copy_rows.push_back(std::move(r));
+      copy_rows.push_back(copy_row(trace.source, id, cpu, kind, ks, dtype));
     }
   }
   rows.insert(rows.end(), copy_rows.begin(), copy_rows.end());
-  if (notes) {
-    const std::string src = trace.source + ": ";
-    if (orphans > 0) {
-      notes->push_back(src + std::to_string(orphans) + " kernel / memcpy / memset events (" +
-                       us(orphan_s) + ") without a launching CPU op: left out");
-    }
-    auto list = [](const std::map<std::string, int>& m) {
-      std::string s;
-      for (const auto& [name, n] : m) {
-        s += (s.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
-      }
-      return s;
-    };
-    if (!unknown.empty()) {
-      int n = 0;
-      for (const auto& [name, c] : unknown) n += c;
-      notes->push_back(src + std::to_string(n) +
-                       " ops without a rule of their own, generic elementwise rule: " +
-                       list(unknown));
-    }
-    if (!no_shapes.empty()) {
-      notes->push_back(src + "no recorded inputs (record_shapes=False?), bytes 0: " +
-                       list(no_shapes));
-    }
-  }
+  if (notes) add_notes(trace.source, events, unknown, no_shapes, notes);
   return rows;
 }
 

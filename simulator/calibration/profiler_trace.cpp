@@ -226,6 +226,93 @@ OpCategory classify_kernel(const std::string& op_name, const std::string& kernel
   return OpCategory::kOther;
 }
 
+namespace {
+
+// The event array of a Chrome trace: the root array, or the object's traceEvents.
+const nlohmann::json& trace_events(const nlohmann::json& root, const std::string& file) {
+  if (root.is_array()) return root;
+  if (root.is_object() && root.contains("traceEvents") && root["traceEvents"].is_array()) {
+    return root["traceEvents"];
+  }
+  throw FormatError(file + ": not a Chrome trace (expected an object with a traceEvents array)");
+}
+
+// A cpu_op / operator event (user annotations are counted out): the first one of each
+// External id becomes a ProfiledCpuOp.
+void read_cpu_op(const nlohmann::json& e, const nlohmann::json& args, const std::string& lc,
+                 ProfilerTrace* t) {
+  if (lc == "cpu_op" || lc == "operator") ++t->cpu_ops;
+  const long long ext = id_of(args, "External id");
+  if (ext < 0 || lc == "user_annotation" || t->ops.count(ext)) return;
+  ProfiledCpuOp op;
+  op.name = e.value("name", std::string());
+  op.id = ext;
+  op.inputs = inputs_of(args);
+  if (args.is_object() && args.contains("flops")) {
+    bool ok = false;
+    const double f = num(args["flops"], &ok);
+    if (ok && f > 0) op.flops = f;
+  }
+  t->ops.emplace(ext, std::move(op));
+}
+
+// The launch's grid size in blocks and the bytes a memcpy / memset moved, when recorded.
+void read_kernel_args(const nlohmann::json& args, ProfiledKernel* k) {
+  if (!args.is_object()) return;
+  if (auto g = args.find("grid"); g != args.end()) {
+    std::vector<long long> grid;
+    if (int_list(*g, &grid) && !grid.empty()) {
+      k->blocks = 1;
+      for (long long x : grid) k->blocks *= std::max(1LL, x);
+    }
+  }
+  if (auto b = args.find("bytes"); b != args.end()) {
+    bool ok = false;
+    const double v = num(*b, &ok);
+    if (ok && v > 0) k->bytes = v;
+  }
+}
+
+// A kernel / memcpy / memset event (traceEvents[index]) with the CPU op that launched it:
+// its External id, else the one of the runtime call with its correlation id.
+ProfiledKernel read_kernel(size_t index, const nlohmann::json& e, const std::string& file,
+                           const ProfilerTrace& t,
+                           const std::unordered_map<long long, long long>& runtime) {
+  const std::string where = file + ": traceEvents[" + std::to_string(index) + "]";
+  ProfiledKernel k;
+  k.name = e.value("name", std::string());
+  k.cat = e["cat"].get<std::string>();
+  bool ok_ts = false, ok_dur = false;
+  const double ts = e.contains("ts") ? num(e["ts"], &ok_ts) : 0;
+  const double dur = e.contains("dur") ? num(e["dur"], &ok_dur) : 0;
+  if (!ok_ts || !ok_dur) {
+    throw FormatError(where + ": " + k.cat + " event '" + k.name +
+                      "' needs numeric ts and dur (microseconds)");
+  }
+  if (dur < 0) throw FormatError(where + ": negative dur");
+  k.start_s = ts * 1e-6;
+  k.dur_s = dur * 1e-6;
+  const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+  read_kernel_args(args, &k);
+  long long ext = id_of(args, "External id");
+  if (ext < 0 || !t.ops.count(ext)) {
+    const long long corr = id_of(args, "correlation");
+    if (corr >= 0) {
+      auto it = runtime.find(corr);
+      if (it != runtime.end()) ext = it->second;
+    }
+  }
+  if (auto it = t.ops.find(ext); ext >= 0 && it != t.ops.end()) {
+    k.op_name = it->second.name;
+    k.op_id = ext;
+    k.op_flops = it->second.flops;
+  }
+  k.category = classify_kernel(k.op_name, k.name);
+  return k;
+}
+
+}  // namespace
+
 ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::string& file) {
   nlohmann::json root;
   try {
@@ -233,21 +320,13 @@ ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::stri
   } catch (const nlohmann::json::parse_error& e) {
     throw FormatError(file + ": malformed JSON (" + e.what() + ")");
   }
-  const nlohmann::json* events = nullptr;
-  if (root.is_array()) {
-    events = &root;
-  } else if (root.is_object() && root.contains("traceEvents") && root["traceEvents"].is_array()) {
-    events = &root["traceEvents"];
-  } else {
-    throw FormatError(file + ": not a Chrome trace (expected an object with a traceEvents array)");
-  }
+  const nlohmann::json& events = trace_events(root, file);
   ProfilerTrace t;
   t.source = file;
-  std::unordered_map<long long, ProfiledCpuOp>& ops = t.ops;  // External id -> cpu op
-  std::unordered_map<long long, long long> runtime;            // correlation -> External id
-  std::vector<std::pair<size_t, nlohmann::json>> kernel_events;
-  for (size_t i = 0; i < events->size(); ++i) {
-    const nlohmann::json& e = (*events)[i];
+  std::unordered_map<long long, long long> runtime;  // correlation -> External id
+  std::vector<size_t> kernel_events;                 // read once every cpu op is known
+  for (size_t i = 0; i < events.size(); ++i) {
+    const nlohmann::json& e = events[i];
     if (!e.is_object()) continue;
     const std::string ph = e.value("ph", std::string());
     if (ph != "X") continue;
@@ -256,75 +335,16 @@ ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::stri
     const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
     const std::string lc = lower(cat);
     if (lc == "cpu_op" || lc == "operator" || lc == "user_annotation") {
-      if (lc == "cpu_op" || lc == "operator") ++t.cpu_ops;
-      const long long ext = id_of(args, "External id");
-      if (ext >= 0 && (lc != "user_annotation")) {
-        if (ops.count(ext)) continue;
-        ProfiledCpuOp op;
-        op.name = e.value("name", std::string());
-        op.id = ext;
-        op.inputs = inputs_of(args);
-        if (args.is_object() && args.contains("flops")) {
-          bool ok = false;
-          const double f = num(args["flops"], &ok);
-          if (ok && f > 0) op.flops = f;
-        }
-        ops.emplace(ext, std::move(op));
-      }
+      read_cpu_op(e, args, lc, &t);
     } else if (lc == "cuda_runtime" || lc == "cuda_driver" || lc == "runtime") {
       const long long corr = id_of(args, "correlation");
       const long long ext = id_of(args, "External id");
       if (corr >= 0 && ext >= 0) runtime[corr] = ext;
     } else if (lc == "kernel" || lc == "gpu_memcpy" || lc == "gpu_memset") {
-      kernel_events.emplace_back(i, e);
+      kernel_events.push_back(i);
     }
   }
-  for (const auto& [index, e] : kernel_events) {
-    const std::string where = file + ": traceEvents[" + std::to_string(index) + "]";
-    ProfiledKernel k;
-    k.name = e.value("name", std::string());
-    k.cat = e["cat"].get<std::string>();
-    bool ok_ts = false, ok_dur = false;
-    const double ts = e.contains("ts") ? num(e["ts"], &ok_ts) : 0;
-    const double dur = e.contains("dur") ? num(e["dur"], &ok_dur) : 0;
-    if (!ok_ts || !ok_dur) {
-      throw FormatError(where + ": " + k.cat + " event '" + k.name +
-                        "' needs numeric ts and dur (microseconds)");
-    }
-    if (dur < 0) throw FormatError(where + ": negative dur");
-    k.start_s = ts * 1e-6;
-    k.dur_s = dur * 1e-6;
-    const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
-    if (args.is_object()) {
-      if (auto g = args.find("grid"); g != args.end()) {
-        std::vector<long long> grid;
-        if (int_list(*g, &grid) && !grid.empty()) {
-          k.blocks = 1;
-          for (long long x : grid) k.blocks *= std::max(1LL, x);
-        }
-      }
-      if (auto b = args.find("bytes"); b != args.end()) {
-        bool ok = false;
-        const double v = num(*b, &ok);
-        if (ok && v > 0) k.bytes = v;
-      }
-    }
-    long long ext = id_of(args, "External id");
-    if (ext < 0 || !ops.count(ext)) {
-      const long long corr = id_of(args, "correlation");
-      if (corr >= 0) {
-        auto it = runtime.find(corr);
-        if (it != runtime.end()) ext = it->second;
-      }
-    }
-    if (auto it = ops.find(ext); ext >= 0 && it != ops.end()) {
-      k.op_name = it->second.name;
-      k.op_id = ext;
-      k.op_flops = it->second.flops;
-    }
-    k.category = classify_kernel(k.op_name, k.name);
-    t.kernels.push_back(std::move(k));
-  }
+  for (size_t i : kernel_events) t.kernels.push_back(read_kernel(i, events[i], file, t, runtime));
   return t;
 }
 

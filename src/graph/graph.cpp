@@ -93,117 +93,151 @@ void to_csr(size_t n, std::vector<std::pair<uint32_t, uint32_t>>& pairs,
   for (size_t i = 0; i < pairs.size(); ++i) (*idx)[i] = pairs[i].second;
 }
 
+using OpPairs = std::vector<std::pair<uint32_t, uint32_t>>;
+
+// Checks that op names are present and unique; returns the (name, op) index sorted by name.
+std::vector<std::pair<std::string, OpId>> sorted_name_index(const std::string& graph,
+                                                            const std::vector<Op>& ops) {
+  std::vector<std::pair<std::string, OpId>> index;
+  index.reserve(ops.size());
+  for (OpId i = 0; i < ops.size(); ++i) {
+    if (ops[i].name.empty()) {
+      throw ValidationError("graph '" + graph + "': op #" + std::to_string(i) + " has no name");
+    }
+    index.emplace_back(ops[i].name, i);
+  }
+  std::sort(index.begin(), index.end());
+  for (size_t i = 1; i < index.size(); ++i) {
+    if (index[i].first == index[i - 1].first) {
+      throw ValidationError("graph '" + graph + "': duplicate op name '" + index[i].first + "'");
+    }
+  }
+  return index;
+}
+
+// Sets every tensor's producer (each written by one op at most) and returns the (tensor,
+// consumer op) pairs; op by op, so the first faulty op is the one reported.
+OpPairs link_tensors(const std::string& graph, const std::vector<Op>& ops,
+                     std::vector<Tensor>* tensors) {
+  const size_t nt = tensors->size();
+  for (Tensor& t : *tensors) t.producer = kNoOp;
+  OpPairs cons;
+  for (OpId i = 0; i < ops.size(); ++i) {
+    const Op& o = ops[i];
+    for (TensorId t : o.outputs) {
+      if (t >= nt) {
+        throw ValidationError("graph '" + graph + "': op '" + o.name + "' writes tensor #" +
+                              std::to_string(t) + " which does not exist");
+      }
+      Tensor& out = (*tensors)[t];
+      if (out.producer == i) {
+        throw ValidationError("graph '" + graph + "': op '" + o.name + "' lists output '" +
+                              out.name + "' twice");
+      }
+      if (out.producer != kNoOp) {
+        throw ValidationError("graph '" + graph + "': tensor '" + out.name +
+                              "' is written by two ops ('" + ops[out.producer].name + "' and '" +
+                              o.name + "')");
+      }
+      out.producer = i;
+    }
+    for (TensorId t : o.inputs) {
+      if (t >= nt) {
+        throw ValidationError("graph '" + graph + "': op '" + o.name + "' reads tensor #" +
+                              std::to_string(t) + " which does not exist");
+      }
+      cons.emplace_back(t, i);
+    }
+  }
+  return cons;
+}
+
+// The (producer, consumer) op edges of the (tensor, consumer) pairs; an op reading its own
+// output is a cycle.
+OpPairs data_edges(const std::string& graph, const std::vector<Op>& ops,
+                   const std::vector<Tensor>& tensors, const OpPairs& cons) {
+  OpPairs edges;
+  for (const auto& c : cons) {
+    OpId p = tensors[c.first].producer;
+    if (p != kNoOp && p != c.second) edges.emplace_back(p, c.second);
+    if (p == c.second) {
+      throw ValidationError("graph '" + graph + "': op '" + ops[p].name +
+                            "' reads its own output '" + tensors[c.first].name + "' (a cycle)");
+    }
+  }
+  return edges;
+}
+
+// The message for a graph that is not a DAG, naming the ops of one cycle. `rev` has the
+// reversed edges (op -> its inputs' producers).
+std::string cycle_message(const std::string& graph, const std::vector<Op>& ops,
+                          const BoostDigraph& rev) {
+  std::pair<size_t, size_t> e{0, 0};
+  bool have = false;
+  std::vector<size_t> parent(ops.size(), SIZE_MAX);
+  BackEdgeFinder vis;
+  vis.parent = &parent;
+  vis.found = &e;
+  vis.have = &have;
+  boost::depth_first_search(rev, boost::visitor(vis));
+  std::string msg = "graph '" + graph + "' has a cycle";
+  if (!have) return msg;
+  // Back edge u -> v in the reversed graph closes the tree path v ~> u. In data-flow
+  // direction the cycle is v -> u -> parent(u) -> ... -> v.
+  std::vector<size_t> cycle{e.second};
+  for (size_t x = e.first; x != e.second && x != SIZE_MAX; x = parent[x]) cycle.push_back(x);
+  // Start at the lowest op id so the message does not depend on where DFS entered.
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+  constexpr size_t kMaxNamed = 8;
+  msg += " of " + std::to_string(cycle.size()) + " ops: ";
+  for (size_t i = 0; i < cycle.size() && i < kMaxNamed; ++i) {
+    msg += "'" + ops[cycle[i]].name + "' -> ";
+  }
+  if (cycle.size() > kMaxNamed) msg += "... -> ";
+  return msg + "'" + ops[cycle[0]].name + "'";
+}
+
+// Topological order with Boost.Graph. DFS over the reversed edges (op -> its inputs'
+// producers) finishes every op after all its predecessors, so the finish order is a
+// topological order that follows op ids: ops come out in the order they were written,
+// each right after the inputs it needs.
+std::vector<OpId> topological_order(const std::string& graph, const std::vector<Op>& ops,
+                                    const std::vector<uint32_t>& pred_off,
+                                    const std::vector<OpId>& pred_idx) {
+  const size_t n = ops.size();
+  BoostDigraph rev(n);
+  for (OpId v = 0; v < n; ++v) {
+    for (uint32_t k = pred_off[v]; k < pred_off[v + 1]; ++k) boost::add_edge(v, pred_idx[k], rev);
+  }
+  std::vector<OpId> topo;
+  topo.reserve(n);
+  try {
+    boost::topological_sort(rev, std::back_inserter(topo));
+  } catch (const boost::not_a_dag&) {
+    throw ValidationError(cycle_message(graph, ops, rev));
+  }
+  return topo;
+}
+
 }  // namespace
 
 Graph GraphBuilder::build() {
   Graph g = std::move(g_);
   g_ = Graph();
   const size_t n = g.ops_.size();
-  const size_t nt = g.tensors_.size();
+  g.name_index_ = sorted_name_index(g.name_, g.ops_);
 
-  // Names are unique.
-  g.name_index_.clear();
-  g.name_index_.reserve(n);
-  for (OpId i = 0; i < n; ++i) {
-    if (g.ops_[i].name.empty()) {
-      throw ValidationError("graph '" + g.name_ + "': op #" + std::to_string(i) + " has no name");
-    }
-    g.name_index_.emplace_back(g.ops_[i].name, i);
-  }
-  std::sort(g.name_index_.begin(), g.name_index_.end());
-  for (size_t i = 1; i < g.name_index_.size(); ++i) {
-    if (g.name_index_[i].first == g.name_index_[i - 1].first) {
-      throw ValidationError("graph '" + g.name_ + "': duplicate op name '" +
-                            g.name_index_[i].first + "'");
-    }
-  }
-
-  // Producers and consumers.
-  for (Tensor& t : g.tensors_) t.producer = kNoOp;
-  std::vector<std::pair<uint32_t, uint32_t>> cons, edges;
-  for (OpId i = 0; i < n; ++i) {
-    const Op& o = g.ops_[i];
-    for (TensorId t : o.outputs) {
-      if (t >= nt) {
-        throw ValidationError("graph '" + g.name_ + "': op '" + o.name + "' writes tensor #" +
-                              std::to_string(t) + " which does not exist");
-      }
-      if (g.tensors_[t].producer == i) {
-        throw ValidationError("graph '" + g.name_ + "': op '" + o.name + "' lists output '" +
-                              g.tensors_[t].name + "' twice");
-      }
-      if (g.tensors_[t].producer != kNoOp) {
-        throw ValidationError("graph '" + g.name_ + "': tensor '" + g.tensors_[t].name +
-                              "' is written by two ops ('" + g.ops_[g.tensors_[t].producer].name +
-                              "' and '" + o.name + "')");
-      }
-      g.tensors_[t].producer = i;
-    }
-    for (TensorId t : o.inputs) {
-      if (t >= nt) {
-        throw ValidationError("graph '" + g.name_ + "': op '" + o.name + "' reads tensor #" +
-                              std::to_string(t) + " which does not exist");
-      }
-      cons.emplace_back(t, i);
-    }
-  }
-  for (const auto& c : cons) {
-    OpId p = g.tensors_[c.first].producer;
-    if (p != kNoOp && p != c.second) edges.emplace_back(p, c.second);
-    if (p == c.second) {
-      throw ValidationError("graph '" + g.name_ + "': op '" + g.ops_[p].name +
-                            "' reads its own output '" + g.tensors_[c.first].name +
-                            "' (a cycle)");
-    }
-  }
-  to_csr(nt, cons, &g.cons_off_, &g.cons_idx_);
-  std::vector<std::pair<uint32_t, uint32_t>> redges;
+  // Producers, consumers and the op adjacency (CSR).
+  OpPairs cons = link_tensors(g.name_, g.ops_, &g.tensors_);
+  OpPairs edges = data_edges(g.name_, g.ops_, g.tensors_, cons);
+  to_csr(g.tensors_.size(), cons, &g.cons_off_, &g.cons_idx_);
+  OpPairs redges;
   redges.reserve(edges.size());
   for (const auto& e : edges) redges.emplace_back(e.second, e.first);
   to_csr(n, edges, &g.succ_off_, &g.succ_idx_);
   to_csr(n, redges, &g.pred_off_, &g.pred_idx_);
 
-  // Topological order with Boost.Graph. DFS over the reversed edges (op -> its inputs'
-  // producers) finishes every op after all its predecessors, so the finish order is a
-  // topological order that follows op ids: ops come out in the order they were written,
-  // each right after the inputs it needs.
-  BoostDigraph rev(n);
-  for (OpId v = 0; v < n; ++v) {
-    for (uint32_t k = g.pred_off_[v]; k < g.pred_off_[v + 1]; ++k) {
-      boost::add_edge(v, g.pred_idx_[k], rev);
-    }
-  }
-  g.topo_.clear();
-  g.topo_.reserve(n);
-  try {
-    boost::topological_sort(rev, std::back_inserter(g.topo_));
-  } catch (const boost::not_a_dag&) {
-    std::pair<size_t, size_t> e{0, 0};
-    bool have = false;
-    std::vector<size_t> parent(n, SIZE_MAX);
-    BackEdgeFinder vis;
-    vis.parent = &parent;
-    vis.found = &e;
-    vis.have = &have;
-    boost::depth_first_search(rev, boost::visitor(vis));
-    std::string msg = "graph '" + g.name_ + "' has a cycle";
-    if (have) {
-      // Back edge u -> v in the reversed graph closes the tree path v ~> u. In data-flow
-      // direction the cycle is v -> u -> parent(u) -> ... -> v.
-      std::vector<size_t> cycle{e.second};
-      for (size_t x = e.first; x != e.second && x != SIZE_MAX; x = parent[x]) cycle.push_back(x);
-      // Start at the lowest op id so the message does not depend on where DFS entered.
-      std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
-      constexpr size_t kMaxNamed = 8;
-      msg += " of " + std::to_string(cycle.size()) + " ops: ";
-      for (size_t i = 0; i < cycle.size() && i < kMaxNamed; ++i) {
-        msg += "'" + g.ops_[cycle[i]].name + "' -> ";
-      }
-      if (cycle.size() > kMaxNamed) msg += "... -> ";
-      msg += "'" + g.ops_[cycle[0]].name + "'";
-    }
-    throw ValidationError(msg);
-  }
+  g.topo_ = topological_order(g.name_, g.ops_, g.pred_off_, g.pred_idx_);
   g.topo_rank_.assign(n, 0);
   for (uint32_t r = 0; r < n; ++r) g.topo_rank_[g.topo_[r]] = r;
   return g;

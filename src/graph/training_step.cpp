@@ -132,13 +132,13 @@ SavedTensors saved_tensors_of(const Op& f) {
   return SavedTensors::kInputs;
 }
 
-Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
+namespace {
+
+void check_forward_graph(const Graph& fwd) {
   const std::string ctx = "graph '" + fwd.name() + "'";
   if (fwd.is_training_step()) {
     throw ValidationError(ctx + ": already a training step; expand a forward graph");
   }
-  const size_t n = fwd.num_ops();
-  const size_t nt = fwd.num_tensors();
   for (const Op& o : fwd.ops()) {
     if (o.phase == Phase::kBackward || o.phase == Phase::kOptimizer ||
         o.category == OpCategory::kOptimizer) {
@@ -147,32 +147,55 @@ Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
                             " op; training-step expansion needs a forward graph");
     }
   }
+}
 
-  // Parameter sources: input-category ops that own parameters (TF-style Variable nodes).
-  // They get no backward op, but the gradients of their outputs feed their update op.
-  std::vector<char> param_source(n, 0);
-  for (OpId i = 0; i < n; ++i) {
-    const Op& o = fwd.op(i);
-    param_source[i] = o.category == OpCategory::kInput && o.param_bytes > 0;
-  }
-  auto grad_producer = [&](TensorId t, const std::vector<char>& flag) {
+// Which forward ops get a backward op and an update, and which tensors carry gradients.
+struct GradientFlow {
+  // Input-category ops that own parameters (TF-style Variable nodes). They get no backward
+  // op, but the gradients of their outputs feed their update op.
+  std::vector<char> param_source;
+  // F needs a gradient and is a loss or feeds, through a float tensor, an on-path op.
+  std::vector<char> on_path;
+  // A tensor gets gradients when it is float and its producer is on the path (or a parameter
+  // source); grad_count[t] = how many on-path consumers each write one gradient of it.
+  std::vector<char> carries;
+  std::vector<uint32_t> grad_count;
+  std::vector<char> has_update;
+
+  // t is a float tensor whose producer is flagged or a parameter source.
+  bool from_flagged(const Graph& fwd, TensorId t, const std::vector<char>& flag) const {
     const Tensor& ten = fwd.tensor(t);
     return is_float(ten.dtype) && ten.producer != kNoOp &&
            (flag[ten.producer] || param_source[ten.producer]);
-  };
+  }
+};
 
-  // (a) needs[F]: F owns parameters or reads a float tensor that depends on parameters.
-  std::vector<char> needs(n, 0);
+std::vector<char> parameter_sources(const Graph& fwd) {
+  std::vector<char> param_source(fwd.num_ops(), 0);
+  for (OpId i = 0; i < fwd.num_ops(); ++i) {
+    const Op& o = fwd.op(i);
+    param_source[i] = o.category == OpCategory::kInput && o.param_bytes > 0;
+  }
+  return param_source;
+}
+
+// needs[F]: F owns parameters or reads a float tensor that depends on parameters.
+std::vector<char> ops_needing_gradients(const Graph& fwd, const GradientFlow& flow) {
+  std::vector<char> needs(fwd.num_ops(), 0);
   for (OpId f : fwd.topo_order()) {
     const Op& o = fwd.op(f);
     if (o.category == OpCategory::kInput) continue;
     bool need = o.param_bytes > 0;
-    for (TensorId t : o.inputs) need = need || grad_producer(t, needs);
+    for (TensorId t : o.inputs) need = need || flow.from_flagged(fwd, t, needs);
     needs[f] = need;
   }
-  // (b) on_path[F]: F needs a gradient and is a loss (a sink with a float output or none) or
-  // feeds, through a float tensor, an op that is on the path.
-  std::vector<char> on_path(n, 0);
+  return needs;
+}
+
+// on_path[F]: F needs a gradient and is a loss (a sink with a float output or none) or
+// feeds, through a float tensor, an op that is on the path.
+std::vector<char> ops_on_gradient_path(const Graph& fwd, const std::vector<char>& needs) {
+  std::vector<char> on_path(fwd.num_ops(), 0);
   const std::vector<OpId>& topo = fwd.topo_order();
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const OpId f = *it;
@@ -189,127 +212,174 @@ Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
     }
     on_path[f] = path;
   }
-  // A tensor gets gradients when it is float and its producer is on the path (or a parameter
-  // source); grad_count[t] = how many on-path consumers each write one gradient of it.
-  std::vector<char> carries(nt, 0);
-  std::vector<uint32_t> grad_count(nt, 0);
+  return on_path;
+}
+
+GradientFlow analyze_gradient_flow(const Graph& fwd) {
+  GradientFlow flow;
+  flow.param_source = parameter_sources(fwd);
+  flow.on_path = ops_on_gradient_path(fwd, ops_needing_gradients(fwd, flow));
+  const size_t nt = fwd.num_tensors();
+  flow.carries.assign(nt, 0);
+  flow.grad_count.assign(nt, 0);
   for (TensorId t = 0; t < nt; ++t) {
-    carries[t] = grad_producer(t, on_path);
-    if (!carries[t]) continue;
-    for (OpId c : fwd.consumers(t)) grad_count[t] += on_path[c] ? 1 : 0;
+    flow.carries[t] = flow.from_flagged(fwd, t, flow.on_path);
+    if (!flow.carries[t]) continue;
+    for (OpId c : fwd.consumers(t)) flow.grad_count[t] += flow.on_path[c] ? 1 : 0;
+  }
+  flow.has_update.assign(fwd.num_ops(), 0);
+  for (OpId i = 0; i < fwd.num_ops(); ++i) {
+    const Op& o = fwd.op(i);
+    char& update = flow.has_update[i];
+    if (flow.param_source[i]) {
+      for (TensorId t : o.outputs) update = update || (flow.carries[t] && flow.grad_count[t]);
+    } else {
+      update = flow.on_path[i] && o.param_bytes > 0;
+    }
+  }
+  return flow;
+}
+
+std::string group_of(const Op& o) { return o.group.empty() ? o.name : o.group; }
+
+// Additions that sum k gradients of tensor t into one: k - 1 per element.
+double gradient_sum_flops(const Graph& fwd, TensorId t, size_t k) {
+  return static_cast<double>(k - 1) * static_cast<double>(elements(fwd.tensor(t)));
+}
+
+// Builds the training step of a forward graph: the forward ops, one backward op per on-path
+// op (in reverse topological order), then the optimizer updates.
+class TrainingStepBuilder {
+ public:
+  TrainingStepBuilder(const Graph& fwd, const TrainingOptions& opt)
+      : fwd_(fwd),
+        opt_(opt),
+        flow_(analyze_gradient_flow(fwd)),
+        b_(fwd.name()),
+        incoming_(fwd.num_tensors()),
+        param_grads_(fwd.num_ops()),
+        stamp_(fwd.num_tensors(), 0) {}
+
+  Graph build() {
+    copy_forward();
+    const std::vector<OpId>& topo = fwd_.topo_order();
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      if (flow_.param_source[*it]) {
+        add_parameter_gradient_sum(*it);
+      } else if (flow_.on_path[*it]) {
+        add_backward_op(*it);
+      }
+    }
+    // Optimizer updates, in the order their gradients become ready.
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      if (flow_.has_update[*it] && !param_grads_[*it].empty()) add_update_op(*it);
+    }
+    return b_.build();
   }
 
-  auto group_of = [&](const Op& o) { return o.group.empty() ? o.name : o.group; };
-  std::vector<char> has_update(n, 0);
-  for (OpId i = 0; i < n; ++i) {
-    const Op& o = fwd.op(i);
-    if (param_source[i]) {
-      for (TensorId t : o.outputs) has_update[i] = has_update[i] || (carries[t] && grad_count[t]);
-    } else {
-      has_update[i] = on_path[i] && o.param_bytes > 0;
+ private:
+  void copy_forward() {
+    b_.set_batch_size(fwd_.batch_size());
+    b_.set_training_step(true);
+    for (const Tensor& t : fwd_.tensors()) b_.add_tensor(t);
+    for (OpId i = 0; i < fwd_.num_ops(); ++i) {
+      Op o = fwd_.op(i);
+      // Forward op, its backward and its update share a colocation group by default.
+      if (o.group.empty() && (flow_.on_path[i] || flow_.has_update[i])) o.group = o.name;
+      b_.add_op(std::move(o));
     }
   }
 
-  GraphBuilder b(fwd.name());
-  b.set_batch_size(fwd.batch_size());
-  b.set_training_step(true);
-  for (const Tensor& t : fwd.tensors()) b.add_tensor(t);
-  for (OpId i = 0; i < n; ++i) {
-    Op o = fwd.op(i);
-    // Forward op, its backward and its update share a colocation group by default.
-    if (o.group.empty() && (on_path[i] || has_update[i])) o.group = o.name;
-    b.add_op(std::move(o));
-  }
-
-  // incoming[t]: the gradient tensors of forward tensor t, in creation order.
-  std::vector<std::vector<TensorId>> incoming(nt);
-  // param_grads[f]: the is_param_grad tensors that f's update op reads.
-  std::vector<std::vector<TensorId>> param_grads(n);
-  std::vector<uint32_t> stamp(nt, 0);  // dedupe tensors within one op (grows with new ids)
-  uint32_t cur = 0;
-
-  auto make_grad = [&](TensorId t, const std::string& name, bool param_grad, bool batch_scaled) {
-    Tensor g = fwd.tensor(t);
+  TensorId make_grad(TensorId t, const std::string& name, bool param_grad, bool batch_scaled) {
+    Tensor g = fwd_.tensor(t);
     g.name = name;
     g.producer = kNoOp;
     g.is_param_grad = param_grad;
     g.batch_scaled = batch_scaled;
-    return b.add_tensor(std::move(g));
-  };
+    return b_.add_tensor(std::move(g));
+  }
 
-  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-    const OpId f = *it;
-    const Op& fo = fwd.op(f);
-    if (param_source[f]) {
-      // Fan-out of a parameter tensor: the partial gradients are summed (AddN) before the
-      // single is_param_grad tensor that data parallelism all-reduces.
-      Op acc;
-      acc.name = fo.name + "/grad";
-      acc.type = "AddN";
-      acc.category = OpCategory::kElementwise;
-      acc.phase = Phase::kBackward;
-      acc.dtype = fo.dtype;
-      acc.scope = fo.scope;
-      acc.layer = fo.layer;
-      acc.group = group_of(fo);
-      acc.batch_scaled = false;
-      acc.forward_op = f;
-      for (TensorId t : fo.outputs) {
-        if (!carries[t] || incoming[t].empty()) continue;
-        if (incoming[t].size() == 1) {
-          param_grads[f].push_back(incoming[t][0]);
-          continue;
-        }
-        acc.inputs.insert(acc.inputs.end(), incoming[t].begin(), incoming[t].end());
-        acc.flops += static_cast<double>(incoming[t].size() - 1) *
-                     static_cast<double>(elements(fwd.tensor(t)));
-        const TensorId g = make_grad(t, fwd.tensor(t).name + "/grad", true, false);
-        acc.outputs.push_back(g);
-        param_grads[f].push_back(g);
+  // An op derived from forward op f: name suffix, phase and placement fields.
+  Op derived_op(OpId f, const char* suffix, Phase phase) const {
+    const Op& fo = fwd_.op(f);
+    Op d;
+    d.name = fo.name + suffix;
+    d.phase = phase;
+    d.dtype = fo.dtype;
+    d.scope = fo.scope;
+    d.layer = fo.layer;
+    d.group = group_of(fo);
+    d.forward_op = f;
+    return d;
+  }
+
+  // Fan-out of a parameter tensor: the partial gradients are summed (AddN) before the single
+  // is_param_grad tensor that data parallelism all-reduces.
+  void add_parameter_gradient_sum(OpId f) {
+    const Op& fo = fwd_.op(f);
+    Op acc = derived_op(f, "/grad", Phase::kBackward);
+    acc.type = "AddN";
+    acc.category = OpCategory::kElementwise;
+    acc.batch_scaled = false;
+    for (TensorId t : fo.outputs) {
+      if (!flow_.carries[t] || incoming_[t].empty()) continue;
+      if (incoming_[t].size() == 1) {
+        param_grads_[f].push_back(incoming_[t][0]);
+        continue;
       }
-      if (!acc.outputs.empty()) b.add_op(std::move(acc));
-      continue;
+      acc.inputs.insert(acc.inputs.end(), incoming_[t].begin(), incoming_[t].end());
+      acc.flops += gradient_sum_flops(fwd_, t, incoming_[t].size());
+      const TensorId g = make_grad(t, fwd_.tensor(t).name + "/grad", true, false);
+      acc.outputs.push_back(g);
+      param_grads_[f].push_back(g);
     }
-    if (!on_path[f]) continue;
+    if (!acc.outputs.empty()) b_.add_op(std::move(acc));
+  }
 
-    Op g;
-    g.name = fo.name + "/grad";
+  void add_backward_op(OpId f) {
+    const Op& fo = fwd_.op(f);
+    Op g = derived_op(f, "/grad", Phase::kBackward);
     g.type = fo.type + "Grad";
     g.category = fo.category;
-    g.phase = Phase::kBackward;
-    g.dtype = fo.dtype;
-    g.scope = fo.scope;
-    g.layer = fo.layer;
-    g.group = group_of(fo);
     g.workspace_bytes = fo.workspace_bytes;
     g.batch_scaled = fo.batch_scaled;
-    g.forward_op = f;
     g.attrs = fo.attrs;
-    ++cur;
-    auto add_input = [&](TensorId t) {
-      if (t >= stamp.size()) stamp.resize(t + 1, 0);
-      if (stamp[t] == cur) return;
-      stamp[t] = cur;
-      g.inputs.push_back(t);
-    };
+    ++cur_;
+    const double acc_flops = read_incoming_gradients(fo, &g);
+    read_saved_tensors(f, &g);
+    const OperandCount operands = write_gradients(f, &g);
+    set_backward_cost(fo, operands, acc_flops, &g);
+    b_.add_op(std::move(g));
+  }
 
-    // Incoming gradients, one per on-path consumer of each output (summed inside this op:
-    // k gradients cost k - 1 additions per element).
+  // Adds t to g's inputs unless it is there already (stamp_ marks the current op's inputs).
+  void add_input_once(TensorId t, Op* g) {
+    if (t >= stamp_.size()) stamp_.resize(t + 1, 0);
+    if (stamp_[t] == cur_) return;
+    stamp_[t] = cur_;
+    g->inputs.push_back(t);
+  }
+
+  // Incoming gradients, one per on-path consumer of each output (summed inside this op:
+  // k gradients cost k - 1 additions per element). Returns the summing FLOPs.
+  double read_incoming_gradients(const Op& fo, Op* g) {
     double acc_flops = 0;
     for (TensorId t : fo.outputs) {
-      for (TensorId gt : incoming[t]) add_input(gt);
-      if (incoming[t].size() > 1) {
-        acc_flops += static_cast<double>(incoming[t].size() - 1) *
-                     static_cast<double>(elements(fwd.tensor(t)));
-      }
+      for (TensorId gt : incoming_[t]) add_input_once(gt, g);
+      if (incoming_[t].size() > 1) acc_flops += gradient_sum_flops(fwd_, t, incoming_[t].size());
     }
-    // Saved forward tensors: reading them keeps them alive until this op has run.
+    return acc_flops;
+  }
+
+  // Saved forward tensors: reading them keeps them alive until this op has run.
+  void read_saved_tensors(OpId f, Op* g) {
+    const Op& fo = fwd_.op(f);
     switch (saved_tensors_of(fo)) {
       case SavedTensors::kInputs:
-        for (TensorId t : fo.inputs) add_input(t);
+        for (TensorId t : fo.inputs) add_input_once(t, g);
         break;
       case SavedTensors::kOutputs:
-        for (TensorId t : fo.outputs) add_input(t);
+        for (TensorId t : fo.outputs) add_input_once(t, g);
         break;
       case SavedTensors::kNone:
         break;
@@ -317,97 +387,115 @@ Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
     // A loss (an on-path sink) seeds backward: its gradient is d loss / d loss = 1, known only
     // once the loss is computed, so its backward op reads the loss value (or, for a sink
     // without outputs, its inputs). Without this edge backward could start before forward.
-    if (fwd.succs(f).empty()) {
-      for (TensorId t : fo.outputs) add_input(t);
+    if (fwd_.succs(f).empty()) {
+      for (TensorId t : fo.outputs) add_input_once(t, g);
       if (fo.outputs.empty()) {
-        for (TensorId t : fo.inputs) add_input(t);
+        for (TensorId t : fo.inputs) add_input_once(t, g);
       }
     }
+  }
 
-    // Outputs: one gradient per distinct input that carries one, then the parameter gradient.
-    ++cur;
-    uint32_t operands = 0, needed = 0;
+  // Distinct operands of a backward op (inputs and parameters) and those needing a gradient.
+  struct OperandCount {
+    uint32_t operands = 0;
+    uint32_t needed = 0;
+  };
+
+  // Outputs: one gradient per distinct input that carries one, then the parameter gradient.
+  OperandCount write_gradients(OpId f, Op* g) {
+    const Op& fo = fwd_.op(f);
+    OperandCount count;
+    ++cur_;
     for (TensorId t : fo.inputs) {
-      if (stamp[t] == cur) continue;
-      stamp[t] = cur;
-      ++operands;
-      if (!carries[t]) continue;
-      ++needed;
-      const Tensor& ft = fwd.tensor(t);
-      const bool from_param = param_source[ft.producer];
-      const bool single = grad_count[t] == 1;
+      if (stamp_[t] == cur_) continue;
+      stamp_[t] = cur_;
+      ++count.operands;
+      if (!flow_.carries[t]) continue;
+      ++count.needed;
+      const Tensor& ft = fwd_.tensor(t);
+      const bool from_param = flow_.param_source[ft.producer];
+      const bool single = flow_.grad_count[t] == 1;
       std::string name = ft.name + "/grad";
       if (!single) name += "@" + fo.name;
       const TensorId gt =
           make_grad(t, name, from_param && single, from_param ? false : ft.batch_scaled);
-      g.outputs.push_back(gt);
-      incoming[t].push_back(gt);
+      g->outputs.push_back(gt);
+      incoming_[t].push_back(gt);
     }
     if (fo.param_bytes > 0) {
-      ++operands;
-      ++needed;
+      ++count.operands;
+      ++count.needed;
       Tensor pg;
       pg.name = fo.name + "/param_grad";
       pg.dtype = fo.dtype;
       pg.bytes = fo.param_bytes;
       pg.batch_scaled = false;
       pg.is_param_grad = true;
-      const TensorId id = b.add_tensor(std::move(pg));
-      g.outputs.push_back(id);
-      param_grads[f].push_back(id);
+      const TensorId id = b_.add_tensor(std::move(pg));
+      g->outputs.push_back(id);
+      param_grads_[f].push_back(id);
     }
+    return count;
+  }
 
-    double mult = opt.backward_multiplier[static_cast<int>(fo.category)];
+  void set_backward_cost(const Op& fo, OperandCount count, double acc_flops, Op* g) {
+    double mult = opt_.backward_multiplier[static_cast<int>(fo.category)];
     if (fo.category == OpCategory::kMatMul || fo.category == OpCategory::kConv) {
       // One forward-sized product per operand that needs a gradient: a first layer reading
       // only data computes dW but no dX (1x instead of 2x).
-      operands = std::min<uint32_t>(operands, 2);
-      needed = std::min(needed, operands);
+      const uint32_t operands = std::min<uint32_t>(count.operands, 2);
+      const uint32_t needed = std::min(count.needed, operands);
       if (operands > 0) mult *= static_cast<double>(needed) / operands;
     }
-    g.flops = mult * fo.flops + acc_flops;
+    g->flops = mult * fo.flops + acc_flops;
     uint64_t bytes = fo.param_bytes;  // weights are read to form the input gradients
-    for (TensorId t : g.inputs) bytes += b.tensor(t).bytes;
-    for (TensorId t : g.outputs) bytes += b.tensor(t).bytes;
-    g.bytes_accessed = bytes;
-    b.add_op(std::move(g));
+    for (TensorId t : g->inputs) bytes += b_.tensor(t).bytes;
+    for (TensorId t : g->outputs) bytes += b_.tensor(t).bytes;
+    g->bytes_accessed = bytes;
   }
 
-  // Optimizer updates, in the order their gradients become ready.
-  const Optimizer o = opt.optimizer;
-  const int copies = optimizer_state_copies(o);
-  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-    const OpId f = *it;
-    if (!has_update[f] || param_grads[f].empty()) continue;
-    const Op& fo = fwd.op(f);
-    Op u;
-    u.name = fo.name + "/update";
+  void add_update_op(OpId f) {
+    const Op& fo = fwd_.op(f);
+    const Optimizer o = opt_.optimizer;
+    Op u = derived_op(f, "/update", Phase::kOptimizer);
     u.type = optimizer_op_type(o);
     u.category = OpCategory::kOptimizer;
-    u.phase = Phase::kOptimizer;
-    u.dtype = fo.dtype;
-    u.scope = fo.scope;
-    u.layer = fo.layer;
-    u.group = group_of(fo);
     u.batch_scaled = false;
-    u.forward_op = f;
-    u.inputs = param_grads[f];
+    u.inputs = param_grads_[f];
     const double elems =
         static_cast<double>(fo.param_bytes) / static_cast<double>(dtype_bytes(fo.dtype));
     u.flops = optimizer_flops_per_element(o) * elems;
-    if (opt.master_weights && is_16bit_float(fo.dtype)) {
+    if (opt_.master_weights && is_16bit_float(fo.dtype)) {
       // Reads the gradient, reads and writes the fp32 master copy and states, writes the
       // 16-bit parameter.
       u.state_bytes = optimizer_state_bytes(o, fo.param_bytes, fo.dtype, true);
       u.bytes_accessed = 2 * fo.param_bytes + 2 * u.state_bytes;
     } else {
-      u.state_bytes = static_cast<uint64_t>(copies) * fo.param_bytes;
+      const uint64_t copies = static_cast<uint64_t>(optimizer_state_copies(o));
+      u.state_bytes = copies * fo.param_bytes;
       // Reads parameter, gradient and states; writes parameter and states.
-      u.bytes_accessed = static_cast<uint64_t>(3 + 2 * copies) * fo.param_bytes;
+      u.bytes_accessed = (3 + 2 * copies) * fo.param_bytes;
     }
-    b.add_op(std::move(u));
+    b_.add_op(std::move(u));
   }
-  return b.build();
+
+  const Graph& fwd_;
+  const TrainingOptions& opt_;
+  const GradientFlow flow_;
+  GraphBuilder b_;
+  // incoming_[t]: the gradient tensors of forward tensor t, in creation order.
+  std::vector<std::vector<TensorId>> incoming_;
+  // param_grads_[f]: the is_param_grad tensors that f's update op reads.
+  std::vector<std::vector<TensorId>> param_grads_;
+  std::vector<uint32_t> stamp_;  // dedupes tensors within one op (grows with new ids)
+  uint32_t cur_ = 0;
+};
+
+}  // namespace
+
+Graph expand_training_step(const Graph& fwd, const TrainingOptions& opt) {
+  check_forward_graph(fwd);
+  return TrainingStepBuilder(fwd, opt).build();
 }
 
 }  // namespace placer

@@ -568,91 +568,181 @@ bool uses_format_1_1(const Plan& p) {
          pc.grad_clipping;
 }
 
-Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units) {
-  try {
-    p.validate(g, c);
-  } catch (const ValidationError& e) {
-    throw ValidationError(std::string("cannot write plan: ") + e.what());
-  }
-  auto dev = [&](int d) { return c.device(d).name; };
-  const size_t n = g.num_ops();
-  Json root;
-  // 1.0 files stay 1.0 when written back; any 1.1 field makes the file 1.1.
-  root["format_version"] = uses_format_1_1(p) ? "1.1" : "1.0";
-  if (!p.graph_name.empty()) root["graph"] = p.graph_name;
-  if (!p.method.empty()) root["method"] = p.method;
+/// Writes a plan file's tree: one function per section, named and ordered like PlanReader's,
+/// so reader and writer can be read side by side. Sections at their defaults are left out.
+class PlanWriter {
+ public:
+  PlanWriter(const Graph& g, const Cluster& c, bool human_units)
+      : g_(g), c_(c), human_units_(human_units) {}
 
-  // Placement: default = the most common device; a group entry where it saves lines;
-  // per-op entries for whatever still differs (repeated until the rules reproduce
-  // p.placement exactly, since named ops change what their backward ops inherit).
-  PlacementRules rules(g, p.pipeline);
-  std::vector<OpId> all(n);
-  for (OpId i = 0; i < n; ++i) all[i] = i;
-  rules.default_device = most_common(p.placement, all, c.num_devices());
-  std::map<std::string, std::vector<OpId>> members;  // ops that fall back to their group
-  for (OpId i = 0; i < n; ++i) {
-    const Op& o = g.op(i);
-    if (!o.group.empty() && !(o.forward_op < n && o.forward_op != i)) members[o.group].push_back(i);
-  }
-  for (const auto& [grp, ops] : members) {
-    const int d = most_common(p.placement, ops, c.num_devices());
-    size_t with = 0, without = 0;
-    for (OpId i : ops) {
-      with += p.placement[i] != d;
-      without += p.placement[i] != rules.fallback(g, i);
+  Json write(const Plan& p) const {
+    try {
+      p.validate(g_, c_);
+    } catch (const ValidationError& e) {
+      throw ValidationError(std::string("cannot write plan: ") + e.what());
     }
-    if (with + 1 < without) rules.groups[grp] = d;  // only when it saves lines
+    Json root;
+    // 1.0 files stay 1.0 when written back; any 1.1 field makes the file 1.1.
+    root["format_version"] = uses_format_1_1(p) ? "1.1" : "1.0";
+    if (!p.graph_name.empty()) root["graph"] = p.graph_name;
+    if (!p.method.empty()) root["method"] = p.method;
+    // The sections in file order (the reader reads the pipeline first: placement needs it).
+    root["placement"] = write_placement(p.placement, p.pipeline);
+    if (!p.partitions.empty()) root["partitions"] = write_partitions(p.partitions);
+    if (writes_pipeline(p.pipeline)) root["pipeline"] = write_pipeline(p.pipeline);
+    if (writes_data_parallel(p.data_parallel)) {
+      root["data_parallel"] = write_data_parallel(p.data_parallel);
+    }
+    if (p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel) {
+      root["tensor_parallel"] = write_tensor_parallel(p.tensor_parallel);
+    }
+    if (p.recompute != Recompute::kNone) root["recompute"] = write_recompute(p.recompute);
+    const PrecisionConfig& pc = p.precision;
+    if (pc.compute_set || pc.loss_scaling || pc.grad_clipping) {
+      root["precision"] = write_precision(pc);
+    }
+    if (p.synchronization.enabled) {
+      root["synchronization"] =
+          synchronization_tree(p.synchronization, g_, [this](int d) { return dev(d); });
+    }
+    if (p.predicted.valid) root["predicted"] = write_predicted(p);
+    return root;
   }
-  for (;;) {
-    const std::vector<int> got = rules.resolve(g);
-    // Name the ops that are wrong on their own account; one whose forward op is wrong
-    // may be fixed by naming the forward op. (All of them if that makes no progress, which
-    // only a forward_op cycle can cause.)
-    std::vector<OpId> wrong, roots;
+
+ private:
+  std::string dev(int d) const { return c_.device(d).name; }
+
+  Json device_list(const std::vector<int>& devices) const {
+    Json out = Json::array();
+    for (int d : devices) out.push_back(dev(d));
+    return out;
+  }
+
+  static bool writes_pipeline(const PipelineConfig& pipe) {
+    return pipe.enabled() || pipe.micro_batches != 1 || pipe.schedule != PipelineConfig{}.schedule;
+  }
+
+  Json write_pipeline(const PipelineConfig& pipe) const {
+    Json pj;
+    pj["micro_batches"] = pipe.micro_batches;
+    pj["schedule"] = to_string(pipe.schedule);
+    if (pipe.virtual_stages != 1) pj["virtual_stages"] = pipe.virtual_stages;
+    const std::vector<OpId> fwd = forward_topo(g_);
+    std::vector<uint32_t> pos(g_.num_ops(), UINT32_MAX);
+    for (size_t k = 0; k < fwd.size(); ++k) pos[fwd[k]] = uint32_t(k);
+    Json stages = Json::array();
+    for (const PipelineStage& s : pipe.stages) stages.push_back(write_stage(s, fwd, pos));
+    pj["stages"] = stages;
+    return pj;
+  }
+
+  /// One stage; `pos` is each op's index in the forward topological order `fwd`.
+  Json write_stage(const PipelineStage& s, const std::vector<OpId>& fwd,
+                   const std::vector<uint32_t>& pos) const {
+    Json sj;
+    sj["devices"] = device_list(s.devices);
+    if (s.tensor_parallel != 1) sj["tensor_parallel"] = s.tensor_parallel;
+    if (s.recompute != Recompute::kInherit) sj["recompute"] = write_recompute(s.recompute);
+    // A stage that is exactly a run of the forward topological order is a range.
+    bool is_range = s.ops.size() >= 2 && pos[s.ops[0]] != UINT32_MAX;
+    for (size_t k = 0; is_range && k < s.ops.size(); ++k) {
+      is_range = pos[s.ops[0]] + k < fwd.size() && fwd[pos[s.ops[0]] + k] == s.ops[k];
+    }
+    if (is_range) {
+      sj["range"] = Json{{"from", g_.op(s.ops.front()).name}, {"to", g_.op(s.ops.back()).name}};
+    } else {
+      Json ops = Json::array();
+      for (OpId o : s.ops) ops.push_back(g_.op(o).name);
+      sj["ops"] = ops;
+    }
+    return sj;
+  }
+
+  Json write_placement(const std::vector<int>& placement, const PipelineConfig& pipe) const {
+    const PlacementRules rules = placement_rules(placement, pipe);
+    Json pj;
+    if (rules.default_device >= 0) pj["default"] = dev(rules.default_device);
+    if (!rules.groups.empty()) {
+      Json groups;
+      const std::map<std::string, int> by_name(rules.groups.begin(), rules.groups.end());
+      for (const auto& [grp, d] : by_name) groups[grp] = dev(d);
+      pj["groups"] = groups;
+    }
+    Json named = Json::object();
+    for (OpId i = 0; i < g_.num_ops(); ++i) {
+      if (rules.named[i] >= 0) append_unique(&named, g_.op(i).name, dev(rules.named[i]));
+    }
+    if (!named.empty()) pj["ops"] = named;
+    return pj;
+  }
+
+  /// Rules that reproduce `placement` in few lines: default = the most common device; a
+  /// group entry where it saves lines; per-op entries for whatever still differs.
+  PlacementRules placement_rules(const std::vector<int>& placement,
+                                 const PipelineConfig& pipe) const {
+    const size_t n = g_.num_ops();
+    PlacementRules rules(g_, pipe);
+    std::vector<OpId> all(n);
+    for (OpId i = 0; i < n; ++i) all[i] = i;
+    rules.default_device = most_common(placement, all, c_.num_devices());
+    std::map<std::string, std::vector<OpId>> members;  // ops that fall back to their group
     for (OpId i = 0; i < n; ++i) {
-      if (got[i] == p.placement[i]) continue;
-      wrong.push_back(i);
-      const OpId f = g.op(i).forward_op;
-      if (!(f < n && f != i && got[f] != p.placement[f])) roots.push_back(i);
+      const Op& o = g_.op(i);
+      if (!o.group.empty() && !(o.forward_op < n && o.forward_op != i)) {
+        members[o.group].push_back(i);
+      }
     }
-    if (wrong.empty()) break;
-    for (OpId i : roots.empty() ? wrong : roots) rules.named[i] = p.placement[i];
-  }
-  Json placement;
-  if (rules.default_device >= 0) placement["default"] = dev(rules.default_device);
-  if (!rules.groups.empty()) {
-    Json groups;
     for (const auto& [grp, ops] : members) {
-      auto it = rules.groups.find(grp);
-      if (it != rules.groups.end()) groups[grp] = dev(it->second);
+      const int d = most_common(placement, ops, c_.num_devices());
+      size_t with = 0, without = 0;
+      for (OpId i : ops) {
+        with += placement[i] != d;
+        without += placement[i] != rules.fallback(g_, i);
+      }
+      if (with + 1 < without) rules.groups[grp] = d;  // only when it saves lines
     }
-    placement["groups"] = groups;
+    name_differing_ops(placement, &rules);
+    return rules;
   }
-  Json named = Json::object();
-  for (OpId i = 0; i < n; ++i) {
-    if (rules.named[i] >= 0) append_unique(&named, g.op(i).name, dev(rules.named[i]));
-  }
-  if (!named.empty()) placement["ops"] = named;
-  root["placement"] = placement;
 
-  if (!p.partitions.empty()) {
+  /// Names ops until the rules reproduce `placement` exactly (repeated, since named ops
+  /// change what their backward ops inherit).
+  void name_differing_ops(const std::vector<int>& placement, PlacementRules* rules) const {
+    const size_t n = g_.num_ops();
+    for (;;) {
+      const std::vector<int> got = rules->resolve(g_);
+      // Name the ops that are wrong on their own account; one whose forward op is wrong
+      // may be fixed by naming the forward op. (All of them if that makes no progress, which
+      // only a forward_op cycle can cause.)
+      std::vector<OpId> wrong, roots;
+      for (OpId i = 0; i < n; ++i) {
+        if (got[i] == placement[i]) continue;
+        wrong.push_back(i);
+        const OpId f = g_.op(i).forward_op;
+        if (!(f < n && f != i && got[f] != placement[f])) roots.push_back(i);
+      }
+      if (wrong.empty()) return;
+      for (OpId i : roots.empty() ? wrong : roots) rules->named[i] = placement[i];
+    }
+  }
+
+  static Json write_dim(int d) { return d == OpPartition::kReduceDim ? Json("reduce") : Json(d); }
+
+  Json write_partitions(const std::vector<OpPartition>& partitions) const {
     Json parts = Json::array();
-    for (const OpPartition& part : p.partitions) {
+    for (const OpPartition& part : partitions) {
       Json e;
-      e["op"] = g.op(part.op).name;
-      auto dim_json = [](int d) { return d == OpPartition::kReduceDim ? Json("reduce") : Json(d); };
+      e["op"] = g_.op(part.op).name;
       if (part.replicated) {
         e["replicated"] = true;
       } else if (part.levels.empty()) {
-        e["dim"] = dim_json(part.dim);
+        e["dim"] = write_dim(part.dim);
       } else {
         Json lv = Json::array();
-        for (int d : part.levels) lv.push_back(dim_json(d));
+        for (int d : part.levels) lv.push_back(write_dim(d));
         e["levels"] = lv;
       }
-      Json devs = Json::array();
-      for (int d : part.devices) devs.push_back(dev(d));
-      e["devices"] = devs;
+      e["devices"] = device_list(part.devices);
       if (part.sharded_output) e["sharded_output"] = true;
       if (part.sharded_input) e["sharded_input"] = true;
       if (part.forward_collective != PartitionCollective::kAuto) {
@@ -663,100 +753,77 @@ Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units
       }
       parts.push_back(e);
     }
-    root["partitions"] = parts;
+    return parts;
   }
 
-  const PipelineConfig& pipe = p.pipeline;
-  if (pipe.enabled() || pipe.micro_batches != 1 || pipe.schedule != PipelineConfig{}.schedule) {
-    Json pj;
-    pj["micro_batches"] = pipe.micro_batches;
-    pj["schedule"] = to_string(pipe.schedule);
-    if (pipe.virtual_stages != 1) pj["virtual_stages"] = pipe.virtual_stages;
-    const std::vector<OpId> fwd = forward_topo(g);
-    std::vector<uint32_t> pos(n, UINT32_MAX);
-    for (size_t k = 0; k < fwd.size(); ++k) pos[fwd[k]] = uint32_t(k);
-    Json stages = Json::array();
-    for (const PipelineStage& s : pipe.stages) {
-      Json sj;
-      Json devs = Json::array();
-      for (int d : s.devices) devs.push_back(dev(d));
-      sj["devices"] = devs;
-      if (s.tensor_parallel != 1) sj["tensor_parallel"] = s.tensor_parallel;
-      if (s.recompute != Recompute::kInherit) sj["recompute"] = to_string(s.recompute);
-      // A stage that is exactly a run of the forward topological order is a range.
-      bool is_range = s.ops.size() >= 2 && pos[s.ops[0]] != UINT32_MAX;
-      for (size_t k = 0; is_range && k < s.ops.size(); ++k) {
-        is_range = pos[s.ops[0]] + k < fwd.size() && fwd[pos[s.ops[0]] + k] == s.ops[k];
-      }
-      if (is_range) {
-        sj["range"] = Json{{"from", g.op(s.ops.front()).name}, {"to", g.op(s.ops.back()).name}};
-      } else {
-        Json ops = Json::array();
-        for (OpId o : s.ops) ops.push_back(g.op(o).name);
-        sj["ops"] = ops;
-      }
-      stages.push_back(sj);
-    }
-    pj["stages"] = stages;
-    root["pipeline"] = pj;
+  static bool writes_data_parallel(const DataParallelConfig& dp) {
+    const DataParallelConfig dflt;
+    return dp.replicas != 1 || dp.sync != dflt.sync || dp.bucket_bytes != dflt.bucket_bytes ||
+           !dp.replica_devices.empty() || dp.zero_stage != 0 || dp.overlap != dflt.overlap;
   }
 
-  const DataParallelConfig& dp = p.data_parallel;
-  const DataParallelConfig dflt;
-  if (dp.replicas != 1 || dp.sync != dflt.sync || dp.bucket_bytes != dflt.bucket_bytes ||
-      !dp.replica_devices.empty() || dp.zero_stage != 0 || dp.overlap != dflt.overlap) {
+  Json write_data_parallel(const DataParallelConfig& dp) const {
     Json dj;
     dj["replicas"] = dp.replicas;
     dj["sync"] = to_string(dp.sync);
-    if (human_units)
+    if (human_units_)
       dj["bucket_size"] = format_bytes(dp.bucket_bytes);
     else
       dj["bucket_size"] = dp.bucket_bytes;
     if (!dp.replica_devices.empty()) dj["replica_devices"] = dp.replica_devices;
     if (dp.zero_stage != 0) dj["zero_stage"] = dp.zero_stage;
-    if (dp.overlap != dflt.overlap) dj["overlap"] = dp.overlap;
-    root["data_parallel"] = dj;
+    if (dp.overlap != DataParallelConfig{}.overlap) dj["overlap"] = dp.overlap;
+    return dj;
   }
-  if (p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel) {
+
+  static Json write_recompute(Recompute r) { return to_string(r); }
+
+  static Json write_tensor_parallel(const TensorParallelConfig& tp) {
     Json tj;
-    tj["degree"] = p.tensor_parallel.degree;
+    tj["degree"] = tp.degree;
     tj["style"] = "megatron";
-    if (p.tensor_parallel.sequence_parallel) tj["sequence_parallel"] = true;
-    root["tensor_parallel"] = tj;
+    if (tp.sequence_parallel) tj["sequence_parallel"] = true;
+    return tj;
   }
-  if (p.recompute != Recompute::kNone) root["recompute"] = to_string(p.recompute);
-  const PrecisionConfig& pc = p.precision;
-  if (pc.compute_set || pc.loss_scaling || pc.grad_clipping) {
+
+  static Json write_precision(const PrecisionConfig& pc) {
     Json pj;
     if (pc.compute_set) pj["compute"] = to_string(pc.compute);
     if (pc.loss_scaling) pj["loss_scaling"] = true;
     if (pc.grad_clipping) pj["grad_clipping"] = true;
-    root["precision"] = pj;
+    return pj;
   }
 
-  if (p.synchronization.enabled) root["synchronization"] = synchronization_tree(p.synchronization, g, dev);
-
-  if (p.predicted.valid) {
+  /// The prediction, and the notes derived from the plan (the reader skips them).
+  Json write_predicted(const Plan& p) const {
+    const PlanPrediction& pred = p.predicted;
     Json pr;
-    if (human_units)
-      pr["step_time"] = format_time(p.predicted.step_time);
+    if (human_units_)
+      pr["step_time"] = format_time(pred.step_time);
     else
-      pr["step_time"] = p.predicted.step_time;
-    pr["oom"] = p.predicted.oom;
-    if (!p.predicted.peak_memory.empty()) {
+      pr["step_time"] = pred.step_time;
+    pr["oom"] = pred.oom;
+    if (!pred.peak_memory.empty()) {
       Json mem = Json::object();
-      for (size_t d = 0; d < p.predicted.peak_memory.size() && d < size_t(c.num_devices()); ++d) {
-        const uint64_t b = p.predicted.peak_memory[d];
+      for (size_t d = 0; d < pred.peak_memory.size() && d < size_t(c_.num_devices()); ++d) {
+        const uint64_t b = pred.peak_memory[d];
         if (b == 0) continue;
-        append_unique(&mem, dev(int(d)), human_units ? Json(format_bytes(b)) : Json(b));
+        append_unique(&mem, dev(int(d)), human_units_ ? Json(format_bytes(b)) : Json(b));
       }
       pr["peak_memory"] = mem;
     }
     const std::vector<std::string> notes = plan_notes(p);
     if (!notes.empty()) pr["notes"] = notes;
-    root["predicted"] = pr;
+    return pr;
   }
-  return root;
+
+  const Graph& g_;
+  const Cluster& c_;
+  bool human_units_;
+};
+
+Json plan_tree(const Plan& p, const Graph& g, const Cluster& c, bool human_units) {
+  return PlanWriter(g, c, human_units).write(p);
 }
 
 }  // namespace

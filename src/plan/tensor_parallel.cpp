@@ -88,131 +88,172 @@ TensorParallelRole megatron_role(const Op& op) {
 
 bool needs_tensor_parallel_expansion(const Plan& plan) { return plan.tensor_parallel.enabled(); }
 
-Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
-  Plan out = plan;
-  if (!plan.tensor_parallel.enabled()) return out;
-  const int degree = plan.tensor_parallel.degree;
-  const bool sp = plan.tensor_parallel.sequence_parallel;
-  const size_t n = g.num_ops();
+namespace {
 
-  // The TP group (first device, degree) of every forward op.
-  std::vector<int> first(n, -1), tp(n, 1);
-  if (out.pipeline.enabled()) {
-    for (size_t s = 0; s < out.pipeline.stages.size(); ++s) {
-      PipelineStage& st = out.pipeline.stages[s];
-      if (st.tensor_parallel == 1) st.tensor_parallel = degree;
+// Turns a plan's tensor_parallel section into explicit partitions: every forward op in a
+// TP > 1 group gets the partition of its Megatron role (ops the plan partitions are kept).
+class TensorParallelExpansion {
+ public:
+  TensorParallelExpansion(const Plan& plan, const Graph& g, int num_devices)
+      : plan_(plan),
+        g_(g),
+        n_(g.num_ops()),
+        degree_(plan.tensor_parallel.degree),
+        sp_(plan.tensor_parallel.sequence_parallel),
+        out_(plan),
+        first_(n_, -1),
+        tp_(n_, 1),
+        role_(n_, TensorParallelRole::kUnknown),
+        sharded_out_(n_, 0),
+        reduce_scatter_out_(n_, 0) {
+    if (out_.pipeline.enabled()) {
+      assign_stage_groups();
+    } else {
+      assign_device_groups(num_devices);
+    }
+  }
+
+  Plan run() {
+    assign_roles();
+    mark_split_outputs();
+    for (OpId o = 0; o < n_; ++o) {
+      if (role_[o] != TensorParallelRole::kUnknown) out_.partitions.push_back(partition_of(o));
+    }
+    out_.tensor_parallel = TensorParallelConfig{};
+    return out_;
+  }
+
+ private:
+  // The TP group of every op in a pipeline stage: the first tensor_parallel devices of its
+  // stage (a stage without its own degree takes the plan's).
+  void assign_stage_groups() {
+    for (size_t s = 0; s < out_.pipeline.stages.size(); ++s) {
+      PipelineStage& st = out_.pipeline.stages[s];
+      if (st.tensor_parallel == 1) st.tensor_parallel = degree_;
       if (st.devices.empty() || st.devices.size() % size_t(st.tensor_parallel) != 0) {
         fail("pipeline.stages[" + std::to_string(s) + "] has " + std::to_string(st.devices.size()) +
              " devices, not a multiple of its tensor-parallel degree " +
              std::to_string(st.tensor_parallel));
       }
       for (OpId o : st.ops) {
-        if (o < n) first[o] = static_cast<int>(s), tp[o] = st.tensor_parallel;
-      }
-    }
-  } else {
-    if (out.placement.size() != n) fail("the plan's placement does not cover the graph");
-    for (OpId o = 0; o < n; ++o) {
-      tp[o] = degree;
-      if (out.placement[o] + degree > num_devices) {
-        fail("op '" + g.op(o).name + "' is on device " + std::to_string(out.placement[o]) +
-             "; its group of " + std::to_string(degree) + " devices would end past the cluster's " +
-             std::to_string(num_devices));
+        if (o < n_) first_[o] = static_cast<int>(s), tp_[o] = st.tensor_parallel;
       }
     }
   }
-  auto group_of = [&](OpId o) {
+
+  // Without a pipeline an op's group is `degree` devices from its placement on.
+  void assign_device_groups(int num_devices) {
+    if (out_.placement.size() != n_) fail("the plan's placement does not cover the graph");
+    for (OpId o = 0; o < n_; ++o) {
+      tp_[o] = degree_;
+      if (out_.placement[o] + degree_ > num_devices) {
+        fail("op '" + g_.op(o).name + "' is on device " + std::to_string(out_.placement[o]) +
+             "; its group of " + std::to_string(degree_) +
+             " devices would end past the cluster's " + std::to_string(num_devices));
+      }
+    }
+  }
+
+  std::vector<int> group_of(OpId o) const {
     std::vector<int> devs;
-    if (out.pipeline.enabled()) {
-      const PipelineStage& st = out.pipeline.stages[size_t(first[o])];
-      devs.assign(st.devices.begin(), st.devices.begin() + tp[o]);
+    if (out_.pipeline.enabled()) {
+      const PipelineStage& st = out_.pipeline.stages[size_t(first_[o])];
+      devs.assign(st.devices.begin(), st.devices.begin() + tp_[o]);
     } else {
-      for (int k = 0; k < tp[o]; ++k) devs.push_back(out.placement[o] + k);
+      for (int k = 0; k < tp_[o]; ++k) devs.push_back(out_.placement[o] + k);
     }
     return devs;
-  };
-
-  std::vector<int> explicit_part(n, -1);
-  for (size_t k = 0; k < plan.partitions.size(); ++k) {
-    if (plan.partitions[k].op < n) explicit_part[plan.partitions[k].op] = static_cast<int>(k);
   }
 
-  // Roles, then the partition of every forward op in a TP > 1 group.
-  std::vector<TensorParallelRole> role(n, TensorParallelRole::kUnknown);
-  for (OpId o = 0; o < n; ++o) {
-    const Op& op = g.op(o);
-    if (op.phase != Phase::kForward || tp[o] < 2 || explicit_part[o] >= 0) continue;
-    role[o] = megatron_role(op);
-    if (role[o] == TensorParallelRole::kUnknown) {
-      fail("op '" + op.name + "' (" + op.type + ", scope '" + op.scope +
-           "') matches no Megatron role (column / row / sharded / replicated, "
-           "docs/parallelism.md); partition it explicitly in 'partitions'");
+  // The role of every forward op in a TP > 1 group that the plan does not partition.
+  void assign_roles() {
+    std::vector<char> explicit_part(n_, 0);
+    for (const OpPartition& part : plan_.partitions) {
+      if (part.op < n_) explicit_part[part.op] = 1;
+    }
+    for (OpId o = 0; o < n_; ++o) {
+      const Op& op = g_.op(o);
+      if (op.phase != Phase::kForward || tp_[o] < 2 || explicit_part[o]) continue;
+      role_[o] = megatron_role(op);
+      if (role_[o] == TensorParallelRole::kUnknown) {
+        fail("op '" + op.name + "' (" + op.type + ", scope '" + op.scope +
+             "') matches no Megatron role (column / row / sharded / replicated, "
+             "docs/parallelism.md); partition it explicitly in 'partitions'");
+      }
     }
   }
+
   // Under sequence parallelism the replicated ops (except graph inputs) are split on the
   // sequence dim.
-  auto seq_split = [&](OpId o) {
-    return sp && role[o] == TensorParallelRole::kReplicated &&
-           g.op(o).category != OpCategory::kInput;
-  };
-  std::vector<uint8_t> sharded_out(n, 0), reduce_scatter_out(n, 0);
-  for (OpId o = 0; o < n; ++o) {
-    switch (role[o]) {
-      case TensorParallelRole::kColumn:
-      case TensorParallelRole::kSharded:
-        sharded_out[o] = 1;
-        break;
-      case TensorParallelRole::kRow:
-      case TensorParallelRole::kVocabEmbedding:
-        sharded_out[o] = sp;
-        reduce_scatter_out[o] = sp;
-        break;
-      default:
-        break;
-    }
-    if (seq_split(o)) {
-      // Stays split unless a consumer needs the whole sequence (a column-parallel input) or
-      // sits in another TP group (the next pipeline stage receives the whole tensor).
-      bool all_split = true;
-      for (TensorId t : g.op(o).outputs) {
-        for (OpId c : g.consumers(t)) {
-          if (g.op(c).phase != Phase::kForward) continue;
-          if (!seq_split(c) || group_of(c) != group_of(o)) all_split = false;
-        }
+  bool seq_split(OpId o) const {
+    return sp_ && role_[o] == TensorParallelRole::kReplicated &&
+           g_.op(o).category != OpCategory::kInput;
+  }
+
+  // Which ops leave their output split across the group, and which reduce-scatter it.
+  void mark_split_outputs() {
+    for (OpId o = 0; o < n_; ++o) {
+      switch (role_[o]) {
+        case TensorParallelRole::kColumn:
+        case TensorParallelRole::kSharded:
+          sharded_out_[o] = 1;
+          break;
+        case TensorParallelRole::kRow:
+        case TensorParallelRole::kVocabEmbedding:
+          sharded_out_[o] = sp_;
+          reduce_scatter_out_[o] = sp_;
+          break;
+        default:
+          break;
       }
-      sharded_out[o] = all_split;
+      if (seq_split(o)) sharded_out_[o] = stays_sequence_split(o);
     }
   }
-  for (OpId o = 0; o < n; ++o) {
-    if (role[o] == TensorParallelRole::kUnknown) continue;
-    const Op& op = g.op(o);
+
+  // A sequence-split op's output stays split unless a consumer needs the whole sequence (a
+  // column-parallel input) or sits in another TP group (the next pipeline stage receives the
+  // whole tensor).
+  bool stays_sequence_split(OpId o) const {
+    for (TensorId t : g_.op(o).outputs) {
+      for (OpId c : g_.consumers(t)) {
+        if (g_.op(c).phase != Phase::kForward) continue;
+        if (!seq_split(c) || group_of(c) != group_of(o)) return false;
+      }
+    }
+    return true;
+  }
+
+  // The dim a column-parallel or sharded op splits: heads (rank 4) or features (last).
+  int split_dim(OpId o) const {
+    const Op& op = g_.op(o);
+    const std::vector<int64_t>& shape =
+        op.outputs.empty() ? std::vector<int64_t>{} : g_.tensor(op.outputs[0]).shape;
+    if (shape.size() < 2) {
+      fail("op '" + op.name + "' (" + to_string(role_[o]) + ") needs an output shape of rank >= 2");
+    }
+    return shape.size() == 4 ? 1 : static_cast<int>(shape.size()) - 1;
+  }
+
+  OpPartition partition_of(OpId o) const {
     OpPartition q;
     q.op = o;
     q.devices = group_of(o);
     bool reads_shards = false, reads_scattered = false;
-    for (TensorId t : op.inputs) {
-      const OpId pr = g.tensor(t).producer;
-      if (pr == kNoOp || pr >= n) continue;
-      if (sharded_out[pr] && group_of(pr) == q.devices) reads_shards = true;
-      if (reduce_scatter_out[pr]) reads_scattered = true;
+    for (TensorId t : g_.op(o).inputs) {
+      const OpId pr = g_.tensor(t).producer;
+      if (pr == kNoOp || pr >= n_) continue;
+      if (sharded_out_[pr] && group_of(pr) == q.devices) reads_shards = true;
+      if (reduce_scatter_out_[pr]) reads_scattered = true;
     }
-    const std::vector<int64_t>& shape =
-        op.outputs.empty() ? std::vector<int64_t>{} : g.tensor(op.outputs[0]).shape;
-    auto last_dim = [&]() {
-      if (shape.size() < 2) {
-        fail("op '" + op.name + "' (" + to_string(role[o]) + ") needs an output shape of rank >= 2");
-      }
-      return shape.size() == 4 ? 1 : static_cast<int>(shape.size()) - 1;  // heads or features
-    };
-    switch (role[o]) {
+    switch (role_[o]) {
       case TensorParallelRole::kColumn:
-        q.dim = last_dim();
+        q.dim = split_dim(o);
         q.sharded_output = true;
         q.sharded_input = reads_shards;
-        if (sp) q.backward_collective = PartitionCollective::kReduceScatter;
+        if (sp_) q.backward_collective = PartitionCollective::kReduceScatter;
         break;
       case TensorParallelRole::kSharded:
-        q.dim = last_dim();
+        q.dim = split_dim(o);
         q.sharded_input = reads_shards;
         q.sharded_output = true;
         break;
@@ -220,7 +261,7 @@ Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
       case TensorParallelRole::kVocabEmbedding:
         q.dim = OpPartition::kReduceDim;
         q.sharded_input = reads_shards;
-        if (sp) {
+        if (sp_) {
           q.sharded_output = true;
           q.forward_collective = PartitionCollective::kReduceScatter;
         }
@@ -230,25 +271,46 @@ Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
         q.sharded_input = reads_shards;
         break;
       case TensorParallelRole::kReplicated:
-        if (!seq_split(o)) {
-          q.replicated = true;
-          break;
-        }
-        q.dim = 1;
-        q.sharded_input = reads_shards;
-        q.sharded_output = sharded_out[o];
-        q.forward_collective =
-            sharded_out[o] ? PartitionCollective::kNone : PartitionCollective::kAllGather;
-        q.backward_collective =
-            reads_scattered ? PartitionCollective::kAllGather : PartitionCollective::kNone;
+        set_replicated_partition(o, reads_shards, reads_scattered, &q);
         break;
       case TensorParallelRole::kUnknown:
         break;
     }
-    out.partitions.push_back(std::move(q));
+    return q;
   }
-  out.tensor_parallel = TensorParallelConfig{};
-  return out;
+
+  // A replicated op, or under sequence parallelism one split on the sequence dim.
+  void set_replicated_partition(OpId o, bool reads_shards, bool reads_scattered,
+                                OpPartition* q) const {
+    if (!seq_split(o)) {
+      q->replicated = true;
+      return;
+    }
+    q->dim = 1;
+    q->sharded_input = reads_shards;
+    q->sharded_output = sharded_out_[o];
+    q->forward_collective =
+        sharded_out_[o] ? PartitionCollective::kNone : PartitionCollective::kAllGather;
+    q->backward_collective =
+        reads_scattered ? PartitionCollective::kAllGather : PartitionCollective::kNone;
+  }
+
+  const Plan& plan_;
+  const Graph& g_;
+  const size_t n_;
+  const int degree_;
+  const bool sp_;
+  Plan out_;
+  std::vector<int> first_, tp_;  // the TP group of every op: stage (or device), degree
+  std::vector<TensorParallelRole> role_;
+  std::vector<uint8_t> sharded_out_, reduce_scatter_out_;
+};
+
+}  // namespace
+
+Plan expand_tensor_parallel(const Plan& plan, const Graph& g, int num_devices) {
+  if (!plan.tensor_parallel.enabled()) return plan;
+  return TensorParallelExpansion(plan, g, num_devices).run();
 }
 
 std::optional<Plan> as_tensor_parallel_shorthand(const Plan& plan, const Graph& g,

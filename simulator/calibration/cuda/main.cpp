@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <set>
+#include <utility>
 
 #include "args.h"
 #include "bench.h"
@@ -97,63 +99,60 @@ void run_single_gpu_benches(const BenchContext& ctx, const std::vector<int>& dev
   if (o.runs("memcpy")) bench_memcpy(ctx, devices);
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse_args(argc, argv);
-  if (o.help) {
-    std::cout << usage();
-    return 0;
-  }
-  const LaunchEnv env = detect_launch([](const char* n) { return std::getenv(n); }, kHaveMpi);
-  std::unique_ptr<Bootstrap> boot;
-  if (env.kind == LaunchEnv::Kind::Mpi) boot = make_mpi_bootstrap(&argc, &argv);
-  const int visible = device_count_or_throw();
-  for (int d : o.devices)
-    if (d >= visible)
-      throw UsageError("--devices: device " + std::to_string(d) + " does not exist (" +
-                       std::to_string(visible) + " visible)");
+// One process driving `devices` (all visible GPUs unless --devices names some).
+int run_one_process(const Options& o, int visible) {
+  std::vector<int> devices = o.devices;
+  if (devices.empty())
+    for (int d = 0; d < visible; ++d) devices.push_back(d);
+  if (!o.ranks.empty() && o.ranks.back() > static_cast<int>(devices.size()))
+    throw UsageError("--ranks: " + std::to_string(o.ranks.back()) + " is more than the " +
+                     std::to_string(devices.size()) + " GPUs in use");
   CsvSink sink;
+  const RunInfo info = run_info(o, devices, 1, 1);
+  std::cerr << "placer-calibrate: " << devices.size() << " x " << info.device << " (cc "
+            << info.compute_capability << "), driver " << info.driver << ", CUDA runtime "
+            << info.cuda_runtime << ", cuBLAS " << info.cublas << ", cuDNN " << info.cudnn
+            << ", NCCL " << info.nccl << std::endl;
+  const BenchContext ctx{o, sink, 1};
+  keep_partial(o, sink, info, [&] {
+    run_single_gpu_benches(ctx, devices);
+    if (o.runs("collective")) bench_collectives_local(ctx, devices);
+  });
+  write_csv(o, sink, info, o.out);
+  return 0;
+}
 
-  if (env.kind == LaunchEnv::Kind::Single) {
-    std::vector<int> devices = o.devices;
-    if (devices.empty())
-      for (int d = 0; d < visible; ++d) devices.push_back(d);
-    if (!o.ranks.empty() && o.ranks.back() > static_cast<int>(devices.size()))
-      throw UsageError("--ranks: " + std::to_string(o.ranks.back()) + " is more than the " +
-                       std::to_string(devices.size()) + " GPUs in use");
-    const RunInfo info = run_info(o, devices, 1, 1);
-    std::cerr << "placer-calibrate: " << devices.size() << " x " << info.device << " (cc "
-              << info.compute_capability << "), driver " << info.driver << ", CUDA runtime "
-              << info.cuda_runtime << ", cuBLAS " << info.cublas << ", cuDNN " << info.cudnn
-              << ", NCCL " << info.nccl << std::endl;
-    const BenchContext ctx{o, sink, 1};
-    keep_partial(o, sink, info, [&] {
-      run_single_gpu_benches(ctx, devices);
-      if (o.runs("collective")) bench_collectives_local(ctx, devices);
-    });
-    write_csv(o, sink, info, o.out);
-    return 0;
-  }
-
-  // One process per GPU.
-  if (!o.ranks.empty())
-    throw UsageError("--ranks applies to one process driving several GPUs; with one process "
-                     "per GPU the collectives run over all WORLD_SIZE ranks");
-  if (!boot) boot = make_tcp_bootstrap(env);
-  const int local = boot->local_rank() >= 0 ? boot->local_rank() : env.local_rank;
-  int device = local;
+// This process's GPU: the local rank's entry of --devices, else the local rank's own.
+int local_device(const Options& o, int local, int visible) {
   if (!o.devices.empty()) {
     if (local >= static_cast<int>(o.devices.size()))
       throw UsageError("--devices lists " + std::to_string(o.devices.size()) +
                        " devices but this process has local rank " + std::to_string(local));
-    device = o.devices[local];
-  } else if (device >= visible) {
+    return o.devices[local];
+  }
+  if (local >= visible) {
     throw LibraryError("local rank " + std::to_string(local) + " has no GPU of its own (" +
                        std::to_string(visible) + " visible): start at most one process per GPU");
   }
+  return local;
+}
+
+// One process per GPU (a launcher's WORLD_SIZE ranks): collectives over all of them, the
+// rest on rank 0's GPU; rank 0 writes the CSV.
+int run_process_per_gpu(const Options& o, const LaunchEnv& env, std::unique_ptr<Bootstrap> boot,
+                        int visible) {
+  if (!o.ranks.empty())
+    throw UsageError(
+        "--ranks applies to one process driving several GPUs; with one process "
+        "per GPU the collectives run over all WORLD_SIZE ranks");
+  if (!boot) boot = make_tcp_bootstrap(env);
+  const int local = boot->local_rank() >= 0 ? boot->local_rank() : env.local_rank;
+  const int device = local_device(o, local, visible);
   PC_CUDA(cudaSetDevice(device));
   const auto hosts_list = boot->all_gather(hostname());
   const int hosts = static_cast<int>(std::set<std::string>(hosts_list.begin(), hosts_list.end()).size());
   const bool root = boot->rank() == 0;
+  CsvSink sink;
   const BenchContext ctx{o, sink, hosts};
   RunInfo info;
   if (root) {
@@ -175,6 +174,24 @@ int run(int argc, char** argv) {
   }
   if (root) write_csv(o, sink, info, o.out);
   return 0;
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_args(argc, argv);
+  if (o.help) {
+    std::cout << usage();
+    return 0;
+  }
+  const LaunchEnv env = detect_launch([](const char* n) { return std::getenv(n); }, kHaveMpi);
+  std::unique_ptr<Bootstrap> boot;
+  if (env.kind == LaunchEnv::Kind::Mpi) boot = make_mpi_bootstrap(&argc, &argv);
+  const int visible = device_count_or_throw();
+  for (int d : o.devices)
+    if (d >= visible)
+      throw UsageError("--devices: device " + std::to_string(d) + " does not exist (" +
+                       std::to_string(visible) + " visible)");
+  if (env.kind == LaunchEnv::Kind::Single) return run_one_process(o, visible);
+  return run_process_per_gpu(o, env, std::move(boot), visible);
 }
 
 }  // namespace
