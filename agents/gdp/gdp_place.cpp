@@ -110,8 +110,18 @@ void add_learned_methods(std::vector<MethodInfo>* out) {
                  "policy (models/pretrained/default.pt or $PLACER_POLICY): greedy + 16 sampled "
                  "placements",
                  false, [] { return make_gdp_placer("", GdpPlaceOptions{}); }},
-      gdp_option_table(), GdpMethodOptions{},
-      [](const GdpMethodOptions& o) { return make_gdp_placer(o.policy, o.place); }));
+      gdp_option_table(), GdpMethodOptions{}, [](const GdpMethodOptions& o) {
+        const std::string policy = o.policy.empty() ? default_policy_path() : o.policy;
+        if (!std::filesystem::is_regular_file(policy)) {
+          throw FileError("gdp: policy '" + policy + "' not found (" +
+                          (o.policy.empty() ? "the default; pass --policy P.pt, set "
+                                              "$PLACER_POLICY, or train one with `placer "
+                                              "train-policy`)"
+                                            : "train one with `placer train-policy`; it writes "
+                                              "<output-dir>/policy.pt)"));
+        }
+        return make_gdp_placer(o.policy, o.place);
+      }));
 }
 
 GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,

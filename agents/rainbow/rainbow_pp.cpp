@@ -287,8 +287,7 @@ void add_rainbow_methods(std::vector<MethodInfo>* out) {
                  "(min(4, devices) stages), then device-group sizes and micro-batches searched "
                  "for the best cut sets (2 rounds)",
                  false, [] { return make_rainbow_pp_placer(RainbowPPOptions{}); }},
-      rainbow_pp_option_table(), RainbowPPOptions{},
-      [](const RainbowPPOptions& o) { return make_rainbow_pp_placer(o); }));
+      rainbow_pp_method_option_table(), RainbowPPMethodOptions{}, make_rainbow_pp_method));
 }
 
 }  // namespace placer

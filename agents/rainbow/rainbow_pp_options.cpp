@@ -2,6 +2,11 @@
 // Torch-free: built with or without LibTorch.
 #include "agents/rainbow/rainbow_pp.h"
 
+#include <filesystem>
+
+#include "agents/rainbow/rainbow_pp_policy.h"
+#include "src/util/error.h"
+
 namespace placer {
 
 const OptionTable<RainbowPPOptions>& rainbow_pp_option_table() {
@@ -37,6 +42,52 @@ const OptionTable<RainbowPPOptions>& rainbow_pp_option_table() {
     return v;
   }();
   return t;
+}
+
+const OptionTable<RainbowPPMethodOptions>& rainbow_pp_method_option_table() {
+  static const OptionTable<RainbowPPMethodOptions> t = [] {
+    OptionTable<RainbowPPMethodOptions> v("rainbow-pp");
+    v.nest(
+         rainbow_pp_option_table(), [](auto& o) -> auto& { return o.search; })
+        .add(
+            "policy", "path",
+            "a pretrained pipeline-cut policy placed zero-shot (models/pretrained/rainbow_pp.pt; "
+            "`placer train-policy --agent rainbow-pp`) instead of the online search",
+            [](RainbowPPMethodOptions* o, const std::string& x) { o->policy = x; },
+            [](const RainbowPPMethodOptions& o) { return o.policy; })
+        .integer(
+            "samples", "with a policy: cut sets sampled besides the greedy one",
+            [](auto& o) -> auto& { return o.samples; }, 0);
+    return v;
+  }();
+  return t;
+}
+
+std::unique_ptr<Placer> make_rainbow_pp_method(const RainbowPPMethodOptions& o) {
+  const RainbowPPMethodOptions defaults;
+  if (o.policy.empty()) {
+    if (o.samples != defaults.samples) {
+      throw ValidationError("rainbow-pp: samples applies with a policy (zero-shot inference) only");
+    }
+    return make_rainbow_pp_placer(o.search);
+  }
+  const OptionTable<RainbowPPOptions>& search = rainbow_pp_option_table();
+  for (const std::string& key : search.keys()) {
+    if (search.value(o.search, key) != search.value(defaults.search, key)) {
+      throw ValidationError("rainbow-pp: " + key +
+                            " applies to the online search, not to a "
+                            "policy's zero-shot inference");
+    }
+  }
+  if (!std::filesystem::is_regular_file(o.policy)) {
+    throw FileError("rainbow-pp: policy '" + o.policy +
+                    "' not found (the shipped pipeline-cut "
+                    "policy is models/pretrained/rainbow_pp.pt; train one with `placer "
+                    "train-policy --agent rainbow-pp`)");
+  }
+  RainbowPPPolicyOptions p;
+  p.samples = o.samples;
+  return make_rainbow_pp_policy_placer(o.policy, p);
 }
 
 }  // namespace placer

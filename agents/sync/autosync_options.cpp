@@ -24,6 +24,34 @@ RainbowConfig autosync_agent_defaults() {
   return c;
 }
 
+const OptionTable<AutosyncOptions>& autosync_option_table() {
+  static const OptionTable<AutosyncOptions> t = [] {
+    OptionTable<AutosyncOptions> v("autosync");
+    v.add(
+         "policy", "path",
+         "a pretrained policy (`placer train-policy --agent autosync`) placed zero-shot; none: "
+         "the agent learns online",
+         [](AutosyncOptions* o, const std::string& x) { o->policy = x; },
+         [](const AutosyncOptions& o) { return o.policy; })
+        .integer(
+            "episodes", "training episodes (0 = as the budget allows online, none with a policy)",
+            [](auto& o) -> auto& { return o.episodes; }, 0)
+        .number(
+            "polish", "share of the simulation budget for the coordinate polish",
+            [](auto& o) -> auto& { return o.polish; })
+        .integer(
+            "units", "variables decided one by one", [](auto& o) -> auto& { return o.units; }, 1)
+        .integer(
+            "learn_every", "agent steps between learn() updates",
+            [](auto& o) -> auto& { return o.learn_every; }, 1)
+        .integer(
+            "demo_every", "every N-th episode replays the best builder's plan (0 = none)",
+            [](auto& o) -> auto& { return o.demo_every; }, 0);
+    return v;
+  }();
+  return t;
+}
+
 const OptionTable<AutosyncTrainOptions>& autosync_train_option_table() {
   static const OptionTable<AutosyncTrainOptions> t = [] {
     OptionTable<AutosyncTrainOptions> v("autosync");

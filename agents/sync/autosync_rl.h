@@ -76,6 +76,9 @@ inline constexpr int64_t kAutosyncDefaultEvals = 400;
 AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
                                const AutosyncOptions& o);
 
+/// The `autosync` method's options (agents/sync/autosync_options.cpp).
+const OptionTable<AutosyncOptions>& autosync_option_table();
+
 /// The `autosync` placer with these options.
 std::unique_ptr<Placer> make_autosync_rl_placer(const AutosyncOptions& o = {});
 bool autosync_rl_available();

@@ -60,7 +60,7 @@ fi
 expect "missing policy" "autosync: policy 'nope.pt' not found" "train-policy --agent autosync" \
   -- place --graph "$src/datasets/models/vgg11.graph.json" --cluster "$c1" --method autosync \
   --policy nope.pt -o x.plan.yaml
-expect "samples with autosync" "--samples does not apply to autosync" \
+expect "samples with autosync" "--samples is \`--set samples=...\`, an option --method autosync does not take" \
   -- place --graph "$src/datasets/models/vgg11.graph.json" --cluster "$c1" --method autosync \
   --policy run/policy.pt --samples 3 -o x.plan.yaml
 
