@@ -9,8 +9,9 @@ const OptionTable<ColocrlOptions>& colocrl_option_table() {
   static const OptionTable<ColocrlOptions> t = [] {
     OptionTable<ColocrlOptions> v("colocrl");
     add_seq2seq_options(&v);
-    v.integer("max_steps", "decoder steps at most (groups merged into blocks beyond)",
-              [](auto& o) -> auto& { return o.max_steps; });
+    v.integer(
+        "max_steps", "decoder steps at most (groups merged into blocks beyond)",
+        [](auto& o) -> auto& { return o.max_steps; });
     return v;
   }();
   return t;

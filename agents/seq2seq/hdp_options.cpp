@@ -10,13 +10,16 @@ const OptionTable<HdpOptions>& hdp_option_table() {
     using O = HdpOptions;
     OptionTable<O> v("hdp");
     add_seq2seq_options(&v);
-    v.integer("groups", "groups of the grouper (0 = min(256, 20 x devices))",
-              [](auto& o) -> auto& { return o.groups; })
-        .integer("grouper_hidden", "grouper hidden width",
-                 [](auto& o) -> auto& { return o.grouper_hidden; });
-    v.add("grouper_activation", "none|relu|tanh", "grouper activation",
-          [](O* o, const std::string& x) { o->grouper_activation = x; },
-          [](const O& o) { return o.grouper_activation; });
+    v.integer(
+         "groups", "groups of the grouper (0 = min(256, 20 x devices))",
+         [](auto& o) -> auto& { return o.groups; })
+        .integer(
+            "grouper_hidden", "grouper hidden width",
+            [](auto& o) -> auto& { return o.grouper_hidden; });
+    v.add(
+        "grouper_activation", "none|relu|tanh", "grouper activation",
+        [](O* o, const std::string& x) { o->grouper_activation = x; },
+        [](const O& o) { return o.grouper_activation; });
     return v;
   }();
   return t;
