@@ -1,6 +1,6 @@
 #pragma once
 // Methods that join two families: a learned placer's placement read as pipeline stages,
-// whose replicas and device slots pipeline-dp's DP then chooses (issue 19's joint space).
+// whose replicas and device slots pipeline-dp's DP then chooses (the joint space of placement and pipeline).
 
 #include <string>
 #include <vector>

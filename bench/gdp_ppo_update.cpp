@@ -1,4 +1,4 @@
-// Time of one GDP PPO update on the CPU and on a GPU (issue 22, step 3): the GDP policy
+// Time of one GDP PPO update on the CPU and on a GPU: the GDP policy
 // (GraphSAGE + superposition + Transformer-XL + device head, agents/gdp/gdp_net.h) at the sizes of
 // examples/train_policy.yaml, one fresh network per device from the same seed, trained for
 // --warmup + --updates updates on the same instances. Every update does what one update of

@@ -1,4 +1,4 @@
-// Quality bar of the GDP learned placer (issue 5), GDP's table suite (Zhou et al. 2019,
+// Quality bar of the GDP learned placer, GDP's table suite (Zhou et al. 2019,
 // Table 1): RNNLM 2/4 layers, GNMT 2/4/8 layers, Transformer-XL 2/4/8 layers, Inception,
 // AmoebaNet, WaveNet 2/4 stacks, each on 2/4/8 GPUs of a cluster (default: the DGX-1 P100
 // of datasets/clusters/dgx1_p100.cluster.yaml), all methods side by side in one run:

@@ -1,4 +1,4 @@
-// Speed of the GDP learned placer (issue 5): zero-shot placement time and peak resident
+// Speed of the GDP learned placer: zero-shot placement time and peak resident
 // memory on layered random DAGs (datasets/synthetic.h, width 16, seed 42) of 1k / 10k / 50k
 // forward ops, both as forward graphs and expanded to training steps (backward + Adam:
 // ~2.3x the ops), on the 8 GPUs of datasets/clusters/dgx1_p100.cluster.yaml; and training

@@ -40,7 +40,7 @@ int64_t mean_count(const std::vector<int64_t>& v) {
   return n ? static_cast<int64_t>(std::llround(s / n)) : -1;
 }
 
-/// Issue 19's convergence table: per method, simulator runs until within 5% of its own final
+/// The convergence table: per method, simulator runs until within 5% of its own final
 /// best (mean over the rows x seeds where the curve shows it; the classical fast placers run
 /// once each, so their column is their wall time), runs spent and wall time.
 void convergence(const Args& a, const std::vector<RowResult>& rows) {

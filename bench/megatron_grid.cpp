@@ -5,8 +5,8 @@
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
-// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead (issue 19's
-// target: geomean step-time ratio <= 0.97): per row the grid's best step and search time,
+// --rainbow-3d: rainbow-3d (agents/rainbow/rainbow_3d.h) against the grid instead
+// (target: geomean step-time ratio <= 0.97): per row the grid's best step and search time,
 // rainbow-3d's step, the ratio, its search time (its own warm-start grid included) and
 // simulator runs (by stage: its grid's, then its own), the runs until its best was within
 // 5% of its final one (the grid's and the sharding searches' included), the shape it

@@ -1,4 +1,4 @@
-// Auto-MAP's expected operator partitionings (issue 6, "Quality and speed"): rainbow-opp
+// Auto-MAP's expected operator partitionings: rainbow-opp
 // (agents/rainbow/rainbow_opp.h) on imported transformer and VGG graphs, with the simulator reward
 // and with the paper's fixed +0.4 / +0.1 reward, and whether the sharding it returns is the
 // one the paper reports:

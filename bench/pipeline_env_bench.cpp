@@ -6,7 +6,7 @@
 // steps; cluster: Auto-MAP configuration B (3 servers x 8 V100, NVLink, 25 Gbit/s between
 // servers), as datasets/clusters/automap_config_b.cluster.yaml. No pruning: every module
 // boundary is a candidate (and, with scopes:0, every forward position of the encoder).
-// Target (issue 6): >= 2,000 steps/s on one core.
+// Target: >= 2,000 steps/s on one core.
 // Results: docs/pipeline_env.md ("Speed").
 //
 //   ./build/bench/pipeline_env_bench --benchmark_counters_tabular=true

@@ -1,4 +1,4 @@
-// rainbow-pp vs pipeline-dp on the Auto-MAP suite (issue 6, "Quality and speed"): BERT-like
+// rainbow-pp vs pipeline-dp on the Auto-MAP suite: BERT-like
 // (transformer_enc12_d768, transformer_enc24_d1024), T5-like (transformer_encdec6_d512),
 // GNMT-like (lstm_seq2seq_l4_h1024), VGG-19 and ResNet-50 (datasets/models, imported
 // graphs), each as a training step with Adam (as `placer compare` does), on Auto-MAP

@@ -1,4 +1,4 @@
-// Per-variable gradient synchronisation strategies (issue 21, docs/sync.md): the builders
+// Per-variable gradient synchronisation strategies (docs/sync.md): the builders
 // (horovod, ps, parallax, poseidon) vs the searches on sparse models (an LSTM LM, a
 // large-vocabulary transformer, a DLRM-style recommendation model) and dense CNNs, data
 // parallel over the 8 GPUs of the 1 / 10 / 25 / 40 Gbit/s clusters

@@ -90,23 +90,19 @@ Op make_coarse_op(const Graph& g, const PartInfo& part) {
   return o;
 }
 
-}  // namespace
-
-Coarsening build_coarsening(const Graph& g, const Partition& p, const CoarsenStats& stats) {
+/// Numbers groups and parts by their lowest op id: fills the maps between fine ops, groups
+/// and coarse ops, and returns the parts with their ops in fine topological order.
+std::vector<PartInfo> number_parts(const Graph& g, const Partition& p, Coarsening* c) {
   const size_t n = g.num_ops();
-  Coarsening c;
-  c.stats = stats;
-
-  // Number groups and parts by their lowest op id.
   std::unordered_map<int, int> group_id, part_id;
   std::vector<PartInfo> parts;
-  c.group_of_op.assign(n, -1);
-  c.coarse_op_of_op.assign(n, kNoOp);
+  c->group_of_op.assign(n, -1);
+  c->coarse_op_of_op.assign(n, kNoOp);
   for (OpId i = 0; i < n; ++i) {
     const int raw_part = p.part_of_op[i];
     const int raw_group = p.group_of_part[raw_part];
-    auto gi = group_id.emplace(raw_group, int(c.ops_of_group.size())).first;
-    if (gi->second == int(c.ops_of_group.size())) c.ops_of_group.emplace_back();
+    auto gi = group_id.emplace(raw_group, int(c->ops_of_group.size())).first;
+    if (gi->second == int(c->ops_of_group.size())) c->ops_of_group.emplace_back();
     auto pi = part_id.emplace(raw_part, int(parts.size())).first;
     if (pi->second == int(parts.size())) {
       parts.emplace_back();
@@ -114,117 +110,160 @@ Coarsening build_coarsening(const Graph& g, const Partition& p, const CoarsenSta
       parts.back().merged = p.part_merged[raw_part];
       parts.back().phase = g.op(i).phase;
     }
-    c.group_of_op[i] = gi->second;
-    c.ops_of_group[gi->second].push_back(i);
-    c.coarse_op_of_op[i] = OpId(pi->second);
+    c->group_of_op[i] = gi->second;
+    c->ops_of_group[gi->second].push_back(i);
+    c->coarse_op_of_op[i] = OpId(pi->second);
   }
-  for (OpId i : g.topo_order()) parts[c.coarse_op_of_op[i]].ops.push_back(i);
-  const size_t ng = c.ops_of_group.size();
+  for (OpId i : g.topo_order()) parts[c->coarse_op_of_op[i]].ops.push_back(i);
   const size_t np = parts.size();
-  c.group_of_coarse_op.resize(np);
-  c.coarse_ops_of_group.assign(ng, {});
+  c->group_of_coarse_op.resize(np);
+  c->coarse_ops_of_group.assign(c->ops_of_group.size(), {});
   for (size_t k = 0; k < np; ++k) {
-    c.group_of_coarse_op[k] = parts[k].group;
-    c.coarse_ops_of_group[parts[k].group].push_back(OpId(k));
+    c->group_of_coarse_op[k] = parts[k].group;
+    c->coarse_ops_of_group[parts[k].group].push_back(OpId(k));
+  }
+  return parts;
+}
+
+/// Group names: the Op::group all its ops share (and no other op has); else the op's name
+/// for a group of one forward op (or one op); else its scope when it holds every op of
+/// that scope; else the span "<first scope>..<last scope>" of its first and last forward
+/// ops (all ops when it has none) in topological order, or "<first op>..<last op>" when
+/// those scopes are equal or empty.
+/// Coarse op names: the group name for its forward part (or its only part), the group
+/// name + "/grad", "/update", "/comm" for the others; "#2", "#3"... resolve clashes.
+class GroupNamer {
+ public:
+  GroupNamer(const Graph& g, const Coarsening& c, const std::vector<PartInfo>& parts)
+      : g_(g), c_(c), parts_(parts), ng_(c.ops_of_group.size()) {
+    collect_scopes();
+    collect_ends();
+    count_ops_per_name();
   }
 
-  // Group names: the Op::group all its ops share (and no other op has); else the op's name
-  // for a group of one forward op (or one op); else its scope when it holds every op of
-  // that scope; else the span "<first scope>..<last scope>" of its first and last forward
-  // ops (all ops when it has none) in topological order, or "<first op>..<last op>" when
-  // those scopes are equal or empty.
-  std::vector<std::string> scope(ng);
-  std::vector<std::string> shared(ng);
-  std::vector<OpId> first(ng, kNoOp), first_fwd(ng, kNoOp), last(ng, kNoOp), last_fwd(ng, kNoOp);
-  std::vector<size_t> num_fwd(ng, 0);
-  for (size_t k = 0; k < ng; ++k) {
-    const auto& ops = c.ops_of_group[k];
-    scope[k] = g.op(ops[0]).scope;
-    shared[k] = g.op(ops[0]).group;
-    for (OpId i : ops) {
-      scope[k] = common_scope(scope[k], g.op(i).scope);
-      if (g.op(i).group != shared[k]) shared[k].clear();
+  /// Sets c->group_names; returns the name of every coarse op.
+  std::vector<std::string> name(Coarsening* c) {
+    c->group_names.resize(ng_);
+    std::vector<std::string> op_names(parts_.size());
+    for (size_t k = 0; k < ng_; ++k) name_group(k, base_name(k), c, &op_names);
+    return op_names;
+  }
+
+ private:
+  /// The scope common to a group's ops, and the Op::group they all share ("" if none).
+  void collect_scopes() {
+    scope_.resize(ng_);
+    shared_.resize(ng_);
+    for (size_t k = 0; k < ng_; ++k) {
+      const auto& ops = c_.ops_of_group[k];
+      scope_[k] = g_.op(ops[0]).scope;
+      shared_[k] = g_.op(ops[0]).group;
+      for (OpId i : ops) {
+        scope_[k] = common_scope(scope_[k], g_.op(i).scope);
+        if (g_.op(i).group != shared_[k]) shared_[k].clear();
+      }
     }
   }
-  for (OpId i : g.topo_order()) {
-    const int k = c.group_of_op[i];
-    if (first[k] == kNoOp) first[k] = i;
-    last[k] = i;
-    if (g.op(i).phase != Phase::kForward) continue;
-    if (first_fwd[k] == kNoOp) first_fwd[k] = i;
-    last_fwd[k] = i;
-    ++num_fwd[k];
+
+  /// First and last ops (all, and forward) of each group in topological order.
+  void collect_ends() {
+    first_.assign(ng_, kNoOp);
+    first_fwd_.assign(ng_, kNoOp);
+    last_.assign(ng_, kNoOp);
+    last_fwd_.assign(ng_, kNoOp);
+    num_fwd_.assign(ng_, 0);
+    for (OpId i : g_.topo_order()) {
+      const int k = c_.group_of_op[i];
+      if (first_[k] == kNoOp) first_[k] = i;
+      last_[k] = i;
+      if (g_.op(i).phase != Phase::kForward) continue;
+      if (first_fwd_[k] == kNoOp) first_fwd_[k] = i;
+      last_fwd_[k] = i;
+      ++num_fwd_[k];
+    }
   }
-  // An Op::group names a group only when the group holds all of its ops.
-  std::unordered_map<std::string, size_t> ops_per_group;
-  for (const Op& o : g.ops()) ++ops_per_group[o.group];
-  for (size_t k = 0; k < ng; ++k) {
-    if (!shared[k].empty() && ops_per_group[shared[k]] != c.ops_of_group[k].size())
-      shared[k].clear();
+
+  void count_ops_per_name() {
+    // An Op::group names a group only when the group holds all of its ops.
+    std::unordered_map<std::string, size_t> ops_per_group;
+    for (const Op& o : g_.ops()) ++ops_per_group[o.group];
+    for (size_t k = 0; k < ng_; ++k) {
+      if (!shared_[k].empty() && ops_per_group[shared_[k]] != c_.ops_of_group[k].size())
+        shared_[k].clear();
+    }
+    for (size_t k = 0; k < ng_; ++k) ++scope_count_[scope_[k]];
+    // A scope names a group only when the group holds every op of that module.
+    for (const Op& o : g_.ops()) ++ops_per_scope_[o.scope];
   }
-  std::map<std::string, int> scope_count;
-  for (size_t k = 0; k < ng; ++k) ++scope_count[scope[k]];
-  // A scope names a group only when the group holds every op of that module.
-  std::map<std::string, size_t> ops_per_scope;
-  for (const Op& o : g.ops()) ++ops_per_scope[o.scope];
-  auto ops_under = [&](const std::string& pre) {
+
+  /// Ops in scope `pre` and the scopes under it.
+  size_t ops_under(const std::string& pre) const {
     size_t count = 0;
-    for (auto it = ops_per_scope.lower_bound(pre);
-         it != ops_per_scope.end() && it->first.compare(0, pre.size(), pre) == 0; ++it) {
+    for (auto it = ops_per_scope_.lower_bound(pre);
+         it != ops_per_scope_.end() && it->first.compare(0, pre.size(), pre) == 0; ++it) {
       const std::string& sc = it->first;
       if (sc.size() == pre.size() || sc[pre.size()] == '.' || sc[pre.size()] == '/') {
         count += it->second;
       }
     }
     return count;
-  };
-  // Coarse op names: the group name for its forward part (or its only part), the group
-  // name + "/grad", "/update", "/comm" for the others; "#2", "#3"... resolve clashes.
-  std::set<std::string> taken;
-  c.group_names.resize(ng);
-  std::vector<std::string> op_names(np);
-  for (size_t k = 0; k < ng; ++k) {
-    const Op& a = g.op(first_fwd[k] != kNoOp ? first_fwd[k] : first[k]);
-    const Op& z = g.op(last_fwd[k] != kNoOp ? last_fwd[k] : last[k]);
-    const bool single = num_fwd[k] == 1 || c.ops_of_group[k].size() == 1;
+  }
+
+  std::string base_name(size_t k) const {
+    const Op& a = g_.op(first_fwd_[k] != kNoOp ? first_fwd_[k] : first_[k]);
+    const Op& z = g_.op(last_fwd_[k] != kNoOp ? last_fwd_[k] : last_[k]);
+    const bool single = num_fwd_[k] == 1 || c_.ops_of_group[k].size() == 1;
     const std::string span = !a.scope.empty() && !z.scope.empty() && a.scope != z.scope
                                  ? a.scope + ".." + z.scope
                                  : a.name + ".." + z.name;
-    const bool whole = !scope[k].empty() && scope_count[scope[k]] == 1 &&
-                       ops_under(scope[k]) == c.ops_of_group[k].size();
-    const std::string base = !shared[k].empty() ? shared[k]
-                             : single           ? a.name
-                             : whole            ? scope[k]
-                                                : span;
-    const auto& cops = c.coarse_ops_of_group[k];
+    const bool whole = !scope_[k].empty() && scope_count_.at(scope_[k]) == 1 &&
+                       ops_under(scope_[k]) == c_.ops_of_group[k].size();
+    return !shared_[k].empty() ? shared_[k] : single ? a.name : whole ? scope_[k] : span;
+  }
+
+  /// The first of base, base#2, base#3... whose coarse op names are all free.
+  void name_group(size_t k, const std::string& base, Coarsening* c,
+                  std::vector<std::string>* op_names) {
+    const auto& cops = c_.coarse_ops_of_group[k];
     for (int attempt = 1;; ++attempt) {
       const std::string name = attempt == 1 ? base : base + "#" + std::to_string(attempt);
       std::vector<std::string> names;
       for (OpId co : cops) {
-        const PartInfo& part = parts[co];
+        const PartInfo& part = parts_[co];
         const bool plain = cops.size() == 1 || part.merged || part.phase == Phase::kForward;
         names.push_back(plain ? name : name + phase_suffix(part.phase));
       }
       bool clash = false;
       for (size_t a = 0; a < names.size() && !clash; ++a) {
-        clash = taken.count(names[a]) > 0;
+        clash = taken_.count(names[a]) > 0;
         for (size_t b = 0; b < a && !clash; ++b) clash = names[a] == names[b];
       }
       if (clash) continue;
-      c.group_names[k] = name;
+      c->group_names[k] = name;
       for (size_t a = 0; a < cops.size(); ++a) {
-        op_names[cops[a]] = names[a];
-        taken.insert(names[a]);
+        (*op_names)[cops[a]] = names[a];
+        taken_.insert(names[a]);
       }
-      break;
+      return;
     }
   }
 
-  // Tensors between parts (and graph inputs / outputs) survive, each once.
+  const Graph& g_;
+  const Coarsening& c_;
+  const std::vector<PartInfo>& parts_;
+  const size_t ng_;
+  std::vector<std::string> scope_, shared_;
+  std::vector<OpId> first_, first_fwd_, last_, last_fwd_;
+  std::vector<size_t> num_fwd_;
+  std::map<std::string, int> scope_count_;
+  std::map<std::string, size_t> ops_per_scope_;
+  std::set<std::string> taken_;
+};
+
+/// Tensors between parts (and graph inputs / outputs) survive, each once: their ids in
+/// the coarse graph (kNoTensor for the others).
+std::vector<TensorId> add_kept_tensors(const Graph& g, const Coarsening& c, GraphBuilder* b) {
   std::vector<TensorId> new_id(g.num_tensors(), kNoTensor);
-  GraphBuilder b(g.name());
-  b.set_batch_size(g.batch_size());
-  b.set_training_step(g.is_training_step());
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     const OpId prod = g.tensor(t).producer;
     const auto cons = g.consumers(t);
@@ -234,24 +273,40 @@ Coarsening build_coarsening(const Graph& g, const Partition& p, const CoarsenSta
     if (!keep) continue;
     Tensor copy = g.tensor(t);
     copy.producer = kNoOp;
-    new_id[t] = b.add_tensor(std::move(copy));
+    new_id[t] = b->add_tensor(std::move(copy));
   }
+  return new_id;
+}
+
+/// forward_op of coarse op k: the coarse op of the members' forward op (under colocation,
+/// the group's forward part); the first member's when they differ (possible without
+/// colocation).
+OpId coarse_forward_op(const Graph& g, const Coarsening& c, const PartInfo& part, size_t k) {
+  for (OpId i : part.ops) {
+    const OpId f = g.op(i).forward_op;
+    if (part.merged || part.phase == Phase::kForward) break;
+    if (f < g.num_ops() && g.op(f).phase == Phase::kForward && c.coarse_op_of_op[f] != OpId(k)) {
+      return c.coarse_op_of_op[f];
+    }
+  }
+  return kNoOp;
+}
+
+/// The coarse graph: one op per part, reading the kept tensors other parts write.
+Graph build_coarse_graph(const Graph& g, const Coarsening& c, const std::vector<PartInfo>& parts,
+                         const std::vector<std::string>& op_names) {
+  GraphBuilder b(g.name());
+  b.set_batch_size(g.batch_size());
+  b.set_training_step(g.is_training_step());
+  const std::vector<TensorId> new_id = add_kept_tensors(g, c, &b);
   std::vector<uint32_t> stamp(g.num_tensors(), UINT32_MAX);
-  for (size_t k = 0; k < np; ++k) {
+  for (size_t k = 0; k < parts.size(); ++k) {
     const PartInfo& part = parts[k];
     Op o = make_coarse_op(g, part);
     o.name = op_names[k];
     o.group = c.group_names[part.group];
-    // forward_op: the coarse op of the members' forward op (under colocation, the group's
-    // forward part); the first member's when they differ (possible without colocation).
-    for (OpId i : part.ops) {
-      const OpId f = g.op(i).forward_op;
-      if (part.merged || part.phase == Phase::kForward) break;
-      if (f < n && g.op(f).phase == Phase::kForward && c.coarse_op_of_op[f] != OpId(k)) {
-        o.forward_op = c.coarse_op_of_op[f];
-        break;
-      }
-    }
+    const OpId fwd = coarse_forward_op(g, c, part, k);
+    if (fwd != kNoOp) o.forward_op = fwd;
     for (OpId i : part.ops) {
       for (TensorId t : g.op(i).inputs) {
         const OpId prod = g.tensor(t).producer;
@@ -266,7 +321,17 @@ Coarsening build_coarsening(const Graph& g, const Partition& p, const CoarsenSta
     }
     b.add_op(std::move(o));
   }
-  c.coarse = b.build();
+  return b.build();
+}
+
+}  // namespace
+
+Coarsening build_coarsening(const Graph& g, const Partition& p, const CoarsenStats& stats) {
+  Coarsening c;
+  c.stats = stats;
+  const std::vector<PartInfo> parts = number_parts(g, p, &c);
+  const std::vector<std::string> op_names = GroupNamer(g, c, parts).name(&c);
+  c.coarse = build_coarse_graph(g, c, parts, op_names);
   return c;
 }
 

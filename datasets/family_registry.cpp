@@ -79,6 +79,13 @@ int64_t get(const Values& v, const char* name) {
 }
 int geti(const Values& v, const char* name) { return static_cast<int>(get(v, name)); }
 
+// Attention heads of a d_model-wide layer: one per 64 channels, one when that does not
+// divide d_model.
+int64_t heads_of_width(int64_t d_model) {
+  const int64_t heads = std::max<int64_t>(1, d_model / 64);
+  return d_model % heads == 0 ? heads : 1;
+}
+
 using R = ParamRange;
 const R kBatchCnn = R::log_uniform(16, 128);
 
@@ -87,263 +94,296 @@ struct Entry {
   BuildFn build;
 };
 
+Entry enas_cnn_entry() {
+  return {
+      {"enas_cnn",
+       "ENAS micro-search CNN on CIFAR-10: stacked normal / reduction cells of separable "
+       "convs and pools, a random DAG inside each cell",
+       "Pham et al. 2018 (ENAS); Placeto's cifar10 (Addanki et al. 2019)",
+       {{"cells_per_stage", R::uniform(1, 6), R::uniform(10, 20),
+         "normal cells per stage (3 stages)"},
+        {"cell_nodes", R::uniform(3, 7), R::uniform(5, 8), "nodes per cell"},
+        {"filters", R::log_uniform(16, 64, 4), R::log_uniform(32, 128, 4), "channels of stage 0"},
+        {"batch", kBatchCnn, kBatchCnn, "batch size"}}},
+      [](const Values& v, uint64_t seed, const std::string& name) {
+        EnasCnnOptions o;
+        o.cells_per_stage = geti(v, "cells_per_stage");
+        o.cell_nodes = geti(v, "cell_nodes");
+        o.filters = get(v, "filters");
+        o.batch = get(v, "batch");
+        o.seed = seed;
+        o.name = name;
+        return make_enas_cnn(o);
+      }};
+}
+
+Entry amoebanet_entry() {
+  return {
+      {"amoebanet",
+       "AmoebaNet-like ImageNet CNN: NASNet-space cells (separable convs applied twice, "
+       "dilated and 1x7-7x1 convs, pools), ImageNet stem with two reduction cells",
+       "Real et al. 2019 (AmoebaNet); a GDP benchmark (Zhou et al. 2019)",
+       {{"cells_per_stage", R::uniform(2, 6), R::uniform(6, 18),
+         "normal cells per stage (AmoebaNet-D: 6)"},
+        {"cell_nodes", R::uniform(4, 6), R::uniform(5, 7), "nodes per cell (AmoebaNet: 5)"},
+        {"filters", R::log_uniform(32, 256, 8), R::log_uniform(128, 512, 8), "channels of stage 0"},
+        {"image", R::choice({224}), R::choice({224, 331}), "input height = width"},
+        {"batch", R::log_uniform(8, 64), R::log_uniform(8, 64), "batch size"}}},
+      [](const Values& v, uint64_t seed, const std::string& name) {
+        AmoebaNetOptions o;
+        o.cells_per_stage = geti(v, "cells_per_stage");
+        o.cell_nodes = geti(v, "cell_nodes");
+        o.filters = get(v, "filters");
+        o.image = get(v, "image");
+        o.batch = get(v, "batch");
+        o.seed = seed;
+        o.name = name;
+        return make_amoebanet(o);
+      }};
+}
+
+Entry inception_entry() {
+  return {
+      {"inception",
+       "Inception-like branchy CNN: stem, inception modules of 3-6 conv / pool branches "
+       "concatenated, grid-reduction modules",
+       "Szegedy et al. 2016 (Inception-v3); a GDP / ColocRL benchmark",
+       {{"modules_stage0", R::uniform(1, 5), R::uniform(4, 12), "modules at the 1st resolution"},
+        {"modules_stage1", R::uniform(1, 6), R::uniform(4, 12), "modules at the 2nd resolution"},
+        {"modules_stage2", R::uniform(1, 4), R::uniform(4, 12), "modules at the 3rd resolution"},
+        {"max_branches", R::uniform(3, 6), R::uniform(4, 6),
+         "branches per module drawn in [3, this]"},
+        {"width", R::log_uniform(32, 96, 16), R::log_uniform(64, 128, 16),
+         "branch width of stage 0"},
+        {"batch", kBatchCnn, kBatchCnn, "batch size"}}},
+      [](const Values& v, uint64_t seed, const std::string& name) {
+        InceptionOptions o;
+        o.modules_per_stage = {geti(v, "modules_stage0"), geti(v, "modules_stage1"),
+                               geti(v, "modules_stage2")};
+        o.max_branches = geti(v, "max_branches");
+        o.min_branches = std::min(3, o.max_branches);
+        o.width = get(v, "width");
+        o.batch = get(v, "batch");
+        o.seed = seed;
+        o.name = name;
+        return make_inception(o);
+      }};
+}
+
+Entry enas_rnn_entry() {
+  return {{"enas_rnn",
+           "ENAS recurrent cell on Penn Treebank: a random DAG of highway nodes with tanh / relu / "
+           "identity / sigmoid activations, unrolled over the sequence",
+           "Pham et al. 2018 (ENAS); Placeto's ptb (Addanki et al. 2019)",
+           {{"cell_nodes", R::uniform(4, 12), R::uniform(8, 12), "nodes per cell (ENAS: 12)"},
+            {"hidden", R::log_uniform(200, 1000, 8), R::log_uniform(400, 1000, 8),
+             "hidden = embedding width"},
+            {"seq_len", R::uniform(10, 35), R::uniform(70, 150), "unrolled steps"},
+            {"batch", R::log_uniform(16, 128), R::log_uniform(16, 128), "batch size"},
+            {"vocab", R::choice({10000}), R::choice({10000}), "vocabulary (PTB: 10k)"}}},
+          [](const Values& v, uint64_t seed, const std::string& name) {
+            EnasRnnOptions o;
+            o.cell_nodes = geti(v, "cell_nodes");
+            o.hidden = get(v, "hidden");
+            o.seq_len = get(v, "seq_len");
+            o.batch = get(v, "batch");
+            o.vocab = get(v, "vocab");
+            o.seed = seed;
+            o.name = name;
+            return make_enas_rnn(o);
+          }};
+}
+
+Entry rnnlm_entry() {
+  return {{"rnnlm",
+           "LSTM language model with 2, 4 or 8 layers unrolled over time, per-step softmax "
+           "projection",
+           "GDP's RNNLM-2/4/8 (Zhou et al. 2019)",
+           {{"layers", R::choice({2, 4, 8}), R::choice({2, 4, 8}), "LSTM layers"},
+            {"hidden", R::log_uniform(256, 2048, 64), R::log_uniform(512, 2048, 64), "LSTM width"},
+            {"seq_len", R::uniform(20, 40), R::uniform(80, 200), "unrolled steps"},
+            {"batch", R::log_uniform(16, 128), R::log_uniform(16, 128), "batch size"},
+            {"vocab", R::log_uniform(10000, 50000, 1000), R::log_uniform(10000, 50000, 1000),
+             "vocabulary"},
+            {"fused_cells", R::uniform(0, 1), R::fixed(0), "1 = one LSTM op per cell and step"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            RnnlmOptions o;
+            o.layers = geti(v, "layers");
+            o.hidden = get(v, "hidden");
+            o.seq_len = get(v, "seq_len");
+            o.batch = get(v, "batch");
+            o.vocab = get(v, "vocab");
+            o.fused_cells = get(v, "fused_cells") != 0;
+            o.name = name;
+            return make_rnnlm(o);
+          }};
+}
+
+Entry gnmt_entry() {
+  return {{"gnmt",
+           "GNMT-style translation: LSTM encoder (bidirectional first layer) and decoder with "
+           "residual connections and attention, unrolled over source and target length",
+           "Wu et al. 2016 (GNMT); Placeto's nmt, GDP's GNMT (Zhou et al. 2019)",
+           {{"layers", R::uniform(2, 8), R::uniform(4, 8), "encoder and decoder layers"},
+            {"hidden", R::log_uniform(256, 1024, 64), R::log_uniform(512, 1024, 64), "LSTM width"},
+            {"src_len", R::uniform(8, 32), R::uniform(100, 256), "unrolled encoder steps"},
+            {"tgt_len", R::uniform(8, 32), R::uniform(100, 256), "unrolled decoder steps"},
+            {"batch", R::log_uniform(16, 128), R::log_uniform(16, 128), "batch size"},
+            {"vocab", R::log_uniform(8000, 32000, 1000), R::log_uniform(8000, 32000, 1000),
+             "vocabulary"},
+            {"fused_cells", R::uniform(0, 1), R::fixed(0), "1 = one LSTM op per cell and step"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            GnmtOptions o;
+            o.layers = geti(v, "layers");
+            o.hidden = get(v, "hidden");
+            o.src_len = get(v, "src_len");
+            o.tgt_len = get(v, "tgt_len");
+            o.batch = get(v, "batch");
+            o.vocab = get(v, "vocab");
+            o.fused_cells = get(v, "fused_cells") != 0;
+            o.name = name;
+            return make_gnmt(o);
+          }};
+}
+
+Entry transformer_xl_entry() {
+  return {
+      {"transformer_xl",
+       "Transformer-XL stack: attention over the cached memory and the segment with "
+       "relative positions, post-norm feed-forward",
+       "Dai et al. 2019 (Transformer-XL); a GDP benchmark (Zhou et al. 2019)",
+       {{"layers", R::uniform(5, 16), R::uniform(16, 48), "layers"},
+        {"d_model", R::log_uniform(256, 1024, 64), R::log_uniform(512, 1024, 64),
+         "width (heads = d_model / 64)"},
+        {"seq_len", R::log_uniform(64, 512, 32), R::log_uniform(128, 512, 32), "segment length"},
+        {"mem_len", R::uniform(64, 512, 64), R::uniform(128, 512, 64), "memory length"},
+        {"batch", R::log_uniform(4, 32), R::log_uniform(4, 32), "batch size"},
+        {"vocab", R::log_uniform(10000, 32000, 1000), R::log_uniform(10000, 32000, 1000),
+         "vocabulary"}}},
+      [](const Values& v, uint64_t, const std::string& name) {
+        TransformerXlOptions o;
+        o.layers = geti(v, "layers");
+        o.d_model = get(v, "d_model");
+        o.heads = heads_of_width(o.d_model);
+        o.seq_len = get(v, "seq_len");
+        o.mem_len = get(v, "mem_len");
+        o.batch = get(v, "batch");
+        o.vocab = get(v, "vocab");
+        o.name = name;
+        return make_transformer_xl(o);
+      }};
+}
+
+Entry wavenet_entry() {
+  return {{"wavenet",
+           "WaveNet: stacks of dilated causal conv residual blocks with gated activations and "
+           "skip connections",
+           "van den Oord et al. 2016 (WaveNet); a GDP benchmark (Zhou et al. 2019)",
+           {{"stacks", R::uniform(2, 4), R::uniform(4, 16), "stacks of blocks"},
+            {"layers_per_stack", R::uniform(8, 12), R::uniform(10, 12),
+             "blocks per stack (dilation 1..2^(n-1))"},
+            {"residual_channels", R::log_uniform(32, 128, 16), R::log_uniform(64, 256, 16),
+             "residual = dilation channels"},
+            {"skip_channels", R::log_uniform(128, 512, 64), R::log_uniform(256, 512, 64),
+             "skip channels"},
+            {"samples", R::log_uniform(2000, 16000, 1000), R::log_uniform(4000, 16000, 1000),
+             "audio samples"},
+            {"batch", R::log_uniform(1, 8), R::log_uniform(1, 8), "batch size"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            WaveNetOptions o;
+            o.stacks = geti(v, "stacks");
+            o.layers_per_stack = geti(v, "layers_per_stack");
+            o.residual_channels = get(v, "residual_channels");
+            o.skip_channels = get(v, "skip_channels");
+            o.samples = get(v, "samples");
+            o.batch = get(v, "batch");
+            o.name = name;
+            return make_wavenet(o);
+          }};
+}
+
+Entry transformer_entry() {
+  return {
+      {"transformer",
+       "BERT / GPT-style pre-norm Transformer encoder with an LM head (datasets/synthetic.h)",
+       "Vaswani et al. 2017; Devlin et al. 2019",
+       {{"layers", R::uniform(6, 24), R::uniform(24, 96), "layers"},
+        {"d_model", R::log_uniform(256, 1024, 64), R::log_uniform(512, 2048, 64),
+         "width (heads = d_model / 64)"},
+        {"seq_len", R::log_uniform(64, 1024, 64), R::log_uniform(128, 2048, 64), "sequence length"},
+        {"batch", R::log_uniform(1, 32), R::log_uniform(1, 32), "batch size"},
+        {"vocab", R::log_uniform(8000, 50000, 1000), R::log_uniform(8000, 50000, 1000),
+         "vocabulary"}}},
+      [](const Values& v, uint64_t, const std::string& name) {
+        TransformerOptions o;
+        o.layers = geti(v, "layers");
+        o.d_model = get(v, "d_model");
+        o.heads = heads_of_width(o.d_model);
+        o.seq_len = get(v, "seq_len");
+        o.batch = get(v, "batch");
+        o.vocab = get(v, "vocab");
+        o.name = name;
+        return make_transformer(o);
+      }};
+}
+
+Entry rec_entry() {
+  return {{"rec",
+           "DLRM-style recommendation model: bottom MLP, large embedding tables pooled per "
+           "feature, dot-product interaction, top MLP",
+           "Naumov et al. 2019 (DLRM); AutoSync's recommendation models (Zhang et al. 2020)",
+           {{"tables", R::uniform(13, 26), R::uniform(26, 64), "embedding tables (Criteo: 26)"},
+            {"rows", R::log_uniform(100000, 2000000, 1000), R::log_uniform(1000000, 10000000, 1000),
+             "rows per table"},
+            {"dim", R::choice({16, 32, 64, 128}), R::choice({64, 128}), "embedding width"},
+            {"lookups", R::uniform(1, 20), R::uniform(1, 40), "ids per sample and table"},
+            {"batch", R::log_uniform(256, 4096), R::log_uniform(1024, 16384), "batch size"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            RecOptions o;
+            o.tables = geti(v, "tables");
+            o.rows = get(v, "rows");
+            o.dim = get(v, "dim");
+            o.lookups = get(v, "lookups");
+            o.batch = get(v, "batch");
+            o.name = name;
+            return make_rec(o);
+          }};
+}
+
+Entry layered_random_entry() {
+  return {
+      {"layered_random",
+       "Layered random DAG with log-uniform op costs (datasets/synthetic.h), for scale",
+       "synthetic layered DAGs for scale tests (this project)",
+       {{"ops", R::log_uniform(100, 5000), R::log_uniform(10000, 50000), "ops (the loss included)"},
+        {"width", R::log_uniform(4, 64), R::log_uniform(8, 128), "ops per level"},
+        {"max_fan_in", R::uniform(1, 4), R::uniform(1, 4), "inputs per op drawn in [1, this]"},
+        {"max_skip", R::uniform(1, 4), R::uniform(1, 4), "levels an input may skip back"},
+        {"batch", R::log_uniform(8, 128), R::log_uniform(8, 128), "batch size"}}},
+      [](const Values& v, uint64_t seed, const std::string& name) {
+        LayeredRandomOptions o;
+        o.n_ops = geti(v, "ops");
+        o.width = geti(v, "width");
+        o.max_fan_in = geti(v, "max_fan_in");
+        o.max_skip = geti(v, "max_skip");
+        o.batch = get(v, "batch");
+        o.seed = seed;
+        o.name = name;
+        return make_layered_random(o);
+      }};
+}
+
+// The families in registry order, one entry function each (a constant table: no
+// initialization-order issue for callers during static initialization).
+using EntryFn = Entry (*)();
+constexpr EntryFn kFamilies[] = {
+    enas_cnn_entry,    amoebanet_entry, inception_entry,      enas_rnn_entry,
+    rnnlm_entry,       gnmt_entry,      transformer_xl_entry, wavenet_entry,
+    transformer_entry, rec_entry,       layered_random_entry};
+
 std::vector<Entry> make_registry() {
   std::vector<Entry> r;
-  r.push_back(
-      {{"enas_cnn",
-        "ENAS micro-search CNN on CIFAR-10: stacked normal / reduction cells of separable "
-        "convs and pools, a random DAG inside each cell",
-        "Pham et al. 2018 (ENAS); Placeto's cifar10 (Addanki et al. 2019)",
-        {{"cells_per_stage", R::uniform(1, 6), R::uniform(10, 20),
-          "normal cells per stage (3 stages)"},
-         {"cell_nodes", R::uniform(3, 7), R::uniform(5, 8), "nodes per cell"},
-         {"filters", R::log_uniform(16, 64, 4), R::log_uniform(32, 128, 4), "channels of stage 0"},
-         {"batch", kBatchCnn, kBatchCnn, "batch size"}}},
-       [](const Values& v, uint64_t seed, const std::string& name) {
-         EnasCnnOptions o;
-         o.cells_per_stage = geti(v, "cells_per_stage");
-         o.cell_nodes = geti(v, "cell_nodes");
-         o.filters = get(v, "filters");
-         o.batch = get(v, "batch");
-         o.seed = seed;
-         o.name = name;
-         return make_enas_cnn(o);
-       }});
-  r.push_back(
-      {{"amoebanet",
-        "AmoebaNet-like ImageNet CNN: NASNet-space cells (separable convs applied twice, "
-        "dilated and 1x7-7x1 convs, pools), ImageNet stem with two reduction cells",
-        "Real et al. 2019 (AmoebaNet); a GDP benchmark (Zhou et al. 2019)",
-        {{"cells_per_stage", R::uniform(2, 6), R::uniform(6, 18),
-          "normal cells per stage (AmoebaNet-D: 6)"},
-         {"cell_nodes", R::uniform(4, 6), R::uniform(5, 7), "nodes per cell (AmoebaNet: 5)"},
-         {"filters", R::log_uniform(32, 256, 8), R::log_uniform(128, 512, 8),
-          "channels of stage 0"},
-         {"image", R::choice({224}), R::choice({224, 331}), "input height = width"},
-         {"batch", R::log_uniform(8, 64), R::log_uniform(8, 64), "batch size"}}},
-       [](const Values& v, uint64_t seed, const std::string& name) {
-         AmoebaNetOptions o;
-         o.cells_per_stage = geti(v, "cells_per_stage");
-         o.cell_nodes = geti(v, "cell_nodes");
-         o.filters = get(v, "filters");
-         o.image = get(v, "image");
-         o.batch = get(v, "batch");
-         o.seed = seed;
-         o.name = name;
-         return make_amoebanet(o);
-       }});
-  r.push_back(
-      {{"inception",
-        "Inception-like branchy CNN: stem, inception modules of 3-6 conv / pool branches "
-        "concatenated, grid-reduction modules",
-        "Szegedy et al. 2016 (Inception-v3); a GDP / ColocRL benchmark",
-        {{"modules_stage0", R::uniform(1, 5), R::uniform(4, 12), "modules at the 1st resolution"},
-         {"modules_stage1", R::uniform(1, 6), R::uniform(4, 12), "modules at the 2nd resolution"},
-         {"modules_stage2", R::uniform(1, 4), R::uniform(4, 12), "modules at the 3rd resolution"},
-         {"max_branches", R::uniform(3, 6), R::uniform(4, 6),
-          "branches per module drawn in [3, this]"},
-         {"width", R::log_uniform(32, 96, 16), R::log_uniform(64, 128, 16),
-          "branch width of stage 0"},
-         {"batch", kBatchCnn, kBatchCnn, "batch size"}}},
-       [](const Values& v, uint64_t seed, const std::string& name) {
-         InceptionOptions o;
-         o.modules_per_stage = {geti(v, "modules_stage0"), geti(v, "modules_stage1"),
-                                geti(v, "modules_stage2")};
-         o.max_branches = geti(v, "max_branches");
-         o.min_branches = std::min(3, o.max_branches);
-         o.width = get(v, "width");
-         o.batch = get(v, "batch");
-         o.seed = seed;
-         o.name = name;
-         return make_inception(o);
-       }});
-  r.push_back(
-      {{"enas_rnn",
-        "ENAS recurrent cell on Penn Treebank: a random DAG of highway nodes with tanh / relu / "
-        "identity / sigmoid activations, unrolled over the sequence",
-        "Pham et al. 2018 (ENAS); Placeto's ptb (Addanki et al. 2019)",
-        {{"cell_nodes", R::uniform(4, 12), R::uniform(8, 12), "nodes per cell (ENAS: 12)"},
-         {"hidden", R::log_uniform(200, 1000, 8), R::log_uniform(400, 1000, 8),
-          "hidden = embedding width"},
-         {"seq_len", R::uniform(10, 35), R::uniform(70, 150), "unrolled steps"},
-         {"batch", R::log_uniform(16, 128), R::log_uniform(16, 128), "batch size"},
-         {"vocab", R::choice({10000}), R::choice({10000}), "vocabulary (PTB: 10k)"}}},
-       [](const Values& v, uint64_t seed, const std::string& name) {
-         EnasRnnOptions o;
-         o.cell_nodes = geti(v, "cell_nodes");
-         o.hidden = get(v, "hidden");
-         o.seq_len = get(v, "seq_len");
-         o.batch = get(v, "batch");
-         o.vocab = get(v, "vocab");
-         o.seed = seed;
-         o.name = name;
-         return make_enas_rnn(o);
-       }});
-  r.push_back(
-      {{"rnnlm",
-        "LSTM language model with 2, 4 or 8 layers unrolled over time, per-step softmax "
-        "projection",
-        "GDP's RNNLM-2/4/8 (Zhou et al. 2019)",
-        {{"layers", R::choice({2, 4, 8}), R::choice({2, 4, 8}), "LSTM layers"},
-         {"hidden", R::log_uniform(256, 2048, 64), R::log_uniform(512, 2048, 64), "LSTM width"},
-         {"seq_len", R::uniform(20, 40), R::uniform(80, 200), "unrolled steps"},
-         {"batch", R::log_uniform(16, 128), R::log_uniform(16, 128), "batch size"},
-         {"vocab", R::log_uniform(10000, 50000, 1000), R::log_uniform(10000, 50000, 1000),
-          "vocabulary"},
-         {"fused_cells", R::uniform(0, 1), R::fixed(0), "1 = one LSTM op per cell and step"}}},
-       [](const Values& v, uint64_t, const std::string& name) {
-         RnnlmOptions o;
-         o.layers = geti(v, "layers");
-         o.hidden = get(v, "hidden");
-         o.seq_len = get(v, "seq_len");
-         o.batch = get(v, "batch");
-         o.vocab = get(v, "vocab");
-         o.fused_cells = get(v, "fused_cells") != 0;
-         o.name = name;
-         return make_rnnlm(o);
-       }});
-  r.push_back(
-      {{"gnmt",
-        "GNMT-style translation: LSTM encoder (bidirectional first layer) and decoder with "
-        "residual connections and attention, unrolled over source and target length",
-        "Wu et al. 2016 (GNMT); Placeto's nmt, GDP's GNMT (Zhou et al. 2019)",
-        {{"layers", R::uniform(2, 8), R::uniform(4, 8), "encoder and decoder layers"},
-         {"hidden", R::log_uniform(256, 1024, 64), R::log_uniform(512, 1024, 64), "LSTM width"},
-         {"src_len", R::uniform(8, 32), R::uniform(100, 256), "unrolled encoder steps"},
-         {"tgt_len", R::uniform(8, 32), R::uniform(100, 256), "unrolled decoder steps"},
-         {"batch", R::log_uniform(16, 128), R::log_uniform(16, 128), "batch size"},
-         {"vocab", R::log_uniform(8000, 32000, 1000), R::log_uniform(8000, 32000, 1000),
-          "vocabulary"},
-         {"fused_cells", R::uniform(0, 1), R::fixed(0), "1 = one LSTM op per cell and step"}}},
-       [](const Values& v, uint64_t, const std::string& name) {
-         GnmtOptions o;
-         o.layers = geti(v, "layers");
-         o.hidden = get(v, "hidden");
-         o.src_len = get(v, "src_len");
-         o.tgt_len = get(v, "tgt_len");
-         o.batch = get(v, "batch");
-         o.vocab = get(v, "vocab");
-         o.fused_cells = get(v, "fused_cells") != 0;
-         o.name = name;
-         return make_gnmt(o);
-       }});
-  r.push_back(
-      {{"transformer_xl",
-        "Transformer-XL stack: attention over the cached memory and the segment with "
-        "relative positions, post-norm feed-forward",
-        "Dai et al. 2019 (Transformer-XL); a GDP benchmark (Zhou et al. 2019)",
-        {{"layers", R::uniform(5, 16), R::uniform(16, 48), "layers"},
-         {"d_model", R::log_uniform(256, 1024, 64), R::log_uniform(512, 1024, 64),
-          "width (heads = d_model / 64)"},
-         {"seq_len", R::log_uniform(64, 512, 32), R::log_uniform(128, 512, 32), "segment length"},
-         {"mem_len", R::uniform(64, 512, 64), R::uniform(128, 512, 64), "memory length"},
-         {"batch", R::log_uniform(4, 32), R::log_uniform(4, 32), "batch size"},
-         {"vocab", R::log_uniform(10000, 32000, 1000), R::log_uniform(10000, 32000, 1000),
-          "vocabulary"}}},
-       [](const Values& v, uint64_t, const std::string& name) {
-         TransformerXlOptions o;
-         o.layers = geti(v, "layers");
-         o.d_model = get(v, "d_model");
-         o.heads = std::max<int64_t>(1, o.d_model / 64);
-         if (o.d_model % o.heads != 0) o.heads = 1;
-         o.seq_len = get(v, "seq_len");
-         o.mem_len = get(v, "mem_len");
-         o.batch = get(v, "batch");
-         o.vocab = get(v, "vocab");
-         o.name = name;
-         return make_transformer_xl(o);
-       }});
-  r.push_back({{"wavenet",
-                "WaveNet: stacks of dilated causal conv residual blocks with gated activations and "
-                "skip connections",
-                "van den Oord et al. 2016 (WaveNet); a GDP benchmark (Zhou et al. 2019)",
-                {{"stacks", R::uniform(2, 4), R::uniform(4, 16), "stacks of blocks"},
-                 {"layers_per_stack", R::uniform(8, 12), R::uniform(10, 12),
-                  "blocks per stack (dilation 1..2^(n-1))"},
-                 {"residual_channels", R::log_uniform(32, 128, 16), R::log_uniform(64, 256, 16),
-                  "residual = dilation channels"},
-                 {"skip_channels", R::log_uniform(128, 512, 64), R::log_uniform(256, 512, 64),
-                  "skip channels"},
-                 {"samples", R::log_uniform(2000, 16000, 1000), R::log_uniform(4000, 16000, 1000),
-                  "audio samples"},
-                 {"batch", R::log_uniform(1, 8), R::log_uniform(1, 8), "batch size"}}},
-               [](const Values& v, uint64_t, const std::string& name) {
-                 WaveNetOptions o;
-                 o.stacks = geti(v, "stacks");
-                 o.layers_per_stack = geti(v, "layers_per_stack");
-                 o.residual_channels = get(v, "residual_channels");
-                 o.skip_channels = get(v, "skip_channels");
-                 o.samples = get(v, "samples");
-                 o.batch = get(v, "batch");
-                 o.name = name;
-                 return make_wavenet(o);
-               }});
-  r.push_back(
-      {{"transformer",
-        "BERT / GPT-style pre-norm Transformer encoder with an LM head (datasets/synthetic.h)",
-        "Vaswani et al. 2017; Devlin et al. 2019",
-        {{"layers", R::uniform(6, 24), R::uniform(24, 96), "layers"},
-         {"d_model", R::log_uniform(256, 1024, 64), R::log_uniform(512, 2048, 64),
-          "width (heads = d_model / 64)"},
-         {"seq_len", R::log_uniform(64, 1024, 64), R::log_uniform(128, 2048, 64),
-          "sequence length"},
-         {"batch", R::log_uniform(1, 32), R::log_uniform(1, 32), "batch size"},
-         {"vocab", R::log_uniform(8000, 50000, 1000), R::log_uniform(8000, 50000, 1000),
-          "vocabulary"}}},
-       [](const Values& v, uint64_t, const std::string& name) {
-         TransformerOptions o;
-         o.layers = geti(v, "layers");
-         o.d_model = get(v, "d_model");
-         o.heads = std::max<int64_t>(1, o.d_model / 64);
-         if (o.d_model % o.heads != 0) o.heads = 1;
-         o.seq_len = get(v, "seq_len");
-         o.batch = get(v, "batch");
-         o.vocab = get(v, "vocab");
-         o.name = name;
-         return make_transformer(o);
-       }});
-  r.push_back(
-      {{"rec",
-        "DLRM-style recommendation model: bottom MLP, large embedding tables pooled per "
-        "feature, dot-product interaction, top MLP",
-        "Naumov et al. 2019 (DLRM); AutoSync's recommendation models (Zhang et al. 2020)",
-        {{"tables", R::uniform(13, 26), R::uniform(26, 64), "embedding tables (Criteo: 26)"},
-         {"rows", R::log_uniform(100000, 2000000, 1000), R::log_uniform(1000000, 10000000, 1000),
-          "rows per table"},
-         {"dim", R::choice({16, 32, 64, 128}), R::choice({64, 128}), "embedding width"},
-         {"lookups", R::uniform(1, 20), R::uniform(1, 40), "ids per sample and table"},
-         {"batch", R::log_uniform(256, 4096), R::log_uniform(1024, 16384), "batch size"}}},
-       [](const Values& v, uint64_t, const std::string& name) {
-         RecOptions o;
-         o.tables = geti(v, "tables");
-         o.rows = get(v, "rows");
-         o.dim = get(v, "dim");
-         o.lookups = get(v, "lookups");
-         o.batch = get(v, "batch");
-         o.name = name;
-         return make_rec(o);
-       }});
-  r.push_back(
-      {{"layered_random",
-        "Layered random DAG with log-uniform op costs (datasets/synthetic.h), for scale",
-        "synthetic layered DAGs for scale tests (this project)",
-        {{"ops", R::log_uniform(100, 5000), R::log_uniform(10000, 50000),
-          "ops (the loss included)"},
-         {"width", R::log_uniform(4, 64), R::log_uniform(8, 128), "ops per level"},
-         {"max_fan_in", R::uniform(1, 4), R::uniform(1, 4), "inputs per op drawn in [1, this]"},
-         {"max_skip", R::uniform(1, 4), R::uniform(1, 4), "levels an input may skip back"},
-         {"batch", R::log_uniform(8, 128), R::log_uniform(8, 128), "batch size"}}},
-       [](const Values& v, uint64_t seed, const std::string& name) {
-         LayeredRandomOptions o;
-         o.n_ops = geti(v, "ops");
-         o.width = geti(v, "width");
-         o.max_fan_in = geti(v, "max_fan_in");
-         o.max_skip = geti(v, "max_skip");
-         o.batch = get(v, "batch");
-         o.seed = seed;
-         o.name = name;
-         return make_layered_random(o);
-       }});
+  for (EntryFn f : kFamilies) r.push_back(f());
   return r;
 }
 

@@ -58,118 +58,160 @@ void validate(const Spec& o) {
                f << ": dropout must be in [0, 1), got " << o.dropout);
 }
 
-Graph build(const Spec& o) {
-  validate(o);
-  const int64_t b = o.batch, s = o.seq_len, h = o.hidden, a = o.heads;
-  const int64_t kv = o.kv_heads > 0 ? o.kv_heads : a;
-  const int64_t dh = h / a;
-  const int64_t f = o.ffn > 0 ? o.ffn : (o.llama ? llama_ffn(h) : 4 * h);
-  const int64_t V = padded_vocab(o.vocab, o.pad_vocab_multiple, o.tp);
-  const int64_t qkv_width = (a + 2 * kv) * dh;
-  const int64_t up_width = o.llama ? 2 * f : f;  // LLaMA: gate and up projections fused
-  const bool bias = !o.llama;
-  const bool dropout = o.dropout > 0;
-  const double bsh = d(b) * d(s) * d(h), bass = d(b) * d(a) * d(s) * d(s);
-  const std::vector<int64_t> bsh_shape = {b, s, h}, bass_shape = {b, a, s, s};
-  const uint64_t eb = u(dtype_bytes(o.dtype));
-  const std::string norm_type = o.llama ? "RMSNormalization" : "LayerNormalization";
-  const double norm_flops = (o.llama ? kFlopsPerElemRmsNorm : kFlopsPerElemLayerNorm) * bsh;
-  const uint64_t norm_params = o.llama ? u(h) : 2 * u(h);  // RMSNorm has no shift
+// Builds the graph of a validated Spec: embedding, decoder layers, output layer and loss.
+class DecoderBuilder {
+ public:
+  explicit DecoderBuilder(const Spec& o)
+      : o_(o),
+        b_(o.batch),
+        s_(o.seq_len),
+        h_(o.hidden),
+        a_(o.heads),
+        kv_(o.kv_heads > 0 ? o.kv_heads : a_),
+        dh_(h_ / a_),
+        f_(o.ffn > 0 ? o.ffn : (o.llama ? llama_ffn(h_) : 4 * h_)),
+        V_(padded_vocab(o.vocab, o.pad_vocab_multiple, o.tp)),
+        qkv_width_((a_ + 2 * kv_) * dh_),
+        up_width_(o.llama ? 2 * f_ : f_),  // LLaMA: gate and up projections fused
+        bias_(!o.llama),
+        dropout_(o.dropout > 0),
+        bsh_(d(b_) * d(s_) * d(h_)),
+        bass_(d(b_) * d(a_) * d(s_) * d(s_)),
+        bsh_shape_({b_, s_, h_}),
+        bass_shape_({b_, a_, s_, s_}),
+        eb_(u(dtype_bytes(o.dtype))),
+        norm_type_(o.llama ? "RMSNormalization" : "LayerNormalization"),
+        norm_flops_((o.llama ? kFlopsPerElemRmsNorm : kFlopsPerElemLayerNorm) * bsh_),
+        norm_params_(o.llama ? u(h_) : 2 * u(h_)),  // RMSNorm has no shift
+        // Fused bias + dropout + residual add (Megatron's bias_dropout_add): the bias is
+        // folded into the MatMul as everywhere in datasets/, the dropout counts when enabled.
+        bda_flops_((kFlopsPerElemAdd + (dropout_ ? kFlopsPerElemDropout : 0)) * bsh_),
+        m_(o.name, b_, o.dtype) {}
 
-  GraphMaker m(o.name, b, o.dtype);
-  const TensorId tokens = m.tensor("tokens", {b, s}, DType::kI64);
-  const TensorId labels = m.tensor("labels", {b, s}, DType::kI64);
+  Graph build() {
+    const TensorId tokens = m_.tensor("tokens", {b_, s_}, DType::kI64);
+    const TensorId labels = m_.tensor("labels", {b_, s_}, DType::kI64);
+    TensorId x = embedding(tokens);
+    for (int i = 0; i < o_.layers; ++i) {
+      const std::string p = "language_model.encoder.layers." + std::to_string(i);
+      const TensorId res1 = attention(p, i, x);
+      x = mlp(p, i, res1);
+    }
+    const TensorId ln =
+        norm("language_model.encoder.final_layernorm", "language_model.encoder", -1, x);
+    const TensorId logits = m_.op("output_layer", "MatMul", "output_layer", -1, {ln}, {b_, s_, V_},
+                                  2 * bsh_ * d(V_), o_.tied ? 0 : u(h_) * u(V_));
+    if (o_.tied) m_.last_op().attrs.emplace_back("tied_to", std::string(kEmb) + ".word_embeddings");
+    m_.loss({logits}, labels, d(b_) * d(s_) * d(V_));
+    return m_.build();
+  }
 
-  auto norm = [&](const std::string& name, const std::string& scope, int layer, TensorId in) {
+ private:
+  static constexpr const char* kEmb = "language_model.embedding";
+
+  TensorId norm(const std::string& name, const std::string& scope, int layer, TensorId in) {
     const TensorId out =
-        m.op(name, norm_type, scope, layer, {in}, bsh_shape, norm_flops, norm_params);
+        m_.op(name, norm_type_, scope, layer, {in}, bsh_shape_, norm_flops_, norm_params_);
     // RMSNormalization is not in category_of_op_type's table: set it so the backward
     // multiplier and the coarsening treat it as a normalization.
-    m.last_op().category = OpCategory::kNormalization;
+    m_.last_op().category = OpCategory::kNormalization;
     return out;
-  };
-  auto add_dropout = [&](const std::string& name, const std::string& scope, int layer, TensorId in,
-                         const std::vector<int64_t>& shape) {
-    if (!dropout) return in;
-    const TensorId out =
-        m.op(name, "Dropout", scope, layer, {in}, shape, kFlopsPerElemDropout * elems(shape));
-    m.last_op().attrs.emplace_back("ratio", str(o.dropout));
-    return out;
-  };
-  // An embedding lookup: no FLOPs; reads the indices and the b*s gathered rows, writes them.
-  auto gather = [&](const std::string& name, const std::string& scope, TensorId ids, int64_t rows) {
-    const TensorId out = m.op(name, "Gather", scope, -1, {ids}, bsh_shape, 0, u(rows) * u(h));
-    m.last_op().bytes_accessed = m.tensor_ref(ids).bytes + 2 * u(b) * u(s) * u(h) * eb;
-    return out;
-  };
-
-  // Embedding.
-  const std::string emb = "language_model.embedding";
-  TensorId x = gather(emb + ".word_embeddings", emb, tokens, V);
-  m.last_op().attrs.emplace_back("vocab", std::to_string(o.vocab));
-  m.last_op().attrs.emplace_back("padded_vocab", std::to_string(V));
-  if (o.position_embeddings) {
-    const TensorId pos_ids = m.tensor("position_ids", {b, s}, DType::kI64);
-    const TensorId pos = gather(emb + ".position_embeddings", emb, pos_ids, s);
-    x = m.op(emb + ".add", "Add", emb, -1, {x, pos}, bsh_shape, kFlopsPerElemAdd * bsh);
   }
-  x = add_dropout(emb + ".embedding_dropout", emb, -1, x, bsh_shape);
 
-  // Fused bias + dropout + residual add (Megatron's bias_dropout_add): the bias is folded
-  // into the MatMul as everywhere in datasets/, the dropout counts when enabled.
-  const double bda_flops = (kFlopsPerElemAdd + (dropout ? kFlopsPerElemDropout : 0)) * bsh;
+  TensorId add_dropout(const std::string& name, const std::string& scope, int layer, TensorId in,
+                       const std::vector<int64_t>& shape) {
+    if (!dropout_) return in;
+    const TensorId out =
+        m_.op(name, "Dropout", scope, layer, {in}, shape, kFlopsPerElemDropout * elems(shape));
+    m_.last_op().attrs.emplace_back("ratio", str(o_.dropout));
+    return out;
+  }
 
-  for (int i = 0; i < o.layers; ++i) {
-    const std::string p = "language_model.encoder.layers." + std::to_string(i);
+  // An embedding lookup: no FLOPs; reads the indices and the b*s gathered rows, writes them.
+  TensorId gather(const std::string& name, const std::string& scope, TensorId ids, int64_t rows) {
+    const TensorId out = m_.op(name, "Gather", scope, -1, {ids}, bsh_shape_, 0, u(rows) * u(h_));
+    m_.last_op().bytes_accessed = m_.tensor_ref(ids).bytes + 2 * u(b_) * u(s_) * u(h_) * eb_;
+    return out;
+  }
+
+  TensorId embedding(TensorId tokens) {
+    const std::string emb = kEmb;
+    TensorId x = gather(emb + ".word_embeddings", emb, tokens, V_);
+    m_.last_op().attrs.emplace_back("vocab", std::to_string(o_.vocab));
+    m_.last_op().attrs.emplace_back("padded_vocab", std::to_string(V_));
+    if (o_.position_embeddings) {
+      const TensorId pos_ids = m_.tensor("position_ids", {b_, s_}, DType::kI64);
+      const TensorId pos = gather(emb + ".position_embeddings", emb, pos_ids, s_);
+      x = m_.op(emb + ".add", "Add", emb, -1, {x, pos}, bsh_shape_, kFlopsPerElemAdd * bsh_);
+    }
+    return add_dropout(emb + ".embedding_dropout", emb, -1, x, bsh_shape_);
+  }
+
+  // Layer i's attention block up to its residual add, which it returns.
+  TensorId attention(const std::string& p, int i, TensorId x) {
     const std::string att = p + ".self_attention", core = att + ".core_attention";
-    const std::string mlp = p + ".mlp";
     const TensorId ln1 = norm(p + ".input_layernorm", p, i, x);
     const TensorId qkv =
-        m.op(att + ".query_key_value", "MatMul", att, i, {ln1}, {b, s, qkv_width},
-             2 * bsh * d(qkv_width), u(h) * u(qkv_width) + (bias ? u(qkv_width) : 0));
+        m_.op(att + ".query_key_value", "MatMul", att, i, {ln1}, {b_, s_, qkv_width_},
+              2 * bsh_ * d(qkv_width_), u(h_) * u(qkv_width_) + (bias_ ? u(qkv_width_) : 0));
     TensorId qk = qkv;
-    if (o.llama) {
-      const int64_t width = (a + kv) * dh;
-      qk = m.op(att + ".rotary", "RotaryEmbedding", att, i, {qkv}, {b, s, width},
-                kFlopsPerElemRotary * d(b) * d(s) * d(width));
-      m.last_op().category = OpCategory::kElementwise;
+    if (o_.llama) {
+      const int64_t width = (a_ + kv_) * dh_;
+      qk = m_.op(att + ".rotary", "RotaryEmbedding", att, i, {qkv}, {b_, s_, width},
+                 kFlopsPerElemRotary * d(b_) * d(s_) * d(width));
+      m_.last_op().category = OpCategory::kElementwise;
     }
     // Over b*a heads: [s, d_head] @ [d_head, s], then [s, s] @ [s, d_head].
-    const double attn = 2 * bass * d(dh);
-    const TensorId scores = m.op(core + ".scores", "MatMul", core, i, {qk}, bass_shape, attn);
-    TensorId probs = m.op(core + ".scale_mask_softmax", "Softmax", core, i, {scores}, bass_shape,
-                          kFlopsPerElemSoftmax * bass);
-    probs = add_dropout(core + ".attention_dropout", core, i, probs, bass_shape);
+    const double attn = 2 * bass_ * d(dh_);
+    const TensorId scores = m_.op(core + ".scores", "MatMul", core, i, {qk}, bass_shape_, attn);
+    TensorId probs = m_.op(core + ".scale_mask_softmax", "Softmax", core, i, {scores}, bass_shape_,
+                           kFlopsPerElemSoftmax * bass_);
+    probs = add_dropout(core + ".attention_dropout", core, i, probs, bass_shape_);
     // V is not rotated: the context reads it from the fused QKV output.
-    const TensorId ctx = m.op(core + ".context", "MatMul", core, i, {probs, qkv}, bsh_shape, attn);
-    const TensorId dense = m.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape, 2 * bsh * d(h),
-                                u(h) * u(h) + (bias ? u(h) : 0));
-    const TensorId res1 =
-        m.op(att + ".bias_dropout_add", "Add", att, i, {x, dense}, bsh_shape, bda_flops);
-    const TensorId ln2 = norm(p + ".post_attention_layernorm", p, i, res1);
-    const TensorId up = m.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {ln2}, {b, s, up_width},
-                             2 * bsh * d(up_width), u(h) * u(up_width) + (bias ? u(up_width) : 0));
-    TensorId act;
-    if (o.llama) {
-      act = m.op(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {b, s, f},
-                 kFlopsPerElemSwiglu * d(b) * d(s) * d(f));
-      m.last_op().category = OpCategory::kElementwise;
-    } else {
-      act = m.op(mlp + ".bias_gelu", "Gelu", mlp, i, {up}, {b, s, f},
-                 kFlopsPerElemGelu * d(b) * d(s) * d(f));
-    }
-    const TensorId down = m.op(mlp + ".dense_4h_to_h", "MatMul", mlp, i, {act}, bsh_shape,
-                               2 * bsh * d(f), u(f) * u(h) + (bias ? u(h) : 0));
-    x = m.op(mlp + ".bias_dropout_add", "Add", mlp, i, {res1, down}, bsh_shape, bda_flops);
+    const TensorId ctx =
+        m_.op(core + ".context", "MatMul", core, i, {probs, qkv}, bsh_shape_, attn);
+    const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
+                                 2 * bsh_ * d(h_), u(h_) * u(h_) + (bias_ ? u(h_) : 0));
+    return m_.op(att + ".bias_dropout_add", "Add", att, i, {x, dense}, bsh_shape_, bda_flops_);
   }
 
-  const TensorId ln =
-      norm("language_model.encoder.final_layernorm", "language_model.encoder", -1, x);
-  const TensorId logits = m.op("output_layer", "MatMul", "output_layer", -1, {ln}, {b, s, V},
-                               2 * bsh * d(V), o.tied ? 0 : u(h) * u(V));
-  if (o.tied) m.last_op().attrs.emplace_back("tied_to", emb + ".word_embeddings");
-  m.loss({logits}, labels, d(b) * d(s) * d(V));
-  return m.build();
+  // Layer i's MLP block after the attention's residual `res1`; returns the layer's output.
+  TensorId mlp(const std::string& p, int i, TensorId res1) {
+    const std::string mlp = p + ".mlp";
+    const TensorId ln2 = norm(p + ".post_attention_layernorm", p, i, res1);
+    const TensorId up =
+        m_.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {ln2}, {b_, s_, up_width_},
+              2 * bsh_ * d(up_width_), u(h_) * u(up_width_) + (bias_ ? u(up_width_) : 0));
+    TensorId act;
+    if (o_.llama) {
+      act = m_.op(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {b_, s_, f_},
+                  kFlopsPerElemSwiglu * d(b_) * d(s_) * d(f_));
+      m_.last_op().category = OpCategory::kElementwise;
+    } else {
+      act = m_.op(mlp + ".bias_gelu", "Gelu", mlp, i, {up}, {b_, s_, f_},
+                  kFlopsPerElemGelu * d(b_) * d(s_) * d(f_));
+    }
+    const TensorId down = m_.op(mlp + ".dense_4h_to_h", "MatMul", mlp, i, {act}, bsh_shape_,
+                                2 * bsh_ * d(f_), u(f_) * u(h_) + (bias_ ? u(h_) : 0));
+    return m_.op(mlp + ".bias_dropout_add", "Add", mlp, i, {res1, down}, bsh_shape_, bda_flops_);
+  }
+
+  const Spec& o_;
+  const int64_t b_, s_, h_, a_, kv_, dh_, f_, V_, qkv_width_, up_width_;
+  const bool bias_, dropout_;
+  const double bsh_, bass_;
+  const std::vector<int64_t> bsh_shape_, bass_shape_;
+  const uint64_t eb_;
+  const std::string norm_type_;
+  const double norm_flops_;
+  const uint64_t norm_params_;
+  const double bda_flops_;
+  GraphMaker m_;
+};
+
+Graph build(const Spec& o) {
+  validate(o);
+  return DecoderBuilder(o).build();
 }
 
 }  // namespace

@@ -191,81 +191,107 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-Graph build_graph(onnx::ModelProto& m, const std::string& file, const ImportOptions& opts,
-                  std::vector<std::string>* warnings, ImportStats& st) {
-  st.ir_version = m.ir_version();
-  onnx_import::check_inference_domains(m, file);
-  st.opset = onnx_import::check_opset(m, file);
-  st.producer =
-      m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
-  auto warn = [&](const std::string& w) {
-    if (warnings) warnings->push_back(w);
-  };
+// The inputs of one node: their values (nullptr for an absent optional input) and whether
+// they are all constants / all known at import time.
+struct NodeInputs {
+  std::vector<const Value*> vals;
+  bool all_const = true;
+  bool weights_only = true;  // no activation among them
+};
 
-  auto roles = onnx_import::classify_inputs(m.graph(), opts);
-  const int64_t batch = onnx_import::substitute_dims(m, roles, opts, file, warnings, &st);
-  if (st.opset < onnx_import::kMinOpset) {
-    // After the dims are substituted: the converter's adapters need static input shapes.
-    onnx_import::upgrade_opset(m, st.opset, file);
-    st.upgraded_from = st.opset;
-    st.opset = onnx_import::kMinOpset;
-    roles = onnx_import::classify_inputs(m.graph(), opts);  // the adapters may add nodes
+// Imports one model, stage by stage: prepare the model (dims, opset, shape inference), give
+// every initializer and graph input a value, turn each node into a folded value or an op,
+// then warn about what was estimated or dropped and build the graph.
+class OnnxGraphBuilder {
+ public:
+  OnnxGraphBuilder(onnx::ModelProto& m, const std::string& file, const ImportOptions& opts,
+                   std::vector<std::string>* warnings, ImportStats& st)
+      : m_(m),
+        file_(file),
+        opts_(opts),
+        warnings_(warnings),
+        st_(st),
+        b_(opts.name.empty() ? stem_of(file) : opts.name) {}
+
+  Graph build() {
+    prepare_model();
+    index_types();
+    b_.set_batch_size(batch_);
+    reserve_values();
+    add_initializers();
+    add_graph_inputs();
+    add_data_initializers();
+    count_uses();
+    make_hints();
+    for (int ni = 0; ni < g().node_size(); ++ni) add_node(ni);
+    warn_about_estimates();
+    return finish();
   }
-  st.nodes = static_cast<size_t>(m.graph().node_size());
-  onnx_import::infer_shapes(m, file, warnings, &st);
-  st.batch_size = batch;
-  const onnx::GraphProto& g = m.graph();
+
+ private:
+  const onnx::GraphProto& g() const { return m_.graph(); }
+
+  void warn(const std::string& w) {
+    if (warnings_) warnings_->push_back(w);
+  }
+
+  // Checks the model, substitutes symbolic dims, upgrades an old opset, infers shapes.
+  void prepare_model() {
+    st_.ir_version = m_.ir_version();
+    onnx_import::check_inference_domains(m_, file_);
+    st_.opset = onnx_import::check_opset(m_, file_);
+    st_.producer =
+        m_.producer_name() + (m_.producer_version().empty() ? "" : " " + m_.producer_version());
+    roles_ = onnx_import::classify_inputs(m_.graph(), opts_);
+    batch_ = onnx_import::substitute_dims(m_, roles_, opts_, file_, warnings_, &st_);
+    if (st_.opset < onnx_import::kMinOpset) {
+      // After the dims are substituted: the converter's adapters need static input shapes.
+      onnx_import::upgrade_opset(m_, st_.opset, file_);
+      st_.upgraded_from = st_.opset;
+      st_.opset = onnx_import::kMinOpset;
+      roles_ = onnx_import::classify_inputs(m_.graph(), opts_);  // the adapters may add nodes
+    }
+    st_.nodes = static_cast<size_t>(m_.graph().node_size());
+    onnx_import::infer_shapes(m_, file_, warnings_, &st_);
+    st_.batch_size = batch_;
+  }
 
   // Types of every named value after inference.
-  std::unordered_map<std::string, const onnx::TypeProto*> types;
-  for (const auto& vi : g.input()) types[vi.name()] = &vi.type();
-  for (const auto& vi : g.value_info()) types[vi.name()] = &vi.type();
-  for (const auto& vi : g.output()) types[vi.name()] = &vi.type();
-  auto type_of = [&](const std::string& name) -> const onnx::TypeProto* {
-    auto it = types.find(name);
-    return it == types.end() ? nullptr : it->second;
-  };
-
-  GraphBuilder b(opts.name.empty() ? stem_of(file) : opts.name);
-  b.set_batch_size(batch);
-  std::vector<Value> values;
-  std::unordered_map<std::string, uint32_t> index;
-  std::vector<Param> params;
-  // Every named value gets one slot, reserved up front: the loop below keeps pointers into
-  // `values` while it appends outputs.
-  size_t n_values = static_cast<size_t>(g.input_size() + g.initializer_size());
-  for (const auto& node : g.node()) n_values += static_cast<size_t>(node.output_size());
-  values.reserve(n_values);
-  index.reserve(n_values);
-
-  auto add_value = [&](const std::string& name, Value v) {
-    PLACER_DCHECK(values.size() < values.capacity());
-    index[name] = static_cast<uint32_t>(values.size());
-    values.push_back(std::move(v));
-  };
-  auto add_param = [&](const std::string& name, Value v, bool state) {
-    params.push_back({v.bytes, state, false});
-    (state ? st.state_tensors : st.param_tensors)++;
-    v.kind = Kind::kWeight;
-    v.origins = {static_cast<uint32_t>(params.size() - 1)};
-    add_value(name, std::move(v));
-  };
-
-  // Initializers and graph inputs by role.
-  for (const auto& t : g.initializer()) {
-    Value v;
-    v.is_float = is_float_type(t.data_type());
-    v.dtype = dtype_of(t.data_type(), opts.dtype);
-    set_shape(&v, std::vector<int64_t>(t.dims().begin(), t.dims().end()), true);
-    const InputRole role = roles.at(t.name());
-    if (role == InputRole::kParam || role == InputRole::kState) {
-      add_param(t.name(), std::move(v), role == InputRole::kState);
-    } else if (role == InputRole::kConst) {
-      v.kind = Kind::kConst;
-      add_value(t.name(), std::move(v));
-    }  // a forced data initializer is added below as a graph input
+  void index_types() {
+    for (const auto& vi : g().input()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : g().value_info()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : g().output()) types_[vi.name()] = &vi.type();
   }
-  auto add_data_input = [&](const std::string& name, Value v) {
+
+  const onnx::TypeProto* type_of(const std::string& name) const {
+    auto it = types_.find(name);
+    return it == types_.end() ? nullptr : it->second;
+  }
+
+  // Every named value gets one slot, reserved up front: add_node keeps pointers into
+  // `values_` while it appends outputs.
+  void reserve_values() {
+    size_t n_values = static_cast<size_t>(g().input_size() + g().initializer_size());
+    for (const auto& node : g().node()) n_values += static_cast<size_t>(node.output_size());
+    values_.reserve(n_values);
+    index_.reserve(n_values);
+  }
+
+  void add_value(const std::string& name, Value v) {
+    PLACER_DCHECK(values_.size() < values_.capacity());
+    index_[name] = static_cast<uint32_t>(values_.size());
+    values_.push_back(std::move(v));
+  }
+
+  void add_param(const std::string& name, Value v, bool state) {
+    params_.push_back({v.bytes, state, false});
+    (state ? st_.state_tensors : st_.param_tensors)++;
+    v.kind = Kind::kWeight;
+    v.origins = {static_cast<uint32_t>(params_.size() - 1)};
+    add_value(name, std::move(v));
+  }
+
+  void add_data_input(const std::string& name, Value v) {
     Tensor t;
     t.name = name;
     t.dtype = v.dtype;
@@ -273,268 +299,360 @@ Graph build_graph(onnx::ModelProto& m, const std::string& file, const ImportOpti
     t.bytes = v.bytes;
     t.batch_scaled = true;
     v.kind = Kind::kData;
-    v.tensor = b.add_tensor(std::move(t));
-    ++st.data_inputs;
+    v.tensor = b_.add_tensor(std::move(t));
+    ++st_.data_inputs;
     add_value(name, std::move(v));
-  };
-  for (const auto& in : g.input()) {
-    const InputRole role = roles.at(in.name());
-    if (index.count(in.name())) continue;
-    Value v = value_of_type(&in.type(), opts.dtype);
-    if (role == InputRole::kData) {
-      add_data_input(in.name(), std::move(v));
-    } else if (role == InputRole::kConst) {
-      v.kind = Kind::kConst;
-      add_value(in.name(), std::move(v));
-    } else {
-      if (!v.known) {
-        throw FormatError(
-            format_context(file, "input '" + in.name() + "'", "parameter without a static shape"));
-      }
-      add_param(in.name(), std::move(v), role == InputRole::kState);
-    }
   }
-  for (const auto& t : g.initializer()) {
-    if (index.count(t.name())) continue;
+
+  Value initializer_value(const onnx::TensorProto& t) const {
     Value v;
     v.is_float = is_float_type(t.data_type());
-    v.dtype = dtype_of(t.data_type(), opts.dtype);
+    v.dtype = dtype_of(t.data_type(), opts_.dtype);
     set_shape(&v, std::vector<int64_t>(t.dims().begin(), t.dims().end()), true);
-    add_data_input(t.name(), std::move(v));
+    return v;
+  }
+
+  // Initializers by role: parameters, buffers and constants (data ones come later).
+  void add_initializers() {
+    for (const auto& t : g().initializer()) {
+      Value v = initializer_value(t);
+      const InputRole role = roles_.at(t.name());
+      if (role == InputRole::kParam || role == InputRole::kState) {
+        add_param(t.name(), std::move(v), role == InputRole::kState);
+      } else if (role == InputRole::kConst) {
+        v.kind = Kind::kConst;
+        add_value(t.name(), std::move(v));
+      }  // a forced data initializer is added by add_data_initializers
+    }
+  }
+
+  // Graph inputs without an initializer, by role.
+  void add_graph_inputs() {
+    for (const auto& in : g().input()) {
+      const InputRole role = roles_.at(in.name());
+      if (index_.count(in.name())) continue;
+      Value v = value_of_type(&in.type(), opts_.dtype);
+      if (role == InputRole::kData) {
+        add_data_input(in.name(), std::move(v));
+      } else if (role == InputRole::kConst) {
+        v.kind = Kind::kConst;
+        add_value(in.name(), std::move(v));
+      } else {
+        if (!v.known) {
+          throw FormatError(format_context(file_, "input '" + in.name() + "'",
+                                           "parameter without a static shape"));
+        }
+        add_param(in.name(), std::move(v), role == InputRole::kState);
+      }
+    }
+  }
+
+  void add_data_initializers() {
+    for (const auto& t : g().initializer()) {
+      if (index_.count(t.name())) continue;
+      add_data_input(t.name(), initializer_value(t));
+    }
   }
 
   // Consumers per value (to tell whether an unknown output shape matters).
-  std::unordered_map<std::string, int> uses;
-  for (const auto& node : g.node()) {
-    for (const auto& name : node.input()) {
-      if (!name.empty()) ++uses[name];
+  void count_uses() {
+    for (const auto& node : g().node()) {
+      for (const auto& name : node.input()) {
+        if (!name.empty()) ++uses_[name];
+      }
     }
   }
 
-  std::unordered_set<std::string> op_names;
-  std::vector<const Value*> in_vals;
-  std::vector<ValueDesc> in_desc, out_desc;
-  std::vector<Value> outs;
-  size_t unknown_unused = 0;
-  const std::string hint =
-      st.exported_batch > 0
-          ? "the model's static shapes contradict --batch-size " + std::to_string(batch) +
-                " (it was exported for batch " + std::to_string(st.exported_batch) +
-                "): import it at that batch or re-export with a dynamic batch dimension"
-          : "pass --batch-size/--seq-len or export with static shapes";
-  // Why inference gave up, if it said so (the warnings are lost when the import fails).
-  const std::string why = st.inference_error.empty()
-                              ? ""
-                              : " (ONNX shape inference reported: " + st.inference_error + ")";
+  // What to tell the user when a shape stays unknown.
+  void make_hints() {
+    hint_ = st_.exported_batch > 0
+                ? "the model's static shapes contradict --batch-size " + std::to_string(batch_) +
+                      " (it was exported for batch " + std::to_string(st_.exported_batch) +
+                      "): import it at that batch or re-export with a dynamic batch dimension"
+                : "pass --batch-size/--seq-len or export with static shapes";
+    // Why inference gave up, if it said so (the warnings are lost when the import fails).
+    why_ = st_.inference_error.empty()
+               ? ""
+               : " (ONNX shape inference reported: " + st_.inference_error + ")";
+  }
 
-  for (int ni = 0; ni < g.node_size(); ++ni) {
-    const onnx::NodeProto& node = g.node(ni);
+  void add_node(int ni) {
+    const onnx::NodeProto& node = g().node(ni);
     const std::string label = "node '" +
                               (node.name().empty() ? "#" + std::to_string(ni) : node.name()) +
                               "' (" + node.op_type() + ")";
-    in_vals.clear();
-    bool all_const = true, weights_only = true;
+    read_inputs(node, label);
+    // Outputs as inferred.
+    outs_.clear();
+    for (const auto& name : node.output()) {
+      outs_.push_back(value_of_type(type_of(name), opts_.dtype));
+    }
+    const bool std_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (fold(node, std_domain)) return;
+    fill_unknown_outputs(node, label, std_domain);
+    check_output_shapes(node, label);
+    const NodeCost cost = cost_of(node, label, std_domain);
+    add_op(node, ni, cost);
+  }
+
+  void read_inputs(const onnx::NodeProto& node, const std::string& label) {
+    in_.vals.clear();
+    in_.all_const = true;
+    in_.weights_only = true;
     for (const auto& name : node.input()) {
       if (name.empty()) {
-        in_vals.push_back(nullptr);
+        in_.vals.push_back(nullptr);
         continue;
       }
-      auto it = index.find(name);
-      if (it == index.end()) {
+      auto it = index_.find(name);
+      if (it == index_.end()) {
         throw FormatError(
-            format_context(file, label,
+            format_context(file_, label,
                            "reads '" + name +
                                "', which is neither a graph input, an initializer nor the output "
                                "of an earlier node (nodes out of order, or a truncated file)"));
       }
-      const Value* v = &values[it->second];
-      in_vals.push_back(v);
-      all_const = all_const && v->kind == Kind::kConst;
-      weights_only = weights_only && v->kind != Kind::kData;
+      const Value* v = &values_[it->second];
+      in_.vals.push_back(v);
+      in_.all_const = in_.all_const && v->kind == Kind::kConst;
+      in_.weights_only = in_.weights_only && v->kind != Kind::kData;
     }
+  }
 
-    // Outputs as inferred.
-    outs.clear();
-    for (const auto& name : node.output()) outs.push_back(value_of_type(type_of(name), opts.dtype));
-
-    // Folding: constants and shape computations; re-layouts of weights.
-    const bool std_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    const bool fold_const = all_const;
-    const bool fold_weight = !fold_const && weights_only && std_domain && layout_op(node.op_type());
-    if (fold_const || fold_weight) {
-      std::vector<uint32_t> origins;
-      if (fold_weight) {
-        for (const Value* v : in_vals) {
-          if (v && v->kind == Kind::kWeight)
-            origins.insert(origins.end(), v->origins.begin(), v->origins.end());
-        }
-        std::sort(origins.begin(), origins.end());
-        origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
+  // Folding: constants and shape computations; re-layouts of weights. True when the node
+  // became values without an op.
+  bool fold(const onnx::NodeProto& node, bool std_domain) {
+    const bool fold_const = in_.all_const;
+    const bool fold_weight =
+        !fold_const && in_.weights_only && std_domain && layout_op(node.op_type());
+    if (!fold_const && !fold_weight) return false;
+    std::vector<uint32_t> origins;
+    if (fold_weight) {
+      for (const Value* v : in_.vals) {
+        if (v && v->kind == Kind::kWeight)
+          origins.insert(origins.end(), v->origins.begin(), v->origins.end());
       }
-      for (int k = 0; k < node.output_size(); ++k) {
-        if (node.output(k).empty()) continue;
-        Value v = std::move(outs[k]);
-        v.kind = fold_const ? Kind::kConst : Kind::kWeight;
-        v.origins = origins;
-        add_value(node.output(k), std::move(v));
-      }
-      ++st.folded_nodes;
-      continue;
-    }
-
-    // Fill outputs inference left unknown: elementwise ops broadcast their inputs; a custom
-    // op with one output is assumed to keep the shape of its first input.
-    for (int k = 0; k < node.output_size(); ++k) {
-      Value& o = outs[k];
-      if (node.output(k).empty() || o.known || k > 0) continue;
-      std::vector<int64_t> shape;
-      const Value* first = nullptr;
-      for (const Value* v : in_vals) {
-        if (v) {
-          first = v;
-          break;
-        }
-      }
-      if (onnx_import::is_elementwise_op(node.op_type()) && broadcast(in_vals, &shape)) {
-        if (!o.is_float && first) o.is_float = first->is_float, o.dtype = first->dtype;
-        set_shape(&o, shape, true);
-      } else if (!std_domain && node.output_size() == 1 && first && first->known) {
-        o.is_float = first->is_float;
-        o.dtype = first->dtype;
-        set_shape(&o, first->shape, true);
-        warn(label +
-             ": custom op without shape inference; output shape assumed equal to its "
-             "first input " +
-             shape_str(first->shape));
-      }
+      std::sort(origins.begin(), origins.end());
+      origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
     }
     for (int k = 0; k < node.output_size(); ++k) {
-      if (node.output(k).empty() || outs[k].known) continue;
-      if (uses.count(node.output(k))) {
+      if (node.output(k).empty()) continue;
+      Value v = std::move(outs_[k]);
+      v.kind = fold_const ? Kind::kConst : Kind::kWeight;
+      v.origins = origins;
+      add_value(node.output(k), std::move(v));
+    }
+    ++st_.folded_nodes;
+    return true;
+  }
+
+  // Fill the first output when inference left it unknown: elementwise ops broadcast their
+  // inputs; a custom op with one output is assumed to keep the shape of its first input.
+  void fill_unknown_outputs(const onnx::NodeProto& node, const std::string& label,
+                            bool std_domain) {
+    if (node.output_size() == 0 || node.output(0).empty() || outs_[0].known) return;
+    Value& o = outs_[0];
+    std::vector<int64_t> shape;
+    const Value* first = nullptr;
+    for (const Value* v : in_.vals) {
+      if (v) {
+        first = v;
+        break;
+      }
+    }
+    if (onnx_import::is_elementwise_op(node.op_type()) && broadcast(in_.vals, &shape)) {
+      if (!o.is_float && first) o.is_float = first->is_float, o.dtype = first->dtype;
+      set_shape(&o, shape, true);
+    } else if (!std_domain && node.output_size() == 1 && first && first->known) {
+      o.is_float = first->is_float;
+      o.dtype = first->dtype;
+      set_shape(&o, first->shape, true);
+      warn(label +
+           ": custom op without shape inference; output shape assumed equal to its "
+           "first input " +
+           shape_str(first->shape));
+    }
+  }
+
+  // An unknown output shape is an error when the output is read, else counted for a warning;
+  // a view that changes the element count means inference worked from stale shapes.
+  void check_output_shapes(const onnx::NodeProto& node, const std::string& label) {
+    for (int k = 0; k < node.output_size(); ++k) {
+      if (node.output(k).empty() || outs_[k].known) continue;
+      if (uses_.count(node.output(k))) {
         throw FormatError(format_context(
-            file, label, "output shape unknown after shape inference; " + hint + why));
+            file_, label, "output shape unknown after shape inference; " + hint_ + why_));
       }
-      ++unknown_unused;
+      ++unknown_unused_;
     }
-
-    // A view keeps the element count; a mismatch means inference worked from stale shapes.
-    if (onnx_import::is_view_op(node.op_type()) && !in_vals.empty() && in_vals[0] &&
-        in_vals[0]->known && !outs.empty() && outs[0].known && in_vals[0]->elems != outs[0].elems) {
-      throw FormatError(format_context(file, label,
-                                       "turns " + shape_str(in_vals[0]->shape) + " into " +
-                                           shape_str(outs[0].shape) + " (element counts differ); " +
-                                           hint));
+    const std::vector<const Value*>& in = in_.vals;
+    if (onnx_import::is_view_op(node.op_type()) && !in.empty() && in[0] && in[0]->known &&
+        !outs_.empty() && outs_[0].known && in[0]->elems != outs_[0].elems) {
+      throw FormatError(format_context(file_, label,
+                                       "turns " + shape_str(in[0]->shape) + " into " +
+                                           shape_str(outs_[0].shape) +
+                                           " (element counts differ); " + hint_));
     }
+  }
 
-    // Cost.
-    in_desc.clear();
-    out_desc.clear();
-    for (const Value* v : in_vals) in_desc.push_back(desc_of(v));
+  NodeCost cost_of(const onnx::NodeProto& node, const std::string& label, bool std_domain) {
+    in_desc_.clear();
+    out_desc_.clear();
+    for (const Value* v : in_.vals) in_desc_.push_back(desc_of(v));
     for (int k = 0; k < node.output_size(); ++k) {
-      out_desc.push_back(node.output(k).empty() ? ValueDesc{} : desc_of(&outs[k]));
+      out_desc_.push_back(node.output(k).empty() ? ValueDesc{} : desc_of(&outs_[k]));
     }
     NodeCost cost;
     try {
-      cost = onnx_import::node_cost(node, in_desc, out_desc);
+      cost = onnx_import::node_cost(node, in_desc_, out_desc_);
     } catch (const onnx_import::MissingShape& e) {
       const std::string what =
           e.output ? "output shape" : "shape of input '" + node.input(e.slot) + "'";
       throw FormatError(
-          format_context(file, label, what + " unknown after shape inference; " + hint + why));
+          format_context(file_, label, what + " unknown after shape inference; " + hint_ + why_));
     }
     if (!cost.has_rule) {
       const std::string key = std_domain ? node.op_type() : node.domain() + "." + node.op_type();
-      st.unruled_op_types[key]++;
+      st_.unruled_op_types[key]++;
     }
+    return cost;
+  }
 
-    Op op;
+  // The node's name, or "<type>_<index>" for an unnamed one; "#2", "#3"... resolve clashes.
+  std::string unique_op_name(const onnx::NodeProto& node, int ni) {
     std::string name =
         node.name().empty() ? node.op_type() + "_" + std::to_string(ni) : node.name();
-    if (!op_names.insert(name).second) {
-      for (int k = 2;; ++k) {
-        const std::string alt = name + "#" + std::to_string(k);
-        if (op_names.insert(alt).second) {
-          name = alt;
-          break;
-        }
-      }
+    if (op_names_.insert(name).second) return name;
+    for (int k = 2;; ++k) {
+      const std::string alt = name + "#" + std::to_string(k);
+      if (op_names_.insert(alt).second) return alt;
     }
-    op.name = std::move(name);
-    op.type = node.op_type();
-    op.category = cost.category;
-    op.scope = onnx_node_scope(node.name(), &op.layer);
-    op.flops = cost.flops;
-    copy_attrs(node, &op);
+  }
 
+  // What an op reads and writes, accumulated over its inputs and outputs.
+  struct Traffic {
     bool any_float = false, batch_scaled = false;
     uint64_t read = 0, written = 0;
     DType int_dtype = DType::kI64;
+  };
+
+  // Data inputs become op inputs; each parameter's bytes go to its first consumer.
+  void account_inputs(const NodeCost& cost, Op* op, Traffic* tr) {
     std::unordered_set<const Value*> seen;
-    for (size_t k = 0; k < in_vals.size(); ++k) {
-      const Value* v = in_vals[k];
+    for (size_t k = 0; k < in_.vals.size(); ++k) {
+      const Value* v = in_.vals[k];
       if (v == nullptr) continue;
-      any_float = any_float || v->is_float;
+      tr->any_float = tr->any_float || v->is_float;
       if (!seen.insert(v).second) continue;
-      read += (k == 0 && cost.rows_only) ? 0 : v->bytes;
+      tr->read += (k == 0 && cost.rows_only) ? 0 : v->bytes;
       if (v->kind == Kind::kData) {
-        op.inputs.push_back(v->tensor);
-        batch_scaled = batch_scaled || v->batch_scaled;
+        op->inputs.push_back(v->tensor);
+        tr->batch_scaled = tr->batch_scaled || v->batch_scaled;
       } else if (v->kind == Kind::kWeight) {
         for (uint32_t p : v->origins) {
-          if (params[p].owned) continue;  // shared weight: owned by its first consumer
-          params[p].owned = true;
-          (params[p].state ? op.state_bytes : op.param_bytes) += params[p].bytes;
+          if (params_[p].owned) continue;  // shared weight: owned by its first consumer
+          params_[p].owned = true;
+          (params_[p].state ? op->state_bytes : op->param_bytes) += params_[p].bytes;
         }
       }
     }
+  }
+
+  void add_outputs(const onnx::NodeProto& node, const NodeCost& cost, Op* op, Traffic* tr) {
     for (int k = 0; k < node.output_size(); ++k) {
       if (node.output(k).empty()) continue;
-      Value& o = outs[k];
-      any_float = any_float || o.is_float;
-      if (!o.is_float) int_dtype = o.dtype;
-      written += o.bytes;
-      if (k == 0 && cost.rows_only) read += o.bytes;  // the gathered rows
+      Value& o = outs_[k];
+      tr->any_float = tr->any_float || o.is_float;
+      if (!o.is_float) tr->int_dtype = o.dtype;
+      tr->written += o.bytes;
+      if (k == 0 && cost.rows_only) tr->read += o.bytes;  // the gathered rows
       Tensor t;
       t.name = node.output(k);
       t.dtype = o.dtype;
       t.shape = o.shape;
       t.bytes = o.bytes;
-      t.batch_scaled = batch_scaled;
+      t.batch_scaled = tr->batch_scaled;
       o.kind = Kind::kData;
-      o.batch_scaled = batch_scaled;
-      o.tensor = b.add_tensor(std::move(t));
-      op.outputs.push_back(o.tensor);
+      o.batch_scaled = tr->batch_scaled;
+      o.tensor = b_.add_tensor(std::move(t));
+      op->outputs.push_back(o.tensor);
       add_value(node.output(k), std::move(o));
     }
-    op.dtype = any_float ? opts.dtype : int_dtype;
-    op.batch_scaled = batch_scaled;
-    op.bytes_accessed = cost.view ? 1 : read + written;
-    st.param_bytes += op.param_bytes;
-    st.state_bytes += op.state_bytes;
-    b.add_op(std::move(op));
   }
 
-  for (const auto& kv : st.unruled_op_types) {
-    warn("op type '" + kv.first + "' has no cost rule: " + std::to_string(kv.second) +
-         (kv.second == 1 ? " node" : " nodes") + " estimated at 1 FLOP per output element");
+  void add_op(const onnx::NodeProto& node, int ni, const NodeCost& cost) {
+    Op op;
+    op.name = unique_op_name(node, ni);
+    op.type = node.op_type();
+    op.category = cost.category;
+    op.scope = onnx_node_scope(node.name(), &op.layer);
+    op.flops = cost.flops;
+    copy_attrs(node, &op);
+    Traffic tr;
+    account_inputs(cost, &op, &tr);
+    add_outputs(node, cost, &op, &tr);
+    op.dtype = tr.any_float ? opts_.dtype : tr.int_dtype;
+    op.batch_scaled = tr.batch_scaled;
+    op.bytes_accessed = cost.view ? 1 : tr.read + tr.written;
+    st_.param_bytes += op.param_bytes;
+    st_.state_bytes += op.state_bytes;
+    b_.add_op(std::move(op));
   }
-  if (unknown_unused > 0) {
-    warn(std::to_string(unknown_unused) +
-         " unused op outputs have unknown shapes and are counted as 0 bytes");
+
+  void warn_about_estimates() {
+    for (const auto& kv : st_.unruled_op_types) {
+      warn("op type '" + kv.first + "' has no cost rule: " + std::to_string(kv.second) +
+           (kv.second == 1 ? " node" : " nodes") + " estimated at 1 FLOP per output element");
+    }
+    if (unknown_unused_ > 0) {
+      warn(std::to_string(unknown_unused_) +
+           " unused op outputs have unknown shapes and are counted as 0 bytes");
+    }
+    size_t unowned = 0;
+    for (const Param& p : params_) unowned += p.owned ? 0 : 1;
+    if (unowned > 0) {
+      warn(std::to_string(unowned) + " parameter tensors are read by no op and were dropped");
+    }
   }
-  size_t unowned = 0;
-  for (const Param& p : params) unowned += p.owned ? 0 : 1;
-  if (unowned > 0) {
-    warn(std::to_string(unowned) + " parameter tensors are read by no op and were dropped");
+
+  Graph finish() {
+    if (b_.num_ops() == 0) {
+      throw FormatError(format_context(file_, "graph", "has no compute nodes (only constants)"));
+    }
+    try {
+      return b_.build();
+    } catch (const ValidationError& e) {
+      throw ValidationError(format_context(file_, "", e.what()));
+    }
   }
-  if (b.num_ops() == 0) {
-    throw FormatError(format_context(file, "graph", "has no compute nodes (only constants)"));
-  }
-  try {
-    return b.build();
-  } catch (const ValidationError& e) {
-    throw ValidationError(format_context(file, "", e.what()));
-  }
+
+  onnx::ModelProto& m_;
+  const std::string& file_;
+  const ImportOptions& opts_;
+  std::vector<std::string>* warnings_;
+  ImportStats& st_;
+  GraphBuilder b_;
+
+  std::unordered_map<std::string, InputRole> roles_;
+  int64_t batch_ = 0;
+  std::unordered_map<std::string, const onnx::TypeProto*> types_;
+  std::vector<Value> values_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<Param> params_;
+  std::unordered_map<std::string, int> uses_;
+  std::string hint_, why_;
+
+  // Per node (kept between nodes to reuse their storage).
+  NodeInputs in_;
+  std::vector<Value> outs_;
+  std::vector<ValueDesc> in_desc_, out_desc_;
+  std::unordered_set<std::string> op_names_;
+  size_t unknown_unused_ = 0;
+};
+
+Graph build_graph(onnx::ModelProto& m, const std::string& file, const ImportOptions& opts,
+                  std::vector<std::string>* warnings, ImportStats& st) {
+  return OnnxGraphBuilder(m, file, opts, warnings, st).build();
 }
 
 }  // namespace

@@ -138,7 +138,9 @@ Graph make_transformer(const TransformerOptions& o) {
   return m.build();
 }
 
-Graph make_layered_random(const LayeredRandomOptions& o) {
+namespace {
+
+void check_layered_random(const LayeredRandomOptions& o) {
   PLACER_CHECK(o.n_ops >= 2, "layered_random: n_ops must be >= 2, got " << o.n_ops);
   PLACER_CHECK(o.width >= 1, "layered_random: width must be >= 1, got " << o.width);
   PLACER_CHECK(o.min_fan_in >= 1 && o.max_fan_in >= o.min_fan_in,
@@ -150,103 +152,145 @@ Graph make_layered_random(const LayeredRandomOptions& o) {
                "layered_random: need 0 < min_bytes <= max_bytes");
   PLACER_CHECK(o.min_param_bytes > 0 && o.max_param_bytes >= o.min_param_bytes,
                "layered_random: need 0 < min_param_bytes <= max_param_bytes");
-  Rng rng(o.seed);
-  GraphBuilder gb(o.name);
-  gb.set_batch_size(o.batch);
-  const uint64_t eb = static_cast<uint64_t>(dtype_bytes(o.dtype));
-  auto draw_bytes = [&](uint64_t lo, uint64_t hi) {
-    const double x = rng.log_uniform(static_cast<double>(lo), static_cast<double>(hi));
+}
+
+// Draws the layered DAG op by op from one Rng; the order of the draws is what a seed
+// reproduces, so the steps below must draw in the same order.
+class LayeredRandomBuilder {
+ public:
+  explicit LayeredRandomBuilder(const LayeredRandomOptions& o)
+      : o_(o),
+        rng_(o.seed),
+        gb_(o.name),
+        eb_(static_cast<uint64_t>(dtype_bytes(o.dtype))),
+        body_(o.n_ops - 1),  // ops before the loss
+        out_(static_cast<size_t>(body_)),
+        read_(static_cast<size_t>(body_), 0) {
+    gb_.set_batch_size(o.batch);
+  }
+
+  Graph build() {
+    x_ = gb_.add_tensor("x", draw_bytes(o_.min_bytes, o_.max_bytes), o_.dtype);
+    for (int k = 0; k < body_; ++k) {
+      choose_inputs(k);
+      add_body_op(k);
+    }
+    add_loss();
+    return gb_.build();
+  }
+
+ private:
+  uint64_t draw_bytes(uint64_t lo, uint64_t hi) {
+    const double x = rng_.log_uniform(static_cast<double>(lo), static_cast<double>(hi));
     const uint64_t bytes = static_cast<uint64_t>(std::llround(x));
-    return std::max<uint64_t>(eb, bytes / eb * eb);  // whole elements
-  };
+    return std::max<uint64_t>(eb_, bytes / eb_ * eb_);  // whole elements
+  }
 
-  const int body = o.n_ops - 1;  // ops before the loss
-  const TensorId x = gb.add_tensor("x", draw_bytes(o.min_bytes, o.max_bytes), o.dtype);
-  std::vector<TensorId> out(static_cast<size_t>(body));
-  std::vector<char> read(static_cast<size_t>(body), 0);
-  std::vector<int> perm;
-  std::vector<TensorId> ins;
-
-  static const char* const kParamTypes[] = {"MatMul", "Conv", "LayerNormalization"};
-  static const double kParamW[] = {0.6, 0.25, 0.15};
-  static const char* const kMultiTypes[] = {"Add", "Concat", "MatMul"};
-  static const double kMultiW[] = {0.5, 0.25, 0.25};
-  static const char* const kUnaryTypes[] = {"Relu", "Softmax", "Transpose"};
-  static const double kUnaryW[] = {0.5, 0.3, 0.2};
-
-  for (int k = 0; k < body; ++k) {
-    const int level = k / o.width, pos = k % o.width;
-    ins.clear();
+  // Inputs of op k (into ins_): "x" on level 0; else one op of the previous level and up to
+  // max_fan_in - 1 more from the previous max_skip levels.
+  void choose_inputs(int k) {
+    const int level = k / o_.width, pos = k % o_.width;
+    ins_.clear();
     if (level == 0) {
-      ins.push_back(x);
-    } else {
-      // First input: a permutation of the previous level, so every op of a full level is read.
-      const int prev_begin = (level - 1) * o.width;
-      if (pos == 0) {
-        perm.resize(static_cast<size_t>(o.width));
-        for (int j = 0; j < o.width; ++j) perm[static_cast<size_t>(j)] = j;
-        for (int j = o.width - 1; j > 0; --j) {
-          std::swap(perm[static_cast<size_t>(j)], perm[static_cast<size_t>(rng.range(0, j))]);
-        }
-      }
-      const int first = prev_begin + perm[static_cast<size_t>(pos)];
-      ins.push_back(out[static_cast<size_t>(first)]);
-      read[static_cast<size_t>(first)] = 1;
-      // More inputs from the previous max_skip levels (duplicates are dropped).
-      const int lo = std::max(0, level - o.max_skip) * o.width;
-      const int hi = level * o.width - 1;
-      const int fan_in = static_cast<int>(rng.range(o.min_fan_in, o.max_fan_in));
-      for (int j = 1; j < fan_in; ++j) {
-        const int src = static_cast<int>(rng.range(lo, hi));
-        const TensorId t = out[static_cast<size_t>(src)];
-        if (std::find(ins.begin(), ins.end(), t) != ins.end()) continue;
-        ins.push_back(t);
-        read[static_cast<size_t>(src)] = 1;
+      ins_.push_back(x_);
+      return;
+    }
+    // First input: a permutation of the previous level, so every op of a full level is read.
+    const int prev_begin = (level - 1) * o_.width;
+    if (pos == 0) {
+      perm_.resize(static_cast<size_t>(o_.width));
+      for (int j = 0; j < o_.width; ++j) perm_[static_cast<size_t>(j)] = j;
+      for (int j = o_.width - 1; j > 0; --j) {
+        std::swap(perm_[static_cast<size_t>(j)], perm_[static_cast<size_t>(rng_.range(0, j))]);
       }
     }
-    const bool has_param = rng.uniform() < o.param_fraction;
-    const char* type = has_param         ? kParamTypes[rng.pick(kParamW)]
-                       : ins.size() >= 2 ? kMultiTypes[rng.pick(kMultiW)]
-                                         : kUnaryTypes[rng.pick(kUnaryW)];
+    const int first = prev_begin + perm_[static_cast<size_t>(pos)];
+    ins_.push_back(out_[static_cast<size_t>(first)]);
+    read_[static_cast<size_t>(first)] = 1;
+    // More inputs from the previous max_skip levels (duplicates are dropped).
+    const int lo = std::max(0, level - o_.max_skip) * o_.width;
+    const int hi = level * o_.width - 1;
+    const int fan_in = static_cast<int>(rng_.range(o_.min_fan_in, o_.max_fan_in));
+    for (int j = 1; j < fan_in; ++j) {
+      const int src = static_cast<int>(rng_.range(lo, hi));
+      const TensorId t = out_[static_cast<size_t>(src)];
+      if (std::find(ins_.begin(), ins_.end(), t) != ins_.end()) continue;
+      ins_.push_back(t);
+      read_[static_cast<size_t>(src)] = 1;
+    }
+  }
+
+  void add_body_op(int k) {
+    static const char* const kParamTypes[] = {"MatMul", "Conv", "LayerNormalization"};
+    static const double kParamW[] = {0.6, 0.25, 0.15};
+    static const char* const kMultiTypes[] = {"Add", "Concat", "MatMul"};
+    static const double kMultiW[] = {0.5, 0.25, 0.25};
+    static const char* const kUnaryTypes[] = {"Relu", "Softmax", "Transpose"};
+    static const double kUnaryW[] = {0.5, 0.3, 0.2};
+
+    const int level = k / o_.width;
+    const bool has_param = rng_.uniform() < o_.param_fraction;
+    const char* type = has_param          ? kParamTypes[rng_.pick(kParamW)]
+                       : ins_.size() >= 2 ? kMultiTypes[rng_.pick(kMultiW)]
+                                          : kUnaryTypes[rng_.pick(kUnaryW)];
     Op op;
     op.name = "op" + std::to_string(k);
     op.type = type;
     op.category = category_of_op_type(type);
-    op.dtype = o.dtype;
+    op.dtype = o_.dtype;
     op.scope = "level." + std::to_string(level);
     op.layer = level;
-    op.flops = std::round(rng.log_uniform(o.min_flops, o.max_flops));
-    if (has_param) op.param_bytes = draw_bytes(o.min_param_bytes, o.max_param_bytes);
-    out[static_cast<size_t>(k)] =
-        gb.add_tensor(op.name + ".out", draw_bytes(o.min_bytes, o.max_bytes), o.dtype);
-    op.inputs = ins;
-    op.outputs = {out[static_cast<size_t>(k)]};
-    gb.add_op(std::move(op));
+    op.flops = std::round(rng_.log_uniform(o_.min_flops, o_.max_flops));
+    if (has_param) op.param_bytes = draw_bytes(o_.min_param_bytes, o_.max_param_bytes);
+    out_[static_cast<size_t>(k)] =
+        gb_.add_tensor(op.name + ".out", draw_bytes(o_.min_bytes, o_.max_bytes), o_.dtype);
+    op.inputs = ins_;
+    op.outputs = {out_[static_cast<size_t>(k)]};
+    gb_.add_op(std::move(op));
   }
 
   // The loss reads every output nobody reads (the last level, plus any leftovers).
-  Op loss;
-  loss.name = "loss";
-  loss.type = "SoftmaxCrossEntropy";
-  loss.category = OpCategory::kSoftmax;
-  loss.dtype = o.dtype;
-  loss.scope = "loss";
-  double elems = 0;
-  for (int k = 0; k < body; ++k) {
-    if (read[static_cast<size_t>(k)]) continue;
-    const TensorId t = out[static_cast<size_t>(k)];
-    loss.inputs.push_back(t);
-    elems += static_cast<double>(gb.tensor(t).bytes / eb);
+  void add_loss() {
+    Op loss;
+    loss.name = "loss";
+    loss.type = "SoftmaxCrossEntropy";
+    loss.category = OpCategory::kSoftmax;
+    loss.dtype = o_.dtype;
+    loss.scope = "loss";
+    double elems = 0;
+    for (int k = 0; k < body_; ++k) {
+      if (read_[static_cast<size_t>(k)]) continue;
+      const TensorId t = out_[static_cast<size_t>(k)];
+      loss.inputs.push_back(t);
+      elems += static_cast<double>(gb_.tensor(t).bytes / eb_);
+    }
+    loss.flops = kFlopsPerElemLoss * elems;
+    Tensor lt;
+    lt.name = "loss";
+    lt.dtype = DType::kF32;
+    lt.bytes = 4;
+    lt.batch_scaled = false;
+    loss.outputs = {gb_.add_tensor(std::move(lt))};
+    gb_.add_op(std::move(loss));
   }
-  loss.flops = kFlopsPerElemLoss * elems;
-  Tensor lt;
-  lt.name = "loss";
-  lt.dtype = DType::kF32;
-  lt.bytes = 4;
-  lt.batch_scaled = false;
-  loss.outputs = {gb.add_tensor(std::move(lt))};
-  gb.add_op(std::move(loss));
-  return gb.build();
+
+  const LayeredRandomOptions& o_;
+  Rng rng_;
+  GraphBuilder gb_;
+  const uint64_t eb_;
+  const int body_;
+  TensorId x_ = kNoTensor;
+  std::vector<TensorId> out_;  // output of each body op
+  std::vector<char> read_;     // whether a later body op reads it
+  std::vector<int> perm_;      // of the previous level, drawn at each level's first op
+  std::vector<TensorId> ins_;  // of the op being added
+};
+
+}  // namespace
+
+Graph make_layered_random(const LayeredRandomOptions& o) {
+  check_layered_random(o);
+  return LayeredRandomBuilder(o).build();
 }
 
 Graph make_chain(const ChainOptions& o) {

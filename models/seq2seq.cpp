@@ -72,10 +72,14 @@ torch::Tensor Seq2SeqPlacerImpl::scale_logits(torch::Tensor logits) const {
   return logits;
 }
 
-Seq2SeqOutput Seq2SeqPlacerImpl::forward(const torch::Tensor& inputs, DecodeMode mode,
-                                         std::mt19937_64* rng, const torch::Tensor& forced,
-                                         bool keep_attention, int64_t decodes,
-                                         double logits_noise) {
+namespace {
+
+/// Checks forward's arguments (ValidationError) and returns the forced actions as int64
+/// (undefined unless mode is kForced).
+torch::Tensor checked_forced_actions(const Seq2SeqOptions& options, const torch::Tensor& inputs,
+                                     DecodeMode mode, const std::mt19937_64* rng,
+                                     const torch::Tensor& forced, int64_t decodes,
+                                     double logits_noise) {
   if (inputs.dim() != 3 || inputs.size(2) != options.input_dim() || inputs.size(1) < 1) {
     throw ValidationError("Seq2SeqPlacer: inputs must be [K, T >= 1, " +
                           std::to_string(options.input_dim()) + "], got " +
@@ -88,90 +92,136 @@ Seq2SeqOutput Seq2SeqPlacerImpl::forward(const torch::Tensor& inputs, DecodeMode
   if (mode == DecodeMode::kSample && rng == nullptr)
     throw ValidationError("Seq2SeqPlacer: sampling needs a random generator");
   if (!(logits_noise >= 0)) throw ValidationError("Seq2SeqPlacer: logits_noise must be >= 0");
-  if (mode == DecodeMode::kForced &&
-      (!forced.defined() || forced.dim() != 2 || forced.size(0) != k || forced.size(1) != t_len)) {
+  if (mode != DecodeMode::kForced) return {};
+  if (!forced.defined() || forced.dim() != 2 || forced.size(0) != k || forced.size(1) != t_len) {
     throw ValidationError("Seq2SeqPlacer: forced actions must be [K, T] = [" +
                           std::to_string(k) + ", " + std::to_string(t_len) + "]");
   }
-  torch::Tensor forced_long;
-  if (mode == DecodeMode::kForced) {
-    forced_long = forced.to(torch::kLong);
-    if (forced_long.min().item<int64_t>() < 0 ||
-        forced_long.max().item<int64_t>() >= options.num_devices())
-      throw ValidationError("Seq2SeqPlacer: forced device index out of range");
-  }
+  torch::Tensor forced_long = forced.to(torch::kLong);
+  if (forced_long.min().item<int64_t>() < 0 ||
+      forced_long.max().item<int64_t>() >= options.num_devices())
+    throw ValidationError("Seq2SeqPlacer: forced device index out of range");
+  return forced_long;
+}
 
+/// Additive attention scores of all decoder steps at once: score[k, t, i] = v . tanh(m[k, i]
+/// + q[k, t]), q [K, T, H], memory [K or 1, T, H]; in chunks of decoder steps so that a
+/// chunk's [K, c, T, H] stays near 4M floats (16 MB, under glibc's largest mmap threshold, so
+/// the blocks get reused).
+torch::Tensor additive_scores(const torch::Tensor& q, const torch::Tensor& memory,
+                              const torch::Tensor& v) {
+  const int64_t k = q.size(0), t_len = q.size(1), h = q.size(2);
+  const torch::Tensor m4 = memory.unsqueeze(1);  // [K|1, 1, T, H]
+  const int64_t chunk =
+      std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(1, k * t_len * h));
+  std::vector<torch::Tensor> parts;
+  for (int64_t t0 = 0; t0 < t_len; t0 += chunk) {
+    const torch::Tensor qc = q.slice(1, t0, std::min(t_len, t0 + chunk)).unsqueeze(2);
+    parts.push_back(torch::matmul(torch::tanh(m4 + qc), v));
+  }
+  return parts.size() == 1 ? parts[0] : torch::cat(parts, 1);
+}
+
+/// Adds Gaussian noise to `logits` as TF does: stddev = noise * ||logits|| / sqrt(size),
+/// drawn with `normal` from `rng` into the scratch `buf`.
+torch::Tensor add_logits_noise(const torch::Tensor& logits, double noise,
+                               std::normal_distribution<float>& normal, std::mt19937_64& rng,
+                               std::vector<float>& buf) {
+  const torch::Tensor l = logits.detach().to(torch::kFloat).contiguous();
+  const float* lp = l.data_ptr<float>();
+  double sq = 0;
+  for (int64_t i = 0; i < l.numel(); ++i) sq += double(lp[i]) * double(lp[i]);
+  const float sd = float(noise * std::sqrt(sq / double(l.numel())));
+  buf.resize(size_t(l.numel()));
+  for (float& z : buf) z = sd * normal(rng);
+  return logits + torch::from_blob(buf.data(), l.sizes(), torch::kFloat).clone();
+}
+
+}  // namespace
+
+Seq2SeqOutput Seq2SeqPlacerImpl::forward(const torch::Tensor& inputs, DecodeMode mode,
+                                         std::mt19937_64* rng, const torch::Tensor& forced,
+                                         bool keep_attention, int64_t decodes,
+                                         double logits_noise) {
+  const torch::Tensor forced_long =
+      checked_forced_actions(options, inputs, mode, rng, forced, decodes, logits_noise);
+  const int64_t k = decodes > 0 ? decodes : inputs.size(0);
+  Encoded enc = encode(inputs, k, decodes);
+  if (mode == DecodeMode::kForced) return decode_forced(enc, forced_long, keep_attention);
+  return decode_stepwise(std::move(enc), mode, rng, keep_attention, logits_noise);
+}
+
+Seq2SeqPlacerImpl::Encoded Seq2SeqPlacerImpl::encode(const torch::Tensor& inputs, int64_t k,
+                                                     int64_t decodes) {
   // Encoder (fused LSTM over the whole sequence).
   const torch::Tensor x = torch::tanh(in_proj->forward(inputs));
-  auto enc = encoder->forward(x);
-  const torch::Tensor e = std::get<0>(enc);  // [K, T, H]
-  const torch::Tensor hn = std::get<0>(std::get<1>(enc));  // [dirs, K, H/dirs]
-  const torch::Tensor cn = std::get<1>(std::get<1>(enc));
-  torch::Tensor hs, cs;
+  auto lstm = encoder->forward(x);
+  const torch::Tensor e = std::get<0>(lstm);                // [K, T, H]
+  const torch::Tensor hn = std::get<0>(std::get<1>(lstm));  // [dirs, K, H/dirs]
+  const torch::Tensor cn = std::get<1>(std::get<1>(lstm));
+  Encoded enc;
   if (options.bidirectional()) {
-    hs = torch::cat({hn[0], hn[1]}, -1);
-    cs = torch::cat({cn[0], cn[1]}, -1);
+    enc.hs = torch::cat({hn[0], hn[1]}, -1);
+    enc.cs = torch::cat({cn[0], cn[1]}, -1);
   } else {
-    hs = hn[0];
-    cs = cn[0];
+    enc.hs = hn[0];
+    enc.cs = cn[0];
   }
-  const torch::Tensor mem1 = attn_w1->forward(e);  // [K or 1, T, H]
-  torch::Tensor mem = mem1;
+  enc.memory = attn_w1->forward(e);  // [K or 1, T, H]
+  enc.expanded = enc.memory;
   if (decodes > 0) {
-    mem = mem.expand({k, t_len, mem.size(2)});
-    hs = hs.expand({k, hs.size(1)});
-    cs = cs.expand({k, cs.size(1)});
+    const int64_t t_len = inputs.size(1);
+    enc.expanded = enc.memory.expand({k, t_len, enc.memory.size(2)});
+    enc.hs = enc.hs.expand({k, enc.hs.size(1)});
+    enc.cs = enc.cs.expand({k, enc.cs.size(1)});
   }
-  const bool additive = options.attention() == "bahdanau";
-  const int64_t h = options.hidden();
-  const torch::Tensor v = attn_v->weight.reshape({h});  // [H]
+  return enc;
+}
 
-  if (mode == DecodeMode::kForced) {
-    // Teacher forcing: the decoder's inputs are the forced devices shifted by one ("go"
-    // first), so the decoder LSTM runs fused over the sequence, then the attention and the
-    // logits of all steps at once.
-    const torch::Tensor prev = torch::cat(
-        {torch::full({k, 1}, options.num_devices(), torch::kLong), forced_long.slice(1, 0, t_len - 1)},
-        1);
-    auto dec = torch::lstm(device_embed->forward(prev),
-                           {hs.unsqueeze(0).contiguous(), cs.unsqueeze(0).contiguous()},
-                           {decoder->weight_ih, decoder->weight_hh, decoder->bias_ih,
-                            decoder->bias_hh},
-                           /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
-                           /*train=*/is_training(), /*bidirectional=*/false,
-                           /*batch_first=*/true);
-    const torch::Tensor s = std::get<0>(dec);    // [K, T, H]
-    const torch::Tensor q = attn_w2->forward(s);  // [K, T, H]
-    torch::Tensor score;                           // [K, T (decoder), T (memory)]
-    if (additive) {
-      // score[k, t, i] = v . tanh(m[k, i] + q[k, t]); in chunks of decoder steps so that a
-      // chunk's [K, c, T, H] stays near 4M floats (16 MB, under glibc's largest mmap threshold, so the blocks get reused).
-      const torch::Tensor m4 = (decodes > 0 ? mem1 : mem).unsqueeze(1);  // [K|1, 1, T, H]
-      const int64_t chunk =
-          std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(1, k * t_len * h));
-      std::vector<torch::Tensor> parts;
-      for (int64_t t0 = 0; t0 < t_len; t0 += chunk) {
-        const torch::Tensor qc = q.slice(1, t0, std::min(t_len, t0 + chunk)).unsqueeze(2);
-        parts.push_back(torch::matmul(torch::tanh(m4 + qc), v));
-      }
-      score = parts.size() == 1 ? parts[0] : torch::cat(parts, 1);
-    } else {
-      score = torch::matmul(q, (decodes > 0 ? mem1 : mem).transpose(1, 2));
-    }
-    const torch::Tensor a = torch::softmax(score, -1);
-    const torch::Tensor ctx = torch::matmul(a, decodes > 0 ? mem1 : mem);  // [K, T, H]
-    const torch::Tensor logp =
-        torch::log_softmax(scale_logits(out->forward(torch::cat({s, ctx}, -1))), -1);
-    Seq2SeqOutput o;
-    o.actions = forced_long;
-    o.log_prob = logp.gather(2, forced_long.unsqueeze(2)).squeeze(2).sum(1);
-    o.entropy = -(logp.exp() * logp).sum(-1).mean(1);
-    if (keep_attention) o.attention = a;
-    return o;
-  }
+Seq2SeqOutput Seq2SeqPlacerImpl::decode_forced(const Encoded& enc, const torch::Tensor& forced_long,
+                                               bool keep_attention) {
+  // Teacher forcing: the decoder's inputs are the forced devices shifted by one ("go"
+  // first), so the decoder LSTM runs fused over the sequence, then the attention and the
+  // logits of all steps at once.
+  const int64_t k = forced_long.size(0), t_len = forced_long.size(1);
+  const torch::Tensor prev = torch::cat({torch::full({k, 1}, options.num_devices(), torch::kLong),
+                                         forced_long.slice(1, 0, t_len - 1)},
+                                        1);
+  auto dec =
+      torch::lstm(device_embed->forward(prev),
+                  {enc.hs.unsqueeze(0).contiguous(), enc.cs.unsqueeze(0).contiguous()},
+                  {decoder->weight_ih, decoder->weight_hh, decoder->bias_ih, decoder->bias_hh},
+                  /*has_biases=*/true, /*num_layers=*/1, /*dropout=*/0.0,
+                  /*train=*/is_training(), /*bidirectional=*/false,
+                  /*batch_first=*/true);
+  const torch::Tensor s = std::get<0>(dec);     // [K, T, H]
+  const torch::Tensor q = attn_w2->forward(s);  // [K, T, H]
+  // [K, T (decoder), T (memory)]; the memory unexpanded, broadcast over the decodes.
+  const torch::Tensor score =
+      options.attention() == "bahdanau"
+          ? additive_scores(q, enc.memory, attn_v->weight.reshape({q.size(2)}))
+          : torch::matmul(q, enc.memory.transpose(1, 2));
+  const torch::Tensor a = torch::softmax(score, -1);
+  const torch::Tensor ctx = torch::matmul(a, enc.memory);  // [K, T, H]
+  const torch::Tensor logp =
+      torch::log_softmax(scale_logits(out->forward(torch::cat({s, ctx}, -1))), -1);
+  Seq2SeqOutput o;
+  o.actions = forced_long;
+  o.log_prob = logp.gather(2, forced_long.unsqueeze(2)).squeeze(2).sum(1);
+  o.entropy = -(logp.exp() * logp).sum(-1).mean(1);
+  if (keep_attention) o.attention = a;
+  return o;
+}
 
+Seq2SeqOutput Seq2SeqPlacerImpl::decode_stepwise(Encoded enc, DecodeMode mode, std::mt19937_64* rng,
+                                                 bool keep_attention, double logits_noise) {
   // Sampling / greedy: step by step, the next input being the device just chosen.
+  const torch::Tensor& mem = enc.expanded;  // [K, T, H]
+  const int64_t k = mem.size(0), t_len = mem.size(1), h = options.hidden();
+  const bool additive = options.attention() == "bahdanau";
+  const torch::Tensor v = attn_v->weight.reshape({h});  // [H]
   const bool grad = torch::GradMode::is_enabled();
+  torch::Tensor hs = enc.hs, cs = enc.cs;
   torch::Tensor prev = torch::full({k}, options.num_devices(), torch::kLong);  // "go"
   std::vector<torch::Tensor> actions, log_probs, entropies, attention;
   actions.reserve(size_t(t_len));
@@ -202,23 +252,11 @@ Seq2SeqOutput Seq2SeqPlacerImpl::forward(const torch::Tensor& inputs, DecodeMode
     const torch::Tensor ctx = torch::bmm(a.unsqueeze(1), mem).squeeze(1);  // [K, H]
     torch::Tensor logits = scale_logits(out->forward(torch::cat({hs, ctx}, -1)));
     if (mode == DecodeMode::kSample && logits_noise > 0) {
-      // TF: stddev = logits_std_noise * ||logits|| / sqrt(size), from the caller's generator.
-      const torch::Tensor l = logits.detach().to(torch::kFloat).contiguous();
-      const float* lp = l.data_ptr<float>();
-      double sq = 0;
-      for (int64_t i = 0; i < l.numel(); ++i) sq += double(lp[i]) * double(lp[i]);
-      const float sd = float(logits_noise * std::sqrt(sq / double(l.numel())));
-      noise.resize(size_t(l.numel()));
-      for (float& z : noise) z = sd * normal(*rng);
-      logits = logits + torch::from_blob(noise.data(), l.sizes(), torch::kFloat).clone();
+      logits = add_logits_noise(logits, logits_noise, normal, *rng, noise);
     }
     const torch::Tensor logp = torch::log_softmax(logits, -1);
-    torch::Tensor act;
-    if (mode == DecodeMode::kGreedy) {
-      act = logp.detach().argmax(-1);
-    } else {
-      act = sample_rows(logp.detach().exp(), *rng);
-    }
+    const torch::Tensor act = mode == DecodeMode::kGreedy ? logp.detach().argmax(-1)
+                                                          : sample_rows(logp.detach().exp(), *rng);
     log_probs.push_back(logp.gather(1, act.unsqueeze(1)).squeeze(1));
     entropies.push_back(-(logp.exp() * logp).sum(-1));
     actions.push_back(act);

@@ -101,6 +101,21 @@ class Seq2SeqPlacerImpl : public torch::nn::Module {
  private:
   /// temperature and tanh squashing of raw logits.
   torch::Tensor scale_logits(torch::Tensor logits) const;
+
+  /// The encoded inputs: the attention memory and the encoder's final state (the decoder's
+  /// first), the state repeated `decodes` times when > 0.
+  struct Encoded {
+    torch::Tensor memory;    ///< [K or 1, T, H] (1 with decodes > 0)
+    torch::Tensor expanded;  ///< memory repeated to [K, T, H]
+    torch::Tensor hs, cs;    ///< [K, H]
+  };
+  Encoded encode(const torch::Tensor& inputs, int64_t k, int64_t decodes);
+  /// kForced: all steps at once (teacher forcing).
+  Seq2SeqOutput decode_forced(const Encoded& enc, const torch::Tensor& forced_long,
+                              bool keep_attention);
+  /// kSample / kGreedy: step by step.
+  Seq2SeqOutput decode_stepwise(Encoded enc, DecodeMode mode, std::mt19937_64* rng,
+                                bool keep_attention, double logits_noise);
 };
 TORCH_MODULE(Seq2SeqPlacer);
 

@@ -79,10 +79,6 @@ done
 # The includes across those lines that the tree had when the families got their folders are
 # listed below (file -> included path); each is one to remove, none is to be added.
 agents_known_crossings=(
-  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_3d.h"
-  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_opp.h"
-  "agents/gdp/no_torch_gdp.cpp -> agents/rainbow/rainbow_pp.h"
-  "agents/seq2seq/reinforce.cpp -> agents/gdp/gdp_net.h"
   "agents/sync/autosync_rl.h -> agents/rainbow/rainbow_config.h"
   "agents/sync/rainbow_autosync.cpp -> agents/rainbow/rainbow_agent.h"
 )
@@ -131,7 +127,7 @@ for f in $test_files; do
   [ -f "$f" ] || continue
   case "$f" in
     tests/models/* | tests/gdp/* | tests/learned/* | tests/rainbow/* | bench/learned_placers.cpp | \
-      bench/rainbow_pp_inference_bench.cpp) torch_ok=1 ;;
+      bench/rainbow_pp_inference_bench.cpp | bench/placeto_report.cpp) torch_ok=1 ;;
     *) torch_ok=0 ;;
   esac
   while IFS= read -r inc; do

@@ -167,7 +167,7 @@ MODELS = {
     "lstm_seq2seq_l4_h512": ("lstm", lambda s: LstmSeq2Seq(4, 512), "src_tgt"),
     "lstm_seq2seq_l4_h1024": ("lstm", lambda s: LstmSeq2Seq(4, 1024), "src_tgt"),
 }
-# The GPTs whose training steps were measured on a GPU (scripts/step_models.py, issue 22);
+# The GPTs whose training steps were measured on a GPU (scripts/step_models.py);
 # exported with --seq-len 1024 --opset 17 (LayerNormalization as one op).
 for _hidden, _layers, _heads in ((1024, 12, 16), (1536, 16, 16), (2048, 24, 16), (2048, 12, 16),
                                  (768, 12, 12), (1024, 24, 16), (2560, 20, 20)):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures one GPU for placer (issue 22; docs/gpu_measurements.md): placer-calibrate's kernel
+# Measures one GPU for placer (docs/gpu_measurements.md): placer-calibrate's kernel
 # and copy sweep, then real training steps of the models in scripts/step_models.py with a
 # torch.profiler trace each. For a bare GPU machine with CUDA, PyTorch and NCCL and none of
 # the project's Debian -dev packages.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Train the models of scripts/step_models.py a few steps on one CUDA GPU, time the steps
-and profile one of them (issue 22, step 2).
+and profile one of them.
 
   python3 scripts/gpu_train_steps.py --out OUT [--configs a,b] [--warmup 3] [--iters 10]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Predicted vs measured training-step time on one GPU (issue 22): for each row of a
+"""Predicted vs measured training-step time on one GPU: for each row of a
 steps.csv written by scripts/gpu_train_steps.py, import the model's ONNX export
 (datasets/models/onnx/h100_steps/gpt_h*_l*.onnx, datasets/models/onnx/resnet50.onnx) at the
 row's batch and dtype, place it on the one-GPU cluster and simulate a training step with the

@@ -1,4 +1,4 @@
-"""The models and configurations whose training steps placer measures on a GPU (issue 22).
+"""The models and configurations whose training steps placer measures on a GPU.
 
 Shared by scripts/gpu_train_steps.py (trains and profiles them on CUDA, PyTorch 2.x) and
 scripts/export_models.py (exports the same modules to ONNX without weights, Debian's

@@ -1,5 +1,5 @@
 #pragma once
-// Micro-batches and data-parallel replicas around any placer (issue 19's outer loop): the
+// Micro-batches and data-parallel replicas around any placer (the outer loop): the
 // inner method places the step on a sub-cluster of N / R devices, the plan then runs R
 // replicas of that placement (replica r on devices + r N / R) and M micro-batches through
 // it (src/plan/placement_pipeline.h). Every R dividing both the device count and the batch,

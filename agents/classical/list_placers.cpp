@@ -241,79 +241,126 @@ std::vector<OpId> favourite_children(const ListContext& c) {
 /// A follower is ready once its anchor is placed and goes to its anchor's device. With
 /// `sct`, an op's favourite child that is ready when the op is placed goes right after it
 /// on the same device, unless that delays it by more than the transfer it saves.
-std::vector<int> etf_schedule(const ListContext& c, bool sct) {
-  const Graph& g = *c.graph;
-  const size_t n = g.num_ops();
-  const auto& rank = g.topo_rank();
-  Timeline tl(c);
-  std::vector<OpId> fav;
-  if (sct) fav = favourite_children(c);
+class EtfScheduler {
+ public:
+  EtfScheduler(const ListContext& c, bool sct);
+  /// The device index of every op.
+  std::vector<int> run();
+
+ private:
+  /// Ready: its input arrival time on every device is fixed.
+  void make_ready(OpId o) {
+    for (int j = 0; j < c_.k; ++j) arrive_[o * c_.k + j] = tl_.arrival(o, j);
+    ready_.push_back(o);
+  }
+  double start_on(OpId o, int j) const { return std::max(tl_.ready[j], arrive_[o * c_.k + j]); }
+  double best_start(OpId o, int* j_out) const;
+  /// Places a ready op and makes the ops waiting for it ready.
+  void place(OpId o, int j, double start);
+  /// SCT: chains favourite children onto the parent's device while they are ready.
+  void chain_favourites(OpId parent);
+
+  const ListContext& c_;
+  const Graph& g_;
+  const bool sct_;
+  Timeline tl_;
+  std::vector<OpId> fav_;
+  std::vector<int> waiting_;                   // unplaced dependencies of each op
+  std::vector<std::vector<OpId>> extra_succ_;  // followers of each anchor (virtual edges)
+  std::vector<OpId> ready_;
+  std::vector<double> arrive_;  // [op * k + device]
+  size_t placed_ = 0;
+};
+
+EtfScheduler::EtfScheduler(const ListContext& c, bool sct)
+    : c_(c), g_(*c.graph), sct_(sct), tl_(c), arrive_(g_.num_ops() * c.k, 0) {
+  const size_t n = g_.num_ops();
+  if (sct) fav_ = favourite_children(c);
   // Dependencies: predecessors, plus the anchor for followers (a virtual edge).
-  std::vector<int> waiting(n, 0);
-  std::vector<std::vector<OpId>> extra_succ(n);
+  waiting_.assign(n, 0);
+  extra_succ_.resize(n);
   for (OpId o = 0; o < n; ++o) {
-    waiting[o] = static_cast<int>(g.preds(o).size());
+    waiting_[o] = static_cast<int>(g_.preds(o).size());
     const OpId a = c.anchor[o];
-    if (a != o && std::find(g.preds(o).begin(), g.preds(o).end(), a) == g.preds(o).end()) {
-      ++waiting[o];
-      extra_succ[a].push_back(o);
+    if (a != o && std::find(g_.preds(o).begin(), g_.preds(o).end(), a) == g_.preds(o).end()) {
+      ++waiting_[o];
+      extra_succ_[a].push_back(o);
     }
   }
-  // Ready ops with their input arrival time on every device (fixed once ready).
-  std::vector<OpId> ready;
-  std::vector<double> arrive(n * c.k, 0);
-  auto make_ready = [&](OpId o) {
-    for (int j = 0; j < c.k; ++j) arrive[o * c.k + j] = tl.arrival(o, j);
-    ready.push_back(o);
-  };
   for (OpId o = 0; o < n; ++o) {
-    if (waiting[o] == 0) make_ready(o);
+    if (waiting_[o] == 0) make_ready(o);
   }
-  // Best device of a ready op: forced, else earliest start among fitting devices, else the
-  // device with most room.
-  auto best_start = [&](OpId o, int* j_out) {
-    const int f = tl.forced(o);
-    if (f >= 0) {
-      *j_out = f;
-      return std::max(tl.ready[f], arrive[o * c.k + f]);
+}
+
+// Best device of a ready op: forced, else earliest start among fitting devices, else the
+// device with most room.
+double EtfScheduler::best_start(OpId o, int* j_out) const {
+  const int f = tl_.forced(o);
+  if (f >= 0) {
+    *j_out = f;
+    return start_on(o, f);
+  }
+  double best = kInf;
+  int bj = -1;
+  for (int j = 0; j < c_.k; ++j) {
+    if (!tl_.fits(o, j)) continue;
+    const double s = start_on(o, j);
+    if (s < best) {
+      best = s;
+      bj = j;
     }
-    double best = kInf;
-    int bj = -1;
-    for (int j = 0; j < c.k; ++j) {
-      if (!tl.fits(o, j)) continue;
-      const double s = std::max(tl.ready[j], arrive[o * c.k + j]);
-      if (s < best) {
-        best = s;
-        bj = j;
-      }
+  }
+  if (bj < 0) {
+    bj = tl_.best_finish_device(o);  // nothing fits: most room
+    best = start_on(o, bj);
+  }
+  *j_out = bj;
+  return best;
+}
+
+void EtfScheduler::place(OpId o, int j, double start) {
+  auto it = std::find(ready_.begin(), ready_.end(), o);
+  *it = ready_.back();
+  ready_.pop_back();
+  tl_.place(o, j, start);
+  ++placed_;
+  for (OpId s : g_.succs(o)) {
+    if (--waiting_[s] == 0) make_ready(s);
+  }
+  for (OpId s : extra_succ_[o]) {
+    if (--waiting_[s] == 0) make_ready(s);
+  }
+}
+
+void EtfScheduler::chain_favourites(OpId parent) {
+  while (fav_[parent] != kNoOp && tl_.dev[fav_[parent]] < 0) {
+    const OpId ch = fav_[parent];
+    if (std::find(ready_.begin(), ready_.end(), ch) == ready_.end()) break;
+    const int j = tl_.dev[parent];
+    if (!tl_.fits(ch, j)) break;
+    int other = -1;
+    const double elsewhere = best_start(ch, &other);
+    const double here = start_on(ch, j);
+    uint64_t bytes = 0;
+    for (const auto& [p, b] : list_sched::in_edges(g_, ch)) {
+      if (p == parent) bytes = b;
     }
-    if (bj < 0) {
-      bj = tl.best_finish_device(o);  // nothing fits: most room
-      best = std::max(tl.ready[bj], arrive[o * c.k + bj]);
-    }
-    *j_out = bj;
-    return best;
-  };
-  auto remove_ready = [&](OpId o) {
-    auto it = std::find(ready.begin(), ready.end(), o);
-    *it = ready.back();
-    ready.pop_back();
-  };
-  auto release = [&](OpId o) {
-    for (OpId s : g.succs(o)) {
-      if (--waiting[s] == 0) make_ready(s);
-    }
-    for (OpId s : extra_succ[o]) {
-      if (--waiting[s] == 0) make_ready(s);
-    }
-  };
-  size_t placed = 0;
-  while (placed < n) {
-    PLACER_CHECK(!ready.empty(), "m-etf: no ready op (dependency cycle?)");
+    const double saved =
+        other == j ? 0 : c_.problem->cost.transfer_time(c_.devices[j], c_.devices[other], bytes);
+    if (here > elsewhere + saved) break;
+    place(ch, j, here);
+    parent = ch;
+  }
+}
+
+std::vector<int> EtfScheduler::run() {
+  const auto& rank = g_.topo_rank();
+  while (placed_ < g_.num_ops()) {
+    PLACER_CHECK(!ready_.empty(), "m-etf: no ready op (dependency cycle?)");
     OpId pick = kNoOp;
     int pick_dev = -1;
     double pick_start = kInf;
-    for (OpId o : ready) {
+    for (OpId o : ready_) {
       int j = -1;
       const double s = best_start(o, &j);
       if (s < pick_start || (s == pick_start && rank[o] < rank[pick])) {
@@ -322,37 +369,13 @@ std::vector<int> etf_schedule(const ListContext& c, bool sct) {
         pick_start = s;
       }
     }
-    remove_ready(pick);
-    tl.place(pick, pick_dev, pick_start);
-    ++placed;
-    release(pick);
-    // SCT: chain favourite children onto the parent's device while they are ready.
-    OpId parent = pick;
-    while (sct && fav[parent] != kNoOp && tl.dev[fav[parent]] < 0) {
-      const OpId ch = fav[parent];
-      if (std::find(ready.begin(), ready.end(), ch) == ready.end()) break;
-      const int j = tl.dev[parent];
-      if (!tl.fits(ch, j)) break;
-      int other = -1;
-      const double elsewhere = best_start(ch, &other);
-      const double here = std::max(tl.ready[j], arrive[ch * c.k + j]);
-      uint64_t bytes = 0;
-      for (const auto& [p, b] : list_sched::in_edges(g, ch)) {
-        if (p == parent) bytes = b;
-      }
-      const double saved = other == j ? 0
-                                       : c.problem->cost.transfer_time(c.devices[j],
-                                                                       c.devices[other], bytes);
-      if (here > elsewhere + saved) break;
-      remove_ready(ch);
-      tl.place(ch, j, here);
-      ++placed;
-      release(ch);
-      parent = ch;
-    }
+    place(pick, pick_dev, pick_start);
+    if (sct_) chain_favourites(pick);
   }
-  return tl.dev;
+  return tl_.dev;
 }
+
+std::vector<int> etf_schedule(const ListContext& c, bool sct) { return EtfScheduler(c, sct).run(); }
 
 Plan place_m_etf(const Problem& p, const SearchBudget&, const std::string& name) {
   const ListContext c = list_sched::make_context(p);

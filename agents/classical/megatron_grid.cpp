@@ -1,14 +1,13 @@
 #include "agents/classical/megatron_grid.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <memory>
 #include <tuple>
 
 #include "agents/api/methods.h"
+#include "agents/api/search_budget.h"
 #include "agents/common/outcome.h"
 #include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
@@ -16,6 +15,9 @@
 namespace placer {
 
 namespace {
+
+/// Seconds the grid may spend when the budget gives no time limit.
+constexpr double kDefaultSeconds = 10.0;
 
 [[noreturn]] void fail(const std::string& m) { throw Error("megatron: " + m); }
 
@@ -306,8 +308,10 @@ MegatronGrid megatron_grid(const Problem& problem) {
 }
 
 Plan MegatronGridPlacer::search(const Problem& problem, const SearchBudget& budget) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
+  // Seconds default to kDefaultSeconds when the budget gives none (also when it gives runs).
+  SearchBudget limits = budget;
+  if (limits.max_seconds == 0) limits.max_seconds = kDefaultSeconds;
+  const BudgetClock clock(limits, name());
   stats_ = {};
   const MegatronGrid grid = megatron_grid(problem);
   stats_.enumerated = grid.enumerated;
@@ -316,15 +320,12 @@ Plan MegatronGridPlacer::search(const Problem& problem, const SearchBudget& budg
     fail("none of the " + std::to_string(grid.enumerated) +
          " configurations fits in device memory by the analytic estimate");
   }
-  const double seconds = budget.max_seconds > 0 ? budget.max_seconds : 10.0;
-  const int64_t runs = budget.max_evaluations > 0 ? budget.max_evaluations : std::numeric_limits<int64_t>::max();
   Plan best;
   bool have = false, best_oom = true;
   double best_time = 0;
   std::string last_error;
   for (size_t i = 0; i < grid.fitting.size(); ++i) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (stats_.simulated > 0 && (elapsed >= seconds || stats_.simulated >= runs)) break;
+    if (stats_.simulated > 0 && clock.exhausted(stats_.simulated)) break;
     const MegatronConfig& m = grid.fitting[i].config;
     Plan plan;
     SimResult r;

@@ -30,26 +30,17 @@ int64_t divisor_at_least(int64_t q, int64_t target) {
   }
   return 0;
 }
-}  // namespace
-
-LayerChain build_layer_chain(const Graph& g, int max_units) {
-  max_units = std::max(1, max_units);
-  const size_t n = g.num_ops();
-  LayerChain chain;
-  chain.unit_of.assign(n, -1);
-
-  std::vector<OpId> fwd;
+/// Non-input forward ops (`fwd`, in topological order) start a new unit whenever the layer
+/// key changes: the op's layer when the graph has layers, else every op on its own. Sets
+/// `unit` of those ops; at least one (empty) unit.
+std::vector<std::vector<OpId>> forward_layer_units(const Graph& g, const std::vector<OpId>& fwd,
+                                                   std::vector<int>& unit) {
   bool any_layer = false;
-  for (OpId o : g.topo_order()) {
+  for (OpId o : fwd) {
     const Op& op = g.op(o);
-    if (op.phase != Phase::kForward) continue;
-    fwd.push_back(o);
     if (op.layer >= 0 && op.category != OpCategory::kInput) any_layer = true;
   }
-  // Non-input forward ops start a new unit whenever the layer key changes; input nodes
-  // (weights, data) are attached afterwards to their earliest consumer's unit.
   std::vector<std::vector<OpId>> units;
-  std::vector<int> unit(n, -1);
   int64_t key = std::numeric_limits<int64_t>::min();
   for (size_t k = 0; k < fwd.size(); ++k) {
     const Op& op = g.op(fwd[k]);
@@ -61,38 +52,45 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
     unit[fwd[k]] = static_cast<int>(units.size()) - 1;
   }
   if (units.empty()) units.emplace_back();  // only input nodes
-  // Merge consecutive units (balanced by forward FLOPs) down to max_units.
-  if (static_cast<int>(units.size()) > max_units) {
-    std::vector<double> w(units.size(), 0);
-    double total = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      for (OpId o : units[u]) w[u] += g.op(o).flops;
-      w[u] += 1;  // units without FLOPs still count
-      total += w[u];
-    }
-    std::vector<std::vector<OpId>> merged(static_cast<size_t>(max_units));
-    std::vector<int> remap(units.size());
-    double before = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      int c = static_cast<int>(std::floor((before + 0.5 * w[u]) / total * max_units));
-      c = std::min(max_units - 1, std::max(0, c));
-      remap[u] = c;
-      before += w[u];
-      merged[static_cast<size_t>(c)].insert(merged[static_cast<size_t>(c)].end(), units[u].begin(),
-                                            units[u].end());
-    }
-    std::vector<int> dense(static_cast<size_t>(max_units), -1);
-    units.clear();
-    for (int c = 0; c < max_units; ++c) {
-      if (merged[static_cast<size_t>(c)].empty()) continue;
-      dense[static_cast<size_t>(c)] = static_cast<int>(units.size());
-      units.push_back(std::move(merged[static_cast<size_t>(c)]));
-    }
-    for (OpId o = 0; o < n; ++o) {
-      if (unit[o] >= 0) unit[o] = dense[static_cast<size_t>(remap[static_cast<size_t>(unit[o])])];
-    }
+  return units;
+}
+
+/// Merges consecutive units (balanced by forward FLOPs) down to max_units, renumbering `unit`.
+void merge_units(const Graph& g, int max_units, std::vector<std::vector<OpId>>& units,
+                 std::vector<int>& unit) {
+  std::vector<double> w(units.size(), 0);
+  double total = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (OpId o : units[u]) w[u] += g.op(o).flops;
+    w[u] += 1;  // units without FLOPs still count
+    total += w[u];
   }
-  // Input nodes: earliest unit among their forward consumers (else the last unit).
+  std::vector<std::vector<OpId>> merged(static_cast<size_t>(max_units));
+  std::vector<int> remap(units.size());
+  double before = 0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    int c = static_cast<int>(std::floor((before + 0.5 * w[u]) / total * max_units));
+    c = std::min(max_units - 1, std::max(0, c));
+    remap[u] = c;
+    before += w[u];
+    merged[static_cast<size_t>(c)].insert(merged[static_cast<size_t>(c)].end(), units[u].begin(),
+                                          units[u].end());
+  }
+  std::vector<int> dense(static_cast<size_t>(max_units), -1);
+  units.clear();
+  for (int c = 0; c < max_units; ++c) {
+    if (merged[static_cast<size_t>(c)].empty()) continue;
+    dense[static_cast<size_t>(c)] = static_cast<int>(units.size());
+    units.push_back(std::move(merged[static_cast<size_t>(c)]));
+  }
+  for (int& u : unit) {
+    if (u >= 0) u = dense[static_cast<size_t>(remap[static_cast<size_t>(u)])];
+  }
+}
+
+/// Input nodes join the earliest unit among their forward consumers (else the last unit).
+void attach_inputs(const Graph& g, const std::vector<OpId>& fwd,
+                   std::vector<std::vector<OpId>>& units, std::vector<int>& unit) {
   const int last = static_cast<int>(units.size()) - 1;
   for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
     const OpId o = *it;
@@ -105,11 +103,11 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
     unit[o] = u < 0 ? last : u;
     units[static_cast<size_t>(unit[o])].push_back(o);
   }
-  const auto& rank = g.topo_rank();
-  for (auto& ops : units) {
-    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return rank[a] < rank[b]; });
-  }
-  // Derived ops follow their forward op; others the simulator's stage rule.
+}
+
+/// The unit of every other op: derived ops follow their forward op; others the simulator's
+/// stage rule (the latest unit of a predecessor, else the earliest of a successor, else 0).
+void assign_remaining_ops(const Graph& g, std::vector<int>& unit) {
   for (OpId o : g.topo_order()) {
     if (unit[o] >= 0) continue;
     const Op& op = g.op(o);
@@ -127,9 +125,29 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
       if (unit[s] >= 0) unit[o] = unit[o] < 0 ? unit[s] : std::min(unit[o], unit[s]);
     }
   }
-  for (OpId o = 0; o < n; ++o) {
-    if (unit[o] < 0) unit[o] = 0;
+  for (int& u : unit) {
+    if (u < 0) u = 0;
   }
+}
+}  // namespace
+
+LayerChain build_layer_chain(const Graph& g, int max_units) {
+  max_units = std::max(1, max_units);
+  std::vector<OpId> fwd;
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase == Phase::kForward) fwd.push_back(o);
+  }
+  // Input nodes (weights, data) are attached after the layers are formed.
+  std::vector<int> unit(g.num_ops(), -1);
+  std::vector<std::vector<OpId>> units = forward_layer_units(g, fwd, unit);
+  if (static_cast<int>(units.size()) > max_units) merge_units(g, max_units, units, unit);
+  attach_inputs(g, fwd, units, unit);
+  const auto& rank = g.topo_rank();
+  for (auto& ops : units) {
+    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) { return rank[a] < rank[b]; });
+  }
+  assign_remaining_ops(g, unit);
+  LayerChain chain;
   chain.units = std::move(units);
   chain.unit_of = std::move(unit);
   return chain;
@@ -288,110 +306,185 @@ PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineD
   return sol;
 }
 
-PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerChain& chain,
-                                           const std::vector<int>& devices,
-                                           const PipelinePlacerOptions& options) {
-  const Graph& g = problem.graph;
-  const CostModel& cost = problem.cost;
-  const int L = static_cast<int>(chain.units.size());
-  const int N = static_cast<int>(devices.size());
+namespace {
 
-  // Everything the lambdas need lives in one shared block (the table is copyable).
-  struct Data {
-    int L = 0, N = 0;
-    std::vector<int> devices;
-    std::vector<std::vector<double>> comp, once;  // [slot][prefix over units]
-    std::vector<double> grad, resident, saved;    // prefix over units
-    std::vector<uint64_t> workspace;              // per unit
-    std::vector<double> cross;                    // bytes over the cut before unit j
-    // Sync groups of the (first, r) pairs the DP asks for, made on first use: making all
-    // N^2 of them up front took minutes on 1024 devices.
-    std::unordered_map<size_t, CollectiveGroup> groups;  // key first * N + r - 1
-    // min_memory[k][a]: the smallest device memory among slots [a, a + 2^k).
-    std::vector<std::vector<uint64_t>> min_memory;
-    uint64_t capacity(int first, int r) const {
-      int k = 0;
-      while ((2 << k) <= r) ++k;
-      return std::min(min_memory[static_cast<size_t>(k)][static_cast<size_t>(first)],
-                      min_memory[static_cast<size_t>(k)][static_cast<size_t>(first + r - (1 << k))]);
-    }
-  };
-  auto D = std::make_shared<Data>();
-  D->L = L;
-  D->N = N;
-  D->devices = devices;
-  D->comp.assign(static_cast<size_t>(N), std::vector<double>(static_cast<size_t>(L) + 1, 0));
-  D->once = D->comp;
-  D->grad.assign(static_cast<size_t>(L) + 1, 0);
-  D->resident = D->grad;
-  D->saved = D->grad;
-  D->workspace.assign(static_cast<size_t>(L), 0);
+/// Everything a pipeline cost table's functions read, in one shared block (the table is
+/// copyable). Prefix sums are over the chain's units: x[j] - x[i] is units [i, j).
+struct PipelineCostData {
+  int L = 0, N = 0;
+  std::vector<int> devices;
+  std::vector<std::vector<double>> comp, once;  // [slot][prefix over units]
+  std::vector<double> grad, resident, saved;    // prefix over units
+  std::vector<uint64_t> workspace;              // per unit
+  std::vector<double> cross;                    // bytes over the cut before unit j
+  // Sync groups of the (first, r) pairs the DP asks for, made on first use: making all
+  // N^2 of them up front took minutes on 1024 devices.
+  std::unordered_map<size_t, CollectiveGroup> groups;  // key first * N + r - 1
+  // min_memory[k][a]: the smallest device memory among slots [a, a + 2^k).
+  std::vector<std::vector<uint64_t>> min_memory;
+
+  PipelineCostData(const Problem& problem, const LayerChain& chain,
+                   const std::vector<int>& devices);
+
+  uint64_t capacity(int first, int r) const {
+    int k = 0;
+    while ((2 << k) <= r) ++k;
+    return std::min(min_memory[static_cast<size_t>(k)][static_cast<size_t>(first)],
+                    min_memory[static_cast<size_t>(k)][static_cast<size_t>(first + r - (1 << k))]);
+  }
+  double stage_time(const CostModel& cm, int i, int j, int first, int r);
+  double boundary_time(const CostModel& cm, int j, int prev_last, int first, int r) const;
+  bool fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const;
+
+ private:
+  /// Adds op o's times, bytes and cut crossings to unit u's entries (before the prefix sums);
+  /// `diff` collects the crossings as differences.
+  void add_op(const Graph& g, const CostModel& cost, const LayerChain& chain, OpId o,
+              std::vector<double>& diff);
+  void make_prefix_sums(const std::vector<double>& diff);
+  void make_min_memory(const Cluster& cluster);
+};
+
+PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& chain,
+                                   const std::vector<int>& devs)
+    : L(static_cast<int>(chain.units.size())), N(static_cast<int>(devs.size())), devices(devs) {
+  comp.assign(static_cast<size_t>(N), std::vector<double>(static_cast<size_t>(L) + 1, 0));
+  once = comp;
+  grad.assign(static_cast<size_t>(L) + 1, 0);
+  resident = grad;
+  saved = grad;
+  workspace.assign(static_cast<size_t>(L), 0);
   std::vector<double> diff(static_cast<size_t>(L) + 1, 0);
+  for (OpId o = 0; o < problem.graph.num_ops(); ++o) {
+    add_op(problem.graph, problem.cost, chain, o, diff);
+  }
+  make_prefix_sums(diff);
+  make_min_memory(problem.cluster);
+}
 
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const Op& op = g.op(o);
-    const size_t u = static_cast<size_t>(chain.unit_of[o]);
-    const bool per_batch =
-        (op.phase == Phase::kForward || op.phase == Phase::kBackward) && op.batch_scaled;
-    const uint64_t bytes = g.op_bytes(o);
-    for (int s = 0; s < N; ++s) {
-      const double t = cost.op_time(op, bytes, devices[static_cast<size_t>(s)]);
-      (per_batch ? D->comp : D->once)[static_cast<size_t>(s)][u + 1] += t;
+void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const LayerChain& chain,
+                              OpId o, std::vector<double>& diff) {
+  const Op& op = g.op(o);
+  const size_t u = static_cast<size_t>(chain.unit_of[o]);
+  const bool per_batch =
+      (op.phase == Phase::kForward || op.phase == Phase::kBackward) && op.batch_scaled;
+  const uint64_t bytes = g.op_bytes(o);
+  for (int s = 0; s < N; ++s) {
+    const double t = cost.op_time(op, bytes, devices[static_cast<size_t>(s)]);
+    (per_batch ? comp : once)[static_cast<size_t>(s)][u + 1] += t;
+  }
+  resident[u + 1] += static_cast<double>(resident_bytes(g, o));
+  workspace[u] = std::max(workspace[u], op.workspace_bytes);
+  for (TensorId t : op.outputs) {
+    const Tensor& ten = g.tensor(t);
+    if (ten.is_param_grad) grad[u + 1] += static_cast<double>(ten.bytes);
+    if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
+    if (ten.batch_scaled) saved[u + 1] += static_cast<double>(ten.bytes);
+    int cmax = -1;
+    for (OpId c : g.consumers(t)) {
+      if (g.op(c).phase == Phase::kForward) cmax = std::max(cmax, chain.unit_of[c]);
     }
-    D->resident[u + 1] += static_cast<double>(resident_bytes(g, o));
-    D->workspace[u] = std::max(D->workspace[u], op.workspace_bytes);
-    for (TensorId t : op.outputs) {
-      const Tensor& ten = g.tensor(t);
-      if (ten.is_param_grad) D->grad[u + 1] += static_cast<double>(ten.bytes);
-      if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
-      if (ten.batch_scaled) D->saved[u + 1] += static_cast<double>(ten.bytes);
-      int cmax = -1;
-      for (OpId c : g.consumers(t)) {
-        if (g.op(c).phase == Phase::kForward) cmax = std::max(cmax, chain.unit_of[c]);
-      }
-      if (cmax > static_cast<int>(u)) {
-        diff[u + 1] += static_cast<double>(ten.bytes);
-        diff[static_cast<size_t>(cmax) + 1 > static_cast<size_t>(L)
-                 ? static_cast<size_t>(L)
-                 : static_cast<size_t>(cmax) + 1] -= static_cast<double>(ten.bytes);
-      }
+    if (cmax > static_cast<int>(u)) {
+      diff[u + 1] += static_cast<double>(ten.bytes);
+      diff[static_cast<size_t>(cmax) + 1 > static_cast<size_t>(L)
+               ? static_cast<size_t>(L)
+               : static_cast<size_t>(cmax) + 1] -= static_cast<double>(ten.bytes);
     }
   }
+}
+
+void PipelineCostData::make_prefix_sums(const std::vector<double>& diff) {
   for (int s = 0; s < N; ++s) {
     for (int u = 0; u < L; ++u) {
-      D->comp[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
-          D->comp[static_cast<size_t>(s)][static_cast<size_t>(u)];
-      D->once[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
-          D->once[static_cast<size_t>(s)][static_cast<size_t>(u)];
+      comp[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
+          comp[static_cast<size_t>(s)][static_cast<size_t>(u)];
+      once[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
+          once[static_cast<size_t>(s)][static_cast<size_t>(u)];
     }
   }
   for (int u = 0; u < L; ++u) {
-    D->grad[static_cast<size_t>(u) + 1] += D->grad[static_cast<size_t>(u)];
-    D->resident[static_cast<size_t>(u) + 1] += D->resident[static_cast<size_t>(u)];
-    D->saved[static_cast<size_t>(u) + 1] += D->saved[static_cast<size_t>(u)];
+    grad[static_cast<size_t>(u) + 1] += grad[static_cast<size_t>(u)];
+    resident[static_cast<size_t>(u) + 1] += resident[static_cast<size_t>(u)];
+    saved[static_cast<size_t>(u) + 1] += saved[static_cast<size_t>(u)];
   }
-  D->cross.assign(static_cast<size_t>(L) + 1, 0);
+  cross.assign(static_cast<size_t>(L) + 1, 0);
   double run = 0;
   for (int j = 0; j <= L; ++j) {
     run += diff[static_cast<size_t>(j)];
-    D->cross[static_cast<size_t>(j)] = run;
+    cross[static_cast<size_t>(j)] = run;
   }
-  D->min_memory.emplace_back();
+}
+
+void PipelineCostData::make_min_memory(const Cluster& cluster) {
+  min_memory.emplace_back();
   for (int a = 0; a < N; ++a) {
-    D->min_memory[0].push_back(
-        problem.cluster.device(devices[static_cast<size_t>(a)]).spec.memory_bytes);
+    min_memory[0].push_back(cluster.device(devices[static_cast<size_t>(a)]).spec.memory_bytes);
   }
   for (size_t k = 1; (1 << k) <= N; ++k) {
-    const auto& prev = D->min_memory[k - 1];
+    const auto& prev = min_memory[k - 1];
     std::vector<uint64_t> level(static_cast<size_t>(N - (1 << k) + 1));
     for (size_t a = 0; a < level.size(); ++a) {
       level[a] = std::min(prev[a], prev[a + (size_t(1) << (k - 1))]);
     }
-    D->min_memory.push_back(std::move(level));
+    min_memory.push_back(std::move(level));
   }
+}
 
+double PipelineCostData::stage_time(const CostModel& cm, int i, int j, int first, int r) {
+  const auto& c = comp[static_cast<size_t>(first)];
+  const auto& o = once[static_cast<size_t>(first)];
+  double v = (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
+             (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
+  if (r > 1) {
+    const double g = grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)];
+    const size_t key = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      // The simulator sorts sync groups by device id.
+      std::vector<int> members(devices.begin() + first, devices.begin() + first + r);
+      std::sort(members.begin(), members.end());
+      it = groups.emplace(key, cm.make_group(members)).first;
+    }
+    v += cm.group_collective_time(CollectiveKind::kAllReduce, it->second, static_cast<uint64_t>(g),
+                                  SyncScheme::kAuto);
+  }
+  return v;
+}
+
+double PipelineCostData::boundary_time(const CostModel& cm, int j, int prev_last, int first,
+                                       int r) const {
+  if (prev_last < 0) return 0.0;
+  const uint64_t bytes = static_cast<uint64_t>(std::ceil(cross[static_cast<size_t>(j)] / r));
+  // Activations forward and their gradients backward over the same link pair.
+  return 2 * cm.transfer_time(devices[static_cast<size_t>(prev_last)],
+                              devices[static_cast<size_t>(first)], bytes);
+}
+
+bool PipelineCostData::fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const {
+  // Fraction of the mini-batch's saved activations alive at once: GPipe keeps all m
+  // micro-batches; 1F1B at most min(m, stages after + 1) of them (<= 1/4 when m = 4 s).
+  double frac = 1;
+  if (!gpipe) {
+    const int after = N - first - r;  // slots after the stage bound the stages after it
+    frac = m_fixed > 0 ? std::min(1.0, static_cast<double>(after + 1) / m_fixed) : 0.25;
+  }
+  uint64_t work = 0;
+  for (int u = i; u < j; ++u) work = std::max(work, workspace[static_cast<size_t>(u)]);
+  const double need = (resident[static_cast<size_t>(j)] - resident[static_cast<size_t>(i)]) +
+                      frac * (saved[static_cast<size_t>(j)] - saved[static_cast<size_t>(i)]) / r +
+                      static_cast<double>(work);
+  return need <= static_cast<double>(capacity(first, r));
+}
+
+}  // namespace
+
+PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerChain& chain,
+                                           const std::vector<int>& devices,
+                                           const PipelinePlacerOptions& options) {
+  auto D = std::make_shared<PipelineCostData>(problem, chain, devices);
+  const int N = D->N;
   PipelineCostTable t;
-  t.num_layers = L;
+  t.num_layers = D->L;
   t.num_devices = N;
   t.host_start.assign(static_cast<size_t>(N), 0);
   for (int s = 0; s < N; ++s) {
@@ -401,49 +494,15 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
   }
   const CostModel* cm = &problem.cost;
   t.stage_time = [D, cm](int i, int j, int first, int r) {
-    const auto& c = D->comp[static_cast<size_t>(first)];
-    const auto& o = D->once[static_cast<size_t>(first)];
-    double v = (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
-               (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
-    if (r > 1) {
-      const double grad = D->grad[static_cast<size_t>(j)] - D->grad[static_cast<size_t>(i)];
-      const size_t key = static_cast<size_t>(first) * D->N + static_cast<size_t>(r) - 1;
-      auto it = D->groups.find(key);
-      if (it == D->groups.end()) {
-        // The simulator sorts sync groups by device id.
-        std::vector<int> members(D->devices.begin() + first, D->devices.begin() + first + r);
-        std::sort(members.begin(), members.end());
-        it = D->groups.emplace(key, cm->make_group(members)).first;
-      }
-      v += cm->group_collective_time(CollectiveKind::kAllReduce, it->second,
-                                     static_cast<uint64_t>(grad), SyncScheme::kAuto);
-    }
-    return v;
+    return D->stage_time(*cm, i, j, first, r);
   };
   t.boundary_time = [D, cm](int j, int prev_last, int first, int r) {
-    if (prev_last < 0) return 0.0;
-    const uint64_t bytes = static_cast<uint64_t>(std::ceil(D->cross[static_cast<size_t>(j)] / r));
-    // Activations forward and their gradients backward over the same link pair.
-    return 2 * cm->transfer_time(D->devices[static_cast<size_t>(prev_last)],
-                                 D->devices[static_cast<size_t>(first)], bytes);
+    return D->boundary_time(*cm, j, prev_last, first, r);
   };
   const bool gpipe = options.schedule == PipelineSchedule::kGPipe;
   const int m_fixed = options.micro_batches;
   t.fits = [D, gpipe, m_fixed](int i, int j, int first, int r) {
-    // Fraction of the mini-batch's saved activations alive at once: GPipe keeps all m
-    // micro-batches; 1F1B at most min(m, stages after + 1) of them (<= 1/4 when m = 4 s).
-    double frac = 1;
-    if (!gpipe) {
-      const int after = D->N - first - r;  // slots after the stage bound the stages after it
-      frac = m_fixed > 0 ? std::min(1.0, static_cast<double>(after + 1) / m_fixed) : 0.25;
-    }
-    uint64_t work = 0;
-    for (int u = i; u < j; ++u) work = std::max(work, D->workspace[static_cast<size_t>(u)]);
-    const double need =
-        (D->resident[static_cast<size_t>(j)] - D->resident[static_cast<size_t>(i)]) +
-        frac * (D->saved[static_cast<size_t>(j)] - D->saved[static_cast<size_t>(i)]) / r +
-        static_cast<double>(work);
-    return need <= static_cast<double>(D->capacity(first, r));
+    return D->fits(gpipe, m_fixed, i, j, first, r);
   };
   return t;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Distributed GDP pretraining (issue 9, docs/distributed.md): who this process is among the
+// Distributed GDP pretraining (docs/distributed.md): who this process is among the
 // ranks of a job, and a small thread pool for rollouts. Torch-free on purpose (the CLI
 // includes it); the process group itself (c10d, LibTorch) is in agents/gdp/gdp_dist_group.h.
 //

@@ -86,6 +86,163 @@ class GdpPlacer : public OutcomePlacer {
   std::optional<GdpPolicy> policy_;
 };
 
+void check_place_options(const GdpPlaceOptions& options) {
+  if (options.samples < 0) {
+    throw ValidationError("gdp: samples must be >= 0 (got " + std::to_string(options.samples) +
+                          ")");
+  }
+  if (options.finetune_updates < 0) {
+    throw ValidationError("gdp: finetune_updates must be >= 0 (got " +
+                          std::to_string(options.finetune_updates) + ")");
+  }
+  if (options.finetune_updates > 0 && options.ppo.samples < 1) {
+    throw ValidationError("gdp: ppo.samples must be >= 1 when fine-tuning (got " +
+                          std::to_string(options.ppo.samples) + ")");
+  }
+}
+
+/// Every device must be one of the policy's max_devices.
+void check_devices_in_policy(const Problem& problem, const std::vector<int>& devices,
+                             int max_devices) {
+  for (int d : devices) {
+    if (d >= max_devices) {
+      throw ValidationError(
+          "gdp: device " + std::to_string(d) + " (" +
+          (d < problem.cluster.num_devices() ? problem.cluster.device(d).name : std::string("?")) +
+          ") is beyond the policy's " + std::to_string(max_devices) + " devices (ids 0-" +
+          std::to_string(max_devices - 1) + "); pass --devices with ids below " +
+          std::to_string(max_devices));
+    }
+  }
+}
+
+/// One placement search: the env, the best placement scored so far (with options.shape, also
+/// its shaped plan) and the result.
+class GdpPlaceRun {
+ public:
+  GdpPlaceRun(const Problem& problem, const GdpPlaceOptions& options, const SearchBudget& budget,
+              const BudgetClock& clock, const std::vector<int>& devices, int max_devices)
+      : problem_(problem),
+        options_(options),
+        budget_(budget),
+        clock_(clock),
+        env_(problem.graph, problem.cluster, problem.cost, env_options(devices, max_devices)),
+        tensors_(to_tensors(env_)),
+        rng_(budget.seed) {
+    result_.reference_time = env_.reference_time();
+  }
+  GdpPlaceRun(const GdpPlaceRun&) = delete;  // the env's score refers to this
+  GdpPlaceRun& operator=(const GdpPlaceRun&) = delete;
+
+  /// Greedy + samples from the policy as it is.
+  void zero_shot(const GdpPolicy& policy);
+  /// PPO on this graph alone, from a copy of the policy.
+  void finetune(const GdpPolicy& policy);
+  /// The best plan, predicted.
+  GdpPlaceResult finish();
+
+ private:
+  PlacementEnvOptions env_options(const std::vector<int>& devices, int max_devices) {
+    PlacementEnvOptions o;
+    o.devices = devices;
+    o.max_devices = max_devices;
+    o.colocate = options_.colocate;
+    o.oom_penalty = options_.ppo.oom_penalty;
+    o.frame = problem_.frame;
+    if (options_.shape) {
+      o.score = [this](const Plan& placement) {
+        return shaped_result(problem_, options_.shape, placement, &last_shaped_);
+      };
+    }
+    return o;
+  }
+  StepResult evaluate(std::vector<int> action);
+  bool out_of_budget() const { return clock_.exhausted(result_.evaluations); }
+
+  const Problem& problem_;
+  const GdpPlaceOptions& options_;
+  const SearchBudget& budget_;
+  const BudgetClock& clock_;
+  Plan last_shaped_;  // with options.shape: the plan of the placement env.step just scored
+  PlacementEnv env_;
+  const GraphTensors tensors_;
+  std::mt19937_64 rng_;
+  GdpPlaceResult result_;
+  Scored best_;
+  Plan best_shaped_;  // with options.shape: the plan of `best_`
+};
+
+StepResult GdpPlaceRun::evaluate(std::vector<int> action) {
+  last_shaped_ = Plan{};
+  const StepResult r = env_.step(action);
+  ++result_.evaluations;
+  Scored s{std::move(action), r.step_time, r.oom, true};
+  if (s.better_than(best_)) {
+    best_ = std::move(s);
+    best_shaped_ = std::move(last_shaped_);
+  }
+  return r;
+}
+
+void GdpPlaceRun::zero_shot(const GdpPolicy& policy) {
+  torch::NoGradGuard no_grad;
+  GdpNet net = policy.impl().net;
+  const torch::Tensor logits = net->forward(tensors_);
+  const std::vector<int> greedy = greedy_action(logits);
+  const StepResult g = evaluate(greedy);
+  result_.greedy_time = g.step_time;
+  result_.greedy_oom = g.oom;
+  if (options_.samples > 0) {
+    const torch::Tensor probs = torch::softmax(logits, -1);
+    // The samples stop at the budget (the greedy placement always runs).
+    for (int i = 0; i < options_.samples && !out_of_budget(); ++i) {
+      evaluate(sample_action(probs, rng_));
+    }
+  }
+  result_.zero_shot_time = best_.time;
+}
+
+void GdpPlaceRun::finetune(const GdpPolicy& policy) {
+  GdpPolicy tuned = policy.clone();
+  GdpNet net = tuned.impl().net;
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(options_.ppo.lr));
+  double ema = std::numeric_limits<double>::quiet_NaN();
+  const int total = options_.finetune_updates;
+  for (int u = 1; u <= total; ++u) {
+    if (out_of_budget()) break;
+    std::vector<PpoEpisode> batch(1);
+    PpoEpisode& ep = batch[0];
+    ep.tensors = &tensors_;
+    {
+      torch::NoGradGuard no_grad;
+      const torch::Tensor logits = net->forward(tensors_);
+      const torch::Tensor probs = torch::softmax(logits, -1);
+      std::vector<torch::Tensor> old;
+      for (int k = 0; k < options_.ppo.samples; ++k) {
+        ep.actions.push_back(sample_action(probs, rng_));
+        old.push_back(action_log_probs(logits, ep.actions.back()));
+      }
+      ep.old_log_probs = torch::stack(old);
+    }
+    for (const std::vector<int>& a : ep.actions) ep.rewards.push_back(evaluate(a).reward);
+    compute_advantages(batch, options_.ppo, {&ema});
+    ppo_update(net, adam, batch, options_.ppo);
+    result_.finetune_curve.push_back(best_.time);
+    if (budget_.progress) budget_.progress(u, total, "best " + format_ms(best_.time));
+  }
+}
+
+GdpPlaceResult GdpPlaceRun::finish() {
+  result_.plan = options_.shape && best_.valid && !best_shaped_.placement.empty()
+                     ? std::move(best_shaped_)
+                     : env_.to_plan(best_.action);
+  result_.plan.method = "gdp";
+  const SimResult sim = predict(problem_, &result_.plan);
+  result_.best_time = sim.step_time;
+  result_.seconds = clock_.elapsed();
+  return std::move(result_);
+}
+
 }  // namespace
 
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
@@ -127,121 +284,14 @@ void add_learned_methods(std::vector<MethodInfo>* out) {
 GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,
                          const GdpPlaceOptions& options, const SearchBudget& budget) {
   const BudgetClock clock(budget, "gdp");
-  const GdpNetConfig& net_config = policy.config();
-  if (options.samples < 0) {
-    throw ValidationError("gdp: samples must be >= 0 (got " + std::to_string(options.samples) +
-                          ")");
-  }
-  if (options.finetune_updates < 0) {
-    throw ValidationError("gdp: finetune_updates must be >= 0 (got " +
-                          std::to_string(options.finetune_updates) + ")");
-  }
-  if (options.finetune_updates > 0 && options.ppo.samples < 1) {
-    throw ValidationError("gdp: ppo.samples must be >= 1 when fine-tuning (got " +
-                          std::to_string(options.ppo.samples) + ")");
-  }
+  check_place_options(options);
   const std::vector<int> devices = problem_devices(problem);
-  for (int d : devices) {
-    if (d >= net_config.max_devices) {
-      throw ValidationError(
-          "gdp: device " + std::to_string(d) + " (" +
-          (d < problem.cluster.num_devices() ? problem.cluster.device(d).name : std::string("?")) +
-          ") is beyond the policy's " + std::to_string(net_config.max_devices) +
-          " devices (ids 0-" + std::to_string(net_config.max_devices - 1) +
-          "); pass --devices with ids below " + std::to_string(net_config.max_devices));
-    }
-  }
-
-  PlacementEnvOptions env_options;
-  env_options.devices = devices;
-  env_options.max_devices = net_config.max_devices;
-  env_options.colocate = options.colocate;
-  env_options.oom_penalty = options.ppo.oom_penalty;
-  env_options.frame = problem.frame;
-  Plan last_shaped;  // with options.shape: the plan of the placement env.step just scored
-  if (options.shape) {
-    env_options.score = [&](const Plan& placement) {
-      return shaped_result(problem, options.shape, placement, &last_shaped);
-    };
-  }
-  PlacementEnv env(problem.graph, problem.cluster, problem.cost, env_options);
-  const GraphTensors tensors = to_tensors(env);
-
-  GdpPlaceResult result;
-  result.reference_time = env.reference_time();
-  std::mt19937_64 rng(budget.seed);
-  Scored best;
-  Plan best_shaped;  // with options.shape: the plan of `best`
-  auto evaluate = [&](std::vector<int> action) {
-    last_shaped = Plan{};
-    const StepResult r = env.step(action);
-    ++result.evaluations;
-    Scored s{std::move(action), r.step_time, r.oom, true};
-    if (s.better_than(best)) {
-      best = std::move(s);
-      best_shaped = std::move(last_shaped);
-    }
-    return r;
-  };
-
-  {  // Zero-shot: greedy + samples from the policy as it is.
-    torch::NoGradGuard no_grad;
-    GdpNet net = policy.impl().net;
-    const torch::Tensor logits = net->forward(tensors);
-    const std::vector<int> greedy = greedy_action(logits);
-    const StepResult g = evaluate(greedy);
-    result.greedy_time = g.step_time;
-    result.greedy_oom = g.oom;
-    if (options.samples > 0) {
-      const torch::Tensor probs = torch::softmax(logits, -1);
-      // The samples stop at the budget (the greedy placement always runs).
-      for (int i = 0; i < options.samples && !clock.exhausted(result.evaluations); ++i) {
-        evaluate(sample_action(probs, rng));
-      }
-    }
-  }
-  result.zero_shot_time = best.time;
-
-  auto out_of_budget = [&]() { return clock.exhausted(result.evaluations); };
-
-  if (options.finetune_updates > 0) {
-    GdpPolicy tuned = policy.clone();
-    GdpNet net = tuned.impl().net;
-    torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(options.ppo.lr));
-    double ema = std::numeric_limits<double>::quiet_NaN();
-    const int total = options.finetune_updates;
-    for (int u = 1; u <= total; ++u) {
-      if (out_of_budget()) break;
-      std::vector<PpoEpisode> batch(1);
-      PpoEpisode& ep = batch[0];
-      ep.tensors = &tensors;
-      {
-        torch::NoGradGuard no_grad;
-        const torch::Tensor logits = net->forward(tensors);
-        const torch::Tensor probs = torch::softmax(logits, -1);
-        std::vector<torch::Tensor> old;
-        for (int k = 0; k < options.ppo.samples; ++k) {
-          ep.actions.push_back(sample_action(probs, rng));
-          old.push_back(action_log_probs(logits, ep.actions.back()));
-        }
-        ep.old_log_probs = torch::stack(old);
-      }
-      for (const std::vector<int>& a : ep.actions) ep.rewards.push_back(evaluate(a).reward);
-      compute_advantages(batch, options.ppo, {&ema});
-      ppo_update(net, adam, batch, options.ppo);
-      result.finetune_curve.push_back(best.time);
-      if (budget.progress) budget.progress(u, total, "best " + format_ms(best.time));
-    }
-  }
-
-  result.plan = options.shape && best.valid && !best_shaped.placement.empty()
-                    ? std::move(best_shaped)
-                    : env.to_plan(best.action);
-  result.plan.method = "gdp";
-  const SimResult sim = predict(problem, &result.plan);
-  result.best_time = sim.step_time;
-  result.seconds = clock.elapsed();
-  return result;
+  const int max_devices = policy.config().max_devices;
+  check_devices_in_policy(problem, devices, max_devices);
+  GdpPlaceRun run(problem, options, budget, clock, devices, max_devices);
+  run.zero_shot(policy);
+  if (options.finetune_updates > 0) run.finetune(policy);
+  return run.finish();
 }
 
 }  // namespace placer

@@ -168,10 +168,10 @@ Fingerprint resume_fingerprint(const GdpNetConfig& net, uint64_t seed) {
 
 }  // namespace gdp_train
 
-GdpTrainer::Impl::Impl(TrainConfig c)
-    : config(std::move(c)), run(config.output_dir), policy(initial_policy(config)) {
-  const TrainConfig& cf = config;
-  // ---- validation (ValidationError naming the key) ----
+namespace {
+
+/// The config's sizes, counts and names (ValidationError naming the key).
+void check_config(const TrainConfig& cf) {
   if (cf.corpus.empty()) throw ValidationError("corpus: required (a *.corpus.yaml manifest)");
   if (cf.clusters.empty()) throw ValidationError("clusters: required (at least one cluster file)");
   if (cf.updates < 1) {
@@ -234,22 +234,25 @@ GdpTrainer::Impl::Impl(TrainConfig c)
   if (cf.device != "cpu" && cf.device != "cuda") {
     throw ValidationError("device: unknown device '" + cf.device + "' (use cpu or cuda)");
   }
-  if (cf.device == "cuda") {
-    // The network, the optimizer state and the batch tensors go to the GPU of this rank's
-    // local rank; the simulator and the sampling stay on the CPU (docs/distributed.md).
-    if (!torch::cuda::is_available()) {
-      throw ValidationError(
-          "device: cuda is not available in this build (LibTorch without CUDA, or no GPU "
-          "visible); train with device cpu (docs/distributed.md)");
-    }
-    const int gpus = static_cast<int>(torch::cuda::device_count());
-    const int local = std::max(0, resolve_dist(cf.dist).local_rank);
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local % std::max(1, gpus)));
+}
+
+/// Where the network, the optimizer state and the batch tensors go: the CPU, or with device
+/// cuda the GPU of this rank's local rank; the simulator and the sampling stay on the CPU
+/// (docs/distributed.md).
+torch::Device training_device(const TrainConfig& cf) {
+  if (cf.device != "cuda") return torch::Device(torch::kCPU);
+  if (!torch::cuda::is_available()) {
+    throw ValidationError(
+        "device: cuda is not available in this build (LibTorch without CUDA, or no GPU "
+        "visible); train with device cpu (docs/distributed.md)");
   }
-  if (!parse_optimizer(cf.optimizer, &training.optimizer)) {
-    throw ValidationError("optimizer: unknown optimizer '" + cf.optimizer +
-                          "' (use sgd, momentum or adam)");
-  }
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  const int local = std::max(0, resolve_dist(cf.dist).local_rank);
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local % std::max(1, gpus)));
+}
+
+/// The reference and baseline methods exist and are not gdp itself.
+void check_judges(const TrainConfig& cf) {
   for (const auto* list : {&cf.reference_methods, &cf.eval_baselines}) {
     const char* key = list == &cf.reference_methods ? "reference_methods" : "eval_baselines";
     for (const std::string& m : *list) {
@@ -263,34 +266,27 @@ GdpTrainer::Impl::Impl(TrainConfig c)
       }
     }
   }
-  if (!cf.init_policy.empty()) {
-    GdpPolicy init = GdpPolicy::load(cf.init_policy);
-    if (init.config() != cf.net) {
-      throw ValidationError("init_policy: " + cf.init_policy +
-                            " has different network sizes than the config's net");
-    }
-    policy = std::move(init);
-  }
+}
 
-  // ---- corpus and clusters ----
-  corpus = load_corpus(cf.corpus);
-  auto keep = [&](const CorpusEntry& e) {
-    if (cf.tags.empty()) return true;
-    return std::any_of(cf.tags.begin(), cf.tags.end(),
-                       [&](const std::string& t) { return e.has_tag(t); });
-  };
-  for (size_t i : corpus.train()) {
-    if (keep(corpus.entries[i])) train_entries.push_back(i);
+/// The entries of `ids` that carry one of the config's tags (all when it names none).
+std::vector<size_t> tagged_entries(const Corpus& corpus, const std::vector<size_t>& ids,
+                                   const std::vector<std::string>& tags) {
+  std::vector<size_t> out;
+  for (size_t i : ids) {
+    const CorpusEntry& e = corpus.entries[i];
+    if (tags.empty() ||
+        std::any_of(tags.begin(), tags.end(), [&](const std::string& t) { return e.has_tag(t); })) {
+      out.push_back(i);
+    }
   }
-  for (size_t i : corpus.val()) {
-    if (keep(corpus.entries[i])) val_entries.push_back(i);
-  }
-  if (train_entries.empty()) {
-    throw ValidationError("corpus: " + cf.corpus + " has no train entries" +
-                          (cf.tags.empty() ? std::string() : " with the given tags"));
-  }
+  return out;
+}
+
+/// The config's clusters with their cost models; each must hold every device count.
+std::vector<ClusterSlot> load_clusters(const TrainConfig& cf) {
   const CostProfile profile =
       cf.profile.empty() ? default_profile() : load_cost_profile(cf.profile);
+  std::vector<ClusterSlot> clusters;
   std::set<std::string> keys;
   for (const std::string& path : cf.clusters) {
     ClusterSlot s;
@@ -310,41 +306,82 @@ GdpTrainer::Impl::Impl(TrainConfig c)
     s.cost = std::make_unique<CostModel>(s.cluster, profile);
     clusters.push_back(std::move(s));
   }
+  return clusters;
+}
+
+Instance make_instance(const Corpus& corpus, const std::vector<ClusterSlot>& clusters, size_t entry,
+                       int c, int k, int m) {
+  return Instance{entry, c, k, m,
+                  corpus.entries[entry].name + "@" + clusters[size_t(c)].key + ":" +
+                      std::to_string(k) + (m > 1 ? "/m" + std::to_string(m) : "")};
+}
+
+}  // namespace
+
+GdpTrainer::Impl::Impl(TrainConfig c)
+    : config(std::move(c)), run(config.output_dir), policy(initial_policy(config)) {
+  const TrainConfig& cf = config;
+  check_config(cf);
+  device = training_device(cf);
+  if (!parse_optimizer(cf.optimizer, &training.optimizer)) {
+    throw ValidationError("optimizer: unknown optimizer '" + cf.optimizer +
+                          "' (use sgd, momentum or adam)");
+  }
+  check_judges(cf);
+  if (!cf.init_policy.empty()) {
+    GdpPolicy init = GdpPolicy::load(cf.init_policy);
+    if (init.config() != cf.net) {
+      throw ValidationError("init_policy: " + cf.init_policy +
+                            " has different network sizes than the config's net");
+    }
+    policy = std::move(init);
+  }
+
+  corpus = load_corpus(cf.corpus);
+  train_entries = tagged_entries(corpus, corpus.train(), cf.tags);
+  val_entries = tagged_entries(corpus, corpus.val(), cf.tags);
+  if (train_entries.empty()) {
+    throw ValidationError("corpus: " + cf.corpus + " has no train entries" +
+                          (cf.tags.empty() ? std::string() : " with the given tags"));
+  }
+  clusters = load_clusters(cf);
   if (on_gpu()) policy.impl().net->to(device);
   adam = std::make_unique<torch::optim::Adam>(policy.impl().net->parameters(),
                                               torch::optim::AdamOptions(cf.ppo.lr));
-
-  // ---- instances ----
-  auto make = [&](size_t entry, int c, int k, int m) {
-    return Instance{entry, c, k, m,
-                    corpus.entries[entry].name + "@" + clusters[size_t(c)].key + ":" +
-                        std::to_string(k) + (m > 1 ? "/m" + std::to_string(m) : "")};
-  };
   for (size_t e : train_entries) {
-    for (size_t c = 0; c < clusters.size(); ++c) {
+    for (size_t ci = 0; ci < clusters.size(); ++ci) {
       for (int k : cf.device_counts) {
-        for (int m : cf.micro_batches) train_instances.push_back(make(e, int(c), k, m));
+        for (int m : cf.micro_batches) {
+          train_instances.push_back(make_instance(corpus, clusters, e, int(ci), k, m));
+        }
       }
     }
   }
+  setup_distribution();
+  order_val_instances();
+}
 
-  // ---- distribution ----
-  setup = resolve_dist(cf.dist);
-  threads = resolve_threads(cf.threads);
-  shards = cf.dist.shards > 0 ? cf.dist.shards : setup.world_size;
+void GdpTrainer::Impl::setup_distribution() {
+  setup = resolve_dist(config.dist);
+  threads = resolve_threads(config.threads);
+  shards = config.dist.shards > 0 ? config.dist.shards : setup.world_size;
   for (int s = setup.rank; s < shards; s += setup.world_size) my_shards.push_back(s);
   if (setup.world_size > 1) {
-    group = std::make_unique<DistGroup>(setup, cf.dist.timeout_seconds, device);
+    group = std::make_unique<DistGroup>(setup, config.dist.timeout_seconds, device);
   }
-  // Validation order: every graph once before any repeats, cycling through the
-  // (cluster, device count, micro-batches) combinations, so the first few instances are
-  // diverse.
-  const size_t K = cf.device_counts.size(), M = cf.micro_batches.size();
+}
+
+void GdpTrainer::Impl::order_val_instances() {
+  // Every graph once before any repeats, cycling through the (cluster, device count,
+  // micro-batches) combinations, so the first few instances are diverse.
+  const std::vector<int>& counts = config.device_counts;
+  const std::vector<int>& micro = config.micro_batches;
+  const size_t K = counts.size(), M = micro.size();
   const size_t E = val_entries.size(), CKM = clusters.size() * K * M;
   for (size_t j = 0; j < E * CKM; ++j) {
     const size_t e = j % E, ckm = (e + j / E) % CKM;
-    val_instances.push_back(make(val_entries[e], int(ckm / (K * M)), cf.device_counts[ckm / M % K],
-                                 cf.micro_batches[ckm % M]));
+    val_instances.push_back(make_instance(corpus, clusters, val_entries[e], int(ckm / (K * M)),
+                                          counts[ckm / M % K], micro[ckm % M]));
   }
 }
 

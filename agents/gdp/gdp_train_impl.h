@@ -252,6 +252,8 @@ std::pair<std::string, double> best_classical(const Graph& g, const ClusterSlot&
 /// What a resumed run must share with its checkpoint: the network sizes and the seed.
 Fingerprint resume_fingerprint(const GdpNetConfig& net, uint64_t seed);
 
+struct EvalCandidate;  // one validation instance of an evaluation pass (gdp_train_loop.cpp)
+
 constexpr size_t kMaxLiveEnvs = 128;
 constexpr size_t kMaxCachedGraphs = 128;
 
@@ -305,6 +307,10 @@ struct GdpTrainer::Impl {
   torch::Device device{torch::kCPU};
 
   explicit Impl(TrainConfig c);
+  /// The process group, threads and this rank's shards (docs/distributed.md).
+  void setup_distribution();
+  /// val_instances in evaluation order.
+  void order_val_instances();
   bool on_gpu() const { return !device.is_cpu(); }
   /// Runs `fn` with the network and the optimizer state on the CPU (checkpoints, resume),
   /// moving them back to `device` afterwards (also when fn throws).
@@ -361,6 +367,15 @@ struct GdpTrainer::Impl {
   TrainUpdateStats run_update(int64_t u);
   TrainUpdateStats run_imitation(int64_t u);
   TrainEvalStats evaluate();
+  /// This rank's candidates of an evaluation pass from position `next` on (`rounds` of
+  /// them), with their envs, greedy placements and samples.
+  std::vector<EvalCandidate> eval_candidates(size_t next, size_t rounds, uint64_t eval_seed);
+  /// Times a candidate's placements (and the best classical placer, unless cached).
+  void simulate_candidate(EvalCandidate& c) const;
+  /// The rows of every rank's candidates, in candidate order; false where skipped.
+  std::vector<std::pair<bool, TrainEvalRow>> gather_eval_rows(
+      const std::vector<EvalCandidate>& mine) const;
+  void log_eval(const TrainEvalStats& out) const;
   PpoStats dist_ppo_update(std::vector<PpoEpisode>& batch, double global_episodes);
   void append_log(const Json& line) const;
   PolicyMeta make_meta();

@@ -239,45 +239,153 @@ PpoStats GdpTrainer::Impl::dist_ppo_update(std::vector<PpoEpisode>& batch,
   return stats;
 }
 
+namespace gdp_train {
+
+/// One validation candidate (position j of the evaluation order) of this rank.
+struct EvalCandidate {
+  size_t j = 0;
+  LiveEnv* live = nullptr;  // null: skipped (graph over max_ops) or beyond the order
+  bool need_classical = false;
+  std::pair<std::string, double> classical;
+  std::vector<int> greedy;
+  std::vector<std::vector<int>> samples;
+  int64_t simulations = 0;
+  TrainEvalRow row;
+};
+
+}  // namespace gdp_train
+
+namespace {
+
+/// A candidate's row as the ranks exchange it (null when skipped).
+Json candidate_json(const EvalCandidate& c) {
+  if (c.live == nullptr) return Json(nullptr);
+  const TrainEvalRow& r = c.row;
+  return Json{{"instance", r.instance},
+              {"reference_time", r.reference_time},
+              {"best_classical", r.best_classical},
+              {"best_classical_time", r.best_classical_time},
+              {"greedy_time", num(r.greedy_time)},
+              {"sampled_time", num(r.sampled_time)}};
+}
+
+TrainEvalRow eval_row_from_json(const Json& r) {
+  auto dbl = [&](const char* k) {
+    return r.at(k).is_null() ? std::numeric_limits<double>::infinity() : r.at(k).get<double>();
+  };
+  TrainEvalRow row;
+  row.instance = r.at("instance").get<std::string>();
+  row.reference_time = dbl("reference_time");
+  row.best_classical = r.at("best_classical").get<std::string>();
+  row.best_classical_time = dbl("best_classical_time");
+  row.greedy_time = dbl("greedy_time");
+  row.sampled_time = dbl("sampled_time");
+  return row;
+}
+
+}  // namespace
+
+std::vector<EvalCandidate> GdpTrainer::Impl::eval_candidates(size_t next, size_t rounds,
+                                                             uint64_t eval_seed) {
+  const size_t W = size_t(world());
+  std::vector<EvalCandidate> mine(rounds);
+  std::vector<const Instance*> insts;
+  for (size_t k = 0; k < rounds; ++k) {
+    mine[k].j = next + k * W + size_t(setup.rank);
+    if (mine[k].j < val_instances.size()) insts.push_back(&val_instances[mine[k].j]);
+  }
+  const std::vector<LiveEnv*> lives = envs_of(insts);
+  for (size_t k = 0; k < insts.size(); ++k) {
+    EvalCandidate& c = mine[k];  // the candidates in range come first
+    c.live = lives[k];
+    if (c.live == nullptr) continue;
+    const Instance& inst = val_instances[c.j];
+    c.row.instance = inst.key;
+    c.row.reference_time = c.live->env->reference_time();
+    auto cl = classical.find(inst.key);
+    c.need_classical = cl == classical.end();
+    if (!c.need_classical) c.classical = cl->second;
+    torch::NoGradGuard no_grad;
+    const torch::Tensor logits = policy.impl().net->forward(c.live->tensors);
+    c.greedy = greedy_action(logits);
+    if (config.eval_samples > 0) {
+      std::mt19937_64 rng(splitmix64(eval_seed + c.j));
+      const torch::Tensor probs = torch::softmax(logits, -1);
+      for (int s = 0; s < config.eval_samples; ++s) c.samples.push_back(sample_action(probs, rng));
+    }
+  }
+  return mine;
+}
+
+void GdpTrainer::Impl::simulate_candidate(EvalCandidate& c) const {
+  if (c.live == nullptr) return;
+  PlacementEnv& env = *c.live->env;
+  if (c.need_classical) {
+    const Instance& inst = val_instances[c.j];
+    PlanFrame frame;
+    frame.micro_batches = inst.micro_batches;
+    c.classical = best_classical(*c.live->graph, clusters[size_t(inst.cluster)],
+                                 env.allowed_devices(), frame, config);
+  }
+  c.row.best_classical = c.classical.first;
+  c.row.best_classical_time = c.classical.second;
+  Outcome sampled;
+  const StepResult g = env.step(c.greedy);
+  ++c.simulations;
+  c.row.greedy_time = g.step_time;
+  sampled.consider(g.step_time, g.oom);
+  for (const std::vector<int>& a : c.samples) {
+    const StepResult r = env.step(a);
+    ++c.simulations;
+    sampled.consider(r.step_time, r.oom);
+  }
+  c.row.sampled_time = sampled.time;
+}
+
+std::vector<std::pair<bool, TrainEvalRow>> GdpTrainer::Impl::gather_eval_rows(
+    const std::vector<EvalCandidate>& mine) const {
+  // The pass's rows in candidate order (round k, then rank).
+  std::vector<std::pair<bool, TrainEvalRow>> rows;
+  if (!group) {
+    for (const EvalCandidate& c : mine) rows.emplace_back(c.live != nullptr, c.row);
+    return rows;
+  }
+  Json jm = Json::array();
+  for (const EvalCandidate& c : mine) jm.push_back(candidate_json(c));
+  const std::vector<std::string> texts = group->allgather(jm.dump());
+  std::vector<Json> theirs;
+  for (const std::string& text : texts) theirs.push_back(Json::parse(text));
+  for (size_t k = 0; k < mine.size(); ++k) {
+    for (size_t r = 0; r < size_t(world()); ++r) {
+      const Json& row = theirs[r].at(k);
+      rows.emplace_back(!row.is_null(), row.is_null() ? TrainEvalRow{} : eval_row_from_json(row));
+    }
+  }
+  return rows;
+}
+
+void GdpTrainer::Impl::log_eval(const TrainEvalStats& out) const {
+  Json rows = Json::array();
+  for (const TrainEvalRow& r : out.rows) {
+    rows.push_back({{"instance", r.instance},
+                    {"reference_time", num(r.reference_time)},
+                    {"best_classical", r.best_classical},
+                    {"best_classical_time", num(r.best_classical_time)},
+                    {"greedy_time", num(r.greedy_time)},
+                    {"sampled_time", num(r.sampled_time)}});
+  }
+  append_log({{"type", "eval"},
+              {"update", out.update},
+              {"geomean_vs_classical", num(out.geomean_vs_classical)},
+              {"geomean_greedy_vs_classical", num(out.geomean_greedy_vs_classical)},
+              {"rows", rows}});
+}
+
 TrainEvalStats GdpTrainer::Impl::evaluate() {
   TrainEvalStats out;
   out.update = updates_done;
   const uint64_t eval_seed = stream_seed(config.seed, updates_done, kEvalStream);
   std::vector<double> sampled_ratio, greedy_ratio;
-  // One validation candidate (position j of the evaluation order) of this rank.
-  struct Candidate {
-    size_t j = 0;
-    LiveEnv* live = nullptr;  // null: skipped (graph over max_ops) or beyond the order
-    bool need_classical = false;
-    std::pair<std::string, double> classical;
-    std::vector<int> greedy;
-    std::vector<std::vector<int>> samples;
-    int64_t simulations = 0;
-    TrainEvalRow row;
-  };
-  auto to_json = [](const Candidate& c) {
-    if (c.live == nullptr) return Json(nullptr);
-    const TrainEvalRow& r = c.row;
-    return Json{{"instance", r.instance},
-                {"reference_time", r.reference_time},
-                {"best_classical", r.best_classical},
-                {"best_classical_time", r.best_classical_time},
-                {"greedy_time", num(r.greedy_time)},
-                {"sampled_time", num(r.sampled_time)}};
-  };
-  auto from_json = [](const Json& r) {
-    auto dbl = [&](const char* k) {
-      return r.at(k).is_null() ? std::numeric_limits<double>::infinity() : r.at(k).get<double>();
-    };
-    TrainEvalRow row;
-    row.instance = r.at("instance").get<std::string>();
-    row.reference_time = dbl("reference_time");
-    row.best_classical = r.at("best_classical").get<std::string>();
-    row.best_classical_time = dbl("best_classical_time");
-    row.greedy_time = dbl("greedy_time");
-    row.sampled_time = dbl("sampled_time");
-    return row;
-  };
   // Sharded: the candidates are taken in rounds of `world`, rank r evaluating the r-th of each
   // round, and the rows are gathered in candidate order, so the table does not depend on the
   // world size. Each pass takes as many rounds as rows are still missing could fill at most
@@ -288,80 +396,14 @@ TrainEvalStats GdpTrainer::Impl::evaluate() {
   const size_t W = size_t(world()), wanted = size_t(config.eval_instances);
   for (size_t next = 0; out.rows.size() < wanted && next < val_instances.size();) {
     const size_t rounds = (wanted - out.rows.size() + W - 1) / W;
-    std::vector<Candidate> mine(rounds);
-    std::vector<const Instance*> insts;
-    for (size_t k = 0; k < rounds; ++k) {
-      mine[k].j = next + k * W + size_t(setup.rank);
-      if (mine[k].j < val_instances.size()) insts.push_back(&val_instances[mine[k].j]);
-    }
-    const std::vector<LiveEnv*> lives = envs_of(insts);
-    for (size_t k = 0; k < insts.size(); ++k) {
-      Candidate& c = mine[k];  // the candidates in range come first
-      c.live = lives[k];
-      if (c.live == nullptr) continue;
-      const Instance& inst = val_instances[c.j];
-      c.row.instance = inst.key;
-      c.row.reference_time = c.live->env->reference_time();
-      auto cl = classical.find(inst.key);
-      c.need_classical = cl == classical.end();
-      if (!c.need_classical) c.classical = cl->second;
-      torch::NoGradGuard no_grad;
-      const torch::Tensor logits = policy.impl().net->forward(c.live->tensors);
-      c.greedy = greedy_action(logits);
-      if (config.eval_samples > 0) {
-        std::mt19937_64 rng(splitmix64(eval_seed + c.j));
-        const torch::Tensor probs = torch::softmax(logits, -1);
-        for (int k2 = 0; k2 < config.eval_samples; ++k2) c.samples.push_back(sample_action(probs, rng));
-      }
-    }
-    parallel_for(mine.size(), threads, [&](size_t k) {
-      Candidate& c = mine[k];
-      if (c.live == nullptr) return;
-      PlacementEnv& env = *c.live->env;
-      if (c.need_classical) {
-        const Instance& inst = val_instances[c.j];
-        PlanFrame frame;
-        frame.micro_batches = inst.micro_batches;
-        c.classical = best_classical(*c.live->graph, clusters[size_t(inst.cluster)],
-                                     env.allowed_devices(), frame, config);
-      }
-      c.row.best_classical = c.classical.first;
-      c.row.best_classical_time = c.classical.second;
-      Outcome sampled;
-      const StepResult g = env.step(c.greedy);
-      ++c.simulations;
-      c.row.greedy_time = g.step_time;
-      sampled.consider(g.step_time, g.oom);
-      for (const std::vector<int>& a : c.samples) {
-        const StepResult r = env.step(a);
-        ++c.simulations;
-        sampled.consider(r.step_time, r.oom);
-      }
-      c.row.sampled_time = sampled.time;
-    });
-    for (const Candidate& c : mine) {
+    std::vector<EvalCandidate> mine = eval_candidates(next, rounds, eval_seed);
+    parallel_for(mine.size(), threads, [&](size_t k) { simulate_candidate(mine[k]); });
+    for (const EvalCandidate& c : mine) {
       if (c.live == nullptr) continue;
       if (c.need_classical) classical.emplace(c.row.instance, c.classical);
       evaluations += c.simulations;
     }
-    // The pass's rows in candidate order (round k, then rank).
-    std::vector<std::pair<bool, TrainEvalRow>> rows;
-    if (!group) {
-      for (const Candidate& c : mine) rows.emplace_back(c.live != nullptr, c.row);
-    } else {
-      Json jm = Json::array();
-      for (const Candidate& c : mine) jm.push_back(to_json(c));
-      const std::vector<std::string> texts = group->allgather(jm.dump());
-      std::vector<Json> theirs;
-      for (const std::string& text : texts) theirs.push_back(Json::parse(text));
-      for (size_t k = 0; k < rounds; ++k) {
-        for (size_t r = 0; r < W; ++r) {
-          const Json& row = theirs[r].at(k);
-          rows.emplace_back(!row.is_null(), row.is_null() ? TrainEvalRow{} : from_json(row));
-        }
-      }
-    }
-    for (auto& [ok, row] : rows) {
+    for (auto& [ok, row] : gather_eval_rows(mine)) {
       if (!ok || out.rows.size() >= wanted) continue;
       if (row.best_classical_time > 0) {
         sampled_ratio.push_back(row.sampled_time / row.best_classical_time);
@@ -378,21 +420,7 @@ TrainEvalStats GdpTrainer::Impl::evaluate() {
   out.geomean_vs_classical = geomean(sampled_ratio);
   out.geomean_greedy_vs_classical = geomean(greedy_ratio);
   trim_caches();
-
-  Json rows = Json::array();
-  for (const TrainEvalRow& r : out.rows) {
-    rows.push_back({{"instance", r.instance},
-                    {"reference_time", num(r.reference_time)},
-                    {"best_classical", r.best_classical},
-                    {"best_classical_time", num(r.best_classical_time)},
-                    {"greedy_time", num(r.greedy_time)},
-                    {"sampled_time", num(r.sampled_time)}});
-  }
-  append_log({{"type", "eval"},
-              {"update", out.update},
-              {"geomean_vs_classical", num(out.geomean_vs_classical)},
-              {"geomean_greedy_vs_classical", num(out.geomean_greedy_vs_classical)},
-              {"rows", rows}});
+  log_eval(out);
   return out;
 }
 

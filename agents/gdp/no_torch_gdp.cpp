@@ -1,11 +1,9 @@
-// Stand-in for the learned placers when the project is built without LibTorch
-// (-DPLACER_WITH_TORCH=OFF or no libtorch-dev): every entry point says so clearly.
+// Stand-in for the GDP placer and its training when the project is built without LibTorch
+// (-DPLACER_WITH_TORCH=OFF or no libtorch-dev): every entry point says so clearly. The other
+// families' stand-ins are in their folders' no_torch_*.cpp.
 
-#include "agents/gdp/gdp.h"
 #include "agents/api/methods.h"
-#include "agents/rainbow/rainbow_3d.h"
-#include "agents/rainbow/rainbow_opp.h"
-#include "agents/rainbow/rainbow_pp.h"
+#include "agents/gdp/gdp.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -59,19 +57,8 @@ size_t GdpTrainer::num_train_instances() const { no_torch(); }
 size_t GdpTrainer::num_val_instances() const { no_torch(); }
 std::string GdpTrainer::dist_backend() const { no_torch(); }
 
-// Without LibTorch no learned method is registered (`placer place --method gdp` then names
+// Without LibTorch the gdp method is not registered (`placer place --method gdp` then names
 // the known methods).
 void add_learned_methods(std::vector<MethodInfo>*) {}
-void add_rainbow_methods(std::vector<MethodInfo>*) {}
-void add_rainbow_opp_methods(std::vector<MethodInfo>*) {}
-void add_rainbow_3d_methods(std::vector<MethodInfo>*) {}
-SearchOutcome Rainbow3DPlacer::search_outcome(const Problem&, const SearchBudget&) { no_torch(); }
-
-std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions&) { no_torch(); }
-RainbowOppReport rainbow_opp_search(const Problem&, const SearchBudget&,
-                                    const RainbowOppOptions&) {
-  no_torch();
-}
-std::unique_ptr<Placer> make_rainbow_opp_placer(const RainbowOppOptions&) { no_torch(); }
 
 }  // namespace placer

@@ -148,6 +148,149 @@ TrainState load_checkpoint(const std::string& path, PlacetoNet& net, torch::opti
   return st;
 }
 
+void check_train_config(const PlacetoTrainConfig& cfg) {
+  check_net_config(cfg.net, "placeto train: ");
+  check_rl_mdp(cfg.rl, cfg.mdp, "placeto train: ");
+  if (cfg.graphs < 1) throw ValidationError("placeto train: graphs must be >= 1");
+  if (cfg.updates < 0) throw ValidationError("placeto train: updates must be >= 0");
+  if (cfg.checkpoint_every < 1)
+    throw ValidationError("placeto train: checkpoint_every must be >= 1");
+  check_devices(cfg.devices, cfg.net.max_devices, "placeto train: ");
+  check_family_ranges(cfg.family, cfg.ranges);
+  if ((cfg.resume || cfg.resumable) && cfg.output_dir.empty())
+    throw ValidationError("placeto train: resume / resumable need an output_dir");
+}
+
+/// A fresh network from the config's seed, in training mode.
+PlacetoNet seeded_net(const PlacetoTrainConfig& cfg) {
+  torch::manual_seed(cfg.seed);
+  PlacetoNet net(net_options(cfg.net));
+  net->train();
+  return net;
+}
+
+/// The network, its optimizer and the generator of one training run over its instances,
+/// with the run's checkpoints and log lines.
+class PlacetoTraining {
+ public:
+  PlacetoTraining(const PlacetoTrainConfig& cfg, const Cluster& cluster, const TrainingRun& run,
+                  std::vector<std::unique_ptr<Instance>>& instances, Clock::time_point t0)
+      : cfg_(cfg),
+        cluster_(cluster),
+        run_(run),
+        instances_(instances),
+        t0_(t0),
+        net_(seeded_net(cfg)),
+        adam_(net_->parameters(), torch::optim::AdamOptions(cfg.rl.lr)),
+        rng_(cfg.seed),
+        fingerprint_(train_fingerprint(cfg, cluster)) {}
+
+  /// With cfg.resume, restores the checkpoint; the updates done before (0 without).
+  int64_t resume();
+  /// Simulator runs of all instances so far.
+  int64_t evaluations() const;
+  /// Training seconds, the resumed run's included.
+  double run_seconds() const { return seconds_before_ + seconds_since(t0_); }
+  /// One REINFORCE update on the update's graph; logged when `logged`.
+  PlacetoTrainUpdate update(int64_t u, bool logged);
+  /// Writes the policy to `policy_path` (and, resumable, the checkpoint); nothing without an
+  /// output_dir.
+  void checkpoint(int64_t updates, const std::string& policy_path);
+
+ private:
+  const PlacetoTrainConfig& cfg_;
+  const Cluster& cluster_;
+  const TrainingRun& run_;
+  std::vector<std::unique_ptr<Instance>>& instances_;
+  const Clock::time_point t0_;
+  PlacetoNet net_;
+  torch::optim::Adam adam_;
+  std::mt19937_64 rng_;
+  const Fingerprint fingerprint_;
+  double seconds_before_ = 0;
+};
+
+int64_t PlacetoTraining::resume() {
+  if (!cfg_.resume) return 0;
+  const std::string checkpoint_path = run_.checkpoint_file();
+  const TrainState state = load_checkpoint(checkpoint_path, net_, adam_, fingerprint_, instances_);
+  std::istringstream in(state.rng);
+  in >> rng_;
+  if (in.fail()) {
+    throw FormatError(
+        format_context(checkpoint_path + ".meta.json", "rng", "not a generator state"));
+  }
+  seconds_before_ = state.seconds;
+  return state.update;
+}
+
+int64_t PlacetoTraining::evaluations() const {
+  int64_t n = 0;
+  for (const auto& in : instances_) n += in->evaluations;
+  return n;
+}
+
+PlacetoTrainUpdate PlacetoTraining::update(int64_t u, bool logged) {
+  const auto tu = Clock::now();
+  const int64_t evals_before = evaluations();
+  const size_t gi = size_t((u - 1) % cfg_.graphs);
+  Instance& in = *instances_[gi];
+  Rollout r = rollout(in, net_, cfg_.rl.episodes, false, rng_);
+  const UpdateStats st = reinforce(in, net_, adam_, r, cfg_.rl);
+  PlacetoTrainUpdate rec;
+  rec.update = u;
+  rec.total = cfg_.updates;
+  rec.graph = int(gi);
+  rec.mean_return = st.mean_return;
+  rec.entropy = st.entropy;
+  rec.loss = st.loss;
+  rec.grad_norm = st.grad_norm;
+  rec.best_ratio = in.best_time / in.env().reference_time();
+  rec.evaluations = evaluations();
+  rec.update_evaluations = rec.evaluations - evals_before;
+  rec.update_seconds = seconds_since(tu);
+  if (logged) {
+    Json line = {{"type", "update"},
+                 {"update", u},
+                 {"graph", gi},
+                 {"mean_return", st.mean_return},
+                 {"entropy", st.entropy},
+                 {"loss", st.loss},
+                 {"grad_norm", st.grad_norm},
+                 {"best_ratio", rec.best_ratio},
+                 {"evaluations", rec.evaluations},
+                 {"seconds", run_seconds()}};
+    run_.append_log(line.dump());
+  }
+  return rec;
+}
+
+void PlacetoTraining::checkpoint(int64_t updates, const std::string& policy_path) {
+  if (cfg_.output_dir.empty()) return;
+  PlacetoPolicyMeta m;
+  m.net = cfg_.net;
+  m.updates = updates;
+  m.seed = cfg_.seed;
+  m.family = cfg_.family;
+  m.graphs = cfg_.graphs;
+  m.first_seed = cfg_.first_seed;
+  m.groups = cfg_.mdp.groups;
+  m.reward = to_string(cfg_.mdp.reward);
+  m.cluster = cluster_.name;
+  m.evaluations = evaluations();
+  m.train_seconds = run_seconds();
+  save_policy(policy_path, net_, m);
+  if (cfg_.resumable) {
+    TrainState st;
+    st.update = updates;
+    st.seconds = m.train_seconds;
+    std::ostringstream r;
+    r << rng_;
+    st.rng = r.str();
+    save_checkpoint(run_.checkpoint_file(), net_, adam_, fingerprint_, st, instances_);
+  }
+}
+
 }  // namespace
 
 PlacetoTrainResult placeto_train(
@@ -167,17 +310,8 @@ PlacetoTrainResult placeto_train(
 PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& cluster,
                                  const CostModel& cost, const PlacetoTrainCallbacks& cb) {
   const auto t0 = Clock::now();
-  check_net_config(cfg.net, "placeto train: ");
-  check_rl_mdp(cfg.rl, cfg.mdp, "placeto train: ");
-  if (cfg.graphs < 1) throw ValidationError("placeto train: graphs must be >= 1");
-  if (cfg.updates < 0) throw ValidationError("placeto train: updates must be >= 0");
-  if (cfg.checkpoint_every < 1) throw ValidationError("placeto train: checkpoint_every must be >= 1");
-  check_devices(cfg.devices, cfg.net.max_devices, "placeto train: ");
-  check_family_ranges(cfg.family, cfg.ranges);
-  if ((cfg.resume || cfg.resumable) && cfg.output_dir.empty())
-    throw ValidationError("placeto train: resume / resumable need an output_dir");
+  check_train_config(cfg);
   const TrainingRun run(cfg.output_dir);  // used when output_dir is set
-  const std::string checkpoint_path = run.checkpoint_file();
   if (cfg.resume) run.checkpoint_to_resume();
   auto stop = [&cb] { return cb.should_stop && cb.should_stop(); };
 
@@ -195,116 +329,40 @@ PlacetoTrainResult placeto_train(const PlacetoTrainConfig& cfg, const Cluster& c
                                       cfg.net.max_devices, cfg.rl.episodes));
     if (cb.on_prepare) cb.on_prepare(i + 1, cfg.graphs);
   }
-  torch::manual_seed(cfg.seed);
-  PlacetoNet net(net_options(cfg.net));
-  net->train();
-  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(cfg.rl.lr));
-  std::mt19937_64 rng(cfg.seed);
-  const Fingerprint fingerprint = train_fingerprint(cfg, cluster);
-  TrainState state;
-  if (cfg.resume) {
-    state = load_checkpoint(checkpoint_path, net, adam, fingerprint, instances);
-    std::istringstream in(state.rng);
-    in >> rng;
-    if (in.fail()) {
-      throw FormatError(format_context(checkpoint_path + ".meta.json", "rng",
-                                       "not a generator state"));
-    }
-    res.start_update = state.update;
-  }
-  if (cb.on_start) cb.on_start(state.update);
-  const double seconds_before = state.seconds;
-  auto run_seconds = [&] { return seconds_before + seconds_since(t0); };
+  PlacetoTraining training(cfg, cluster, run, instances, t0);
+  const int64_t start = training.resume();
+  if (cfg.resume) res.start_update = start;
+  if (cb.on_start) cb.on_start(start);
 
   const bool logged = !cfg.output_dir.empty();
   if (logged) {
     if (cfg.resume) {
-      run.cut_log(state.update);
+      run.cut_log(start);
     } else {
       run.clear_log();
     }
     res.policy_path = run.file("policy.pt");
   }
-  auto evaluations = [&] {
-    int64_t n = 0;
-    for (const auto& in : instances) n += in->evaluations;
-    return n;
-  };
-  auto checkpoint = [&](int64_t updates) {
-    if (cfg.output_dir.empty()) return;
-    PlacetoPolicyMeta m;
-    m.net = cfg.net;
-    m.updates = updates;
-    m.seed = cfg.seed;
-    m.family = cfg.family;
-    m.graphs = cfg.graphs;
-    m.first_seed = cfg.first_seed;
-    m.groups = cfg.mdp.groups;
-    m.reward = to_string(cfg.mdp.reward);
-    m.cluster = cluster.name;
-    m.evaluations = evaluations();
-    m.train_seconds = run_seconds();
-    save_policy(res.policy_path, net, m);
-    if (cfg.resumable) {
-      TrainState st;
-      st.update = updates;
-      st.seconds = m.train_seconds;
-      std::ostringstream r;
-      r << rng;
-      st.rng = r.str();
-      save_checkpoint(checkpoint_path, net, adam, fingerprint, st, instances);
-    }
-  };
-  res.updates = state.update;
-  int64_t written = cfg.resume ? state.update : -1;
-  for (int64_t u = state.update + 1; u <= cfg.updates; ++u) {
+  res.updates = start;
+  int64_t written = cfg.resume ? start : -1;
+  for (int64_t u = start + 1; u <= cfg.updates; ++u) {
     if (stop()) {
       res.stopped = true;
       break;
     }
-    const auto tu = Clock::now();
-    const int64_t evals_before = evaluations();
-    const size_t gi = size_t((u - 1) % cfg.graphs);
-    Instance& in = *instances[gi];
-    Rollout r = rollout(in, net, cfg.rl.episodes, false, rng);
-    const UpdateStats st = reinforce(in, net, adam, r, cfg.rl);
-    res.mean_return.push_back(st.mean_return);
+    const PlacetoTrainUpdate rec = training.update(u, logged);
+    res.mean_return.push_back(rec.mean_return);
     res.updates = u;
-    PlacetoTrainUpdate rec;
-    rec.update = u;
-    rec.total = cfg.updates;
-    rec.graph = int(gi);
-    rec.mean_return = st.mean_return;
-    rec.entropy = st.entropy;
-    rec.loss = st.loss;
-    rec.grad_norm = st.grad_norm;
-    rec.best_ratio = in.best_time / in.env().reference_time();
-    rec.evaluations = evaluations();
-    rec.update_evaluations = rec.evaluations - evals_before;
-    rec.update_seconds = seconds_since(tu);
-    if (logged) {
-      Json line = {{"type", "update"},
-                   {"update", u},
-                   {"graph", gi},
-                   {"mean_return", st.mean_return},
-                   {"entropy", st.entropy},
-                   {"loss", st.loss},
-                   {"grad_norm", st.grad_norm},
-                   {"best_ratio", rec.best_ratio},
-                   {"evaluations", rec.evaluations},
-                   {"seconds", run_seconds()}};
-      run.append_log(line.dump());
-    }
     if (u % cfg.checkpoint_every == 0) {
-      checkpoint(u);
+      training.checkpoint(u, res.policy_path);
       written = u;
     }
     if (cb.on_update) cb.on_update(rec);
   }
-  if (written != res.updates) checkpoint(res.updates);
-  res.evaluations = evaluations();
+  if (written != res.updates) training.checkpoint(res.updates, res.policy_path);
+  res.evaluations = training.evaluations();
   for (const auto& in : instances) res.best_ratio.push_back(in->best_time / in->env().reference_time());
-  res.seconds = run_seconds();
+  res.seconds = training.run_seconds();
   return res;
 }
 

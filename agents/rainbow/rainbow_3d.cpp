@@ -83,6 +83,35 @@ class Search {
         g_(problem.graph) {}
 
   Scored run() {
+    check_options();
+    devs_ = problem_devices(p_);
+    n_ = static_cast<int>(devs_.size());
+    total_ = clock_.max_runs() > 0 ? clock_.max_runs() : o_.runs;
+    batch_ = g_.batch_size();
+    for (OpId op = 0; op < g_.num_ops(); ++op) {
+      if (g_.op(op).phase == Phase::kForward) fwd_.push_back(op);
+    }
+
+    // 0. Warm start: the megatron grid's plan and shape, where the grid applies.
+    warm_start();
+    // 1. Operator sharding per TP degree (Megatron's at the warm start's degree).
+    const std::vector<int> tps = sharded_tp_degrees();
+    // 2. Shapes, probed with the balanced cuts (the warm start's shape has its plan).
+    std::vector<std::pair<Scored, Shape>> probed = probe_shapes(tps);
+    // 3. Cut search on the best shapes with a pipeline, then every other probed shape.
+    std::vector<std::pair<Scored, Shape>> finalists = search_finalists(probed);
+    // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
+    for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
+      layout(finalists[i].first, finalists[i].second, grid_ && i == 0);
+    }
+    if (!best_.valid) fail("no plan could be simulated");
+    return best_;
+  }
+
+ private:
+  bool out_of_runs() const { return used_ >= total_ || !clock_.time_left(); }
+
+  void check_options() const {
     if (!g_.is_training_step()) {
       fail(
           "the graph must be a training step (forward, backward and optimizer ops); expand it "
@@ -95,18 +124,11 @@ class Search {
     if (o_.max_tp < 1 || o_.max_pp < 1 || o_.top_shapes < 0 || o_.opp_episodes < 1) {
       fail("max_tp, max_pp and opp_episodes must be >= 1 and top_shapes >= 0");
     }
-    devs_ = problem_devices(p_);
-    n_ = static_cast<int>(devs_.size());
-    total_ = clock_.max_runs() > 0 ? clock_.max_runs() : o_.runs;
-    batch_ = g_.batch_size();
-    for (OpId op = 0; op < g_.num_ops(); ++op) {
-      if (g_.op(op).phase == Phase::kForward) fwd_.push_back(op);
-    }
+  }
 
-    // 0. Warm start: the megatron grid's plan and shape, where the grid applies.
-    warm_start();
-
-    // 1. Operator sharding per TP degree (Megatron's at the warm start's degree).
+  /// The TP degrees to try: 1, the warm start's, and every other power of two whose sharding
+  /// search (in equal shares of opp_share of the runs) found a plan.
+  std::vector<int> sharded_tp_degrees() {
     std::vector<int> tps{1};
     if (grid_ && grid_->shape.tp > 1) tps.push_back(grid_->shape.tp);
     std::vector<int> cand;
@@ -120,8 +142,12 @@ class Search {
       if (share < 4 || !clock_.time_left()) break;
       if (shard(cand[i], share)) tps.push_back(cand[i]);
     }
+    return tps;
+  }
 
-    // 2. Shapes, probed with the balanced cuts (the warm start's shape has its plan).
+  /// Every (tp, pp, virtual stages) shape but the warm start's, simulated with the balanced
+  /// cuts and the default micro-batches; best first.
+  std::vector<std::pair<Scored, Shape>> probe_shapes(const std::vector<int>& tps) {
     std::vector<std::pair<Scored, Shape>> probed;
     for (int t : tps) {
       for (int pp = 1; pp <= o_.max_pp; ++pp) {
@@ -161,9 +187,14 @@ class Search {
     }
     std::stable_sort(probed.begin(), probed.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
+    return probed;
+  }
 
-    // 3. Cut search on the best shapes with a pipeline, the warm start's shape first (it is
-    // one of the top_shapes).
+  /// The warm start's plan (its cuts searched) first, then the top_shapes best probed shapes
+  /// with a pipeline after their cut search (in equal shares of pp_share of the runs), best
+  /// first, then every other probed shape, best first.
+  std::vector<std::pair<Scored, Shape>> search_finalists(
+      const std::vector<std::pair<Scored, Shape>>& probed) {
     std::vector<std::pair<Scored, Shape>> finalists;
     const bool grid_cuts = grid_ && grid_->shape.stages() > 1 && o_.top_shapes > 0;
     std::vector<size_t> searched;  // indices into probed (their probes: the balanced cuts)
@@ -192,23 +223,13 @@ class Search {
     }
     std::stable_sort(finalists.begin() + (grid_ ? 1 : 0), finalists.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
-    // Then every other probed shape, best first.
     for (size_t i = 0; i < probed.size(); ++i) {
       if (std::find(searched.begin(), searched.end(), i) == searched.end()) {
         finalists.push_back(probed[i]);
       }
     }
-
-    // 4. Micro-batches, ZeRO-1 and recomputation, best plans first, while runs are left.
-    for (size_t i = 0; i < finalists.size() && !out_of_runs(); ++i) {
-      layout(finalists[i].first, finalists[i].second, grid_ && i == 0);
-    }
-    if (!best_.valid) fail("no plan could be simulated");
-    return best_;
+    return finalists;
   }
-
- private:
-  bool out_of_runs() const { return used_ >= total_ || !clock_.time_left(); }
 
   /// The warm start's plan (simulated again here, one probe run), shape and layout.
   struct Warm {

@@ -54,6 +54,109 @@ std::string format_ms(double seconds) {
   return buf;
 }
 
+/// The number of stages the options ask for on n devices, after checking the options
+/// (ValidationError "rainbow-pp: ...").
+int checked_stages(const RainbowPPOptions& options, const Problem& problem, int n,
+                   int64_t episodes) {
+  if (!problem.graph.is_training_step()) {
+    throw ValidationError(
+        "rainbow-pp: the graph must be a training step (forward, backward "
+        "and optimizer ops); expand it first");
+  }
+  const int stages = options.stages == 0 ? std::min(4, n) : options.stages;
+  if (stages < 2 || stages > n) {
+    throw ValidationError("rainbow-pp: stages must be in [2, " + std::to_string(n) +
+                          "] (the number of devices), got " + std::to_string(stages));
+  }
+  if (options.micro_batches < 0) {
+    throw ValidationError("rainbow-pp: micro_batches must be >= 0, got " +
+                          std::to_string(options.micro_batches));
+  }
+  if (episodes < 1) {
+    throw ValidationError("rainbow-pp: episodes must be >= 1, got " + std::to_string(episodes));
+  }
+  if (!(options.epsilon_decay_fraction > 0 && options.epsilon_decay_fraction <= 1)) {
+    throw ValidationError("rainbow-pp: epsilon_decay_fraction must be in (0, 1]");
+  }
+  if (options.search_layout && (options.layout_rounds < 1 || options.layout_top < 1)) {
+    throw ValidationError("rainbow-pp: layout_rounds and layout_top must be >= 1");
+  }
+  if (options.scope_depth < -1) {
+    throw ValidationError("rainbow-pp: scope_depth must be >= -1 (-1 = auto), got " +
+                          std::to_string(options.scope_depth));
+  }
+  return stages;
+}
+
+/// The env of `o`. Many stages over few pivots: the pivots near the center cuts may admit no
+/// cut set with a parameter op in every stage; then all pivots are searched (o.prune is
+/// cleared; throws if none does).
+std::unique_ptr<PipelineEnv> make_pipeline_env(const Problem& problem, PipelineEnvOptions& o) {
+  try {
+    return std::make_unique<PipelineEnv>(problem.graph, problem.cluster, problem.cost, o);
+  } catch (const ValidationError&) {
+    if (!o.prune) throw;
+    o.prune = false;
+    return std::make_unique<PipelineEnv>(problem.graph, problem.cluster, problem.cost, o);
+  }
+}
+
+/// The first round's env: layer boundaries as pivots, or with scope_depth -1 (auto) also
+/// sub-modules when layer boundaries are too coarse to balance this many stages. `eo` becomes
+/// the options the env was made with.
+std::unique_ptr<PipelineEnv> first_pipeline_env(const Problem& problem,
+                                                const RainbowPPOptions& options,
+                                                PipelineEnvOptions& eo) {
+  eo.scope_depth = std::max(0, options.scope_depth);
+  std::unique_ptr<PipelineEnv> env = make_pipeline_env(problem, eo);
+  if (options.scope_depth < 0 && env->num_pivots() < 4 * eo.stages) {
+    PipelineEnvOptions finer = eo;
+    finer.scope_depth = 1;
+    finer.prune = options.prune;
+    std::unique_ptr<PipelineEnv> f = make_pipeline_env(problem, finer);
+    if (f->num_pivots() > env->num_pivots()) {
+      env = std::move(f);
+      eo = finer;
+    }
+  }
+  return env;
+}
+
+/// The `top` best distinct cut sets of a round (fitting first, then faster) and the best
+/// plan's cuts.
+std::vector<std::vector<int>> top_cut_sets(
+    const std::map<std::vector<int>, PipelineStepResult>& cache, int top_count, const Best& best) {
+  std::vector<std::pair<std::vector<int>, PipelineStepResult>> ranked(cache.begin(), cache.end());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (a.second.oom != b.second.oom) return !a.second.oom;
+    return a.second.step_time < b.second.step_time;
+  });
+  std::vector<std::vector<int>> top;
+  for (const auto& [cuts, r] : ranked) {
+    if (static_cast<int>(top.size()) >= top_count) break;
+    top.push_back(cuts);
+  }
+  if (std::find(top.begin(), top.end(), best.cuts) == top.end()) top.push_back(best.cuts);
+  return top;
+}
+
+/// Layout search on `cuts`: the round's device groups, the env's best and proportional ones
+/// (and the best plan's when these are its cuts), each with every micro-batch candidate.
+void search_layouts(PipelineEnv& env, const std::vector<int>& cuts, const PipelineLayout& layout,
+                    Best& best) {
+  std::vector<std::vector<std::vector<int>>> group_sets{layout.groups, env.best_groups(cuts),
+                                                        env.proportional_groups(cuts)};
+  if (best.cuts == cuts) group_sets.push_back(best.layout.groups);
+  std::sort(group_sets.begin(), group_sets.end());
+  group_sets.erase(std::unique(group_sets.begin(), group_sets.end()), group_sets.end());
+  for (const auto& groups : group_sets) {
+    for (int m : env.micro_batch_candidates(groups)) {
+      const PipelineLayout l{groups, m};
+      best.offer(cuts, l, env.evaluate(cuts, l));
+    }
+  }
+}
+
 class RainbowPPPlacer : public Placer {
  public:
   explicit RainbowPPPlacer(RainbowPPOptions options) : options_(std::move(options)) {}
@@ -65,34 +168,9 @@ class RainbowPPPlacer : public Placer {
     const BudgetClock clock(budget, "rainbow-pp", options_.episodes,
                             BudgetClock::Default::kWithoutRunLimit);
     const std::vector<int> devices = problem_devices(problem);
-    const int n = static_cast<int>(devices.size());
-    if (!problem.graph.is_training_step()) {
-      throw ValidationError(
-          "rainbow-pp: the graph must be a training step (forward, backward "
-          "and optimizer ops); expand it first");
-    }
-    int stages = options_.stages;
-    if (stages == 0) stages = std::min(4, n);
-    if (stages < 2 || stages > n) {
-      throw ValidationError("rainbow-pp: stages must be in [2, " + std::to_string(n) +
-                            "] (the number of devices), got " + std::to_string(stages));
-    }
-    if (options_.micro_batches < 0) {
-      throw ValidationError("rainbow-pp: micro_batches must be >= 0, got " +
-                            std::to_string(options_.micro_batches));
-    }
     const int64_t episodes = clock.max_runs();
-    if (episodes < 1) {
-      throw ValidationError("rainbow-pp: episodes must be >= 1, got " + std::to_string(episodes));
-    }
-    if (!(options_.epsilon_decay_fraction > 0 && options_.epsilon_decay_fraction <= 1)) {
-      throw ValidationError("rainbow-pp: epsilon_decay_fraction must be in (0, 1]");
-    }
-
-    if (options_.search_layout && (options_.layout_rounds < 1 || options_.layout_top < 1)) {
-      throw ValidationError("rainbow-pp: layout_rounds and layout_top must be >= 1");
-    }
-
+    const int stages =
+        checked_stages(options_, problem, static_cast<int>(devices.size()), episodes);
     PipelineEnvOptions eo;
     eo.stages = stages;
     eo.micro_batches = options_.micro_batches;
@@ -100,43 +178,14 @@ class RainbowPPPlacer : public Placer {
     eo.prune = options_.prune;
     eo.prune_radius = options_.prune_radius;
     eo.simulate = false;  // terminal cut sets are simulated once, through the cache below
-    auto make_env = [&](PipelineEnvOptions& o) {
-      try {
-        return std::make_unique<PipelineEnv>(problem.graph, problem.cluster, problem.cost, o);
-      } catch (const ValidationError&) {
-        // Many stages over few pivots: the pivots near the center cuts may admit no cut set
-        // with a parameter op in every stage; search all pivots then (throws if none does).
-        if (!o.prune) throw;
-        o.prune = false;
-        return std::make_unique<PipelineEnv>(problem.graph, problem.cluster, problem.cost, o);
-      }
-    };
-    if (options_.scope_depth < -1) {
-      throw ValidationError("rainbow-pp: scope_depth must be >= -1 (-1 = auto), got " +
-                            std::to_string(options_.scope_depth));
-    }
-    eo.scope_depth = std::max(0, options_.scope_depth);
-    std::unique_ptr<PipelineEnv> env = make_env(eo);
-    if (options_.scope_depth < 0 && env->num_pivots() < 4 * stages) {
-      // Layer boundaries are too coarse to balance this many stages: sub-modules too.
-      PipelineEnvOptions finer = eo;
-      finer.scope_depth = 1;
-      finer.prune = options_.prune;
-      std::unique_ptr<PipelineEnv> f = make_env(finer);
-      if (f->num_pivots() > env->num_pivots()) {
-        env = std::move(f);
-        eo = finer;
-      }
-    }
+    std::unique_ptr<PipelineEnv> env = first_pipeline_env(problem, options_, eo);
     // Later rounds keep the first env's reference time, so rewards stay comparable.
     eo.reference_time = env->reference_time();
 
     Best best;
     int64_t evaluations = 0;
-
     const RainbowConfig cfg =
         rainbow_cut_agent_config(options_, stages, episodes, budget.seed, "rainbow-pp");
-
     // The observation size (pivots x (S + 3)) and the actions (pivots) do not depend on the
     // layout, so one agent learns across rounds.
     RainbowAgent agent(static_cast<int64_t>(env->observation().size()), env->num_pivots(), cfg);
@@ -150,7 +199,7 @@ class RainbowPPPlacer : public Placer {
         ro.devices.clear();
         ro.groups = best.layout.groups;
         ro.micro_batches = best.layout.micro_batches;
-        env = make_env(ro);
+        env = make_pipeline_env(problem, ro);
       }
       const PipelineLayout layout = env->layout();
       // Simulated cut sets of this round's layout: an episode that repeats one reuses its
@@ -182,30 +231,8 @@ class RainbowPPPlacer : public Placer {
       if (!options_.search_layout) break;
 
       // Layout search on the round's best distinct cut sets (and the best plan's cuts).
-      std::vector<std::pair<std::vector<int>, PipelineStepResult>> ranked(cache.begin(),
-                                                                            cache.end());
-      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-        if (a.second.oom != b.second.oom) return !a.second.oom;
-        return a.second.step_time < b.second.step_time;
-      });
-      std::vector<std::vector<int>> top;
-      for (const auto& [cuts, r] : ranked) {
-        if (static_cast<int>(top.size()) >= options_.layout_top) break;
-        top.push_back(cuts);
-      }
-      if (std::find(top.begin(), top.end(), best.cuts) == top.end()) top.push_back(best.cuts);
-      for (const std::vector<int>& cuts : top) {
-        std::vector<std::vector<std::vector<int>>> group_sets{
-            layout.groups, env->best_groups(cuts), env->proportional_groups(cuts)};
-        if (best.cuts == cuts) group_sets.push_back(best.layout.groups);
-        std::sort(group_sets.begin(), group_sets.end());
-        group_sets.erase(std::unique(group_sets.begin(), group_sets.end()), group_sets.end());
-        for (const auto& groups : group_sets) {
-          for (int m : env->micro_batch_candidates(groups)) {
-            const PipelineLayout l{groups, m};
-            best.offer(cuts, l, env->evaluate(cuts, l));
-          }
-        }
+      for (const std::vector<int>& cuts : top_cut_sets(cache, options_.layout_top, best)) {
+        search_layouts(*env, cuts, layout, best);
       }
       if (budget.progress) budget.progress(evaluations, episodes, format_ms(best.time));
     }

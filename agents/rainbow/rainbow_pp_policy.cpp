@@ -147,6 +147,89 @@ struct InferenceResult {
   RainbowPPInferenceInfo info;
 };
 
+/// A scored plan of the inference: cuts (pivot indices) and layout.
+struct ScoredCuts {
+  std::vector<int> cuts;
+  PipelineLayout layout;
+  PipelineStepResult r;
+};
+
+/// Any plan that fits beats every OOM one, then the lower step time.
+bool better(const PipelineStepResult& a, const PipelineStepResult& b) {
+  return (!a.oom && b.oom) || (a.oom == b.oom && a.step_time < b.step_time);
+}
+
+/// The problem as the policy sees it: its arrays coarsened to the env's pivots, A and W in
+/// seconds over the fastest link, so one MAX fits all three.
+ArrayProblem array_problem_of(const Problem& problem, const PipelineEnv& env,
+                              const std::vector<int>& devices) {
+  const int F = static_cast<int>(env.forward_order().size());
+  PositionArrays raw =
+      graph_position_arrays(problem.graph, problem.cost, env.position_of_op(), F, devices[0]);
+  double peak = 1;
+  ArrayTopology topo = cost_topology(problem.cluster, problem.cost, devices, &peak);
+  for (double& x : raw.activation) x /= peak;
+  for (double& x : raw.params) x /= peak;
+  ArrayProblem ap;
+  ap.arrays = coarsen_arrays(raw, env.pivots());
+  ap.topology = std::move(topo);
+  for (const auto& g : env.device_groups()) ap.stage_devices.push_back(static_cast<int>(g.size()));
+  ap.micro_batches = env.micro_batches();
+  return ap;
+}
+
+/// The policy's greedy cuts and o.samples top-k sampled ones, each distinct cut set
+/// simulated on the env's layout; `best` becomes the best of them when it beats it.
+void try_policy_cuts(RainbowAgent& agent, ArrayProblem ap, int N, PipelineEnv& env,
+                     const PipelineLayout& fixed, const RainbowPPPolicyOptions& o, uint64_t seed,
+                     ScoredCuts& best, RainbowPPInferenceInfo& info) {
+  std::map<int, int> pivot_of_pos;
+  for (int i = 0; i < env.num_pivots(); ++i) pivot_of_pos[env.pivots()[static_cast<size_t>(i)]] = i;
+  ArrayPipelineEnv aenv(std::move(ap), N);
+  std::set<std::vector<int>> seen;
+  std::mt19937_64 rng(splitmix(seed));
+  for (int r = 0; r <= std::max(0, o.samples); ++r) {
+    const std::vector<int> coarse = rollout(agent, aenv, r == 0 ? nullptr : &rng, o.top_k);
+    std::vector<int> cuts;
+    for (int c : coarse)
+      cuts.push_back(pivot_of_pos.at(aenv.problem().arrays.boundary[static_cast<size_t>(c)]));
+    if (!seen.insert(cuts).second) continue;
+    const PipelineStepResult pr = env.evaluate(cuts);
+    if (r == 0) {
+      info.coarse_cuts = coarse;
+      info.pivot_cuts = cuts;
+      info.policy_time = pr.step_time;
+      info.policy_oom = pr.oom;
+    }
+    if (better(pr, best.r)) {
+      best = ScoredCuts{cuts, fixed, pr};
+      info.used_policy = true;
+    }
+  }
+}
+
+/// The winner's and the center's cuts on other device groups and micro-batch counts.
+void try_layouts(PipelineEnv& env, const PipelineLayout& fixed, const ScoredCuts& center,
+                 ScoredCuts& best, RainbowPPInferenceInfo& info) {
+  std::vector<std::vector<int>> cut_sets{best.cuts};
+  if (best.cuts != center.cuts) cut_sets.push_back(center.cuts);
+  for (const std::vector<int>& cuts : cut_sets) {
+    std::vector<std::vector<std::vector<int>>> group_sets{fixed.groups, env.best_groups(cuts),
+                                                          env.proportional_groups(cuts)};
+    for (const auto& groups : group_sets) {
+      for (int m : env.micro_batch_candidates(groups)) {
+        const PipelineLayout l{groups, m};
+        const PipelineStepResult pr = env.evaluate(cuts, l);
+        if (better(pr, best.r)) {
+          best = ScoredCuts{cuts, l, pr};
+          info.used_policy = cuts != center.cuts;
+          info.layout_changed = true;
+        }
+      }
+    }
+  }
+}
+
 InferenceResult infer(RainbowAgent& agent, int S, int N, const Problem& problem,
                       const RainbowPPPolicyOptions& o, uint64_t seed) {
   const std::vector<int> devices = problem_devices(problem);
@@ -170,83 +253,19 @@ InferenceResult infer(RainbowAgent& agent, int S, int N, const Problem& problem,
 
   InferenceResult res;
   RainbowPPInferenceInfo& info = res.info;
-  const int F = static_cast<int>(env.forward_order().size());
-  info.positions = F;
+  info.positions = static_cast<int>(env.forward_order().size());
   info.pivots = env.num_pivots();
+  ArrayProblem ap = array_problem_of(problem, env, devices);
 
-  // Arrays: A and W in seconds over the fastest link, so one MAX fits all three.
-  PositionArrays raw =
-      graph_position_arrays(problem.graph, problem.cost, env.position_of_op(), F, devices[0]);
-  double peak = 1;
-  ArrayTopology topo = cost_topology(problem.cluster, problem.cost, devices, &peak);
-  for (double& x : raw.activation) x /= peak;
-  for (double& x : raw.params) x /= peak;
-  ArrayProblem ap;
-  ap.arrays = coarsen_arrays(raw, env.pivots());
-  ap.topology = std::move(topo);
-  for (const auto& g : env.device_groups()) ap.stage_devices.push_back(static_cast<int>(g.size()));
-  ap.micro_batches = env.micro_batches();
-  std::map<int, int> pivot_of_pos;
-  for (int i = 0; i < env.num_pivots(); ++i) pivot_of_pos[env.pivots()[static_cast<size_t>(i)]] = i;
-
-  struct Scored {
-    std::vector<int> cuts;
-    PipelineLayout layout;
-    PipelineStepResult r;
-  };
-  auto better = [](const PipelineStepResult& a, const PipelineStepResult& b) {
-    return (!a.oom && b.oom) || (a.oom == b.oom && a.step_time < b.step_time);
-  };
   const PipelineLayout fixed = env.layout();
-  const Scored center{env.center_solution(), fixed, env.evaluate(env.center_solution())};
+  const ScoredCuts center{env.center_solution(), fixed, env.evaluate(env.center_solution())};
   info.center_time = center.r.step_time;
-  Scored best = center;
+  ScoredCuts best = center;
   info.used_policy = false;
-
   int allowed = 0;
   for (uint8_t a : ap.arrays.allowed) allowed += a;
-  if (allowed >= S - 1) {
-    ArrayPipelineEnv aenv(std::move(ap), N);
-    std::set<std::vector<int>> seen;
-    std::mt19937_64 rng(splitmix(seed));
-    for (int r = 0; r <= std::max(0, o.samples); ++r) {
-      const std::vector<int> coarse = rollout(agent, aenv, r == 0 ? nullptr : &rng, o.top_k);
-      std::vector<int> cuts;
-      for (int c : coarse) cuts.push_back(pivot_of_pos.at(aenv.problem().arrays.boundary[static_cast<size_t>(c)]));
-      if (!seen.insert(cuts).second) continue;
-      const PipelineStepResult pr = env.evaluate(cuts);
-      if (r == 0) {
-        info.coarse_cuts = coarse;
-        info.pivot_cuts = cuts;
-        info.policy_time = pr.step_time;
-        info.policy_oom = pr.oom;
-      }
-      if (better(pr, best.r)) {
-        best = Scored{cuts, fixed, pr};
-        info.used_policy = true;
-      }
-    }
-  }
-  if (o.search_layout) {
-    // The winner's and the center's cuts on other device groups and micro-batch counts.
-    std::vector<std::vector<int>> cut_sets{best.cuts};
-    if (best.cuts != center.cuts) cut_sets.push_back(center.cuts);
-    for (const std::vector<int>& cuts : cut_sets) {
-      std::vector<std::vector<std::vector<int>>> group_sets{fixed.groups, env.best_groups(cuts),
-                                                            env.proportional_groups(cuts)};
-      for (const auto& groups : group_sets) {
-        for (int m : env.micro_batch_candidates(groups)) {
-          const PipelineLayout l{groups, m};
-          const PipelineStepResult pr = env.evaluate(cuts, l);
-          if (better(pr, best.r)) {
-            best = Scored{cuts, l, pr};
-            info.used_policy = cuts != center.cuts;
-            info.layout_changed = true;
-          }
-        }
-      }
-    }
-  }
+  if (allowed >= S - 1) try_policy_cuts(agent, std::move(ap), N, env, fixed, o, seed, best, info);
+  if (o.search_layout) try_layouts(env, fixed, center, best, info);
   info.final_time = best.r.step_time;
   res.plan = env.to_plan(best.cuts, best.layout);
   res.plan.method = "rainbow-pp";

@@ -24,7 +24,6 @@
 #include <torch/utils.h>
 
 #include "agents/common/prediction.h"
-#include "agents/gdp/gdp_net.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 

@@ -1,5 +1,5 @@
 #pragma once
-// How a placement will run inside a hybrid plan (issue 19's outer loop, agents/classical/hybrid_outer.h):
+// How a placement will run inside a hybrid plan (the outer loop, agents/classical/hybrid_outer.h):
 // M micro-batches pipelined through it and R data-parallel replicas of it. A placer that
 // honours the frame (Placer::honours_frame) scores its candidate placements inside it, so it
 // places for the plan that will actually run, not for one micro-batch on one replica.

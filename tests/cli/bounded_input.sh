@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unbounded sizes and non-physical numbers in input files (issue 17, items 3-5): each gives
+# Unbounded sizes and non-physical numbers in input files: each gives
 # exactly one error line naming the file and field, exit code 1, and writes nothing.
 # Usage: bounded_input.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `placer export` and `placer plan from-megatron | from-deepspeed` (issue 20): Megatron-LM
+# `placer export` and `placer plan from-megatron | from-deepspeed`: Megatron-LM
 # arguments and DeepSpeed configs read back into the same plan and step time; the DeepSpeed
 # JSON and torchtitan TOML parse with python3's json / tomllib and hold exactly the
 # documented keys (docs/export.md); a device map's keys are torchvision module names (only

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu_measure.sh on a machine without a GPU (issue 22: its CPU-side parts are tested
+# scripts/gpu_measure.sh on a machine without a GPU (its CPU-side parts are tested
 # here so that the lent GPU minutes are spent measuring): bad options exit 2 with a usage
 # line; a run without a GPU still ends 0 with the machine description and the logs packed,
 # placer-calibrate's "no CUDA device" line in them, and never more than the 8 files a device

@@ -405,7 +405,7 @@ TEST(ClusterYamlBad, InconsistentStructure) {
       "dup.yaml: links.intra_host: key given twice");
 }
 
-// ---- Bounds (issue 17) ----------------------------------------------------------------
+// ---- Bounds ----------------------------------------------------------------
 
 /// `two_hosts` with its intra-host link bandwidth set to `bw`.
 std::string with_bandwidth(const std::string& bw) {

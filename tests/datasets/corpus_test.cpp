@@ -304,7 +304,7 @@ TEST(DefaultCorpus, CountsAndEveryEntryLoads) {
     EXPECT_EQ(e.is_generated(), !e.has_tag("real")) << e.name;
   }
   for (const std::string& f : family_names()) {  // 30 + 1 large (+ GNMT-8 over 256 steps)
-    if (f == "rec") continue;  // added after the shipped corpus was generated (issue 21)
+    if (f == "rec") continue;  // added after the shipped corpus was generated
     EXPECT_EQ(per_family[f], f == "gnmt" ? 32u : 31u) << f;
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,4 +1,4 @@
-// A seeded, time-boxed mutation fuzz of the file readers (issue 17): the shipped cluster,
+// A seeded, time-boxed mutation fuzz of the file readers: the shipped cluster,
 // profile, plan and graph files and two ONNX fixtures (a fixed 3000 cases each) are mutated (byte flips, numbers replaced by NaN / 1e308 /
 // -1 / huge integers, lines deleted) and read in-process with their validation. Any
 // exception other than placer's own errors fails, and so does the reader's last-resort

@@ -1,4 +1,4 @@
-// The GDP network and one PPO update on a GPU against the CPU (issue 22): the same seed gives
+// The GDP network and one PPO update on a GPU against the CPU: the same seed gives
 // the same logits, loss and updated parameters up to float rounding. Skipped where LibTorch
 // has no CUDA or no GPU is visible (this project's Debian LibTorch is CPU-only, so here it
 // only compiles); bench/gdp_ppo_update.cpp makes the same comparison at full size.

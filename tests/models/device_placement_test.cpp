@@ -1,4 +1,4 @@
-// Device placement of the tensors the models make themselves (issue 22): every tensor a
+// Device placement of the tensors the models make themselves: every tensor a
 // forward pass creates must live on its input's device, or a GPU forward pass fails with a
 // device mismatch. A CPU-only LibTorch cannot run CUDA: the helpers that make tensors are
 // asked for the "meta" device (shapes only, no data) instead (LibTorch 1.13 cannot move a
