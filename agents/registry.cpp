@@ -38,6 +38,7 @@ const MethodInfo& method_info(const std::string& name) {
         h.make_with = [base](const MethodSettings& s) {
           return std::make_unique<HybridOuterPlacer>(make_placer(base, s));
         };
+        h.effective_options = inner.effective_options;
       }
       it = hybrids.emplace(name, std::move(h)).first;
     }

@@ -2,7 +2,7 @@
 
 #include "agents/classical/pipeline_dp.h"
 #include "agents/common/prediction.h"
-#include "agents/common/method_option_tables.h"
+#include "agents/common/method_options.h"
 #include "agents/gdp/gdp.h"
 
 namespace placer {
@@ -41,13 +41,13 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
   static const OptionTable<GdpMethodOptions> options = gdp_option_table().with_owner("gdp+stages");
-  out->push_back(MethodInfo{
-      "gdp+stages",
-      "GDP's placement read as pipeline stages (its device groups, contiguous), pipeline-dp "
-      "choosing each stage's replicas and the micro-batches; greedy + 128 samples scored so, "
-      "with the policy trained for it (models/pretrained/stages.pt)",
-      false, [make, defaults] { return make(defaults); },
-      options.schema(defaults), configured_factory(options, defaults, make)});
+  out->push_back(with_options(
+      MethodInfo{"gdp+stages",
+                 "GDP's placement read as pipeline stages (its device groups, contiguous), "
+                 "pipeline-dp choosing each stage's replicas and the micro-batches; greedy + 128 "
+                 "samples scored so, with the policy trained for it (models/pretrained/stages.pt)",
+                 false, [make, defaults] { return make(defaults); }},
+      options, defaults, make));
 }
 
 }  // namespace placer

@@ -1,13 +1,13 @@
-// `placer place`: run one placement method (or the best of the fast ones), simulate its
-// plan, report it and write the plan with its prediction plus the effective configuration.
+// `placer place`: run one placement method (or a portfolio of them), simulate its plan,
+// report it and write the plan with its prediction plus the effective configuration. A
+// method's options are its option table's (agents/<family>/<method>_options.cpp), given as
+// `--set KEY=VALUE`; --policy, --samples, --finetune, --finetune-lr, --finetune-samples and
+// --stages are shorthands for `--set` of the keys they name (kSugar).
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <sstream>
 
-#include "agents/learned_placers.h"
 #include "agents/portfolio/method_portfolio.h"
 #include "cli/command_options.h"
 #include "cli/common.h"
@@ -26,8 +26,8 @@ namespace {
 /// --method when none is given (and no --policy): every fast method and the learned placers
 /// zero-shot, the best plan kept (agents/portfolio/method_portfolio.h).
 constexpr const char* kDefaultMethod = "auto";
-/// auto's wall-clock budget when --budget-seconds is not given.
-constexpr double kAutoSeconds = 60;
+/// --method when only --policy is given: the learned placer.
+constexpr const char* kPolicyMethod = "gdp";
 
 struct PlaceArgs {
   ProblemArgs problem;
@@ -35,68 +35,102 @@ struct PlaceArgs {
   int64_t budget_evals = 0;
   double budget_seconds = 0;
   uint64_t seed = 1;
-  // The learned placer (--method gdp).
-  std::string policy;           ///< "" = default_policy_path()
-  int samples = 16;             ///< sampled placements besides the greedy one
-  int finetune = 0;             ///< PPO fine-tuning updates on this graph
-  double finetune_lr = 0;       ///< 0 = PpoConfig's default
-  int finetune_samples = 0;     ///< 0 = PpoConfig's default
-  int stages = 0;               ///< --method rainbow-pp: pipeline stages (0 = default)
+  // The shorthands for `--set KEY=VALUE` (kSugar), as given.
+  std::string policy, samples, finetune, finetune_lr, finetune_samples, stages;
   std::vector<std::string> set;        ///< --set KEY=VALUE: the method's options
   std::vector<std::string> agent_set;  ///< --agent-set KEY=VALUE: deprecated alias of --set
   bool allow_compression = false;  ///< sync methods may compress gradients (docs/sync.md)
   int max_staleness = 0;           ///< ... and let syncs run this many steps late
-  std::set<std::string> given;  ///< the gdp / rainbow-pp options given on the command line
+  /// The shorthand flags given, as (flag, "KEY=VALUE"), in kSugar order.
+  std::vector<std::pair<std::string, std::string>> sugar;
 };
 
-bool is_gdp(const PlaceArgs& a) { return a.method == "gdp"; }
-bool is_rainbow_pp(const PlaceArgs& a) { return a.method == "rainbow-pp"; }
-bool is_placeto(const PlaceArgs& a) { return a.method == "placeto"; }
-bool is_autosync(const PlaceArgs& a) { return a.method == "autosync"; }
-/// rainbow-pp with --policy: zero-shot inference with a pretrained pipeline-cut policy.
-bool is_rainbow_pp_policy(const PlaceArgs& a) { return is_rainbow_pp(a) && !a.policy.empty(); }
+/// A flag that stands for `--set KEY=VALUE` of the chosen method's options.
+struct Sugar {
+  const char* flag;
+  const char* key;
+  std::string PlaceArgs::*value;
+};
+const Sugar kSugar[] = {{"--policy", "policy", &PlaceArgs::policy},
+                        {"--samples", "samples", &PlaceArgs::samples},
+                        {"--finetune", "finetune", &PlaceArgs::finetune},
+                        {"--finetune-lr", "lr", &PlaceArgs::finetune_lr},
+                        {"--finetune-samples", "ppo_samples", &PlaceArgs::finetune_samples},
+                        {"--stages", "stages", &PlaceArgs::stages}};
 
-/// The method's options as given: --set, then its deprecated alias --agent-set, in order.
+/// The method's options as given: the shorthands, then --set, then its deprecated alias
+/// --agent-set, in order (a later value of a key wins).
 MethodSettings method_settings(const PlaceArgs& a) {
   MethodSettings s;
   s.flag = a.agent_set.empty() ? "--set" : "--agent-set";
-  s.sets = a.set;
+  for (const auto& [flag, kv] : a.sugar) s.sets.push_back(kv);
+  s.sets.insert(s.sets.end(), a.set.begin(), a.set.end());
   s.sets.insert(s.sets.end(), a.agent_set.begin(), a.agent_set.end());
   return s;
 }
 
-/// --method gdp: its flags as the options they stand for, then the --set ones (later wins).
-MethodSettings gdp_settings(const PlaceArgs& a, MethodSettings s) {
-  std::vector<std::string> sets = {"policy=" + a.policy, "samples=" + std::to_string(a.samples),
-                                   "finetune=" + std::to_string(a.finetune)};
-  if (a.finetune_lr > 0) sets.push_back("lr=" + print_option_number(a.finetune_lr));
-  if (a.finetune_samples > 0) sets.push_back("ppo_samples=" + std::to_string(a.finetune_samples));
-  s.sets.insert(s.sets.begin(), sets.begin(), sets.end());
-  return s;
-}
-
-/// --method gdp: the policy file to use (--policy, else default_policy_path()), checked to
-/// exist before anything is loaded.
-std::string gdp_policy_path(const PlaceArgs& a) {
-  if (!gdp_available()) {
-    throw Error("--method gdp needs LibTorch, and this placer was built without it; install "
-                "libtorch-dev (scripts/setup.sh) and rebuild");
-  }
-  if (!a.policy.empty()) {
-    if (!std::filesystem::is_regular_file(a.policy)) {
-      throw FileError("--policy: '" + a.policy + "' not found (train one with `placer "
-                      "train-policy`; it writes <output-dir>/policy.pt)");
+/// The registered methods whose options include `key`, comma separated.
+std::string methods_with_option(const std::string& key) {
+  std::string out;
+  for (const MethodInfo& m : placer_methods()) {
+    for (const OptionSpec& o : m.options) {
+      if (o.key == key) out += (out.empty() ? "" : ", ") + m.name;
     }
-    return a.policy;
   }
-  const std::string p = default_policy_path();
-  if (!std::filesystem::is_regular_file(p)) {
-    throw FileError("--method gdp: no default policy at '" + p + "' (pass --policy P.pt, "
-                    "set $PLACER_POLICY, or train one with `placer train-policy`)");
-  }
-  return p;
+  return out.empty() ? "none in this build" : out;
 }
 
+/// A shorthand flag whose key the method does not take: named by the flag, not the key.
+void check_sugar(const PlaceArgs& a) {
+  const bool portfolio = is_portfolio(a.method);
+  for (const auto& [flag, kv] : a.sugar) {
+    const std::string key = kv.substr(0, kv.find('='));
+    bool taken = false;
+    if (!portfolio) {
+      for (const OptionSpec& o : method_info(a.method).options) taken = taken || o.key == key;
+    }
+    if (!taken) {
+      throw ValidationError(flag + " is `--set " + key + "=...`, an option --method " + a.method +
+                            " does not take (methods with it: " + methods_with_option(key) + ")");
+    }
+  }
+}
+
+/// The placer with its options (checked, and a policy file found) before anything is loaded;
+/// null for a portfolio.
+std::unique_ptr<Placer> configured_placer(const PlaceArgs& a) {
+  check_sugar(a);
+  const MethodSettings settings = method_settings(a);
+  if (is_portfolio(a.method)) {
+    if (!settings.sets.empty()) throw ValidationError(options_not_taken(settings.flag, a.method));
+    return nullptr;
+  }
+  return make_placer(a.method, settings);
+}
+
+SearchBudget budget_of(const PlaceArgs& a) {
+  SearchBudget budget;
+  budget.max_evaluations = a.budget_evals;
+  budget.max_seconds = a.budget_seconds;
+  budget.seed = a.seed;
+  budget.allow_compression = a.allow_compression;
+  budget.max_staleness = a.max_staleness;
+  return budget;
+}
+
+/// Runs the method (or the portfolio) on the problem; a failing method is an error.
+MethodRun run_chosen(const PlaceArgs& a, Placer* placer, const ProblemSetup& s,
+                     const SearchBudget& budget) {
+  if (!placer) return run_portfolio(a.method, s, budget, std::cerr);
+  MethodRun chosen = run_placer(*placer, s, budget);
+  if (!chosen.ok) {
+    // Methods usually name themselves in their messages; don't say it twice.
+    const std::string prefix = a.method + ":";
+    if (chosen.error.compare(0, prefix.size(), prefix) == 0) throw Error(chosen.error);
+    throw Error("method " + a.method + ": " + chosen.error);
+  }
+  return chosen;
+}
 
 /// out.plan.yaml -> out.place.yaml (also for .plan.json, .yaml, .json and other names).
 std::string config_path_for(const std::string& output) {
@@ -115,6 +149,28 @@ std::string yaml_quote(const std::string& s) {
     q += c;
   }
   return q + "\"";
+}
+
+/// The method's options with the values this run used, as "  key: value" lines (paths and
+/// text quoted); nothing for a method without options or a portfolio.
+std::string options_yaml(const PlaceArgs& a) {
+  if (is_portfolio(a.method)) return "";
+  const MethodInfo& m = method_info(a.method);
+  if (!m.effective_options) return "";
+  std::string out =
+      "options:  # the method's, with the values used (`placer methods " + a.method + "`)\n";
+  for (const OptionSpec& o : m.effective_options(method_settings(a))) {
+    const bool quote = o.type == "path" || o.type == "text";
+    out += "  " + o.key + ": " + (quote ? yaml_quote(o.default_value) : o.default_value) + "\n";
+  }
+  return out;
+}
+
+void write_list(std::ostream& f, const char* key, const std::vector<std::string>& values) {
+  if (values.empty()) return;
+  f << key << ": [";
+  for (size_t i = 0; i < values.size(); ++i) f << (i ? ", " : "") << yaml_quote(values[i]);
+  f << "]\n";
 }
 
 // Written atomically (write_text_atomic): a failed write leaves no partial file.
@@ -142,35 +198,9 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   f << "]  # empty = all " << s.cluster.num_devices() << " devices\n";
   f << "method: " << a.method << "\n";
   f << "chosen_method: " << run.method << "\n";
-  if (is_gdp(a)) {
-    GdpMethodOptions g;
-    const MethodSettings sets = gdp_settings(a, method_settings(a));
-    gdp_option_table().apply(&g, sets.sets, sets.flag);
-    const GdpPlaceOptions& o = g.place;
-    f << "policy: " << yaml_quote(a.policy) << "\n";
-    f << "gdp: {samples: " << o.samples << ", finetune: " << o.finetune_updates
-      << ", finetune_lr: " << o.ppo.lr << ", finetune_samples: " << o.ppo.samples << "}\n";
-  }
-  if (is_rainbow_pp(a)) {
-    f << "rainbow_pp: {stages: " << a.stages << "}  # 0 = min(4, devices)\n";
-    if (is_rainbow_pp_policy(a)) {
-      f << "policy: " << yaml_quote(a.policy) << "\n";
-      f << "rainbow_pp_policy: {samples: " << a.samples << "}\n";
-    }
-  }
-  if (is_autosync(a) && !a.policy.empty()) f << "policy: " << yaml_quote(a.policy) << "\n";
-  if (is_placeto(a) && !a.policy.empty()) {
-    f << "policy: " << yaml_quote(a.policy) << "\n";
-    f << "placeto: {finetune: " << (a.finetune > 0 ? "true" : "false") << "}\n";
-  }
-  auto write_list = [&f](const char* key, const std::vector<std::string>& values) {
-    if (values.empty()) return;
-    f << key << ": [";
-    for (size_t i = 0; i < values.size(); ++i) f << (i ? ", " : "") << yaml_quote(values[i]);
-    f << "]\n";
-  };
-  write_list("set", a.set);
-  write_list("agent_set", a.agent_set);
+  f << options_yaml(a);
+  write_list(f, "set", a.set);
+  write_list(f, "agent_set", a.agent_set);
   f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
     << ", seed: " << a.seed << "}  # 0 = the method's default\n";
   f << "plan: " << yaml_quote(a.output) << "\n";
@@ -220,139 +250,33 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
   }
 }
 
-void run_place(PlaceArgs a) {
-  // --policy implies the learned placer; its options make no sense for the others.
-  if (a.method.empty()) a.method = a.policy.empty() ? kDefaultMethod : "gdp";
-  onnx_model_of(a.problem);  // a model is named, once (before any policy is loaded)
-  if (is_rainbow_pp(a)) {
-    for (const char* opt : {"--finetune", "--finetune-lr", "--finetune-samples"}) {
-      if (a.given.count(opt)) {
-        throw Error(std::string(opt) + " applies to --method gdp only; rainbow-pp with "
-                    "--policy places zero-shot");
-      }
-    }
-    if (a.given.count("--samples") && a.policy.empty()) {
-      throw Error("--samples applies to rainbow-pp with --policy (zero-shot inference) only");
-    }
-    if (is_rainbow_pp_policy(a) && !method_settings(a).sets.empty()) {
-      throw Error(method_settings(a).flag + " applies to the online rainbow-pp search, not to "
-                  "--policy inference");
-    }
-  } else if (is_placeto(a)) {
-    for (const char* opt : {"--finetune-lr", "--finetune-samples"}) {
-      if (a.given.count(opt)) throw Error(std::string(opt) + " applies to --method gdp only");
-    }
-    if ((a.given.count("--samples") || a.given.count("--finetune")) && a.policy.empty()) {
-      throw Error("--samples / --finetune apply to placeto with --policy (a family-trained "
-                  "policy) only; without it placeto trains online on the graph");
-    }
-  } else if (is_autosync(a)) {
-    for (const char* opt : {"--samples", "--finetune", "--finetune-lr", "--finetune-samples"}) {
-      if (a.given.count(opt)) {
-        throw Error(std::string(opt) + " does not apply to autosync (--policy places "
-                    "zero-shot, then polishes within --budget-evals)");
-      }
-    }
-  } else if (!is_gdp(a)) {
-    for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
-                            "--finetune-samples"}) {
-      if (a.given.count(opt)) {
-        throw Error(std::string(opt) + " applies to the learned placer only (--method gdp), "
-                    "not to --method " + a.method);
-      }
-    }
-  }
-  MethodSettings settings = method_settings(a);
-  const bool portfolio = a.method == "best" || a.method == "auto";
-  if (!settings.sets.empty() && (portfolio || !method_info(a.method).make_with)) {
-    throw ValidationError(options_not_taken(settings.flag, a.method));
-  }
-  if (!is_rainbow_pp(a) && a.given.count("--stages")) {
-    throw Error("--stages applies to the pipeline-cut placer only (--method rainbow-pp), not to "
-                "--method " + a.method);
-  }
-  // Check the method name (and the policy file) before loading anything.
-  std::unique_ptr<Placer> custom;  // a placer built with its CLI options
-  if (is_gdp(a)) {
-    a.policy = gdp_policy_path(a);
-    custom = make_placer("gdp", gdp_settings(a, settings));
-  } else if (!portfolio) {
-    make_placer(a.method);
-    if (is_rainbow_pp_policy(a)) {
-      if (!std::filesystem::is_regular_file(a.policy)) {
-        throw FileError("--policy: '" + a.policy + "' not found (the shipped pipeline-cut "
-                        "policy is models/pretrained/rainbow_pp.pt; train one with `placer "
-                        "train-policy --agent rainbow-pp`)");
-      }
-      RainbowPPPolicyOptions o;
-      o.samples = a.given.count("--samples") ? a.samples : 16;
-      custom = make_rainbow_pp_policy_placer(a.policy, o);
-    } else if (is_placeto(a) && !a.policy.empty()) {
-      if (!std::filesystem::is_regular_file(a.policy)) {
-        throw FileError("--policy: '" + a.policy + "' not found (train a Placeto policy on a "
-                        "graph family with placer train-policy --agent placeto, docs/placeto.md)");
-      }
-      PlacetoOptions o;
-      o.policy = a.policy;
-      if (a.given.count("--samples")) o.zero_shot_samples = a.samples;
-      o.finetune = a.finetune > 0;
-      custom = make_placeto_placer(o);
-    } else if (is_autosync(a) && !a.policy.empty()) {
-      AutosyncOptions o;  // zero-shot: the policy acts greedily (missing file: FileError)
-      o.policy = a.policy;
-      custom = make_autosync_rl_placer(o);
-    } else {
-      // --stages is rainbow-pp's `stages` option, set before the --set ones.
-      if (a.given.count("--stages")) {
-        settings.sets.insert(settings.sets.begin(), "stages=" + std::to_string(a.stages));
-      }
-      // Through the method's option table (the registry); none given: its defaults.
-      if (!settings.sets.empty()) custom = make_placer(a.method, settings);
-    }
-  }
-  std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
-  SearchBudget budget;
-  budget.max_evaluations = a.budget_evals;
-  budget.max_seconds = a.budget_seconds;
-  budget.seed = a.seed;
-  budget.allow_compression = a.allow_compression;
-  budget.max_staleness = a.max_staleness;
-
-  MethodRun chosen;
-  if (a.method == "best") {
-    chosen = run_best(*s, budget, "best", std::cerr);
-  } else if (a.method == "auto") {
-    const double seconds = a.budget_seconds > 0 ? a.budget_seconds : kAutoSeconds;
-    chosen = run_auto(*s, budget, seconds, std::cerr);
-    std::cerr << "placer: auto: chose " << chosen.method << " ("
-              << human_time(chosen.result.step_time) << ")\n";
-  } else {
-    chosen = custom ? run_placer(*custom, *s, budget) : run_method(a.method, *s, budget);
-    if (!chosen.ok) {
-      // Methods usually name themselves in their messages; don't say it twice.
-      const std::string prefix = a.method + ":";
-      if (chosen.error.compare(0, prefix.size(), prefix) == 0) throw Error(chosen.error);
-      throw Error("method " + a.method + ": " + chosen.error);
-    }
-  }
-
-  const SimResult single = simulate_single_device(*s);
-  report(*s, chosen, single);
-
+/// The trace, the plan and the effective configuration, each path printed.
+void write_outputs(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& chosen) {
   if (!a.trace.empty()) {
     SimOptions opts;
     opts.record_events = true;
-    const SimResult traced = s->simulator->run(chosen.plan, opts);
+    const SimResult traced = s.simulator->run(chosen.plan, opts);
     ensure_parent_dir(a.trace);
-    write_chrome_trace(traced, s->graph, s->cluster, a.trace);
+    write_chrome_trace(traced, s.graph, s.cluster, a.trace);
     std::cout << "trace        " << a.trace << "\n";
   }
   ensure_parent_dir(a.output);
-  save_plan(chosen.plan, s->graph, s->cluster, a.output);
+  save_plan(chosen.plan, s.graph, s.cluster, a.output);
   std::cout << "plan         " << a.output << " (with the predicted step time and memory)\n";
   const std::string config = config_path_for(a.output);
-  write_config(a, *s, chosen, config);
+  write_config(a, s, chosen, config);
   std::cout << "config       " << config << "\n";
+}
+
+void run_place(PlaceArgs a) {
+  if (a.method.empty()) a.method = a.policy.empty() ? kDefaultMethod : kPolicyMethod;
+  onnx_model_of(a.problem);  // a model is named, once (before any policy is loaded)
+  // The method name, its options and its policy file are checked before loading anything.
+  const std::unique_ptr<Placer> placer = configured_placer(a);
+  const std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
+  const MethodRun chosen = run_chosen(a, placer.get(), *s, budget_of(a));
+  report(*s, chosen, simulate_single_device(*s));
+  write_outputs(a, *s, chosen);
 }
 
 void place_options(CLI::App* sub, PlaceArgs& a) {
@@ -373,28 +297,20 @@ void place_options(CLI::App* sub, PlaceArgs& a) {
       ->required();
   sub->add_option("--trace", a.trace, "Write a Chrome/Perfetto trace (JSON) of the step");
   sub->add_option("--policy", a.policy,
-                  "Learned policy: a GDP policy (*.pt from `placer train-policy`; implies "
-                  "--method gdp, which without it uses the shipped default), or with --method "
-                  "rainbow-pp a pipeline-cut policy (`train-policy --agent rainbow-pp`; "
-                  "models/pretrained/rainbow_pp.pt) placed zero-shot, or with --method placeto "
-                  "a family-trained Placeto policy, or with --method autosync a sync policy "
-                  "(`train-policy --agent autosync`) placed zero-shot");
+                  "--set policy=P: a learned policy file (implies --method gdp; gdp, gdp+stages, "
+                  "rainbow-pp zero-shot, placeto, autosync take it)");
   sub->add_option("--samples", a.samples,
-                  "gdp (and rainbow-pp / placeto with --policy): sampled placements / cut sets "
-                  "scored besides the greedy one")
-      ->capture_default_str()
+                  "--set samples=N: placements / cut sets sampled besides the greedy one (gdp; "
+                  "rainbow-pp and placeto with a policy)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--finetune", a.finetune,
-                  "gdp: PPO fine-tuning updates on this graph after zero-shot (0 = zero-shot); "
-                  "placeto --policy: N > 0 fine-tunes with REINFORCE while the budget lasts")
-      ->capture_default_str()
+                  "--set finetune=N: gdp's PPO fine-tuning updates on this graph; placeto with a "
+                  "policy: N > 0 fine-tunes while the budget lasts")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--finetune-lr", a.finetune_lr,
-                  "gdp: fine-tuning learning rate (default: " + fixed(PpoConfig{}.lr, 4) + ")")
+  sub->add_option("--finetune-lr", a.finetune_lr, "--set lr=LR: gdp's fine-tuning learning rate")
       ->check(CLI::PositiveNumber);
   sub->add_option("--finetune-samples", a.finetune_samples,
-                  "gdp: sampled placements per fine-tuning update (default: " +
-                      std::to_string(PpoConfig{}.samples) + ")")
+                  "--set ppo_samples=K: gdp's sampled placements per fine-tuning update")
       ->check(CLI::PositiveNumber);
   sub->add_option("--set", a.set,
                   "KEY=VALUE option of the method (repeatable; `placer methods M` lists a "
@@ -409,20 +325,18 @@ void place_options(CLI::App* sub, PlaceArgs& a) {
                   "autosync, autosync-search: may let a variable's sync finish up to S steps "
                   "late (0 = off)")
       ->check(CLI::Range(0, 64));
-  sub->add_option("--stages", a.stages,
-                  "rainbow-pp: pipeline stages (default: min(4, devices))")
+  sub->add_option("--stages", a.stages, "--set stages=N: rainbow-pp's pipeline stages")
       ->check(CLI::Range(2, 1 << 20));
 }
 
-/// run_place with the options given on the command line in `given`.
+/// run_place with the shorthands given on the command line.
 void run_place_given(const PlaceArgs& args, const CLI::App& sub) {
   PlaceArgs a = args;
   if (!a.agent_set.empty()) {
     std::cerr << "placer: warning: --agent-set is deprecated; use --set KEY=VALUE\n";
   }
-  for (const char* opt : {"--policy", "--samples", "--finetune", "--finetune-lr",
-                          "--finetune-samples", "--stages"}) {
-    if (sub.count(opt) > 0) a.given.insert(opt);
+  for (const Sugar& s : kSugar) {
+    if (sub.count(s.flag) > 0) a.sugar.emplace_back(s.flag, std::string(s.key) + "=" + a.*s.value);
   }
   run_place(std::move(a));
 }

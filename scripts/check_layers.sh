@@ -101,12 +101,6 @@ done
 # The includes across those lines that the tree had when the families got their folders are
 # listed below (file -> included path); each is one to remove, none is to be added.
 agents_known_crossings=(
-  "agents/common/method_option_tables.h -> agents/seq2seq/colocrl.h"
-  "agents/common/method_option_tables.h -> agents/gdp/gdp.h"
-  "agents/common/method_option_tables.h -> agents/seq2seq/hdp.h"
-  "agents/common/method_option_tables.h -> agents/rainbow/rainbow_opp.h"
-  "agents/common/method_option_tables.h -> agents/rainbow/rainbow_pp.h"
-  "agents/common/method_option_tables.cpp -> agents/rainbow/rainbow_config.h"
   "agents/sync/autosync_rl.h -> agents/rainbow/rainbow_config.h"
   "agents/sync/rainbow_autosync.cpp -> agents/rainbow/rainbow_agent.h"
 )

@@ -3,7 +3,8 @@
 // Plan, so that `placer place --method X` and `placer compare` treat them alike.
 //
 // A new method is one class + one registration (a MethodInfo: name -> factory, KaMinPar
-// style, with its option schema) in its family's add_*_methods (agents/api/methods.h).
+// style, with its option schema) in its family's add_*_methods (agents/api/methods.h). A
+// method with options owns them: agents/<family>/<method>_options.cpp holds its OptionTable.
 
 #include <cstdint>
 #include <functional>
@@ -74,6 +75,11 @@ struct MethodInfo {
   /// The method with `settings` applied (ValidationError naming a bad key or value); null
   /// for a method without options.
   std::function<std::unique_ptr<Placer>(const MethodSettings&)> make_with = nullptr;
+  /// Every option with its value once `settings` are applied (what `placer place` records as
+  /// the effective configuration); null for a method without options. make_with,
+  /// effective_options and options come from the method's option table
+  /// (agents/common/method_options.h with_options).
+  std::function<std::vector<OptionSpec>(const MethodSettings&)> effective_options = nullptr;
 };
 
 /// All registered methods, in display order.

@@ -1,32 +1,16 @@
 #include "agents/common/option_table.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
 #include "src/util/error.h"
 
 namespace placer {
-namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 double parse_option_number(const std::string& v) {
   errno = 0;
   char* end = nullptr;
@@ -37,18 +21,39 @@ double parse_option_number(const std::string& v) {
   return x;
 }
 
-int parse_option_int(const std::string& v) {
+int64_t parse_option_int(const std::string& v) {
   const double x = parse_option_number(v);
-  if (x != static_cast<double>(static_cast<int>(x))) {
+  // Integral and within int64_t (2^63 itself is not).
+  if (!(std::fabs(x) < 9.2233720368547758e18) || x != std::trunc(x)) {
     throw OptionValueError{"expected an integer, got '" + v + "'"};
   }
-  return static_cast<int>(x);
+  return static_cast<int64_t>(x);
 }
 
 bool parse_option_bool(const std::string& v) {
-  if (v == "true" || v == "1" || v == "yes" || v == "on") return true;
-  if (v == "false" || v == "0" || v == "no" || v == "off") return false;
-  throw OptionValueError{"expected true or false, got '" + v + "'"};
+  bool b = false;
+  if (!parse_bool_text(v, &b)) {
+    throw OptionValueError{std::string("expected ") + kBoolSpellings + ", got '" + v + "'"};
+  }
+  return b;
+}
+
+std::vector<int64_t> parse_option_int_list(const std::string& v) {
+  std::string items = v;
+  for (char& ch : items) {
+    if (ch == '[' || ch == ']' || ch == ',') ch = ' ';
+  }
+  std::istringstream in(items);
+  std::vector<int64_t> out;
+  for (std::string tok; in >> tok;) out.push_back(parse_option_int(tok));
+  if (out.empty()) throw OptionValueError{"expected a list of integers such as [128, 128]"};
+  return out;
+}
+
+std::string print_option_int_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
 }
 
 std::string print_option_number(double x) {
@@ -64,22 +69,38 @@ std::string print_option_number(double x) {
   return s.str();
 }
 
-std::string closest_option(const std::string& key, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_d = 3;
-  for (const std::string& k : known) {
-    const size_t d = edit_distance(key, k);
-    if (d < best_d) best = k, best_d = d;
-  }
-  return best;
-}
-
 std::pair<std::string, std::string> split_option(const std::string& kv, const std::string& flag) {
   const size_t eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw ValidationError(flag + " '" + kv + "': expected KEY=VALUE");
   }
   return {kv.substr(0, eq), kv.substr(eq + 1)};
+}
+
+std::vector<std::pair<std::string, std::string>> yaml_key_values(const std::string& yaml_text,
+                                                                 const std::string& where) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw FormatError(where + ": " + e.what());
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  if (root.IsNull()) return out;
+  if (!root.IsMap()) throw FormatError(where + ": expected a mapping of options");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    std::string value;
+    if (kv.second.IsSequence()) {
+      for (const auto& x : kv.second) value += (value.empty() ? "" : ",") + x.as<std::string>();
+    } else if (kv.second.IsScalar()) {
+      value = kv.second.as<std::string>();
+    } else {
+      throw FormatError(where + ": " + key + ": expected a value or a list");
+    }
+    out.emplace_back(key, value);
+  }
+  return out;
 }
 
 void throw_option_error(const std::string& flag, const std::string& key, const std::string& owner,

@@ -1,20 +1,26 @@
 #pragma once
-// One table of a method's (or trainer's) options: key, type, default, one-line doc, how to
-// parse a value into the options struct and how to print it back. The same table reads
-// `--set KEY=VALUE` (and its deprecated alias `--agent-set`), lists the options for
+// One table of a method's (or trainer's, or agent's) options: key, type, default, one-line
+// doc, how to parse a value into the options struct and how to print it back. The one
+// KEY=VALUE reader of the project: the same table reads `--set KEY=VALUE` (and its
+// deprecated alias `--agent-set`), the keys of a YAML section (apply_yaml) such as a training
+// configuration's `rainbow:` or a policy sidecar's agent options, lists the options for
 // `placer methods` (schema()) and names the known keys, with a "did you mean", for an
-// unknown one. Torch-free.
+// unknown one. Values are read in one vocabulary (bools: src/util/option_text.h). Torch-free.
 //
 // Errors: ValidationError "<flag> <key> (<owner>): <why>", e.g.
 //   --set groups (hdp): expected a number, got 'many'
 //   --set warmup (colocrl): unknown option (known: samples, lr, ...); did you mean 'warm'?
 
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "agents/api/option_spec.h"
+#include "src/util/option_text.h"
 
 namespace placer {
 
@@ -23,15 +29,22 @@ struct OptionValueError {
   std::string why;
 };
 double parse_option_number(const std::string& v);  ///< "expected a number, got 'v'"
-int parse_option_int(const std::string& v);         ///< a number that is an integer
-bool parse_option_bool(const std::string& v);       ///< true/false/1/0/yes/no/on/off
+int64_t parse_option_int(const std::string& v);     ///< a number that is an integer
+/// kBoolSpellings (true/false, yes/no, on/off, 1/0, any case); else "expected true/false,
+/// yes/no, on/off or 1/0, got 'v'".
+bool parse_option_bool(const std::string& v);
+/// A list of integers: "[128, 128]", "128,128" or "128 128" (a YAML list is read as "a,b").
+std::vector<int64_t> parse_option_int_list(const std::string& v);
+std::string print_option_int_list(const std::vector<int64_t>& v);  ///< "[128, 128]"
 /// Shortest text that reads back as the same double ("0.001", "5e-04" -> "0.0005").
 std::string print_option_number(double x);
-/// "(did you mean 'x'?)"-style suggestion: the known key closest to `key` (edit distance
-/// < 3), or "" when none is close.
-std::string closest_option(const std::string& key, const std::vector<std::string>& known);
 /// Splits "KEY=VALUE" (ValidationError "<flag> 'kv': expected KEY=VALUE").
 std::pair<std::string, std::string> split_option(const std::string& kv, const std::string& flag);
+
+/// The keys of a YAML mapping with their values as text, in file order (a list as "a,b").
+/// FormatError "<where>: ..." on bad YAML, a non-mapping or a nested mapping value.
+std::vector<std::pair<std::string, std::string>> yaml_key_values(const std::string& yaml_text,
+                                                                 const std::string& where);
 
 template <class O>
 class OptionTable {
@@ -49,10 +62,19 @@ class OptionTable {
     return *this;
   }
   /// Typed shorthands: `field` returns a reference to the member in the options struct.
+  /// An integer; values below `min` are refused ("must be >= min, got v").
   template <class Field>
-  OptionTable& integer(std::string key, std::string doc, Field field) {
+  OptionTable& integer(std::string key, std::string doc, Field field,
+                       int64_t min = std::numeric_limits<int64_t>::min()) {
     return add(std::move(key), "int", std::move(doc),
-               [field](O* o, const std::string& v) { field(*o) = parse_option_int(v); },
+               [field, min](O* o, const std::string& v) {
+                 const int64_t x = parse_option_int(v);
+                 if (x < min) {
+                   throw OptionValueError{"must be >= " + std::to_string(min) + ", got " + v};
+                 }
+                 using T = std::decay_t<decltype(field(*o))>;
+                 field(*o) = static_cast<T>(x);
+               },
                [field](const O& o) { return std::to_string(field(o)); });
   }
   template <class Field>
@@ -68,6 +90,57 @@ class OptionTable {
                [field](const O& o) {
                  return std::string(field(o) ? "true" : "false");
                });
+  }
+  /// One of `choices` ("expected a, b or c, got 'v'"); listed with the type "a|b|c".
+  template <class Field>
+  OptionTable& choice(std::string key, std::vector<std::string> choices, std::string doc,
+                      Field field) {
+    std::string type, names;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      type += (i ? "|" : "") + choices[i];
+      names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+    }
+    return add(std::move(key), std::move(type), std::move(doc),
+               [field, choices, names](O* o, const std::string& v) {
+                 for (const std::string& c : choices) {
+                   if (c == v) {
+                     field(*o) = v;
+                     return;
+                   }
+                 }
+                 throw OptionValueError{"expected " + names + ", got '" + v + "'"};
+               },
+               [field](const O& o) { return std::string(field(o)); });
+  }
+  /// A file path (non-empty: "expected a file path").
+  template <class Field>
+  OptionTable& path(std::string key, std::string doc, Field field) {
+    return add(std::move(key), "path", std::move(doc),
+               [field](O* o, const std::string& v) {
+                 if (v.empty()) throw OptionValueError{"expected a file path"};
+                 field(*o) = v;
+               },
+               [field](const O& o) { return std::string(field(o)); });
+  }
+  /// A list of integers (parse_option_int_list).
+  template <class Field>
+  OptionTable& integer_list(std::string key, std::string doc, Field field) {
+    return add(std::move(key), "list", std::move(doc),
+               [field](O* o, const std::string& v) { field(*o) = parse_option_int_list(v); },
+               [field](const O& o) { return print_option_int_list(field(o)); });
+  }
+  /// Every listed key of `inner`, with its type and doc, reached through `field` (the inner
+  /// options struct inside O) and named `prefix` + key: e.g. a trainer's table holding the
+  /// agent's keys.
+  template <class I, class Field>
+  OptionTable& nest(const OptionTable<I>& inner, Field field, const std::string& prefix = "") {
+    for (const std::string& key : inner.keys()) {
+      const auto* e = inner.find(key);
+      add(prefix + key, e->type, e->doc,
+          [&inner, field, key](O* o, const std::string& v) { inner.set_value(&field(*o), key, v); },
+          [&inner, field, key](const O& o) { return inner.value(field(o), key); });
+    }
+    return *this;
   }
   /// A key that is refused with a reason (not listed): e.g. "seed" -> "the seed is --seed".
   OptionTable& refuse(std::string key, std::string why) {
@@ -98,28 +171,47 @@ class OptionTable {
     return out;
   }
 
-  /// Sets one option; `flag` ("--set", "--agent-set") is named in errors.
+  /// Sets one option; `flag` ("--set", "--agent-set", a file's name) is named in errors.
   void set(O* o, const std::string& key, const std::string& value, const std::string& flag) const {
-    for (const Entry& e : entries_) {
-      if (e.key != key) continue;
-      if (!e.refused.empty()) fail(flag, key, e.refused);
-      try {
-        e.parse(o, value);
-      } catch (const OptionValueError& bad) {
-        fail(flag, key, bad.why);
-      }
-      return;
+    const Entry* e = find(key);
+    if (!e) {
+      const std::string near = closest_name(key, keys());
+      fail(flag, key, "unknown option (known: " + key_list() + ")" +
+                          (near.empty() ? "" : "; did you mean '" + near + "'?"));
     }
-    const std::string near = closest_option(key, keys());
-    fail(flag, key, "unknown option (known: " + key_list() + ")" +
-                        (near.empty() ? "" : "; did you mean '" + near + "'?"));
+    if (!e->refused.empty()) fail(flag, key, e->refused);
+    try {
+      e->parse(o, value);
+    } catch (const OptionValueError& bad) {
+      fail(flag, key, bad.why);
+    }
   }
+  /// Sets the listed option `key` (which must be one) of a table nested in another: a bad
+  /// value throws OptionValueError for the outer table to name.
+  void set_value(O* o, const std::string& key, const std::string& value) const {
+    find(key)->parse(o, value);
+  }
+  /// The value of the listed option `key` as text.
+  std::string value(const O& o, const std::string& key) const { return find(key)->print(o); }
   /// Applies "KEY=VALUE" strings in order.
   void apply(O* o, const std::vector<std::string>& key_values, const std::string& flag) const {
     for (const std::string& kv : key_values) {
       const auto [k, v] = split_option(kv, flag);
       set(o, k, v, flag);
     }
+  }
+  /// Applies the keys of a YAML mapping in file order (a list value is read as "a,b"); `where`
+  /// names the source in errors. FormatError on bad YAML or a non-mapping.
+  void apply_yaml(O* o, const std::string& yaml_text, const std::string& where) const {
+    for (const auto& [k, v] : yaml_key_values(yaml_text, where)) set(o, k, v, where);
+  }
+  /// Every listed option as "key: value" lines (reads back through apply_yaml).
+  std::string to_yaml(const O& o) const {
+    std::string out;
+    for (const Entry& e : entries_) {
+      if (e.refused.empty()) out += e.key + ": " + e.print(o) + "\n";
+    }
+    return out;
   }
   /// Every listed option with its value in `defaults`.
   std::vector<OptionSpec> schema(const O& defaults) const {
@@ -131,12 +223,20 @@ class OptionTable {
   }
 
  private:
+  template <class>
+  friend class OptionTable;
   struct Entry {
     std::string key, type, doc;
     Parse parse;
     Print print;
     std::string refused;  ///< non-empty: the key is refused with this reason
   };
+  const Entry* find(const std::string& key) const {
+    for (const Entry& e : entries_) {
+      if (e.key == key) return &e;
+    }
+    return nullptr;
+  }
   [[noreturn]] void fail(const std::string& flag, const std::string& key,
                          const std::string& why) const;
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/option_table.h"
 
 namespace placer {
 
@@ -141,11 +142,14 @@ struct GdpPlaceOptions {
 };
 
 /// The `gdp` method's options (`placer place --method gdp --set KEY=VALUE`; the table is
-/// gdp_option_table() in agents/common/method_option_tables.h).
+/// gdp_option_table(), agents/gdp/gdp_options.cpp).
 struct GdpMethodOptions {
   std::string policy;  ///< "" = default_policy_path()
   GdpPlaceOptions place;
 };
+
+/// The options of gdp (and, with another owner, gdp+stages).
+const OptionTable<GdpMethodOptions>& gdp_option_table();
 
 /// What gdp_place found.
 struct GdpPlaceResult {

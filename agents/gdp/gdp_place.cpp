@@ -16,7 +16,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
-#include "agents/common/method_option_tables.h"
+#include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
@@ -261,14 +261,24 @@ std::unique_ptr<Placer> make_gdp_placer(const std::string& policy_path,
 }
 
 void add_learned_methods(std::vector<MethodInfo>* out) {
-  out->push_back(MethodInfo{
-      "gdp",
-      "GDP learned placer (Zhou et al. 2019), zero-shot with the default pretrained policy "
-      "(models/pretrained/default.pt or $PLACER_POLICY): greedy + 16 sampled placements",
-      false, [] { return make_gdp_placer("", GdpPlaceOptions{}); },
-      gdp_option_table().schema(GdpMethodOptions{}),
-      configured_factory(gdp_option_table(), GdpMethodOptions{},
-                         [](const GdpMethodOptions& o) { return make_gdp_placer(o.policy, o.place); })});
+  out->push_back(with_options(
+      MethodInfo{"gdp",
+                 "GDP learned placer (Zhou et al. 2019), zero-shot with the default pretrained "
+                 "policy (models/pretrained/default.pt or $PLACER_POLICY): greedy + 16 sampled "
+                 "placements",
+                 false, [] { return make_gdp_placer("", GdpPlaceOptions{}); }},
+      gdp_option_table(), GdpMethodOptions{}, [](const GdpMethodOptions& o) {
+        const std::string policy = o.policy.empty() ? default_policy_path() : o.policy;
+        if (!std::filesystem::is_regular_file(policy)) {
+          throw FileError("gdp: policy '" + policy + "' not found (" +
+                          (o.policy.empty() ? "the default; pass --policy P.pt, set "
+                                              "$PLACER_POLICY, or train one with `placer "
+                                              "train-policy`)"
+                                            : "train one with `placer train-policy`; it writes "
+                                              "<output-dir>/policy.pt)"));
+        }
+        return make_gdp_placer(o.policy, o.place);
+      }));
 }
 
 GdpPlaceResult gdp_place(const GdpPolicy& policy, const Problem& problem,

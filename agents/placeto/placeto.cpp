@@ -21,9 +21,10 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "agents/api/methods.h"
+#include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
-#include "agents/api/methods.h"
 #include "agents/placeto/placeto_internal.h"
 #include "datasets/coarsen.h"
 #include "models/placeto_net.h"
@@ -466,12 +467,13 @@ std::unique_ptr<Placer> make_placeto_placer(PlacetoOptions options) {
 }
 
 void add_placeto_methods(std::vector<MethodInfo>* out) {
-  out->push_back(MethodInfo{
-      "placeto",
-      "Placeto (Addanki et al. 2019): iterative MDP over coarsened groups, graph-embedding "
-      "policy trained online with REINFORCE (20000 simulated placements by default), or "
-      "zero-shot from a family-trained policy",
-      false, [] { return make_placeto_placer(); }});
+  out->push_back(with_options(
+      MethodInfo{"placeto",
+                 "Placeto (Addanki et al. 2019): iterative MDP over coarsened groups, "
+                 "graph-embedding policy trained online with REINFORCE (20000 simulated "
+                 "placements by default), or zero-shot from a family-trained policy",
+                 false, [] { return make_placeto_placer(); }},
+      placeto_option_table(), PlacetoOptions{}, make_placeto_method));
 }
 
 }  // namespace placer

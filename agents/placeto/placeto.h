@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/option_table.h"
 #include "datasets/family_registry.h"
 #include "env/placeto_env.h"
 
@@ -116,6 +117,11 @@ PlacetoSearchResult placeto_search(const Problem& problem, const PlacetoOptions&
                                    const SearchBudget& budget);
 
 std::unique_ptr<Placer> make_placeto_placer(PlacetoOptions options = {});
+/// The `placeto` method's options: policy, samples, finetune (placeto_options.cpp).
+const OptionTable<PlacetoOptions>& placeto_option_table();
+/// make_placeto_placer after checking them: FileError naming a missing policy,
+/// ValidationError for samples / finetune without a policy.
+std::unique_ptr<Placer> make_placeto_method(const PlacetoOptions& o);
 
 /// Registers "placeto" (not fast). Without LibTorch: nothing.
 void add_placeto_methods(std::vector<MethodInfo>* out);

@@ -23,6 +23,19 @@ void log_run(const std::string& label, const MethodRun& run, std::ostream& log) 
 
 }  // namespace
 
+bool is_portfolio(const std::string& method) { return method == "best" || method == "auto"; }
+
+MethodRun run_portfolio(const std::string& method, const ProblemSetup& s,
+                        const SearchBudget& budget, std::ostream& log) {
+  if (method == "best") return run_best(s, budget, "best", log);
+  constexpr double kAutoSeconds = 60;  // auto's wall-clock budget without --budget-seconds
+  const double seconds = budget.max_seconds > 0 ? budget.max_seconds : kAutoSeconds;
+  MethodRun chosen = run_auto(s, budget, seconds, log);
+  log << "placer: auto: chose " << chosen.method << " (" << human_time(chosen.result.step_time)
+      << ")\n";
+  return chosen;
+}
+
 bool better_run(const MethodRun& a, const MethodRun& b) {
   if (a.result.oom != b.result.oom) return !a.result.oom;
   return a.result.step_time < b.result.step_time;

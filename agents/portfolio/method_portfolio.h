@@ -37,4 +37,12 @@ std::vector<std::string> auto_learned_methods();
 MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double seconds,
                    std::ostream& log);
 
+/// Whether `method` names a portfolio ("best", "auto") rather than one registered method.
+bool is_portfolio(const std::string& method);
+
+/// Runs the portfolio `method` (best, or auto within --budget-seconds, 60 s by default; auto
+/// says on `log` which method it chose).
+MethodRun run_portfolio(const std::string& method, const ProblemSetup& s,
+                        const SearchBudget& budget, std::ostream& log);
+
 }  // namespace placer

@@ -16,7 +16,7 @@
 
 #include "agents/api/methods.h"
 #include "agents/common/megatron_outcome.h"
-#include "agents/common/method_option_tables.h"
+#include "agents/common/method_options.h"
 #include "agents/common/option_table.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
@@ -753,17 +753,16 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
 }
 
 void add_rainbow_3d_methods(std::vector<MethodInfo>* out) {
-  out->push_back(MethodInfo{
-      kName,
-      "Auto-MAP's explorers composed (Wang et al. 2020), warm-started from the megatron grid "
-      "on GPT graphs: Rainbow DQN operator sharding per tensor-parallel degree (attention "
-      "heads included), then DQN pipeline cuts on the grid's and the best shapes, then "
-      "micro-batches / ZeRO-1 / recomputation; 300 simulator runs (+ the grid's, 10 s)",
-      false, [] { return std::make_unique<Rainbow3DPlacer>(); },
-      rainbow_3d_option_table().schema(Rainbow3DOptions{}),
-      configured_factory(
-          rainbow_3d_option_table(), Rainbow3DOptions{},
-          [](const Rainbow3DOptions& o) { return std::make_unique<Rainbow3DPlacer>(o); })});
+  out->push_back(with_options(
+      MethodInfo{kName,
+                 "Auto-MAP's explorers composed (Wang et al. 2020), warm-started from the "
+                 "megatron grid on GPT graphs: Rainbow DQN operator sharding per tensor-parallel "
+                 "degree (attention heads included), then DQN pipeline cuts on the grid's and the "
+                 "best shapes, then micro-batches / ZeRO-1 / recomputation; 300 simulator runs "
+                 "(+ the grid's, 10 s)",
+                 false, [] { return std::make_unique<Rainbow3DPlacer>(); }},
+      rainbow_3d_option_table(), Rainbow3DOptions{},
+      [](const Rainbow3DOptions& o) { return std::make_unique<Rainbow3DPlacer>(o); }));
 }
 
 }  // namespace placer

@@ -1,12 +1,14 @@
 #pragma once
-// Options of the Rainbow DQN agent (agents/rainbow/rainbow_agent.h) and their text forms: one
-// option from "key=value" (CLI `--agent-set`, `train-policy --set`), a YAML mapping, and
-// back to YAML. Torch-free; the implementation (agents/rainbow/agent_options.cpp) is built with or
+// Options of the Rainbow DQN agent (agents/rainbow/rainbow_agent.h) and their text forms,
+// through its option table (agents/common/option_table.h): one option from "key=value" (CLI
+// `--set`, `train-policy --set`), a YAML mapping, and back to YAML. Torch-free; the implementation (agents/rainbow/agent_options.cpp) is built with or
 // without LibTorch. See docs/rainbow.md.
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "agents/common/option_table.h"
 
 namespace placer {
 
@@ -44,14 +46,18 @@ struct RainbowConfig {
 /// Empty when `config` is usable, else why not (e.g. "n_step must be >= 1, got 0").
 std::string validate_rainbow_config(const RainbowConfig& config);
 
+/// The agent's option table (owner "rainbow agent"; seed >= 0, replay_capacity >= 1).
+const OptionTable<RainbowConfig>& rainbow_config_table();
+
 /// The option names accepted by set_rainbow_option, in declaration order.
 const std::vector<std::string>& rainbow_option_names();
 
 /// Sets one option from text: `key` is a RainbowConfig field name; `value` is a number, a
-/// bool (true/false/1/0) or, for hidden, "[128, 128]" / "128,128". ValidationError
-/// "rainbow option 'key': ..." on an unknown key (listing the known ones) or a bad value.
-/// The config as a whole is not re-validated (call validate_rainbow_config).
-void set_rainbow_option(RainbowConfig* config, const std::string& key, const std::string& value);
+/// bool (kBoolSpellings) or, for hidden, "[128, 128]" / "128,128". ValidationError
+/// "<flag> key (rainbow agent): ..." on an unknown key (listing the known ones) or a bad
+/// value. The config as a whole is not re-validated (call validate_rainbow_config).
+void set_rainbow_option(RainbowConfig* config, const std::string& key, const std::string& value,
+                        const std::string& flag = "--set");
 
 /// Applies "key=value" strings in order (ValidationError on a missing '=').
 void apply_rainbow_overrides(RainbowConfig* config, const std::vector<std::string>& key_values);

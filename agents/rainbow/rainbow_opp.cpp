@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "agents/common/method_option_tables.h"
+#include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/api/methods.h"
 #include "agents/rainbow/rainbow_agent.h"
@@ -277,26 +277,25 @@ std::unique_ptr<Placer> make_rainbow_opp_placer(const RainbowOppOptions& options
 
 void add_rainbow_opp_methods(std::vector<MethodInfo>* out) {
   using Task = OppEnvOptions::Task;
-  out->push_back(MethodInfo{
-      "rainbow-opp",
-      "Auto-MAP operator partitioning (Wang et al. 2020): Rainbow DQN trained online over the "
-      "sharding decisions of every trainable variable dim (300 episodes, simulator reward), "
-      "fastest conflict-free state seen, over every device",
-      false,
-      [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kOperatorPartitioning)); },
-      rainbow_opp_option_table().schema(rainbow_opp_defaults(Task::kOperatorPartitioning)),
-      configured_factory(rainbow_opp_option_table(),
-                         rainbow_opp_defaults(Task::kOperatorPartitioning),
-                         [](const RainbowOppOptions& o) { return make_rainbow_opp_placer(o); })});
-  out->push_back(MethodInfo{
-      "rainbow-adp",
-      "Auto-MAP auto data parallelism (Wang et al. 2020): Rainbow DQN trained online over the "
-      "split dim of every data input (300 episodes, simulator reward), fastest conflict-free "
-      "state seen, over every device",
-      false, [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kDataParallel)); },
-      rainbow_opp_option_table().schema(rainbow_opp_defaults(Task::kDataParallel)),
-      configured_factory(rainbow_opp_option_table(), rainbow_opp_defaults(Task::kDataParallel),
-                         [](const RainbowOppOptions& o) { return make_rainbow_opp_placer(o); })});
+  const auto make = [](const RainbowOppOptions& o) { return make_rainbow_opp_placer(o); };
+  out->push_back(with_options(
+      MethodInfo{"rainbow-opp",
+                 "Auto-MAP operator partitioning (Wang et al. 2020): Rainbow DQN trained online "
+                 "over the sharding decisions of every trainable variable dim (300 episodes, "
+                 "simulator reward), fastest conflict-free state seen, over every device",
+                 false,
+                 [] {
+                   return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kOperatorPartitioning));
+                 }},
+      rainbow_opp_option_table(), rainbow_opp_defaults(Task::kOperatorPartitioning), make));
+  out->push_back(with_options(
+      MethodInfo{"rainbow-adp",
+                 "Auto-MAP auto data parallelism (Wang et al. 2020): Rainbow DQN trained online "
+                 "over the split dim of every data input (300 episodes, simulator reward), "
+                 "fastest conflict-free state seen, over every device",
+                 false,
+                 [] { return make_rainbow_opp_placer(rainbow_opp_defaults(Task::kDataParallel)); }},
+      rainbow_opp_option_table(), rainbow_opp_defaults(Task::kDataParallel), make));
 }
 
 }  // namespace placer

@@ -112,5 +112,8 @@ RainbowOppReport rainbow_opp_search(const Problem& problem, const SearchBudget& 
 /// options.env.task; search() returns rainbow_opp_search(...).plan. Throws placer::Error
 /// without LibTorch.
 std::unique_ptr<Placer> make_rainbow_opp_placer(const RainbowOppOptions& options = {});
+/// The options of rainbow-opp / rainbow-adp: the placer's keys, then every RainbowConfig
+/// option of its agent (seed refused: --seed). agents/rainbow/rainbow_opp_options.cpp.
+const OptionTable<RainbowOppOptions>& rainbow_opp_option_table();
 
 }  // namespace placer

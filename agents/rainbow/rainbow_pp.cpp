@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "agents/common/method_option_tables.h"
+#include "agents/common/method_options.h"
 #include "agents/api/methods.h"
 #include "agents/rainbow/rainbow_agent.h"
 #include "agents/rainbow/rainbow_pp_episodes.h"
@@ -307,15 +307,14 @@ std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions& options) 
 }
 
 void add_rainbow_methods(std::vector<MethodInfo>* out) {
-  out->push_back(MethodInfo{
-      "rainbow-pp",
-      "Auto-MAP pipeline cuts (Wang et al. 2020): Rainbow DQN trained online on the graph, "
-      "best of 300 simulated cut sets and the balanced center solution (min(4, devices) stages), "
-      "then device-group sizes and micro-batches searched for the best cut sets (2 rounds)",
-      false, [] { return make_rainbow_pp_placer(RainbowPPOptions{}); },
-      rainbow_pp_option_table().schema(RainbowPPOptions{}),
-      configured_factory(rainbow_pp_option_table(), RainbowPPOptions{},
-                         [](const RainbowPPOptions& o) { return make_rainbow_pp_placer(o); })});
+  out->push_back(with_options(
+      MethodInfo{"rainbow-pp",
+                 "Auto-MAP pipeline cuts (Wang et al. 2020): Rainbow DQN trained online on the "
+                 "graph, best of 300 simulated cut sets and the balanced center solution "
+                 "(min(4, devices) stages), then device-group sizes and micro-batches searched "
+                 "for the best cut sets (2 rounds)",
+                 false, [] { return make_rainbow_pp_placer(RainbowPPOptions{}); }},
+      rainbow_pp_method_option_table(), RainbowPPMethodOptions{}, make_rainbow_pp_method));
 }
 
 }  // namespace placer

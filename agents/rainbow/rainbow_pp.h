@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/option_table.h"
 
 namespace placer {
 
@@ -46,5 +48,20 @@ struct RainbowPPOptions {
 
 /// The rainbow-pp placer with `options`. Throws placer::Error without LibTorch.
 std::unique_ptr<Placer> make_rainbow_pp_placer(const RainbowPPOptions& options = {});
+/// The online search's options (agents/rainbow/rainbow_pp_options.cpp).
+const OptionTable<RainbowPPOptions>& rainbow_pp_option_table();
+
+/// The `rainbow-pp` method's options: the online search's, or a pretrained pipeline-cut
+/// policy placed zero-shot (`policy`, with `samples` cut sets sampled besides the greedy one).
+struct RainbowPPMethodOptions {
+  RainbowPPOptions search;
+  std::string policy;  ///< "" = the online search
+  int samples = 16;    ///< with a policy
+};
+/// Its table: the search's keys, then policy and samples.
+const OptionTable<RainbowPPMethodOptions>& rainbow_pp_method_option_table();
+/// The placer of `o`: the online search, or the policy's (FileError naming a missing policy;
+/// ValidationError for samples without a policy, or search options with one).
+std::unique_ptr<Placer> make_rainbow_pp_method(const RainbowPPMethodOptions& o);
 
 }  // namespace placer

@@ -11,7 +11,7 @@
 #include <torch/utils.h>
 
 #include "agents/seq2seq/hdp.h"
-#include "agents/common/method_option_tables.h"
+#include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/api/methods.h"
 #include "agents/seq2seq/reinforce.h"
@@ -155,8 +155,8 @@ template <class O>
 MethodInfo seq2seq_method(const char* name, const char* description,
                           const OptionTable<O>& table, std::unique_ptr<Placer> (*make)(O)) {
   const O defaults;
-  return MethodInfo{name, description, false, [make] { return make(O{}); }, table.schema(defaults),
-                    configured_factory(table, defaults, [make](const O& o) { return make(o); })};
+  return with_options(MethodInfo{name, description, false, [make] { return make(O{}); }}, table,
+                      defaults, [make](const O& o) { return make(o); });
 }
 
 }  // namespace

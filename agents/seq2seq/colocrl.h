@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/option_table.h"
 
 namespace placer {
 
@@ -106,6 +107,8 @@ LearnedSearchResult colocrl_search(const Problem& problem, const ColocrlOptions&
                                    const SearchBudget& budget);
 
 std::unique_ptr<Placer> make_colocrl_placer(ColocrlOptions options = {});
+/// The options of colocrl (agents/seq2seq/colocrl_options.cpp).
+const OptionTable<ColocrlOptions>& colocrl_option_table();
 
 /// The Placer interface's view of an online search (colocrl / hdp).
 SearchOutcome learned_search_outcome(LearnedSearchResult r);

@@ -35,5 +35,7 @@ LearnedSearchResult hdp_search(const Problem& problem, const HdpOptions& options
                                const SearchBudget& budget);
 
 std::unique_ptr<Placer> make_hdp_placer(HdpOptions options = {});
+/// The options of hdp (agents/seq2seq/hdp_options.cpp).
+const OptionTable<HdpOptions>& hdp_option_table();
 
 }  // namespace placer

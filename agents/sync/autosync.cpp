@@ -5,6 +5,7 @@
 #include <random>
 
 #include "agents/api/methods.h"
+#include "agents/common/method_options.h"
 #include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_builders.h"
 #include "src/graph/sparse_gradients.h"
@@ -196,11 +197,14 @@ void add_sync_methods(std::vector<MethodInfo>* out) {
                   "(seeded coordinate descent from the best builder; not learned)",
                   false, [] { return make_autosync_placer(); }});
   if (autosync_rl_available()) {
-    out->push_back({"autosync",
-                    "data parallel, per-variable sync strategy by a Rainbow DQN agent trained "
-                    "online on the simulator (or zero-shot with --policy), then polished by "
-                    "autosync-search's descent",
-                    false, [] { return make_autosync_rl_placer(); }});
+    out->push_back(with_options(
+        MethodInfo{"autosync",
+                   "data parallel, per-variable sync strategy by a Rainbow DQN agent trained "
+                   "online on the simulator (or zero-shot with --policy), then polished by "
+                   "autosync-search's descent",
+                   false, [] { return make_autosync_rl_placer(); }},
+        autosync_option_table(), AutosyncOptions{},
+        [](const AutosyncOptions& o) { return make_autosync_rl_placer(o); }));
   }
 }
 

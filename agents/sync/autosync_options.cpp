@@ -3,7 +3,6 @@
 #include <string>
 
 #include "agents/sync/autosync_rl.h"
-#include "src/util/error.h"
 
 namespace placer {
 
@@ -25,72 +24,61 @@ RainbowConfig autosync_agent_defaults() {
   return c;
 }
 
-namespace {
-
-long long parse_int(const std::string& key, const std::string& v) {
-  try {
-    size_t n = 0;
-    const long long x = std::stoll(v, &n);
-    if (n == v.size()) return x;
-  } catch (const std::exception&) {
-  }
-  throw ValidationError("autosync option '" + key + "': not an integer: '" + v + "'");
+const OptionTable<AutosyncOptions>& autosync_option_table() {
+  static const OptionTable<AutosyncOptions> t = [] {
+    OptionTable<AutosyncOptions> v("autosync");
+    v.add(
+         "policy", "path",
+         "a pretrained policy (`placer train-policy --agent autosync`) placed zero-shot; none: "
+         "the agent learns online",
+         [](AutosyncOptions* o, const std::string& x) { o->policy = x; },
+         [](const AutosyncOptions& o) { return o.policy; })
+        .integer(
+            "episodes", "training episodes (0 = as the budget allows online, none with a policy)",
+            [](auto& o) -> auto& { return o.episodes; }, 0)
+        .number(
+            "polish", "share of the simulation budget for the coordinate polish",
+            [](auto& o) -> auto& { return o.polish; })
+        .integer(
+            "units", "variables decided one by one", [](auto& o) -> auto& { return o.units; }, 1)
+        .integer(
+            "learn_every", "agent steps between learn() updates",
+            [](auto& o) -> auto& { return o.learn_every; }, 1)
+        .integer(
+            "demo_every", "every N-th episode replays the best builder's plan (0 = none)",
+            [](auto& o) -> auto& { return o.demo_every; }, 0);
+    return v;
+  }();
+  return t;
 }
 
-bool parse_bool(const std::string& key, const std::string& v) {
-  if (v == "true" || v == "1") return true;
-  if (v == "false" || v == "0") return false;
-  throw ValidationError("autosync option '" + key + "': not a bool (true/false): '" + v + "'");
+const OptionTable<AutosyncTrainOptions>& autosync_train_option_table() {
+  static const OptionTable<AutosyncTrainOptions> t = [] {
+    OptionTable<AutosyncTrainOptions> v("autosync");
+    v.choice("split", {"train", "val", "test"}, "corpus split to train on",
+             [](auto& o) -> auto& { return o.split; })
+        .integer("max_ops", "skip graphs with more ops (after expansion)",
+                 [](auto& o) -> auto& { return o.max_ops; }, 1)
+        .integer("graphs", "at most this many graphs (0 = all), seeded choice",
+                 [](auto& o) -> auto& { return o.graphs; }, 0)
+        .integer("units", "variables decided one by one", [](auto& o) -> auto& { return o.units; },
+                 1)
+        .integer("learn_every", "agent steps between learn() updates",
+                 [](auto& o) -> auto& { return o.learn_every; }, 1)
+        .integer("demo_every", "every N-th episode replays the best builder's plan (0 = none)",
+                 [](auto& o) -> auto& { return o.demo_every; }, 0)
+        .flag("allow_compression", "the lossy actions the policy may learn",
+              [](auto& o) -> auto& { return o.allow_compression; })
+        .integer("max_staleness", "steps a sync may run late",
+                 [](auto& o) -> auto& { return o.max_staleness; }, 0)
+        .nest(rainbow_config_table(), [](auto& o) -> auto& { return o.agent; });
+    return v;
+  }();
+  return t;
 }
-
-/// *field = the integer `v` (as T), which must be >= `min`.
-template <class T>
-void set_at_least(T* field, const std::string& key, const std::string& v, T min) {
-  *field = T(parse_int(key, v));
-  if (*field < min) {
-    throw ValidationError("autosync option '" + key + "': must be >= " + std::to_string(min));
-  }
-}
-
-}  // namespace
 
 void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key_value) {
-  const size_t eq = key_value.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    throw ValidationError("autosync option '" + key_value + "': expected KEY=VALUE");
-  }
-  const std::string key = key_value.substr(0, eq), v = key_value.substr(eq + 1);
-  if (key == "split") {
-    if (v != "train" && v != "val" && v != "test") {
-      throw ValidationError("autosync option 'split': train, val or test, got '" + v + "'");
-    }
-    o->split = v;
-  } else if (key == "max_ops") {
-    set_at_least(&o->max_ops, key, v, decltype(o->max_ops)(1));
-  } else if (key == "graphs") {
-    set_at_least(&o->graphs, key, v, 0);
-  } else if (key == "units") {
-    set_at_least(&o->units, key, v, 1);
-  } else if (key == "learn_every") {
-    set_at_least(&o->learn_every, key, v, 1);
-  } else if (key == "demo_every") {
-    set_at_least(&o->demo_every, key, v, 0);
-  } else if (key == "allow_compression") {
-    o->allow_compression = parse_bool(key, v);
-  } else if (key == "max_staleness") {
-    set_at_least(&o->max_staleness, key, v, 0);
-  } else {
-    try {
-      set_rainbow_option(&o->agent, key, v);
-    } catch (const ValidationError& e) {
-      throw ValidationError("autosync option '" + key +
-                            "': neither an autosync key (split, max_ops, graphs, units, "
-                            "learn_every, demo_every, allow_compression, max_staleness) nor a "
-                            "Rainbow "
-                            "option: " +
-                            e.what());
-    }
-  }
+  autosync_train_option_table().apply(o, {key_value}, "--set");
 }
 
 }  // namespace placer

@@ -76,6 +76,9 @@ inline constexpr int64_t kAutosyncDefaultEvals = 400;
 AutosyncReport autosync_search(const Problem& p, const SearchBudget& budget,
                                const AutosyncOptions& o);
 
+/// The `autosync` method's options (agents/sync/autosync_options.cpp).
+const OptionTable<AutosyncOptions>& autosync_option_table();
+
 /// The `autosync` placer with these options.
 std::unique_ptr<Placer> make_autosync_rl_placer(const AutosyncOptions& o = {});
 bool autosync_rl_available();
@@ -114,9 +117,12 @@ struct AutosyncTrainResult {
 /// ValidationError on bad options (no clusters, episodes < 1, an empty split, ...).
 AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o);
 
-/// Sets one train option from "key=value": corpus keys split, max_ops, graphs, units,
-/// learn_every, demo_every, allow_compression, max_staleness; any other key is a Rainbow option
-/// (agents/rainbow/rainbow_config.h). ValidationError naming the key on a bad one.
+/// The pretraining's options: corpus keys split, max_ops, graphs, units, learn_every,
+/// demo_every, allow_compression, max_staleness, then every Rainbow agent option
+/// (agents/rainbow/rainbow_config.h).
+const OptionTable<AutosyncTrainOptions>& autosync_train_option_table();
+/// Sets one train option from "key=value" through that table (ValidationError
+/// "--set <key> (autosync): ..." on a bad one).
 void apply_autosync_train_option(AutosyncTrainOptions* o, const std::string& key_value);
 
 /// Policy files: the agent's torch archive at `path` and its options at path + ".yaml".

@@ -47,13 +47,9 @@ double read_double(const ConfigSource& s, const YAML::Node& n, const std::string
 
 std::string name_suggestion(const std::string& v, const std::vector<std::string>& known,
                             const std::string& lead) {
-  std::string all, best;
-  size_t best_d = 3;  // suggest only close matches (typos)
-  for (const std::string& k : known) {
-    all += (all.empty() ? "" : ", ") + k;
-    const size_t d = edit_distance(v, k, 3);
-    if (d < best_d) best_d = d, best = k;
-  }
+  std::string all;
+  for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
+  const std::string best = closest_name(v, known);
   return best.empty() ? "(" + lead + ": " + all + ")" : "(did you mean '" + best + "'?)";
 }
 
@@ -68,15 +64,6 @@ void check_name(const YamlReader& r, const std::string& f, const std::string& v,
 void unknown_key(const YamlReader& r, const std::string& field, const std::string& key,
                  const std::vector<std::string>& allowed) {
   r.fail(field, "unknown key '" + key + "' " + name_suggestion(key, allowed, "expected one of"));
-}
-
-std::pair<std::string, std::string> split_assignment(const YamlReader& r,
-                                                     const std::string& assignment) {
-  const size_t eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    r.fail("", "expected KEY=VALUE, got '" + assignment + "'");
-  }
-  return {assignment.substr(0, eq), assignment.substr(eq + 1)};
 }
 
 }  // namespace placer

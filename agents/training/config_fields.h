@@ -6,8 +6,10 @@
 // table (sections = the part before the dot: `net.hidden` is `hidden` under `net:`).
 //
 // Errors are FormatError "<file>: <key>: ..." through YamlReader::fail; the file is "--set"
-// for command-line overrides. Unknown keys and names get a "did you mean" suggestion for a
-// close match (edit distance < 3), else the list of the known ones.
+// for command-line overrides (split by split_option, agents/common/option_table.h). Values
+// are read in the one vocabulary of options (bools: src/util/option_text.h). Unknown keys
+// and names get a "did you mean" suggestion for a close match (closest_name), else the list
+// of the known ones.
 
 #include <yaml-cpp/yaml.h>
 
@@ -77,10 +79,6 @@ void check_name(const YamlReader& r, const std::string& f, const std::string& v,
 /// "unknown key 'k' (did you mean 'x'?)" or "unknown key 'k' (expected one of: a, b)".
 [[noreturn]] void unknown_key(const YamlReader& r, const std::string& field, const std::string& key,
                               const std::vector<std::string>& allowed);
-
-/// Splits a `--set` "KEY=VALUE"; FormatError "--set: expected KEY=VALUE, got '...'".
-std::pair<std::string, std::string> split_assignment(const YamlReader& r,
-                                                     const std::string& assignment);
 
 // ----------------------------------------------------------------- field builders ----
 // `ref` is a lambda giving a reference to the member inside a Config (PLACER_CONFIG_REF).

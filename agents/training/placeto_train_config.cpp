@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "agents/common/option_table.h"
 #include "agents/training/config_fields.h"
 #include "datasets/family_registry.h"
 #include "src/io/yaml_util.h"
@@ -214,7 +215,7 @@ PlacetoCliConfig load_placeto_train_config(const std::string& path) {
 
 void apply_placeto_override(PlacetoCliConfig* config, const std::string& assignment) {
   const YamlReader reader("--set");
-  const auto [key, text] = split_assignment(reader, assignment);
+  const auto [key, text] = split_option(assignment, "--set");
   const YAML::Node value = parse_yaml_text(text, "--set " + key);
   Source s{reader, fs::current_path().string()};
   if (key.rfind("ranges.", 0) == 0 && key.size() > 7) {  // one family parameter

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "agents/api/placer.h"
+#include "agents/common/option_table.h"
 #include "agents/rainbow/rainbow_config.h"
 #include "agents/training/config_fields.h"
 #include "src/io/yaml_util.h"
@@ -129,7 +130,7 @@ TrainConfig load_train_config(const std::string& path) {
 
 void apply_train_override(TrainConfig* config, const std::string& assignment) {
   const YamlReader reader("--set");
-  const auto [key, text] = split_assignment(reader, assignment);
+  const auto [key, text] = split_option(assignment, "--set");
   const Field* f = find_field(fields(), key);
   if (!f) unknown_key(reader, "", key, train_config_keys());
   const YAML::Node value = parse_yaml_text(text, "--set " + key);
@@ -268,13 +269,12 @@ RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path) {
 
 void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& assignment) {
   const YamlReader reader("--set");
-  const auto [key, value] = split_assignment(reader, assignment);
+  const auto [key, value] = split_option(assignment, "--set");
   if (key.rfind("rainbow.", 0) == 0) {
-    try {
-      set_rainbow_option(&config->rainbow, key.substr(8), value);
-    } catch (const ValidationError& e) {
-      reader.fail(key, e.what());
-    }
+    static const OptionTable<RainbowPPTrainConfig> agent_keys =
+        OptionTable<RainbowPPTrainConfig>("rainbow-pp training")
+            .nest(rainbow_config_table(), [](auto& c) -> auto& { return c.rainbow; }, "rainbow.");
+    agent_keys.set(config, key, value, "--set");
   } else {
     const PPField* f = find_field(pp_fields(), key);
     if (!f || key == "rainbow") {

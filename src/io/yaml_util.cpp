@@ -162,21 +162,6 @@ const char* node_kind(const YAML::Node& n) {
 
 }  // namespace
 
-size_t edit_distance(const std::string& a, const std::string& b, size_t cap) {
-  const size_t diff = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
-  if (diff > cap) return cap + 1;  // at least that many edits: no need to fill the table
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 YAML::Node parse_json_as_yaml(const std::string& text, const std::string& file) {
   nlohmann::json j;
   try {
@@ -258,14 +243,9 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& field,
     bool ok = false;
     for (const char* a : allowed) ok = ok || key == a;
     if (ok || ignore_unknown_keys_) continue;
-    std::string best;
-    size_t best_d = 3;  // suggest only close matches (typos)
     std::string all;
-    for (const char* a : allowed) {
-      const size_t d = edit_distance(key, a);
-      if (d < best_d) best_d = d, best = a;
-      all += std::string(all.empty() ? "" : ", ") + a;
-    }
+    for (const char* a : allowed) all += std::string(all.empty() ? "" : ", ") + a;
+    const std::string best = closest_name(key, std::vector<std::string>(allowed.begin(), allowed.end()));
     fail(field,
          "unknown key '" + key + "' " +
              (best.empty() ? "(expected one of: " + all + ")" : "(did you mean '" + best + "'?)"));
@@ -312,11 +292,9 @@ double YamlReader::to_double(const YAML::Node& n, const std::string& field) cons
 }
 
 bool YamlReader::to_bool(const YAML::Node& n, const std::string& field) const {
-  std::string s = scalar(n, field);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "true" || s == "yes" || s == "on") return true;
-  if (s == "false" || s == "no" || s == "off") return false;
-  fail(field, "expected true or false, got '" + n.Scalar() + "'");
+  bool b = false;
+  if (parse_bool_text(scalar(n, field), &b)) return b;
+  fail(field, std::string("expected ") + kBoolSpellings + ", got '" + n.Scalar() + "'");
 }
 
 double YamlReader::to_quantity(const YAML::Node& n, QuantityKind k,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "src/io/units.h"
+#include "src/util/option_text.h"
 
 namespace placer {
 
@@ -41,10 +42,6 @@ void append_unique(nlohmann::ordered_json* obj, const std::string& key,
                    nlohmann::ordered_json value);
 
 /// "a.b" (or "b" when parent is empty).
-/// Levenshtein distance of a and b, or any value > cap once it is known to exceed cap
-/// (used for "did you mean" suggestions).
-size_t edit_distance(const std::string& a, const std::string& b, size_t cap = SIZE_MAX);
-
 std::string field_join(const std::string& parent, const std::string& key);
 /// "a[3]".
 std::string field_index(const std::string& parent, size_t index);
@@ -87,6 +84,7 @@ class YamlReader {
   /// An integer in [lo, hi].
   int64_t to_int(const YAML::Node& n, const std::string& field, int64_t lo, int64_t hi) const;
   double to_double(const YAML::Node& n, const std::string& field) const;
+  /// A bool in the one vocabulary of option values (src/util/option_text.h).
   bool to_bool(const YAML::Node& n, const std::string& field) const;
   /// A quantity with units (see units.h); plain numbers are in base units.
   double to_quantity(const YAML::Node& n, QuantityKind k, const std::string& field) const;

@@ -7,9 +7,13 @@
 #include <thread>
 
 #include "agents/api/search_budget.h"
-#include "agents/common/method_option_tables.h"
 #include "agents/common/option_table.h"
 #include "agents/api/placer.h"
+#include "agents/rainbow/rainbow_config.h"
+#include "agents/rainbow/rainbow_opp.h"
+#include "agents/rainbow/rainbow_pp.h"
+#include "agents/seq2seq/hdp.h"
+#include "agents/sync/autosync_rl.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -101,12 +105,75 @@ TEST(OptionTable, ErrorsNameFlagKeyOwnerAndKnownKeys) {
   const OptionTable<Toy> t = toy_table();
   EXPECT_EQ(error_of(t, {"n=many"}), "--set n (toy): expected a number, got 'many'");
   EXPECT_EQ(error_of(t, {"n=1.5"}), "--set n (toy): expected an integer, got '1.5'");
-  EXPECT_EQ(error_of(t, {"on=maybe"}), "--set on (toy): expected true or false, got 'maybe'");
+  EXPECT_EQ(error_of(t, {"on=maybe"}),
+            "--set on (toy): expected true/false, yes/no, on/off or 1/0, got 'maybe'");
   EXPECT_EQ(error_of(t, {"nme=x"}),
             "--set nme (toy): unknown option (known: n, x, on, name); did you mean 'name'?");
   EXPECT_EQ(error_of(t, {"zzzzzz=1"}), "--set zzzzzz (toy): unknown option (known: n, x, on, name)");
   EXPECT_EQ(error_of(t, {"seed=1"}), "--set seed (toy): the seed is --seed");
   EXPECT_EQ(error_of(t, {"n"}), "--set 'n': expected KEY=VALUE");
+}
+
+TEST(OptionTable, BoolsTakeEverySpellingInAnyCase) {
+  const OptionTable<Toy> t = toy_table();
+  for (const char* v : {"true", "TRUE", "Yes", "on", "1"}) {
+    Toy o;
+    o.on = false;
+    t.apply(&o, {std::string("on=") + v}, "--set");
+    EXPECT_TRUE(o.on) << v;
+  }
+  for (const char* v : {"false", "No", "OFF", "0"}) {
+    Toy o;
+    t.apply(&o, {std::string("on=") + v}, "--set");
+    EXPECT_FALSE(o.on) << v;
+  }
+}
+
+TEST(OptionTable, AgentOptionsReadFromYamlAsPolicySidecarsHoldThem) {
+  // The agent options of a policy sidecar (rainbow-pp's .meta.json "rainbow" text, autosync's
+  // policy.pt.yaml) and of a training configuration's `rainbow:` section.
+  RainbowConfig c;
+  rainbow_config_from_yaml("noisy: YES\ndueling: 0\ndouble_q: off\nhidden: [32, 16]\nlr: 2e-4\n",
+                           &c, "p.pt.meta.json: rainbow");
+  EXPECT_TRUE(c.noisy);
+  EXPECT_FALSE(c.dueling);
+  EXPECT_FALSE(c.double_q);
+  EXPECT_EQ(c.hidden, (std::vector<int64_t>{32, 16}));
+  EXPECT_DOUBLE_EQ(c.lr, 2e-4);
+  RainbowConfig back;
+  rainbow_config_from_yaml(rainbow_config_to_yaml(c), &back, "round trip");
+  EXPECT_EQ(rainbow_config_to_yaml(back), rainbow_config_to_yaml(c));
+  try {
+    rainbow_config_from_yaml("noisy: maybe\n", &c, "p.pt.meta.json: rainbow");
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "p.pt.meta.json: rainbow noisy (rainbow agent): expected true/false, yes/no, "
+                 "on/off or 1/0, got 'maybe'");
+  }
+}
+
+TEST(OptionTable, NestedTablesAndLimits) {
+  AutosyncTrainOptions o;
+  autosync_train_option_table().apply(
+      &o, {"units=5", "allow_compression=On", "split=val", "lr=0.01", "hidden=8,4"}, "--set");
+  EXPECT_EQ(o.units, 5);
+  EXPECT_TRUE(o.allow_compression);
+  EXPECT_EQ(o.split, "val");
+  EXPECT_DOUBLE_EQ(o.agent.lr, 0.01);
+  EXPECT_EQ(o.agent.hidden, (std::vector<int64_t>{8, 4}));
+  const auto error = [&o](const std::string& kv) {
+    try {
+      autosync_train_option_table().apply(&o, {kv}, "--set");
+    } catch (const ValidationError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("units=0"), "--set units (autosync): must be >= 1, got 0");
+  EXPECT_EQ(error("split=holdout"), "--set split (autosync): expected train, val or test, got 'holdout'");
+  EXPECT_EQ(error("noisy=2"),
+            "--set noisy (autosync): expected true/false, yes/no, on/off or 1/0, got '2'");
 }
 
 TEST(OptionTable, SchemaPrintsDefaults) {

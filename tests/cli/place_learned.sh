@@ -66,6 +66,6 @@ expect "placeto: missing policy" "not found" \
   -- place --graph "$graph" --cluster "$cluster" --method placeto --policy nope.pt -o x.plan.yaml
 expect "placeto: --samples without a policy" "apply to placeto with --policy" \
   -- place --graph "$graph" --cluster "$cluster" --method placeto --samples 3 -o x.plan.yaml
-expect "placeto: --finetune-lr" "applies to --method gdp only" \
+expect "placeto: --finetune-lr" "--finetune-lr is \`--set lr=...\`, an option --method placeto does not take" \
   -- place --graph "$graph" --cluster "$cluster" --method placeto --finetune-lr 0.1 -o x.plan.yaml
 echo "$n checks, $fail failed"; [ $fail = 0 ]

@@ -18,10 +18,10 @@ cluster=$data/two_gpus.cluster.yaml
 ok() { n=$((n + 1)); echo "ok   $1"; }
 bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL $1"; }
 
-expect "gdp options with another method" "--samples applies to the learned placer only" \
+expect "gdp options with another method" "--samples is \`--set samples=...\`, an option --method m-etf does not take" \
   -- place --graph "$graph" --cluster "$cluster" --method m-etf --samples 4 -o x.plan.yaml
 # Without --method and --policy the method is best (tests/cli/place_onnx.sh), not gdp.
-expect "gdp options, no method, no policy" "--samples applies to the learned placer only (--method gdp), not to --method auto" \
+expect "gdp options, no method, no policy" "--samples is \`--set samples=...\`, an option --method auto does not take" \
   -- place --graph "$graph" --cluster "$cluster" --samples 4 -o x.plan.yaml
 
 "$placer" train-policy --config "$data/gdp_cli/tiny.train.yaml" --updates 2 -o run \
@@ -33,7 +33,7 @@ if [ $rc = 2 ] && grep -q "without" train.err; then
   echo "$n checks, $fail failed"; [ $fail = 0 ]; exit
 fi
 [ $rc = 0 ] && [ -s run/policy.pt ] && ok "tiny policy trained" || bad "training failed: $(cat train.err)"
-expect "--policy missing.pt" "--policy: 'missing.pt' not found" \
+expect "--policy missing.pt" "gdp: policy 'missing.pt' not found" \
   -- place --graph "$graph" --cluster "$cluster" --policy missing.pt -o x.plan.yaml
 
 # Zero-shot on the MLP fixture: method gdp, simulate agrees, config records the options.
@@ -47,7 +47,8 @@ if "$placer" place --graph "$graph" --cluster "$cluster" --policy run/policy.pt 
   simulated=$("$placer" simulate --graph "$graph" --cluster "$cluster" --plan a/out.plan.yaml 2>/dev/null | grep '^step time')
   [ -n "$placed" ] && [ "$placed" = "$simulated" ] && ok "simulate reproduces the step time" ||
     bad "place '$placed' vs simulate '$simulated'"
-  grep -q '^policy: "run/policy.pt"' a/out.place.yaml && grep -q '^gdp: {samples: 4, finetune: 0' a/out.place.yaml &&
+  grep -q '^  policy: "run/policy.pt"$' a/out.place.yaml && grep -q '^  samples: 4$' a/out.place.yaml &&
+    grep -q '^  finetune: 0$' a/out.place.yaml &&
     grep -q 'search_seconds: ' a/out.place.yaml && ok "place.yaml records policy, samples, finetune" ||
     bad "place.yaml: $(cat a/out.place.yaml)"
 else
@@ -69,7 +70,7 @@ done
 if [ -s c/out.plan.json ] && grep -q '"method": *"gdp"' c/out.plan.json; then
   ok "fine-tuned transformer plan"
   cmp -s c/out.plan.json d/out.plan.json && ok "fine-tuned: same seed, same plan" || bad "fine-tuned plans differ"
-  grep -q '^gdp: {samples: 2, finetune: 2, finetune_lr: [0-9.e-]*, finetune_samples: 2}' c/out.place.yaml &&
+  grep -q '^  finetune: 2$' c/out.place.yaml && grep -q '^  ppo_samples: 2$' c/out.place.yaml &&
     ok "fine-tuning options recorded" || bad "place.yaml: $(cat c/out.place.yaml)"
 else
   bad "fine-tuned transformer: $(cat c.err)"

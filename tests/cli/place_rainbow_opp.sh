@@ -56,7 +56,7 @@ if "$placer" place --graph "$graph" --cluster "$cluster" --method rainbow-pp \
      --policy "$src/models/pretrained/rainbow_pp.pt" -o p/out.plan.yaml > p.out 2> p.err; then
   grep -q '^method: rainbow-pp' p/out.plan.yaml && grep -q '^pipeline:' p/out.plan.yaml &&
     ok "rainbow-pp --policy writes a pipeline plan" || bad "policy plan: $(head -c 400 p/out.plan.yaml)"
-  grep -q '^policy: ' p/out.place.yaml && ok "place.yaml records the policy" || bad "$(cat p/out.place.yaml)"
+  grep -q '^  policy: ".*rainbow_pp.pt"$' p/out.place.yaml && ok "place.yaml records the policy" || bad "$(cat p/out.place.yaml)"
 else
   bad "rainbow-pp --policy failed: $(cat p.err)"
 fi
@@ -69,6 +69,6 @@ expect "--agent-set without =" "expected KEY=VALUE" \
   -- place --graph "$graph" --cluster "$cluster" --method rainbow-pp --agent-set episodes -o x.plan.yaml
 expect "missing policy file" "not found" \
   -- place --graph "$graph" --cluster "$cluster" --method rainbow-pp --policy nope.pt -o x.plan.yaml
-expect "--finetune with rainbow-pp" "applies to --method gdp only" \
+expect "--finetune with rainbow-pp" "--finetune is \`--set finetune=...\`, an option --method rainbow-pp does not take" \
   -- place --graph "$graph" --cluster "$cluster" --method rainbow-pp --finetune 2 -o x.plan.yaml
 echo "$n checks, $fail failed"; [ $fail = 0 ]

@@ -25,9 +25,9 @@ fi
 
 expect "no corpus" "--corpus required" -- train-policy --agent autosync --cluster "$c10" -o r
 expect "no cluster" "--cluster required" -- train-policy --agent autosync --corpus "$corpus" -o r
-expect "bad key" "autosync option 'unitz'" "neither an autosync key" \
+expect "bad key" "--set unitz (autosync): unknown option" "did you mean 'units'" \
   -- train-policy --agent autosync --corpus "$corpus" --cluster "$c10" --set unitz=3 -o r
-expect "bad value" "autosync option 'units': must be >= 1" \
+expect "bad value" "--set units (autosync): must be >= 1" \
   -- train-policy --agent autosync --corpus "$corpus" --cluster "$c10" --set units=0 -o r
 expect "resume" "--resume does not apply to --agent autosync" \
   -- train-policy --agent autosync --corpus "$corpus" --cluster "$c10" --resume -o r
@@ -60,7 +60,7 @@ fi
 expect "missing policy" "autosync: policy 'nope.pt' not found" "train-policy --agent autosync" \
   -- place --graph "$src/datasets/models/vgg11.graph.json" --cluster "$c1" --method autosync \
   --policy nope.pt -o x.plan.yaml
-expect "samples with autosync" "--samples does not apply to autosync" \
+expect "samples with autosync" "--samples is \`--set samples=...\`, an option --method autosync does not take" \
   -- place --graph "$src/datasets/models/vgg11.graph.json" --cluster "$c1" --method autosync \
   --policy run/policy.pt --samples 3 -o x.plan.yaml
 

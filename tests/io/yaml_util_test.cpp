@@ -79,6 +79,16 @@ TEST(YamlUtil, ReaderMessages) {
   EXPECT_EQ(r.to_int(n["a"], "a", 0, 5), 1);
 }
 
+TEST(YamlUtil, BoolsTakeTheOptionSpellings) {
+  const YamlReader r("f.yaml");
+  const YAML::Node n =
+      parse_yaml_text("a: 1\nb: Yes\nc: ON\nd: 0\ne: no\nf: False\ng: maybe\n", "f.yaml");
+  for (const char* k : {"a", "b", "c"}) EXPECT_TRUE(r.to_bool(n[k], k)) << k;
+  for (const char* k : {"d", "e", "f"}) EXPECT_FALSE(r.to_bool(n[k], k)) << k;
+  expect_error<FormatError>([&] { r.to_bool(n["g"], "g"); },
+                            "f.yaml: g: expected true/false, yes/no, on/off or 1/0, got 'maybe'");
+}
+
 TEST(YamlUtil, MissingKeysOfConstMapsNameTheField) {
   // A missing key of a const map is an invalid node: yaml-cpp throws InvalidNode from
   // IsMap() / Scalar() on it. The reader checks name the field instead.

@@ -357,7 +357,7 @@ TEST_F(PlanIo, PartitionAndDataParallelErrors) {
       "placement: {default: 5}\ndata_parallel: {replicas: 2}\n",
       "p.yaml: data_parallel: replica 1 of device 'h1/gpu1' would be device #9");
   expect_parse_error<FormatError>(pre + "predicted: {oom: maybe, step_time: 1 s}\n",
-                                  "p.yaml: predicted.oom: expected true or false, got 'maybe'");
+                                  "p.yaml: predicted.oom: expected true/false, yes/no, on/off or 1/0, got 'maybe'");
 }
 
 TEST_F(PlanIo, RecursiveHalvingLevels) {
