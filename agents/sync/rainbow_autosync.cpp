@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "agents/rainbow/rainbow_agent.h"
 #include "agents/common/outcome.h"
+#include "agents/common/rainbow_agent.h"
 #include "agents/sync/autosync.h"
 #include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_env.h"

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "agents/api/placer.h"
-#include "agents/rainbow/rainbow_config.h"
 #include "agents/common/option_table.h"
+#include "agents/common/rainbow_config.h"
 #include "src/cli/config_fields.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
