@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 #include "agents/rainbow/rainbow_opp.h"
 #include "bench/bench_common.h"
 #include "env/opp_env.h"

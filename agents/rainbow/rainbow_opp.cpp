@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "agents/api/methods.h"
 #include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
-#include "agents/api/methods.h"
-#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/rainbow_agent.h"
 #include "src/util/error.h"
 
 namespace placer {

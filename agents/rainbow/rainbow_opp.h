@@ -1,7 +1,7 @@
 #pragma once
 // The "rainbow-opp" and "rainbow-adp" placers: Auto-MAP's operator-partitioning and
 // auto-data-parallelism searches (Wang et al. 2020, 4.2 and 4.3). A Rainbow DQN agent
-// (agents/rainbow/rainbow_agent.h) is trained online on the problem's own graph in the OppEnv MDP
+// (agents/common/rainbow_agent.h) is trained online on the problem's own graph in the OppEnv MDP
 // (env/opp_env.h); the conflict-free state with the lowest simulated step time seen in any
 // episode (the all-replicated start included) is returned as the env's sharding plan.
 // Torch-free header: the implementation (agents/rainbow/rainbow_opp.cpp) needs LibTorch; without it
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 #include "env/opp_env.h"
 #include "env/sharding.h"
 #include "src/plan/plan.h"

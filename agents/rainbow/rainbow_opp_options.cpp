@@ -1,7 +1,7 @@
 // The options of `rainbow-opp` and `rainbow-adp` (`placer place --method rainbow-opp --set
 // KEY=VALUE`): the placer's keys, then every option of its Rainbow agent. Torch-free: built
 // with or without LibTorch.
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 #include "agents/rainbow/rainbow_opp.h"
 
 namespace placer {
@@ -54,7 +54,7 @@ const OptionTable<RainbowOppOptions>& rainbow_opp_option_table() {
         continue;
       }
       v.add(
-          key, "agent", "Rainbow agent option (agents/rainbow/rainbow_config.h)",
+          key, "agent", "Rainbow agent option (agents/common/rainbow_config.h)",
           [key, &agent](O* o, const std::string& x) {
             agent.set_value(&o->agent, key, x);
             // An explicit support overrides the automatic one.

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "agents/common/method_options.h"
 #include "agents/api/methods.h"
-#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/method_options.h"
+#include "agents/common/rainbow_agent.h"
 #include "agents/rainbow/rainbow_pp_episodes.h"
 #include "env/pipeline_env.h"
 #include "src/util/error.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The "rainbow-pp" placer: Auto-MAP's pipeline-cut search (Wang et al. 2020). A Rainbow DQN
-// agent (agents/rainbow/rainbow_agent.h) is trained online on the problem's own graph in the
+// agent (agents/common/rainbow_agent.h) is trained online on the problem's own graph in the
 // PipelineEnv MDP (env/pipeline_env.h); the best pipeline seen in any episode (or the
 // env's balanced center solution when nothing beats it) is returned. Torch-free header:
 // the implementation (agents/rainbow/rainbow_pp.cpp) needs LibTorch; without it

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/rainbow_agent.h"
 #include "agents/rainbow/rainbow_pp.h"
 #include "env/pipeline_env.h"
 

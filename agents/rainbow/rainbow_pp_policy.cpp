@@ -23,8 +23,8 @@
 #include <torch/utils.h>
 
 #include "agents/common/policy_file.h"
+#include "agents/common/rainbow_agent.h"
 #include "agents/common/training_run.h"
-#include "agents/rainbow/rainbow_agent.h"
 #include "env/pipeline_arrays.h"
 #include "env/pipeline_env.h"
 #include "simulator/cost_profile.h"

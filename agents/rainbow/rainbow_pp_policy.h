@@ -1,6 +1,6 @@
 #pragma once
 // Generalizable rainbow-pp (Auto-MAP 3.5 / 4.5, Wang et al. 2020): a Rainbow DQN agent
-// (agents/rainbow/rainbow_agent.h) pretrained on generated array problems (env/pipeline_arrays.h),
+// (agents/common/rainbow_agent.h) pretrained on generated array problems (env/pipeline_arrays.h),
 // then applied to a real graph without training on it: the graph's C, A, W arrays and the
 // cluster topology form the state, the greedy policy picks the S - 1 cuts among 128 coarse
 // points (snapped to PipelineEnv pivots), and the simulator compares the resulting plan with
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 
 namespace placer {
 

@@ -1,7 +1,6 @@
 #include "agents/sync/autosync.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 #include "agents/api/methods.h"
@@ -14,8 +13,14 @@ namespace placer {
 
 namespace {
 
-constexpr size_t kSingleUnits = 31;     // largest variables searched one by one
-constexpr int64_t kDefaultEvals = 400;  // simulations when the budget gives none
+constexpr size_t kSingleUnits = 31;  // largest variables searched one by one
+
+// The budget of autosync-search and its coordinate descent: kAutosyncDefaultEvals runs when
+// the budget gives none, also under a time limit.
+BudgetClock autosync_clock(const SearchBudget& budget) {
+  return BudgetClock(budget, "autosync-search", kAutosyncDefaultEvals,
+                     BudgetClock::Default::kWithoutRunLimit);
+}
 
 // Alternatives to `cur` for one unit (kNoOp = the default of the small variables).
 std::vector<VariableSync> candidates(const Graph& g, OpId v, size_t unit, const VariableSync& cur,
@@ -26,7 +31,7 @@ class AutoSyncSearchPlacer : public Placer {
  public:
   std::string name() const override { return "autosync-search"; }
   Plan search(const Problem& p, const SearchBudget& budget) override {
-    const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations : kDefaultEvals;
+    const BudgetClock clock = autosync_clock(budget);
     Plan plan = replicated_plan(p, name());
     const std::vector<int> servers = ps_servers(p.cluster, problem_devices(p));
     const int R = plan.data_parallel.replicas;
@@ -42,8 +47,11 @@ class AutoSyncSearchPlacer : public Placer {
       const double t = sync_step_time(p, plan);
       if (++evals == 1 || t < best) best = t, start = s;
     }
+    // The descent gets the rest of the budget (at least one run; seconds from now).
     SearchBudget rest = budget;
-    rest.max_evaluations = std::max<int64_t>(max_evals - evals, 1);
+    rest.max_evaluations = std::max<int64_t>(clock.max_runs() - evals, 1);
+    if (clock.max_seconds() > 0)
+      rest.max_seconds = std::max(clock.max_seconds() - clock.elapsed(), 1e-3);
     plan.synchronization = autosync_coordinate_descent(p, rest, start, best).config;
     return plan;
   }
@@ -61,14 +69,9 @@ double sync_step_time(const Problem& p, const Plan& plan) {
 CoordinateDescentResult autosync_coordinate_descent(const Problem& p, const SearchBudget& budget,
                                                     const SynchronizationConfig& start,
                                                     double start_time) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int64_t max_evals = budget.max_evaluations > 0 ? budget.max_evaluations : kDefaultEvals;
+  const BudgetClock clock = autosync_clock(budget);
   CoordinateDescentResult res;
-  auto out_of_budget = [&] {
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return res.evaluations >= max_evals || (budget.max_seconds > 0 && secs >= budget.max_seconds);
-  };
+  auto out_of_budget = [&] { return clock.exhausted(res.evaluations); };
   Plan plan = replicated_plan(p, "autosync-search");
   auto step_of = [&](const Plan& pl) {
     ++res.evaluations;

@@ -1,6 +1,6 @@
 #pragma once
 // `autosync`: the learned per-variable synchronisation search (after AutoSync, Zhang et al.
-// 2020). A Rainbow DQN agent (agents/rainbow/rainbow_agent.h) walks the variables of the SyncEnv
+// 2020). A Rainbow DQN agent (agents/common/rainbow_agent.h) walks the variables of the SyncEnv
 // MDP (agents/sync/sync_env.h) and picks a strategy per variable; the reward is the final
 // log-speedup of the simulated step over the best strategy builder.
 //  - online (default): the agent learns from scratch on the problem's own graph, episode
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 
 namespace placer {
 
@@ -119,7 +119,7 @@ AutosyncTrainResult autosync_train(const AutosyncTrainOptions& o);
 
 /// The pretraining's options: corpus keys split, max_ops, graphs, units, learn_every,
 /// demo_every, allow_compression, max_staleness, then every Rainbow agent option
-/// (agents/rainbow/rainbow_config.h).
+/// (agents/common/rainbow_config.h).
 const OptionTable<AutosyncTrainOptions>& autosync_train_option_table();
 /// Sets one train option from "key=value" through that table (ValidationError
 /// "--set <key> (autosync): ..." on a bad one).

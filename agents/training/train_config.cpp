@@ -7,7 +7,7 @@
 
 #include "agents/api/placer.h"
 #include "agents/common/option_table.h"
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 #include "agents/training/config_fields.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"

@@ -6,10 +6,10 @@
 #include <set>
 #include <thread>
 
+#include "agents/api/placer.h"
 #include "agents/api/search_budget.h"
 #include "agents/common/option_table.h"
-#include "agents/api/placer.h"
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 #include "agents/rainbow/rainbow_opp.h"
 #include "agents/rainbow/rainbow_pp.h"
 #include "agents/seq2seq/hdp.h"

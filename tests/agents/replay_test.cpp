@@ -1,5 +1,5 @@
 // Torch-free replay machinery of the Rainbow agent: sum-tree, prioritized replay, n-step.
-#include "agents/rainbow/replay.h"
+#include "agents/common/replay.h"
 
 #include <gtest/gtest.h>
 

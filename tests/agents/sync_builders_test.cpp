@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "agents/api/placer.h"
+#include "agents/sync/autosync.h"
+#include "agents/sync/autosync_rl.h"
 #include "agents/sync/sync_builders.h"
 #include "simulator/cost_model.h"
+#include "src/util/error.h"
 #include "tests/agents/sync_toy.h"
 
 namespace placer {
@@ -92,6 +95,32 @@ TEST(AutoSync, LossyChoicesOnlyWhenAllowed) {
   const double lossless = f.sim.run(f.run("autosync-search")).step_time;
   EXPECT_LE(f.sim.run(p).step_time, lossless);
   for (const SyncRule& r : p.synchronization.rules) EXPECT_LE(r.strategy.staleness, 1);
+}
+
+TEST(AutoSync, DescentSpendsTheRunsOfItsBudget) {
+  Fixture f;
+  const Plan start = f.run("horovod");
+  const double start_time = sync_step_time(f.problem(), start);
+  SearchBudget b;
+  b.max_evaluations = 3;
+  EXPECT_EQ(
+      autosync_coordinate_descent(f.problem(), b, start.synchronization, start_time).evaluations,
+      3);
+  // A time limit alone keeps the default run count: the same descent as without a budget.
+  SearchBudget none, seconds;
+  seconds.max_seconds = 1e6;
+  const CoordinateDescentResult a =
+      autosync_coordinate_descent(f.problem(), none, start.synchronization, start_time);
+  const CoordinateDescentResult t =
+      autosync_coordinate_descent(f.problem(), seconds, start.synchronization, start_time);
+  EXPECT_EQ(a.evaluations, t.evaluations);
+  EXPECT_EQ(a.config.rules, t.config.rules);
+  EXPECT_LE(a.evaluations, kAutosyncDefaultEvals);
+  SearchBudget negative;
+  negative.max_evaluations = -1;
+  EXPECT_THROW(
+      autosync_coordinate_descent(f.problem(), negative, start.synchronization, start_time),
+      ValidationError);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <limits>
 
-#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/rainbow_agent.h"
 #include "agents/sync/sync_builders.h"
 #include "agents/sync/sync_env.h"
 #include "simulator/cost_model.h"

@@ -1,4 +1,4 @@
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 
 #include <gtest/gtest.h>
 

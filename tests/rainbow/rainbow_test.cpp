@@ -1,6 +1,6 @@
 // Rainbow DQN: C51 projection, action masking, noisy layers, learning a known optimum,
 // checkpoint round trip.
-#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/rainbow_agent.h"
 
 #include <gtest/gtest.h>
 

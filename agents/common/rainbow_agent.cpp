@@ -1,4 +1,4 @@
-#include "agents/rainbow/rainbow_agent.h"
+#include "agents/common/rainbow_agent.h"
 
 #include <unistd.h>
 

@@ -3,7 +3,7 @@
 // replay, n-step returns, double Q-learning, dueling heads, the C51 distributional loss,
 // noisy layers (switchable; epsilon-greedy when off) and a periodically synced target
 // network, with action masks on both the acting and the target side. LibTorch; see
-// docs/rainbow.md. The replay machinery is torch-free in agents/rainbow/replay.h.
+// docs/rainbow.md. The replay machinery is torch-free in agents/common/replay.h.
 
 #include <cstdint>
 #include <memory>
@@ -14,8 +14,8 @@
 #include <torch/optim/adam.h>
 #include <torch/types.h>
 
-#include "agents/rainbow/rainbow_config.h"
-#include "agents/rainbow/replay.h"
+#include "agents/common/rainbow_config.h"
+#include "agents/common/replay.h"
 #include "models/rainbow_net.h"
 
 namespace placer {

@@ -1,4 +1,4 @@
-#include "agents/rainbow/replay.h"
+#include "agents/common/replay.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-// Text forms of RainbowConfig (agents/rainbow/rainbow_config.h): its option table. Torch-free,
+// Text forms of RainbowConfig (agents/common/rainbow_config.h): its option table. Torch-free,
 // built with or without LibTorch (the CLI parses options either way).
-#include "agents/rainbow/rainbow_config.h"
+#include "agents/common/rainbow_config.h"
 
 namespace placer {
 

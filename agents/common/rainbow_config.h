@@ -1,8 +1,8 @@
 #pragma once
-// Options of the Rainbow DQN agent (agents/rainbow/rainbow_agent.h) and their text forms,
+// Options of the Rainbow DQN agent (agents/common/rainbow_agent.h) and their text forms,
 // through its option table (agents/common/option_table.h): one option from "key=value" (CLI
-// `--set`, `train-policy --set`), a YAML mapping, and back to YAML. Torch-free; the implementation (agents/rainbow/agent_options.cpp) is built with or
-// without LibTorch. See docs/rainbow.md.
+// `--set`, `train-policy --set`), a YAML mapping, and back to YAML. Torch-free; the implementation
+// (agents/common/rainbow_agent_options.cpp) is built with or without LibTorch. See docs/rainbow.md.
 
 #include <cstdint>
 #include <string>
