@@ -9,7 +9,7 @@
 //
 //   build-dir/bench/corpus_bench --benchmark_counters_tabular=true
 //
-// Results: docs/results.md, "Corpus generation".
+// Results: docs/results.md, "Graph files, ONNX import, corpora, coarsening".
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 //
 // zero-shot = greedy + --samples sampled placements, each simulated (gdp_place). Peak RSS is
 // the process maximum so far (getrusage), so rows are in increasing size order.
-// Results: docs/results.md ("GDP speed").
+// Results: docs/results.md ("GDP: speed and its table suite").
 #include <sys/resource.h>
 #include <unistd.h>
 

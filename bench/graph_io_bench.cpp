@@ -4,7 +4,7 @@
 //
 //   build-dir/graph_io_bench --benchmark_min_time=1
 //
-// Results: docs/results.md, "Graph file load".
+// Results: docs/results.md, "Graph files, ONNX import, corpora, coarsening".
 
 #include <benchmark/benchmark.h>
 

@@ -1,4 +1,4 @@
-// The learned placers side by side (issue 8, "Reports"): colocrl, hdp, placeto (online),
+// The learned placers side by side: colocrl, hdp, placeto (online),
 // gdp (the shipped policy, PPO fine-tuned on the graph), gdp+stages (its own shipped
 // policy, every placement scored as the pipeline it reads as, agents/staged_methods.h),
 // anneal and the best classical fast placer, all in one process, at the same budget of simulated placements, on the DGX-1 P100
@@ -23,7 +23,7 @@
 //   Placeto's claim   comparable placements with far fewer samples than the RNN placers:
 //                     placeto's step time and to-best against colocrl's and hdp's
 //   GDP's claim       faster convergence than HDP: samples to within 5% of the common target
-//   issue 19          per method: samples to within 5% of its own final best, and the
+//   convergence       per method: samples to within 5% of its own final best, and the
 //                     geomean of its step time over the best fast classical plan's
 //
 // and, with --zs-updates > 0, Placeto's zero-shot generalisation within a family: a policy

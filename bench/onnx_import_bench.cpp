@@ -15,7 +15,7 @@
 //
 //   build-dir/onnx_import_bench --benchmark_min_time=2
 //
-// Target: <= 2 s for 10k nodes. Results: docs/results.md, "ONNX import".
+// Target: <= 2 s for 10k nodes. Results: docs/results.md, "Graph files, ONNX import, corpora, coarsening".
 
 #include <benchmark/benchmark.h>
 #include <onnx/onnx_pb.h>

@@ -4,7 +4,7 @@
 // on the 8 GPUs of datasets/clusters/dgx1_p100.cluster.yaml. anneal runs with a fixed
 // budget of 200 simulator evaluations. Counters: ops (of the training step), step_ms (the
 // plan's simulated step time), speedup (over everything on gpu0).
-// Results: docs/results.md ("Placer search time").
+// Results: docs/results.md ("Classical placers").
 //
 //   ./build/bench/placers_bench --benchmark_counters_tabular=true
 //   ./build/bench/placers_bench --benchmark_filter='/1000/'      # the 1k graphs only

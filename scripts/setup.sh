@@ -35,7 +35,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libonnx-dev protobuf-compiler libprotobuf-dev
   # Debian's libtorch calls the system BLAS (BLAS_INFO=generic); without this the netlib
-  # reference BLAS serves it, ~9x slower matmuls (docs/results.md, "GDP speed"). The OpenMP
+  # reference BLAS serves it, ~9x slower matmuls (docs/results.md, "GDP: speed and its table suite"). The OpenMP
   # build matches libtorch's own OpenMP threads.
   libopenblas0-openmp
   libmetis-dev libscotch-dev
