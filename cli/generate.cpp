@@ -1,7 +1,9 @@
 // `placer generate <family>`: seeded synthetic model graphs.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -125,6 +127,33 @@ void add_dropout(CLI::App* sub, O& o) {
       ->capture_default_str();
 }
 
+/// An option whose value is one of `names` (CLI11 rejects others, naming the flag).
+template <class E>
+void add_choice(CLI::App* sub, const std::string& flag, E& target,
+                const std::map<std::string, E>& names, const std::string& doc) {
+  sub->add_option(flag, target, doc)
+      ->transform(CLI::CheckedTransformer(names))
+      ->default_str(to_string(target));
+}
+
+/// --attention, --sliding-window and --kernels of a GPT or LLaMA: how the stack runs it.
+template <class O>
+void add_stack(CLI::App* sub, O& o) {
+  add_choice(sub, "--attention", o.attention,
+             {{"unfused", AttentionImpl::kUnfused}, {"flash", AttentionImpl::kFlash}},
+             "Attention core: unfused (Megatron's scores / softmax / context ops over "
+             "b x a x s x s) or flash (one FlashAttention op)");
+  sub->add_option("--sliding-window", o.sliding_window,
+                  "Keys each query attends to, itself included (0 = all); needs --attention flash")
+      ->capture_default_str();
+  add_choice(sub, "--kernels", o.kernels,
+             {{"megatron-2021", KernelPreset::kMegatron2021},
+              {"te", KernelPreset::kTe},
+              {"compile", KernelPreset::kCompile}},
+             "Kernels of the other ops: megatron-2021 (one op per module), te (fused RoPE) or "
+             "compile (fused RoPE, residual add fused into the next norm)");
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app);
@@ -182,6 +211,7 @@ void register_generate(CLI::App& app) {
   gpt->add_flag("--position-embeddings,!--no-position-embeddings", a->gpt.position_embeddings,
                 "Learned position embeddings (default: on)");
   add_dropout(gpt, a->gpt);
+  add_stack(gpt, a->gpt);
   write_on_run(gpt, a, &GenerateArgs::gpt, &GenerateArgs::gpt_dtype, make_gpt, true);
 
   CLI::App* llama = gen->add_subcommand(
@@ -196,6 +226,7 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   add_decoder_shape(llama, a->llama, "Output layer shares the word embeddings (default: untied)");
   add_dropout(llama, a->llama);
+  add_stack(llama, a->llama);
   write_on_run(llama, a, &GenerateArgs::llama, &GenerateArgs::llama_dtype, make_llama, true);
 }
 

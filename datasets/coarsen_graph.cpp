@@ -298,6 +298,7 @@ Graph build_coarse_graph(const Graph& g, const Coarsening& c, const std::vector<
   GraphBuilder b(g.name());
   b.set_batch_size(g.batch_size());
   b.set_training_step(g.is_training_step());
+  b.set_attrs(g.attrs());
   const std::vector<TensorId> new_id = add_kept_tensors(g, c, &b);
   std::vector<uint32_t> stamp(g.num_tensors(), UINT32_MAX);
   for (size_t k = 0; k < parts.size(); ++k) {
@@ -447,6 +448,7 @@ Graph with_group_names(const Graph& fine, const Coarsening& c) {
   GraphBuilder b(fine.name());
   b.set_batch_size(fine.batch_size());
   b.set_training_step(fine.is_training_step());
+  b.set_attrs(fine.attrs());
   for (const Tensor& t : fine.tensors()) b.add_tensor(t);
   for (OpId i = 0; i < fine.num_ops(); ++i) {
     Op o = fine.op(i);

@@ -76,6 +76,8 @@ class GraphMaker {
   /// The op added last (to set attributes, batch_scaled...).
   Op& last_op() { return b_.op(static_cast<OpId>(b_.num_ops() - 1)); }
   Tensor& tensor_ref(TensorId t) { return b_.tensor(t); }
+  /// Sets a graph-level attribute (GraphBuilder::set_attr).
+  void set_graph_attr(const std::string& key, const std::string& value) { b_.set_attr(key, value); }
 
   /// Softmax + cross-entropy "loss" over `logits` (kFlopsPerElemLoss per logit element);
   /// writes a scalar f32 tensor "loss" that no op reads (the graph's sink).

@@ -24,15 +24,58 @@ std::string str(double v) {
 
 // One builder for both families; the differences are flags.
 struct Spec {
-  const char* family;  // "gpt" / "llama", prefixes error messages
+  const char* family = "";  // "gpt" / "llama", prefixes error messages
   std::string name;
-  int layers;
-  int64_t hidden, heads, kv_heads, ffn, seq_len, batch, vocab, pad_vocab_multiple;
-  int tp;
-  DType dtype;
-  bool tied, position_embeddings, llama;
-  double dropout;
+  int layers = 0;
+  int64_t hidden = 0, heads = 0, kv_heads = 0, ffn = 0, seq_len = 0, batch = 0, vocab = 0,
+          pad_vocab_multiple = 0;
+  int tp = 1;
+  DType dtype = DType::kF32;
+  bool tied = false, position_embeddings = false, llama = false;
+  double dropout = 0;
+  AttentionImpl attention = AttentionImpl::kUnfused;
+  int64_t sliding_window = 0;
+  KernelPreset kernels = KernelPreset::kMegatron2021;
 };
+
+// The fields GptOptions and LlamaOptions share.
+template <class Options>
+Spec shared_spec(const char* family, const Options& o) {
+  Spec s;
+  s.family = family;
+  s.name = o.name;
+  s.layers = o.layers;
+  s.hidden = o.hidden;
+  s.heads = o.heads;
+  s.ffn = o.ffn;
+  s.seq_len = o.seq_len;
+  s.batch = o.batch;
+  s.vocab = o.vocab;
+  s.pad_vocab_multiple = o.pad_vocab_multiple;
+  s.tp = o.tp;
+  s.dtype = o.dtype;
+  s.tied = o.tied_embeddings;
+  s.dropout = o.dropout;
+  s.attention = o.attention;
+  s.sliding_window = o.sliding_window;
+  s.kernels = o.kernels;
+  return s;
+}
+
+// Names of an enum's values, indexed by value.
+const char* const kAttentionNames[] = {"unfused", "flash"};
+const char* const kKernelNames[] = {"megatron-2021", "te", "compile"};
+
+template <class E, size_t N>
+bool parse_name(const std::string& s, const char* const (&names)[N], E* out) {
+  for (size_t i = 0; i < N; ++i) {
+    if (s == names[i]) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
 
 void validate(const Spec& o) {
   const char* f = o.family;
@@ -56,6 +99,11 @@ void validate(const Spec& o) {
                f << ": dtype must be floating-point (f32, f16, bf16), got " << to_string(o.dtype));
   PLACER_CHECK(o.dropout >= 0 && o.dropout < 1,
                f << ": dropout must be in [0, 1), got " << o.dropout);
+  PLACER_CHECK(o.sliding_window >= 0,
+               f << ": sliding_window must be >= 0 (0 = none), got " << o.sliding_window);
+  PLACER_CHECK(o.sliding_window == 0 || o.attention == AttentionImpl::kFlash,
+               f << ": sliding_window needs attention = flash (the unfused core scores every "
+                    "pair and masks)");
 }
 
 // Builds the graph of a validated Spec: embedding, decoder layers, output layer and loss.
@@ -89,16 +137,21 @@ class DecoderBuilder {
         m_(o.name, b_, o.dtype) {}
 
   Graph build() {
+    m_.set_graph_attr("attention", to_string(o_.attention));
+    if (o_.sliding_window > 0) {
+      m_.set_graph_attr("sliding_window", std::to_string(o_.sliding_window));
+    }
+    m_.set_graph_attr("kernels", to_string(o_.kernels));
     const TensorId tokens = m_.tensor("tokens", {b_, s_}, DType::kI64);
     const TensorId labels = m_.tensor("labels", {b_, s_}, DType::kI64);
     TensorId x = embedding(tokens);
+    TensorId ln = norm(input_norm_site(0), x);
     for (int i = 0; i < o_.layers; ++i) {
-      const std::string p = "language_model.encoder.layers." + std::to_string(i);
-      const TensorId res1 = attention(p, i, x);
-      x = mlp(p, i, res1);
+      const Residual att = attention(layer_prefix(i), i, x, ln);
+      const Residual out = mlp(layer_prefix(i), i, att);
+      x = out.sum;
+      ln = out.normed;
     }
-    const TensorId ln =
-        norm("language_model.encoder.final_layernorm", "language_model.encoder", -1, x);
     const TensorId logits = m_.op("output_layer", "MatMul", "output_layer", -1, {ln}, {b_, s_, V_},
                                   2 * bsh_ * d(V_), o_.tied ? 0 : u(h_) * u(V_));
     if (o_.tied) m_.last_op().attrs.emplace_back("tied_to", std::string(kEmb) + ".word_embeddings");
@@ -109,9 +162,50 @@ class DecoderBuilder {
  private:
   static constexpr const char* kEmb = "language_model.embedding";
 
-  TensorId norm(const std::string& name, const std::string& scope, int layer, TensorId in) {
-    const TensorId out =
-        m_.op(name, norm_type_, scope, layer, {in}, bsh_shape_, norm_flops_, norm_params_);
+  // Where a norm op goes: its name, scope and layer.
+  struct NormSite {
+    std::string name, scope;
+    int layer;
+  };
+  // A residual sum and the norm of it that the next block reads.
+  struct Residual {
+    TensorId sum, normed;
+  };
+
+  static std::string layer_prefix(int i) {
+    return "language_model.encoder.layers." + std::to_string(i);
+  }
+  // Layer i's input_layernorm; past the last layer, the final layernorm.
+  NormSite input_norm_site(int i) const {
+    if (i == o_.layers) {
+      return {"language_model.encoder.final_layernorm", "language_model.encoder", -1};
+    }
+    return {layer_prefix(i) + ".input_layernorm", layer_prefix(i), i};
+  }
+
+  // A residual add (Megatron's bias_dropout_add, `name`) and the norm at `site` that reads
+  // it. With kernels = compile they are one op (inductor fuses the add into the norm's
+  // kernel): it reads both addends once and writes the sum and its norm, 4 passes over
+  // [b, s, h] where the two ops make 5 (3 + 2).
+  Residual add_norm(const std::string& name, const std::string& scope, int layer, TensorId a,
+                    TensorId b, const NormSite& site) {
+    if (o_.kernels != KernelPreset::kCompile) {
+      const TensorId sum = m_.op(name, "Add", scope, layer, {a, b}, bsh_shape_, bda_flops_);
+      return {sum, norm(site, sum)};
+    }
+    const std::vector<TensorId> out =
+        m_.op_multi(name, o_.llama ? "AddRMSNormalization" : "AddLayerNormalization", scope, layer,
+                    {a, b}, {bsh_shape_, bsh_shape_}, bda_flops_ + norm_flops_, norm_params_);
+    Op& op = m_.last_op();
+    op.category = OpCategory::kNormalization;
+    op.bytes_accessed = 4 * u(b_) * u(s_) * u(h_) * eb_;
+    op.attrs.emplace_back("fused_norm", site.name);
+    return {out[0], out[1]};
+  }
+
+  TensorId norm(const NormSite& site, TensorId in) {
+    const TensorId out = m_.op(site.name, norm_type_, site.scope, site.layer, {in}, bsh_shape_,
+                               norm_flops_, norm_params_);
     // RMSNormalization is not in category_of_op_type's table: set it so the backward
     // multiplier and the coarsening treat it as a normalization.
     m_.last_op().category = OpCategory::kNormalization;
@@ -147,10 +241,10 @@ class DecoderBuilder {
     return add_dropout(emb + ".embedding_dropout", emb, -1, x, bsh_shape_);
   }
 
-  // Layer i's attention block up to its residual add, which it returns.
-  TensorId attention(const std::string& p, int i, TensorId x) {
+  // Layer i's attention block on its input x and ln1 = input_layernorm(x), up to the residual
+  // add and the post-attention norm, which it returns.
+  Residual attention(const std::string& p, int i, TensorId x, TensorId ln1) {
     const std::string att = p + ".self_attention", core = att + ".core_attention";
-    const TensorId ln1 = norm(p + ".input_layernorm", p, i, x);
     const TensorId qkv =
         m_.op(att + ".query_key_value", "MatMul", att, i, {ln1}, {b_, s_, qkv_width_},
               2 * bsh_ * d(qkv_width_), u(h_) * u(qkv_width_) + (bias_ ? u(qkv_width_) : 0));
@@ -160,7 +254,22 @@ class DecoderBuilder {
       qk = m_.op(att + ".rotary", "RotaryEmbedding", att, i, {qkv}, {b_, s_, width},
                  kFlopsPerElemRotary * d(b_) * d(s_) * d(width));
       m_.last_op().category = OpCategory::kElementwise;
+      // Fused RoPE (te, compile) reads and writes q and k only: 2 b s (a + kv) d elements;
+      // megatron-2021's op reads the whole QKV output.
+      if (o_.kernels != KernelPreset::kMegatron2021) {
+        m_.last_op().bytes_accessed = 2 * u(b_) * u(s_) * u(width) * eb_;
+      }
     }
+    const TensorId ctx = o_.attention == AttentionImpl::kFlash ? flash_core(core, i, qk, qkv)
+                                                               : unfused_core(core, i, qk, qkv);
+    const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
+                                 2 * bsh_ * d(h_), u(h_) * u(h_) + (bias_ ? u(h_) : 0));
+    return add_norm(att + ".bias_dropout_add", att, i, x, dense,
+                    {p + ".post_attention_layernorm", p, i});
+  }
+
+  // Megatron's core_attention: the s x s scores and probabilities are written.
+  TensorId unfused_core(const std::string& core, int i, TensorId qk, TensorId qkv) {
     // Over b*a heads: [s, d_head] @ [d_head, s], then [s, s] @ [s, d_head].
     const double attn = 2 * bass_ * d(dh_);
     const TensorId scores = m_.op(core + ".scores", "MatMul", core, i, {qk}, bass_shape_, attn);
@@ -168,19 +277,36 @@ class DecoderBuilder {
                            kFlopsPerElemSoftmax * bass_);
     probs = add_dropout(core + ".attention_dropout", core, i, probs, bass_shape_);
     // V is not rotated: the context reads it from the fused QKV output.
-    const TensorId ctx =
-        m_.op(core + ".context", "MatMul", core, i, {probs, qkv}, bsh_shape_, attn);
-    const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
-                                 2 * bsh_ * d(h_), u(h_) * u(h_) + (bias_ ? u(h_) : 0));
-    return m_.op(att + ".bias_dropout_add", "Add", att, i, {x, dense}, bsh_shape_, bda_flops_);
+    return m_.op(core + ".context", "MatMul", core, i, {probs, qkv}, bsh_shape_, attn);
   }
 
-  // Layer i's MLP block after the attention's residual `res1`; returns the layer's output.
-  TensorId mlp(const std::string& p, int i, TensorId res1) {
+  // One FlashAttention op: reads q, k (rotated for LLaMA) and v, writes the context and the
+  // fp32 logsumexp its backward needs; dropout on the probabilities happens inside it.
+  TensorId flash_core(const std::string& core, int i, TensorId qk, TensorId qkv) {
+    const AttentionShape shape{b_, s_, a_, kv_, dh_, true, o_.sliding_window};
+    std::vector<TensorId> in{qkv};
+    if (qk != qkv) in = {qk, qkv};
+    const std::vector<TensorId> out =
+        m_.op_multi(core + ".flash_attention", "FlashAttention", core, i, in,
+                    {bsh_shape_, {b_, a_, s_}}, flash_attention_flops(shape));
+    Tensor& lse = m_.tensor_ref(out[1]);
+    lse.dtype = DType::kF32;
+    lse.bytes = u(b_) * u(a_) * u(s_) * 4;
+    Op& op = m_.last_op();
+    op.category = OpCategory::kAttention;
+    op.bytes_accessed = flash_attention_bytes(shape, dtype_bytes(o_.dtype));
+    op.attrs = {{"causal", "1"}, {"heads", std::to_string(a_)}, {"kv_heads", std::to_string(kv_)}};
+    if (o_.sliding_window > 0) op.attrs.emplace_back("window", std::to_string(o_.sliding_window));
+    if (dropout_) op.attrs.emplace_back("dropout", str(o_.dropout));
+    return out[0];
+  }
+
+  // Layer i's MLP block after the attention's residual; returns the layer's output and the
+  // next layer's input norm of it (past the last layer, the final norm).
+  Residual mlp(const std::string& p, int i, const Residual& att) {
     const std::string mlp = p + ".mlp";
-    const TensorId ln2 = norm(p + ".post_attention_layernorm", p, i, res1);
     const TensorId up =
-        m_.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {ln2}, {b_, s_, up_width_},
+        m_.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {att.normed}, {b_, s_, up_width_},
               2 * bsh_ * d(up_width_), u(h_) * u(up_width_) + (bias_ ? u(up_width_) : 0));
     TensorId act;
     if (o_.llama) {
@@ -193,7 +319,7 @@ class DecoderBuilder {
     }
     const TensorId down = m_.op(mlp + ".dense_4h_to_h", "MatMul", mlp, i, {act}, bsh_shape_,
                                 2 * bsh_ * d(f_), u(f_) * u(h_) + (bias_ ? u(h_) : 0));
-    return m_.op(mlp + ".bias_dropout_add", "Add", mlp, i, {res1, down}, bsh_shape_, bda_flops_);
+    return add_norm(mlp + ".bias_dropout_add", mlp, i, att.sum, down, input_norm_site(i + 1));
   }
 
   const Spec& o_;
@@ -216,6 +342,38 @@ Graph build(const Spec& o) {
 
 }  // namespace
 
+const char* to_string(KernelPreset k) { return kKernelNames[static_cast<int>(k)]; }
+
+bool parse_kernel_preset(const std::string& s, KernelPreset* out) {
+  return parse_name(s, kKernelNames, out);
+}
+
+const char* to_string(AttentionImpl a) { return kAttentionNames[static_cast<int>(a)]; }
+
+bool parse_attention_impl(const std::string& s, AttentionImpl* out) {
+  return parse_name(s, kAttentionNames, out);
+}
+
+double attention_pairs(const AttentionShape& a) {
+  const double s = d(a.seq);
+  if (!a.causal) return s * s;
+  if (a.window <= 0 || a.window >= a.seq) return s * (s + 1) / 2;
+  const double w = d(a.window);
+  return w * (w + 1) / 2 + (s - w) * w;  // the first w queries see i + 1 keys, the rest w
+}
+
+double flash_attention_flops(const AttentionShape& a) {
+  return 4 * d(a.batch) * d(a.heads) * d(a.head_dim) * attention_pairs(a);
+}
+
+uint64_t flash_attention_bytes(const AttentionShape& a, int elem_bytes) {
+  const uint64_t tokens = u(a.batch) * u(a.seq), eb = u(elem_bytes);
+  const uint64_t qkv = tokens * u(a.heads + 2 * a.kv_heads) * u(a.head_dim) * eb;
+  const uint64_t out = tokens * u(a.heads) * u(a.head_dim) * eb;
+  const uint64_t lse = tokens * u(a.heads) * 4;
+  return qkv + out + lse;
+}
+
 int64_t padded_vocab(int64_t vocab, int64_t multiple, int tp) {
   PLACER_CHECK(vocab > 0, "padded_vocab: vocab must be positive, got " << vocab);
   PLACER_CHECK(multiple > 0, "padded_vocab: pad_vocab_multiple must be positive, got " << multiple);
@@ -230,15 +388,16 @@ int64_t llama_ffn(int64_t hidden) {
 }
 
 Graph make_gpt(const GptOptions& o) {
-  return build(Spec{"gpt", o.name, o.layers, o.hidden, o.heads, 0, o.ffn, o.seq_len, o.batch,
-                    o.vocab, o.pad_vocab_multiple, o.tp, o.dtype, o.tied_embeddings,
-                    o.position_embeddings, false, o.dropout});
+  Spec s = shared_spec("gpt", o);
+  s.position_embeddings = o.position_embeddings;
+  return build(s);
 }
 
 Graph make_llama(const LlamaOptions& o) {
-  return build(Spec{"llama", o.name, o.layers, o.hidden, o.heads, o.kv_heads, o.ffn, o.seq_len,
-                    o.batch, o.vocab, o.pad_vocab_multiple, o.tp, o.dtype, o.tied_embeddings, false,
-                    true, o.dropout});
+  Spec s = shared_spec("llama", o);
+  s.kv_heads = o.kv_heads;
+  s.llama = true;
+  return build(s);
 }
 
 }  // namespace placer

@@ -14,6 +14,8 @@
 //   P.self_attention.core_attention.scale_mask_softmax  Softmax [b, a, s, s]
 //   P.self_attention.core_attention.attention_dropout   Dropout (only when dropout > 0)
 //   P.self_attention.core_attention.context         MatMul  [b, s, h]
+//   (with attention = flash the four core_attention ops above are one op:
+//   P.self_attention.core_attention.flash_attention  FlashAttention [b, s, h], logsumexp)
 //   P.self_attention.dense                          MatMul  [b, s, h]
 //   P.self_attention.bias_dropout_add               Add (residual)
 //   P.post_attention_layernorm                      norm
@@ -49,6 +51,47 @@ inline constexpr double kFlopsPerElemRotary = 3;
 /// kFlopsPerElemSigmoid) and two multiplications per output element.
 inline constexpr double kFlopsPerElemSwiglu = 6;
 
+/// How the attention core runs (docs/models.md, "Attention implementations").
+enum class AttentionImpl : uint8_t {
+  kUnfused,  ///< Megatron's core_attention: scores, softmax, dropout, context over [b, a, s, s]
+  kFlash,    ///< one FlashAttention op (Dao 2023): the s x s scores are never written
+};
+/// "unfused", "flash".
+const char* to_string(AttentionImpl a);
+/// Parses the names above; false on an unknown name.
+bool parse_attention_impl(const std::string& s, AttentionImpl* out);
+
+/// Which kernels run the ops around the GEMMs (docs/models.md, "Kernel presets").
+enum class KernelPreset : uint8_t {
+  kMegatron2021,  ///< one op per module, as the op contract above (Megatron-LM's 2021 kernels)
+  kTe,            ///< Transformer Engine (Megatron-core): rotary fused over q and k only
+  kCompile,       ///< torch.compile: as te, and each residual add fused into the next norm
+};
+/// "megatron-2021", "te", "compile".
+const char* to_string(KernelPreset k);
+/// Parses the names above; false on an unknown name.
+bool parse_kernel_preset(const std::string& s, KernelPreset* out);
+
+/// One attention call's shape: `heads` query heads, `kv_heads` key/value heads (GQA when
+/// fewer), each of `head_dim`; causal masking; a sliding window of `window` keys (each query
+/// sees itself and the window - 1 keys before it; 0 = no window; causal only).
+struct AttentionShape {
+  int64_t batch = 1, seq = 1, heads = 1, kv_heads = 1, head_dim = 1;
+  bool causal = true;
+  int64_t window = 0;
+};
+/// Query-key pairs one head scores: s^2; causal sum over queries i < s of min(i + 1, w)
+/// (s (s + 1) / 2 without a window).
+double attention_pairs(const AttentionShape& a);
+/// FlashAttention's forward FLOPs: q k^T and p v, 2 multiply-adds per pair and head dim:
+/// 4 * b * heads * head_dim * pairs (4 b s^2 h non-causal, about half causal). Its backward
+/// is 2.5x (training_step.h).
+double flash_attention_flops(const AttentionShape& a);
+/// FlashAttention's forward memory traffic: q, k, v read once (kv heads for k and v), the
+/// output written (elem_bytes each) and the fp32 logsumexp written (b * heads * s * 4):
+/// O(b s h), never O(b a s^2).
+uint64_t flash_attention_bytes(const AttentionShape& a, int elem_bytes);
+
 /// Megatron's padded vocabulary: `vocab` rounded up to a multiple of multiple * tp
 /// (--make-vocab-size-divisible-by times the tensor-parallel size), so the embedding and
 /// output layer split evenly over tp ranks. padded_vocab(50257, 128, 1) = 50304.
@@ -73,6 +116,12 @@ struct GptOptions {
   bool tied_embeddings = true;  ///< output_layer reuses word_embeddings (0 own parameters)
   bool position_embeddings = true;
   double dropout = 0.1;  ///< hidden and attention dropout; 0 omits the Dropout ops
+  /// The attention core: unfused (Megatron-LM 2021, the default) or flash.
+  AttentionImpl attention = AttentionImpl::kUnfused;
+  /// Sliding-window attention (keys per query, 0 = none); flash only.
+  int64_t sliding_window = 0;
+  /// The kernels of the other ops (megatron-2021 = the op contract above).
+  KernelPreset kernels = KernelPreset::kMegatron2021;
 };
 Graph make_gpt(const GptOptions& options = {});
 
@@ -94,6 +143,12 @@ struct LlamaOptions {
   DType dtype = DType::kBF16;
   bool tied_embeddings = false;
   double dropout = 0;  ///< 0 (LLaMA's) omits the Dropout ops
+  /// The attention core: flash (the default, as Llama is trained today) or unfused.
+  AttentionImpl attention = AttentionImpl::kFlash;
+  /// Sliding-window attention (keys per query, 0 = none; Mistral's 4096); flash only.
+  int64_t sliding_window = 0;
+  /// The kernels of the other ops (megatron-2021 = the op contract above).
+  KernelPreset kernels = KernelPreset::kMegatron2021;
 };
 Graph make_llama(const LlamaOptions& options = {});
 

@@ -46,9 +46,17 @@ int op_type_index(const std::string& type) {
   return 0;
 }
 
-static_assert(feat::kCategory + kNumOpCategories == feat::kBatchScaled, "feature layout");
-
 namespace {
+
+// The one-hot has the 14 columns of the categories that existed when the layout was fixed
+// (kFeatureVersion 1); fused attention, added later, takes the matmul column (tensor-core
+// work, as its unfused scores and context products) so trained checkpoints keep their inputs.
+constexpr int kFeatureCategories = 14;
+static_assert(feat::kCategory + kFeatureCategories == feat::kBatchScaled, "feature layout");
+
+int feature_category(OpCategory c) {
+  return c == OpCategory::kAttention ? int(OpCategory::kMatMul) : int(c);
+}
 
 // z-score of column `col` over all rows (population std); constant columns become 0.
 void standardize_column(std::vector<float>& x, int n, int dim, int col) {
@@ -130,7 +138,7 @@ NodeFeatures compute_node_features(const Graph& g, const FeatureOptions& options
     for (OpId s : succs) f.out_idx.push_back(int32_t(s));
 
     row[feat::kPhase + int(op.phase)] = 1.0f;
-    row[feat::kCategory + int(op.category)] = 1.0f;
+    row[feat::kCategory + feature_category(op.category)] = 1.0f;
     row[feat::kBatchScaled] = op.batch_scaled ? 1.0f : 0.0f;
   }
 

@@ -11,6 +11,23 @@
 
 namespace placer {
 
+std::string Graph::attr(const std::string& key, const std::string& fallback) const {
+  for (const auto& kv : attrs_) {
+    if (kv.first == key) return kv.second;
+  }
+  return fallback;
+}
+
+void GraphBuilder::set_attr(const std::string& key, const std::string& value) {
+  for (auto& kv : g_.attrs_) {
+    if (kv.first == key) {
+      kv.second = value;
+      return;
+    }
+  }
+  g_.attrs_.emplace_back(key, value);
+}
+
 OpId Graph::find_op(const std::string& name) const {
   auto it = std::lower_bound(name_index_.begin(), name_index_.end(), name,
                              [](const std::pair<std::string, OpId>& a, const std::string& b) {

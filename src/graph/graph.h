@@ -78,6 +78,12 @@ class Graph {
   int64_t batch_size() const { return batch_size_; }
   /// True when the graph holds backward and optimizer ops (a whole training step).
   bool is_training_step() const { return training_step_; }
+  /// Graph-level attributes (key, value), e.g. how a generator built the model
+  /// ("attention": "flash", "kernels": "te"); carried by the training-step expansion and the
+  /// graph file.
+  const std::vector<std::pair<std::string, std::string>>& attrs() const { return attrs_; }
+  /// The value of graph attribute `key`, or `fallback` when it is absent.
+  std::string attr(const std::string& key, const std::string& fallback = "") const;
 
   size_t num_ops() const { return ops_.size(); }
   size_t num_tensors() const { return tensors_.size(); }
@@ -117,6 +123,7 @@ class Graph {
   std::string name_;
   int64_t batch_size_ = 0;
   bool training_step_ = false;
+  std::vector<std::pair<std::string, std::string>> attrs_;
   std::vector<Op> ops_;
   std::vector<Tensor> tensors_;
   std::vector<uint32_t> pred_off_, succ_off_, cons_off_;
@@ -135,6 +142,11 @@ class GraphBuilder {
 
   void set_batch_size(int64_t b) { g_.batch_size_ = b; }
   void set_training_step(bool v) { g_.training_step_ = v; }
+  /// Sets graph attribute `key` (replacing its value when it is set already).
+  void set_attr(const std::string& key, const std::string& value);
+  void set_attrs(const std::vector<std::pair<std::string, std::string>>& attrs) {
+    g_.attrs_ = attrs;
+  }
 
   TensorId add_tensor(Tensor t);
   /// Convenience: a tensor of `bytes` bytes (shape unknown).

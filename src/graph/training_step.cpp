@@ -92,6 +92,9 @@ BackwardMultipliers default_backward_multipliers() {
   set(OpCategory::kConv, 2.0);    // data-gradient and weight-gradient convolutions
   set(OpCategory::kRecurrent, 2.0);
   set(OpCategory::kNormalization, 2.0);  // two reductions + elementwise terms
+  // FlashAttention's backward recomputes the scores and forms dq, dk, dv: 5 products of
+  // the forward's 2 (Dao 2023, Sec. 3.1; its benchmark counts backward = 2.5 x forward).
+  set(OpCategory::kAttention, 2.5);
   set(OpCategory::kOptimizer, 0.0);
   set(OpCategory::kInput, 0.0);
   return m;
@@ -118,6 +121,8 @@ uint64_t elements(const Tensor& t) {
 }  // namespace
 
 SavedTensors saved_tensors_of(const Op& f) {
+  // FlashAttention keeps q, k, v, its output and the logsumexp (never the probabilities).
+  if (f.category == OpCategory::kAttention) return SavedTensors::kInputsAndOutputs;
   // Ops whose derivative is a function of their result (PyTorch saves `result` for these).
   if (type_in(f.type, {"Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Softmax", "LogSoftmax", "Elu",
                        "Selu", "Reciprocal"})) {
@@ -281,6 +286,7 @@ class TrainingStepBuilder {
   void copy_forward() {
     b_.set_batch_size(fwd_.batch_size());
     b_.set_training_step(true);
+    b_.set_attrs(fwd_.attrs());
     for (const Tensor& t : fwd_.tensors()) b_.add_tensor(t);
     for (OpId i = 0; i < fwd_.num_ops(); ++i) {
       Op o = fwd_.op(i);
@@ -381,6 +387,10 @@ class TrainingStepBuilder {
       case SavedTensors::kOutputs:
         for (TensorId t : fo.outputs) add_input_once(t, g);
         break;
+      case SavedTensors::kInputsAndOutputs:
+        for (TensorId t : fo.inputs) add_input_once(t, g);
+        for (TensorId t : fo.outputs) add_input_once(t, g);
+        break;
       case SavedTensors::kNone:
         break;
     }
@@ -448,10 +458,23 @@ class TrainingStepBuilder {
       if (operands > 0) mult *= static_cast<double>(needed) / operands;
     }
     g->flops = mult * fo.flops + acc_flops;
+    if (fo.category == OpCategory::kAttention && fo.bytes_accessed > 0) {
+      g->bytes_accessed = attention_backward_bytes(fo);
+      return;
+    }
     uint64_t bytes = fo.param_bytes;  // weights are read to form the input gradients
     for (TensorId t : g->inputs) bytes += b_.tensor(t).bytes;
     for (TensorId t : g->outputs) bytes += b_.tensor(t).bytes;
     g->bytes_accessed = bytes;
+  }
+
+  // FlashAttention's backward (Dao 2023, Algorithm 2) reads q, k, v, o, do and the
+  // logsumexp L, writes dq, dk, dv, and writes and reads D = rowsum(do * o) (L's size): with
+  // the forward's traffic F = q + k + v + o + L that is 2 F + L. The forward op's last
+  // output is L.
+  uint64_t attention_backward_bytes(const Op& fo) const {
+    const uint64_t lse = fo.outputs.empty() ? 0 : fwd_.tensor(fo.outputs.back()).bytes;
+    return 2 * fo.bytes_accessed + lse;
   }
 
   void add_update_op(OpId f) {

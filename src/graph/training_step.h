@@ -35,7 +35,7 @@ const char* optimizer_op_type(Optimizer o);
 
 /// Backward FLOPs = multiplier[category] * forward FLOPs (see docs/training_step.md).
 using BackwardMultipliers = std::array<double, kNumOpCategories>;
-/// The defaults: matmul / conv / recurrent 2, normalization 2, everything else 1.
+/// The defaults: matmul / conv / recurrent 2, normalization 2, attention 2.5, everything else 1.
 BackwardMultipliers default_backward_multipliers();
 
 struct TrainingOptions {
@@ -60,10 +60,12 @@ struct TrainingOptions {
 uint64_t optimizer_state_bytes(Optimizer o, uint64_t param_bytes, DType dtype, bool master_weights);
 
 /// Which forward tensors a backward op reads besides the incoming gradients.
-enum class SavedTensors : uint8_t { kNone, kInputs, kOutputs };
+enum class SavedTensors : uint8_t { kNone, kInputs, kOutputs, kInputsAndOutputs };
 /// The rule for a forward op: outputs for Relu / Sigmoid / Tanh / Exp / Sqrt / Softmax-style
 /// ops, nothing for Add / Sub / Neg / Cast / Dropout / data movement / ReduceSum / ReduceMean /
-/// AveragePool, inputs for everything else (MatMul, Conv, norms, Gelu, Mul, losses, ...).
+/// AveragePool, inputs and outputs for fused attention (q, k, v, the output and the
+/// logsumexp, as FlashAttention's backward reads them), inputs for everything else (MatMul,
+/// Conv, norms, Gelu, Mul, losses, ...).
 SavedTensors saved_tensors_of(const Op& forward_op);
 
 /// Derives backward ops ("<op>/grad", phase kBackward), gradient tensors ("<tensor>/grad",

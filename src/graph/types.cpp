@@ -62,9 +62,9 @@ bool parse_dtype(const std::string& s, DType* out) {
 }
 
 static const char* const kCategoryNames[kNumOpCategories] = {
-    "matmul",    "conv",        "elementwise", "normalization", "reduction",
-    "softmax",   "pooling",     "embedding",   "recurrent",     "data_movement",
-    "optimizer", "communication", "input",     "other"};
+    "matmul",    "conv",          "elementwise", "normalization", "reduction",
+    "softmax",   "pooling",       "embedding",   "recurrent",     "data_movement",
+    "optimizer", "communication", "input",       "other",         "attention"};
 
 const char* to_string(OpCategory c) { return kCategoryNames[static_cast<int>(c)]; }
 
@@ -132,6 +132,7 @@ OpCategory category_of_op_type(const std::string& op_type) {
       {"SGDUpdate", OpCategory::kOptimizer},
       {"MomentumUpdate", OpCategory::kOptimizer},
       {"AdamUpdate", OpCategory::kOptimizer},
+      {"FlashAttention", OpCategory::kAttention},
   };
   auto it = kTypes.find(op_type);
   if (it != kTypes.end()) return it->second;

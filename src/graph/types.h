@@ -40,8 +40,9 @@ enum class OpCategory : uint8_t {
   kCommunication,  // explicit send/recv/collective ops in the graph
   kInput,          // graph inputs, constants, parameters as nodes (no compute)
   kOther,
+  kAttention,  // fused attention (FlashAttention): q, k, v -> output, never the s x s scores
 };
-inline constexpr int kNumOpCategories = 14;
+inline constexpr int kNumOpCategories = 15;
 const char* to_string(OpCategory c);
 bool parse_op_category(const std::string& s, OpCategory* out);
 /// Category of an ONNX op_type (or of our own names like "MatMulGrad"); kOther if unknown.

@@ -193,6 +193,7 @@ class GraphSax {
     kAttrs,
     kAttrList,
     kAttrPair,
+    kGraphAttrs,
     kDone
   };
   enum Field {
@@ -332,6 +333,7 @@ class GraphSax {
   bool have_name_ = false, have_tensors_ = false, have_ops_ = false, tensors_done_ = false;
   int64_t batch_size_ = 0;
   bool training_step_ = false;
+  std::vector<std::pair<std::string, std::string>> graph_attrs_;
 
   std::vector<Tensor> tensors_;
   std::vector<Op> ops_;
@@ -351,7 +353,7 @@ class GraphSax {
 bool GraphSax::key(std::string& k) {
   if (skip_ > 0) return true;
   const State st = stack_.back();
-  if (st == kAttrs) {
+  if (st == kAttrs || st == kGraphAttrs) {
     attr_key_ = std::move(k);
     return true;
   }
@@ -369,6 +371,8 @@ bool GraphSax::key(std::string& k) {
       f = kTensorsField;
     else if (k == "ops")
       f = kOpsField;
+    else if (k == "attrs")
+      f = kAttrsField;
   } else if (st == kTensor) {
     if (k == "name")
       f = kName;
@@ -507,6 +511,13 @@ bool GraphSax::value(const Value& v) {
       }
       (pair_n_++ == 0 ? op_.attrs.back().first : op_.attrs.back().second) = std::move(*v.s);
       return true;
+    case kGraphAttrs:
+      if (v.kind != Value::kString) {
+        fail(file_, "attrs." + attr_key_,
+             "expected a string, got " + describe(v) + " (attribute values are strings)");
+      }
+      graph_attrs_.emplace_back(std::move(attr_key_), std::move(*v.s));
+      return true;
     case kDone:
       return true;
   }
@@ -545,6 +556,13 @@ void GraphSax::root_value(const Value& v) {
       if (v.kind != Value::kArray) fail(file_, "ops", "expected an array, got " + describe(v));
       have_ops_ = true;
       stack_.push_back(kOps);
+      break;
+    case kAttrsField:
+      if (v.kind != Value::kObject) {
+        fail(file_, "attrs", "expected an object of strings, got " + describe(v));
+      }
+      graph_attrs_.clear();
+      stack_.push_back(kGraphAttrs);
       break;
     default:
       unknown_field(v, w);
@@ -740,6 +758,7 @@ Graph GraphSax::finish(const std::string& default_name) {
   GraphBuilder b(have_name_ ? std::move(name_) : default_name);
   b.set_batch_size(batch_size_);
   b.set_training_step(training_step_);
+  b.set_attrs(graph_attrs_);
   for (Tensor& t : tensors_) b.add_tensor(std::move(t));
   for (Op& o : ops_) b.add_op(std::move(o));
   try {

@@ -16,10 +16,11 @@
 
 namespace placer {
 
-/// Version written by save_graph_json. Readers accept any 1.x; fields unknown to this reader
-/// are errors in files of version <= 1.0 (they are typos) and ignored in newer 1.x files.
+/// Version written by save_graph_json: 1.1 when the graph has graph-level attrs (added in
+/// 1.1), else 1.0. Readers accept any 1.x; fields unknown to this reader are errors in files
+/// of version <= 1.1 (they are typos) and ignored in newer 1.x files.
 inline constexpr int kGraphFormatMajor = 1;
-inline constexpr int kGraphFormatMinor = 0;
+inline constexpr int kGraphFormatMinor = 1;
 
 /// Reads a graph file.
 Graph load_graph_json(const std::string& path);

@@ -88,11 +88,18 @@ std::string dump(const Json& j, const Graph& g, const char* what, size_t index) 
 std::string graph_to_json(const Graph& g) {
   std::string out;
   out.reserve(64 + g.num_tensors() * 96 + g.num_ops() * 192);
+  // Graph-level attrs came with 1.1; a file without them stays a 1.0 file.
+  const int minor = g.attrs().empty() ? 0 : 1;
   out += "{\n  \"format_version\": \"" + std::to_string(kGraphFormatMajor) + "." +
-         std::to_string(kGraphFormatMinor) + "\",\n";
+         std::to_string(minor) + "\",\n";
   out += "  \"name\": " + dump(Json(g.name()), g, "name", 0) + ",\n";
   out += "  \"batch_size\": " + std::to_string(g.batch_size()) + ",\n";
   out += std::string("  \"training_step\": ") + (g.is_training_step() ? "true" : "false") + ",\n";
+  if (!g.attrs().empty()) {
+    Json attrs = Json::object();
+    for (const auto& kv : g.attrs()) attrs[kv.first] = kv.second;
+    out += "  \"attrs\": " + dump(attrs, g, "attrs", 0) + ",\n";
+  }
   // One element per line: compact, yet diffable and greppable.
   out += "  \"tensors\": [";
   for (size_t i = 0; i < g.num_tensors(); ++i) {

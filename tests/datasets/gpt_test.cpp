@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "datasets/synthetic.h"
+#include "decoder_fixtures.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"
@@ -25,14 +26,8 @@ GptOptions small_gpt() {
   return o;
 }
 LlamaOptions small_llama() {
-  LlamaOptions o;
-  o.layers = 2;
-  o.hidden = 64;
-  o.heads = 4;
-  o.kv_heads = 2;
-  o.seq_len = 16;
-  o.batch = 2;
-  o.vocab = 1000;
+  LlamaOptions o = testing::small_llama_options();
+  o.attention = AttentionImpl::kUnfused;  // the op contract's core (flash: attention_test.cpp)
   return o;
 }
 

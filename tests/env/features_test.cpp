@@ -118,7 +118,9 @@ TEST(Features, HandCheckedThreeOpGraph) {
   for (int i = 0; i < 3; ++i) {
     float phase_sum = 0, cat_sum = 0;
     for (int k = 0; k < 4; ++k) phase_sum += f.at(i, feat::kPhase + k);
-    for (int k = 0; k < kNumOpCategories; ++k) cat_sum += f.at(i, feat::kCategory + k);
+    for (int k = 0; k < feat::kBatchScaled - feat::kCategory; ++k) {
+      cat_sum += f.at(i, feat::kCategory + k);
+    }
     EXPECT_FLOAT_EQ(phase_sum, 1.0f);
     EXPECT_FLOAT_EQ(cat_sum, 1.0f);
   }

@@ -396,7 +396,7 @@ TEST(GraphJsonErrors, BadFields) {
   EXPECT_EQ(format_error(with_ops(R"([{"name":"a","type":"Relu","category":"magic"}])")),
             "g.graph.json: ops[0].category: unknown category 'magic' (expected one of matmul, "
             "conv, elementwise, normalization, reduction, softmax, pooling, embedding, "
-            "recurrent, data_movement, optimizer, communication, input, other)");
+            "recurrent, data_movement, optimizer, communication, input, other, attention)");
   EXPECT_EQ(format_error(with_ops(R"([{"name":"a","type":"Relu","forward_op":5}])")),
             "g.graph.json: ops[0].forward_op: op index 5 out of range (graph has 1 ops)");
   EXPECT_EQ(format_error(with_ops(R"([{"name":"a","type":"Relu","layer":3000000000}])")),
@@ -552,6 +552,37 @@ TEST(GraphJsonErrors, SaveErrors) {
   const Graph inf = b.build();
   EXPECT_EQ(error_of<ValidationError>([&] { graph_to_json(inf); }),
             "graph 'nan': op 'bad': flops = inf cannot be saved (must be finite, >= 0)");
+}
+
+// Graph attributes (1.1): written only when present (a graph without them stays a 1.0
+// file), read back in order, type-checked by name.
+TEST(GraphJsonAttrs, RoundTripAndErrors) {
+  GraphBuilder b("g");
+  b.set_attr("attention", "flash");
+  b.set_attr("kernels", "te");
+  b.set_attr("attention", "unfused");  // replaces, keeps the position
+  const Graph g = b.build();
+  EXPECT_EQ(g.attr("attention"), "unfused");
+  EXPECT_EQ(g.attr("missing", "none"), "none");
+  const std::string text = graph_to_json(g);
+  EXPECT_EQ(text.substr(0, 29), "{\n  \"format_version\": \"1.1\",\n");
+  EXPECT_NE(text.find("  \"attrs\": {\"attention\":\"unfused\",\"kernels\":\"te\"},\n"),
+            std::string::npos);
+  const Graph r = parse_graph_json(text, "g.graph.json");
+  EXPECT_EQ(r.attrs(), g.attrs());
+  EXPECT_EQ(graph_to_json(r), text);
+  EXPECT_EQ(graph_to_json(GraphBuilder("plain").build()).substr(0, 29),
+            "{\n  \"format_version\": \"1.0\",\n");
+
+  EXPECT_EQ(format_error(R"({"format_version": "1.1", "attrs": [], "tensors": [], "ops": []})"),
+            "g.graph.json: attrs: expected an object of strings, got an array");
+  EXPECT_EQ(format_error(
+                R"({"format_version": "1.1", "attrs": {"window": 4}, "tensors": [], "ops": []})"),
+            "g.graph.json: attrs.window: expected a string, got 4 (attribute values "
+            "are strings)");
+  // 1.1 is this reader's version: its unknown fields are typos.
+  EXPECT_EQ(format_error(R"({"format_version": "1.1", "atrs": {}, "tensors": [], "ops": []})"),
+            "g.graph.json: unknown field 'atrs'");
 }
 
 }  // namespace

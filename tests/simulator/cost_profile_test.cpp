@@ -90,7 +90,37 @@ TEST(CostProfile, PartialFileKeepsDefaults) {
   want.link(LinkLevel::kInterHost).bandwidth = 3.125e9;
   want.all_reduce = CollectiveAlgorithm::kTree;
   want.launch_overhead = 5e-6;
+  // Without an `attention` entry, fused attention runs on the file's matmul entry.
+  want.op(OpCategory::kAttention) = want.op(OpCategory::kMatMul);
   EXPECT_EQ(p, want);
+}
+
+TEST(CostProfile, AttentionEntryOrTheFilesMatmul) {
+  const std::string head = "format_version: \"1.0\"\nname: a\nops:\n";
+  const CostProfile without =
+      parse_cost_profile(head +
+                         "  matmul: {compute_efficiency: 0.5, dispatch: 10 us,\n"
+                         "           compute_efficiency_by_dtype: {bf16: 0.7}}\n");
+  EXPECT_EQ(without.op(OpCategory::kAttention), without.op(OpCategory::kMatMul));
+  EXPECT_DOUBLE_EQ(without.op(OpCategory::kAttention).compute_for(DType::kBF16).at(1e12), 0.7);
+  // An entry of its own is read like any category: keys left out keep the defaults.
+  const CostProfile with =
+      parse_cost_profile(head +
+                         "  matmul: {compute_efficiency: 0.5, dispatch: 10 us}\n"
+                         "  attention: {compute_efficiency: [[10, 0.25], [13, 0.5]]}\n");
+  const OpCostProfile& a = with.op(OpCategory::kAttention);
+  EXPECT_DOUBLE_EQ(a.compute_for(DType::kBF16).at(1e10), 0.25);
+  EXPECT_DOUBLE_EQ(a.compute_for(DType::kBF16).at(1e14), 0.5);
+  EXPECT_EQ(a.dispatch, 0);
+  EXPECT_EQ(a.memory, default_profile().op(OpCategory::kAttention).memory);
+  // The shipped A100 and H100 profiles carry their own curves (docs/calibration.md).
+  for (const char* f : {"dgx_a100", "h100"}) {
+    const CostProfile shipped = load_cost_profile(std::string(PLACER_SOURCE_DIR) +
+                                                  "/datasets/clusters/" + f + ".profile.yaml");
+    EXPECT_NE(shipped.op(OpCategory::kAttention), shipped.op(OpCategory::kMatMul)) << f;
+    EXPECT_EQ(shipped.op(OpCategory::kAttention).dispatch, shipped.op(OpCategory::kMatMul).dispatch)
+        << f;
+  }
 }
 
 TEST(CostProfile, WrongFormatVersionNamesTheFile) {

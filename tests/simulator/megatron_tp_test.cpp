@@ -250,5 +250,62 @@ TEST(MegatronTp, VirtualStagesPutEveryOtherChunkOnARank) {
   }
 }
 
+// Fused attention is split by heads like the unfused core: each TP rank runs its heads'
+// share (q, k and v heads alike), reading the column-parallel QKV shards, no collective.
+TEST(MegatronTp, FlashAttentionSplitsByHeads) {
+  LlamaOptions o;
+  o.layers = 1;
+  o.hidden = 64;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.seq_len = 32;
+  o.batch = 8;
+  o.vocab = 1000;
+  o.tp = 2;
+  o.dtype = DType::kF32;  // the test devices have an f32 peak only
+  o.attention = AttentionImpl::kFlash;
+  const Graph g = expand_training_step(make_llama(o));
+  const std::string name =
+      "language_model.encoder.layers.0.self_attention.core_attention."
+      "flash_attention";
+  const OpId f = g.find_op(name);
+  ASSERT_NE(f, kNoOp);
+  EXPECT_EQ(megatron_role(g.op(f)), TensorParallelRole::kSharded);
+  MegatronConfig m;
+  m.tp = 2;
+  m.micro_batch = 8;
+  m.global_batch = 8;
+  const Plan p = megatron_plan(g, m);
+  const Plan e = expand_tensor_parallel(p, g, 2);
+  const OpPartition* q = nullptr;
+  for (const OpPartition& x : e.partitions) q = x.op == f ? &x : q;
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->dim, 2);  // the context's features: heads x d_head
+  EXPECT_TRUE(q->sharded_input);
+  EXPECT_TRUE(q->sharded_output);
+  EXPECT_FALSE(q->replicated);
+
+  // Causal, b 8, s 32, 4 heads of 16: 4 * 8 * 4 * 16 * 528 FLOPs, compute-bound on the test
+  // devices (1e12 FLOP/s, 200704 B at 1e12 B/s); each rank runs half, forward and backward.
+  const double flops = 4.0 * 8 * 4 * 16 * 528;
+  EXPECT_DOUBLE_EQ(g.op(f).flops, flops);
+  const Cluster cl = make_cluster(1, 2, link(5e-6, 1e11), link(5e-6, 1e10));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  p.validate(g, cl);
+  SimOptions opt;
+  opt.record_events = true;
+  const SimResult r = sim.run(p, opt);
+  const OpId b = g.find_op(name + "/grad");
+  int seen = 0;
+  for (const SimEvent& ev : r.events) {
+    if (ev.kind != SimEvent::kCompute || (ev.op != f && ev.op != b)) continue;
+    const double expected = (ev.op == f ? 1.0 : 2.5) * flops / 2 / 1e12;
+    EXPECT_NEAR(ev.end - ev.start, expected, 1e-9 * expected) << ev.device;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 4);  // forward and backward on each of the two ranks
+}
+
 }  // namespace
 }  // namespace placer
