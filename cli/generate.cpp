@@ -1,7 +1,6 @@
 // `placer generate <family>`: seeded synthetic model graphs.
 #include <CLI/CLI.hpp>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -127,29 +126,33 @@ void add_dropout(CLI::App* sub, O& o) {
       ->capture_default_str();
 }
 
-/// An option whose value is one of `names` (CLI11 rejects others, naming the flag).
+/// An option whose value is parsed by `parse` (datasets/gpt.h); a bad one is an error naming
+/// the flag and the accepted values.
 template <class E>
 void add_choice(CLI::App* sub, const std::string& flag, E& target,
-                const std::map<std::string, E>& names, const std::string& doc) {
-  sub->add_option(flag, target, doc)
-      ->transform(CLI::CheckedTransformer(names))
+                bool (*parse)(const std::string&, E*), const std::string& values,
+                const std::string& doc) {
+  sub->add_option_function<std::string>(
+         flag,
+         [&target, parse, flag, values](const std::string& v) {
+           if (!parse(v, &target)) {
+             throw Error(flag + ": unknown value '" + v + "' (use " + values + ")");
+           }
+         },
+         doc)
       ->default_str(to_string(target));
 }
 
 /// --attention, --sliding-window and --kernels of a GPT or LLaMA: how the stack runs it.
 template <class O>
 void add_stack(CLI::App* sub, O& o) {
-  add_choice(sub, "--attention", o.attention,
-             {{"unfused", AttentionImpl::kUnfused}, {"flash", AttentionImpl::kFlash}},
+  add_choice(sub, "--attention", o.attention, parse_attention_impl, "unfused or flash",
              "Attention core: unfused (Megatron's scores / softmax / context ops over "
              "b x a x s x s) or flash (one FlashAttention op)");
   sub->add_option("--sliding-window", o.sliding_window,
                   "Keys each query attends to, itself included (0 = all); needs --attention flash")
       ->capture_default_str();
-  add_choice(sub, "--kernels", o.kernels,
-             {{"megatron-2021", KernelPreset::kMegatron2021},
-              {"te", KernelPreset::kTe},
-              {"compile", KernelPreset::kCompile}},
+  add_choice(sub, "--kernels", o.kernels, parse_kernel_preset, "megatron-2021, te or compile",
              "Kernels of the other ops: megatron-2021 (one op per module), te (fused RoPE) or "
              "compile (fused RoPE, residual add fused into the next norm)");
 }
