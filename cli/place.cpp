@@ -285,7 +285,9 @@ void place_options(CLI::App* sub, PlaceArgs& a) {
                   std::string("Placement method (`placer methods` lists them), or 'best': "
                               "every fast method, keeping the fastest plan that fits, or 'auto': "
                               "best and the learned placers zero-shot within --budget-seconds "
-                              "(default 60 s for them); 'gdp' is the learned placer. Default: ") +
+                              "(default 60 s for them); 'gdp' is the learned placer; the "
+                              "composites 'hybrid' and 'stages' take their inner method as "
+                              "--set inner=M (M+hybrid and gdp+stages are aliases). Default: ") +
                       kDefaultMethod + " ('gdp' with --policy)");
   add_budget_options(sub, a.budget_evals,
                      "Search budget in simulator evaluations (0 = the method's default)",
