@@ -117,13 +117,13 @@ struct Composite {
 const std::vector<Composite>& composites() {
   static const std::vector<Composite> c = {
       {"hybrid", "m-etf",
-       "the inner method (--set inner=M, any method; alias M+hybrid) on a sub-cluster of N / R "
-       "devices, R data-parallel replicas and M micro-batches through the placement, the best "
-       "(R, M) by simulation",
+       "the inner method (--set inner=X, any method, default m-etf; alias X+hybrid) on a "
+       "sub-cluster of N / R devices, R data-parallel replicas and M micro-batches through the "
+       "placement, the best (R, M) by simulation",
        true},
       {"stages", "gdp",
        "the inner method's placements read as pipeline stages whose replicas and micro-batches "
-       "pipeline-dp picks (--set inner=M, M+stages registered: gdp+stages)",
+       "pipeline-dp picks (--set inner=gdp, the one it takes; alias gdp+stages)",
        false}};
   return c;
 }
@@ -155,12 +155,6 @@ const MethodInfo* composite_method_info(const std::string& name) {
   auto it = hybrids.find(name);
   if (it == hybrids.end()) it = hybrids.emplace(name, hybrid_alias(name, inner.name)).first;
   return &it->second;
-}
-
-std::string composite_method_names() {
-  std::string out;
-  for (const MethodInfo& m : composite_methods()) out += (out.empty() ? "" : ", ") + m.name;
-  return out;
 }
 
 }  // namespace placer

@@ -20,8 +20,7 @@ const MethodInfo& method_info(const std::string& name) {
   }
   // A composite ("hybrid") or an alias of one ("metis+hybrid"): agents/composite_methods.cpp.
   if (const MethodInfo* composite = composite_method_info(name)) return *composite;
-  throw Error("unknown method '" + name + "' (known: " + known + "); composite methods: " +
-              composite_method_names() + " (the inner method as --set inner=M)");
+  throw Error("unknown method '" + name + "' (known: " + known + ")");
 }
 
 std::unique_ptr<Placer> make_placer(const std::string& name) { return method_info(name).make(); }

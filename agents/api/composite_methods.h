@@ -17,7 +17,5 @@ const std::vector<MethodInfo>& composite_methods();
 /// The composite `name`, or an "M+hybrid" alias of one (built on first use); null for any
 /// other name. Throws placer::Error for "M+hybrid" with an unknown M.
 const MethodInfo* composite_method_info(const std::string& name);
-/// "hybrid, stages": the composite methods' names.
-std::string composite_method_names();
 
 }  // namespace placer
