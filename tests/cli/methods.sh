@@ -100,6 +100,8 @@ expect "--set without =" "--set 'episodes': expected KEY=VALUE" \
 if grep -q '^gdp+stages' list.txt; then
   same_plan "gdp+stages = stages --set inner=gdp" "--method gdp+stages --set samples=4" \
     "--method stages --set inner=gdp --set samples=4"
+  same_plan "gdp+hybrid = hybrid --set inner=gdp (with gdp's shorthand --samples)" \
+    "--method gdp+hybrid --samples 2" "--method hybrid --set inner=gdp --samples 2"
   expect "stages with an inner method it cannot read as stages" \
     "--set inner (stages): unknown method 'metis' (known: gdp)" \
     -- place --graph "$graph" --cluster "$cluster" --method stages --set inner=metis -o x.plan.yaml
