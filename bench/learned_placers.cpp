@@ -489,59 +489,49 @@ void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
   std::filesystem::remove_all(dir, ec);
 }
 
-int run(const Args& a) {
-  if (!gdp_available() || !seq2seq_available() || !placeto_available()) {
-    std::cerr << "learned_placers: built without LibTorch\n";
-    return 2;
-  }
-  at::set_num_threads(a.threads);
-  const Cluster cluster = load_cluster_yaml(a.cluster);
-  const CostModel cost = bench::default_cost_model(cluster);
-  const std::vector<RowSpec> specs = row_specs(a);
+/// Whether every row (and the zero-shot part) fits on the cluster; prints why not.
+bool fits_cluster(const Args& a, const Cluster& cluster, const std::vector<RowSpec>& specs) {
   for (const RowSpec& s : specs) {
     if (s.k > cluster.num_devices()) {
       std::cerr << "learned_placers: row " << s.graph.label << " on " << s.k
                 << " devices: the cluster " << cluster.name << " has " << cluster.num_devices()
                 << "\n";
-      return 2;
+      return false;
     }
   }
   if (a.zs_updates > 0 && a.zs_devices > cluster.num_devices()) {
     std::cerr << "learned_placers: --zs-devices " << a.zs_devices << " > the cluster's "
               << cluster.num_devices() << " devices\n";
-    return 2;
+    return false;
   }
-  if (a.list) {
-    // The rows and their training-step sizes, nothing run.
-    std::printf("%-14s %-15s %5s %2s %6s\n", "graph", "family", "seed", "k", "ops");
-    std::map<std::string, int64_t> ops;
-    for (const RowSpec& s : specs) {
-      if (!ops.count(s.graph.label))
-        ops[s.graph.label] = static_cast<int64_t>(bench::family_training_step(s.graph).num_ops());
-      const int64_t n = ops[s.graph.label];
-      std::printf("%-14s %-15s %5llu %2d %6lld%s\n", s.graph.label.c_str(), s.graph.family.c_str(),
-                  static_cast<unsigned long long>(s.graph.seed), s.k, static_cast<long long>(n),
-                  n > a.max_ops ? "  (skipped: > --max-ops)" : "");
-    }
-    return 0;
+  return true;
+}
+
+/// --list: the rows and their training-step sizes, nothing run.
+void list_rows(const Args& a, const std::vector<RowSpec>& specs) {
+  std::printf("%-14s %-15s %5s %2s %6s\n", "graph", "family", "seed", "k", "ops");
+  std::map<std::string, int64_t> ops;
+  for (const RowSpec& s : specs) {
+    if (!ops.count(s.graph.label))
+      ops[s.graph.label] = static_cast<int64_t>(bench::family_training_step(s.graph).num_ops());
+    const int64_t n = ops[s.graph.label];
+    std::printf("%-14s %-15s %5llu %2d %6lld%s\n", s.graph.label.c_str(), s.graph.family.c_str(),
+                static_cast<unsigned long long>(s.graph.seed), s.k, static_cast<long long>(n),
+                n > a.max_ops ? "  (skipped: > --max-ops)" : "");
   }
-  const bool gdp_needed = has(a, "gdp") || has(a, "gdp+stages");
-  std::ofstream csv;
-  if (!a.csv.empty()) {
-    csv.open(a.csv);
-    if (!csv) throw FileError(a.csv + ": cannot open for writing");
-    write_csv_header(csv);
-  }
-  const std::vector<std::string> classical = bench::fast_classical_methods();
+}
+
+/// The "# ..." lines above the table: the run's settings and the columns' meaning.
+void print_preamble(const Args& a, const Cluster& cluster, size_t rows) {
   std::string methods;
   for (const std::string& m : a.methods) methods += (methods.empty() ? "" : ", ") + m;
   std::printf(
       "# cluster %s; %zu rows (%s); budget %lld simulated placements per search (%s); "
       "seeds %llu..%llu; torch threads %d\n",
-      cluster.name.c_str(), specs.size(), a.suite.empty() ? "--rows" : ("suite " + a.suite).c_str(),
+      cluster.name.c_str(), rows, a.suite.empty() ? "--rows" : ("suite " + a.suite).c_str(),
       static_cast<long long>(a.budget), methods.c_str(), static_cast<unsigned long long>(a.seed),
       static_cast<unsigned long long>(a.seed + uint64_t(a.seeds) - 1), a.threads);
-  if (gdp_needed) {
+  if (has(a, "gdp") || has(a, "gdp+stages")) {
     std::printf("# gdp: %s%s%s, greedy + %d samples, then PPO updates of %d samples\n",
                 has(a, "gdp") ? a.policy.c_str() : "",
                 has(a, "gdp+stages") ? "; gdp+stages: " : "",
@@ -552,6 +542,30 @@ int run(const Args& a) {
       "placements until the best was found / spent%s\n",
       has(a, "gdp") && has(a, "hdp") ? "; 'w5' = until within 5% of min(gdp, hdp)" : "");
   print_header(a);
+}
+
+int run(const Args& a) {
+  if (!gdp_available() || !seq2seq_available() || !placeto_available()) {
+    std::cerr << "learned_placers: built without LibTorch\n";
+    return 2;
+  }
+  at::set_num_threads(a.threads);
+  const Cluster cluster = load_cluster_yaml(a.cluster);
+  const CostModel cost = bench::default_cost_model(cluster);
+  const std::vector<RowSpec> specs = row_specs(a);
+  if (!fits_cluster(a, cluster, specs)) return 2;
+  if (a.list) {
+    list_rows(a, specs);
+    return 0;
+  }
+  std::ofstream csv;
+  if (!a.csv.empty()) {
+    csv.open(a.csv);
+    if (!csv) throw FileError(a.csv + ": cannot open for writing");
+    write_csv_header(csv);
+  }
+  const std::vector<std::string> classical = bench::fast_classical_methods();
+  print_preamble(a, cluster, specs.size());
 
   Progress progress;
   progress.rows = specs.size();
