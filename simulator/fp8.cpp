@@ -19,7 +19,8 @@ OpId linear_of(const Graph& g, OpId o) {
 
 bool Simulator::Impl::runs_fp8(OpId o) const {
   const Op& op = g.op(o);
-  return op.category == OpCategory::kMatMul && op.layer >= 0 && g.op(linear_of(g, o)).param_bytes > 0;
+  return op.category == OpCategory::kMatMul && op.layer >= 0 &&
+         g.op(linear_of(g, o)).param_bytes > 0;
 }
 
 double Simulator::Impl::fp8_scaling_time(OpId o, double frac) const {

@@ -72,11 +72,11 @@ struct Simulator::Impl {
   double fsdp_reduce_time(uint32_t sync_index, uint64_t bytes) const;  // one bucket
   bool fsdp_block_done(TensorId t);   // the last gradient of its block entered a bucket
   uint64_t shard_ways(OpId o) const;  // ZeRO / FSDP sharding of op o's parameters and state
+  uint32_t gather_group(int32_t sync_index) const;  // where ZeRO-3 / FSDP all-gathers run
   // fp8.cpp: whether o is a GEMM of a linear layer (FP8 under precision.fp8), and the
   // amax + cast passes over its inputs.
   bool runs_fp8(OpId o) const;
   double fp8_scaling_time(OpId o, double frac) const;
-  uint32_t gather_group(int32_t sync_index) const;     // where ZeRO-3 / FSDP all-gathers run
   void charge_micro_batch_overhead();  // host work before each stage's first forward ops
   void prepare_sites();                // where each tensor lives, reference counts
   void prepare_output_allocations();   // output bytes an instance allocates
