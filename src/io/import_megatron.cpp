@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/io/json_read.h"
 #include "src/io/plan_import.h"
 #include "src/util/checked_math.h"
 #include "src/util/error.h"
@@ -92,7 +93,7 @@ class Args {
     const std::string& v = values_.at(name);
     char* end = nullptr;
     const long x = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || x < 0 || x > 1000000000) fail(name, "'" + v + "' is not a count");
+    if (v.empty() || *end != '\0' || x < 0 || x > 1000000000) fail(name, quote_short(v) + " is not a count");
     return static_cast<int>(x);
   }
   double number(const std::string& name, double fallback) const {
@@ -100,7 +101,7 @@ class Args {
     const std::string& v = values_.at(name);
     char* end = nullptr;
     const double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0') fail(name, "'" + v + "' is not a number");
+    if (v.empty() || *end != '\0') fail(name, quote_short(v) + " is not a number");
     return x;
   }
   const std::vector<std::string>& ignored() const { return ignored_; }
@@ -181,7 +182,7 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   } else if (granularity == "selective") {
     m.recompute = Recompute::kSelective;
   } else if (!granularity.empty()) {
-    fail("--recompute-granularity", "'" + granularity + "' (use full or selective)");
+    fail("--recompute-granularity", quote_short(granularity) + " (use full or selective)");
   }
   m.zero_stage = a.has("--use-distributed-optimizer") ? 1 : 0;
   m.overlap_grad_reduce = a.has("--overlap-grad-reduce");

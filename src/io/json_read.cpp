@@ -104,18 +104,19 @@ bool parse_measurement(const std::string& text, double* out) {
   return true;
 }
 
+std::string quote_short(const std::string& text) {
+  if (text.size() <= kMaxShownChars) return "'" + text + "'";
+  return "'" + text.substr(0, kMaxShownChars) + "...' (" + std::to_string(text.size()) + " characters)";
+}
+
 std::string describe_json(const nlohmann::json& v) {
   switch (v.type()) {
     case nlohmann::json::value_t::object:
       return "an object of " + std::to_string(v.size()) + " keys";
     case nlohmann::json::value_t::array:
       return "an array of " + std::to_string(v.size()) + " values";
-    case nlohmann::json::value_t::string: {
-      const std::string& s = v.get_ref<const std::string&>();
-      if (s.size() <= kMaxShownChars) return "the string '" + s + "'";
-      return "the string '" + s.substr(0, kMaxShownChars) + "...' (" + std::to_string(s.size()) +
-             " characters)";
-    }
+    case nlohmann::json::value_t::string:
+      return "the string " + quote_short(v.get_ref<const std::string&>());
     case nlohmann::json::value_t::null:
       return "null";
     default:

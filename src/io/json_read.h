@@ -54,6 +54,9 @@ std::string json_syntax_message(const std::string& text, const std::string& file
 /// reciprocals overflow to inf, are no measurement). False otherwise.
 bool parse_measurement(const std::string& text, double* out);
 
+/// `text` in quotes, cut after 40 characters: "'abc'", "'aaaa...' (5000 characters)".
+std::string quote_short(const std::string& text);
+
 /// A short description of a JSON value for messages: numbers, booleans and short strings
 /// as written; long strings cut; arrays and objects by their kind and size.
 std::string describe_json(const nlohmann::json& v);

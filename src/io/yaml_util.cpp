@@ -316,7 +316,7 @@ int64_t YamlReader::to_int(const YAML::Node& n, const std::string& field, int64_
   const char* e = s.data() + s.size();
   if (b != e && *b == '+') ++b;
   auto res = std::from_chars(b, e, v);
-  if (res.ec != std::errc() || res.ptr != e) fail(field, "expected an integer, got '" + s + "'");
+  if (res.ec != std::errc() || res.ptr != e) fail(field, "expected an integer, got " + quote_short(s));
   if (v < lo || v > hi) {
     fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
                     s + ")");
@@ -327,8 +327,8 @@ int64_t YamlReader::to_int(const YAML::Node& n, const std::string& field, int64_
 double YamlReader::to_double(const YAML::Node& n, const std::string& field) const {
   const std::string s = scalar(n, field);
   double v = 0;
-  if (!parse_double(s, &v)) fail(field, "expected a number, got '" + s + "'");
-  if (!std::isfinite(v)) fail(field, "expected a finite number, got '" + s + "'");
+  if (!parse_double(s, &v)) fail(field, "expected a number, got " + quote_short(s));
+  if (!std::isfinite(v)) fail(field, "expected a finite number, got " + quote_short(s));
   return v;
 }
 

@@ -87,6 +87,12 @@ TEST(JsonRead, WrongTypesNameThePathAndDescribeTheValueShortly) {
             "root: expected an array, got an object of 3 keys");
 }
 
+TEST(JsonRead, QuotedTextIsCut) {
+  EXPECT_EQ(quote_short("abc"), "'abc'");
+  EXPECT_EQ(quote_short(std::string(40, 'y')), "'" + std::string(40, 'y') + "'");
+  EXPECT_EQ(quote_short(std::string(5000, 'y')), "'" + std::string(40, 'y') + "...' (5000 characters)");
+}
+
 TEST(JsonRead, MeasurementsAreFiniteAndNormal) {
   double v = 0;
   EXPECT_TRUE(parse_measurement("2.5e-3", &v));
