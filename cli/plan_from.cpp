@@ -1,10 +1,8 @@
 // `placer plan from-megatron | from-deepspeed`: a user's framework configuration as a plan,
 // to simulate or compare next to placer's own (docs/export.md).
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/command_options.h"
 #include "cli/common.h"
