@@ -62,6 +62,14 @@ std::vector<double> measured_of(const std::vector<IterationRun>& runs) {
   return m;
 }
 
+// Every run is checked before the first simulation; the work is said up front.
+void announce_work(const std::vector<IterationRun>& runs, const Cluster& cluster) {
+  const double largest = check_runs_before_simulating(runs, cluster);
+  std::cerr << "placer: " << runs.size() << " runs, at most ~" << human_count(largest, "")
+            << " simulated ops per prediction (bound " << human_count(kMaxSimulatedOpsPerRun, "")
+            << ")\n";
+}
+
 // The iteration-time fit (after the collective fits, whose curves it keeps): every
 // fit_every-th run, then optional k-fold cross-validation. Returns a note for the profile.
 std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
@@ -70,6 +78,7 @@ std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
     throw Error("calibrate fit: --fit-every, --fit-iterations and --threads must be >= 1, "
                 "--folds 0 or >= 2");
   }
+  announce_work(runs, cluster);
   const CostProfile start = iteration_fit_start(rep->profile);
   auto subsample = [&](const std::vector<IterationRun>& rs) {
     std::vector<IterationRun> out;
@@ -382,6 +391,7 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     std::vector<IterationRun> r = load_iteration_runs(path);
     runs.insert(runs.end(), r.begin(), r.end());
   }
+  announce_work(runs, cluster);
   const std::vector<double> pred = predict_runs(cluster, profile, runs, a.threads);
   std::ostream& out = std::cout;
   std::string csv = "source,line,hidden,layers,global_batch,micro_batch,tp,dp,pp,measured_s,predicted_s,rel_error\n";

@@ -1,15 +1,14 @@
 // `placer plan from-megatron | from-deepspeed`: a user's framework configuration as a plan,
 // to simulate or compare next to placer's own (docs/export.md).
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/command_options.h"
 #include "cli/common.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
+#include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
 namespace placer::cli {
@@ -20,14 +19,6 @@ struct PlanFromArgs {
   int world_size = 0;  ///< 0 = every device of the cluster from first_device on
   int first_device = 0;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw FileError(path + ": cannot read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // `label` names the source in messages ("megatron arguments", "ds.json").
 void build_plan(const PlanFromArgs& a, const std::string& label,
@@ -98,7 +89,8 @@ void register_plan(CLI::App& app) {
         add_common(d, &a);
       },
       [](const PlanFromArgs& a) {
-        build_plan(a, a.source, parse_deepspeed_config, read_text(a.source));
+        build_plan(a, a.source, parse_deepspeed_config,
+                   read_text_file(a.source, "DeepSpeed config"));
       });
 }
 

@@ -1,5 +1,6 @@
 #include "simulator/calibration/iteration_runs.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
+#include "src/io/json_read.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
@@ -56,10 +58,8 @@ class RowReader {
   double number(const std::string& c) const {
     const std::string& s = text(c);
     double v = 0;
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v)) {
-      fail(c, "'" + s + "' is not a number");
-    }
+    if (!parse_measurement(s, &v))
+      fail(c, "'" + s + "' is not a finite number of normal magnitude");
     return v;
   }
   int64_t integer(const std::string& c, int64_t lo, int64_t hi) const {
@@ -271,7 +271,13 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
                           " GPUs, cluster '" + cluster_.name + "' has " +
                           std::to_string(cluster_.num_devices()));
   }
-  const Graph& g = graph(run);
+  const Graph* g_built = nullptr;
+  try {
+    g_built = &graph(run);
+  } catch (const Error& e) {  // sizes the generator refuses (bytes beyond the graph's bound)
+    throw ValidationError(run.where() + ": " + e.what());
+  }
+  const Graph& g = *g_built;
   const CostModel cost(cluster_, profile);
   Simulator sim(g, cluster_, cost);
   SimOptions opt;
@@ -283,6 +289,33 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
     throw ValidationError(run.where() + ": " + e.what());
   }
   return sim.run(plan, opt).step_time;
+}
+
+double estimated_simulated_ops(const IterationRun& run) {
+  const MegatronConfig& m = run.config;
+  const double micro_batches = double(m.global_batch) / (double(m.micro_batch) * double(m.dp));
+  return double(run.layers) * kOpsPerLayerStep * micro_batches * double(m.tp);
+}
+
+double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster) {
+  double largest = 0;
+  for (const IterationRun& run : runs) {
+    if (run.gpus > cluster.num_devices()) {
+      throw ValidationError(run.where() + ": the run uses " + std::to_string(run.gpus) +
+                            " GPUs, cluster '" + cluster.name + "' has " +
+                            std::to_string(cluster.num_devices()));
+    }
+    const double ops = estimated_simulated_ops(run);
+    if (ops > kMaxSimulatedOpsPerRun) {
+      std::ostringstream os;
+      os << run.where() << ": about " << ops << " simulated ops per prediction (layers x "
+         << kOpsPerLayerStep << " x micro-batches x tp), above the bound " << kMaxSimulatedOpsPerRun
+         << " of calibrate fit / check (docs/formats/iteration_runs.md)";
+      throw ValidationError(os.str());
+    }
+    largest = std::max(largest, ops);
+  }
+  return largest;
 }
 
 }  // namespace placer

@@ -48,6 +48,21 @@ struct IterationRun {
 std::vector<IterationRun> parse_iteration_runs(const std::string& text, const std::string& file);
 std::vector<IterationRun> load_iteration_runs(const std::string& path);
 
+/// The work one prediction of `run` costs, estimated from its columns before any graph is
+/// built: simulated op executions = layers x kOpsPerLayerStep (a GPT layer's forward,
+/// backward and optimizer ops) x micro-batches x tp (each op runs as tp partitions).
+double estimated_simulated_ops(const IterationRun& run);
+constexpr double kOpsPerLayerStep = 60;
+/// The most estimated_simulated_ops `calibrate fit` / `check` take per run
+/// (docs/formats/iteration_runs.md): a run at the bound (24 layers, pp 2, 13888 micro-batches)
+/// simulates in about 13 s and 0.8 GB; the fit prints its progress per iteration.
+constexpr double kMaxSimulatedOpsPerRun = 2e7;
+
+/// Checks every run before any is simulated, so a fit fails at once and names the row:
+/// the run fits `cluster` and its estimated work is within kMaxSimulatedOpsPerRun.
+/// ValidationError "<file>:<line>: ...". Returns the largest estimate.
+double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster);
+
 /// Builds (and caches) the training-step graph of each distinct model of the runs and
 /// simulates a run under a cost profile on `cluster` (devices 0 .. gpus-1).
 class RunPredictor {

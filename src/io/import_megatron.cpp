@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "src/io/json_read.h"
 #include "src/io/plan_import.h"
+#include "src/util/checked_math.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -91,7 +93,7 @@ class Args {
     const std::string& v = values_.at(name);
     char* end = nullptr;
     const long x = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || x < 0 || x > 1000000000) fail(name, "'" + v + "' is not a count");
+    if (v.empty() || *end != '\0' || x < 0 || x > 1000000000) fail(name, quote_short(v) + " is not a count");
     return static_cast<int>(x);
   }
   double number(const std::string& name, double fallback) const {
@@ -99,7 +101,7 @@ class Args {
     const std::string& v = values_.at(name);
     char* end = nullptr;
     const double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0') fail(name, "'" + v + "' is not a number");
+    if (v.empty() || *end != '\0') fail(name, quote_short(v) + " is not a number");
     return x;
   }
   const std::vector<std::string>& ignored() const { return ignored_; }
@@ -131,31 +133,41 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   f.ignored = a.ignored();
   f.batch_field = "--global-batch-size";
   f.layers_field = "--num-layers";
+  f.format = ExportFormat::kMegatron;
+  f.stages_field = "--pipeline-model-parallel-size";
   MegatronConfig& m = f.config;
   m.tp = a.integer("--tensor-model-parallel-size", 1);
   m.pp = a.integer("--pipeline-model-parallel-size", 1);
   if (m.tp < 1) fail("--tensor-model-parallel-size", "must be >= 1");
   if (m.pp < 1) fail("--pipeline-model-parallel-size", "must be >= 1");
-  if (world_size < 1 || world_size % (m.tp * m.pp) != 0) {
+  const int model_parallel =
+      checked_mul(m.tp, m.pp, "--tensor-model-parallel-size x --pipeline-model-parallel-size");
+  if (world_size < 1 || world_size % model_parallel != 0) {
     fail("--tensor-model-parallel-size", "tp " + std::to_string(m.tp) + " x pp " + std::to_string(m.pp) +
                                              " does not divide the world size " + std::to_string(world_size));
   }
-  m.dp = world_size / (m.tp * m.pp);
+  m.dp = world_size / model_parallel;
   f.layers = a.integer("--num-layers", 0);
   if (!a.has("--micro-batch-size")) fail("--micro-batch-size", "missing (Megatron-LM requires it)");
   m.micro_batch = a.integer("--micro-batch-size", 1);
-  m.global_batch = a.integer("--global-batch-size", m.micro_batch * m.dp);
+  m.global_batch =
+      a.integer("--global-batch-size",
+                checked_mul(m.micro_batch, m.dp, "--micro-batch-size x data-parallel size"));
   if (a.has("--num-layers-per-virtual-pipeline-stage")) {
     const int per = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
     if (f.layers == 0) fail("--num-layers-per-virtual-pipeline-stage", "needs --num-layers");
-    if (per < 1 || f.layers % (per * m.pp) != 0) {
+    if (per < 1 ||
+        f.layers % checked_mul(per, m.pp, "--num-layers-per-virtual-pipeline-stage x pp") != 0) {
       fail("--num-layers-per-virtual-pipeline-stage", std::to_string(per) + " x pp " + std::to_string(m.pp) +
                                                           " does not divide --num-layers " + std::to_string(f.layers));
     }
     m.virtual_stages = f.layers / (per * m.pp);
+    f.stages_field = "--num-layers-per-virtual-pipeline-stage";
   }
   for (const char* name : {"--num-virtual-stages-per-pipeline-rank", "--virtual-pipeline-model-parallel-size"}) {
-    if (a.has(name)) m.virtual_stages = a.integer(name, 1);
+    if (!a.has(name)) continue;
+    m.virtual_stages = a.integer(name, 1);
+    f.stages_field = name;
   }
   m.first_stage_layers = a.integer("--decoder-first-pipeline-num-layers", 0);
   m.last_stage_layers = a.integer("--decoder-last-pipeline-num-layers", 0);
@@ -170,7 +182,7 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   } else if (granularity == "selective") {
     m.recompute = Recompute::kSelective;
   } else if (!granularity.empty()) {
-    fail("--recompute-granularity", "'" + granularity + "' (use full or selective)");
+    fail("--recompute-granularity", quote_short(granularity) + " (use full or selective)");
   }
   m.zero_stage = a.has("--use-distributed-optimizer") ? 1 : 0;
   m.overlap_grad_reduce = a.has("--overlap-grad-reduce");

@@ -9,9 +9,11 @@
 // Errors name the argument or key: ValidationError "--micro-batch-size: missing" /
 // FormatError "zero_optimization.stage: not an integer" (callers prefix the source).
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "src/io/plan_export.h"
 #include "src/plan/megatron_plan.h"
 
 namespace placer {
@@ -23,6 +25,11 @@ struct FrameworkConfig {
   std::vector<std::string> ignored;  ///< arguments / keys it has that placer does not model
   /// Where the configuration sets the global batch and the layers (for messages).
   std::string batch_field = "global batch", layers_field = "layers";
+  /// The format the configuration came in: the plan read must export back to it (the same
+  /// checks as `placer export`), so nothing imports that cannot export. Unset: no check.
+  std::optional<ExportFormat> format;
+  /// The argument / key that set the pipeline split (named when the split cannot export).
+  std::string stages_field = "pipeline stages";
 };
 
 /// Megatron-LM arguments (whitespace-separated; "--name value" or "--name=value"; lines may
@@ -36,7 +43,9 @@ FrameworkConfig parse_deepspeed_config(const std::string& json_text, int world_s
 
 /// megatron_plan of the configuration on `g`, computing in f.dtype (precision.compute is set
 /// only when it differs from the graph's own type). ValidationError naming the field when
-/// the layers or the global batch differ from the graph's.
+/// the layers or the global batch differ from the graph's, or when the plan would not export
+/// back to f.format: "<stages_field>: the plan read does not export back to megatron:
+/// pipeline.stages: 8 layers do not split evenly over 6 stages ...".
 Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g);
 
 }  // namespace placer

@@ -126,7 +126,7 @@ expect megatron-missing-micro "megatron arguments: --micro-batch-size: missing" 
   plan from-megatron "--tensor-model-parallel-size 2" --graph "$g" --cluster "$cluster" -o "$tmp/no4.plan.yaml"
 check from-megatron-wrote-nothing test ! -e "$tmp/no4.plan.yaml"
 echo '[1, 2]' > "$tmp/bad.json"
-expect deepspeed-not-object "bad.json: not a JSON object" -- \
+expect deepspeed-not-object "bad.json: expected an object, got an array of 2 values" -- \
   plan from-deepspeed "$tmp/bad.json" --graph "$g" --cluster "$cluster" -o "$tmp/no5.plan.yaml"
 
 echo "$((n - fail)) passed, $fail failed"

@@ -462,8 +462,9 @@ TEST_F(PlanIo, FileLevelErrors) {
   expect_error<FormatError>(
       [&] { parse_plan_yaml("format_version: \"1.0\"\nplacement: {default: 0\n", "m.yaml", g, c); },
       "m.yaml: line 3, column 1: malformed YAML: ");
-  expect_error<FormatError>([&] { parse_plan_json("{\"format_version\": }", "m.json", g, c); },
-                            "m.json: malformed JSON: parse error at line 1, column 20");
+  expect_error<FormatError>(
+      [&] { parse_plan_json("{\"format_version\": }", "m.json", g, c); },
+      "m.json: line 1, column 20: malformed JSON: syntax error while parsing value");
   expect_error<FormatError>([&] { parse_plan_yaml("format_version: \"3.0\"\n", "v.yaml", g, c); },
                             "v.yaml: unsupported format_version '3.0' (this build reads 1.x)");
 }
@@ -530,7 +531,7 @@ TEST_F(PlanFixtures, BadFiles) {
                             "wrong_version.plan.yaml: unsupported format_version '2.1' (this "
                             "build reads 1.x)");
   expect_error<FormatError>([&] { load_plan(bad("malformed.plan.json"), g, c); },
-                            "malformed.plan.json: malformed JSON: parse error at line 4");
+                            "malformed.plan.json: line 4, column 30: malformed JSON: ");
 }
 
 }  // namespace
