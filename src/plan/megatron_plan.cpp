@@ -114,6 +114,7 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   p.pipeline.micro_batches = M;
   p.pipeline.schedule = m.schedule;
   p.pipeline.virtual_stages = m.virtual_stages;
+  p.pipeline.scatter_gather = m.scatter_gather;
   p.pipeline.stages.resize(size_t(n_stages));
   const int per_stage = m.tp * m.dp;
   for (int s = 0; s < n_stages; ++s) {
