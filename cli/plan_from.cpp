@@ -1,5 +1,5 @@
-// `placer plan from-megatron | from-deepspeed`: a user's framework configuration as a plan,
-// to simulate or compare next to placer's own (docs/export.md).
+// `placer plan from-megatron | from-deepspeed | from-torchtitan`: a user's framework configuration
+// as a plan, to simulate or compare next to placer's own (docs/export.md).
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
@@ -46,6 +46,13 @@ void build_plan(const PlanFromArgs& a, const std::string& label,
       std::string list;
       for (const std::string& s : f.ignored) list += (list.empty() ? "" : ", ") + s;
       std::cerr << "placer: " << label << ": not modelled, ignored: " << list << "\n";
+    }
+    for (const std::string& s : f.notes)
+      std::cerr << "placer: " << label << ": recorded, not modelled yet: " << s << "\n";
+    if (!f.attention.empty()) {
+      std::cerr
+          << "placer: " << label << ": attention " << f.attention
+          << " (the graph's attention ops decide what is simulated; build the graph to match)\n";
     }
     p = plan_of_framework_config(f, g);
     p.validate(g, c);
@@ -99,6 +106,16 @@ void register_plan(CLI::App& app) {
       },
       [](const PlanFromArgs& a) {
         build_plan(a, a.source, parse_deepspeed_config, read_text(a.source));
+      });
+
+  add_command<PlanFromArgs>(
+      *plan, "from-torchtitan", "The plan of a torchtitan job config (TOML)",
+      [](CLI::App* t, PlanFromArgs& a) {
+        add_input_file(t, "config", a.source, "torchtitan job config (*.toml)");
+        add_common(t, &a);
+      },
+      [](const PlanFromArgs& a) {
+        build_plan(a, a.source, parse_torchtitan_config, read_text(a.source));
       });
 }
 
