@@ -78,6 +78,20 @@ void add_common(CLI::App* sub, PlanFromArgs* a) {
   sub->add_option("--first-device", a->first_device, "Cluster device of rank 0")->capture_default_str();
 }
 
+// `plan NAME CONFIG`: the plan of a configuration file `what` (e.g. "DeepSpeed config") in
+// `format` ("JSON"), files named `pattern` ("*.json").
+void add_file_command(CLI::App* plan, const std::string& name, const std::string& what,
+                      const std::string& format, const std::string& pattern,
+                      FrameworkConfig (*parse)(const std::string&, int)) {
+  add_command<PlanFromArgs>(
+      *plan, name, "The plan of a " + what + " (" + format + ")",
+      [what, pattern](CLI::App* sub, PlanFromArgs& a) {
+        add_input_file(sub, "config", a.source, what + " (" + pattern + ")");
+        add_common(sub, &a);
+      },
+      [parse](const PlanFromArgs& a) { build_plan(a, a.source, parse, read_text(a.source)); });
+}
+
 void register_plan(CLI::App& app) {
   CLI::App* plan = app.add_subcommand("plan", "Build a plan from a framework configuration (docs/export.md)");
   plan->require_subcommand(1);
@@ -98,25 +112,10 @@ void register_plan(CLI::App& app) {
         build_plan(a, "megatron arguments", parse_megatron_arguments, args);
       });
 
-  add_command<PlanFromArgs>(
-      *plan, "from-deepspeed", "The plan of a DeepSpeed config (JSON)",
-      [](CLI::App* d, PlanFromArgs& a) {
-        add_input_file(d, "config", a.source, "DeepSpeed config (*.json)");
-        add_common(d, &a);
-      },
-      [](const PlanFromArgs& a) {
-        build_plan(a, a.source, parse_deepspeed_config, read_text(a.source));
-      });
-
-  add_command<PlanFromArgs>(
-      *plan, "from-torchtitan", "The plan of a torchtitan job config (TOML)",
-      [](CLI::App* t, PlanFromArgs& a) {
-        add_input_file(t, "config", a.source, "torchtitan job config (*.toml)");
-        add_common(t, &a);
-      },
-      [](const PlanFromArgs& a) {
-        build_plan(a, a.source, parse_torchtitan_config, read_text(a.source));
-      });
+  add_file_command(plan, "from-deepspeed", "DeepSpeed config", "JSON", "*.json",
+                   parse_deepspeed_config);
+  add_file_command(plan, "from-torchtitan", "torchtitan job config", "TOML", "*.toml",
+                   parse_torchtitan_config);
 }
 
 }  // namespace

@@ -298,15 +298,15 @@ void read_training(const Job& j, FrameworkConfig* f) {
 }  // namespace
 
 FrameworkConfig parse_torchtitan_config(const std::string& toml_text, int world_size) {
+  if (world_size < 1) fail("world size", "must be >= 1");
   const Job j(toml_text);
   reject_unmodelled(j);
   FrameworkConfig f;
+  read_parallelism(j, world_size, &f);
+  read_training(j, &f);
   f.ignored = j.ignored();
   f.batch_field = "training.global_batch_size";
   f.layers_field = "parallelism.module_fqns_per_model_part";
-  if (world_size < 1) fail("world size", "must be >= 1");
-  read_parallelism(j, world_size, &f);
-  read_training(j, &f);
   return f;
 }
 
