@@ -102,7 +102,8 @@ const char* const kOptional[] = {"model",
                                  "moe_topk",
                                  "moe_ffn",
                                  "shared_experts",
-                                 "precision_variant"};
+                                 "precision_variant",
+                                 "scatter_gather"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -155,6 +156,7 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
   }
   run->master_weights = r.integer_or("master_weights", 1, 0, 1) == 1;
   run->config.virtual_stages = int(r.integer_or("virtual_stages", 1, 1, 1 << 12));
+  run->config.scatter_gather = r.integer_or("scatter_gather", 1, 0, 1) == 1;
   run->cp = int(r.integer_or("cp", 1, 1, 1 << 14));
   run->ep = int(r.integer_or("ep", 1, 1, 1 << 14));
   run->etp = int(r.integer_or("etp", 0, 1, 1 << 14));

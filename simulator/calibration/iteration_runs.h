@@ -16,8 +16,8 @@
 // (fp16 | bf16 | fp8, fp16), zero_stage (0), overlap_grad_reduce (0), sequence_parallel (0),
 // virtual_stages (1), attention (unfused | flash, unfused), master_weights (1), cp (1), ep (1),
 // etp (empty), num_experts (0), moe_topk (0), moe_ffn (0), shared_experts (0),
-// precision_variant (free text). Every column is kept in IterationRun; the prediction
-// refuses, naming the column, what the graph and plan cannot express yet
+// precision_variant (free text), scatter_gather (1). Every column is kept in IterationRun; the
+// prediction refuses, naming the column, what the graph and plan cannot express yet
 // (check_modelled).
 
 #include <map>

@@ -52,22 +52,26 @@ TEST(IterationRunsModern, AbsentColumnsKeepTheirOldMeaning) {
   EXPECT_FALSE(r.fp8);
   EXPECT_EQ(r.dtype, DType::kF16);
   EXPECT_EQ(r.config.virtual_stages, 1);
+  EXPECT_TRUE(r.config.scatter_gather);
   EXPECT_EQ(r.cp, 1);
   EXPECT_EQ(r.ep, 1);
   EXPECT_NO_THROW(check_modelled(r));
 }
 
-TEST(IterationRunsModern, VirtualStagesAndMasterWeightsReachPlanAndGraph) {
+TEST(IterationRunsModern, VirtualStagesScatterGatherAndMasterWeightsReachPlanAndGraph) {
   const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
-  const std::vector<IterationRun> runs = parse_iteration_runs(
-      kHeader +
-          ",virtual_stages,master_weights,precision\n8,64,4,1024,16,12,1024,2,2,2,100,3,1,bf16\n"
-          "8,64,4,1024,16,12,1024,2,2,2,100,3,0,bf16\n",
-      "runs.csv");
+  const std::vector<IterationRun> runs =
+      parse_iteration_runs(kHeader +
+                               ",virtual_stages,master_weights,precision,scatter_gather\n8,64,4,"
+                               "1024,16,12,1024,2,2,2,100,3,1,bf16,1\n"
+                               "8,64,4,1024,16,12,1024,2,2,2,100,3,0,bf16,0\n",
+                           "runs.csv");
   RunPredictor pred(c);
   const Plan p = pred.plan(runs[0]);
   EXPECT_EQ(p.pipeline.virtual_stages, 3);
   EXPECT_EQ(p.pipeline.stages.size(), 6u);  // pp 2 x 3 chunks of 2 layers
+  EXPECT_TRUE(p.pipeline.scatter_gather);
+  EXPECT_FALSE(pred.plan(runs[1]).pipeline.scatter_gather);
   // Adam keeps 2 x 2 B of bf16 state per parameter without fp32 master weights and
   // 3 x 4 B with them.
   uint64_t with = 0, without = 0;
