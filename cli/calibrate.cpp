@@ -401,7 +401,8 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     const std::string cfg = "h" + std::to_string(r.hidden) + " l" + std::to_string(r.layers) +
                             " gb" + std::to_string(m.global_batch) + " mb" +
                             std::to_string(m.micro_batch) + " t" + std::to_string(m.tp) + "d" +
-                            std::to_string(m.dp) + "p" + std::to_string(m.pp);
+                            std::to_string(m.dp) + "p" + std::to_string(m.pp) +
+                            (m.virtual_stages > 1 ? "v" + std::to_string(m.virtual_stages) : "");
     if (!a.quiet_rows) {
       std::string where = r.where();
       if (where.size() > 28) where = "..." + where.substr(where.size() - 25);
