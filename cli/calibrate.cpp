@@ -42,6 +42,7 @@ struct CheckArgs {
   std::vector<std::string> measurements, iterations, profiler_traces;
   int threads = 2;
   bool quiet_rows = false;
+  bool approximate = false;  ///< --approximate-unmodelled
 };
 
 std::string pct(double v) { return fixed(100 * v, 1) + "%"; }
@@ -391,6 +392,10 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     std::vector<IterationRun> r = load_iteration_runs(path);
     runs.insert(runs.end(), r.begin(), r.end());
   }
+  if (a.approximate) {
+    for (const std::string& note : approximate_unmodelled(&runs))
+      std::cout << "approximated: " << note << "\n";
+  }
   announce_work(runs, cluster);
   const std::vector<double> pred = predict_runs(cluster, profile, runs, a.threads);
   std::ostream& out = std::cout;
@@ -406,7 +411,8 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     const std::string cfg = "h" + std::to_string(r.hidden) + " l" + std::to_string(r.layers) +
                             " gb" + std::to_string(m.global_batch) + " mb" +
                             std::to_string(m.micro_batch) + " t" + std::to_string(m.tp) + "d" +
-                            std::to_string(m.dp) + "p" + std::to_string(m.pp);
+                            std::to_string(m.dp) + "p" + std::to_string(m.pp) +
+                            (m.virtual_stages > 1 ? "v" + std::to_string(m.virtual_stages) : "");
     if (!a.quiet_rows) {
       std::string where = r.where();
       if (where.size() > 28) where = "..." + where.substr(where.size() - 25);
@@ -548,6 +554,9 @@ void check_options(CLI::App* check, CheckArgs& a) {
                     "OUT.iterations.csv, OUT.measurements.csv, OUT.ops.csv)");
   check->add_flag("--summary", a.quiet_rows,
                   "Print only the per-group summary (no per-row / per-op-name tables)");
+  check->add_flag("--approximate-unmodelled", a.approximate,
+                  "Simulate --iterations rows that say attention flash as unfused and precision\n"
+                  "fp8 as bf16 (printed as 'approximated: ...') instead of refusing them");
 }
 
 void register_calibrate(CLI::App& app) {

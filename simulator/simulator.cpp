@@ -350,6 +350,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   charge_micro_batch_overhead();
   buckets.clear();
   prepare_sites();
+  prepare_boundary_transfers();
   prepare_output_allocations();
   prepare_pipeline_gates();
   reset_run_state();

@@ -20,17 +20,37 @@ namespace {
 
 /// Arguments that take a value and that placer reads.
 const char* const kValued[] = {
-    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers",
-    "--micro-batch-size", "--global-batch-size", "--num-layers-per-virtual-pipeline-stage",
-    "--num-virtual-stages-per-pipeline-rank", "--virtual-pipeline-model-parallel-size",
-    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
-    "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--clip-grad",
-    "--context-parallel-size", "--expert-model-parallel-size", "--pipeline-model-parallel-layout",
+    "--tensor-model-parallel-size",
+    "--pipeline-model-parallel-size",
+    "--num-layers",
+    "--micro-batch-size",
+    "--global-batch-size",
+    "--num-layers-per-virtual-pipeline-stage",
+    "--num-virtual-stages-per-pipeline-rank",
+    "--virtual-pipeline-model-parallel-size",
+    "--decoder-first-pipeline-num-layers",
+    "--decoder-last-pipeline-num-layers",
+    "--recompute-granularity",
+    "--recompute-method",
+    "--recompute-num-layers",
+    "--clip-grad",
+    "--context-parallel-size",
+    "--expert-model-parallel-size",
+    "--pipeline-model-parallel-layout",
+    "--attention-backend",
+    "--fp8-format",
 };
 /// Flags placer reads.
-const char* const kFlags[] = {"--sequence-parallel", "--use-distributed-optimizer", "--overlap-grad-reduce",
-                              "--fp16", "--bf16", "--recompute-activations", "--use-torch-fsdp2",
-                              "--use-custom-fsdp"};
+const char* const kFlags[] = {"--sequence-parallel",
+                              "--use-distributed-optimizer",
+                              "--overlap-grad-reduce",
+                              "--fp16",
+                              "--bf16",
+                              "--recompute-activations",
+                              "--use-torch-fsdp2",
+                              "--use-custom-fsdp",
+                              "--no-scatter-gather-tensors-in-pipeline",
+                              "--use-flash-attn"};
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& s) {
@@ -118,10 +138,22 @@ void reject_unmodelled(const Args& a) {
   for (const char* name : {"--use-torch-fsdp2", "--use-custom-fsdp"}) {
     if (a.has(name)) fail(name, "FSDP is not Megatron's distributed optimizer; placer reads ZeRO-1 only");
   }
+  // Wiring point: --fp8-format becomes the plan's FP8 precision once plans express it.
+  if (a.has("--fp8-format")) fail("--fp8-format", "FP8 GEMMs are not modelled yet");
   if (a.has("--pipeline-model-parallel-layout")) {
     fail("--pipeline-model-parallel-layout", "not read by placer; use --decoder-first-pipeline-num-layers / "
                                              "--decoder-last-pipeline-num-layers");
   }
+}
+
+// --use-flash-attn (older Megatron-LM) or --attention-backend flash|fused|unfused|local|auto.
+std::string attention_of(const Args& a) {
+  if (a.has("--use-flash-attn")) return "flash";
+  if (!a.has("--attention-backend")) return "";
+  const std::string b = a.text("--attention-backend", "");
+  if (b == "flash" || b == "fused" || b == "auto") return "flash";
+  if (b == "unfused" || b == "local") return "unfused";
+  fail("--attention-backend", "'" + b + "' (use flash, fused, unfused, local or auto)");
 }
 
 }  // namespace
@@ -172,6 +204,8 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   m.first_stage_layers = a.integer("--decoder-first-pipeline-num-layers", 0);
   m.last_stage_layers = a.integer("--decoder-last-pipeline-num-layers", 0);
   m.sequence_parallel = a.has("--sequence-parallel");
+  m.scatter_gather = !a.has("--no-scatter-gather-tensors-in-pipeline");
+  f.attention = attention_of(a);
   const std::string granularity = a.text("--recompute-granularity", a.has("--recompute-activations") ? "selective" : "");
   if (granularity == "full") {
     if (a.text("--recompute-method", "") != "uniform" || a.integer("--recompute-num-layers", 1) != 1) {

@@ -115,6 +115,7 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   p.pipeline.micro_batches = M;
   p.pipeline.schedule = m.schedule;
   p.pipeline.virtual_stages = m.virtual_stages;
+  p.pipeline.scatter_gather = m.scatter_gather;
   p.pipeline.stages.resize(size_t(n_stages));
   const int per_stage = checked_mul(m.tp, m.dp, "megatron: tp x dp");
   checked_add(m.first_device, checked_mul(per_stage, m.pp, "megatron: tp x dp x pp"),

@@ -194,6 +194,11 @@ inline std::vector<RegisteredReader> framework_and_model_readers() {
          "\"parts\": [0, 4, 8]}\n}\n"}},
        3000,
        [](const std::string& t, const std::string&) { parse_deepspeed_config(t, 8); }},
+      {"torchtitan job config",
+       {"parse_torchtitan_config"},
+       {file_seed("tests/data/torchtitan/llama_fsdp_tp.toml")},
+       3000,
+       [](const std::string& t, const std::string&) { parse_torchtitan_config(t, 8); }},
       // Protobuf parsing, libonnx's shape inference and version converter (the opset-6
       // fixture is upgraded to 7).
       {"ONNX model",

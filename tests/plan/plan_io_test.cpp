@@ -558,6 +558,7 @@ TEST_F(PlanIo11, StageGridReplicatedPartitionsAndCollectivesRoundTrip) {
       "  - {op: l10_fc, dim: reduce, devices: [2, 3], forward_collective: none}\n"
       "pipeline:\n"
       "  micro_batches: 4\n"
+      "  scatter_gather: false\n"
       "  stages:\n"
       "    - {devices: [0, 1], tensor_parallel: 2, ops: [x_in, embed, l1_fc, l1_act],"
       " recompute: full}\n"
@@ -566,6 +567,7 @@ TEST_F(PlanIo11, StageGridReplicatedPartitionsAndCollectivesRoundTrip) {
       "recompute: selective\n"
       "precision: {compute: bf16, loss_scaling: true, grad_clipping: true}\n");
   EXPECT_EQ(p.pipeline.stages[0].tensor_parallel, 2);
+  EXPECT_FALSE(p.pipeline.scatter_gather);
   EXPECT_EQ(p.pipeline.stages[1].data_parallel(), 2);
   EXPECT_EQ(p.pipeline.stages[0].recompute, Recompute::kFull);
   EXPECT_EQ(p.pipeline.stages[1].recompute, Recompute::kInherit);
@@ -597,6 +599,9 @@ TEST_F(PlanIo11, ShorthandRoundTripsAndExpandsOnlyWhenSimulated) {
 
 TEST_F(PlanIo11, BadFieldsAreNamed) {
   using testing_plan::expect_error;
+  expect_error<FormatError>(
+      [&] { parse("pipeline: {scatter_gather: maybe, stages: [{devices: [0], ops: [x_in]}]}\n"); },
+      "p.yaml: pipeline.scatter_gather: expected ");
   expect_error<FormatError>([&] { parse("pipeline: {stages: [{devices: [0], ops: [x_in, embed, "
                                         "l1_fc, l1_act, l10_fc, head], recompute: half}]}\n"); },
                             "p.yaml: pipeline.stages[0].recompute: unknown recomputation 'half'");
