@@ -7,6 +7,7 @@
 
 #include "datasets/family_util.h"
 #include "datasets/synthetic.h"
+#include "src/util/checked_math.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -15,6 +16,13 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+/// Parameters of a rows x cols weight; the byte bound is checked where the op is added.
+uint64_t weight(int64_t rows, int64_t cols) {
+  return checked_mul(u(rows), u(cols), "weight elements");
+}
+/// Each size on its own stays below 2^40, so the widths derived from them (heads x head
+/// size, 8 x hidden / 3...) cannot overflow int64; products of several are checked as tensors.
+constexpr int64_t kMaxDimension = int64_t(1) << 40;
 
 std::string str(double v) {
   std::ostringstream os;
@@ -94,6 +102,14 @@ void validate(const Spec& o) {
   PLACER_CHECK(o.pad_vocab_multiple > 0,
                f << ": pad_vocab_multiple must be positive, got " << o.pad_vocab_multiple);
   PLACER_CHECK(o.tp > 0, f << ": tp must be positive, got " << o.tp);
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"hidden", o.hidden},
+                                {"ffn", o.ffn},
+                                {"seq_len", o.seq_len},
+                                {"batch", o.batch},
+                                {"vocab", o.vocab},
+                                {"pad_vocab_multiple", o.pad_vocab_multiple}}) {
+    PLACER_CHECK(v <= kMaxDimension, f << ": " << name << " " << v << " is above the bound 2^40");
+  }
   PLACER_CHECK(o.dtype == DType::kF32 || o.dtype == DType::kF16 || o.dtype == DType::kBF16 ||
                    o.dtype == DType::kF64,
                f << ": dtype must be floating-point (f32, f16, bf16), got " << to_string(o.dtype));
@@ -153,7 +169,7 @@ class DecoderBuilder {
       ln = out.normed;
     }
     const TensorId logits = m_.op("output_layer", "MatMul", "output_layer", -1, {ln}, {b_, s_, V_},
-                                  2 * bsh_ * d(V_), o_.tied ? 0 : u(h_) * u(V_));
+                                  2 * bsh_ * d(V_), o_.tied ? 0 : weight(h_, V_));
     if (o_.tied) m_.last_op().attrs.emplace_back("tied_to", std::string(kEmb) + ".word_embeddings");
     m_.loss({logits}, labels, d(b_) * d(s_) * d(V_));
     return m_.build();
@@ -198,7 +214,8 @@ class DecoderBuilder {
                     {a, b}, {bsh_shape_, bsh_shape_}, bda_flops_ + norm_flops_, norm_params_);
     Op& op = m_.last_op();
     op.category = OpCategory::kNormalization;
-    op.bytes_accessed = 4 * u(b_) * u(s_) * u(h_) * eb_;
+    op.bytes_accessed =
+        m_.bounded_bytes(4 * m_.tensor_ref(out[0]).bytes, "op '" + name + "' bytes accessed");
     op.attrs.emplace_back("fused_norm", site.name);
     return {out[0], out[1]};
   }
@@ -223,8 +240,11 @@ class DecoderBuilder {
 
   // An embedding lookup: no FLOPs; reads the indices and the b*s gathered rows, writes them.
   TensorId gather(const std::string& name, const std::string& scope, TensorId ids, int64_t rows) {
-    const TensorId out = m_.op(name, "Gather", scope, -1, {ids}, bsh_shape_, 0, u(rows) * u(h_));
-    m_.last_op().bytes_accessed = m_.tensor_ref(ids).bytes + 2 * u(b_) * u(s_) * u(h_) * eb_;
+    const TensorId out = m_.op(name, "Gather", scope, -1, {ids}, bsh_shape_, 0, weight(rows, h_));
+    // Both terms are bounded tensor sizes (< 2^60 each): the sum cannot wrap.
+    m_.last_op().bytes_accessed =
+        m_.bounded_bytes(m_.tensor_ref(ids).bytes + 2 * m_.tensor_ref(out).bytes,
+                         "op '" + name + "' bytes accessed");
     return out;
   }
 
@@ -247,7 +267,7 @@ class DecoderBuilder {
     const std::string att = p + ".self_attention", core = att + ".core_attention";
     const TensorId qkv =
         m_.op(att + ".query_key_value", "MatMul", att, i, {ln1}, {b_, s_, qkv_width_},
-              2 * bsh_ * d(qkv_width_), u(h_) * u(qkv_width_) + (bias_ ? u(qkv_width_) : 0));
+              2 * bsh_ * d(qkv_width_), weight(h_, qkv_width_) + (bias_ ? u(qkv_width_) : 0));
     TensorId qk = qkv;
     if (o_.llama) {
       const int64_t width = (a_ + kv_) * dh_;
@@ -257,13 +277,14 @@ class DecoderBuilder {
       // Fused RoPE (te, compile) reads and writes q and k only: 2 b s (a + kv) d elements;
       // megatron-2021's op reads the whole QKV output.
       if (o_.kernels != KernelPreset::kMegatron2021) {
-        m_.last_op().bytes_accessed = 2 * u(b_) * u(s_) * u(width) * eb_;
+        m_.last_op().bytes_accessed =
+            m_.bounded_bytes(2 * m_.tensor_ref(qk).bytes, "op '" + att + ".rotary' bytes accessed");
       }
     }
     const TensorId ctx = o_.attention == AttentionImpl::kFlash ? flash_core(core, i, qk, qkv)
                                                                : unfused_core(core, i, qk, qkv);
     const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
-                                 2 * bsh_ * d(h_), u(h_) * u(h_) + (bias_ ? u(h_) : 0));
+                                 2 * bsh_ * d(h_), weight(h_, h_) + (bias_ ? u(h_) : 0));
     return add_norm(att + ".bias_dropout_add", att, i, x, dense,
                     {p + ".post_attention_layernorm", p, i});
   }
@@ -289,12 +310,15 @@ class DecoderBuilder {
     const std::vector<TensorId> out =
         m_.op_multi(core + ".flash_attention", "FlashAttention", core, i, in,
                     {bsh_shape_, {b_, a_, s_}}, flash_attention_flops(shape));
+    const std::string what = "op '" + core + ".flash_attention' bytes accessed";
     Tensor& lse = m_.tensor_ref(out[1]);
+    lse.bytes = m_.bounded_bytes(lse.bytes / eb_ * 4, what);  // b a s elements of fp32
     lse.dtype = DType::kF32;
-    lse.bytes = u(b_) * u(a_) * u(s_) * 4;
+    const uint64_t bytes =
+        m_.bounded_bytes(flash_attention_bytes(shape, dtype_bytes(o_.dtype)), what);
     Op& op = m_.last_op();
     op.category = OpCategory::kAttention;
-    op.bytes_accessed = flash_attention_bytes(shape, dtype_bytes(o_.dtype));
+    op.bytes_accessed = bytes;
     op.attrs = {{"causal", "1"}, {"heads", std::to_string(a_)}, {"kv_heads", std::to_string(kv_)}};
     if (o_.sliding_window > 0) op.attrs.emplace_back("window", std::to_string(o_.sliding_window));
     if (dropout_) op.attrs.emplace_back("dropout", str(o_.dropout));
@@ -307,7 +331,7 @@ class DecoderBuilder {
     const std::string mlp = p + ".mlp";
     const TensorId up =
         m_.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {att.normed}, {b_, s_, up_width_},
-              2 * bsh_ * d(up_width_), u(h_) * u(up_width_) + (bias_ ? u(up_width_) : 0));
+              2 * bsh_ * d(up_width_), weight(h_, up_width_) + (bias_ ? u(up_width_) : 0));
     TensorId act;
     if (o_.llama) {
       act = m_.op(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {b_, s_, f_},
@@ -318,7 +342,7 @@ class DecoderBuilder {
                   kFlopsPerElemGelu * d(b_) * d(s_) * d(f_));
     }
     const TensorId down = m_.op(mlp + ".dense_4h_to_h", "MatMul", mlp, i, {act}, bsh_shape_,
-                                2 * bsh_ * d(f_), u(f_) * u(h_) + (bias_ ? u(h_) : 0));
+                                2 * bsh_ * d(f_), weight(f_, h_) + (bias_ ? u(h_) : 0));
     return add_norm(mlp + ".bias_dropout_add", mlp, i, att.sum, down, input_norm_site(i + 1));
   }
 
@@ -378,8 +402,8 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple, int tp) {
   PLACER_CHECK(vocab > 0, "padded_vocab: vocab must be positive, got " << vocab);
   PLACER_CHECK(multiple > 0, "padded_vocab: pad_vocab_multiple must be positive, got " << multiple);
   PLACER_CHECK(tp > 0, "padded_vocab: tp must be positive, got " << tp);
-  const int64_t m = multiple * tp;
-  return (vocab + m - 1) / m * m;
+  const int64_t m = checked_mul(multiple, int64_t{tp}, "padded_vocab: pad_vocab_multiple x tp");
+  return checked_add(vocab, m - 1, "padded_vocab: vocab + pad_vocab_multiple x tp") / m * m;
 }
 
 int64_t llama_ffn(int64_t hidden) {
