@@ -283,10 +283,6 @@ void check_modelled(const IterationRun& run) {
     throw ValidationError(run.where() + ": column '" + column + "': " + value +
                           " is not modelled yet (" + why + ")");
   };
-  // Wiring point: flash becomes the generators' fused attention op once GptOptions /
-  // LlamaOptions have an attention field.
-  if (run.attention != "unfused")
-    refuse("attention", run.attention, "the generated graphs materialise the scores");
   // Wiring point: fp8 becomes the plan's FP8 precision once plans express it.
   if (run.fp8) refuse("precision", "fp8", "plans compute in 16 or 32 bits");
   if (run.cp > 1) refuse("cp", std::to_string(run.cp), "plans have no context parallelism");
@@ -297,13 +293,11 @@ void check_modelled(const IterationRun& run) {
 }
 
 std::vector<std::string> approximate_unmodelled(std::vector<IterationRun>* runs) {
-  int flash = 0, fp8 = 0;
+  int fp8 = 0;
   for (IterationRun& r : *runs) {
-    if (r.attention == "flash") r.attention = "unfused", ++flash;
     if (r.fp8) r.fp8 = false, ++fp8;
   }
   std::vector<std::string> notes;
-  if (flash > 0) notes.push_back("attention flash -> unfused: " + std::to_string(flash) + " runs");
   if (fp8 > 0) notes.push_back("precision fp8 -> bf16: " + std::to_string(fp8) + " runs");
   return notes;
 }
@@ -315,7 +309,8 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
   check_modelled(run);
   const auto key = std::make_tuple(run.model, run.hidden, run.heads, run.kv_heads, run.ffn,
                                    run.seq_len, run.vocab, run.layers, run.config.global_batch,
-                                   run.config.tp, static_cast<int>(run.dtype), run.master_weights);
+                                   run.config.tp, static_cast<int>(run.dtype), run.master_weights,
+                                   run.attention);
   std::unique_ptr<Graph>& g = graphs_[key];
   if (!g) {
     // The sizes both generators share.
@@ -329,6 +324,8 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
       o.vocab = run.vocab;
       o.tp = run.config.tp;
       o.dtype = run.dtype;
+      // The column's value was checked when the row was read.
+      parse_attention_impl(run.attention, &o.attention);
     };
     Graph forward;
     if (run.model == "llama") {

@@ -76,14 +76,15 @@ constexpr double kMaxSimulatedOpsPerRun = 2e7;
 /// ValidationError "<file>:<line>: ...". Returns the largest estimate.
 double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster);
 
-/// Throws ValidationError ("file:line: column 'attention': flash is not modelled yet ...")
-/// when `run` sets a column the graph generators or plans cannot express yet: attention
-/// flash, precision fp8, cp > 1, ep > 1, etp, or experts. RunPredictor calls it.
+/// Throws ValidationError ("file:line: column 'ep': 2 is not modelled yet ...") when `run`
+/// sets a column the graph generators or plans cannot express yet: precision fp8, cp > 1,
+/// ep > 1, etp, or experts. RunPredictor calls it. (`attention flash` builds the
+/// generators' fused FlashAttention op.)
 void check_modelled(const IterationRun& run);
 
 /// Stand-ins for the columns that are read but not modelled yet, for a first look at files
-/// that use them: attention flash -> unfused and precision fp8 -> the run's 16-bit type.
-/// Returns one note per stand-in used ("attention flash -> unfused: 12 runs"); context /
+/// that use them: precision fp8 -> the run's 16-bit type.
+/// Returns one note per stand-in used ("precision fp8 -> bf16: 12 runs"); context /
 /// expert parallelism and experts are left alone (check_modelled still refuses them).
 std::vector<std::string> approximate_unmodelled(std::vector<IterationRun>* runs);
 
@@ -105,7 +106,7 @@ class RunPredictor {
  private:
   const Cluster& cluster_;
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
-                      int, int, bool>,
+                      int, int, bool, std::string>,
            std::unique_ptr<Graph>>
       graphs_;
 };

@@ -96,7 +96,6 @@ void expect_refused(const std::string& columns, const std::string& values,
 }
 
 TEST(IterationRunsModern, UnmodelledColumnsAreNamedErrors) {
-  expect_refused("attention", "flash", "runs.csv:2: column 'attention': flash is not modelled yet");
   expect_refused("precision", "fp8", "runs.csv:2: column 'precision': fp8 is not modelled yet");
   expect_refused("ep", "2", "column 'ep': 2 is not modelled yet");
   expect_refused("etp", "1", "column 'etp': 1 is not modelled yet");
@@ -115,18 +114,40 @@ TEST(IterationRunsModern, UnmodelledColumnsAreNamedErrors) {
       FormatError);
 }
 
-TEST(IterationRunsModern, ApproximationStandsInForFlashAndFp8Only) {
+TEST(IterationRunsModern, ApproximationStandsInForFp8Only) {
   std::vector<IterationRun> runs = parse_iteration_runs(
       kHeader +
           ",attention,precision,ep\n8,64,4,1024,16,12,1024,2,4,1,100,flash,fp8,1\n"
           "8,64,4,1024,16,12,1024,2,4,1,100,flash,bf16,2\n",
       "runs.csv");
   EXPECT_EQ(approximate_unmodelled(&runs),
-            (std::vector<std::string>{"attention flash -> unfused: 2 runs",
-                                      "precision fp8 -> bf16: 1 runs"}));
+            (std::vector<std::string>{"precision fp8 -> bf16: 1 runs"}));
+  EXPECT_EQ(runs[0].attention, "flash");  // modelled: left as read
   EXPECT_NO_THROW(check_modelled(runs[0]));
   EXPECT_EQ(runs[0].dtype, DType::kBF16);
   EXPECT_THROW(check_modelled(runs[1]), ValidationError);  // ep 2 stays refused
+}
+
+// The attention column picks the generator's attention: flash builds one FlashAttention op
+// per layer and no s x s softmax; unfused (the default) builds the scores and softmax.
+TEST(IterationRunsModern, AttentionColumnSelectsTheGraphsAttention) {
+  const std::vector<IterationRun> runs = parse_iteration_runs(
+      kHeader + ",model,attention\n8,64,4,1024,16,12,1024,2,4,1,100,llama,flash\n"
+                "8,64,4,1024,16,12,1024,2,4,1,100,llama,unfused\n"
+                "8,64,4,1024,16,12,1024,2,4,1,100,llama\n",
+      "runs.csv");
+  const Cluster cluster = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  RunPredictor pred(cluster);
+  auto count = [&](const IterationRun& r, const std::string& type) {
+    int n = 0;
+    for (const Op& op : pred.graph(r).ops()) n += op.type == type;
+    return n;
+  };
+  EXPECT_EQ(count(runs[0], "FlashAttention"), 12);
+  EXPECT_EQ(count(runs[0], "Softmax"), 0);
+  EXPECT_EQ(count(runs[1], "FlashAttention"), 0);
+  EXPECT_EQ(count(runs[1], "Softmax"), 12);
+  EXPECT_EQ(count(runs[2], "Softmax"), 12);  // no column: unfused, as before the column
 }
 
 }  // namespace
