@@ -9,6 +9,7 @@
 
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "cli/profile_choice.h"
 #include "simulator/calibration/fit.h"
 #include "simulator/calibration/iteration_fit.h"
 #include "simulator/calibration/iteration_runs.h"
@@ -468,7 +469,7 @@ void check_measurements(const CheckArgs& a, const Cluster& cluster, const CostPr
 
 void run_check(const CheckArgs& a) {
   Cluster cluster = load_cluster(a.cluster);
-  CostProfile profile = load_cost_profile(a.profile);
+  CostProfile profile = load_profile_for(a.profile, cluster);
   if (a.measurements.empty() && a.iterations.empty() && a.profiler_traces.empty()) {
     throw Error("calibrate check: give --measurements, --iterations or --profiler-trace");
   }
@@ -523,7 +524,7 @@ void fit_options(CLI::App* fit, FitArgs& a) {
 }
 
 void check_options(CLI::App* check, CheckArgs& a) {
-  add_profile_option(check, a.profile, "Cost profile (*.profile.yaml)")->required();
+  add_profile_option(check, a.profile);
   add_cluster_option(check, a.cluster);
   check->add_option("-m,--measurements", a.measurements,
                     "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");

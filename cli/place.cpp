@@ -12,6 +12,7 @@
 #include "cli/command_options.h"
 #include "cli/common.h"
 #include "cli/placing.h"
+#include "cli/profile_choice.h"
 #include "simulator/trace.h"
 #include "src/io/plan_io.h"
 #include "src/plan/plan_notes.h"
@@ -189,8 +190,8 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
       << "}  # 0 = the model's\n";
   }
   f << "cluster: " << yaml_quote(a.problem.cluster) << "\n";
-  f << "profile: " << (a.problem.profile.empty() ? "default" : yaml_quote(a.problem.profile))
-    << "\n";
+  const std::string profile = profile_path_for(a.problem.profile, s.cluster);
+  f << "profile: " << (profile.empty() ? "default" : yaml_quote(profile)) << "\n";
   f << "expand: " << (a.problem.no_expand ? "false" : "true") << "\n";
   f << "optimizer: " << a.problem.optimizer << "\n";
   f << "devices: [";

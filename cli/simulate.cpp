@@ -6,6 +6,7 @@
 
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "cli/profile_choice.h"
 #include "simulator/breakdown.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -175,7 +176,7 @@ void print_breakdown(const Graph& g, const Cluster& c, const Plan& plan, const S
 void run_simulate(const SimulateArgs& a) {
   Graph g = load_graph_for_step(a.graph, !a.no_expand, a.optimizer);
   Cluster c = load_cluster(a.cluster);
-  CostProfile profile = a.profile.empty() ? default_profile() : load_cost_profile(a.profile);
+  CostProfile profile = load_profile_for(a.profile, c);
   CostModel cost(c, profile);
   Plan plan = load_plan(a.plan, g, c);
   plan.validate(g, c);
