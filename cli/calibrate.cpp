@@ -86,24 +86,21 @@ std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
   std::vector<std::vector<std::pair<std::string, double>>> fold_values;
   std::string cv;
   if (a.folds >= 2) {
-    std::vector<double> pred(runs.size()), meas = measured_of(runs);
+    std::vector<int> fold_of(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) fold_of[i] = int(i % size_t(a.folds));
+    const std::vector<double> pred = cross_validated_predictions(
+        cluster, start, runs, fold_of, a.fit_every, fo,
+        [&](int, const IterationFitResult& f) { fold_values.push_back(f.values); });
+    const std::vector<double> meas = measured_of(runs);
     for (int k = 0; k < a.folds; ++k) {
-      std::vector<IterationRun> train, test;
-      std::vector<size_t> test_idx;
+      std::vector<double> m, p;
       for (size_t i = 0; i < runs.size(); ++i) {
-        if (int(i % size_t(a.folds)) == k) {
-          test.push_back(runs[i]);
-          test_idx.push_back(i);
-        } else {
-          train.push_back(runs[i]);
-        }
+        if (fold_of[i] != k) continue;
+        m.push_back(meas[i]);
+        p.push_back(pred[i]);
       }
-      const IterationFitResult f = fit_iteration_times(cluster, start, subsample(train), fo);
-      fold_values.push_back(f.values);
-      const std::vector<double> p = predict_runs(cluster, f.profile, test, a.threads);
-      for (size_t j = 0; j < p.size(); ++j) pred[test_idx[j]] = p[j];
       std::cerr << "placer: fold " << k + 1 << "/" << a.folds << ": "
-                << fidelity_line(summarize_fidelity(measured_of(test), p)) << "\n";
+                << fidelity_line(summarize_fidelity(m, p)) << "\n";
     }
     cv = fidelity_line(summarize_fidelity(meas, pred));
     std::cout << a.folds << "-fold cross-validated: " << cv << "\n";
