@@ -7,7 +7,8 @@
 //    megatron_gpt_a100_1node.csv): K-fold cross-validation (fold = row index mod K) from
 //    dgx_a100_base.profile.yaml, as `placer calibrate fit --iterations --folds K` does.
 //  - Megatron-Bridge Llama 3 (8B / 70B / 405B: the dense models) per GPU (H100, B200):
-//    leave one model out, from the profile shipped for that GPU. Files whose columns the
+//    leave one model out, from the profile shipped for that GPU, on its 400 Gb/s cluster
+//    file grown to the largest run's node count. Files whose columns the
 //    iteration-runs reader does not accept yet are reported so, not failed.
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
@@ -94,16 +95,16 @@ bool dense_llama(const IterationRun& r) {
           (r.hidden == 16384 && r.layers == 126));
 }
 
-// `one_node`'s devices and links on as many nodes as `gpus` needs.
-Cluster on_nodes(const Cluster& one_node, int gpus) {
+// The nodes, devices and links of `cluster` on as many nodes as `gpus` needs.
+Cluster on_nodes(const Cluster& cluster, int gpus) {
   Cluster c;
-  c.name = one_node.name;
-  const int per_node = one_node.num_devices();
+  c.name = cluster.name;
+  const int per_node = static_cast<int>(cluster.host(0).devices.size());
   for (int h = 0; h * per_node < gpus; ++h) {
-    c.add_host("node" + std::to_string(h), one_node.device(0).spec, per_node);
+    c.add_host("node" + std::to_string(h), cluster.device(0).spec, per_node);
   }
   for (int l = 1; l < kNumLinkLevels; ++l) {
-    c.set_link(LinkLevel(l), one_node.link(LinkLevel(l)));
+    c.set_link(LinkLevel(l), cluster.link(LinkLevel(l)));
   }
   return c;
 }
@@ -205,8 +206,16 @@ int main(int argc, char** argv) {
       print_not_run("Megatron-Bridge Llama 3 dense", "no folder " + o.modern);
       return 0;
     }
-    modern_family(o, "h100", "h100_sxm_1node.cluster.yaml");
-    modern_family(o, "b200", "b200_1node.cluster.yaml");
+    for (const auto& [gpu, cluster] :
+         {std::pair<const char*, const char*>{"h100", "h100_ib_4node.cluster.yaml"},
+          {"b200", "b200_4node_ib400.cluster.yaml"}}) {
+      try {
+        modern_family(o, gpu, cluster);
+      } catch (const Error& e) {
+        print_not_run(std::string("Megatron-Bridge Llama 3 dense, ") + gpu, "error (stderr)");
+        std::fprintf(stderr, "stack_fidelity: %s: %s\n", gpu, e.what());
+      }
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "stack_fidelity: %s\n", e.what());
     return 1;
