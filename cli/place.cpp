@@ -211,7 +211,8 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   write_text_atomic(path, f.str(), "configuration");
 }
 
-void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single) {
+void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single,
+            const std::string& profile) {
   const Graph& g = s.graph;
   const Cluster& c = s.cluster;
   std::ostream& out = std::cout;
@@ -219,6 +220,7 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
       << ", " << g.num_ops() << " ops)\n";
   out << "cluster      " << c.name << " (" << c.num_devices() << " devices"
       << (s.devices.empty() ? "" : ", " + std::to_string(s.devices.size()) + " used") << ")\n";
+  out << "profile      " << profile << "\n";
   out << "method       " << run.method << "\n\n";
   const SimResult& r = run.result;
   out << "step time    " << human_time(r.step_time) << "\n";
@@ -276,7 +278,7 @@ void run_place(PlaceArgs a) {
   const std::unique_ptr<Placer> placer = configured_placer(a);
   const std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
   const MethodRun chosen = run_chosen(a, placer.get(), *s, budget_of(a));
-  report(*s, chosen, simulate_single_device(*s));
+  report(*s, chosen, simulate_single_device(*s), profile_label(a.problem.profile, s->cluster));
   write_outputs(a, *s, chosen);
 }
 

@@ -15,6 +15,11 @@ std::string profile_path_for(const std::string& given, const Cluster& cluster) {
   return std::filesystem::exists(path) ? path : "";
 }
 
+std::string profile_label(const std::string& given, const Cluster& cluster) {
+  const std::string path = profile_path_for(given, cluster);
+  return path.empty() ? "built-in default" : path;
+}
+
 CostProfile load_profile_for(const std::string& given, const Cluster& cluster) {
   const std::string path = profile_path_for(given, cluster);
   if (path.empty()) return default_profile();

@@ -14,6 +14,9 @@ namespace placer::cli {
 /// `cluster` when it exists on disk, else "" (the built-in default).
 std::string profile_path_for(const std::string& given, const Cluster& cluster);
 
+/// What the command's output calls that profile: its path, or "built-in default".
+std::string profile_label(const std::string& given, const Cluster& cluster);
+
 /// Loads profile_path_for(given, cluster) (the built-in default for ""); when it is a shipped
 /// profile, says so on stderr: "placer: profile <path> (shipped for <model>; --profile
 /// overrides)".

@@ -50,6 +50,7 @@ void report(const SimulateArgs& a, const Graph& g, const Cluster& c, const Plan&
       << human_bytes(double(g.total_param_bytes())) << ", batch " << g.batch_size() << ")\n";
   out << "cluster      " << c.name << " (" << c.num_devices() << " devices on " << c.num_hosts()
       << (c.num_hosts() == 1 ? " host)\n" : " hosts)\n");
+  out << "profile      " << profile_label(a.profile, c) << "\n";
   out << "plan         " << a.plan << " (" << describe_plan(plan) << ")\n\n";
 
   out << "step time    " << human_time(r.step_time) << "\n";

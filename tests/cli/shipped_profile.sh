@@ -25,8 +25,10 @@ check override-changes-result test "$(grep '^step time' "$tmp/auto.txt")" != "$(
 
 sim --cluster "$clusters/b200_4node_ib200.cluster.yaml" > /dev/null 2> "$tmp/b200.err"
 check fabric-picks-ib200 grep -q "b200_ib200.profile.yaml (shipped for B200-SXM-180GB" "$tmp/b200.err"
-sim --cluster "$clusters/dgx1_p100.cluster.yaml" > /dev/null 2> "$tmp/p100.err"
+check report-names-shipped grep -q "^profile      .*/h100_sxm_ib400.profile.yaml$" "$tmp/auto.txt"
+sim --cluster "$clusters/dgx1_p100.cluster.yaml" > "$tmp/p100.txt" 2> "$tmp/p100.err"
 check no-profile-for-p100 test "$(grep -c 'placer: profile' "$tmp/p100.err")" = 0
+check report-says-default grep -q "^profile      built-in default$" "$tmp/p100.txt"
 
 "$placer" place --graph "$tmp/gpt.graph.json" --cluster "$clusters/a100_40gb_1node.cluster.yaml" \
   --method single -o "$tmp/p.plan.yaml" > /dev/null 2> "$tmp/place.err"
