@@ -1,5 +1,4 @@
 #include "cli/placing.h"
-#include "cli/profile_choice.h"
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -8,6 +7,7 @@
 
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "cli/profile_choice.h"
 #include "datasets/onnx_import.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
