@@ -1,8 +1,6 @@
 #include <algorithm>
-#include <map>
-#include <mutex>
 
-#include "agents/classical/hybrid_outer.h"
+#include "agents/api/composite_methods.h"
 #include "agents/api/methods.h"
 #include "agents/api/placer.h"
 #include "src/util/error.h"
@@ -20,30 +18,8 @@ const MethodInfo& method_info(const std::string& name) {
     if (m.name == name) return m;
     known += (known.empty() ? "" : ", ") + m.name;
   }
-  // "M+hybrid": method M inside the micro-batch and replica outer loop (agents/classical/hybrid_outer.h),
-  // registered on first use with M's options.
-  const std::string suffix = "+hybrid";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    const std::string base = name.substr(0, name.size() - suffix.size());
-    const MethodInfo& inner = method_info(base);
-    static std::mutex mutex;
-    static std::map<std::string, MethodInfo> hybrids;  // node-based: references stay valid
-    const std::lock_guard<std::mutex> lock(mutex);
-    auto it = hybrids.find(name);
-    if (it == hybrids.end()) {
-      MethodInfo h{name, inner.description + "; in the micro-batch and replica outer loop", false,
-                   [base] { return std::make_unique<HybridOuterPlacer>(make_placer(base)); }};
-      if (inner.make_with) {
-        h.options = inner.options;
-        h.make_with = [base](const MethodSettings& s) {
-          return std::make_unique<HybridOuterPlacer>(make_placer(base, s));
-        };
-        h.effective_options = inner.effective_options;
-      }
-      it = hybrids.emplace(name, std::move(h)).first;
-    }
-    return it->second;
-  }
+  // A composite ("hybrid") or an alias of one ("metis+hybrid"): agents/composite_methods.cpp.
+  if (const MethodInfo* composite = composite_method_info(name)) return *composite;
   throw Error("unknown method '" + name + "' (known: " + known + ")");
 }
 

@@ -56,12 +56,10 @@
 #include <utility>
 #include <vector>
 
-#include "agents/classical/anneal.h"
-#include "agents/seq2seq/colocrl.h"
-#include "agents/gdp/gdp.h"
-#include "agents/seq2seq/hdp.h"
 #include "agents/api/placer.h"
+#include "agents/gdp/gdp.h"
 #include "agents/placeto/placeto.h"
+#include "agents/seq2seq/colocrl.h"  // seq2seq_available
 #include "agents/staged_methods.h"
 #include "bench/bench_common.h"
 #include "bench/learned_placers.h"
@@ -312,12 +310,72 @@ struct Progress {
   }
 };
 
-/// The GDP policies of the run: gdp's and gdp+stages' (null when that method does not run).
-struct Policies {
-  std::unique_ptr<GdpPolicy> gdp, stages;
-};
+/// The options the bench gives a method (`--set` keys of its option table): GDP's policy,
+/// its zero-shot samples and as many PPO updates as the budget pays for; the other methods
+/// keep their defaults.
+MethodSettings bench_settings(const Args& a, const std::string& method) {
+  const std::map<std::string, std::string> policy = {{"gdp", a.policy},
+                                                     {"gdp+stages", a.stages_policy}};
+  MethodSettings s;
+  const auto it = policy.find(method);
+  if (it == policy.end()) return s;
+  const int64_t updates = (a.budget + a.ppo_samples - 1) / a.ppo_samples;
+  s.sets = {"policy=" + it->second, "samples=" + std::to_string(a.gdp_samples),
+            "ppo_samples=" + std::to_string(a.ppo_samples), "finetune=" + std::to_string(updates)};
+  return s;
+}
 
-SeedRun run_seed(const Args& a, const Problem& p, const Policies& policies, uint64_t seed,
+/// GDP's curve in placements: greedy + samples, then ppo_samples per fine-tuning update (the
+/// last update may be cut short); to-best where it reaches the plan's step time.
+void read_gdp_curve(const Args& a, const SearchOutcome& o, Result* x) {
+  const int64_t zero = 1 + a.gdp_samples;
+  x->curve = {{std::min<int64_t>(zero, x->evaluations), o.stats.value("zero_shot_time")}};
+  for (size_t u = 0; u < o.stats.best_curve.size(); ++u) {
+    x->curve.push_back({std::min<int64_t>(zero + int64_t(u + 1) * a.ppo_samples, x->evaluations),
+                        o.stats.best_curve[u]});
+  }
+  x->to_best = reached(x->curve, o.plan.predicted.step_time);
+}
+
+/// To-best from what the search reports: GDP its zero-shot time and a best per update,
+/// colocrl / hdp / placeto the run that found the best (placeto also its episodes), anneal
+/// only its progress curve (a report every 16 placements).
+void read_to_best(const Args& a, const SearchOutcome& o, Result* x) {
+  const SearchStats& s = o.stats;
+  if (!std::isnan(s.value("zero_shot_time"))) {
+    read_gdp_curve(a, o, x);
+  } else if (s.best_run > 0) {
+    x->to_best = s.best_run;
+    // Every Placeto MDP step is simulated (intermediate rewards): an episode is groups + 1
+    // simulations, so in complete placements the best came at this episode.
+    const double episodes = s.value("episodes");
+    if (s.runs > 0 && episodes > 0) {
+      const double per = double(s.runs) / episodes;
+      x->episodes_to_best = static_cast<int64_t>(std::ceil(double(s.best_run) / per));
+    }
+  } else {
+    x->to_best = reached(x->curve, s.value("best_step_time"));
+    // Found after the last report: at most the placements spent.
+    if (x->to_best < 0) x->to_best = x->evaluations;
+  }
+}
+
+/// One method built through the registry and run on the problem.
+Result run_method(const Args& a, const Problem& p, const std::string& method,
+                  const SearchBudget& b) {
+  return guarded(method, [&] {
+    Result x;
+    const std::unique_ptr<Placer> placer = make_placer(method, bench_settings(a, method));
+    const SearchOutcome o = placer->search_outcome(p, recording(b, &x.curve));
+    const PlanPrediction& predicted = o.plan.predicted;
+    x.time = predicted.valid && predicted.oom ? INFINITY : bench::simulate_plan(p, o.plan);
+    x.evaluations = o.stats.runs;
+    read_to_best(a, o, &x);
+    return x;
+  });
+}
+
+SeedRun run_seed(const Args& a, const Problem& p, uint64_t seed,
                  const std::vector<std::string>& classical, const Progress& progress) {
   SeedRun run;
   run.seed = seed;
@@ -343,82 +401,9 @@ SeedRun run_seed(const Args& a, const Problem& p, const Policies& policies, uint
     progress.done("classic", c);
   }
   b.max_evaluations = a.budget;
-  auto learned = [&](const LearnedSearchResult& s, Result* x) {
-    x->time = s.best_oom ? INFINITY : bench::simulate_plan(p, s.plan);
-    x->evaluations = s.evaluations;
-    x->to_best = s.best_evaluation;
-  };
   for (const std::string& method : a.methods) {
-    Result& out = run.m[method];
-    if (method == "anneal") {
-      out = guarded("anneal", [&] {
-        Result x;
-        AnnealPlacer an;
-        const SearchOutcome o = an.search_outcome(p, recording(b, &x.curve));
-        x.time = bench::simulate_plan(p, o.plan);
-        x.evaluations = o.stats.runs;
-        // Progress comes every 16 placements: to-best is the first report showing the best.
-        x.to_best = reached(x.curve, o.stats.value("best_step_time"));
-        // Found after the last report: at most the placements spent.
-        if (x.to_best < 0) x.to_best = x.evaluations;
-        return x;
-      });
-    } else if (method == "colocrl") {
-      out = guarded("colocrl", [&] {
-        Result x;
-        const ColocrlOptions o;
-        learned(colocrl_search(p, o, recording(b, &x.curve)), &x);
-        return x;
-      });
-    } else if (method == "hdp") {
-      out = guarded("hdp", [&] {
-        Result x;
-        const HdpOptions o;
-        learned(hdp_search(p, o, recording(b, &x.curve)), &x);
-        return x;
-      });
-    } else if (method == "placeto") {
-      out = guarded("placeto", [&] {
-        Result x;
-        const PlacetoOptions o;
-        const PlacetoSearchResult s = placeto_search(p, o, recording(b, &x.curve));
-        x.time = s.best_oom ? INFINITY : bench::simulate_plan(p, s.plan);
-        x.evaluations = s.evaluations;
-        x.to_best = s.best_evaluation;
-        // Every MDP step is simulated (intermediate rewards): an episode is groups + 1
-        // simulations, so in complete placements the best came at this episode.
-        if (s.evaluations > 0 && s.episodes > 0) {
-          const double per = double(s.evaluations) / double(s.episodes);
-          x.episodes_to_best = static_cast<int64_t>(std::ceil(double(s.best_evaluation) / per));
-        }
-        return x;
-      });
-    } else if (method == "gdp" || method == "gdp+stages") {
-      out = guarded(method, [&] {
-        Result x;
-        GdpPlaceOptions o;
-        // gdp+stages: every placement scored as the pipeline it reads as (a staged plan).
-        if (method == "gdp+stages") o.shape = placement_as_pipeline;
-        o.samples = a.gdp_samples;
-        o.ppo.samples = a.ppo_samples;
-        o.finetune_updates = static_cast<int>((a.budget + a.ppo_samples - 1) / a.ppo_samples);
-        const GdpPolicy& policy = method == "gdp" ? *policies.gdp : *policies.stages;
-        const GdpPlaceResult s = gdp_place(policy, p, o, b);
-        x.time = s.plan.predicted.oom ? INFINITY : bench::simulate_plan(p, s.plan);
-        x.evaluations = s.evaluations;
-        // Greedy + samples, then ppo.samples per update (the last update may be cut short).
-        const int64_t zero = 1 + a.gdp_samples;
-        x.curve.push_back({std::min<int64_t>(zero, s.evaluations), s.zero_shot_time});
-        for (size_t u = 0; u < s.finetune_curve.size(); ++u) {
-          x.curve.push_back(
-              {std::min<int64_t>(zero + int64_t(u + 1) * a.ppo_samples, s.evaluations),
-               s.finetune_curve[u]});
-        }
-        x.to_best = reached(x.curve, s.best_time);
-        return x;
-      });
-    }
-    progress.done(method, out);
+    run.m[method] = run_method(a, p, method, b);
+    progress.done(method, run.m[method]);
   }
   for (auto& [method, x] : run.m) {
     if (std::isfinite(x.time)) x.own5 = reached(x.curve, x.time * 1.05);
@@ -430,6 +415,19 @@ SeedRun run_seed(const Args& a, const Problem& p, const Policies& policies, uint
     }
   }
   return run;
+}
+
+/// Placeto built through the registry with `sets` (`--set` keys of its option table).
+SearchOutcome placeto_outcome(const Problem& p, std::vector<std::string> sets,
+                              const SearchBudget& b) {
+  MethodSettings s;
+  s.sets = std::move(sets);
+  return make_placer("placeto", s)->search_outcome(p, b);
+}
+
+/// The outcome's predicted step time; inf when it runs out of memory.
+double best_time(const SearchOutcome& o) {
+  return o.plan.predicted.oom ? INFINITY : o.plan.predicted.step_time;
 }
 
 void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
@@ -464,27 +462,22 @@ void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
     SearchBudget b;
     b.seed = a.seed;
     b.max_evaluations = a.budget;
-    PlacetoOptions z;
-    z.policy = tr.policy_path;
-    z.zero_shot_samples = 0;
-    const PlacetoSearchResult greedy = placeto_search(p, z, b);
-    z.zero_shot_samples = 7;
+    const SearchOutcome greedy = placeto_outcome(p, {"policy=" + tr.policy_path, "samples=0"}, b);
     auto z0 = std::chrono::steady_clock::now();
-    const PlacetoSearchResult zs = placeto_search(p, z, b);
+    const SearchOutcome zs = placeto_outcome(p, {"policy=" + tr.policy_path, "samples=7"}, b);
     const double zs_s = seconds_since(z0);
     z0 = std::chrono::steady_clock::now();
-    const PlacetoOptions online;
-    const PlacetoSearchResult on = placeto_search(p, online, b);
+    const SearchOutcome on = placeto_outcome(p, {}, b);
     const double on_s = seconds_since(z0);
-    const double zt = zs.best_oom ? INFINITY : zs.best_time;
-    const double ot = on.best_oom ? INFINITY : on.best_time;
+    const double zt = best_time(zs);
+    const double ot = best_time(on);
     const double single =
         bench::simulate_plan(p, placement_plan(p, std::vector<int>(g.num_ops(), 0), "single"));
     std::printf("%-16s %6zu %9s | %9s %9s %6.1f | %9s %4lld/%-3lld %6.1f\n",
                 (a.zs_family + "_" + std::to_string(seed)).c_str(), g.num_ops(), ms(single).c_str(),
-                ms(greedy.best_oom ? INFINITY : greedy.best_time).c_str(), ms(zt).c_str(), zs_s,
-                ms(ot).c_str(), static_cast<long long>(on.best_evaluation),
-                static_cast<long long>(on.evaluations), on_s);
+                ms(best_time(greedy)).c_str(), ms(zt).c_str(), zs_s, ms(ot).c_str(),
+                static_cast<long long>(on.stats.best_run), static_cast<long long>(on.stats.runs),
+                on_s);
     std::fflush(stdout);
     if (std::isfinite(zt) && std::isfinite(ot)) ratio.push_back(zt / ot);
   }
@@ -496,65 +489,49 @@ void zero_shot(const Args& a, const Cluster& cluster, const CostModel& cost) {
   std::filesystem::remove_all(dir, ec);
 }
 
-int run(const Args& a) {
-  if (!gdp_available() || !seq2seq_available() || !placeto_available()) {
-    std::cerr << "learned_placers: built without LibTorch\n";
-    return 2;
-  }
-  at::set_num_threads(a.threads);
-  const Cluster cluster = load_cluster_yaml(a.cluster);
-  const CostModel cost = bench::default_cost_model(cluster);
-  const std::vector<RowSpec> specs = row_specs(a);
+/// Whether every row (and the zero-shot part) fits on the cluster; prints why not.
+bool fits_cluster(const Args& a, const Cluster& cluster, const std::vector<RowSpec>& specs) {
   for (const RowSpec& s : specs) {
     if (s.k > cluster.num_devices()) {
       std::cerr << "learned_placers: row " << s.graph.label << " on " << s.k
                 << " devices: the cluster " << cluster.name << " has " << cluster.num_devices()
                 << "\n";
-      return 2;
+      return false;
     }
   }
   if (a.zs_updates > 0 && a.zs_devices > cluster.num_devices()) {
     std::cerr << "learned_placers: --zs-devices " << a.zs_devices << " > the cluster's "
               << cluster.num_devices() << " devices\n";
-    return 2;
+    return false;
   }
-  if (a.list) {
-    // The rows and their training-step sizes, nothing run.
-    std::printf("%-14s %-15s %5s %2s %6s\n", "graph", "family", "seed", "k", "ops");
-    std::map<std::string, int64_t> ops;
-    for (const RowSpec& s : specs) {
-      if (!ops.count(s.graph.label))
-        ops[s.graph.label] = static_cast<int64_t>(bench::family_training_step(s.graph).num_ops());
-      const int64_t n = ops[s.graph.label];
-      std::printf("%-14s %-15s %5llu %2d %6lld%s\n", s.graph.label.c_str(), s.graph.family.c_str(),
-                  static_cast<unsigned long long>(s.graph.seed), s.k, static_cast<long long>(n),
-                  n > a.max_ops ? "  (skipped: > --max-ops)" : "");
-    }
-    return 0;
+  return true;
+}
+
+/// --list: the rows and their training-step sizes, nothing run.
+void list_rows(const Args& a, const std::vector<RowSpec>& specs) {
+  std::printf("%-14s %-15s %5s %2s %6s\n", "graph", "family", "seed", "k", "ops");
+  std::map<std::string, int64_t> ops;
+  for (const RowSpec& s : specs) {
+    if (!ops.count(s.graph.label))
+      ops[s.graph.label] = static_cast<int64_t>(bench::family_training_step(s.graph).num_ops());
+    const int64_t n = ops[s.graph.label];
+    std::printf("%-14s %-15s %5llu %2d %6lld%s\n", s.graph.label.c_str(), s.graph.family.c_str(),
+                static_cast<unsigned long long>(s.graph.seed), s.k, static_cast<long long>(n),
+                n > a.max_ops ? "  (skipped: > --max-ops)" : "");
   }
-  const bool gdp_needed = has(a, "gdp") || has(a, "gdp+stages");
-  // Loaded only when their method runs (a missing policy file does not stop the others).
-  Policies policies;
-  if (has(a, "gdp")) policies.gdp = std::make_unique<GdpPolicy>(GdpPolicy::load(a.policy));
-  if (has(a, "gdp+stages")) {
-    policies.stages = std::make_unique<GdpPolicy>(GdpPolicy::load(a.stages_policy));
-  }
-  std::ofstream csv;
-  if (!a.csv.empty()) {
-    csv.open(a.csv);
-    if (!csv) throw FileError(a.csv + ": cannot open for writing");
-    write_csv_header(csv);
-  }
-  const std::vector<std::string> classical = bench::fast_classical_methods();
+}
+
+/// The "# ..." lines above the table: the run's settings and the columns' meaning.
+void print_preamble(const Args& a, const Cluster& cluster, size_t rows) {
   std::string methods;
   for (const std::string& m : a.methods) methods += (methods.empty() ? "" : ", ") + m;
   std::printf(
       "# cluster %s; %zu rows (%s); budget %lld simulated placements per search (%s); "
       "seeds %llu..%llu; torch threads %d\n",
-      cluster.name.c_str(), specs.size(), a.suite.empty() ? "--rows" : ("suite " + a.suite).c_str(),
+      cluster.name.c_str(), rows, a.suite.empty() ? "--rows" : ("suite " + a.suite).c_str(),
       static_cast<long long>(a.budget), methods.c_str(), static_cast<unsigned long long>(a.seed),
       static_cast<unsigned long long>(a.seed + uint64_t(a.seeds) - 1), a.threads);
-  if (gdp_needed) {
+  if (has(a, "gdp") || has(a, "gdp+stages")) {
     std::printf("# gdp: %s%s%s, greedy + %d samples, then PPO updates of %d samples\n",
                 has(a, "gdp") ? a.policy.c_str() : "",
                 has(a, "gdp+stages") ? "; gdp+stages: " : "",
@@ -565,6 +542,30 @@ int run(const Args& a) {
       "placements until the best was found / spent%s\n",
       has(a, "gdp") && has(a, "hdp") ? "; 'w5' = until within 5% of min(gdp, hdp)" : "");
   print_header(a);
+}
+
+int run(const Args& a) {
+  if (!gdp_available() || !seq2seq_available() || !placeto_available()) {
+    std::cerr << "learned_placers: built without LibTorch\n";
+    return 2;
+  }
+  at::set_num_threads(a.threads);
+  const Cluster cluster = load_cluster_yaml(a.cluster);
+  const CostModel cost = bench::default_cost_model(cluster);
+  const std::vector<RowSpec> specs = row_specs(a);
+  if (!fits_cluster(a, cluster, specs)) return 2;
+  if (a.list) {
+    list_rows(a, specs);
+    return 0;
+  }
+  std::ofstream csv;
+  if (!a.csv.empty()) {
+    csv.open(a.csv);
+    if (!csv) throw FileError(a.csv + ": cannot open for writing");
+    write_csv_header(csv);
+  }
+  const std::vector<std::string> classical = bench::fast_classical_methods();
+  print_preamble(a, cluster, specs.size());
 
   Progress progress;
   progress.rows = specs.size();
@@ -599,7 +600,7 @@ int run(const Args& a) {
     for (int s = 0; s < a.seeds; ++s) {
       const uint64_t seed = a.seed + uint64_t(s);
       progress.where = where + " seed " + std::to_string(seed);
-      r.runs.push_back(run_seed(a, p, policies, seed, classical, progress));
+      r.runs.push_back(run_seed(a, p, seed, classical, progress));
       if (csv.is_open()) write_csv(csv, r, r.runs.back());
     }
     print_row(a, r);

@@ -28,7 +28,7 @@
 
 #include <torch/utils.h>  // torch::set_num_threads
 
-#include "agents/classical/anneal.h"
+#include "agents/api/placer.h"
 #include "agents/placeto/placeto.h"
 #include "bench/bench_common.h"
 #include "datasets/coarsen.h"
@@ -123,8 +123,7 @@ void search_vs_anneal(const Setup& s) {
     const SearchBudget b = budget_of(budget);
     const double metf_t = m.metf_time(b);
     const SimResult single = m.single_device();
-    AnnealPlacer anneal;
-    const SearchOutcome ao = anneal.search_outcome(m.p, b);
+    const SearchOutcome ao = make_placer("anneal")->search_outcome(m.p, b);
     const double anneal_t = m.step_time(ao.plan);
     PlacetoOptions o = base_options();
     PlacetoSearchResult r;

@@ -4,18 +4,25 @@
 #include <iostream>
 #include <memory>
 
+#include "agents/api/composite_methods.h"
 #include "agents/api/placer.h"
 #include "cli/command_options.h"
 
 namespace placer::cli {
 namespace {
 
+void list_method(const MethodInfo& m) {
+  std::cout << m.name << (m.fast ? "  [fast]" : "")
+            << (m.options.empty() ? "" : "  [" + std::to_string(m.options.size()) + " options]")
+            << "\n    " << m.description << "\n";
+}
+
 void list_methods() {
-  for (const MethodInfo& m : placer_methods()) {
-    std::cout << m.name << (m.fast ? "  [fast]" : "")
-              << (m.options.empty() ? "" : "  [" + std::to_string(m.options.size()) + " options]")
-              << "\n    " << m.description << "\n";
-  }
+  for (const MethodInfo& m : placer_methods()) list_method(m);
+  if (composite_methods().empty()) return;
+  std::cout << "\ncomposite methods: one method around another, chosen with --set inner=M "
+               "(M+hybrid is `hybrid --set inner=M`, gdp+stages is `stages --set inner=gdp`)\n";
+  for (const MethodInfo& m : composite_methods()) list_method(m);
 }
 
 void show_method(const std::string& name) {

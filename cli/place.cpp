@@ -81,16 +81,31 @@ std::string methods_with_option(const std::string& key) {
   return out.empty() ? "none in this build" : out;
 }
 
+/// Whether --method takes the option `key`: a key of its schema or, for a composite, of the
+/// inner method the settings choose (`--method hybrid --set inner=gdp --samples 4`).
+bool method_takes(const PlaceArgs& a, const std::string& key) {
+  if (is_portfolio(a.method)) return false;
+  const MethodInfo& m = method_info(a.method);
+  auto has_key = [&key](const std::vector<OptionSpec>& options) {
+    for (const OptionSpec& o : options) {
+      if (o.key == key) return true;
+    }
+    return false;
+  };
+  if (has_key(m.options)) return true;
+  if (!m.effective_options) return false;
+  try {
+    return has_key(m.effective_options(method_settings(a)));
+  } catch (const ValidationError&) {
+    return false;  // a bad --set: make_placer names it
+  }
+}
+
 /// A shorthand flag whose key the method does not take: named by the flag, not the key.
 void check_sugar(const PlaceArgs& a) {
-  const bool portfolio = is_portfolio(a.method);
   for (const auto& [flag, kv] : a.sugar) {
     const std::string key = kv.substr(0, kv.find('='));
-    bool taken = false;
-    if (!portfolio) {
-      for (const OptionSpec& o : method_info(a.method).options) taken = taken || o.key == key;
-    }
-    if (!taken) {
+    if (!method_takes(a, key)) {
       throw ValidationError(flag + " is `--set " + key + "=...`, an option --method " + a.method +
                             " does not take (methods with it: " + methods_with_option(key) + ")");
     }
@@ -288,7 +303,9 @@ void place_options(CLI::App* sub, PlaceArgs& a) {
                   std::string("Placement method (`placer methods` lists them), or 'best': "
                               "every fast method, keeping the fastest plan that fits, or 'auto': "
                               "best and the learned placers zero-shot within --budget-seconds "
-                              "(default 60 s for them); 'gdp' is the learned placer. Default: ") +
+                              "(default 60 s for them); 'gdp' is the learned placer; the "
+                              "composites 'hybrid' and 'stages' take their inner method as "
+                              "--set inner=M (M+hybrid and gdp+stages are aliases). Default: ") +
                       kDefaultMethod + " ('gdp' with --policy)");
   add_budget_options(sub, a.budget_evals,
                      "Search budget in simulator evaluations (0 = the method's default)",

@@ -17,6 +17,7 @@
 #include "agents/api/methods.h"
 #include "agents/common/megatron_outcome.h"
 #include "agents/common/method_options.h"
+#include "agents/common/option_fields.h"
 #include "agents/common/option_table.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
@@ -657,48 +658,28 @@ class Search {
 
 const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
   static const OptionTable<Rainbow3DOptions> t = [] {
-    OptionTable<Rainbow3DOptions> v(kName);
-    v.integer(
-         "runs", "simulator runs when the budget gives none",
-         [](auto& o) -> auto& { return o.runs; })
-        .number(
-            "grid_seconds", "seconds of the megatron grid's warm start (0: none)",
-            [](auto& o) -> auto& { return o.grid_seconds; })
-        .number(
-            "opp_share", "share of the runs for the operator-sharding searches",
-            [](auto& o) -> auto& { return o.opp_share; })
-        .number(
-            "pp_share", "share of the runs for the cut searches",
-            [](auto& o) -> auto& { return o.pp_share; })
-        .integer(
-            "max_tp", "largest tensor-parallel degree (powers of two within a host)",
-            [](auto& o) -> auto& { return o.max_tp; })
-        .integer(
-            "max_pp", "largest pipeline depth", [](auto& o) -> auto& { return o.max_pp; })
-        .integer(
-            "max_virtual_stages", "most model chunks per pipeline rank (1, 2 or 4)",
-            [](auto& o) -> auto& { return o.max_virtual_stages; })
-        .integer(
-            "top_shapes", "probed shapes with a pipeline that get a cut search",
-            [](auto& o) -> auto& { return o.top_shapes; })
-        .integer(
-            "grid_runs", "most configurations the warm start's grid simulates (0: no cap)",
-            [](auto& o) -> auto& { return o.grid_runs; })
-        .integer(
-            "opp_episodes", "most episodes of one operator-sharding search",
-            [](auto& o) -> auto& { return o.opp_episodes; })
-        .flag(
-            "tie_layers", "one sharding decision per block for every layer",
-            [](auto& o) -> auto& { return o.tie_layers; })
-        .flag(
-            "overlap_grad_reduce", "all-reduce data-parallel gradients during backward",
-            [](auto& o) -> auto& { return o.overlap_grad_reduce; })
-        .integer(
-            "scope_depth", "cut pivots: 0 layer boundaries, 1 sub-modules too",
-            [](auto& o) -> auto& { return o.cuts.scope_depth; })
-        .integer(
-            "prune_radius", "pivots kept either side of a balanced cut",
-            [](auto& o) -> auto& { return o.cuts.prune_radius; });
+    using O = Rainbow3DOptions;
+    OptionTable<O> v(kName);
+    add_fields(&v, R"(
+      runs                 simulator runs when the budget gives none
+      grid_seconds         seconds of the megatron grid's warm start (0: none)
+      opp_share            share of the runs for the operator-sharding searches
+      pp_share             share of the runs for the cut searches
+      max_tp               largest tensor-parallel degree (powers of two within a host)
+      max_pp               largest pipeline depth
+      max_virtual_stages   most model chunks per pipeline rank (1, 2 or 4)
+      top_shapes           probed shapes with a pipeline that get a cut search
+      grid_runs            most configurations the warm start's grid simulates (0: no cap)
+      opp_episodes         most episodes of one operator-sharding search
+      tie_layers           one sharding decision per block for every layer
+      overlap_grad_reduce  all-reduce data-parallel gradients during backward)",
+               &O::runs, &O::grid_seconds, &O::opp_share, &O::pp_share, &O::max_tp, &O::max_pp,
+               &O::max_virtual_stages, &O::top_shapes, &O::grid_runs, &O::opp_episodes,
+               &O::tie_layers, &O::overlap_grad_reduce);
+    add_fields(&v, &O::cuts, R"(
+      scope_depth   cut pivots: 0 layer boundaries, 1 sub-modules too
+      prune_radius  pivots kept either side of a balanced cut)",
+               &RainbowPPOptions::scope_depth, &RainbowPPOptions::prune_radius);
     return v;
   }();
   return t;

@@ -1,6 +1,7 @@
 // The options of `rainbow-opp` and `rainbow-adp` (`placer place --method rainbow-opp --set
 // KEY=VALUE`): the placer's keys, then every option of its Rainbow agent. Torch-free: built
 // with or without LibTorch.
+#include "agents/common/option_fields.h"
 #include "agents/common/rainbow_config.h"
 #include "agents/rainbow/rainbow_opp.h"
 
@@ -23,30 +24,19 @@ const OptionTable<RainbowOppOptions>& rainbow_opp_option_table() {
         [](const O& o) {
           return std::string(o.env.reward == OppEnvOptions::Reward::kPaper ? "paper" : "simulator");
         });
-    v.flag(
-         "linkage", "linkage-group ordering and consequences",
-         [](auto& o) -> auto& { return o.env.linkage; })
-        .integer(
-            "episodes", "training episodes (a greedy one follows)",
-            [](auto& o) -> auto& { return o.episodes; })
-        .flag(
-            "greedy_prefix", "explore from a greedy prefix of random length",
-            [](auto& o) -> auto& { return o.greedy_prefix; })
-        .flag(
-            "auto_support", "set the C51 support from the reward",
-            [](auto& o) -> auto& { return o.auto_support; })
-        .number(
-            "partition_reward", "paper reward per slot split",
-            [](auto& o) -> auto& { return o.env.partition_reward; })
-        .number(
-            "replicate_reward", "paper reward per slot replicated",
-            [](auto& o) -> auto& { return o.env.replicate_reward; })
-        .number(
-            "conflict_reward", "reward of a conflict (ends the episode)",
-            [](auto& o) -> auto& { return o.env.conflict_reward; })
-        .number(
-            "oom_penalty", "simulator reward of a step whose plan runs out of memory",
-            [](auto& o) -> auto& { return o.env.oom_penalty; });
+    using E = OppEnvOptions;
+    add_fields(&v, &O::env, "linkage  linkage-group ordering and consequences", &E::linkage);
+    add_fields(&v, R"(
+      episodes       training episodes (a greedy one follows)
+      greedy_prefix  explore from a greedy prefix of random length
+      auto_support   set the C51 support from the reward)",
+               &O::episodes, &O::greedy_prefix, &O::auto_support);
+    add_fields(&v, &O::env, R"(
+      partition_reward  paper reward per slot split
+      replicate_reward  paper reward per slot replicated
+      conflict_reward   reward of a conflict (ends the episode)
+      oom_penalty       simulator reward of a step whose plan runs out of memory)",
+               &E::partition_reward, &E::replicate_reward, &E::conflict_reward, &E::oom_penalty);
     const OptionTable<RainbowConfig>& agent = rainbow_config_table();
     for (const std::string& key : agent.keys()) {
       if (key == "seed") {

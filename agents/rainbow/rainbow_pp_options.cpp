@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "agents/common/option_fields.h"
 #include "agents/rainbow/rainbow_pp_policy.h"
 #include "src/util/error.h"
 
@@ -11,49 +12,28 @@ namespace placer {
 
 const OptionTable<RainbowPPOptions>& rainbow_pp_option_table() {
   static const OptionTable<RainbowPPOptions> t = [] {
-    OptionTable<RainbowPPOptions> v("rainbow-pp");
-    v.integer(
-         "stages", "pipeline stages (0 = min(4, devices))",
-         [](auto& o) -> auto& { return o.stages; })
-        .integer(
-            "micro_batches", "micro-batches (0 = 4 x stages, capped by the batch)",
-            [](auto& o) -> auto& { return o.micro_batches; })
-        .integer(
-            "episodes", "distinct cut sets to simulate (budget runs override it)",
-            [](auto& o) -> auto& { return o.episodes; })
-        .flag(
-            "prune", "only pivots near the balanced cuts", [](auto& o) -> auto& { return o.prune; })
-        .integer(
-            "scope_depth", "pivot granularity (-1 = auto)",
-            [](auto& o) -> auto& { return o.scope_depth; })
-        .integer(
-            "prune_radius", "pivots kept either side of a balanced cut",
-            [](auto& o) -> auto& { return o.prune_radius; })
-        .number(
-            "epsilon_decay_fraction", "epsilon 1 -> 0.1 over this fraction of the steps",
-            [](auto& o) -> auto& { return o.epsilon_decay_fraction; })
-        .flag(
-            "search_layout", "also search device groups and micro-batch counts",
-            [](auto& o) -> auto& { return o.search_layout; })
-        .integer(
-            "layout_rounds", "rounds of episodes with a layout search after each",
-            [](auto& o) -> auto& { return o.layout_rounds; })
-        .integer(
-            "layout_top", "cut sets per layout search",
-            [](auto& o) -> auto& { return o.layout_top; })
-        .integer(
-            "batch_size", "replay batch", [](auto& o) -> auto& { return o.batch_size; })
-        .integer(
-            "replay_capacity", "replay transitions",
-            [](auto& o) -> auto& { return o.replay_capacity; })
-        .integer(
-            "target_update", "learn() updates between target syncs",
-            [](auto& o) -> auto& { return o.target_update; })
-        .number(
-            "lr", "Adam learning rate", [](auto& o) -> auto& { return o.lr; })
-        .integer_list(
-            "hidden", "MLP torso widths, e.g. [128, 128]",
-            [](auto& o) -> auto& { return o.hidden; });
+    using O = RainbowPPOptions;
+    OptionTable<O> v("rainbow-pp");
+    add_fields(&v, R"(
+      stages                  pipeline stages (0 = min(4, devices))
+      micro_batches           micro-batches (0 = 4 x stages, capped by the batch)
+      episodes                distinct cut sets to simulate (budget runs override it)
+      prune                   only pivots near the balanced cuts
+      scope_depth             pivot granularity (-1 = auto)
+      prune_radius            pivots kept either side of a balanced cut
+      epsilon_decay_fraction  epsilon 1 -> 0.1 over this fraction of the steps
+      search_layout           also search device groups and micro-batch counts
+      layout_rounds           rounds of episodes with a layout search after each
+      layout_top              cut sets per layout search
+      batch_size              replay batch
+      replay_capacity         replay transitions
+      target_update           learn() updates between target syncs
+      lr                      Adam learning rate
+      hidden                  MLP torso widths, e.g. [128, 128])",
+               &O::stages, &O::micro_batches, &O::episodes, &O::prune, &O::scope_depth,
+               &O::prune_radius, &O::epsilon_decay_fraction, &O::search_layout, &O::layout_rounds,
+               &O::layout_top, &O::batch_size, &O::replay_capacity, &O::target_update, &O::lr,
+               &O::hidden);
     return v;
   }();
   return t;

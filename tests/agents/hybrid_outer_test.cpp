@@ -6,17 +6,21 @@
 
 #include <limits>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "agents/api/composite_methods.h"
 #include "agents/classical/hybrid_outer.h"
-#include "one_host_cluster.h"
 #include "datasets/synthetic.h"
+#include "one_host_cluster.h"
+#include "problem_fixture.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
 #include "src/plan/plan_frame.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
@@ -157,6 +161,48 @@ TEST(PlanFrame, ATrivialFrameLeavesThePlanAndOthersSetMicroBatchesAndReplicas) {
   EXPECT_EQ(plan.data_parallel.replicas, 2);
   EXPECT_EQ(plan.data_parallel.replica_devices, (std::vector<std::vector<int>>{{2, 3}, {0, 1}}));
   EXPECT_EQ(plan.placement, (std::vector<int>{0, 1}));
+}
+
+// The composite `hybrid` takes its inner method as the option `inner`; "M+hybrid" is its
+// alias and builds the same placer, so the two give the same plan.
+TEST(Composite, HybridWithAnInnerOptionIsItsAlias) {
+  ChainOptions o;
+  o.per_op_flops = {4e10, 1e10, 4e10, 2e10};
+  o.param_bytes = 4 << 20;
+  o.batch = 32;
+  testing::ProblemFixture f(expand_training_step(make_chain(o)), testing::one_host_cluster(4));
+  const Problem p = f.problem();
+  MethodSettings inner;
+  inner.sets = {"inner=m-sct"};
+  const Plan option = make_placer("hybrid", inner)->search(p, SearchBudget{});
+  const Plan alias = make_placer("m-sct+hybrid")->search(p, SearchBudget{});
+  EXPECT_EQ(option.method, "m-sct+hybrid");
+  EXPECT_EQ(option.placement, alias.placement);
+  EXPECT_EQ(option.data_parallel.replicas, alias.data_parallel.replicas);
+  EXPECT_EQ(option.pipeline.micro_batches, alias.pipeline.micro_batches);
+  EXPECT_DOUBLE_EQ(f.sim.run(option).step_time, f.sim.run(alias).step_time);
+  // Without the option: m-etf inside, as the registered m-etf+hybrid.
+  EXPECT_EQ(make_placer("hybrid")->name(), "m-etf+hybrid");
+  const std::vector<OptionSpec> used = method_info("hybrid").effective_options(inner);
+  ASSERT_EQ(used.size(), 1u);
+  EXPECT_EQ(used[0].key, "inner");
+  EXPECT_EQ(used[0].default_value, "m-sct");
+}
+
+TEST(Composite, AnUnknownInnerMethodIsANamedError) {
+  MethodSettings s;
+  s.sets = {"inner=nope"};
+  try {
+    make_placer("hybrid", s);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("--set inner (hybrid): unknown method 'nope' (known: single, ", 0), 0u)
+        << what;
+    EXPECT_NE(what.find(", m-sct, "), std::string::npos) << what;
+  }
+  ASSERT_FALSE(composite_methods().empty());
+  EXPECT_EQ(composite_methods()[0].name, "hybrid");
 }
 
 }  // namespace

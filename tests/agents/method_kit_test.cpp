@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "agents/api/placer.h"
 #include "agents/api/search_budget.h"
+#include "agents/common/option_fields.h"
 #include "agents/common/option_table.h"
 #include "agents/common/rainbow_config.h"
 #include "agents/rainbow/rainbow_opp.h"
@@ -151,6 +155,45 @@ TEST(OptionTable, AgentOptionsReadFromYamlAsPolicySidecarsHoldThem) {
                  "p.pt.meta.json: rainbow noisy (rainbow agent): expected true/false, yes/no, "
                  "on/off or 1/0, got 'maybe'");
   }
+}
+
+struct Part {
+  double x = 0.5;
+};
+struct Fields {
+  int64_t n = 3;
+  bool on = true;
+  std::vector<int64_t> widths{8, 4};
+  Part part;
+};
+
+TEST(OptionFields, KeysTakeTheirTypeFromTheirFields) {
+  OptionTable<Fields> t("fields");
+  add_fields(&t, R"(
+    n       a count
+    on      a switch
+    widths  layer widths)",
+             &Fields::n, &Fields::on, &Fields::widths);
+  add_fields(&t, &Fields::part, "x  a number in a part", &Part::x);
+  const std::vector<OptionSpec> s = t.schema(Fields{});
+  ASSERT_EQ(s.size(), 4u);
+  const std::vector<std::vector<std::string>> expected = {
+      {"n", "int", "3", "a count"},
+      {"on", "bool", "true", "a switch"},
+      {"widths", "list", "[8, 4]", "layer widths"},
+      {"x", "number", "0.5", "a number in a part"}};
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ((std::vector<std::string>{s[i].key, s[i].type, s[i].default_value, s[i].doc}),
+              expected[i]);
+  }
+  Fields f;
+  t.apply(&f, {"n=5", "on=no", "widths=1,2", "x=2.5"}, "--set");
+  EXPECT_EQ(f.n, 5);
+  EXPECT_FALSE(f.on);
+  EXPECT_EQ(f.widths, (std::vector<int64_t>{1, 2}));
+  EXPECT_DOUBLE_EQ(f.part.x, 2.5);
+  // A block and its fields out of step: a programming error, named.
+  EXPECT_THROW(add_fields(&t, "a  one\nb  two", &Fields::n), std::logic_error);
 }
 
 TEST(OptionTable, NestedTablesAndLimits) {

@@ -20,13 +20,18 @@ bad() { n=$((n + 1)); fail=$((fail + 1)); echo "FAIL $1"; }
 "$placer" methods > list.txt 2>&1 && ok "methods exits 0" || bad "methods: $(cat list.txt)"
 known=$("$placer" place --graph "$graph" --cluster "$cluster" --method no-such -o x.plan.yaml 2>&1 |
   sed -n 's/.*known: \([^)]*\)).*/\1/p' | tr -d ',')
-listed=$(grep -v '^ ' list.txt | awk '{print $1}' | tr '\n' ' ')
+# The registered methods come first; the composite methods follow their heading.
+listed=$(sed '/^composite methods/,$d' list.txt | grep -v '^ ' | awk '{print $1}' | tr '\n' ' ')
 [ "$(echo $known)" = "$(echo $listed)" ] && ok "methods lists every method of place --method" ||
   bad "methods lists '$listed', place knows '$known'"
 grep -q '^m-etf  \[fast\]' list.txt && ok "fast methods are marked" || bad "no [fast] on m-etf"
 
-# docs/cli.md names the methods with options, as the registry does.
-with=$(grep 'options\]' list.txt | awk '{print $1}' | sort | tr '\n' ' ')
+# docs/cli.md names the methods with options, as the registry does: the registered ones
+# (none without LibTorch; the docs check is then skipped) and the composites.
+with=$(sed '/^composite methods/,$d' list.txt | grep 'options\]' | awk '{print $1}')
+if [ -n "$with" ]; then
+  with=$(grep 'options\]' list.txt | awk '{print $1}' | sort | tr '\n' ' ')
+fi
 doc=$(sed -n '/^### Method options/,/^## /p' "$src/docs/cli.md" | tr '\n' ' ' |
   sed -n 's/.*Methods with options today: \([^.]*\)\..*/\1/p' | sed 's/(`[^)]*)//g' |
   tr -d ',' | tr ' ' '\n' | grep -v '^$' | sort | tr '\n' ' ')
@@ -37,6 +42,30 @@ elif [ "$with" = "$doc" ]; then
 else
   bad "docs/cli.md names '$doc', the registry '$with'"
 fi
+
+# Composites take their inner method as --set inner=M; M+hybrid is an alias of that form.
+grep -q '^hybrid  \[1 options\]' list.txt && ok "methods lists the composite hybrid" ||
+  bad "no composite hybrid: $(cat list.txt)"
+"$placer" methods hybrid 2>&1 | grep -q '^  inner (method, default m-etf): ' &&
+  ok "methods hybrid: inner defaults to m-etf" || bad "methods hybrid: $("$placer" methods hybrid 2>&1)"
+same_plan() {  # NAME "ALIAS OPTIONS" "OPTION-FORM OPTIONS": the two write the same plan file
+  # shellcheck disable=SC2086
+  "$placer" place --graph "$graph" --cluster "$cluster" $2 --seed 3 -o al/x.plan.yaml \
+    > /dev/null 2> al.err || { bad "$1: $(cat al.err)"; return; }
+  # shellcheck disable=SC2086
+  "$placer" place --graph "$graph" --cluster "$cluster" $3 --seed 3 -o op/x.plan.yaml \
+    > /dev/null 2> op.err || { bad "$1: $(cat op.err)"; return; }
+  cmp -s al/x.plan.yaml op/x.plan.yaml && ok "$1: the same plan" || bad "$1: the plans differ"
+}
+same_plan "metis+hybrid = hybrid --set inner=metis" "--method metis+hybrid" \
+  "--method hybrid --set inner=metis"
+expect "hybrid with an unknown inner method" "--set inner (hybrid): unknown method 'nope' (known: " \
+  -- place --graph "$graph" --cluster "$cluster" --method hybrid --set inner=nope -o x.plan.yaml
+"$placer" place --graph "$graph" --cluster "$cluster" --method hybrid --set inner=nope \
+  -o x.plan.yaml > inner.out 2>&1
+rc=$?
+[ $rc = 1 ] && [ "$(wc -l < inner.out)" = 1 ] && [ ! -e x.plan.yaml ] &&
+  ok "unknown inner method: one line, exit 1, no plan" || bad "unknown inner: exit $rc: $(cat inner.out)"
 
 "$placer" methods m-etf > m.txt 2>&1 && grep -q "no options" m.txt && ok "methods m-etf: no options" ||
   bad "methods m-etf: $(cat m.txt)"
@@ -71,6 +100,16 @@ expect "--set bad value" "--set groups (hdp): expected a number, got 'many'" \
   -- place --graph "$graph" --cluster "$cluster" --method hdp --set groups=many -o x.plan.yaml
 expect "--set without =" "--set 'episodes': expected KEY=VALUE" \
   -- place --graph "$graph" --cluster "$cluster" --method rainbow-opp --set episodes -o x.plan.yaml
+
+if grep -q '^gdp+stages' list.txt; then
+  same_plan "gdp+stages = stages --set inner=gdp" "--method gdp+stages --set samples=4" \
+    "--method stages --set inner=gdp --set samples=4"
+  same_plan "gdp+hybrid = hybrid --set inner=gdp (with gdp's shorthand --samples)" \
+    "--method gdp+hybrid --samples 2" "--method hybrid --set inner=gdp --samples 2"
+  expect "stages with an inner method it cannot read as stages" \
+    "--set inner (stages): unknown method 'metis' (known: gdp)" \
+    -- place --graph "$graph" --cluster "$cluster" --method stages --set inner=metis -o x.plan.yaml
+fi
 
 # --set and --agent-set give the same plan; the alias warns.
 "$placer" place --graph "$graph" --cluster "$cluster" --method rainbow-opp --set episodes=3 \
