@@ -41,7 +41,7 @@ int category_of(const SimEvent& e, const Graph& g) {
 }  // namespace
 
 double DeviceBreakdown::total() const {
-  return forward + backward + optimizer +
+  return forward + backward + optimizer + fsdp_gather +
          std::accumulate(collective.begin(), collective.end(), 0.0) + gradient_sync + barrier +
          transfer + host_wait + idle;
 }
@@ -99,6 +99,12 @@ std::vector<DeviceBreakdown> step_breakdown(const SimResult& r, const Graph& g, 
     b.device = static_cast<int>(d);
     b.forward = time[kForward];
     b.backward = time[kBackward];
+    // FSDP's all-gather waits sit inside forward / backward op times.
+    if (d < r.fsdp_forward_wait.size()) {
+      const double fw = std::min(r.fsdp_forward_wait[d], b.forward);
+      const double bw = std::min(r.fsdp_backward_wait[d], b.backward);
+      b.forward -= fw, b.backward -= bw, b.fsdp_gather = fw + bw;
+    }
     b.optimizer = time[kOptimizer];
     for (int k = 0; k < 4; ++k) b.collective[size_t(k)] = time[size_t(kCollective0 + k)];
     b.gradient_sync = time[kGradientSync];

@@ -6,6 +6,8 @@
 // active then, so the parts add up to the step time:
 //   forward > backward > optimizer > tensor-parallel collectives (by kind) >
 //   data-parallel gradient sync > step barrier > transfers > host wait > idle.
+// FSDP's parameter all-gather waits (inside the forward / backward op times) are taken out
+// of forward and backward as their own part.
 // Built from a run with SimOptions::record_events.
 
 #include <array>
@@ -22,6 +24,7 @@ struct DeviceBreakdown {
   /// Exposed partition (tensor-parallel) collectives, by CollectiveKind.
   std::array<double, 4> collective{};
   double gradient_sync = 0;  ///< exposed data-parallel gradient all-reduces
+  double fsdp_gather = 0;    ///< compute waiting for FSDP parameter all-gathers
   double barrier = 0;        ///< exposed step barrier (loss scale, grad norm, tied embeddings)
   double transfer = 0;       ///< exposed point-to-point transfers (sent or received)
   double host_wait = 0;      ///< idle while the host issues the next kernel

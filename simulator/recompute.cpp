@@ -9,9 +9,11 @@
 
 namespace placer {
 
-// Activation recomputation: the forward op of a recomputed layer runs again (with its
-// collective) just before its backward op; its activations are not held from forward to
-// backward, except the layer's inputs (tensors read by a forward op of another layer).
+// Activation recomputation: the forward ops of a recomputed layer (full), of its attention
+// core (selective) or its non-matmul ops (selective_op), in every layer or every
+// recompute_every-th, run again (with their collectives) just before their backward ops;
+// their activations are not held from forward to backward, except the layer's inputs
+// (tensors read by a forward op of another layer).
 // While a layer's backward runs, its rematerialised activations are held: every backward
 // op of the layer holds them as workspace, so the peak sees one layer at a time.
 void Simulator::Impl::prepare_recompute(const Plan& p) {
@@ -37,8 +39,14 @@ void Simulator::Impl::prepare_recompute(const Plan& p) {
     if (op_phase[f] != Phase::kForward || op_input[f] || bwd_off[f] == bwd_off[f + 1]) continue;
     const Recompute rc = pipelined ? p.stage_recompute(static_cast<size_t>(op_stage[f])) : p.recompute;
     const Op& op = g.op(f);
-    const bool again = (rc == Recompute::kFull && op.layer >= 0) ||
-                       (rc == Recompute::kSelective && op.scope.find("core_attention") != std::string::npos);
+    // recompute_every k: layers k-1, 2k-1, ... only (torchtitan counts layers from 1).
+    const bool every =
+        p.recompute_every <= 1 || (op.layer >= 0 && (op.layer + 1) % p.recompute_every == 0);
+    const bool again =
+        every &&
+        ((rc == Recompute::kFull && op.layer >= 0) ||
+         (rc == Recompute::kSelective && op.scope.find("core_attention") != std::string::npos) ||
+         (rc == Recompute::kSelectiveOp && op.layer >= 0 && op.category != OpCategory::kMatMul));
     if (!again) continue;
     op_dur[bwd_of[bwd_off[f]]] += op_dur[f] + op_coll[f];
     for (TensorId t : op.outputs) {

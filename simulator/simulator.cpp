@@ -159,9 +159,12 @@ void Simulator::Impl::build_channels() {
 uint64_t Simulator::Impl::resident_bytes(OpId o) const {
   const uint64_t div = op_part[o] >= 0 ? shard_div(plan->partitions[op_part[o]]) : 1;
   uint64_t par = ceil_div(op_param[o], div), st = ceil_div(op_state[o], div);
-  const uint64_t dp = static_cast<uint64_t>(std::max(1, op_dp[o]));
+  const uint64_t dp = shard_ways(o);
   if (zero_stage >= 1) st = ceil_div(st, dp);
-  if (zero_stage >= 3) par = ceil_div(par, dp);
+  // FSDP without resharding holds each block's unsharded parameters from its forward to
+  // its backward: counted resident.
+  const bool held = fsdp && !plan->data_parallel.fsdp.reshard_after_forward && g.op(o).layer >= 0;
+  if (zero_stage >= 3 && !held) par = ceil_div(par, dp);
   return par + st;
 }
 
@@ -339,8 +342,10 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_instances();
   prepare_partition_collectives(p);
   prepare_gradient_syncs(p);
+  prepare_fsdp_groups(p);
   prepare_zero3_gathers(p);
   prepare_recompute(p);
+  prepare_fsdp_schedule(p);
   charge_micro_batch_overhead();
   buckets.clear();
   prepare_sites();
@@ -362,6 +367,8 @@ void Simulator::Impl::prepare_settings(const Plan& p, const SimOptions& options)
   prepare_pipeline_ranks();
   sync = p.data_parallel.sync;
   zero_stage = p.data_parallel.zero_stage;
+  fsdp = p.data_parallel.fsdp.enabled;
+  fsdp_shard = p.data_parallel.fsdp.shard_group;
   // Without overlap every gradient of a sync group goes into one bucket, launched when the
   // last one is ready (after the last backward op that produces one).
   bucket_bytes = p.data_parallel.overlap ? p.data_parallel.bucket_bytes : UINT64_MAX;
@@ -470,13 +477,15 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
     const Op& op = g.op(o);
     const bool floating =
         op.dtype == DType::kF32 || op.dtype == DType::kF16 || op.dtype == DType::kBF16;
-    const DType dt = dtype_override && floating ? p.precision.compute : op.dtype;
+    const bool fp8 = p.precision.fp8 && floating && runs_fp8(o);
+    const DType dt = fp8 ? DType::kF8 : dtype_override && floating ? p.precision.compute : op.dtype;
     if (dur_cache_dev[o] != op_dev[o] || dur_cache_frac[o] != frac ||
         dur_cache_dtype[o] != static_cast<int8_t>(dt)) {
       dur_cache_dev[o] = op_dev[o];
       dur_cache_frac[o] = frac;
       dur_cache_dtype[o] = static_cast<int8_t>(dt);
-      dur_cache_val[o] = cost.op_time(op, op_bytes[o], op_dev[o], frac, dt);
+      dur_cache_val[o] = cost.op_time(op, op_bytes[o], op_dev[o], frac, dt) +
+                         (fp8 ? fp8_scaling_time(o, frac) : 0.0);
     }
     op_dur[o] = dur_cache_val[o];
     op_disp[o] = op.category == OpCategory::kInput ? 0.0 : cost.profile().op(op.category).dispatch;
@@ -519,7 +528,7 @@ void Simulator::Impl::size_tensor_payloads(const Plan& p) {
     }
     t_sync_bytes[t] = b;
     // ZeRO-2/3 keep 1/dp of each gradient after the reduce-scatter.
-    if (zero_stage >= 2 && pr != kNoOp && t_grad[t]) b = ceil_div(b, static_cast<uint64_t>(op_dp[pr]));
+    if (zero_stage >= 2 && pr != kNoOp && t_grad[t]) b = ceil_div(b, shard_ways(pr));
     t_bytes[t] = b;
   }
 }
@@ -651,11 +660,13 @@ void Simulator::Impl::prepare_zero3_gathers(const Plan& p) {
   if (zero_stage >= 3) {
     for (OpId f = 0; f < n_ops; ++f) {
       if (op_phase[f] != Phase::kForward || op_param[f] == 0) continue;
+      if (fsdp && g.op(f).layer >= 0) continue;  // per block: prepare_fsdp_schedule
       const int32_t si = pipelined ? stage_sync[op_stage[f]] : (R > 1 ? dev_sync[op_dev[f]] : -2);
       if (si < 0) continue;
       const uint64_t div = op_part[f] >= 0 ? shard_div(p.partitions[op_part[f]]) : 1;
-      const double t = cost.group_collective_time(CollectiveKind::kAllGather, groups[syncs[si].group],
-                                                  ceil_div(op_param[f], div), SyncScheme::kAuto);
+      const double t =
+          cost.group_collective_time(CollectiveKind::kAllGather, groups[gather_group(si)],
+                                     ceil_div(op_param[f], div), SyncScheme::kAuto);
       op_dur[f] += t;
       if (bwd_off[f] < bwd_off[f + 1]) op_dur[bwd_of[bwd_off[f]]] += t;
     }

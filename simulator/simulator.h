@@ -46,6 +46,9 @@ struct SimResult {
   std::vector<double> comm_time;      ///< per device: sending, receiving or in collectives
   std::vector<double> idle_time;      ///< per device: step_time - compute_time (may overlap comm)
   std::vector<double> host_wait;      ///< per device: idle while its host issued the next op
+  /// per device: seconds its forward / backward compute waited for FSDP parameter
+  /// all-gathers (inside those ops' times; data_parallel.fsdp only, else empty)
+  std::vector<double> fsdp_forward_wait, fsdp_backward_wait;
   std::vector<uint64_t> peak_memory;  ///< per device: peak bytes
   bool oom = false;                   ///< some device's peak exceeds its capacity
   std::vector<int> oom_devices;

@@ -430,7 +430,11 @@ void Simulator::Impl::bucket_add(TensorId t) {
   s.open_bytes += t_sync_bytes[t];
   if (sync_external) grad_ready[t] = now;
   --s.remaining;
-  if (s.open_bytes >= bucket_bytes || s.remaining == 0) launch_bucket(t_sync[t]);
+  // FSDP reduces each block's gradients together, as soon as the block's backward is done
+  // (with overlap off, all of them after the backward, as any sync).
+  const bool per_block = fsdp && plan->data_parallel.overlap;
+  const bool full = per_block ? fsdp_block_done(t) : s.open_bytes >= bucket_bytes;
+  if (full || s.remaining == 0) launch_bucket(t_sync[t]);
 }
 
 void Simulator::Impl::launch_bucket(uint32_t sync_index) {
@@ -441,6 +445,7 @@ void Simulator::Impl::launch_bucket(uint32_t sync_index) {
   // parameter shards all-gathered after the optimizer step; both are charged to the bucket.
   const double dur =
       sync_external ? 0
+      : fsdp        ? fsdp_reduce_time(sync_index, s.open_bytes)
       : zero_stage >= 1
           ? cost.group_collective_time(CollectiveKind::kReduceScatter, groups[s.group],
                                        s.open_bytes, SyncScheme::kAuto) +
@@ -584,6 +589,10 @@ void Simulator::Impl::finish_result(SimResult* r) {
   r->peak_memory.resize(n_dev);
   for (int d = 0; d < n_dev; ++d) r->peak_memory[d] = static_cast<uint64_t>(mem_peak[d]);
   r->host_wait = host_wait;
+  if (fsdp) {
+    r->fsdp_forward_wait = fsdp_fwd_wait;
+    r->fsdp_backward_wait = fsdp_bwd_wait;
+  }
 
   // Devices that replicate a simulated one (data-parallel replicas, the extra devices of a
   // replicated pipeline stage) run the same timeline.

@@ -65,6 +65,18 @@ struct Simulator::Impl {
   void prepare_instances();                     // per-pass pending counts and queue keys
   void prepare_gradient_syncs(const Plan& plan);  // data-parallel groups per device / stage
   void prepare_zero3_gathers(const Plan& plan);   // ZeRO-3 parameter all-gathers
+  // FSDP (fsdp.cpp): shard / replica groups of each sync, then the per-block schedule's
+  // all-gather waits charged to each block's first forward and backward op.
+  void prepare_fsdp_groups(const Plan& plan);
+  void prepare_fsdp_schedule(const Plan& plan);
+  double fsdp_reduce_time(uint32_t sync_index, uint64_t bytes) const;  // one bucket
+  bool fsdp_block_done(TensorId t);   // the last gradient of its block entered a bucket
+  uint64_t shard_ways(OpId o) const;  // ZeRO / FSDP sharding of op o's parameters and state
+  uint32_t gather_group(int32_t sync_index) const;  // where ZeRO-3 / FSDP all-gathers run
+  // fp8.cpp: whether o is a GEMM of a linear layer (FP8 under precision.fp8), and the
+  // amax + cast passes over its inputs.
+  bool runs_fp8(OpId o) const;
+  double fp8_scaling_time(OpId o, double frac) const;
   void charge_micro_batch_overhead();  // host work before each stage's first forward ops
   void prepare_sites();                // where each tensor lives, reference counts
   void prepare_output_allocations();   // output bytes an instance allocates
@@ -134,6 +146,14 @@ struct Simulator::Impl {
   SyncScheme sync = SyncScheme::kRing;
   int zero_stage = 0;
   uint64_t bucket_bytes = 0;
+  // FSDP: on, shard group size (0 = the whole data-parallel group), per sync the shard and
+  // replica groups (kNoInst = none), per gradient tensor its block (-1 = none) and per
+  // block the gradients not yet bucketed; compute waits per device and pass.
+  bool fsdp = false;
+  int fsdp_shard = 0;
+  std::vector<uint32_t> sync_shard_group, sync_replica_group;
+  std::vector<int32_t> t_block, block_left;
+  std::vector<double> fsdp_fwd_wait, fsdp_bwd_wait;
   // Per-variable sync (plan.synchronization): buckets cost nothing in the engine and the
   // time each gradient is ready is kept for simulator/sync_strategies.cpp.
   bool sync_external = false;

@@ -32,6 +32,12 @@ const char* to_string(LinkLevel l) {
 double DeviceSpec::peak(DType t) const {
   double p = peak_flops[static_cast<int>(t)];
   if (p > 0) return p;
+  // FP8 GEMMs without an f8 peak run at the 16-bit one (no speed-up).
+  if (t == DType::kF8) {
+    for (DType h : {DType::kBF16, DType::kF16}) {
+      if (peak_flops[static_cast<int>(h)] > 0) return peak_flops[static_cast<int>(h)];
+    }
+  }
   p = peak_flops[static_cast<int>(DType::kF32)];
   if (p > 0) return p;
   return *std::max_element(peak_flops.begin(), peak_flops.end());

@@ -17,7 +17,8 @@ int dtype_bytes(DType t) {
     case DType::kI16: return 2;
     case DType::kI8:
     case DType::kU8:
-    case DType::kBool: return 1;
+    case DType::kBool:
+    case DType::kF8: return 1;
   }
   return 4;
 }
@@ -34,6 +35,7 @@ const char* to_string(DType t) {
     case DType::kI8: return "i8";
     case DType::kU8: return "u8";
     case DType::kBool: return "bool";
+    case DType::kF8: return "f8";
   }
   return "f32";
 }
@@ -53,7 +55,8 @@ bool parse_dtype(const std::string& s, DType* out) {
       {"i64", DType::kI64},   {"int64", DType::kI64},   {"i32", DType::kI32},
       {"int32", DType::kI32}, {"i16", DType::kI16},     {"int16", DType::kI16},
       {"i8", DType::kI8},     {"int8", DType::kI8},     {"u8", DType::kU8},
-      {"uint8", DType::kU8},  {"bool", DType::kBool},
+      {"uint8", DType::kU8},  {"bool", DType::kBool},   {"f8", DType::kF8},
+      {"fp8", DType::kF8},    {"float8", DType::kF8},   {"e4m3", DType::kF8},
   };
   auto it = kNames.find(lower(s));
   if (it == kNames.end()) return false;

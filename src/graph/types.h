@@ -12,14 +12,16 @@ inline constexpr OpId kNoOp = UINT32_MAX;
 inline constexpr TensorId kNoTensor = UINT32_MAX;
 
 /// Element type of a tensor (and the arithmetic precision of an op).
-enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
-inline constexpr int kNumDTypes = 10;
+/// kF8 is FP8 (e4m3) as GEMM inputs: a device's `f8` peak, one byte per element.
+enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool, kF8 };
+inline constexpr int kNumDTypes = 11;
 
 /// Size of one element in bytes.
 int dtype_bytes(DType t);
-/// "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8", "bool".
+/// "f32", "f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8", "bool", "f8".
 const char* to_string(DType t);
-/// Parses the names above (also "fp32", "float32", "float16", "fp16", "bfloat16", "int64"...).
+/// Parses the names above (also "fp32", "float32", "float16", "fp16", "bfloat16", "int64",
+/// "fp8", "float8", "e4m3"...).
 /// Returns false on an unknown name.
 bool parse_dtype(const std::string& s, DType* out);
 

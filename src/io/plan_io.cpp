@@ -117,8 +117,8 @@ class PlanReader {
     r_.check_format_version(root, kPlanFormatMajor, kPlanFormatMinor);
     r_.check_keys(root, "",
                   {"format_version", "graph", "method", "description", "placement", "partitions",
-                   "pipeline", "data_parallel", "tensor_parallel", "recompute", "precision",
-                   "synchronization", "predicted"});
+                   "pipeline", "data_parallel", "tensor_parallel", "recompute", "recompute_every",
+                   "precision", "synchronization", "predicted"});
     Plan p;
     if (root["graph"]) {
       p.graph_name = r_.scalar(root["graph"], "graph");
@@ -133,6 +133,9 @@ class PlanReader {
     if (root["data_parallel"]) read_data_parallel(root["data_parallel"], &p.data_parallel);
     if (root["tensor_parallel"]) read_tensor_parallel(root["tensor_parallel"], &p.tensor_parallel);
     if (root["recompute"]) p.recompute = read_recompute(root["recompute"], "recompute", false);
+    if (root["recompute_every"]) {
+      p.recompute_every = int(r_.to_int(root["recompute_every"], "recompute_every", 1, 1 << 20));
+    }
     if (root["precision"]) read_precision(root["precision"], &p.precision);
     if (root["synchronization"]) {
       read_synchronization(
@@ -433,8 +436,10 @@ class PlanReader {
 
   void read_data_parallel(const YAML::Node& n, DataParallelConfig* dp) {
     const std::string f = "data_parallel";
-    r_.check_keys(n, f, {"replicas", "sync", "bucket_size", "replica_devices", "zero_stage",
-                         "overlap"});
+    r_.check_keys(
+        n, f,
+        {"replicas", "sync", "bucket_size", "replica_devices", "zero_stage", "overlap", "fsdp"});
+    if (n["fsdp"]) read_fsdp(n["fsdp"], field_join(f, "fsdp"), &dp->fsdp);
     if (n["zero_stage"]) {
       dp->zero_stage = int(r_.to_int(n["zero_stage"], field_join(f, "zero_stage"), 0, 3));
     }
@@ -463,11 +468,52 @@ class PlanReader {
     }
   }
 
+  // Present = on; every field optional (docs/formats/plan.md).
+  void read_fsdp(const YAML::Node& n, const std::string& f, FsdpConfig* fs) {
+    r_.check_keys(n, f,
+                  {"forward_prefetch", "backward_prefetch", "reshard_after_forward", "shard_group",
+                   "param_dtype", "reduce_dtype"});
+    fs->enabled = true;
+    if (n["forward_prefetch"]) {
+      fs->forward_prefetch =
+          int(r_.to_int(n["forward_prefetch"], field_join(f, "forward_prefetch"), 0, 1 << 20));
+    }
+    if (n["backward_prefetch"]) {
+      fs->backward_prefetch =
+          int(r_.to_int(n["backward_prefetch"], field_join(f, "backward_prefetch"), 0, 1 << 20));
+    }
+    if (n["reshard_after_forward"]) {
+      fs->reshard_after_forward =
+          r_.to_bool(n["reshard_after_forward"], field_join(f, "reshard_after_forward"));
+    }
+    if (n["shard_group"]) {
+      fs->shard_group = int(r_.to_int(n["shard_group"], field_join(f, "shard_group"), 0, 1 << 20));
+    }
+    if (n["param_dtype"]) {
+      fs->param_dtype_set = true;
+      fs->param_dtype = float_dtype(n["param_dtype"], field_join(f, "param_dtype"));
+    }
+    if (n["reduce_dtype"]) {
+      fs->reduce_dtype_set = true;
+      fs->reduce_dtype = float_dtype(n["reduce_dtype"], field_join(f, "reduce_dtype"));
+    }
+  }
+
+  // f32, f16 or bf16; `what` names it in the error ("compute dtype").
+  DType float_dtype(const YAML::Node& n, const std::string& f, const std::string& what = "dtype") {
+    const std::string v = r_.scalar(n, f);
+    DType d;
+    if (!parse_dtype(v, &d) || !(d == DType::kF32 || d == DType::kF16 || d == DType::kBF16)) {
+      r_.fail(f, "unknown " + what + " '" + v + "' (use f32, f16 or bf16)");
+    }
+    return d;
+  }
+
   Recompute read_recompute(const YAML::Node& n, const std::string& f, bool) {
     const std::string v = r_.scalar(n, f);
     Recompute r;
     if (!parse_recompute(v, &r)) {
-      r_.fail(f, "unknown recomputation '" + v + "' (use none, selective or full)");
+      r_.fail(f, "unknown recomputation '" + v + "' (use none, selective, selective_op or full)");
     }
     return r;
   }
@@ -490,17 +536,17 @@ class PlanReader {
 
   void read_precision(const YAML::Node& n, PrecisionConfig* pr) {
     const std::string f = "precision";
-    r_.check_keys(n, f, {"compute", "loss_scaling", "grad_clipping"});
+    r_.check_keys(n, f, {"compute", "fp8", "loss_scaling", "grad_clipping"});
     if (n["compute"]) {
       const std::string cf = field_join(f, "compute");
-      const std::string v = r_.scalar(n["compute"], cf);
       DType d;
-      if (!parse_dtype(v, &d) || !(d == DType::kF32 || d == DType::kF16 || d == DType::kBF16)) {
-        r_.fail(cf, "unknown compute dtype '" + v + "' (use f32, f16 or bf16)");
+      if (parse_dtype(r_.scalar(n["compute"], cf), &d) && d == DType::kF8) {
+        r_.fail(cf, "fp8 runs the GEMMs only: write 'fp8: true' with a 16-bit compute dtype");
       }
       pr->compute_set = true;
-      pr->compute = d;
+      pr->compute = float_dtype(n["compute"], cf, "compute dtype");
     }
+    if (n["fp8"]) pr->fp8 = r_.to_bool(n["fp8"], field_join(f, "fp8"));
     if (n["loss_scaling"]) {
       pr->loss_scaling = r_.to_bool(n["loss_scaling"], field_join(f, "loss_scaling"));
     }
@@ -562,10 +608,10 @@ bool uses_format_1_1(const Plan& p) {
   }
   const PrecisionConfig& pc = p.precision;
   return p.data_parallel.zero_stage != 0 || !p.data_parallel.overlap || p.synchronization.enabled ||
-         p.pipeline.virtual_stages != 1 ||
-         p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel ||
-         p.recompute != Recompute::kNone || pc.compute_set || pc.loss_scaling ||
-         pc.grad_clipping;
+         p.data_parallel.fsdp.enabled || p.recompute_every != 1 || pc.fp8 ||
+         p.pipeline.virtual_stages != 1 || p.tensor_parallel.enabled() ||
+         p.tensor_parallel.sequence_parallel || p.recompute != Recompute::kNone || pc.compute_set ||
+         pc.loss_scaling || pc.grad_clipping;
 }
 
 /// Writes a plan file's tree: one function per section, named and ordered like PlanReader's,
@@ -597,8 +643,9 @@ class PlanWriter {
       root["tensor_parallel"] = write_tensor_parallel(p.tensor_parallel);
     }
     if (p.recompute != Recompute::kNone) root["recompute"] = write_recompute(p.recompute);
+    if (p.recompute_every != 1) root["recompute_every"] = p.recompute_every;
     const PrecisionConfig& pc = p.precision;
-    if (pc.compute_set || pc.loss_scaling || pc.grad_clipping) {
+    if (pc.compute_set || pc.fp8 || pc.loss_scaling || pc.grad_clipping) {
       root["precision"] = write_precision(pc);
     }
     if (p.synchronization.enabled) {
@@ -759,7 +806,8 @@ class PlanWriter {
   static bool writes_data_parallel(const DataParallelConfig& dp) {
     const DataParallelConfig dflt;
     return dp.replicas != 1 || dp.sync != dflt.sync || dp.bucket_bytes != dflt.bucket_bytes ||
-           !dp.replica_devices.empty() || dp.zero_stage != 0 || dp.overlap != dflt.overlap;
+           !dp.replica_devices.empty() || dp.zero_stage != 0 || dp.overlap != dflt.overlap ||
+           dp.fsdp.enabled;
   }
 
   Json write_data_parallel(const DataParallelConfig& dp) const {
@@ -773,7 +821,19 @@ class PlanWriter {
     if (!dp.replica_devices.empty()) dj["replica_devices"] = dp.replica_devices;
     if (dp.zero_stage != 0) dj["zero_stage"] = dp.zero_stage;
     if (dp.overlap != DataParallelConfig{}.overlap) dj["overlap"] = dp.overlap;
+    if (dp.fsdp.enabled) dj["fsdp"] = write_fsdp(dp.fsdp);
     return dj;
+  }
+
+  static Json write_fsdp(const FsdpConfig& fs) {
+    Json fj;
+    fj["forward_prefetch"] = fs.forward_prefetch;
+    fj["backward_prefetch"] = fs.backward_prefetch;
+    fj["reshard_after_forward"] = fs.reshard_after_forward;
+    fj["shard_group"] = fs.shard_group;
+    if (fs.param_dtype_set) fj["param_dtype"] = to_string(fs.param_dtype);
+    if (fs.reduce_dtype_set) fj["reduce_dtype"] = to_string(fs.reduce_dtype);
+    return fj;
   }
 
   static Json write_recompute(Recompute r) { return to_string(r); }
@@ -789,6 +849,7 @@ class PlanWriter {
   static Json write_precision(const PrecisionConfig& pc) {
     Json pj;
     if (pc.compute_set) pj["compute"] = to_string(pc.compute);
+    if (pc.fp8) pj["fp8"] = true;
     if (pc.loss_scaling) pj["loss_scaling"] = true;
     if (pc.grad_clipping) pj["grad_clipping"] = true;
     return pj;

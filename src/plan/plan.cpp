@@ -55,6 +55,7 @@ const char* to_string(Recompute r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
     case Recompute::kFull: return "full";
+    case Recompute::kSelectiveOp: return "selective_op";
   }
   return "none";
 }
@@ -64,6 +65,7 @@ bool parse_recompute(const std::string& s, Recompute* out) {
   if (l == "none") *out = Recompute::kNone;
   else if (l == "selective") *out = Recompute::kSelective;
   else if (l == "full") *out = Recompute::kFull;
+  else if (l == "selective_op") *out = Recompute::kSelectiveOp;
   else return false;
   return true;
 }

@@ -46,10 +46,12 @@ bool parse_sync_scheme(const std::string& s, SyncScheme* out);
 
 /// Activation recomputation (Korthikanti et al. 2022): `full` re-runs a layer's forward
 /// before its backward and keeps only layer inputs; `selective` re-runs the attention core
-/// (ops whose scope contains "core_attention") and keeps everything else.
-enum class Recompute : uint8_t { kInherit, kNone, kSelective, kFull };
+/// (ops whose scope contains "core_attention") and keeps everything else; `selective_op`
+/// (torchtitan's op-level selective checkpointing) keeps the outputs of matmul-category ops
+/// and re-runs every other op of the layer.
+enum class Recompute : uint8_t { kInherit, kNone, kSelective, kFull, kSelectiveOp };
 const char* to_string(Recompute r);
-/// "none", "selective", "full" (kInherit is not spelled in files).
+/// "none", "selective", "full", "selective_op" (kInherit is not spelled in files).
 bool parse_recompute(const std::string& s, Recompute* out);
 
 /// The collective a partitioned op runs after its forward or backward instance; kAuto =
@@ -118,6 +120,29 @@ struct PipelineConfig {
   int ranks() const { return static_cast<int>(stages.size()) / std::max(virtual_stages, 1); }
 };
 
+/// FSDP / FSDP2 / HSDP as PyTorch runs it (docs/parallelism.md): parameters sharded over
+/// the data-parallel group (zero_stage 3) and all-gathered one transformer block (graph
+/// layer) at a time, the next blocks' all-gathers issued ahead of their compute; gradients
+/// reduce-scattered per block during the next block's backward. Off = ZeRO-3's accounting
+/// (every op waits for its own all-gather, nothing prefetched).
+struct FsdpConfig {
+  bool enabled = false;
+  int forward_prefetch = 1;   ///< blocks whose all-gather is issued ahead in forward (>= 0)
+  int backward_prefetch = 1;  ///< ... in backward (>= 0)
+  /// true: parameters freed after a block's forward and all-gathered again for its backward
+  /// (FSDP FULL_SHARD); false: kept until its backward (SHARD_GRAD_OP): no backward
+  /// all-gathers, the unsharded parameters held from forward to backward.
+  bool reshard_after_forward = true;
+  /// HSDP: devices per shard group (consecutive data-parallel ranks); parameters, gradients
+  /// and optimizer state are sharded inside a group and replicated across groups, whose
+  /// gradient shards are all-reduced. 0 = one group of the whole data-parallel group.
+  int shard_group = 0;
+  /// dtype of the all-gathered parameters and of the reduced gradients (MixedPrecisionPolicy
+  /// param_dtype / reduce_dtype); *_set false = the graph's parameter / gradient dtype.
+  bool param_dtype_set = false, reduce_dtype_set = false;
+  DType param_dtype = DType::kBF16, reduce_dtype = DType::kF32;
+};
+
 struct DataParallelConfig {
   int replicas = 1;
   SyncScheme sync = SyncScheme::kRing;
@@ -132,6 +157,7 @@ struct DataParallelConfig {
   /// true: gradients all-reduced in buckets during backward; false: one all-reduce per
   /// data-parallel group after the last backward op (Megatron without overlap).
   bool overlap = true;
+  FsdpConfig fsdp;  ///< per-block schedule of zero_stage 3 (off by default)
 };
 
 /// Shorthand for Megatron-style tensor parallelism (src/plan/tensor_parallel.h).
@@ -147,6 +173,10 @@ struct PrecisionConfig {
   /// `set == false` = each op's own dtype.
   bool compute_set = false;
   DType compute = DType::kF16;
+  /// FP8 GEMMs (Transformer Engine / torchao float8): matmul-category ops run at the
+  /// device's f8 peak (the profile's f8 matmul curve), each paying per-tensor scaling (an
+  /// amax pass and a cast to FP8 of its inputs); weights stay in the compute dtype.
+  bool fp8 = false;
   /// Dynamic loss scaling: one found-inf all-reduce before the optimizer step.
   bool loss_scaling = false;
   /// Gradient clipping: one gradient-norm all-reduce before the optimizer step.
@@ -170,6 +200,9 @@ struct Plan {
   DataParallelConfig data_parallel;
   TensorParallelConfig tensor_parallel;
   Recompute recompute = Recompute::kNone;  ///< default for stages (and unpipelined plans)
+  /// Recompute only every k-th layer (graph layers k-1, 2k-1, ...; torchtitan's
+  /// `selective_ac_option: k`); 1 = every layer.
+  int recompute_every = 1;
   PrecisionConfig precision;
   /// Per-variable gradient synchronisation (src/plan/sync_strategy.h); replaces
   /// data_parallel.sync when enabled.

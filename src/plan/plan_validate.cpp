@@ -44,7 +44,11 @@ class Validator {
     partitions();
     pipeline();
     data_parallel();
+    fsdp();
     tensor_parallel_stages();
+    if (p_.recompute_every < 1) {
+      fail("recompute_every", "must be >= 1 (got " + std::to_string(p_.recompute_every) + ")");
+    }
   }
 
  private:
@@ -427,6 +431,32 @@ class Validator {
                       dev(owner[rd].second));
         }
         owner[rd] = {r, d};
+      }
+    }
+  }
+
+  // FSDP needs sharded parameters, and an HSDP shard group must tile every data-parallel
+  // group (R replicas x a stage's data-parallel copies).
+  void fsdp() {
+    const FsdpConfig& fs = p_.data_parallel.fsdp;
+    if (!fs.enabled) return;
+    const std::string f = "data_parallel.fsdp";
+    if (p_.data_parallel.zero_stage != 3) {
+      fail(f, "needs zero_stage 3 (got " + std::to_string(p_.data_parallel.zero_stage) + ")");
+    }
+    if (fs.forward_prefetch < 0) fail(f + ".forward_prefetch", "must be >= 0");
+    if (fs.backward_prefetch < 0) fail(f + ".backward_prefetch", "must be >= 0");
+    if (fs.shard_group < 0) fail(f + ".shard_group", "must be >= 0 (0 = the whole group)");
+    if (fs.shard_group <= 1) return;
+    std::vector<int> sizes;
+    for (const PipelineStage& st : p_.pipeline.stages)
+      sizes.push_back(p_.data_parallel.replicas * st.data_parallel());
+    if (sizes.empty()) sizes.push_back(p_.data_parallel.replicas);
+    for (int n : sizes) {
+      if (n % fs.shard_group != 0) {
+        fail(f + ".shard_group", std::to_string(fs.shard_group) +
+                                     " does not divide the data-parallel group of " +
+                                     std::to_string(n) + " devices");
       }
     }
   }

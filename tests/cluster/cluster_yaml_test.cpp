@@ -187,6 +187,20 @@ TEST(ClusterYaml, A100AndH100) {
   EXPECT_EQ(h.bandwidth(3, 11), 50e9);  // 400 Gb/s NDR per GPU
   EXPECT_EQ(h.link(LinkLevel::kInterHost).sharing, LinkSharing::kPerDevice);
   EXPECT_EQ(h.device(31).name, "node3/gpu7");
+  EXPECT_EQ(h.device(0).spec.peak(DType::kF8), 1979e12);  // dense FP8, twice bf16
+  EXPECT_EQ(a.device(0).spec.peak(DType::kF8), 312e12);   // no FP8 on an A100: the bf16 peak
+}
+
+TEST(ClusterYaml, Fp8PeakIsSpelledF8OrFp8AndRoundTrips) {
+  const std::string yaml =
+      "format_version: \"1.0\"\nname: one\ndevice_types:\n  g:\n"
+      "    peak_flops: {bf16: 989 TFLOPS, fp8: 1979 TFLOPS}\n    memory: 80 GiB\n"
+      "    memory_bandwidth: 3.35 TB/s\nhosts:\n  - name: h\n    devices: {type: g, count: 1}\n";
+  const Cluster c = parse_cluster_yaml(yaml, "one.cluster.yaml");
+  EXPECT_EQ(c.device(0).spec.peak_flops[static_cast<int>(DType::kF8)], 1979e12);
+  const std::string written = cluster_to_yaml(c);
+  EXPECT_NE(written.find("f8: "), std::string::npos);
+  expect_same_cluster(c, parse_cluster_yaml(written, "rt.cluster.yaml"));
 }
 
 TEST(ClusterYaml, ProgrammaticRoundTripWithAwkwardNumbers) {

@@ -79,6 +79,21 @@ class PlanIo : public ::testing::Test {
       p.precision.compute = DType::kBF16;
       p.precision.loss_scaling = true;
       p.precision.grad_clipping = seed % 2 == 1;
+      p.precision.fp8 = seed % 4 == 3;
+      p.recompute_every = 1 + int(seed % 3);
+      if (seed % 12 == 7) p.recompute = Recompute::kSelectiveOp;
+    }
+    if (p.data_parallel.zero_stage == 3) {
+      FsdpConfig& fs = p.data_parallel.fsdp;
+      fs.enabled = true;
+      fs.forward_prefetch = int(seed % 3);
+      fs.backward_prefetch = int(seed % 2) + 1;
+      fs.reshard_after_forward = seed % 4 != 1;
+      fs.shard_group = int(seed % 2);
+      fs.param_dtype_set = seed % 3 != 0;
+      fs.param_dtype = DType::kBF16;
+      fs.reduce_dtype_set = seed % 5 != 0;
+      fs.reduce_dtype = seed % 2 ? DType::kF32 : DType::kF16;
     }
     if (seed % 6 == 1 && p.pipeline.enabled()) {
       p.pipeline.stages.back().recompute = Recompute::kNone;
@@ -268,6 +283,62 @@ TEST_F(PlanIo, GraphNameMismatchIsAWarning) {
                   c, &warnings);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], "w.yaml: graph: the plan was made for graph 'other', not 'testnet'");
+}
+
+TEST_F(PlanIo, FsdpPrecisionAndCheckpointingFields) {
+  const Plan p = parse(
+      "placement: {default: 0}\n"
+      "data_parallel: {replicas: 4, zero_stage: 3, fsdp: {forward_prefetch: 2, "
+      "reshard_after_forward: false, shard_group: 2, param_dtype: bf16, reduce_dtype: fp32}}\n"
+      "recompute: selective_op\n"
+      "recompute_every: 3\n"
+      "precision: {compute: bf16, fp8: true}\n");
+  const FsdpConfig& fs = p.data_parallel.fsdp;
+  EXPECT_TRUE(fs.enabled);
+  EXPECT_EQ(fs.forward_prefetch, 2);
+  EXPECT_EQ(fs.backward_prefetch, 1);  // the default
+  EXPECT_FALSE(fs.reshard_after_forward);
+  EXPECT_EQ(fs.shard_group, 2);
+  EXPECT_TRUE(fs.param_dtype_set && fs.reduce_dtype_set);
+  EXPECT_EQ(fs.param_dtype, DType::kBF16);
+  EXPECT_EQ(fs.reduce_dtype, DType::kF32);
+  EXPECT_EQ(p.recompute, Recompute::kSelectiveOp);
+  EXPECT_EQ(p.recompute_every, 3);
+  EXPECT_TRUE(p.precision.fp8);
+  // Written back as format 1.1 with every FSDP field spelled out.
+  const std::string yaml = plan_to_yaml(p, g, c);
+  EXPECT_NE(yaml.find("format_version: \"1.1\""), std::string::npos);
+  EXPECT_NE(yaml.find("backward_prefetch: 1"), std::string::npos);
+  expect_same_plan(p, parse_plan_yaml(yaml, "rt.plan.yaml", g, c));
+  // Off unless given: an empty fsdp map turns it on with the defaults.
+  EXPECT_TRUE(
+      parse("placement: {default: 0}\ndata_parallel: {replicas: 2, zero_stage: 3, fsdp: {}}\n")
+          .data_parallel.fsdp.enabled);
+  EXPECT_FALSE(parse("placement: {default: 0}\ndata_parallel: {replicas: 2, zero_stage: 3}\n")
+                   .data_parallel.fsdp.enabled);
+}
+
+TEST_F(PlanIo, FsdpPrecisionAndCheckpointingErrors) {
+  const std::string dp = "placement: {default: 0}\ndata_parallel: ";
+  expect_parse_error<ValidationError>(dp + "{replicas: 2, fsdp: {}}\n",
+                                      "p.yaml: data_parallel.fsdp: needs zero_stage 3 (got 0)");
+  expect_parse_error<ValidationError>(
+      dp + "{replicas: 4, zero_stage: 3, fsdp: {shard_group: 3}}\n",
+      "p.yaml: data_parallel.fsdp.shard_group: 3 does not divide the data-parallel group of 4 "
+      "devices");
+  expect_parse_error<FormatError>(dp + "{replicas: 2, zero_stage: 3, fsdp: {prefetch: 1}}\n",
+                                  "p.yaml: data_parallel.fsdp: unknown key 'prefetch'");
+  expect_parse_error<FormatError>(
+      dp + "{replicas: 2, zero_stage: 3, fsdp: {reduce_dtype: i8}}\n",
+      "p.yaml: data_parallel.fsdp.reduce_dtype: unknown dtype 'i8' (use f32, f16 or bf16)");
+  expect_parse_error<FormatError>("placement: {default: 0}\nrecompute_every: 0\n",
+                                  "p.yaml: recompute_every: must be between 1 and");
+  expect_parse_error<FormatError>("placement: {default: 0}\nprecision: {compute: fp8}\n",
+                                  "p.yaml: precision.compute: fp8 runs the GEMMs only: write "
+                                  "'fp8: true' with a 16-bit compute dtype");
+  expect_parse_error<FormatError>("placement: {default: 0}\nrecompute: some\n",
+                                  "p.yaml: recompute: unknown recomputation 'some' (use none, "
+                                  "selective, selective_op or full)");
 }
 
 // ---- Bad input -------------------------------------------------------------------------

@@ -133,6 +133,22 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   }
   EXPECT_EQ(a.data_parallel.zero_stage, b.data_parallel.zero_stage);
   EXPECT_EQ(a.data_parallel.overlap, b.data_parallel.overlap);
+  const FsdpConfig &fa = a.data_parallel.fsdp, &fb = b.data_parallel.fsdp;
+  EXPECT_EQ(fa.enabled, fb.enabled);
+  EXPECT_EQ(fa.forward_prefetch, fb.forward_prefetch);
+  EXPECT_EQ(fa.backward_prefetch, fb.backward_prefetch);
+  EXPECT_EQ(fa.reshard_after_forward, fb.reshard_after_forward);
+  EXPECT_EQ(fa.shard_group, fb.shard_group);
+  EXPECT_EQ(fa.param_dtype_set, fb.param_dtype_set);
+  EXPECT_EQ(fa.reduce_dtype_set, fb.reduce_dtype_set);
+  if (fa.param_dtype_set) {
+    EXPECT_EQ(fa.param_dtype, fb.param_dtype);
+  }
+  if (fa.reduce_dtype_set) {
+    EXPECT_EQ(fa.reduce_dtype, fb.reduce_dtype);
+  }
+  EXPECT_EQ(a.recompute_every, b.recompute_every);
+  EXPECT_EQ(a.precision.fp8, b.precision.fp8);
   EXPECT_EQ(a.tensor_parallel.degree, b.tensor_parallel.degree);
   EXPECT_EQ(a.tensor_parallel.sequence_parallel, b.tensor_parallel.sequence_parallel);
   EXPECT_EQ(a.recompute, b.recompute);

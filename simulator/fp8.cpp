@@ -1,0 +1,36 @@
+// FP8 GEMMs (plan precision.fp8, docs/parallelism.md "FP8"): the GEMMs of the linear layers
+// of transformer blocks (matmul ops with weights, forward and backward; not attention's
+// activation x activation products, not the output layer) run at the device's f8 peak with
+// the profile's f8 matmul curve, and first scale their 16-bit inputs per tensor as
+// Transformer Engine and torchao float8 do: one pass reads
+// each input for its amax, a second reads it again and writes the FP8 copy (1 byte per
+// element), i.e. 2 + 2 + 1 = 5 bytes per 2-byte input element = 2.5 x the input bytes,
+// run as a memory-bound elementwise kernel (with its launch).
+#include "simulator/simulator_impl.h"
+
+namespace placer {
+
+namespace {
+OpId linear_of(const Graph& g, OpId o) {
+  const Op& op = g.op(o);
+  return op.phase == Phase::kBackward && op.forward_op != kNoOp ? op.forward_op : o;
+}
+}  // namespace
+
+bool Simulator::Impl::runs_fp8(OpId o) const {
+  const Op& op = g.op(o);
+  return op.category == OpCategory::kMatMul && op.layer >= 0 &&
+         g.op(linear_of(g, o)).param_bytes > 0;
+}
+
+double Simulator::Impl::fp8_scaling_time(OpId o, double frac) const {
+  const Op& op = g.op(o);
+  uint64_t in_bytes = g.op(linear_of(g, o)).param_bytes;  // the weights, then the activations
+  for (TensorId t : op.inputs) in_bytes += g.tensor(t).bytes;
+  Op cast;
+  cast.category = OpCategory::kElementwise;
+  cast.dtype = op.dtype;
+  return cost.op_time(cast, in_bytes * 5 / 2, op_dev[o], frac, op.dtype);
+}
+
+}  // namespace placer
