@@ -43,6 +43,7 @@ struct CheckArgs {
   std::vector<std::string> measurements, iterations, profiler_traces;
   int threads = 2;
   bool quiet_rows = false;
+  bool approximate = false;  ///< --approximate-unmodelled
 };
 
 std::string pct(double v) { return fixed(100 * v, 1) + "%"; }
@@ -63,6 +64,14 @@ std::vector<double> measured_of(const std::vector<IterationRun>& runs) {
   return m;
 }
 
+// Every run is checked before the first simulation; the work is said up front.
+void announce_work(const std::vector<IterationRun>& runs, const Cluster& cluster) {
+  const double largest = check_runs_before_simulating(runs, cluster);
+  std::cerr << "placer: " << runs.size() << " runs, at most ~" << human_count(largest, "")
+            << " simulated ops per prediction (bound " << human_count(kMaxSimulatedOpsPerRun, "")
+            << ")\n";
+}
+
 // The iteration-time fit (after the collective fits, whose curves it keeps): every
 // fit_every-th run, then optional k-fold cross-validation. Returns a note for the profile.
 std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
@@ -71,6 +80,7 @@ std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
     throw Error("calibrate fit: --fit-every, --fit-iterations and --threads must be >= 1, "
                 "--folds 0 or >= 2");
   }
+  announce_work(runs, cluster);
   const CostProfile start = iteration_fit_start(rep->profile);
   auto subsample = [&](const std::vector<IterationRun>& rs) {
     std::vector<IterationRun> out;
@@ -380,6 +390,11 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     std::vector<IterationRun> r = load_iteration_runs(path);
     runs.insert(runs.end(), r.begin(), r.end());
   }
+  if (a.approximate) {
+    for (const std::string& note : approximate_unmodelled(&runs))
+      std::cout << "approximated: " << note << "\n";
+  }
+  announce_work(runs, cluster);
   const std::vector<double> pred = predict_runs(cluster, profile, runs, a.threads);
   std::ostream& out = std::cout;
   std::string csv = "source,line,hidden,layers,global_batch,micro_batch,tp,dp,pp,measured_s,predicted_s,rel_error\n";
@@ -394,7 +409,8 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     const std::string cfg = "h" + std::to_string(r.hidden) + " l" + std::to_string(r.layers) +
                             " gb" + std::to_string(m.global_batch) + " mb" +
                             std::to_string(m.micro_batch) + " t" + std::to_string(m.tp) + "d" +
-                            std::to_string(m.dp) + "p" + std::to_string(m.pp);
+                            std::to_string(m.dp) + "p" + std::to_string(m.pp) +
+                            (m.virtual_stages > 1 ? "v" + std::to_string(m.virtual_stages) : "");
     if (!a.quiet_rows) {
       std::string where = r.where();
       if (where.size() > 28) where = "..." + where.substr(where.size() - 25);
@@ -536,6 +552,9 @@ void check_options(CLI::App* check, CheckArgs& a) {
                     "OUT.iterations.csv, OUT.measurements.csv, OUT.ops.csv)");
   check->add_flag("--summary", a.quiet_rows,
                   "Print only the per-group summary (no per-row / per-op-name tables)");
+  check->add_flag("--approximate-unmodelled", a.approximate,
+                  "Simulate --iterations rows that say attention flash as unfused and precision\n"
+                  "fp8 as bf16 (printed as 'approximated: ...') instead of refusing them");
 }
 
 void register_calibrate(CLI::App& app) {

@@ -1,15 +1,14 @@
-// `placer plan from-megatron | from-deepspeed`: a user's framework configuration as a plan,
-// to simulate or compare next to placer's own (docs/export.md).
+// `placer plan from-megatron | from-deepspeed | from-torchtitan`: a user's framework configuration
+// as a plan, to simulate or compare next to placer's own (docs/export.md).
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/command_options.h"
 #include "cli/common.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
+#include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
 namespace placer::cli {
@@ -20,14 +19,6 @@ struct PlanFromArgs {
   int world_size = 0;  ///< 0 = every device of the cluster from first_device on
   int first_device = 0;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw FileError(path + ": cannot read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // `label` names the source in messages ("megatron arguments", "ds.json").
 void build_plan(const PlanFromArgs& a, const std::string& label,
@@ -46,6 +37,13 @@ void build_plan(const PlanFromArgs& a, const std::string& label,
       std::string list;
       for (const std::string& s : f.ignored) list += (list.empty() ? "" : ", ") + s;
       std::cerr << "placer: " << label << ": not modelled, ignored: " << list << "\n";
+    }
+    for (const std::string& s : f.notes)
+      std::cerr << "placer: " << label << ": recorded, not modelled yet: " << s << "\n";
+    if (!f.attention.empty()) {
+      std::cerr
+          << "placer: " << label << ": attention " << f.attention
+          << " (the graph's attention ops decide what is simulated; build the graph to match)\n";
     }
     p = plan_of_framework_config(f, g);
     p.validate(g, c);
@@ -71,6 +69,20 @@ void add_common(CLI::App* sub, PlanFromArgs* a) {
   sub->add_option("--first-device", a->first_device, "Cluster device of rank 0")->capture_default_str();
 }
 
+// `plan NAME CONFIG`: the plan of a configuration file `what` (e.g. "DeepSpeed config") in
+// `format` ("JSON"), files named `pattern` ("*.json").
+void add_file_command(CLI::App* plan, const std::string& name, const std::string& what,
+                      const std::string& format, const std::string& pattern,
+                      FrameworkConfig (*parse)(const std::string&, int)) {
+  add_command<PlanFromArgs>(
+      *plan, name, "The plan of a " + what + " (" + format + ")",
+      [what, pattern](CLI::App* sub, PlanFromArgs& a) {
+        add_input_file(sub, "config", a.source, what + " (" + pattern + ")");
+        add_common(sub, &a);
+      },
+      [parse, what](const PlanFromArgs& a) { build_plan(a, a.source, parse, read_text_file(a.source, what)); });
+}
+
 void register_plan(CLI::App& app) {
   CLI::App* plan = app.add_subcommand("plan", "Build a plan from a framework configuration (docs/export.md)");
   plan->require_subcommand(1);
@@ -91,15 +103,10 @@ void register_plan(CLI::App& app) {
         build_plan(a, "megatron arguments", parse_megatron_arguments, args);
       });
 
-  add_command<PlanFromArgs>(
-      *plan, "from-deepspeed", "The plan of a DeepSpeed config (JSON)",
-      [](CLI::App* d, PlanFromArgs& a) {
-        add_input_file(d, "config", a.source, "DeepSpeed config (*.json)");
-        add_common(d, &a);
-      },
-      [](const PlanFromArgs& a) {
-        build_plan(a, a.source, parse_deepspeed_config, read_text(a.source));
-      });
+  add_file_command(plan, "from-deepspeed", "DeepSpeed config", "JSON", "*.json",
+                   parse_deepspeed_config);
+  add_file_command(plan, "from-torchtitan", "torchtitan job config", "TOML", "*.toml",
+                   parse_torchtitan_config);
 }
 
 }  // namespace

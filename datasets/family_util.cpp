@@ -1,6 +1,7 @@
 #include "datasets/family_util.h"
 
 #include "datasets/synthetic.h"
+#include "src/graph/bounds.h"
 
 namespace placer {
 
@@ -20,7 +21,7 @@ uint64_t fnv1a64(const std::string& s, uint64_t h) {
 }
 
 GraphMaker::GraphMaker(const std::string& name, int64_t batch, DType dtype)
-    : b_(name), dtype_(dtype) {
+    : b_(name), name_(name), dtype_(dtype) {
   b_.set_batch_size(batch);
 }
 
@@ -29,12 +30,22 @@ TensorId GraphMaker::tensor(std::string name, std::vector<int64_t> shape, DType 
   Tensor t;
   t.name = std::move(name);
   t.dtype = dtype;
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-  t.bytes = n * static_cast<uint64_t>(dtype_bytes(dtype));
+  const std::string what = name_ + ": tensor '" + t.name + "' bytes";
+  t.bytes = checked_bytes(checked_elements(shape, what), dtype, what);
   t.shape = std::move(shape);
   t.batch_scaled = batch_scaled;
   return b_.add_tensor(std::move(t));
+}
+
+void GraphMaker::set_cost(Op& o, double flops, uint64_t param_elems) const {
+  check_op_flops(flops, name_ + ": op '" + o.name + "' flops");
+  o.flops = flops;
+  o.param_bytes =
+      checked_bytes(param_elems, dtype_, name_ + ": op '" + o.name + "' parameter bytes");
+}
+
+uint64_t GraphMaker::bounded_bytes(uint64_t bytes, const std::string& what) const {
+  return check_bytes(bytes, name_ + ": " + what);
 }
 
 TensorId GraphMaker::op(const std::string& name, const std::string& type, const std::string& scope,
@@ -48,8 +59,7 @@ TensorId GraphMaker::op(const std::string& name, const std::string& type, const 
   o.dtype = dtype_;
   o.scope = scope;
   o.layer = layer;
-  o.flops = flops;
-  o.param_bytes = param_elems * static_cast<uint64_t>(dtype_bytes(dtype_));
+  set_cost(o, flops, param_elems);
   o.inputs = std::move(inputs);
   o.outputs = {out};
   b_.add_op(std::move(o));
@@ -73,8 +83,7 @@ std::vector<TensorId> GraphMaker::op_multi(const std::string& name, const std::s
   o.dtype = dtype_;
   o.scope = scope;
   o.layer = layer;
-  o.flops = flops;
-  o.param_bytes = param_elems * static_cast<uint64_t>(dtype_bytes(dtype_));
+  set_cost(o, flops, param_elems);
   o.inputs = std::move(inputs);
   o.outputs = outs;
   b_.add_op(std::move(o));
@@ -83,7 +92,7 @@ std::vector<TensorId> GraphMaker::op_multi(const std::string& name, const std::s
 
 TensorId GraphMaker::param(const std::string& name, const std::string& scope, int layer,
                            std::vector<int64_t> shape) {
-  const uint64_t n = static_cast<uint64_t>(elems(shape));
+  const uint64_t n = checked_elements(shape, name_ + ": parameter '" + name + "'");
   const TensorId out = tensor(name + ".out", std::move(shape), dtype_, false);
   Op o;
   o.name = name;
@@ -92,7 +101,7 @@ TensorId GraphMaker::param(const std::string& name, const std::string& scope, in
   o.dtype = dtype_;
   o.scope = scope;
   o.layer = layer;
-  o.param_bytes = n * static_cast<uint64_t>(dtype_bytes(dtype_));
+  o.param_bytes = checked_bytes(n, dtype_, name_ + ": parameter '" + name + "' bytes");
   o.batch_scaled = false;
   o.outputs = {out};
   b_.add_op(std::move(o));
@@ -108,6 +117,7 @@ void GraphMaker::loss(std::vector<TensorId> logits, TensorId labels, double logi
   o.dtype = dtype_;
   o.scope = "loss";
   o.flops = kFlopsPerElemLoss * logit_elems;
+  check_op_flops(o.flops, name_ + ": op 'loss' flops");
   o.inputs = std::move(logits);
   o.inputs.push_back(labels);
   o.outputs = {out};

@@ -84,8 +84,16 @@ class GraphMaker {
   size_t num_ops() const { return b_.num_ops(); }
   Graph build() { return b_.build(); }
 
+  /// `bytes` when within the graph's bound (src/graph/bounds.h), else ValidationError
+  /// "<graph>: <what>: ..." (for byte counts a generator sums itself).
+  uint64_t bounded_bytes(uint64_t bytes, const std::string& what) const;
+
  private:
+  /// Sets o.flops and o.param_bytes, refusing values beyond the graph's bounds.
+  void set_cost(Op& o, double flops, uint64_t param_elems) const;
+
   GraphBuilder b_;
+  std::string name_;  ///< the graph's, for messages
   DType dtype_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "datasets/family_util.h"
 #include "datasets/synthetic.h"
+#include "src/util/checked_math.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -15,6 +16,13 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+/// Parameters of a rows x cols weight; the byte bound is checked where the op is added.
+uint64_t weight(int64_t rows, int64_t cols) {
+  return checked_mul(u(rows), u(cols), "weight elements");
+}
+/// Each size on its own stays below 2^40, so the widths derived from them (heads x head
+/// size, 8 x hidden / 3...) cannot overflow int64; products of several are checked as tensors.
+constexpr int64_t kMaxDimension = int64_t(1) << 40;
 
 std::string str(double v) {
   std::ostringstream os;
@@ -51,6 +59,14 @@ void validate(const Spec& o) {
   PLACER_CHECK(o.pad_vocab_multiple > 0,
                f << ": pad_vocab_multiple must be positive, got " << o.pad_vocab_multiple);
   PLACER_CHECK(o.tp > 0, f << ": tp must be positive, got " << o.tp);
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"hidden", o.hidden},
+                                {"ffn", o.ffn},
+                                {"seq_len", o.seq_len},
+                                {"batch", o.batch},
+                                {"vocab", o.vocab},
+                                {"pad_vocab_multiple", o.pad_vocab_multiple}}) {
+    PLACER_CHECK(v <= kMaxDimension, f << ": " << name << " " << v << " is above the bound 2^40");
+  }
   PLACER_CHECK(o.dtype == DType::kF32 || o.dtype == DType::kF16 || o.dtype == DType::kBF16 ||
                    o.dtype == DType::kF64,
                f << ": dtype must be floating-point (f32, f16, bf16), got " << to_string(o.dtype));
@@ -100,7 +116,7 @@ class DecoderBuilder {
     const TensorId ln =
         norm("language_model.encoder.final_layernorm", "language_model.encoder", -1, x);
     const TensorId logits = m_.op("output_layer", "MatMul", "output_layer", -1, {ln}, {b_, s_, V_},
-                                  2 * bsh_ * d(V_), o_.tied ? 0 : u(h_) * u(V_));
+                                  2 * bsh_ * d(V_), o_.tied ? 0 : weight(h_, V_));
     if (o_.tied) m_.last_op().attrs.emplace_back("tied_to", std::string(kEmb) + ".word_embeddings");
     m_.loss({logits}, labels, d(b_) * d(s_) * d(V_));
     return m_.build();
@@ -129,8 +145,11 @@ class DecoderBuilder {
 
   // An embedding lookup: no FLOPs; reads the indices and the b*s gathered rows, writes them.
   TensorId gather(const std::string& name, const std::string& scope, TensorId ids, int64_t rows) {
-    const TensorId out = m_.op(name, "Gather", scope, -1, {ids}, bsh_shape_, 0, u(rows) * u(h_));
-    m_.last_op().bytes_accessed = m_.tensor_ref(ids).bytes + 2 * u(b_) * u(s_) * u(h_) * eb_;
+    const TensorId out = m_.op(name, "Gather", scope, -1, {ids}, bsh_shape_, 0, weight(rows, h_));
+    // Both terms are bounded tensor sizes (< 2^60 each): the sum cannot wrap.
+    m_.last_op().bytes_accessed =
+        m_.bounded_bytes(m_.tensor_ref(ids).bytes + 2 * m_.tensor_ref(out).bytes,
+                         "op '" + name + "' bytes accessed");
     return out;
   }
 
@@ -153,7 +172,7 @@ class DecoderBuilder {
     const TensorId ln1 = norm(p + ".input_layernorm", p, i, x);
     const TensorId qkv =
         m_.op(att + ".query_key_value", "MatMul", att, i, {ln1}, {b_, s_, qkv_width_},
-              2 * bsh_ * d(qkv_width_), u(h_) * u(qkv_width_) + (bias_ ? u(qkv_width_) : 0));
+              2 * bsh_ * d(qkv_width_), weight(h_, qkv_width_) + (bias_ ? u(qkv_width_) : 0));
     TensorId qk = qkv;
     if (o_.llama) {
       const int64_t width = (a_ + kv_) * dh_;
@@ -171,7 +190,7 @@ class DecoderBuilder {
     const TensorId ctx =
         m_.op(core + ".context", "MatMul", core, i, {probs, qkv}, bsh_shape_, attn);
     const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
-                                 2 * bsh_ * d(h_), u(h_) * u(h_) + (bias_ ? u(h_) : 0));
+                                 2 * bsh_ * d(h_), weight(h_, h_) + (bias_ ? u(h_) : 0));
     return m_.op(att + ".bias_dropout_add", "Add", att, i, {x, dense}, bsh_shape_, bda_flops_);
   }
 
@@ -181,7 +200,7 @@ class DecoderBuilder {
     const TensorId ln2 = norm(p + ".post_attention_layernorm", p, i, res1);
     const TensorId up =
         m_.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {ln2}, {b_, s_, up_width_},
-              2 * bsh_ * d(up_width_), u(h_) * u(up_width_) + (bias_ ? u(up_width_) : 0));
+              2 * bsh_ * d(up_width_), weight(h_, up_width_) + (bias_ ? u(up_width_) : 0));
     TensorId act;
     if (o_.llama) {
       act = m_.op(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {b_, s_, f_},
@@ -192,7 +211,7 @@ class DecoderBuilder {
                   kFlopsPerElemGelu * d(b_) * d(s_) * d(f_));
     }
     const TensorId down = m_.op(mlp + ".dense_4h_to_h", "MatMul", mlp, i, {act}, bsh_shape_,
-                                2 * bsh_ * d(f_), u(f_) * u(h_) + (bias_ ? u(h_) : 0));
+                                2 * bsh_ * d(f_), weight(f_, h_) + (bias_ ? u(h_) : 0));
     return m_.op(mlp + ".bias_dropout_add", "Add", mlp, i, {res1, down}, bsh_shape_, bda_flops_);
   }
 
@@ -220,8 +239,8 @@ int64_t padded_vocab(int64_t vocab, int64_t multiple, int tp) {
   PLACER_CHECK(vocab > 0, "padded_vocab: vocab must be positive, got " << vocab);
   PLACER_CHECK(multiple > 0, "padded_vocab: pad_vocab_multiple must be positive, got " << multiple);
   PLACER_CHECK(tp > 0, "padded_vocab: tp must be positive, got " << tp);
-  const int64_t m = multiple * tp;
-  return (vocab + m - 1) / m * m;
+  const int64_t m = checked_mul(multiple, int64_t{tp}, "padded_vocab: pad_vocab_multiple x tp");
+  return checked_add(vocab, m - 1, "padded_vocab: vocab + pad_vocab_multiple x tp") / m * m;
 }
 
 int64_t llama_ffn(int64_t hidden) {

@@ -39,7 +39,7 @@ DIR=$(cd "$DIR" && pwd)
 # DIR/include/<top>. Eigen's headers live one level down (eigen3/).
 SYS=/usr/include
 THIRD_PARTY_ROOTS=("$SYS/eigen3" "$SYS")
-THIRD_PARTY_TOPS="boost Eigen unsupported yaml-cpp nlohmann"
+THIRD_PARTY_TOPS="boost Eigen unsupported yaml-cpp nlohmann toml++"
 # LibTorch's header folders (Debian: under /usr/include; the GPU machine brings its own).
 # Also what Debian's LibTorch headers include of their own dependencies (glog, gflags: the
 # pip wheels' c10 does not use them).
@@ -123,7 +123,7 @@ if [ -n "$CHECK" ]; then
   bad=0 others=0
   while IFS= read -r p; do
     [ -n "$p" ] || continue
-    if [[ "/$p" =~ /(boost|Eigen|unsupported|yaml-cpp|nlohmann)/ ]]; then
+    if [[ "/$p" =~ /(boost|Eigen|unsupported|yaml-cpp|nlohmann|toml\+\+)/ ]]; then
       echo "from outside the kit: $p"; bad=$((bad + 1)); continue
     fi
     c=$(classify "$p")
@@ -214,7 +214,7 @@ cp -p /usr/lib/x86_64-linux-gnu/libyaml-cpp.a "$DIR/lib/"
   echo "for: bench/gpu_kit (bench/gdp_ppo_update.cpp), ${#sources[@]} sources; closure by ${compilers[*]} C++17/C++20"
   echo "headers: $copied files; top-level: $(cd "$DIR/include" && ls | tr '\n' ' ')"
   echo "packages (Debian):"
-  for pkg in libboost1.74-dev libeigen3-dev libyaml-cpp-dev libyaml-cpp0.7 nlohmann-json3-dev; do
+  for pkg in libboost1.74-dev libeigen3-dev libyaml-cpp-dev libyaml-cpp0.7 nlohmann-json3-dev libtomlplusplus-dev; do
     v=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo "?")
     echo "  $pkg $v"
   done
@@ -222,7 +222,7 @@ cp -p /usr/lib/x86_64-linux-gnu/libyaml-cpp.a "$DIR/lib/"
   syms=$(objdump -T "$ylib" 2>/dev/null || true)
   echo "yaml-cpp.so needs: $(grep -o 'GLIBCXX_[0-9.]*' <<<"$syms" | sort -V -u | tail -1) $(grep -o 'GLIBC_[0-9.]*' <<<"$syms" | sort -V -u | tail -1) (the build links libyaml-cpp.a by default)"
   echo "compiler here: $(g++ --version | head -1)"
-  echo "licenses: Boost Software License 1.0, MPL 2.0 (Eigen), MIT (yaml-cpp, nlohmann-json)"
+  echo "licenses: Boost Software License 1.0, MPL 2.0 (Eigen), MIT (yaml-cpp, nlohmann-json, toml++)"
 } >"$DIR/MANIFEST.txt"
 
 echo "make_gpu_kit: $copied headers ($(cd "$DIR/include" && ls | tr '\n' ' ')), $(ls "$DIR/lib" | wc -l) library files -> $DIR"

@@ -32,6 +32,7 @@ done
 packages=(
   build-essential cmake ninja-build ccache pkg-config git python3
   libboost-graph-dev libeigen3-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
+  libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libonnx-dev protobuf-compiler libprotobuf-dev
   # Debian's libtorch calls the system BLAS (BLAS_INFO=generic); without this the netlib

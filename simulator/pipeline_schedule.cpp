@@ -68,4 +68,43 @@ void Simulator::Impl::prepare_pipeline_gates() {
 
 }
 
+// Stage-boundary transfers as Megatron-LM sends them: with tensor parallelism the k-th TP
+// rank of a stage sends to the k-th TP rank of the next (or, in backward, the previous)
+// stage over its own link, instead of every copy leaving through the primary source. A
+// tensor each rank holds whole (not a sequence-parallel shard) is sent 1/tp from each rank
+// and all-gathered inside the receiving group when the plan keeps scatter / gather on.
+void Simulator::Impl::prepare_boundary_transfers() {
+  site_sender.resize(sites.size());
+  site_wire.resize(sites.size());
+  site_gather.assign(sites.size(), 0.0);
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    for (uint32_t s = site_off[t]; s < site_off[t + 1]; ++s) {
+      site_sender[s] = sites[site_off[t]].dev;  // the primary source
+      site_wire[s] = t_bytes[t];
+    }
+    const OpId pr = t_producer[t];
+    if (!pipelined || pr == kNoOp || op_part[pr] < 0) continue;
+    const OpPartition& q = plan->partitions[op_part[pr]];
+    const size_t tp = q.devices.size();
+    const bool fwd = op_phase[pr] == Phase::kForward;
+    const bool whole = !(fwd ? q.sharded_output : q.sharded_input);
+    const bool scatter = whole && plan->pipeline.scatter_gather && tp > 1;
+    for (OpId cns : g.consumers(t)) {
+      if (op_stage[cns] == op_stage[pr] || op_part[cns] < 0) continue;
+      const std::vector<int>& cd = plan->partitions[op_part[cns]].devices;
+      if (cd.size() != tp) continue;
+      const double gather =
+          scatter ? cost.group_collective_time(CollectiveKind::kAllGather, groups[group_index(cd)],
+                                               t_bytes[t], SyncScheme::kAuto)
+                  : 0.0;
+      for (size_t k = 0; k < tp; ++k) {
+        const uint32_t s = find_site(t, cd[k]);
+        if (sites[s].source || site_sender[s] != sites[site_off[t]].dev) continue;
+        site_sender[s] = q.devices[k];
+        if (scatter) site_wire[s] = ceil_div(t_bytes[t], tp), site_gather[s] = gather;
+      }
+    }
+  }
+}
+
 }  // namespace placer

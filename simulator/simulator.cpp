@@ -12,6 +12,7 @@
 #include "simulator/sync_strategies.h"
 #include "src/plan/placement_pipeline.h"
 #include "src/plan/tensor_parallel.h"
+#include "src/util/checked_math.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -349,6 +350,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   charge_micro_batch_overhead();
   buckets.clear();
   prepare_sites();
+  prepare_boundary_transfers();
   prepare_output_allocations();
   prepare_pipeline_gates();
   reset_run_state();
@@ -490,7 +492,8 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
     op_dur[o] = dur_cache_val[o];
     op_disp[o] = op.category == OpCategory::kInput ? 0.0 : cost.profile().op(op.category).dispatch;
     op_inst[o] = ninst;
-    ninst += multi ? static_cast<uint32_t>(M) : 1u;
+    ninst = checked_add(ninst, multi ? static_cast<uint32_t>(M) : 1u,
+                        "simulator: op instances (ops x micro-batches)");
   }
   op_inst[n_ops] = ninst;
   n_inst = ninst;

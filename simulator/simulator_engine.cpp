@@ -373,9 +373,9 @@ void Simulator::Impl::deliver(uint32_t site, uint32_t i, uint32_t producer) {
 
 void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   const TensorId t = sites[site].tensor;
-  const int src = sites[site_off[t]].dev;  // the primary source sends
+  const int src = site_sender[site];
   const int dst = sites[site].dev;
-  const uint64_t bytes = t_bytes[t];
+  const uint64_t bytes = site_wire[site];
   const size_t pair = static_cast<size_t>(src) * n_dev + dst;
   const int32_t a = chan_a[pair], b = chan_b[pair];
   double start = std::max(now, chan_free[a]);
@@ -383,8 +383,11 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   const double end = start + cost.transfer_time(src, dst, bytes);
   chan_free[a] = end;
   if (b >= 0) chan_free[b] = end;
+  // Scatter / gather: the receiver all-gathers the TP ranks' shares, which travel at the
+  // same time over symmetric links, as soon as its own share is in.
+  const double arrive = end + site_gather[site];
   add_comm(src, start, end);
-  add_comm(dst, start, end);
+  add_comm(dst, start, arrive);
   ++out->num_transfers;
   out->transfer_bytes += bytes;
   if (opts.record_events) {
@@ -396,11 +399,11 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
     e.tensor = t;
     e.micro_batch = pipelined && t_mb[t] ? static_cast<int>(i) : -1;
     e.start = start;
-    e.end = end;
+    e.end = arrive;
     e.bytes = bytes;
     out->events.push_back(e);
   }
-  push_event(end, kArrive, site, i);
+  push_event(arrive, kArrive, site, i);
 }
 
 void Simulator::Impl::on_arrive(uint32_t site, uint32_t i) {
@@ -408,7 +411,7 @@ void Simulator::Impl::on_arrive(uint32_t site, uint32_t i) {
   if (p2p_host_sync) {
     // Both hosts wait for the transfer before they issue anything else.
     host_issued[s.dev] = std::max(host_issued[s.dev], now);
-    const int src = sites[site_off[s.tensor]].dev;
+    const int src = site_sender[site];
     host_issued[src] = std::max(host_issued[src], now);
   }
   alloc(s.dev, s.bytes);

@@ -79,6 +79,7 @@ struct Simulator::Impl {
   double fp8_scaling_time(OpId o, double frac) const;
   void charge_micro_batch_overhead();  // host work before each stage's first forward ops
   void prepare_sites();                // where each tensor lives, reference counts
+  void prepare_boundary_transfers();   // pipeline_schedule.cpp: TP peers send, scatter / gather
   void prepare_output_allocations();   // output bytes an instance allocates
   void reset_run_state();              // devices, channels, events
   void place_resident_memory();        // parameters and optimizer state
@@ -208,6 +209,12 @@ struct Simulator::Impl {
   std::vector<uint32_t> site_off;  // CSR over tensors
   std::vector<Site> sites;
   std::vector<uint32_t> refs;
+  // Per site: the device that sends the tensor there (the primary source, or with tensor
+  // parallelism across a stage boundary the TP peer), the bytes on the wire and the
+  // all-gather inside the receiving TP group that follows (Megatron's scatter / gather).
+  std::vector<int32_t> site_sender;
+  std::vector<uint64_t> site_wire;
+  std::vector<double> site_gather;
   std::vector<uint32_t> site_epoch, site_of_dev;  // scratch for building sites
   uint32_t epoch = 0;
 

@@ -1,5 +1,6 @@
 #include "simulator/calibration/iteration_runs.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
+#include "src/io/json_read.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
@@ -56,10 +58,8 @@ class RowReader {
   double number(const std::string& c) const {
     const std::string& s = text(c);
     double v = 0;
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v)) {
-      fail(c, "'" + s + "' is not a number");
-    }
+    if (!parse_measurement(s, &v))
+      fail(c, "'" + s + "' is not a finite number of normal magnitude");
     return v;
   }
   int64_t integer(const std::string& c, int64_t lo, int64_t hi) const {
@@ -83,8 +83,27 @@ class RowReader {
 
 const char* const kRequired[] = {"gpus", "global_batch", "micro_batch", "hidden", "heads", "layers",
                                  "seq_len", "tp", "dp", "pp", "iteration_ms"};
-const char* const kOptional[] = {"model", "vocab", "ffn", "kv_heads", "recompute", "precision",
-                                 "zero_stage", "overlap_grad_reduce", "sequence_parallel"};
+const char* const kOptional[] = {"model",
+                                 "vocab",
+                                 "ffn",
+                                 "kv_heads",
+                                 "recompute",
+                                 "precision",
+                                 "zero_stage",
+                                 "overlap_grad_reduce",
+                                 "sequence_parallel",
+                                 "virtual_stages",
+                                 "attention",
+                                 "master_weights",
+                                 "cp",
+                                 "ep",
+                                 "etp",
+                                 "num_experts",
+                                 "moe_topk",
+                                 "moe_ffn",
+                                 "shared_experts",
+                                 "precision_variant",
+                                 "scatter_gather"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -108,16 +127,46 @@ std::map<std::string, size_t> read_header(const std::vector<std::string>& fields
   return cols;
 }
 
-// The precision column: fp16 / bf16 (absent: the run's default).
+// The precision column: fp16 / bf16 / fp8 (absent: the run's default). FP8 runs keep their
+// weights and activations in bf16 (Transformer Engine, torchao float8).
 void read_precision(const RowReader& r, IterationRun* run) {
+  if (r.has("precision_variant")) run->precision_variant = r.text("precision_variant");
   if (!r.has("precision")) return;
   const std::string& p = r.text("precision");
   if (p == "fp16" || p == "f16") {
     run->dtype = DType::kF16;
   } else if (p == "bf16") {
     run->dtype = DType::kBF16;
+  } else if (p == "fp8") {
+    run->dtype = DType::kBF16;
+    run->fp8 = true;
   } else {
-    r.fail("precision", "'" + p + "' is not fp16 or bf16");
+    r.fail("precision", "'" + p + "' is not fp16, bf16 or fp8");
+  }
+}
+
+// The columns of today's stacks: attention kernel, master weights, virtual pipeline stages,
+// context / expert parallelism and the mixture of experts (absent: what older files meant).
+void read_stack_columns(const RowReader& r, IterationRun* run) {
+  if (r.has("attention")) {
+    run->attention = r.text("attention");
+    if (run->attention != "unfused" && run->attention != "flash") {
+      r.fail("attention", "'" + run->attention + "' is not unfused or flash");
+    }
+  }
+  run->master_weights = r.integer_or("master_weights", 1, 0, 1) == 1;
+  run->config.virtual_stages = int(r.integer_or("virtual_stages", 1, 1, 1 << 12));
+  run->config.scatter_gather = r.integer_or("scatter_gather", 1, 0, 1) == 1;
+  run->cp = int(r.integer_or("cp", 1, 1, 1 << 14));
+  run->ep = int(r.integer_or("ep", 1, 1, 1 << 14));
+  run->etp = int(r.integer_or("etp", 0, 1, 1 << 14));
+  run->num_experts = int(r.integer_or("num_experts", 0, 0, 1 << 16));
+  run->moe_topk = int(r.integer_or("moe_topk", 0, 0, 1 << 16));
+  run->moe_ffn = r.integer_or("moe_ffn", 0, 0, 1 << 22);
+  run->shared_experts = int(r.integer_or("shared_experts", 0, 0, 1 << 16));
+  if (run->num_experts > 0 && (run->moe_topk < 1 || run->moe_topk > run->num_experts)) {
+    r.fail("moe_topk", std::to_string(run->moe_topk) + " is not in [1, num_experts " +
+                           std::to_string(run->num_experts) + "]");
   }
 }
 
@@ -137,9 +186,14 @@ void check_megatron_config(const RowReader& r, const IterationRun& run) {
     r.fail("heads",
            std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
   }
-  if (int64_t(m.tp) * m.dp * m.pp != run.gpus) {
-    r.fail("gpus", "dp x tp x pp = " + std::to_string(int64_t(m.tp) * m.dp * m.pp) + ", not gpus " +
-                       std::to_string(run.gpus));
+  // Megatron-core folds expert parallelism into tp x cp x dp (its dp is gpus / (tp pp cp)).
+  const int64_t ranks = int64_t(m.tp) * m.dp * m.pp * run.cp;
+  if (ranks != run.gpus) {
+    r.fail("gpus", std::string(run.cp > 1 ? "dp x tp x pp x cp" : "dp x tp x pp") + " = " +
+                       std::to_string(ranks) + ", not gpus " + std::to_string(run.gpus));
+  }
+  if ((int64_t(m.tp) * m.dp * run.cp) % run.ep != 0) {
+    r.fail("ep", "ep " + std::to_string(run.ep) + " does not divide tp x cp x dp");
   }
   if (m.global_batch % (int64_t(m.micro_batch) * m.dp) != 0) {
     r.fail("global_batch", "global_batch " + std::to_string(m.global_batch) +
@@ -183,6 +237,7 @@ IterationRun read_run(const RowReader& r, const std::string& file, int n) {
     r.fail("recompute", "'" + r.text("recompute") + "' is not none, selective or full");
   }
   read_precision(r, &run);
+  read_stack_columns(r, &run);
   // Megatron uses dynamic loss scaling with fp16 only.
   m.loss_scaling = run.dtype == DType::kF16;
   const double ms = r.number("iteration_ms");
@@ -223,13 +278,44 @@ std::vector<IterationRun> load_iteration_runs(const std::string& path) {
   return parse_iteration_runs(read_text_file(path, "iteration runs file"), path);
 }
 
+void check_modelled(const IterationRun& run) {
+  auto refuse = [&](const std::string& column, const std::string& value, const std::string& why) {
+    throw ValidationError(run.where() + ": column '" + column + "': " + value +
+                          " is not modelled yet (" + why + ")");
+  };
+  // Wiring point: flash becomes the generators' fused attention op once GptOptions /
+  // LlamaOptions have an attention field.
+  if (run.attention != "unfused")
+    refuse("attention", run.attention, "the generated graphs materialise the scores");
+  // Wiring point: fp8 becomes the plan's FP8 precision once plans express it.
+  if (run.fp8) refuse("precision", "fp8", "plans compute in 16 or 32 bits");
+  if (run.cp > 1) refuse("cp", std::to_string(run.cp), "plans have no context parallelism");
+  if (run.ep > 1) refuse("ep", std::to_string(run.ep), "plans have no expert parallelism");
+  if (run.etp > 0) refuse("etp", std::to_string(run.etp), "plans have no expert parallelism");
+  if (run.num_experts > 0)
+    refuse("num_experts", std::to_string(run.num_experts), "the generators build dense models");
+}
+
+std::vector<std::string> approximate_unmodelled(std::vector<IterationRun>* runs) {
+  int flash = 0, fp8 = 0;
+  for (IterationRun& r : *runs) {
+    if (r.attention == "flash") r.attention = "unfused", ++flash;
+    if (r.fp8) r.fp8 = false, ++fp8;
+  }
+  std::vector<std::string> notes;
+  if (flash > 0) notes.push_back("attention flash -> unfused: " + std::to_string(flash) + " runs");
+  if (fp8 > 0) notes.push_back("precision fp8 -> bf16: " + std::to_string(fp8) + " runs");
+  return notes;
+}
+
 RunPredictor::RunPredictor(const Cluster& cluster) : cluster_(cluster) {}
 RunPredictor::~RunPredictor() = default;
 
 const Graph& RunPredictor::graph(const IterationRun& run) {
+  check_modelled(run);
   const auto key = std::make_tuple(run.model, run.hidden, run.heads, run.kv_heads, run.ffn,
                                    run.seq_len, run.vocab, run.layers, run.config.global_batch,
-                                   run.config.tp, static_cast<int>(run.dtype));
+                                   run.config.tp, static_cast<int>(run.dtype), run.master_weights);
   std::unique_ptr<Graph>& g = graphs_[key];
   if (!g) {
     // The sizes both generators share.
@@ -257,7 +343,7 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
     }
     TrainingOptions t;
     t.optimizer = Optimizer::kAdam;
-    t.master_weights = true;
+    t.master_weights = run.master_weights;
     g = std::make_unique<Graph>(expand_training_step(forward, t));
   }
   return *g;
@@ -271,7 +357,13 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
                           " GPUs, cluster '" + cluster_.name + "' has " +
                           std::to_string(cluster_.num_devices()));
   }
-  const Graph& g = graph(run);
+  const Graph* g_built = nullptr;
+  try {
+    g_built = &graph(run);
+  } catch (const Error& e) {  // sizes the generator refuses (bytes beyond the graph's bound)
+    throw ValidationError(run.where() + ": " + e.what());
+  }
+  const Graph& g = *g_built;
   const CostModel cost(cluster_, profile);
   Simulator sim(g, cluster_, cost);
   SimOptions opt;
@@ -283,6 +375,33 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
     throw ValidationError(run.where() + ": " + e.what());
   }
   return sim.run(plan, opt).step_time;
+}
+
+double estimated_simulated_ops(const IterationRun& run) {
+  const MegatronConfig& m = run.config;
+  const double micro_batches = double(m.global_batch) / (double(m.micro_batch) * double(m.dp));
+  return double(run.layers) * kOpsPerLayerStep * micro_batches * double(m.tp);
+}
+
+double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster) {
+  double largest = 0;
+  for (const IterationRun& run : runs) {
+    if (run.gpus > cluster.num_devices()) {
+      throw ValidationError(run.where() + ": the run uses " + std::to_string(run.gpus) +
+                            " GPUs, cluster '" + cluster.name + "' has " +
+                            std::to_string(cluster.num_devices()));
+    }
+    const double ops = estimated_simulated_ops(run);
+    if (ops > kMaxSimulatedOpsPerRun) {
+      std::ostringstream os;
+      os << run.where() << ": about " << ops << " simulated ops per prediction (layers x "
+         << kOpsPerLayerStep << " x micro-batches x tp), above the bound " << kMaxSimulatedOpsPerRun
+         << " of calibrate fit / check (docs/formats/iteration_runs.md)";
+      throw ValidationError(os.str());
+    }
+    largest = std::max(largest, ops);
+  }
+  return largest;
 }
 
 }  // namespace placer

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "src/io/json_read.h"
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
@@ -77,8 +78,8 @@ std::vector<std::string> tokens(const std::string& s) {
 double number(const std::string& text, const std::string& file, int line,
               const std::string& column) {
   double v = 0;
-  if (!parse_double(text, &v) || !std::isfinite(v)) {
-    fail(file, line, column + ": expected a number, got '" + text + "'");
+  if (!parse_measurement(text, &v)) {
+    fail(file, line, column + ": expected a finite number of normal magnitude, got '" + text + "'");
   }
   return v;
 }
@@ -623,8 +624,7 @@ MeasurementSet parse_nccl_tests_csv(const std::string& text, const std::string& 
                                         "time(ns) (in-place)", "busbw(GB/s) (in-place)"};
     auto num = [&](size_t i) {
       double v = 0;
-      const auto r = std::from_chars(f[i].data(), f[i].data() + f[i].size(), v);
-      if (r.ec != std::errc() || r.ptr != f[i].data() + f[i].size() || !std::isfinite(v) || v <= 0) {
+      if (!parse_measurement(f[i], &v) || v <= 0) {
         throw FormatError(where + ": column '" + kCols[i] + "': '" + f[i] +
                           "' is not a positive number");
       }

@@ -1,11 +1,13 @@
 #include "simulator/calibration/profiler_trace.h"
 
+#include <zlib.h>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
-#include <zlib.h>
 
+#include "src/io/json_read.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
@@ -78,24 +80,29 @@ bool classify_name(const std::string& raw, OpCategory* out) {
   return false;
 }
 
+// A number or a numeric string; `ok` false for anything else and for values that are not
+// finite or are subnormal (no measurement is; such a value is a corrupt field).
 double num(const nlohmann::json& v, bool* ok) {
+  double d = 0;
+  *ok = false;
   if (v.is_number()) {
+    d = v.get<double>();
     *ok = true;
-    return v.get<double>();
-  }
-  if (v.is_string()) {
+  } else if (v.is_string()) {
     try {
       size_t used = 0;
       const std::string s = v.get<std::string>();
-      const double d = std::stod(s, &used);
+      d = std::stod(s, &used);
       *ok = used == s.size();
-      return d;
     } catch (...) {
     }
   }
-  *ok = false;
-  return 0;
+  *ok = *ok && std::isfinite(d) && std::fpclassify(d) != FP_SUBNORMAL;
+  return *ok ? d : 0;
 }
+
+// An id (or list entry) read as a double is exact up to 2^53; beyond, it is no id.
+bool exact_integer(double d) { return std::fabs(d) <= 9007199254740992.0; }
 
 long long id_of(const nlohmann::json& args, const char* key) {
   if (!args.is_object()) return -1;
@@ -103,7 +110,7 @@ long long id_of(const nlohmann::json& args, const char* key) {
   if (it == args.end()) return -1;
   bool ok = false;
   const double d = num(*it, &ok);
-  return ok ? static_cast<long long>(d) : -1;
+  return ok && exact_integer(d) ? static_cast<long long>(d) : -1;
 }
 
 // A JSON array of integers -> the integers; false when `v` is not such an array.
@@ -111,7 +118,7 @@ bool int_list(const nlohmann::json& v, std::vector<long long>* out) {
   if (!v.is_array()) return false;
   out->clear();
   for (const nlohmann::json& x : v) {
-    if (!x.is_number()) return false;
+    if (!x.is_number() || !exact_integer(x.get<double>())) return false;
     out->push_back(static_cast<long long>(x.get<double>()));
   }
   return true;
@@ -198,6 +205,10 @@ std::string gunzip(const std::string& data, const std::string& file) {
     z.avail_out = sizeof(buf);
     rc = inflate(&z, Z_NO_FLUSH);
     out.append(buf, sizeof(buf) - z.avail_out);
+    if (out.size() > kMaxInputBytes) {  // a gzip bomb: the decompressed text is the input
+      inflateEnd(&z);
+      throw FileError(file + ": decompressed profiler trace is above the 1 GiB input limit");
+    }
     if (rc == Z_STREAM_END) {
       if (z.avail_in == 0) break;
       // Another gzip member follows (concatenated .gz files): start it.
@@ -314,12 +325,7 @@ ProfiledKernel read_kernel(size_t index, const nlohmann::json& e, const std::str
 }  // namespace
 
 ProfilerTrace parse_profiler_trace(const std::string& json_text, const std::string& file) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FormatError(file + ": malformed JSON (" + e.what() + ")");
-  }
+  const nlohmann::json root = parse_json_text(json_text, file);
   const nlohmann::json& events = trace_events(root, file);
   ProfilerTrace t;
   t.source = file;

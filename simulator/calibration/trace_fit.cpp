@@ -10,6 +10,7 @@
 
 #include "simulator/cost_model.h"
 #include "simulator/simulator.h"
+#include "src/io/json_read.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
 
@@ -17,12 +18,7 @@ namespace placer {
 
 std::vector<TracedOp> parse_op_trace(const std::string& json_text, const std::string& file,
                                      const Graph& graph, const Cluster& cluster) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FormatError(file + ": malformed JSON (" + e.what() + ")");
-  }
+  const nlohmann::json root = parse_json_text(json_text, file);
   const nlohmann::json* events = nullptr;
   if (root.is_array()) {
     events = &root;

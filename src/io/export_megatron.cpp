@@ -37,6 +37,7 @@ std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype)
   if (m.virtual_stages > 1) {
     args.push_back("--num-layers-per-virtual-pipeline-stage " + std::to_string(layers / chunks));
   }
+  if (!m.scatter_gather && m.pp > 1) args.push_back("--no-scatter-gather-tensors-in-pipeline");
   if (m.first_stage_layers > 0) {
     args.push_back("--decoder-first-pipeline-num-layers " + std::to_string(m.first_stage_layers));
   }

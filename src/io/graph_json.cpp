@@ -12,16 +12,12 @@
 #include <unordered_map>
 #include <utility>
 
+#include "src/graph/bounds.h"
+#include "src/io/json_read.h"
 #include "src/util/error.h"
 
 namespace placer {
 namespace {
-
-/// Physical bounds of a graph's numbers: no op comes near 1e24 FLOPs (a whole training step
-/// of the largest models is ~1e21) and no tensor near 1 EiB (parse_bytes' bound too); within
-/// them, sums over a graph stay finite and far from uint64 overflow.
-constexpr double kMaxOpFlops = 1e24;
-constexpr uint64_t kMaxBytes = uint64_t(1) << 60;
 
 // Where a value sits in the file ("ops[12].inputs[0]"). Rendered only when reporting an
 // error, so the happy path builds no strings.
@@ -110,7 +106,7 @@ class GraphSax {
   using number_float_t = double;
   using binary_t = nlohmann::json::binary_t;
 
-  explicit GraphSax(const std::string& file) : file_(file) {}
+  GraphSax(const std::string& file, const std::string& text) : file_(file), text_(text) {}
 
   bool version_seen() const { return version_seen_; }
 
@@ -170,12 +166,7 @@ class GraphSax {
   bool key(std::string& k);
   bool parse_error(size_t position, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
-    std::string what = e.what();
-    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) {
-      what = what.substr(what.find("] ") + 2);
-    }
-    fail(file_, "", "invalid JSON at byte " + std::to_string(position) + ": " + what);
+    throw FormatError(json_syntax_message(text_, file_, position, e.what()));
   }
 
   Graph finish(const std::string& default_name);
@@ -321,6 +312,7 @@ class GraphSax {
   }
 
   const std::string& file_;
+  const std::string& text_;  // for the line and column of syntax errors
   std::vector<State> stack_{kStart};
   int skip_ = 0;  // depth inside a value being skipped (unknown field)
   Field field_ = kUnknown;
@@ -694,6 +686,9 @@ bool GraphSax::end() {
         fail_at(obj,
                 "missing field 'bytes' (needed unless the shape is non-empty and fully known)");
       }
+      if (b > kMaxBytes)
+        fail_at(obj,
+                "shape of " + std::to_string(b) + " bytes, beyond the physical bound of 1 EiB");
       tensor_.bytes = b;
     }
     tensors_.push_back(std::move(tensor_));
@@ -766,7 +761,9 @@ std::string stem_of(const std::string& path) {
 }  // namespace
 
 Graph parse_graph_json(const std::string& text, const std::string& filename) {
-  GraphSax sax(filename);
+  check_input_size(text.size(), filename, "");
+  check_nesting_depth(text, filename);
+  GraphSax sax(filename, text);
   try {
     nlohmann::json::sax_parse(text, &sax);
   } catch (const FormatError&) {
@@ -794,6 +791,7 @@ Graph load_graph_json(const std::string& path) {
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0) throw FileError(format_context(path, "", "cannot read graph file"));
+  check_input_size(static_cast<size_t>(size), path, "graph file");
   text.resize(static_cast<size_t>(size));
   in.seekg(0, std::ios::beg);
   in.read(&text[0], size);

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "src/io/json_read.h"
 #include "src/io/plan_import.h"
+#include "src/util/checked_math.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -18,17 +20,37 @@ namespace {
 
 /// Arguments that take a value and that placer reads.
 const char* const kValued[] = {
-    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--num-layers",
-    "--micro-batch-size", "--global-batch-size", "--num-layers-per-virtual-pipeline-stage",
-    "--num-virtual-stages-per-pipeline-rank", "--virtual-pipeline-model-parallel-size",
-    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
-    "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--clip-grad",
-    "--context-parallel-size", "--expert-model-parallel-size", "--pipeline-model-parallel-layout",
+    "--tensor-model-parallel-size",
+    "--pipeline-model-parallel-size",
+    "--num-layers",
+    "--micro-batch-size",
+    "--global-batch-size",
+    "--num-layers-per-virtual-pipeline-stage",
+    "--num-virtual-stages-per-pipeline-rank",
+    "--virtual-pipeline-model-parallel-size",
+    "--decoder-first-pipeline-num-layers",
+    "--decoder-last-pipeline-num-layers",
+    "--recompute-granularity",
+    "--recompute-method",
+    "--recompute-num-layers",
+    "--clip-grad",
+    "--context-parallel-size",
+    "--expert-model-parallel-size",
+    "--pipeline-model-parallel-layout",
+    "--attention-backend",
+    "--fp8-format",
 };
 /// Flags placer reads.
-const char* const kFlags[] = {"--sequence-parallel", "--use-distributed-optimizer", "--overlap-grad-reduce",
-                              "--fp16", "--bf16", "--recompute-activations", "--use-torch-fsdp2",
-                              "--use-custom-fsdp"};
+const char* const kFlags[] = {"--sequence-parallel",
+                              "--use-distributed-optimizer",
+                              "--overlap-grad-reduce",
+                              "--fp16",
+                              "--bf16",
+                              "--recompute-activations",
+                              "--use-torch-fsdp2",
+                              "--use-custom-fsdp",
+                              "--no-scatter-gather-tensors-in-pipeline",
+                              "--use-flash-attn"};
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& s) {
@@ -91,7 +113,7 @@ class Args {
     const std::string& v = values_.at(name);
     char* end = nullptr;
     const long x = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || x < 0 || x > 1000000000) fail(name, "'" + v + "' is not a count");
+    if (v.empty() || *end != '\0' || x < 0 || x > 1000000000) fail(name, quote_short(v) + " is not a count");
     return static_cast<int>(x);
   }
   double number(const std::string& name, double fallback) const {
@@ -99,7 +121,7 @@ class Args {
     const std::string& v = values_.at(name);
     char* end = nullptr;
     const double x = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0') fail(name, "'" + v + "' is not a number");
+    if (v.empty() || *end != '\0') fail(name, quote_short(v) + " is not a number");
     return x;
   }
   const std::vector<std::string>& ignored() const { return ignored_; }
@@ -116,10 +138,22 @@ void reject_unmodelled(const Args& a) {
   for (const char* name : {"--use-torch-fsdp2", "--use-custom-fsdp"}) {
     if (a.has(name)) fail(name, "FSDP is not Megatron's distributed optimizer; placer reads ZeRO-1 only");
   }
+  // Wiring point: --fp8-format becomes the plan's FP8 precision once plans express it.
+  if (a.has("--fp8-format")) fail("--fp8-format", "FP8 GEMMs are not modelled yet");
   if (a.has("--pipeline-model-parallel-layout")) {
     fail("--pipeline-model-parallel-layout", "not read by placer; use --decoder-first-pipeline-num-layers / "
                                              "--decoder-last-pipeline-num-layers");
   }
+}
+
+// --use-flash-attn (older Megatron-LM) or --attention-backend flash|fused|unfused|local|auto.
+std::string attention_of(const Args& a) {
+  if (a.has("--use-flash-attn")) return "flash";
+  if (!a.has("--attention-backend")) return "";
+  const std::string b = a.text("--attention-backend", "");
+  if (b == "flash" || b == "fused" || b == "auto") return "flash";
+  if (b == "unfused" || b == "local") return "unfused";
+  fail("--attention-backend", "'" + b + "' (use flash, fused, unfused, local or auto)");
 }
 
 }  // namespace
@@ -131,35 +165,47 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   f.ignored = a.ignored();
   f.batch_field = "--global-batch-size";
   f.layers_field = "--num-layers";
+  f.format = ExportFormat::kMegatron;
+  f.stages_field = "--pipeline-model-parallel-size";
   MegatronConfig& m = f.config;
   m.tp = a.integer("--tensor-model-parallel-size", 1);
   m.pp = a.integer("--pipeline-model-parallel-size", 1);
   if (m.tp < 1) fail("--tensor-model-parallel-size", "must be >= 1");
   if (m.pp < 1) fail("--pipeline-model-parallel-size", "must be >= 1");
-  if (world_size < 1 || world_size % (m.tp * m.pp) != 0) {
+  const int model_parallel =
+      checked_mul(m.tp, m.pp, "--tensor-model-parallel-size x --pipeline-model-parallel-size");
+  if (world_size < 1 || world_size % model_parallel != 0) {
     fail("--tensor-model-parallel-size", "tp " + std::to_string(m.tp) + " x pp " + std::to_string(m.pp) +
                                              " does not divide the world size " + std::to_string(world_size));
   }
-  m.dp = world_size / (m.tp * m.pp);
+  m.dp = world_size / model_parallel;
   f.layers = a.integer("--num-layers", 0);
   if (!a.has("--micro-batch-size")) fail("--micro-batch-size", "missing (Megatron-LM requires it)");
   m.micro_batch = a.integer("--micro-batch-size", 1);
-  m.global_batch = a.integer("--global-batch-size", m.micro_batch * m.dp);
+  m.global_batch =
+      a.integer("--global-batch-size",
+                checked_mul(m.micro_batch, m.dp, "--micro-batch-size x data-parallel size"));
   if (a.has("--num-layers-per-virtual-pipeline-stage")) {
     const int per = a.integer("--num-layers-per-virtual-pipeline-stage", 1);
     if (f.layers == 0) fail("--num-layers-per-virtual-pipeline-stage", "needs --num-layers");
-    if (per < 1 || f.layers % (per * m.pp) != 0) {
+    if (per < 1 ||
+        f.layers % checked_mul(per, m.pp, "--num-layers-per-virtual-pipeline-stage x pp") != 0) {
       fail("--num-layers-per-virtual-pipeline-stage", std::to_string(per) + " x pp " + std::to_string(m.pp) +
                                                           " does not divide --num-layers " + std::to_string(f.layers));
     }
     m.virtual_stages = f.layers / (per * m.pp);
+    f.stages_field = "--num-layers-per-virtual-pipeline-stage";
   }
   for (const char* name : {"--num-virtual-stages-per-pipeline-rank", "--virtual-pipeline-model-parallel-size"}) {
-    if (a.has(name)) m.virtual_stages = a.integer(name, 1);
+    if (!a.has(name)) continue;
+    m.virtual_stages = a.integer(name, 1);
+    f.stages_field = name;
   }
   m.first_stage_layers = a.integer("--decoder-first-pipeline-num-layers", 0);
   m.last_stage_layers = a.integer("--decoder-last-pipeline-num-layers", 0);
   m.sequence_parallel = a.has("--sequence-parallel");
+  m.scatter_gather = !a.has("--no-scatter-gather-tensors-in-pipeline");
+  f.attention = attention_of(a);
   const std::string granularity = a.text("--recompute-granularity", a.has("--recompute-activations") ? "selective" : "");
   if (granularity == "full") {
     if (a.text("--recompute-method", "") != "uniform" || a.integer("--recompute-num-layers", 1) != 1) {
@@ -170,7 +216,7 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   } else if (granularity == "selective") {
     m.recompute = Recompute::kSelective;
   } else if (!granularity.empty()) {
-    fail("--recompute-granularity", "'" + granularity + "' (use full or selective)");
+    fail("--recompute-granularity", quote_short(granularity) + " (use full or selective)");
   }
   m.zero_stage = a.has("--use-distributed-optimizer") ? 1 : 0;
   m.overlap_grad_reduce = a.has("--overlap-grad-reduce");

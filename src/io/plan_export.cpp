@@ -29,6 +29,10 @@ bool parse_export_format(const std::string& s, ExportFormat* out) {
 std::string export_plan(const Plan& p, const Graph& g, const Cluster& c, ExportFormat f,
                         std::vector<std::string>* notes) {
   if (f == ExportFormat::kDeviceMap) return accelerate_device_map(p, g, c, notes);
+  return export_megatron_style(p, g, f);
+}
+
+std::string export_megatron_style(const Plan& p, const Graph& g, ExportFormat f) {
   const MegatronConfig m = megatron_config_of(p, g);
   const int layers = graph_layers(g);
   const DType dtype = plan_compute_dtype(p, g);

@@ -30,6 +30,10 @@ bool parse_export_format(const std::string& s, ExportFormat* out);
 std::string export_plan(const Plan& p, const Graph& g, const Cluster& c, ExportFormat f,
                         std::vector<std::string>* notes = nullptr);
 
+/// export_plan for the formats that describe a Megatron-style plan (all but kDeviceMap, for
+/// which it returns ""); needs no cluster.
+std::string export_megatron_style(const Plan& p, const Graph& g, ExportFormat f);
+
 /// The writers behind export_plan (`layers` = the model's layers, `dtype` = the compute type).
 std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype);
 std::string deepspeed_config(const MegatronConfig& m, int layers, DType dtype);

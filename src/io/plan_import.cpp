@@ -6,6 +6,24 @@
 
 namespace placer {
 
+namespace {
+
+/// One validator whichever way a plan came in: the export-side checks run on the plan read.
+/// A pipeline split the framework cannot write names the argument that set it.
+void check_exports_back(const FrameworkConfig& f, const Plan& p, const Graph& g) {
+  try {
+    export_megatron_style(p, g, *f.format);
+  } catch (const ValidationError& e) {
+    const std::string what = e.what();
+    const std::string field = what.rfind("pipeline.", 0) == 0 ? f.stages_field : "";
+    throw ValidationError(format_context("", field,
+                                         std::string("the plan read does not export back to ") +
+                                             to_string(*f.format) + ": " + what));
+  }
+}
+
+}  // namespace
+
 Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g) {
   const int layers = graph_layers(g);
   if (f.layers > 0 && f.layers != layers) {
@@ -23,6 +41,7 @@ Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g) {
     p.precision.compute_set = true;
     p.precision.compute = f.dtype;
   }
+  if (f.format) check_exports_back(f, p, g);
   return p;
 }
 

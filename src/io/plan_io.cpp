@@ -230,7 +230,8 @@ class PlanReader {
 
   void read_pipeline(const YAML::Node& n, PipelineConfig* pipe) {
     const std::string f = "pipeline";
-    r_.check_keys(n, f, {"micro_batches", "schedule", "virtual_stages", "stages"});
+    r_.check_keys(n, f,
+                  {"micro_batches", "schedule", "virtual_stages", "scatter_gather", "stages"});
     if (n["micro_batches"]) {
       pipe->micro_batches =
           int(r_.to_int(n["micro_batches"], field_join(f, "micro_batches"), 1, 1 << 24));
@@ -244,6 +245,9 @@ class PlanReader {
     if (n["virtual_stages"]) {
       pipe->virtual_stages =
           int(r_.to_int(n["virtual_stages"], field_join(f, "virtual_stages"), 1, 1 << 16));
+    }
+    if (n["scatter_gather"]) {
+      pipe->scatter_gather = r_.to_bool(n["scatter_gather"], field_join(f, "scatter_gather"));
     }
     const YAML::Node stages = r_.required(n, "stages", f);
     const std::string sf = field_join(f, "stages");
@@ -609,9 +613,9 @@ bool uses_format_1_1(const Plan& p) {
   const PrecisionConfig& pc = p.precision;
   return p.data_parallel.zero_stage != 0 || !p.data_parallel.overlap || p.synchronization.enabled ||
          p.data_parallel.fsdp.enabled || p.recompute_every != 1 || pc.fp8 ||
-         p.pipeline.virtual_stages != 1 || p.tensor_parallel.enabled() ||
-         p.tensor_parallel.sequence_parallel || p.recompute != Recompute::kNone || pc.compute_set ||
-         pc.loss_scaling || pc.grad_clipping;
+         p.pipeline.virtual_stages != 1 || !p.pipeline.scatter_gather ||
+         p.tensor_parallel.enabled() || p.tensor_parallel.sequence_parallel ||
+         p.recompute != Recompute::kNone || pc.compute_set || pc.loss_scaling || pc.grad_clipping;
 }
 
 /// Writes a plan file's tree: one function per section, named and ordered like PlanReader's,
@@ -674,6 +678,7 @@ class PlanWriter {
     pj["micro_batches"] = pipe.micro_batches;
     pj["schedule"] = to_string(pipe.schedule);
     if (pipe.virtual_stages != 1) pj["virtual_stages"] = pipe.virtual_stages;
+    if (!pipe.scatter_gather) pj["scatter_gather"] = false;
     const std::vector<OpId> fwd = forward_topo(g_);
     std::vector<uint32_t> pos(g_.num_ops(), UINT32_MAX);
     for (size_t k = 0; k < fwd.size(); ++k) pos[fwd[k]] = uint32_t(k);

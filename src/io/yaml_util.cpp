@@ -12,10 +12,45 @@
 #include <sstream>
 #include <vector>
 
+#include "src/io/json_read.h"
 #include "src/util/error.h"
 #include "src/util/files.h"
 
 namespace placer {
+
+namespace {
+
+// YAML nests by indentation too, which check_nesting_depth does not see: the parsed tree's
+// depth is checked as well (iteratively, so a deep tree cannot exhaust the stack here).
+// Aliases share nodes, so a small file can stand for a huge tree: the walk stops at
+// kMaxYamlNodes visits.
+void check_yaml_depth(const YAML::Node& root, const std::string& file) {
+  constexpr size_t kMaxYamlNodes = size_t(1) << 24;
+  std::vector<std::pair<YAML::Node, int>> stack = {{root, 0}};
+  size_t visited = 0;
+  while (!stack.empty()) {
+    if (++visited > kMaxYamlNodes) {
+      throw FormatError(format_context(
+          file, "", "more than " + std::to_string(kMaxYamlNodes) + " values (aliases expanded)"));
+    }
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node.IsMap() && !node.IsSequence()) continue;
+    if (depth >= kMaxNestingDepth) {
+      const YAML::Mark mark = node.Mark();
+      const std::string where = mark.line >= 0 ? "line " + std::to_string(mark.line + 1) +
+                                                     ", column " + std::to_string(mark.column + 1)
+                                               : "";
+      throw FormatError(format_context(
+          file, where, "nesting deeper than " + std::to_string(kMaxNestingDepth) + " levels"));
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      stack.emplace_back(node.IsMap() ? it->second : *it, depth + 1);
+    }
+  }
+}
+
+}  // namespace
 
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::error_code ec;
@@ -26,10 +61,22 @@ std::string read_text_file(const std::string& path, const std::string& what) {
   if (!in) {
     throw FileError(path + ": cannot open " + what + " (" + std::strerror(errno) + ")");
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read in chunks up to the limit: a device file (/dev/zero) has no size to check first.
+  const uintmax_t size =
+      std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+  if (!ec) check_input_size(size, path, what);
+  std::string text;
+  std::vector<char> chunk(size_t(1) << 20);
+  while (in.read(chunk.data(), std::streamsize(chunk.size())) || in.gcount() > 0) {
+    text.append(chunk.data(), size_t(in.gcount()));
+    if (text.size() > kMaxInputBytes) {
+      throw FileError(format_context(
+          path, what,
+          "more than " + std::to_string(kMaxInputBytes) + " bytes, above the 1 GiB input limit"));
+    }
+  }
   if (in.bad()) throw FileError(path + ": error while reading " + what);
-  return ss.str();
+  return text;
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -37,8 +84,12 @@ void write_text_file(const std::string& path, const std::string& text) {
 }
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
+  check_input_size(text.size(), file, "");
+  check_nesting_depth(text, file);
   try {
-    return YAML::Load(text);
+    YAML::Node root = YAML::Load(text);
+    check_yaml_depth(root, file);
+    return root;
   } catch (const YAML::Exception& e) {
     std::string where;
     if (e.mark.line >= 0) {
@@ -163,17 +214,7 @@ const char* node_kind(const YAML::Node& n) {
 }  // namespace
 
 YAML::Node parse_json_as_yaml(const std::string& text, const std::string& file) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    std::string msg = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] " tag; keep "parse error at line..".
-    const size_t tag = msg.find("] ");
-    if (msg.rfind("[json.exception", 0) == 0 && tag != std::string::npos) msg = msg.substr(tag + 2);
-    throw FormatError(format_context(file, "", "malformed JSON: " + msg));
-  }
-  return json_to_yaml(j);
+  return json_to_yaml(parse_json_text(text, file));
 }
 
 std::string emit_yaml(const nlohmann::ordered_json& tree, const std::string& header) {
@@ -275,7 +316,7 @@ int64_t YamlReader::to_int(const YAML::Node& n, const std::string& field, int64_
   const char* e = s.data() + s.size();
   if (b != e && *b == '+') ++b;
   auto res = std::from_chars(b, e, v);
-  if (res.ec != std::errc() || res.ptr != e) fail(field, "expected an integer, got '" + s + "'");
+  if (res.ec != std::errc() || res.ptr != e) fail(field, "expected an integer, got " + quote_short(s));
   if (v < lo || v > hi) {
     fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
                     s + ")");
@@ -286,8 +327,8 @@ int64_t YamlReader::to_int(const YAML::Node& n, const std::string& field, int64_
 double YamlReader::to_double(const YAML::Node& n, const std::string& field) const {
   const std::string s = scalar(n, field);
   double v = 0;
-  if (!parse_double(s, &v)) fail(field, "expected a number, got '" + s + "'");
-  if (!std::isfinite(v)) fail(field, "expected a finite number, got '" + s + "'");
+  if (!parse_double(s, &v)) fail(field, "expected a number, got " + quote_short(s));
+  if (!std::isfinite(v)) fail(field, "expected a finite number, got " + quote_short(s));
   return v;
 }
 

@@ -165,6 +165,7 @@ MegatronConfig megatron_config_of(const Plan& p, const Graph& g) {
 
   MegatronConfig m;
   m.virtual_stages = pl.virtual_stages;
+  m.scatter_gather = pl.scatter_gather;
   m.pp = pl.ranks();
   m.tp = stage_tp(p, pl.stages[0]);
   m.dp = static_cast<int>(pl.stages[0].devices.size()) / m.tp;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "src/util/checked_math.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -26,7 +27,7 @@ int megatron_micro_batches(const MegatronConfig& m) {
 std::vector<int> megatron_stage_layers(const MegatronConfig& m, int layers) {
   if (m.pp < 1) fail("tp, pp and dp must be >= 1");
   if (m.virtual_stages < 1) fail("virtual_stages must be >= 1");
-  const int n = m.pp * m.virtual_stages;
+  const int n = checked_mul(m.pp, m.virtual_stages, "megatron: pp x virtual_stages");
   if (layers < n) {
     fail("pp x virtual_stages = " + std::to_string(n) + " exceeds the graph's " +
          std::to_string(layers) + " layers");
@@ -114,8 +115,11 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   p.pipeline.micro_batches = M;
   p.pipeline.schedule = m.schedule;
   p.pipeline.virtual_stages = m.virtual_stages;
+  p.pipeline.scatter_gather = m.scatter_gather;
   p.pipeline.stages.resize(size_t(n_stages));
-  const int per_stage = m.tp * m.dp;
+  const int per_stage = checked_mul(m.tp, m.dp, "megatron: tp x dp");
+  checked_add(m.first_device, checked_mul(per_stage, m.pp, "megatron: tp x dp x pp"),
+              "megatron: first_device + tp x dp x pp");
   for (int s = 0; s < n_stages; ++s) {
     PipelineStage& st = p.pipeline.stages[size_t(s)];
     const int rank = s % m.pp;

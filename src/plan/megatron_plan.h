@@ -32,6 +32,9 @@ struct MegatronConfig {
   /// Model chunks per pipeline rank (--virtual-pipeline-model-parallel-size): the layers
   /// are split into pp x virtual_stages chunks, chunk c on rank c % pp, interleaved 1F1B.
   int virtual_stages = 1;
+  /// Scatter / gather of stage-boundary activations over the TP ranks (Megatron-LM's
+  /// default; --no-scatter-gather-tensors-in-pipeline turns it off): PipelineConfig.
+  bool scatter_gather = true;
   /// Uneven pipelines (--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers):
   /// the layers of the first / last stage; 0 = the even split. The other stages share the
   /// remaining layers evenly (they must divide). Only without virtual stages.

@@ -115,6 +115,11 @@ struct PipelineConfig {
   /// devices equal those of stage s % (S / v)) and 1F1B interleaves the chunks of a rank
   /// (Narayanan et al. 2021): the bubble shrinks by v at the cost of v x more transfers.
   int virtual_stages = 1;
+  /// Megatron-LM's scatter / gather of stage-boundary activations (on by default there;
+  /// --no-scatter-gather-tensors-in-pipeline turns it off): with tensor parallelism each TP
+  /// rank sends its peer rank of the next stage 1/tp of a replicated boundary tensor, and
+  /// the receiving ranks all-gather it. Off: each TP rank sends its peer the whole tensor.
+  bool scatter_gather = true;
   bool enabled() const { return !stages.empty(); }
   /// Pipeline ranks: stages / virtual_stages.
   int ranks() const { return static_cast<int>(stages.size()) / std::max(virtual_stages, 1); }

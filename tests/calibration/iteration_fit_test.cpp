@@ -46,8 +46,15 @@ TEST(IterationRuns, ShippedFileReads) {
 
 TEST(IterationRuns, BadFilesNameLineAndColumn) {
   expect_format_error("gpus,global_batch\n8,64\n", "runs.csv:1: the header has no column 'micro_batch'");
-  expect_format_error(kHeader + "8,64,4,1024,16,12,1024,2,4,1,fast\n",
-                      "runs.csv:2: column 'iteration_ms': 'fast' is not a number");
+  expect_format_error(
+      kHeader + "8,64,4,1024,16,12,1024,2,4,1,fast\n",
+      "runs.csv:2: column 'iteration_ms': 'fast' is not a finite number of normal magnitude");
+  // Subnormal and non-finite times are no measurement (a ratio to 4.9e-324 is inf).
+  for (const char* t : {"4.9e-324", "inf", "nan", "1e999"}) {
+    expect_format_error(kHeader + "8,64,4,1024,16,12,1024,2,4,1," + t + "\n",
+                        "runs.csv:2: column 'iteration_ms': '" + std::string(t) +
+                            "' is not a finite number of normal magnitude");
+  }
   expect_format_error(kHeader + "8,64,4,1024,16,12,1024,3,4,1,100\n",
                       "runs.csv:2: column 'tp': tp 3 does not divide heads 16");
   expect_format_error(kHeader + "8,64,4,1024,16,12,1024,2,2,1,100\n",
@@ -59,6 +66,30 @@ TEST(IterationRuns, BadFilesNameLineAndColumn) {
                       "column 'micro_batch': '4.5' is not an integer");
   expect_format_error(kHeader + "8,64,4,1024,16,12,1024,2,4\n", "runs.csv:2: 9 fields, the header has 11");
   expect_format_error("gpus,speed\n", "runs.csv:1: unknown column 'speed'");
+}
+
+TEST(IterationRuns, WorkIsEstimatedAndBoundedBeforeSimulating) {
+  const Cluster cluster = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  // 12 layers x 60 ops x (64 / (4 x 4) = 4 micro-batches) x tp 2 = 5760.
+  const std::vector<IterationRun> small =
+      parse_iteration_runs(kHeader + "8,64,4,1024,16,12,1024,2,4,1,100\n", "r.csv");
+  EXPECT_DOUBLE_EQ(estimated_simulated_ops(small[0]), 5760);
+  EXPECT_DOUBLE_EQ(check_runs_before_simulating(small, cluster), 5760);
+  // 4096 layers x 60 x 2^26 micro-batches: refused naming the row, before any graph is built.
+  const std::vector<IterationRun> huge =
+      parse_iteration_runs(kHeader + "1,67108864,1,1024,16,4096,1024,1,1,1,100\n", "r.csv");
+  try {
+    check_runs_before_simulating(huge, cluster);
+    ADD_FAILURE() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "r.csv:2: about 1.64927e+13 simulated ops per prediction (layers x 60 x "
+              "micro-batches x tp), above the "
+              "bound 2e+07 of calibrate fit / check (docs/formats/iteration_runs.md)");
+  }
+  const std::vector<IterationRun> wide =
+      parse_iteration_runs(kHeader + "16,64,4,1024,16,12,1024,2,8,1,100\n", "r.csv");
+  EXPECT_THROW(check_runs_before_simulating(wide, cluster), ValidationError);  // 16 GPUs on 8
 }
 
 TEST(NcclTestsCsv, ParsesTablesAndInfersRanks) {

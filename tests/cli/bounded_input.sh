@@ -11,29 +11,8 @@ graph=$data/mlp2.graph.json
 cluster=$data/two_gpus.cluster.yaml
 pipeline=$data/mlp2_pipeline.plan.yaml
 
-# refuse NAME EXPECTED_ERROR -- ARGS: `placer ARGS` exits 1, its one error line (the last of
-# stderr) is exactly EXPECTED_ERROR, and it writes nothing into $tmp/out (where it was told to
-# write).
-refuse() {
-  local name=$1 want=$2; shift 3
-  n=$((n + 1))
-  rm -rf "$tmp/out"; mkdir "$tmp/out"
-  local out rc got
-  out=$("$placer" "$@" 2>&1 >/dev/null); rc=$?
-  if [ $rc -ne 1 ]; then echo "FAIL $name: exit $rc (want 1): $out"; fail=$((fail + 1)); return; fi
-  # Notes may come first (e.g. "simulating the training step"); the error is one line, last.
-  got=$(echo "$out" | tail -n 1)
-  if [ "$(echo "$out" | grep -c 'error')" -ne 1 ]; then
-    echo "FAIL $name: not exactly one error line: $out"; fail=$((fail + 1)); return
-  fi
-  if [ "$got" != "$want" ]; then
-    printf 'FAIL %s:\n  got:  %s\n  want: %s\n' "$name" "$got" "$want"; fail=$((fail + 1)); return
-  fi
-  if [ -n "$(ls -A "$tmp/out")" ]; then
-    echo "FAIL $name: wrote $(ls -A "$tmp/out")"; fail=$((fail + 1)); return
-  fi
-  echo "ok   $name"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/expect.bash"
+
 place() { echo place --graph "$1" --cluster "$2" --method m-etf -o "$tmp/out/plan.yaml"; }
 sim() { echo simulate --graph "$graph" --cluster "$cluster" --plan "$1" --trace "$tmp/out/trace.json"; }
 

@@ -38,7 +38,7 @@ bad() {  # bad NAME ROW EXPECTED: a runs file with ROW is refused, exit 1, no pr
   rc=$?
   if [ $rc -eq 1 ] && [ ! -e "$tmp/out.profile.yaml" ]; then echo "ok   $1-exit1-nothing-written"; else echo "FAIL $1: exit $rc or file written"; fail=$((fail + 1)); fi
 }
-bad non-numeric "8,64,4,1024,16,12,1024,2,4,1,slow" "bad.csv:2: column 'iteration_ms': 'slow' is not a number"
+bad non-numeric "8,64,4,1024,16,12,1024,2,4,1,slow" "bad.csv:2: column 'iteration_ms': 'slow' is not a finite number of normal magnitude"
 bad tp-heads "8,64,4,1024,16,12,1024,3,4,1,100" "bad.csv:2: column 'tp': tp 3 does not divide heads 16"
 bad gpus "8,64,4,1024,16,12,1024,2,2,1,100" "column 'gpus': dp x tp x pp = 4, not gpus 8"
 bad micro-batches "8,60,8,1024,16,12,1024,2,4,1,100" "column 'global_batch'"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `placer export` and `placer plan from-megatron | from-deepspeed`: Megatron-LM
-# arguments and DeepSpeed configs read back into the same plan and step time; the DeepSpeed
+# `placer export` and `placer plan from-megatron | from-deepspeed | from-torchtitan`: Megatron-LM
+# arguments, DeepSpeed configs and torchtitan TOML read back into the same plan and step time; the DeepSpeed
 # JSON and torchtitan TOML parse with python3's json / tomllib and hold exactly the
 # documented keys (docs/export.md); a device map's keys are torchvision module names (only
 # with python3-torch); inexpressible plans fail naming the part and write nothing.
@@ -75,6 +75,12 @@ assert p["module_fqns_per_model_part"] == [
      "output_layer"]], p["module_fqns_per_model_part"]
 assert t["activation_checkpoint"] == {"mode": "full"}, t["activation_checkpoint"]
 PY
+"$placer" plan from-torchtitan "$tmp/t.toml" --graph "$g" --cluster "$cluster" -o "$tmp/t2.plan.yaml" 2> /dev/null
+check torchtitan-round-trip-plan cmp -s "$tmp/m.plan.yaml" "$tmp/t2.plan.yaml"
+printf '[parallelism]\ntensor_parallel_degree = 2\ncontext_parallel_degree = 2\n' > "$tmp/cp.toml"
+expect torchtitan-context-parallel "cp.toml: parallelism.context_parallel_degree: not modelled yet" -- \
+  plan from-torchtitan "$tmp/cp.toml" --graph "$g" --cluster "$cluster" -o "$tmp/no6.plan.yaml"
+check from-torchtitan-wrote-nothing test ! -e "$tmp/no6.plan.yaml"
 
 # Device map: ResNet-18 (a torchvision ONNX export) placed op by op on two GPUs.
 r=$src/datasets/models/resnet18.graph.json
@@ -126,7 +132,7 @@ expect megatron-missing-micro "megatron arguments: --micro-batch-size: missing" 
   plan from-megatron "--tensor-model-parallel-size 2" --graph "$g" --cluster "$cluster" -o "$tmp/no4.plan.yaml"
 check from-megatron-wrote-nothing test ! -e "$tmp/no4.plan.yaml"
 echo '[1, 2]' > "$tmp/bad.json"
-expect deepspeed-not-object "bad.json: not a JSON object" -- \
+expect deepspeed-not-object "bad.json: expected an object, got an array of 2 values" -- \
   plan from-deepspeed "$tmp/bad.json" --graph "$g" --cluster "$cluster" -o "$tmp/no5.plan.yaml"
 
 echo "$((n - fail)) passed, $fail failed"

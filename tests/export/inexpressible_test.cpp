@@ -180,6 +180,42 @@ TEST(MegatronArguments, LayersAndBatchMustMatchTheGraph) {
   }
 }
 
+TEST(MegatronArguments, WrappedProductsAreRefusedNamingBothArguments) {
+  EXPECT_EQ(megatron_error("--tensor-model-parallel-size 65536 --pipeline-model-parallel-size 65536 --micro-batch-size 1"),
+            "--tensor-model-parallel-size x --pipeline-model-parallel-size: 65536 x 65536 is above the largest 2147483647");
+  EXPECT_EQ(megatron_error("--micro-batch-size 1000000000"),
+            "--micro-batch-size x data-parallel size: 1000000000 x 8 is above the largest 2147483647");
+}
+
+// One validator whichever way a plan comes in: what `placer export` refuses, import refuses,
+// naming the argument that set the split. 3 virtual stages x pp 2 = 6 chunks on 8 layers
+// (Megatron-LM needs the chunks to divide the layers).
+TEST(MegatronArguments, ImportRefusesWhatExportRefuses) {
+  const Graph g = export_test::gpt(8, DType::kF16);
+  try {
+    plan_of_framework_config(
+        parse_megatron_arguments("--pipeline-model-parallel-size 2 --virtual-pipeline-model-parallel-size 2 "
+                                 "--micro-batch-size 1 --global-batch-size 16 --fp16",
+                                 8),
+        g);
+  } catch (const Error& e) {
+    FAIL() << "2 x 2 chunks split 8 layers evenly: " << e.what();
+  }
+  try {
+    plan_of_framework_config(
+        parse_megatron_arguments("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 3 "
+                                 "--micro-batch-size 1 --global-batch-size 16 --fp16",
+                                 8),
+        g);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--num-virtual-stages-per-pipeline-rank: the plan read does not export back to megatron: "
+                 "pipeline.stages: 8 layers do not split evenly over 6 stages and the split is not an even one with "
+                 "a different first / last stage");
+  }
+}
+
 std::string deepspeed_error(const std::string& json) {
   try {
     parse_deepspeed_config(json, 8);
@@ -193,14 +229,25 @@ TEST(DeepSpeedConfig, NamesTheKeyPlacerCannotRead) {
   EXPECT_EQ(deepspeed_error(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 2,
                                 "gradient_accumulation_steps": 2})"),
             "train_batch_size: 30 != micro-batch 2 x accumulation 2 x dp 8");
-  EXPECT_NE(deepspeed_error(R"({"train_micro_batch_size_per_gpu": 1, "pipeline": {"stages": 4, "parts": [0, 2, 4, 5, 6]}})")
-                .find("pipeline.parts: [0,2,4,5,6]: placer builds even splits"),
-            std::string::npos);
+  EXPECT_NE(
+      deepspeed_error(
+          R"({"train_micro_batch_size_per_gpu": 1, "pipeline": {"stages": 4, "parts": [0, 2, 4, 5, 6]}})")
+          .find("pipeline.parts: uneven layers per stage: placer builds even splits"),
+      std::string::npos);
   EXPECT_EQ(deepspeed_error(R"({"train_micro_batch_size_per_gpu": 1, "pipeline": {"activation_checkpoint_interval": 2}})"),
             "pipeline.activation_checkpoint_interval: 2: placer models checkpointing every layer (1) or none (0)");
-  EXPECT_EQ(deepspeed_error(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": "two"}})"),
-            "zero_optimization.stage: expected a non-negative integer, got \"two\"");
-  EXPECT_EQ(deepspeed_error("[1, 2]"), "not a JSON object");
+  EXPECT_EQ(deepspeed_error(
+                R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": "two"}})"),
+            "zero_optimization.stage: expected an integer, got the string 'two'");
+  EXPECT_EQ(deepspeed_error("[1, 2]"), "expected an object, got an array of 2 values");
+  // Wrong types and integers that do not fit are refused, never ignored or narrowed.
+  EXPECT_EQ(deepspeed_error(R"({"train_batch_size": 16, "fp16": true})"), "fp16: expected an object, got true");
+  EXPECT_EQ(deepspeed_error(R"({"train_batch_size": 16, "zero_optimization": 3})"),
+            "zero_optimization: expected an object, got 3");
+  EXPECT_EQ(deepspeed_error(R"({"train_batch_size": 16, "pipeline": {"stages": 2, "parts": [0, 4294967300, 8]}})"),
+            "pipeline.parts[1]: must be between 0 and 1000000000 (got 4294967300)");
+  EXPECT_EQ(deepspeed_error(R"({"train_batch_size": 16, "gradient_accumulation_steps": 536870912})"),
+            "gradient_accumulation_steps x dp: 536870912 x 8 is above the largest 2147483647");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "src/io/plan_export.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
@@ -64,27 +65,42 @@ INSTANTIATE_TEST_SUITE_P(
         megatron_case("pp", config(1, 2, 1, 2), "--pipeline-model-parallel-size 2 \\"),
         megatron_case("dp", config(1, 1, 8, 1), "--global-batch-size 16 \\"),
         megatron_case("grid", config(2, 2, 2, 2), "world size 8 = tp 2 x pp 2 x dp 2"),
-        megatron_case("sp", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.sequence_parallel = true; }),
-                      "--sequence-parallel \\"),
-        megatron_case("full_recompute", with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kFull; }),
+        megatron_case(
+            "sp", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.sequence_parallel = true; }),
+            "--sequence-parallel \\"),
+        megatron_case("full_recompute",
+                      with(config(1, 2, 4, 1),
+                           [](MegatronConfig& m) { m.recompute = Recompute::kFull; }),
                       "--recompute-method uniform \\"),
         megatron_case("selective_recompute",
-                      with(config(2, 1, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }),
+                      with(config(2, 1, 4, 1),
+                           [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }),
                       "--recompute-granularity selective \\"),
-        megatron_case("virtual_stages", with(config(1, 2, 2, 2), [](MegatronConfig& m) { m.virtual_stages = 2; }),
+        megatron_case("virtual_stages",
+                      with(config(1, 2, 2, 2), [](MegatronConfig& m) { m.virtual_stages = 2; }),
                       "--num-layers-per-virtual-pipeline-stage 1 \\"),
-        megatron_case("zero1", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.zero_stage = 1; }),
+        megatron_case("zero1",
+                      with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.zero_stage = 1; }),
                       "--use-distributed-optimizer \\"),
-        megatron_case("overlap", with(config(1, 1, 8, 2), [](MegatronConfig& m) { m.overlap_grad_reduce = true; }),
+        megatron_case("overlap",
+                      with(config(1, 1, 8, 2),
+                           [](MegatronConfig& m) { m.overlap_grad_reduce = true; }),
                       "--overlap-grad-reduce \\"),
         // 5 layers on 2 stages: megatron_plan's split 3 + 2 is Megatron-LM's uneven first stage.
-        megatron_case("uneven_first", config(1, 2, 4, 1), "--decoder-first-pipeline-num-layers 3 \\", 5),
-        megatron_case("uneven_last", with(config(1, 3, 2, 1), [](MegatronConfig& m) { m.last_stage_layers = 1; }),
+        megatron_case("uneven_first", config(1, 2, 4, 1),
+                      "--decoder-first-pipeline-num-layers 3 \\", 5),
+        megatron_case("uneven_last",
+                      with(config(1, 3, 2, 1), [](MegatronConfig& m) { m.last_stage_layers = 1; }),
                       "--decoder-last-pipeline-num-layers 1 \\", 5),
-        megatron_case("bf16_no_clip", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.grad_clipping = false; }),
+        megatron_case("bf16_no_clip",
+                      with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.grad_clipping = false; }),
                       "--clip-grad 0.0", 4, DType::kBF16),
-        megatron_case("first_device", with(config(2, 1, 2, 2), [](MegatronConfig& m) { m.first_device = 4; }),
-                      "on cluster devices 4..7")),
+        megatron_case("first_device",
+                      with(config(2, 1, 2, 2), [](MegatronConfig& m) { m.first_device = 4; }),
+                      "on cluster devices 4..7"),
+        megatron_case("no_scatter_gather",
+                      with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.scatter_gather = false; }),
+                      "--no-scatter-gather-tensors-in-pipeline \\")),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 class DeepSpeedRoundTrip : public ::testing::TestWithParam<Case> {};
@@ -141,7 +157,28 @@ TEST(MegatronArguments, ReadsEqualsSpellingsAliasesAndDefaults) {
   EXPECT_FALSE(f.config.loss_scaling);
   EXPECT_TRUE(f.config.grad_clipping);
   EXPECT_EQ(f.config.zero_stage, 0);
-  EXPECT_EQ(f.ignored, (std::vector<std::string>{"--lr", "--seed", "--use-flash-attn"}));
+  EXPECT_TRUE(f.config.scatter_gather);  // Megatron-LM's default
+  EXPECT_EQ(f.attention, "flash");       // --use-flash-attn
+  EXPECT_EQ(f.ignored, (std::vector<std::string>{"--lr", "--seed"}));
+}
+
+// The attention backend is recorded (a graph option); FP8 is refused until plans express it.
+TEST(MegatronArguments, ReadsTheAttentionBackendAndRefusesFp8) {
+  const std::string base = "--micro-batch-size 1 ";
+  EXPECT_EQ(parse_megatron_arguments(base + "--attention-backend fused", 8).attention, "flash");
+  EXPECT_EQ(parse_megatron_arguments(base + "--attention-backend unfused", 8).attention, "unfused");
+  EXPECT_EQ(parse_megatron_arguments(base, 8).attention, "");
+  EXPECT_FALSE(parse_megatron_arguments(base + "--no-scatter-gather-tensors-in-pipeline", 8)
+                   .config.scatter_gather);
+  try {
+    parse_megatron_arguments(base + "--fp8-format hybrid", 8);
+    ADD_FAILURE() << "fp8 accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("--fp8-format: FP8 GEMMs are not modelled yet"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_megatron_arguments(base + "--attention-backend magic", 8), ValidationError);
 }
 
 // DeepSpeed derives the third of train_batch_size, the micro-batch and the accumulation

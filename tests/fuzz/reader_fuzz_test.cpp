@@ -1,42 +1,28 @@
-// A seeded, time-boxed mutation fuzz of the file readers: the shipped cluster,
-// profile, plan and graph files and two ONNX fixtures (a fixed 3000 cases each) are mutated (byte flips, numbers replaced by NaN / 1e308 /
-// -1 / huge integers, lines deleted) and read in-process with their validation. Any
-// exception other than placer's own errors fails, and so does the reader's last-resort
-// "unexpected YAML structure" (a node shape no check named) and a read slower than 5 s.
+// A seeded mutation fuzz of every registered reader (tests/fuzz/reader_registry.h): each
+// reader's seed inputs are mutated (byte flips, numbers replaced by NaN / 1e308 / -1 / huge
+// integers, lines deleted or repeated) a fixed number of times and read in-process with their
+// validation. Any exception other than placer's own errors fails, and so does the YAML
+// readers' last-resort "unexpected YAML structure" (a node shape no check named) and a read
+// slower than 5 s. Built with -DPLACER_SANITIZE=ON (CMakeLists.txt), the same cases run under
+// AddressSanitizer and UndefinedBehaviorSanitizer (signed overflow aborts).
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
-#include <climits>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "datasets/onnx_import.h"
-#include "simulator/cost_profile.h"
-#include "src/io/cluster_yaml.h"
-#include "src/io/graph_json.h"
-#include "src/io/plan_io.h"
 #include "src/util/error.h"
+#include "tests/fuzz/reader_registry.h"
 
 namespace placer {
 namespace {
 
-const std::string kSource = PLACER_SOURCE_DIR;
-const std::string kData = PLACER_TEST_DATA_DIR;
-constexpr double kSecondsPerFormat = 6;  // four formats: ~25 s of CI
 constexpr double kMaxSecondsPerRead = 5;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// One random mutation of `text`.
 std::string mutate(const std::string& text, std::mt19937_64& rng) {
@@ -81,94 +67,65 @@ std::string mutate(const std::string& text, std::mt19937_64& rng) {
   return s;
 }
 
-/// Mutates `seed_text` repeatedly (a few mutations per case) for `seconds` and runs `read` on
-/// each; returns the number of cases.
-int fuzz(const std::string& name, const std::string& seed_text,
-         const std::function<void(const std::string&)>& read, uint64_t seed,
-         double seconds = kSecondsPerFormat, int max_cases = INT_MAX) {
-  std::mt19937_64 rng(seed);
-  const auto start = std::chrono::steady_clock::now();
+/// Mutates `seed` (a few mutations per case) `cases` times and reads each; stops at the first
+/// failure (one reproducer is enough). Returns the cases run.
+int run_cases(const std::string& name, const fuzz::Seed& seed,
+              const std::function<void(const std::string&, const std::string&)>& read,
+              uint64_t rng_seed, int cases) {
+  std::mt19937_64 rng(rng_seed);
   auto elapsed = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  int cases = 0;
-  while (elapsed(start) < seconds && cases < max_cases) {
-    std::string text = seed_text;
+  int run = 0;
+  while (run < cases) {
+    std::string text = seed.text;
     const int edits = 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < edits; ++k) text = mutate(text, rng);
-    ++cases;
+    ++run;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      read(text);
+      read(text, seed.name);
     } catch (const Error& e) {
       const std::string msg = e.what();
       EXPECT_EQ(msg.find("unexpected YAML structure"), std::string::npos)
-          << name << " case " << cases << ": no field named: " << msg << "\n--- input:\n" << text;
+          << name << " case " << run << ": no field named: " << msg << "\n--- input:\n"
+          << text;
     } catch (const std::exception& e) {
-      ADD_FAILURE() << name << " case " << cases << ": " << e.what() << "\n--- input:\n" << text;
+      ADD_FAILURE() << name << " case " << run << ": " << e.what() << "\n--- input:\n" << text;
     }
-    EXPECT_LT(elapsed(t0), kMaxSecondsPerRead) << name << " case " << cases << " hangs:\n" << text;
-    if (::testing::Test::HasFailure()) break;  // one reproducer is enough
+    EXPECT_LT(elapsed(t0), kMaxSecondsPerRead) << name << " case " << run << " hangs:\n" << text;
+    if (::testing::Test::HasFailure()) break;
   }
-  return cases;
+  return run;
 }
 
-TEST(ReaderFuzz, Clusters) {
+class EveryReader : public ::testing::TestWithParam<size_t> {};
+
+// Each reader's cases are split over its seeds; the generator's seed depends on the reader's
+// position only, so a run is reproducible.
+TEST_P(EveryReader, RefusesMutatedInputWithItsOwnErrors) {
+  const fuzz::RegisteredReader& r = fuzz::registered_readers()[GetParam()];
+  ASSERT_FALSE(r.seeds.empty()) << r.name;
+  const int per_seed = r.cases / static_cast<int>(r.seeds.size());
   int cases = 0;
-  for (const char* f : {"dgx1_p100", "h100_ib_4node", "automap_config_c"}) {
-    const std::string path = kSource + "/datasets/clusters/" + f + ".cluster.yaml";
-    cases += fuzz(path, read_text(path), [&](const std::string& t) { parse_cluster_yaml(t, path); },
-                  /*seed=*/17, kSecondsPerFormat / 3);
+  for (size_t k = 0; k < r.seeds.size(); ++k) {
+    ASSERT_FALSE(r.seeds[k].text.empty()) << r.name << ": empty seed " << r.seeds[k].name;
+    cases += run_cases(r.name + " (" + r.seeds[k].name + ")", r.seeds[k], r.read,
+                       17 + 100 * GetParam() + k, per_seed);
   }
-  EXPECT_GT(cases, 100);
+  EXPECT_EQ(cases, per_seed * static_cast<int>(r.seeds.size())) << r.name;
 }
 
-TEST(ReaderFuzz, Profiles) {
-  const std::string path = kSource + "/datasets/clusters/dgx_a100.profile.yaml";
-  EXPECT_GT(fuzz(path, read_text(path), [&](const std::string& t) { parse_cost_profile(t, path); },
-                 /*seed=*/18),
-            100);
+std::string reader_test_name(const ::testing::TestParamInfo<size_t>& info) {
+  std::string s;
+  for (char ch : fuzz::registered_readers()[info.param].name)
+    s += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return s;
 }
 
-TEST(ReaderFuzz, Graphs) {
-  const std::string path = kData + "/mlp2.graph.json";
-  EXPECT_GT(fuzz(path, read_text(path), [&](const std::string& t) { parse_graph_json(t, path); },
-                 /*seed=*/19),
-            100);
-}
-
-TEST(ReaderFuzz, Plans) {
-  const Graph g = load_graph_json(kData + "/mlp2.graph.json");
-  const Cluster c = load_cluster_yaml(kData + "/two_gpus.cluster.yaml");
-  int cases = 0;
-  for (const char* f : {"mlp2_pipeline", "mlp2_two_gpus"}) {
-    const std::string path = kData + "/" + f + ".plan.yaml";
-    std::vector<std::string> warnings;
-    cases += fuzz(path, read_text(path),
-                  [&](const std::string& t) {
-                    warnings.clear();
-                    parse_plan_yaml(t, path, g, c, &warnings);
-                  },
-                  /*seed=*/20, kSecondsPerFormat / 2);
-  }
-  EXPECT_GT(cases, 100);
-}
-
-// ONNX models go through protobuf parsing, libonnx's shape inference and version converter
-// (the opset-6 fixture is upgraded to 7): a fixed number of cases, not a time box, so that
-// CI runs exactly the cases that were run here (a crash inside libonnx would abort the
-// test binary rather than fail one case).
-TEST(ReaderFuzz, OnnxModels) {
-  for (const char* f : {"opset6_conv_net", "pass_through"}) {
-    const std::string path = kData + "/onnx/" + f + ".onnx";
-    ImportOptions options;
-    options.batch_size = 2;
-    EXPECT_EQ(fuzz(path, read_text(path),
-                   [&](const std::string& t) { import_onnx_bytes(t, path, options); },
-                   /*seed=*/21, /*seconds=*/60, /*max_cases=*/3000),
-              3000);
-  }
-}
+INSTANTIATE_TEST_SUITE_P(Registry, EveryReader,
+                         ::testing::Range<size_t>(0, fuzz::registered_readers().size()),
+                         reader_test_name);
 
 }  // namespace
 }  // namespace placer

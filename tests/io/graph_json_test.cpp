@@ -332,16 +332,17 @@ TEST(GraphJsonErrors, TruncatedFile) {
   // The file ends inside a string on line 21 (byte 1177 is the end of input).
   EXPECT_EQ(read_text(path).size(), 1176u);
   EXPECT_EQ(msg, path +
-                     ": invalid JSON at byte 1177: parse error at line 21, column 33: syntax "
-                     "error while parsing value - invalid string: missing closing quote; last "
-                     "read: '\"'");
+                     ": line 21, column 33: malformed JSON: syntax error while parsing value - "
+                     "invalid string: "
+                     "missing closing quote");
 }
 
 TEST(GraphJsonErrors, MalformedText) {
-  EXPECT_EQ(format_error("{\"format_version\": \"1.0\",, }"),
-            "g.graph.json: invalid JSON at byte 26: parse error at line 1, column 26: syntax error "
-            "while parsing object key - unexpected ','; expected string literal");
-  EXPECT_EQ(format_error("").rfind("g.graph.json: invalid JSON at byte 1: ", 0), 0u);
+  EXPECT_EQ(
+      format_error("{\"format_version\": \"1.0\",, }"),
+      "g.graph.json: line 1, column 26: malformed JSON: syntax error while parsing object key - "
+      "unexpected ','; expected string literal");
+  EXPECT_EQ(format_error("").rfind("g.graph.json: line 1, column 1: malformed JSON: ", 0), 0u);
   EXPECT_EQ(format_error("[1, 2]"),
             "g.graph.json: expected a JSON object at the top level, got an array");
 }

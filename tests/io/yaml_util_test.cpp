@@ -56,8 +56,9 @@ TEST(YamlUtil, JsonBecomesTheSameTree) {
   EXPECT_TRUE(n["b"][1].IsNull());
   EXPECT_EQ(n["b"][2].Scalar(), "2.5");
   EXPECT_EQ(n["c"]["d"].Scalar(), "18446744073709551615");
-  expect_error<FormatError>([] { parse_json_as_yaml("[1, 2", "t.json"); },
-                            "t.json: malformed JSON: parse error at line 1, column 6");
+  expect_error<FormatError>(
+      [] { parse_json_as_yaml("[1, 2", "t.json"); },
+      "t.json: line 1, column 6: malformed JSON: syntax error while parsing array");
 }
 
 TEST(YamlUtil, ReaderMessages) {
@@ -135,6 +136,34 @@ TEST(YamlUtil, FormatVersionPolicy) {
   expect_error<FormatError>(
       [&] { r.check_format_version(parse_yaml_text("format_version: 1.x\n", "f"), 1, 0); },
       "f.yaml: format_version: cannot read '1.x' as <major>.<minor>");
+}
+
+TEST(YamlUtil, NestingIsBounded) {
+  // Flow style: refused by the bracket scan before yaml-cpp parses it.
+  const std::string flow = "a: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  expect_error<FormatError>([&] { parse_yaml_text(flow, "f.yaml"); },
+                            "f.yaml: line 1, column 68: nesting deeper than 64 levels");
+  // Block style (indentation): refused on the parsed tree.
+  std::string block;
+  for (int i = 0; i < 70; ++i) block += std::string(size_t(i), ' ') + "k:\n";
+  expect_error<FormatError>([&] { parse_yaml_text(block, "f.yaml"); },
+                            "f.yaml: line 65, column 65: nesting deeper than 64 levels");
+  std::string ok;
+  for (int i = 0; i < 60; ++i) ok += std::string(size_t(i), ' ') + "k:\n";
+  EXPECT_NO_THROW(parse_yaml_text(ok, "f.yaml"));
+}
+
+TEST(YamlUtil, AliasesCannotExpandWithoutBound) {
+  // Ten levels of ten aliases each: 10^10 values once expanded, from a few hundred bytes.
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 10; ++i) {
+    const std::string p = "*a" + std::to_string(i - 1);
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p;
+    for (int k = 1; k < 10; ++k) text += ", " + p;
+    text += "]\n";
+  }
+  expect_error<FormatError>([&] { parse_yaml_text(text, "f.yaml"); },
+                            "f.yaml: more than 16777216 values (aliases expanded)");
 }
 
 TEST(YamlUtil, Files) {

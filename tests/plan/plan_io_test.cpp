@@ -462,8 +462,9 @@ TEST_F(PlanIo, FileLevelErrors) {
   expect_error<FormatError>(
       [&] { parse_plan_yaml("format_version: \"1.0\"\nplacement: {default: 0\n", "m.yaml", g, c); },
       "m.yaml: line 3, column 1: malformed YAML: ");
-  expect_error<FormatError>([&] { parse_plan_json("{\"format_version\": }", "m.json", g, c); },
-                            "m.json: malformed JSON: parse error at line 1, column 20");
+  expect_error<FormatError>(
+      [&] { parse_plan_json("{\"format_version\": }", "m.json", g, c); },
+      "m.json: line 1, column 20: malformed JSON: syntax error while parsing value");
   expect_error<FormatError>([&] { parse_plan_yaml("format_version: \"3.0\"\n", "v.yaml", g, c); },
                             "v.yaml: unsupported format_version '3.0' (this build reads 1.x)");
 }
@@ -530,7 +531,7 @@ TEST_F(PlanFixtures, BadFiles) {
                             "wrong_version.plan.yaml: unsupported format_version '2.1' (this "
                             "build reads 1.x)");
   expect_error<FormatError>([&] { load_plan(bad("malformed.plan.json"), g, c); },
-                            "malformed.plan.json: malformed JSON: parse error at line 4");
+                            "malformed.plan.json: line 4, column 30: malformed JSON: ");
 }
 
 }  // namespace
@@ -557,6 +558,7 @@ TEST_F(PlanIo11, StageGridReplicatedPartitionsAndCollectivesRoundTrip) {
       "  - {op: l10_fc, dim: reduce, devices: [2, 3], forward_collective: none}\n"
       "pipeline:\n"
       "  micro_batches: 4\n"
+      "  scatter_gather: false\n"
       "  stages:\n"
       "    - {devices: [0, 1], tensor_parallel: 2, ops: [x_in, embed, l1_fc, l1_act],"
       " recompute: full}\n"
@@ -565,6 +567,7 @@ TEST_F(PlanIo11, StageGridReplicatedPartitionsAndCollectivesRoundTrip) {
       "recompute: selective\n"
       "precision: {compute: bf16, loss_scaling: true, grad_clipping: true}\n");
   EXPECT_EQ(p.pipeline.stages[0].tensor_parallel, 2);
+  EXPECT_FALSE(p.pipeline.scatter_gather);
   EXPECT_EQ(p.pipeline.stages[1].data_parallel(), 2);
   EXPECT_EQ(p.pipeline.stages[0].recompute, Recompute::kFull);
   EXPECT_EQ(p.pipeline.stages[1].recompute, Recompute::kInherit);
@@ -596,6 +599,9 @@ TEST_F(PlanIo11, ShorthandRoundTripsAndExpandsOnlyWhenSimulated) {
 
 TEST_F(PlanIo11, BadFieldsAreNamed) {
   using testing_plan::expect_error;
+  expect_error<FormatError>(
+      [&] { parse("pipeline: {scatter_gather: maybe, stages: [{devices: [0], ops: [x_in]}]}\n"); },
+      "p.yaml: pipeline.scatter_gather: expected ");
   expect_error<FormatError>([&] { parse("pipeline: {stages: [{devices: [0], ops: [x_in, embed, "
                                         "l1_fc, l1_act, l10_fc, head], recompute: half}]}\n"); },
                             "p.yaml: pipeline.stages[0].recompute: unknown recomputation 'half'");

@@ -124,6 +124,8 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   }
   EXPECT_EQ(a.pipeline.micro_batches, b.pipeline.micro_batches);
   EXPECT_EQ(a.pipeline.schedule, b.pipeline.schedule);
+  EXPECT_EQ(a.pipeline.virtual_stages, b.pipeline.virtual_stages);
+  EXPECT_EQ(a.pipeline.scatter_gather, b.pipeline.scatter_gather);
   ASSERT_EQ(a.pipeline.stages.size(), b.pipeline.stages.size());
   for (size_t s = 0; s < a.pipeline.stages.size(); ++s) {
     EXPECT_EQ(a.pipeline.stages[s].ops, b.pipeline.stages[s].ops) << s;

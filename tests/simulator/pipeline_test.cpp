@@ -362,5 +362,60 @@ TEST(Pipeline, MicroBatchedPlacementRefusesPartitions) {
   }
 }
 
+// Stage-boundary transfers with tensor parallelism, traced by hand. Two hosts of two
+// devices; stage 0 = TP pair {0, 1} on host 0 runs A (1 s), stage 1 = TP pair {2, 3} on
+// host 1 runs B (1 s), both replicated on their pair, so each rank holds A's whole output
+// t (1 GB). Links: between hosts 1 GB/s per device (one NIC each), inside a host 10 GB/s,
+// no latency.
+//  - every copy from the primary (TP rank 0), as before: t leaves through device 0's NIC
+//    twice, 1 s each: B starts when the second copy is in at 3 s, ends at 4 s;
+//  - each rank to its peer (scatter / gather off): both copies at once, B at 2 s -> 3 s;
+//  - scatter / gather: 0.5 GB each (0.5 s), then the all-gather of 1 GB inside host 1,
+//    ring on 2 devices: (2 - 1) / 2 x 1 GB / 10 GB/s = 0.05 s: B at 1.55 s -> 2.55 s.
+TEST(PipelineTransfers, TensorParallelRanksSendToTheirPeersAndScatterGather) {
+  TestGraph b("tp_pipe");
+  const TensorId t = b.tensor("t", 1000000000, /*batch_scaled=*/false);
+  const TensorId u = b.tensor("u", 0, false);
+  const OpId a = b.op("A", 1e12, {}, {t});
+  const OpId bb = b.op("B", 1e12, {t}, {u});
+  const Graph g = b.build();
+  const Cluster cl = make_cluster(2, 2, link(0, 1e10, LinkSharing::kPerDevice),
+                                  link(0, 1e9, LinkSharing::kPerDevice));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p;
+  p.graph_name = g.name();
+  p.placement = {0, 2};
+  p.pipeline.micro_batches = 1;
+  for (int s = 0; s < 2; ++s) {
+    PipelineStage st;
+    st.ops = {s == 0 ? a : bb};
+    st.devices = {2 * s, 2 * s + 1};
+    st.tensor_parallel = 2;
+    p.pipeline.stages.push_back(st);
+    OpPartition q;
+    q.op = st.ops[0];
+    q.devices = st.devices;
+    q.replicated = true;
+    p.partitions.push_back(q);
+  }
+  p.validate(g, cl);
+  SimOptions opt;
+  opt.record_events = true;
+  const SimResult r = sim.run(p, opt);
+  EXPECT_NEAR(r.step_time, 2.55, 1e-9);
+  EXPECT_EQ(r.num_transfers, 2u);
+  EXPECT_EQ(r.transfer_bytes, 1000000000u);  // 0.5 GB from each rank
+  for (const SimEvent& e : r.events) {
+    if (e.kind == SimEvent::kTransfer) {
+      EXPECT_EQ(e.peer, e.device + 2);  // rank k -> rank k
+    }
+  }
+  p.pipeline.scatter_gather = false;
+  const SimResult whole = sim.run(p, opt);
+  EXPECT_NEAR(whole.step_time, 3.0, 1e-9);
+  EXPECT_EQ(whole.transfer_bytes, 2000000000u);
+}
+
 }  // namespace
 }  // namespace placer

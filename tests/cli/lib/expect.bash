@@ -26,3 +26,27 @@ check() {
   n=$((n + 1))
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=$((fail + 1)); fi
 }
+
+# refuse NAME EXPECTED_ERROR -- ARGS: `placer ARGS` exits 1, its one error line (the last
+# of stderr) is exactly EXPECTED_ERROR, and it writes nothing into $tmp/out (where it was
+# told to write). Needs $tmp.
+refuse() {
+  local name=$1 want=$2; shift 3
+  n=$((n + 1))
+  rm -rf "$tmp/out"; mkdir "$tmp/out"
+  local out rc got
+  out=$("$placer" "$@" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 1 ]; then echo "FAIL $name: exit $rc (want 1): $out"; fail=$((fail + 1)); return; fi
+  # Notes may come first (e.g. "simulating the training step"); the error is one line, last.
+  got=$(echo "$out" | tail -n 1)
+  if [ "$(echo "$out" | grep -c 'error')" -ne 1 ]; then
+    echo "FAIL $name: not exactly one error line: $out"; fail=$((fail + 1)); return
+  fi
+  if [ "$got" != "$want" ]; then
+    printf 'FAIL %s:\n  got:  %s\n  want: %s\n' "$name" "$got" "$want"; fail=$((fail + 1)); return
+  fi
+  if [ -n "$(ls -A "$tmp/out")" ]; then
+    echo "FAIL $name: wrote $(ls -A "$tmp/out")"; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"
+}

@@ -1,0 +1,133 @@
+// The measured-runs columns of today's stacks: kept in IterationRun, virtual stages and
+// master weights wired into the plan and graph, the rest refused by name until modelled.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "simulator/calibration/iteration_runs.h"
+#include "src/io/cluster_yaml.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+const std::string kSrc = PLACER_SOURCE_DIR;
+const std::string kHeader =
+    "gpus,global_batch,micro_batch,hidden,heads,layers,seq_len,tp,dp,pp,iteration_ms";
+
+TEST(IterationRunsModern, ShippedFilesReadEveryColumn) {
+  size_t rows = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(kSrc + "/datasets/measurements/modern")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("megatron-bridge_", 0) == 0)
+      rows += load_iteration_runs(e.path().string()).size();
+  }
+  EXPECT_EQ(rows, 121u);  // the README's count
+  const std::vector<IterationRun> runs =
+      load_iteration_runs(kSrc + "/datasets/measurements/modern/llama_dense_h100.csv");
+  ASSERT_EQ(runs.size(), 6u);
+  // 8,128,1,4096,32,32,8192,1,8,1,9070.098955,llama,128256,14336,8,,fp8,3,1,0,flash,1,1,1,1,,0,0,0,0,FP8-CS
+  const IterationRun& a = runs[0];
+  EXPECT_TRUE(a.fp8);
+  EXPECT_EQ(a.dtype, DType::kBF16);
+  EXPECT_EQ(a.precision_variant, "FP8-CS");
+  EXPECT_EQ(a.attention, "flash");
+  EXPECT_TRUE(a.master_weights);
+  EXPECT_EQ(a.config.zero_stage, 3);
+  EXPECT_EQ(a.etp, 0);
+  EXPECT_EQ(a.num_experts, 0);
+  // 64,128,1,8192,64,80,8192,4,2,8,...,flash,1,5,1,1,...: tp 4, pp 8, 5 virtual stages.
+  EXPECT_EQ(runs[1].config.virtual_stages, 5);
+  EXPECT_EQ(runs[1].config.tp, 4);
+  EXPECT_EQ(runs[1].cp, 1);
+}
+
+TEST(IterationRunsModern, AbsentColumnsKeepTheirOldMeaning) {
+  const IterationRun r =
+      parse_iteration_runs(kHeader + "\n8,64,4,1024,16,12,1024,2,4,1,100\n", "runs.csv")[0];
+  EXPECT_EQ(r.attention, "unfused");
+  EXPECT_TRUE(r.master_weights);
+  EXPECT_FALSE(r.fp8);
+  EXPECT_EQ(r.dtype, DType::kF16);
+  EXPECT_EQ(r.config.virtual_stages, 1);
+  EXPECT_TRUE(r.config.scatter_gather);
+  EXPECT_EQ(r.cp, 1);
+  EXPECT_EQ(r.ep, 1);
+  EXPECT_NO_THROW(check_modelled(r));
+}
+
+TEST(IterationRunsModern, VirtualStagesScatterGatherAndMasterWeightsReachPlanAndGraph) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::vector<IterationRun> runs =
+      parse_iteration_runs(kHeader +
+                               ",virtual_stages,master_weights,precision,scatter_gather\n8,64,4,"
+                               "1024,16,12,1024,2,2,2,100,3,1,bf16,1\n"
+                               "8,64,4,1024,16,12,1024,2,2,2,100,3,0,bf16,0\n",
+                           "runs.csv");
+  RunPredictor pred(c);
+  const Plan p = pred.plan(runs[0]);
+  EXPECT_EQ(p.pipeline.virtual_stages, 3);
+  EXPECT_EQ(p.pipeline.stages.size(), 6u);  // pp 2 x 3 chunks of 2 layers
+  EXPECT_TRUE(p.pipeline.scatter_gather);
+  EXPECT_FALSE(pred.plan(runs[1]).pipeline.scatter_gather);
+  // Adam keeps 2 x 2 B of bf16 state per parameter without fp32 master weights and
+  // 3 x 4 B with them.
+  uint64_t with = 0, without = 0;
+  const Graph& gw = pred.graph(runs[0]);
+  for (OpId o = 0; o < gw.num_ops(); ++o) with += gw.op(o).state_bytes;
+  const Graph& gn = pred.graph(runs[1]);
+  for (OpId o = 0; o < gn.num_ops(); ++o) without += gn.op(o).state_bytes;
+  EXPECT_EQ(with, 3 * without);
+}
+
+void expect_refused(const std::string& columns, const std::string& values,
+                    const std::string& message) {
+  const IterationRun r = parse_iteration_runs(
+      kHeader + "," + columns + "\n8,64,4,1024,16,12,1024,2,4,1,100," + values + "\n",
+      "runs.csv")[0];
+  try {
+    check_modelled(r);
+    ADD_FAILURE() << "accepted: " << columns;
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+TEST(IterationRunsModern, UnmodelledColumnsAreNamedErrors) {
+  expect_refused("attention", "flash", "runs.csv:2: column 'attention': flash is not modelled yet");
+  expect_refused("precision", "fp8", "runs.csv:2: column 'precision': fp8 is not modelled yet");
+  expect_refused("ep", "2", "column 'ep': 2 is not modelled yet");
+  expect_refused("etp", "1", "column 'etp': 1 is not modelled yet");
+  expect_refused("num_experts,moe_topk,moe_ffn", "8,2,512",
+                 "column 'num_experts': 8 is not modelled yet");
+  // cp counts in the ranks: 8 GPUs = tp 2 x dp 2 x cp 2.
+  const IterationRun cp =
+      parse_iteration_runs(kHeader + ",cp\n8,64,4,1024,16,12,1024,2,2,1,100,2\n", "runs.csv")[0];
+  EXPECT_THROW(check_modelled(cp), ValidationError);
+  EXPECT_THROW(parse_iteration_runs(kHeader + ",attention\n8,64,4,1024,16,12,1024,2,4,1,100,fast\n",
+                                    "r.csv"),
+               FormatError);
+  EXPECT_THROW(
+      parse_iteration_runs(
+          kHeader + ",num_experts,moe_topk\n8,64,4,1024,16,12,1024,2,4,1,100,8,0\n", "r.csv"),
+      FormatError);
+}
+
+TEST(IterationRunsModern, ApproximationStandsInForFlashAndFp8Only) {
+  std::vector<IterationRun> runs = parse_iteration_runs(
+      kHeader +
+          ",attention,precision,ep\n8,64,4,1024,16,12,1024,2,4,1,100,flash,fp8,1\n"
+          "8,64,4,1024,16,12,1024,2,4,1,100,flash,bf16,2\n",
+      "runs.csv");
+  EXPECT_EQ(approximate_unmodelled(&runs),
+            (std::vector<std::string>{"attention flash -> unfused: 2 runs",
+                                      "precision fp8 -> bf16: 1 runs"}));
+  EXPECT_NO_THROW(check_modelled(runs[0]));
+  EXPECT_EQ(runs[0].dtype, DType::kBF16);
+  EXPECT_THROW(check_modelled(runs[1]), ValidationError);  // ep 2 stays refused
+}
+
+}  // namespace
+}  // namespace placer
