@@ -155,21 +155,14 @@ int main(int argc, char** argv) {
                 profile_path.c_str());
     std::vector<Row> rows;
     if (folds >= 2) {
-      std::vector<double> pred(runs.size());
-      for (int k = 0; k < folds; ++k) {
-        std::vector<IterationRun> train, test;
-        std::vector<size_t> idx;
-        for (size_t i = 0; i < runs.size(); ++i) {
-          if (int(i % size_t(folds)) == k) {
-            test.push_back(runs[i]);
-            idx.push_back(i);
-          } else {
-            train.push_back(runs[i]);
-          }
-        }
-        const std::vector<double> p = fit_predict(train, test, nullptr);
-        for (size_t j = 0; j < p.size(); ++j) pred[idx[j]] = p[j];
-      }
+      std::vector<int> fold_of(runs.size());
+      for (size_t i = 0; i < runs.size(); ++i) fold_of[i] = int(i % size_t(folds));
+      const std::vector<double> pred = cross_validated_predictions(
+          cluster, iteration_fit_start(base), runs, fold_of, std::max(1, fit_every), fo,
+          [](int fold, const IterationFitResult& fr) {
+            std::printf("# fold %d: fit %.1f s, %d iterations, %d simulations\n", fold + 1,
+                        fr.seconds, fr.iterations, fr.simulations);
+          });
       for (size_t i = 0; i < runs.size(); ++i) rows.push_back({&runs[i], pred[i]});
       print_table(std::to_string(folds) + "-fold cross-validation (each fold fitted on every " +
                       std::to_string(std::max(1, fit_every)) + "-th of its training runs)",

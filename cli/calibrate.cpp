@@ -9,6 +9,7 @@
 
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "cli/profile_choice.h"
 #include "simulator/calibration/fit.h"
 #include "simulator/calibration/iteration_fit.h"
 #include "simulator/calibration/iteration_runs.h"
@@ -95,24 +96,21 @@ std::string fit_iterations(const FitArgs& a, const Cluster& cluster,
   std::vector<std::vector<std::pair<std::string, double>>> fold_values;
   std::string cv;
   if (a.folds >= 2) {
-    std::vector<double> pred(runs.size()), meas = measured_of(runs);
+    std::vector<int> fold_of(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) fold_of[i] = int(i % size_t(a.folds));
+    const std::vector<double> pred = cross_validated_predictions(
+        cluster, start, runs, fold_of, a.fit_every, fo,
+        [&](int, const IterationFitResult& f) { fold_values.push_back(f.values); });
+    const std::vector<double> meas = measured_of(runs);
     for (int k = 0; k < a.folds; ++k) {
-      std::vector<IterationRun> train, test;
-      std::vector<size_t> test_idx;
+      std::vector<double> m, p;
       for (size_t i = 0; i < runs.size(); ++i) {
-        if (int(i % size_t(a.folds)) == k) {
-          test.push_back(runs[i]);
-          test_idx.push_back(i);
-        } else {
-          train.push_back(runs[i]);
-        }
+        if (fold_of[i] != k) continue;
+        m.push_back(meas[i]);
+        p.push_back(pred[i]);
       }
-      const IterationFitResult f = fit_iteration_times(cluster, start, subsample(train), fo);
-      fold_values.push_back(f.values);
-      const std::vector<double> p = predict_runs(cluster, f.profile, test, a.threads);
-      for (size_t j = 0; j < p.size(); ++j) pred[test_idx[j]] = p[j];
       std::cerr << "placer: fold " << k + 1 << "/" << a.folds << ": "
-                << fidelity_line(summarize_fidelity(measured_of(test), p)) << "\n";
+                << fidelity_line(summarize_fidelity(m, p)) << "\n";
     }
     cv = fidelity_line(summarize_fidelity(meas, pred));
     std::cout << a.folds << "-fold cross-validated: " << cv << "\n";
@@ -484,7 +482,7 @@ void check_measurements(const CheckArgs& a, const Cluster& cluster, const CostPr
 
 void run_check(const CheckArgs& a) {
   Cluster cluster = load_cluster(a.cluster);
-  CostProfile profile = load_cost_profile(a.profile);
+  CostProfile profile = load_profile_for(a.profile, cluster);
   if (a.measurements.empty() && a.iterations.empty() && a.profiler_traces.empty()) {
     throw Error("calibrate check: give --measurements, --iterations or --profiler-trace");
   }
@@ -539,7 +537,7 @@ void fit_options(CLI::App* fit, FitArgs& a) {
 }
 
 void check_options(CLI::App* check, CheckArgs& a) {
-  add_profile_option(check, a.profile, "Cost profile (*.profile.yaml)")->required();
+  add_profile_option(check, a.profile);
   add_cluster_option(check, a.cluster);
   check->add_option("-m,--measurements", a.measurements,
                     "placer-calibrate CSV or nccl-tests log ([OP=]path); repeatable");

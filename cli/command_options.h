@@ -67,7 +67,9 @@ inline CLI::Option* add_cluster_option(CLI::App* sub, std::string& into,
 /// --profile: a cost profile file (optional unless the caller adds ->required()).
 inline CLI::Option* add_profile_option(
     CLI::App* sub, std::string& into,
-    const std::string& doc = "Cost profile (*.profile.yaml); default: the built-in default profile") {
+    const std::string& doc =
+        "Cost profile (*.profile.yaml); default: the profile shipped for the "
+        "cluster's GPU model (docs/calibration.md), else the built-in one") {
   return sub->add_option("--profile", into, doc)->check(CLI::ExistingFile);
 }
 

@@ -11,6 +11,7 @@
 #include "cli/command_options.h"
 #include "cli/common.h"
 #include "cli/placing.h"
+#include "cli/profile_choice.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 
@@ -131,6 +132,7 @@ void run_compare(const CompareArgs& a) {
   std::cout << "graph    " << s->graph.name() << " (" << s->graph.num_ops() << " ops"
             << (s->graph.is_training_step() ? ", training step" : ", forward") << ")\n"
             << "cluster  " << c.name << " (" << c.num_devices() << " devices)\n"
+            << "profile  " << profile_label(a.problem.profile, c) << "\n"
             << "single   " << human_time(single.step_time) << " on "
             << c.device(s->devices.empty() ? 0 : s->devices.front()).name
             << (single.oom ? " (out of memory)" : "") << " = speed-up 1.00x\n\n";

@@ -12,6 +12,7 @@
 #include "cli/command_options.h"
 #include "cli/common.h"
 #include "cli/placing.h"
+#include "cli/profile_choice.h"
 #include "simulator/trace.h"
 #include "src/io/plan_io.h"
 #include "src/plan/plan_notes.h"
@@ -204,8 +205,8 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
       << "}  # 0 = the model's\n";
   }
   f << "cluster: " << yaml_quote(a.problem.cluster) << "\n";
-  f << "profile: " << (a.problem.profile.empty() ? "default" : yaml_quote(a.problem.profile))
-    << "\n";
+  const std::string profile = profile_path_for(a.problem.profile, s.cluster);
+  f << "profile: " << (profile.empty() ? "default" : yaml_quote(profile)) << "\n";
   f << "expand: " << (a.problem.no_expand ? "false" : "true") << "\n";
   f << "optimizer: " << a.problem.optimizer << "\n";
   f << "devices: [";
@@ -225,7 +226,8 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   write_text_atomic(path, f.str(), "configuration");
 }
 
-void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single) {
+void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single,
+            const std::string& profile) {
   const Graph& g = s.graph;
   const Cluster& c = s.cluster;
   std::ostream& out = std::cout;
@@ -233,6 +235,7 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
       << ", " << g.num_ops() << " ops)\n";
   out << "cluster      " << c.name << " (" << c.num_devices() << " devices"
       << (s.devices.empty() ? "" : ", " + std::to_string(s.devices.size()) + " used") << ")\n";
+  out << "profile      " << profile << "\n";
   out << "method       " << run.method << "\n\n";
   const SimResult& r = run.result;
   out << "step time    " << human_time(r.step_time) << "\n";
@@ -290,7 +293,7 @@ void run_place(PlaceArgs a) {
   const std::unique_ptr<Placer> placer = configured_placer(a);
   const std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
   const MethodRun chosen = run_chosen(a, placer.get(), *s, budget_of(a));
-  report(*s, chosen, simulate_single_device(*s));
+  report(*s, chosen, simulate_single_device(*s), profile_label(a.problem.profile, s->cluster));
   write_outputs(a, *s, chosen);
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "cli/profile_choice.h"
 #include "datasets/onnx_import.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
@@ -99,7 +100,7 @@ std::unique_ptr<ProblemSetup> load_problem(const ProblemArgs& a) {
                        nullptr,
                        nullptr,
                        {}});
-  CostProfile profile = a.profile.empty() ? default_profile() : load_cost_profile(a.profile);
+  CostProfile profile = load_profile_for(a.profile, s->cluster);
   s->cost = std::make_unique<CostModel>(s->cluster, profile);
   s->simulator = std::make_unique<Simulator>(s->graph, s->cluster, *s->cost);
   s->devices = parse_device_list(a.devices, s->cluster.num_devices());

@@ -6,6 +6,7 @@
 
 #include "cli/command_options.h"
 #include "cli/common.h"
+#include "cli/profile_choice.h"
 #include "simulator/breakdown.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -49,6 +50,7 @@ void report(const SimulateArgs& a, const Graph& g, const Cluster& c, const Plan&
       << human_bytes(double(g.total_param_bytes())) << ", batch " << g.batch_size() << ")\n";
   out << "cluster      " << c.name << " (" << c.num_devices() << " devices on " << c.num_hosts()
       << (c.num_hosts() == 1 ? " host)\n" : " hosts)\n");
+  out << "profile      " << profile_label(a.profile, c) << "\n";
   out << "plan         " << a.plan << " (" << describe_plan(plan) << ")\n\n";
 
   out << "step time    " << human_time(r.step_time) << "\n";
@@ -176,7 +178,7 @@ void print_breakdown(const Graph& g, const Cluster& c, const Plan& plan, const S
 void run_simulate(const SimulateArgs& a) {
   Graph g = load_graph_for_step(a.graph, !a.no_expand, a.optimizer);
   Cluster c = load_cluster(a.cluster);
-  CostProfile profile = a.profile.empty() ? default_profile() : load_cost_profile(a.profile);
+  CostProfile profile = load_profile_for(a.profile, c);
   CostModel cost(c, profile);
   Plan plan = load_plan(a.plan, g, c);
   plan.validate(g, c);

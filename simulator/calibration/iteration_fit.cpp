@@ -317,4 +317,38 @@ IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile
   return result;
 }
 
+std::vector<double> cross_validated_predictions(
+    const Cluster& cluster, const CostProfile& start, const std::vector<IterationRun>& runs,
+    const std::vector<int>& fold_of, int fit_every, const IterationFitOptions& options,
+    const std::function<void(int, const IterationFitResult&)>& on_fold) {
+  if (fold_of.size() != runs.size()) throw ValidationError("cross-validation: one fold per run");
+  std::vector<int> folds = fold_of;
+  std::sort(folds.begin(), folds.end());
+  folds.erase(std::unique(folds.begin(), folds.end()), folds.end());
+  std::vector<double> predicted(runs.size(), 0.0);
+  for (int f : folds) {
+    std::vector<IterationRun> train, test;
+    std::vector<size_t> test_index;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (fold_of[i] == f) {
+        test.push_back(runs[i]);
+        test_index.push_back(i);
+      } else {
+        train.push_back(runs[i]);
+      }
+    }
+    if (train.empty())
+      throw ValidationError("cross-validation: fold " + std::to_string(f) + " holds every run");
+    std::vector<IterationRun> subsample;
+    for (size_t i = 0; i < train.size(); i += size_t(std::max(1, fit_every))) {
+      subsample.push_back(train[i]);
+    }
+    const IterationFitResult fit = fit_iteration_times(cluster, start, subsample, options);
+    if (on_fold) on_fold(f, fit);
+    const std::vector<double> p = predict_runs(cluster, fit.profile, test, options.threads);
+    for (size_t j = 0; j < p.size(); ++j) predicted[test_index[j]] = p[j];
+  }
+  return predicted;
+}
+
 }  // namespace placer

@@ -86,4 +86,14 @@ IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile
                                        const std::vector<IterationRun>& runs,
                                        const IterationFitOptions& options = {});
 
+/// Cross-validation of the fit: for each fold f, fits on the runs outside it (every
+/// `fit_every`-th of them) from `start` and predicts the runs with fold_of[i] == f. K-fold
+/// is fold_of[i] = i % K; leave one model out is fold_of[i] = the run's model. Returns one
+/// held-out prediction per run; `on_fold(f, fit)` (may be empty) sees each fold's fit.
+/// Throws ValidationError when fold_of and runs differ in size or a fold holds every run.
+std::vector<double> cross_validated_predictions(
+    const Cluster& cluster, const CostProfile& start, const std::vector<IterationRun>& runs,
+    const std::vector<int>& fold_of, int fit_every, const IterationFitOptions& options,
+    const std::function<void(int, const IterationFitResult&)>& on_fold = {});
+
 }  // namespace placer

@@ -144,16 +144,9 @@ TEST(NcclTestsCsv, ShippedA100TablesFitOneCurve) {
   EXPECT_NEAR(c.time(CollectiveKind::kAllReduce, 8, 1048576), 92.79e-6, 0.2 * 92.79e-6);
 }
 
-// Synthetic runs of small GPTs: "measured" by the simulator under a known profile with 1 %
-// noise; the fit, from other starting values, recovers the known parameters. (Dispatch
-// times of two categories whose ops alternate in every layer are not separately
-// identifiable from iteration times, so one category's is fitted.)
-TEST(IterationFit, RecoversKnownParametersFromSyntheticRuns) {
-  const Cluster cluster = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
-  const CostProfile start = iteration_fit_start(uniform_profile(0.5));
-  CostProfile truth = start;
-  truth.op(OpCategory::kMatMul).dispatch = 20e-6;
-  truth.micro_batch_overhead = 350e-6;
+// Synthetic runs of small GPTs (hidden 256 and 512, 12 configurations each): "measured" by
+// the simulator under `truth` with 1 % seeded noise.
+std::vector<IterationRun> synthetic_runs(const Cluster& cluster, const CostProfile& truth) {
   std::string csv = kHeader;
   for (int hidden : {256, 512}) {
     for (const char* cfg : {"1,8,1", "2,4,1", "4,2,1", "2,2,2", "1,4,2", "8,1,1"}) {
@@ -168,15 +161,55 @@ TEST(IterationFit, RecoversKnownParametersFromSyntheticRuns) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> noise(-0.01, 0.01);
   for (size_t i = 0; i < runs.size(); ++i) runs[i].measured = t[i] * (1 + noise(rng));
-  IterationFitOptions o;
-  o.only = {"ops.matmul.dispatch", "micro_batch_overhead"};
-  o.prior_weight = 0;
-  o.max_iterations = 20;
-  const IterationFitResult r = fit_iteration_times(cluster, start, runs, o);
+  return runs;
+}
+
+struct SyntheticFit {
+  Cluster cluster = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  CostProfile start = iteration_fit_start(uniform_profile(0.5));
+  CostProfile truth = start;
+  IterationFitOptions options;
+  SyntheticFit() {
+    truth.op(OpCategory::kMatMul).dispatch = 20e-6;
+    truth.micro_batch_overhead = 350e-6;
+    options.only = {"ops.matmul.dispatch", "micro_batch_overhead"};
+    options.prior_weight = 0;
+    options.max_iterations = 20;
+  }
+};
+
+// The fit, from other starting values, recovers the known parameters. (Dispatch times of
+// two categories whose ops alternate in every layer are not separately identifiable from
+// iteration times, so one category's is fitted.)
+TEST(IterationFit, RecoversKnownParametersFromSyntheticRuns) {
+  const SyntheticFit f;
+  const std::vector<IterationRun> runs = synthetic_runs(f.cluster, f.truth);
+  const IterationFitResult r = fit_iteration_times(f.cluster, f.start, runs, f.options);
   ASSERT_EQ(r.values.size(), 2u);
   EXPECT_NEAR(r.values[0].second, 20e-6, 0.05 * 20e-6);
   EXPECT_NEAR(r.values[1].second, 350e-6, 0.05 * 350e-6);
   EXPECT_LT(r.rms_log_error, 0.01);
+}
+
+// Leave one model out: fitted on hidden 512, hidden 256 is predicted within the noise plus
+// the fit's error, and the other way round; each fold's fit is reported once.
+TEST(IterationFit, CrossValidatedPredictionsHoldOutEachFold) {
+  const SyntheticFit f;
+  const std::vector<IterationRun> runs = synthetic_runs(f.cluster, f.truth);
+  std::vector<int> fold_of;
+  for (const IterationRun& r : runs) fold_of.push_back(r.hidden == 256 ? 0 : 1);
+  std::vector<int> folds_seen;
+  const std::vector<double> p = cross_validated_predictions(
+      f.cluster, f.start, runs, fold_of, 1, f.options,
+      [&](int fold, const IterationFitResult&) { folds_seen.push_back(fold); });
+  EXPECT_EQ(folds_seen, (std::vector<int>{0, 1}));
+  ASSERT_EQ(p.size(), runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) EXPECT_NEAR(p[i] / runs[i].measured, 1.0, 0.03);
+  EXPECT_THROW(cross_validated_predictions(f.cluster, f.start, runs, {0, 1}, 1, f.options),
+               ValidationError);
+  const std::vector<int> one_fold(runs.size(), 0);
+  EXPECT_THROW(cross_validated_predictions(f.cluster, f.start, runs, one_fold, 1, f.options),
+               ValidationError);
 }
 
 }  // namespace

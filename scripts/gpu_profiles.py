@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Writes the shipped per-GPU cost profiles that are derived from fitted ones (the
+derivations of docs/calibration.md, "Which profile for which GPU").
+
+  python3 scripts/gpu_profiles.py        # rewrites datasets/clusters/{a100_ib400,
+                                         # h100_sxm_ib400,h100_sxm_ib200,b200_ib400,b200_ib200}.profile.yaml
+
+Inputs (all in datasets/clusters/): dgx_a100.profile.yaml (A100 intra-node all-reduce curve
+fitted to vTrain's 2/4/8-GPU nccl-tests tables; inter-node all-reduce curve fitted to
+CoreWeave's 32-rank HDR 200 Gb/s run; iteration fit on 1380 Megatron runs) and
+h100.profile.yaml (op curves fitted to one H100's kernels and profiled steps).
+
+Derivations (each a stated assumption, not a fit):
+- 400 Gb/s fabric: the HDR inter-node all-reduce curve with twice its bus bandwidth (NDR's
+  line rate is twice HDR's; NVIDIA quotes 46-48 GB/s per NDR NIC in nccl-tests issue 290).
+- H100 / H200 intra-node: the A100 curve's latency and size ramp, with the bus bandwidths
+  NVIDIA states for 8 H100 on NVLink 4: all-reduce (NVLink SHARP) 480 GB/s, all-gather /
+  reduce-scatter 370 GB/s (nccl-tests issue 212, nccl issue 1455); p2p link 370 GB/s.
+- B200 intra-node: the H100 figures doubled (NVLink 5 has twice NVLink 4's bandwidth);
+  no public B200 nccl-tests table was found.
+"""
+import copy
+import os
+
+import yaml
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "datasets", "clusters")
+
+
+def load(name):
+    with open(os.path.join(HERE, name)) as f:
+        return yaml.safe_load(f)
+
+
+def gbps(text):
+    value, unit = text.split()
+    assert unit == "GB/s", text
+    return float(value)
+
+
+def scaled_curve(curve, bus_bandwidth):
+    out = copy.deepcopy(curve)
+    out["bus_bandwidth"] = f"{bus_bandwidth:.4g} GB/s"
+    return out
+
+
+def with_inter_host(profile, fabric_gbit, a100):
+    """The profile with the A100 HDR inter-node all-reduce curve scaled to the fabric."""
+    hdr = a100["collective_curves"]["all_reduce"]["inter_host"]
+    profile.setdefault("collective_curves", {}).setdefault("all_reduce", {})["inter_host"] = (
+        scaled_curve(hdr, gbps(hdr["bus_bandwidth"]) * fabric_gbit / 200))
+    return profile
+
+
+def nvswitch_profile(name, description, h100, a100, all_reduce_gbps, other_gbps, fabric_gbit):
+    """h100's op curves with intra-node collectives of the given bus bandwidths."""
+    p = copy.deepcopy(h100)
+    p["name"] = name
+    p["description"] = description
+    p.pop("fit_errors", None)
+    intra = a100["collective_curves"]["all_reduce"]["intra_host"]
+    p["links"]["intra_host"] = {"latency": "3 us", "bandwidth": f"{other_gbps:g} GB/s",
+                                "bandwidth_efficiency": 1}
+    p["collectives"] = {"all_reduce": "auto"}
+    p["collective_curves"] = {
+        "all_reduce": {"intra_host": scaled_curve(intra, all_reduce_gbps)},
+        "all_gather": {"intra_host": scaled_curve(intra, other_gbps)},
+        "reduce_scatter": {"intra_host": scaled_curve(intra, other_gbps)},
+    }
+    return with_inter_host(p, fabric_gbit, a100)
+
+
+def write(name, profile):
+    path = os.path.join(HERE, name)
+    with open(path, "w") as f:
+        f.write("# placer cost profile (docs/formats/profile.md), written by scripts/gpu_profiles.py\n")
+        f.write("# from dgx_a100.profile.yaml and h100.profile.yaml; sources and assumptions:\n")
+        f.write("# docs/calibration.md, \"Which profile for which GPU\".\n")
+        yaml.safe_dump(profile, f, sort_keys=False, default_flow_style=None, width=100)
+
+
+def main():
+    a100 = load("dgx_a100.profile.yaml")
+    h100 = load("h100.profile.yaml")
+    p = copy.deepcopy(a100)
+    p["name"] = "a100-ib400"
+    p["description"] = ("dgx_a100.profile.yaml with the inter-node all-reduce bus bandwidth "
+                        "doubled for a 400 Gb/s per-GPU fabric (scripts/gpu_profiles.py)")
+    p.pop("fit_errors", None)
+    write("a100_ib400.profile.yaml", with_inter_host(p, 400, a100))
+    for gpu, factor, label in (("h100_sxm", 1, "H100 / H200 SXM"), ("b200", 2, "B200")):
+        for fabric in (400, 200):
+            desc = (f"{label}, 8 per node on NVSwitch, {fabric} Gb/s per GPU between nodes: op "
+                    f"curves of h100.profile.yaml, intra-node all-reduce {480 * factor} GB/s and "
+                    f"all-gather / reduce-scatter {370 * factor} GB/s bus bandwidth on the A100 "
+                    f"curve's ramp, inter-node all-reduce the HDR curve x {fabric / 200:g} "
+                    "(scripts/gpu_profiles.py)")
+            write(f"{gpu}_ib{fabric}.profile.yaml",
+                  nvswitch_profile(f"{gpu.replace('_', '-')}-ib{fabric}", desc, h100, a100,
+                                   480 * factor, 370 * factor, fabric))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+// Which shipped profile serves which cluster (simulator/calibration/shipped_profiles.h), and
+// that every shipped profile loads and meets the published collective figures it was made
+// from.
+#include "simulator/calibration/shipped_profiles.h"
+
+#include <gtest/gtest.h>
+
+#include "simulator/calibration/fit.h"
+#include "simulator/cost_profile.h"
+#include "src/io/cluster_yaml.h"
+
+namespace placer {
+namespace {
+
+std::string clusters(const std::string& file) {
+  return std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/" + file;
+}
+
+TEST(ShippedProfiles, PickedByDeviceModelAndFabric) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"dgx_a100.cluster.yaml", "dgx_a100.profile.yaml"},
+      {"a100_40gb_1node.cluster.yaml", "dgx_a100.profile.yaml"},
+      {"a100_40gb_4node_ib200.cluster.yaml", "dgx_a100.profile.yaml"},
+      {"a100_40gb_4node_ib400.cluster.yaml", "a100_ib400.profile.yaml"},
+      {"a100_80gb_4node_ib400.cluster.yaml", "a100_ib400.profile.yaml"},
+      {"measurements/coreweave_hgx_a100_4node.cluster.yaml", "dgx_a100.profile.yaml"},
+      {"h100_sxm_1node.cluster.yaml", "h100_sxm_ib400.profile.yaml"},
+      {"h100_ib_4node.cluster.yaml", "h100_sxm_ib400.profile.yaml"},
+      {"h100_ib_64node.cluster.yaml", "h100_sxm_ib400.profile.yaml"},
+      {"h100_sxm_4node_ib200.cluster.yaml", "h100_sxm_ib200.profile.yaml"},
+      {"h200_1node.cluster.yaml", "h100_sxm_ib400.profile.yaml"},
+      {"h200_4node_ib200.cluster.yaml", "h100_sxm_ib200.profile.yaml"},
+      {"b200_1node.cluster.yaml", "b200_ib400.profile.yaml"},
+      {"b200_4node_ib400.cluster.yaml", "b200_ib400.profile.yaml"},
+      {"b200_4node_ib200.cluster.yaml", "b200_ib200.profile.yaml"},
+      {"dgx1_p100.cluster.yaml", ""},
+      {"automap_config_a.cluster.yaml", ""},
+  };
+  for (const auto& [cluster, profile] : cases) {
+    SCOPED_TRACE(cluster);
+    EXPECT_EQ(shipped_profile_file(load_cluster_yaml(clusters(cluster))), profile);
+  }
+}
+
+TEST(ShippedProfiles, NvidiaSmiNamesAndNearestFabric) {
+  DeviceSpec gpu;
+  gpu.model = "NVIDIA A100-SXM4-40GB";  // as nvidia-smi prints it
+  gpu.peak_flops[static_cast<int>(DType::kF32)] = 19.5e12;
+  gpu.memory_bytes = 40ull << 30;
+  gpu.memory_bandwidth = 1.555e12;
+  Cluster c;
+  c.add_host("a", gpu, 8);
+  EXPECT_EQ(shipped_profile_file(c), "dgx_a100.profile.yaml");
+  c.add_host("b", gpu, 8);
+  c.set_link(LinkLevel::kInterHost, {"ib", 5e-6, 320e9 / 8, LinkSharing::kPerDevice});
+  EXPECT_EQ(shipped_profile_file(c), "a100_ib400.profile.yaml");  // 320 is nearer 400
+  c.set_link(LinkLevel::kInterHost, {"ib", 5e-6, 100e9 / 8, LinkSharing::kPerDevice});
+  EXPECT_EQ(shipped_profile_file(c), "dgx_a100.profile.yaml");
+}
+
+TEST(ShippedProfiles, EveryShippedProfileLoads) {
+  for (const ShippedProfile& p : shipped_profiles()) {
+    SCOPED_TRACE(p.file);
+    const CostProfile profile = load_cost_profile(clusters(p.file));
+    EXPECT_TRUE(profile.curve(CollectiveKind::kAllReduce, LinkLevel::kIntraHost).has_value());
+    EXPECT_TRUE(profile.curve(CollectiveKind::kAllReduce, LinkLevel::kInterHost).has_value());
+  }
+}
+
+TEST(ShippedProfiles, H100ProfileMeetsThePublishedNvlinkFigures) {
+  // 12 all-reduce figures (2-8 GPUs, 2 and 4 GiB) from NVIDIA's nccl issues: the profile's
+  // curve puts the 8-GPU bus bandwidth at 480 GB/s x efficiency, so the 2-4 GPU rows
+  // (370 GB/s measured) are predicted too fast; the median stays within 15%.
+  const Cluster cluster = load_cluster_yaml(clusters("h100_sxm_1node.cluster.yaml"));
+  const std::vector<MeasurementSet> m = {load_measurements(
+      std::string(PLACER_SOURCE_DIR) + "/datasets/measurements/nccl_published_h100.csv")};
+  ASSERT_EQ(m[0].rows.size(), 12u);
+  const CheckReport r =
+      check_profile(cluster, load_cost_profile(clusters("h100_sxm_ib400.profile.yaml")), m);
+  EXPECT_LE(r.collectives.median, 0.15);
+}
+
+}  // namespace
+}  // namespace placer
