@@ -145,8 +145,7 @@ void print_hf_params(const HfModel& m) {
               << m.moe.experts_per_token << ")";
   }
   std::cout << ", hidden " << m.hidden << ", " << m.heads << " heads (" << m.kv_heads
-            << " kv), vocab " << m.vocab << (m.mla ? ", multi-head latent attention" : "")
-            << "\n";
+            << " kv), vocab " << m.vocab << (m.mla ? ", multi-head latent attention" : "") << "\n";
   print_count("embedding", c.embedding);
   print_count("output layer", c.output_layer);
   print_count("attention", c.attention);
@@ -173,9 +172,10 @@ void run_hf(const GenerateArgs& a) {
 
 /// `placer generate hf CONFIG`: a model from a Hugging Face config.json.
 void add_hf(CLI::App* gen, const std::shared_ptr<GenerateArgs>& a) {
-  CLI::App* hf = gen->add_subcommand(
-      "hf", "A model from a Hugging Face config.json (llama, mistral, qwen2 graphs; "
-            "mixtral, qwen2_moe, deepseek_v3 parameter counts)");
+  CLI::App* hf =
+      gen->add_subcommand("hf",
+                          "A model from a Hugging Face config.json (llama, mistral, qwen2 graphs; "
+                          "mixtral, qwen2_moe, deepseek_v3 parameter counts)");
   use_flag(hf, a.get(), add_common(hf, a.get(), &a->hf_dtype, "on for f16 / bf16"));
   hf->get_option("--output")->required(false);
   hf->add_option("config,--hf-config", a->hf_config, "The model's config.json")->required();

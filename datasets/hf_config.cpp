@@ -26,20 +26,41 @@ constexpr int64_t kMaxLayers = int64_t(1) << 20;
 /// Keys that leave the architecture alone: token ids, initialisation, storage dtype and
 /// quantisation, inference caches, dropout (0 in every released config), routing rules and
 /// loss coefficients without parameters, remote-code maps.
-const std::set<std::string> kArchitectureNeutral = {
-    "_name_or_path", "architectures", "auto_map", "transformers_version", "torch_dtype",
-    "quantization_config", "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range",
-    "rms_norm_eps", "use_cache", "attention_dropout", "pretraining_tp",
-    "_attn_implementation_autoset", "output_router_logits", "router_aux_loss_coef",
-    "router_jitter_noise", "aux_loss_alpha", "seq_aux", "ep_size", "n_group", "topk_group",
-    "topk_method", "scoring_func", "routed_scaling_factor", "norm_topk_prob", "max_window_layers",
-    "use_sliding_window"};
+const std::set<std::string> kArchitectureNeutral = {"_name_or_path",
+                                                    "architectures",
+                                                    "auto_map",
+                                                    "transformers_version",
+                                                    "torch_dtype",
+                                                    "quantization_config",
+                                                    "bos_token_id",
+                                                    "eos_token_id",
+                                                    "pad_token_id",
+                                                    "initializer_range",
+                                                    "rms_norm_eps",
+                                                    "use_cache",
+                                                    "attention_dropout",
+                                                    "pretraining_tp",
+                                                    "_attn_implementation_autoset",
+                                                    "output_router_logits",
+                                                    "router_aux_loss_coef",
+                                                    "router_jitter_noise",
+                                                    "aux_loss_alpha",
+                                                    "seq_aux",
+                                                    "ep_size",
+                                                    "n_group",
+                                                    "topk_group",
+                                                    "topk_method",
+                                                    "scoring_func",
+                                                    "routed_scaling_factor",
+                                                    "norm_topk_prob",
+                                                    "max_window_layers",
+                                                    "use_sliding_window"};
 
 enum class Family { kLlama, kMistral, kQwen2, kMixtral, kQwen2Moe, kDeepseekV3 };
 
 const std::pair<const char*, Family> kFamilies[] = {
-    {"llama", Family::kLlama},     {"mistral", Family::kMistral},
-    {"qwen2", Family::kQwen2},     {"mixtral", Family::kMixtral},
+    {"llama", Family::kLlama},        {"mistral", Family::kMistral},
+    {"qwen2", Family::kQwen2},        {"mixtral", Family::kMixtral},
     {"qwen2_moe", Family::kQwen2Moe}, {"deepseek_v3", Family::kDeepseekV3}};
 
 /// Reads one config.json tree into an HfModel, remembering which keys it read so that the
@@ -57,10 +78,17 @@ class ConfigReader {
     read_attention();
     read_position_settings();
     switch (family_) {
-      case Family::kMixtral: read_mixtral_experts(); break;
-      case Family::kQwen2Moe: read_qwen2_moe_experts(); break;
-      case Family::kDeepseekV3: read_deepseek_experts(); break;
-      default: break;
+      case Family::kMixtral:
+        read_mixtral_experts();
+        break;
+      case Family::kQwen2Moe:
+        read_qwen2_moe_experts();
+        break;
+      case Family::kDeepseekV3:
+        read_deepseek_experts();
+        break;
+      default:
+        break;
     }
     refuse_unread_keys();
     return std::move(m_);
@@ -78,8 +106,7 @@ class ConfigReader {
     if (v == nullptr) r_.fail(key, "missing (model_type " + m_.model_type + " needs it)");
     return r_.integer(*v, key, lo, hi);
   }
-  int64_t size_or(const char* key, int64_t fallback, int64_t lo = 0,
-                  int64_t hi = kMaxDimension) {
+  int64_t size_or(const char* key, int64_t fallback, int64_t lo = 0, int64_t hi = kMaxDimension) {
     const Json* v = get(key);
     return v == nullptr ? fallback : r_.integer(*v, key, lo, hi);
   }
@@ -141,8 +168,8 @@ class ConfigReader {
     m_.head_dim = size_or("head_dim", even, 1);
     if (m_.head_dim == 0) {
       r_.fail("num_attention_heads", "(" + std::to_string(m_.heads) +
-                                         ") must divide hidden_size (" +
-                                         std::to_string(m_.hidden) + ") when head_dim is not given");
+                                         ") must divide hidden_size (" + std::to_string(m_.hidden) +
+                                         ") when head_dim is not given");
     }
   }
 
@@ -198,8 +225,8 @@ class ConfigReader {
     if (const Json* only = get("mlp_only_layers")) {
       const Json& list = r_.array(*only, "mlp_only_layers");
       for (size_t i = 0; i < list.size(); ++i) {
-        dense.insert(r_.integer(list[i], "mlp_only_layers[" + std::to_string(i) + "]", 0,
-                                m_.layers - 1));
+        dense.insert(
+            r_.integer(list[i], "mlp_only_layers[" + std::to_string(i) + "]", 0, m_.layers - 1));
       }
     }
     // As Qwen2MoeDecoderLayer: MoE unless listed dense, every decoder_sparse_step-th layer.
@@ -325,8 +352,8 @@ HfParamCounts hf_param_counts(const HfModel& m) {
 
 LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o) {
   if (m.is_moe()) {
-    throw ValidationError(m.file + ": MoE layers are not modelled yet (model_type " +
-                          m.model_type + ", " + std::to_string(m.moe.experts) +
+    throw ValidationError(m.file + ": MoE layers are not modelled yet (model_type " + m.model_type +
+                          ", " + std::to_string(m.moe.experts) +
                           " experts); --params-only prints its parameter counts");
   }
   if (m.mla) {

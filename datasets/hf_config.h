@@ -48,11 +48,11 @@ struct HfMla {
 
 /// Mixture-of-experts MLPs (experts == 0: a dense model).
 struct HfMoe {
-  int64_t experts = 0;            ///< routed experts per MoE layer
-  int64_t experts_per_token = 0;  ///< top-k
-  int64_t expert_ffn = 0;         ///< width of one routed expert's SwiGLU MLP
-  int64_t shared_experts = 0;     ///< experts every token passes through
-  int64_t shared_ffn = 0;         ///< width of all shared experts together (0: none)
+  int64_t experts = 0;              ///< routed experts per MoE layer
+  int64_t experts_per_token = 0;    ///< top-k
+  int64_t expert_ffn = 0;           ///< width of one routed expert's SwiGLU MLP
+  int64_t shared_experts = 0;       ///< experts every token passes through
+  int64_t shared_ffn = 0;           ///< width of all shared experts together (0: none)
   bool shared_expert_gate = false;  ///< qwen2_moe: a sigmoid gate h -> 1 on the shared expert
   bool router_bias = false;         ///< deepseek_v3: E score-correction biases per MoE layer
   std::vector<bool> moe_layer;      ///< per layer: MoE (true) or dense MLP of width ffn
@@ -64,11 +64,11 @@ struct HfModel {
   int layers = 0;
   int64_t hidden = 0, ffn = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   bool tied_embeddings = false;
-  bool qkv_bias = false;                 ///< qwen2 / qwen2_moe: q, k and v projections have biases
-  int64_t max_position_embeddings = 0;   ///< 0 = not given
-  int64_t sliding_window = 0;            ///< 0 = full attention
-  double rope_theta = 0;                 ///< 0 = not given
-  std::string rope_scaling;              ///< rope_scaling's type ("yarn", "llama3"), "" = none
+  bool qkv_bias = false;                ///< qwen2 / qwen2_moe: q, k and v projections have biases
+  int64_t max_position_embeddings = 0;  ///< 0 = not given
+  int64_t sliding_window = 0;           ///< 0 = full attention
+  double rope_theta = 0;                ///< 0 = not given
+  std::string rope_scaling;             ///< rope_scaling's type ("yarn", "llama3"), "" = none
   double rope_scaling_factor = 0;
   int64_t mtp_layers = 0;  ///< deepseek_v3 num_nextn_predict_layers (not counted, not modelled)
   bool mla = false;        ///< attention is HfMla, not GQA

@@ -68,7 +68,7 @@ TEST(HfConfig, TinyMixtralByHand) {
   // Per layer: attention 12288, router 64*4, 4 experts of 3*64*128 = 24576, norms 128.
   EXPECT_EQ(c.routers, 2 * 256);
   EXPECT_EQ(c.routed_experts, 2 * 4 * 24576);
-  EXPECT_EQ(c.total, 2 * (12288 + 256 + 98304 + 128) + 12800 + 64);  // 234816
+  EXPECT_EQ(c.total, 2 * (12288 + 256 + 98304 + 128) + 12800 + 64);   // 234816
   EXPECT_EQ(c.active, 2 * (12288 + 256 + 49152 + 128) + 12800 + 64);  // 136512
   EXPECT_EQ(c.active_without_embedding, c.active - 6400);
   try {
