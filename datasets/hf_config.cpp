@@ -323,7 +323,10 @@ HfModel load_hf_config(const std::string& path) {
   return parse_hf_config(read_text_file(path, "Hugging Face config"), path);
 }
 
-HfParamCounts hf_param_counts(const HfModel& m) {
+namespace {
+
+/// hf_param_counts without the file in its overflow messages.
+HfParamCounts count_params(const HfModel& m) {
   HfParamCounts c;
   const int64_t h = m.hidden;
   const int moe = m.moe_layers();
@@ -348,6 +351,22 @@ HfParamCounts hf_param_counts(const HfModel& m) {
   c.active = add(common, mul(moe, mul(e.experts_per_token, expert)));
   c.active_without_embedding = c.active - c.embedding;
   return c;
+}
+
+/// Runs `make`, prefixing its ValidationErrors (overflowing sizes) with the config's file.
+template <class F>
+auto naming_file(const HfModel& m, F make) {
+  try {
+    return make();
+  } catch (const ValidationError& e) {
+    throw ValidationError(m.file + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+HfParamCounts hf_param_counts(const HfModel& m) {
+  return naming_file(m, [&m] { return count_params(m); });
 }
 
 LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o) {
@@ -383,12 +402,14 @@ LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o) {
   return l;
 }
 
-Graph make_hf_graph(const HfModel& m, const HfGraphOptions& o) {
-  Graph g = make_llama(hf_llama_options(m, o));
+namespace {
+
+/// `g` (make_llama's graph of `m`) with each layer's q/k/v biases added to its
+/// query_key_value op's parameters; `g` itself when the model has no such biases.
+Graph with_qkv_biases(const HfModel& m, Graph g, DType dtype) {
   if (!m.qkv_bias) return g;
-  // Copy the graph with each layer's q/k/v biases added to its query_key_value op.
   const int64_t bias_elements = mul(m.heads + 2 * m.kv_heads, m.head_dim);
-  const uint64_t bias_bytes = uint64_t(mul(bias_elements, dtype_bytes(o.dtype)));
+  const uint64_t bias_bytes = uint64_t(mul(bias_elements, dtype_bytes(dtype)));
   GraphBuilder b(g.name());
   b.set_batch_size(g.batch_size());
   for (const Tensor& t : g.tensors()) b.add_tensor(t);
@@ -400,6 +421,13 @@ Graph make_hf_graph(const HfModel& m, const HfGraphOptions& o) {
     b.add_op(std::move(op));
   }
   return b.build();
+}
+
+}  // namespace
+
+Graph make_hf_graph(const HfModel& m, const HfGraphOptions& o) {
+  const LlamaOptions options = hf_llama_options(m, o);
+  return naming_file(m, [&] { return with_qkv_biases(m, make_llama(options), o.dtype); });
 }
 
 }  // namespace placer

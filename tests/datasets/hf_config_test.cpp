@@ -191,6 +191,18 @@ TEST(HfConfig, NamedErrors) {
   EXPECT_NE(parse_error("{\"model_type\": ").find("malformed JSON"), std::string::npos);
 }
 
+TEST(HfConfig, OverflowingCountsNameTheFile) {
+  std::string big = kTinyLlama;
+  big.replace(big.find("\"intermediate_size\": 128"), 24, "\"intermediate_size\": 1099511627776");
+  big.replace(big.find("\"hidden_size\": 64"), 17, "\"hidden_size\": 1099511627776");
+  try {
+    hf_param_counts(parse_hf_config(big, "big.json"));
+    FAIL() << "no overflow";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("big.json: parameter count: ", 0), 0u) << e.what();
+  }
+}
+
 TEST(HfConfig, HeadDimOtherThanHiddenOverHeadsIsNotExpressibleYet) {
   const HfModel m = parse_hf_config(tiny_with(R"("head_dim": 32)"), "wide_heads.json");
   EXPECT_EQ(hf_param_counts(m).attention, 2 * (64 * 8 * 32 + 4 * 32 * 64));
