@@ -1,5 +1,6 @@
 // `placer generate <family>`: seeded synthetic model graphs.
 #include <CLI/CLI.hpp>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "datasets/gpt.h"
+#include "datasets/hf_config.h"
 #include "datasets/synthetic.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
@@ -30,6 +32,9 @@ struct GenerateArgs {
   ChainOptions chain;
   GptOptions gpt;
   LlamaOptions llama;
+  std::string hf_config, hf_dtype = "bf16";
+  bool params_only = false;
+  HfGraphOptions hf;
 };
 
 DType dtype_of(const std::string& s) {
@@ -157,6 +162,67 @@ void add_stack(CLI::App* sub, O& o) {
              "compile (fused RoPE, residual add fused into the next norm)");
 }
 
+/// One line of the --params-only table: the exact count and its billions.
+void print_count(const char* what, int64_t n) {
+  std::cout << "  " << std::left << std::setw(30) << what << std::right << std::setw(18) << n
+            << "  (" << std::fixed << std::setprecision(2) << double(n) / 1e9 << " B)\n";
+}
+
+/// `placer generate hf --params-only`: the description and its parameter counts by part.
+void print_hf_params(const HfModel& m) {
+  const HfParamCounts c = hf_param_counts(m);
+  std::cout << m.file << ": " << m.model_type << ", " << m.layers << " layers";
+  if (m.is_moe()) {
+    std::cout << " (" << m.moe_layers() << " MoE: " << m.moe.experts << " experts, top "
+              << m.moe.experts_per_token << ")";
+  }
+  std::cout << ", hidden " << m.hidden << ", " << m.heads << " heads (" << m.kv_heads
+            << " kv), vocab " << m.vocab << (m.mla ? ", multi-head latent attention" : "") << "\n";
+  print_count("embedding", c.embedding);
+  print_count("output layer", c.output_layer);
+  print_count("attention", c.attention);
+  print_count("norms", c.norms);
+  print_count("dense MLPs", c.dense_mlp);
+  print_count("routed experts", c.routed_experts);
+  print_count("shared experts", c.shared_experts);
+  print_count("routers", c.routers);
+  print_count("total", c.total);
+  print_count("active per token", c.active);
+  print_count("active without the embedding", c.active_without_embedding);
+}
+
+/// The callback of `placer generate hf`.
+void run_hf(const GenerateArgs& a) {
+  const HfModel m = load_hf_config(a.hf_config);
+  if (a.params_only) return print_hf_params(m);
+  if (a.output.empty()) throw Error("generate hf: --output is required (or --params-only)");
+  HfGraphOptions o = a.hf;
+  o.dtype = dtype_of(a.hf_dtype);
+  o.name = a.name;
+  write(a, make_hf_graph(m, o), is_16bit(o.dtype));
+}
+
+/// `placer generate hf CONFIG`: a model from a Hugging Face config.json.
+void add_hf(CLI::App* gen, const std::shared_ptr<GenerateArgs>& a) {
+  CLI::App* hf =
+      gen->add_subcommand("hf",
+                          "A model from a Hugging Face config.json (llama, mistral, qwen2 graphs; "
+                          "mixtral, qwen2_moe, deepseek_v3 parameter counts)");
+  use_flag(hf, a.get(), add_common(hf, a.get(), &a->hf_dtype, "on for f16 / bf16"));
+  hf->get_option("--output")->required(false);
+  hf->add_option("config,--hf-config", a->hf_config, "The model's config.json")->required();
+  hf->add_option("--seq-len", a->hf.seq_len, "Sequence length")->capture_default_str();
+  hf->add_option("--batch", a->hf.batch, "Global batch size")->capture_default_str();
+  hf->add_option("--pad-vocab-multiple", a->hf.pad_vocab_multiple,
+                 "Pad the vocabulary to a multiple of this x tp (1: as in the config)")
+      ->capture_default_str();
+  hf->add_option("--tp", a->hf.tp, "Tensor-parallel size the vocabulary is padded for")
+      ->capture_default_str();
+  hf->add_flag("--params-only", a->params_only,
+               "Print the parameter counts (total, active per token, by part); write nothing");
+  hf->callback([a]() { run_hf(*a); });
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app);
@@ -231,6 +297,8 @@ void register_generate(CLI::App& app) {
   add_dropout(llama, a->llama);
   add_stack(llama, a->llama);
   write_on_run(llama, a, &GenerateArgs::llama, &GenerateArgs::llama_dtype, make_llama, true);
+
+  add_hf(gen, a);
 }
 
 }  // namespace placer::cli

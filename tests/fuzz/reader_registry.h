@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "datasets/corpus.h"
+#include "datasets/hf_config.h"
 #include "datasets/onnx_import.h"
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/measurements.h"
@@ -199,6 +200,14 @@ inline std::vector<RegisteredReader> framework_and_model_readers() {
        {file_seed("tests/data/torchtitan/llama_fsdp_tp.toml")},
        3000,
        [](const std::string& t, const std::string&) { parse_torchtitan_config(t, 8); }},
+      // The description and its parameter counts (checked arithmetic on the read sizes).
+      {"Hugging Face config",
+       {"parse_hf_config"},
+       {file_seed("datasets/models/hf/mixtral_8x7b.config.json"),
+        file_seed("datasets/models/hf/qwen1.5_moe_a2.7b.config.json"),
+        file_seed("datasets/models/hf/deepseek_v3.config.json")},
+       3000,
+       [](const std::string& t, const std::string& f) { hf_param_counts(parse_hf_config(t, f)); }},
       // Protobuf parsing, libonnx's shape inference and version converter (the opset-6
       // fixture is upgraded to 7).
       {"ONNX model",
