@@ -555,8 +555,8 @@ void check_options(CLI::App* check, CheckArgs& a) {
   check->add_flag("--summary", a.quiet_rows,
                   "Print only the per-group summary (no per-row / per-op-name tables)");
   check->add_flag("--approximate-unmodelled", a.approximate,
-                  "Simulate --iterations rows that say attention flash as unfused and precision\n"
-                  "fp8 as bf16 (printed as 'approximated: ...') instead of refusing them");
+                  "Simulate --iterations rows that say attention flash as unfused (printed as\n"
+                  "'approximated: ...') instead of refusing them");
 }
 
 void register_calibrate(CLI::App& app) {

@@ -139,7 +139,7 @@ void read_precision(const RowReader& r, IterationRun* run) {
     run->dtype = DType::kBF16;
   } else if (p == "fp8") {
     run->dtype = DType::kBF16;
-    run->fp8 = true;
+    run->config.fp8 = true;
   } else {
     r.fail("precision", "'" + p + "' is not fp16, bf16 or fp8");
   }
@@ -287,8 +287,6 @@ void check_modelled(const IterationRun& run) {
   // LlamaOptions have an attention field.
   if (run.attention != "unfused")
     refuse("attention", run.attention, "the generated graphs materialise the scores");
-  // Wiring point: fp8 becomes the plan's FP8 precision once plans express it.
-  if (run.fp8) refuse("precision", "fp8", "plans compute in 16 or 32 bits");
   if (run.cp > 1) refuse("cp", std::to_string(run.cp), "plans have no context parallelism");
   if (run.ep > 1) refuse("ep", std::to_string(run.ep), "plans have no expert parallelism");
   if (run.etp > 0) refuse("etp", std::to_string(run.etp), "plans have no expert parallelism");
@@ -297,14 +295,12 @@ void check_modelled(const IterationRun& run) {
 }
 
 std::vector<std::string> approximate_unmodelled(std::vector<IterationRun>* runs) {
-  int flash = 0, fp8 = 0;
+  int flash = 0;
   for (IterationRun& r : *runs) {
     if (r.attention == "flash") r.attention = "unfused", ++flash;
-    if (r.fp8) r.fp8 = false, ++fp8;
   }
   std::vector<std::string> notes;
   if (flash > 0) notes.push_back("attention flash -> unfused: " + std::to_string(flash) + " runs");
-  if (fp8 > 0) notes.push_back("precision fp8 -> bf16: " + std::to_string(fp8) + " runs");
   return notes;
 }
 
