@@ -72,183 +72,97 @@ const ExportFormat kMeg = ExportFormat::kMegatron, kDs = ExportFormat::kDeepSpee
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, Inexpressible,
-    ::testing::
-        Values(Case{"megatron_gpipe", kMeg,
-                    with(config(1, 2, 4, 1),
-                         [](MegatronConfig& m) { m.schedule = PipelineSchedule::kGPipe; }),
-                    none, "pipeline.schedule: gpipe: Megatron-LM runs 1F1B"},
-               Case{"megatron_zero2", kMeg,
-                    with(config(1, 1, 8, 1), [](MegatronConfig& m) { m.zero_stage = 2; }), none,
-                    "data_parallel.zero_stage: 2: Megatron-LM's distributed optimizer is ZeRO-1"},
-               Case{"non_contiguous_stages", kMeg, config(1, 2, 4, 1),
-                    [](Plan& p, const Graph& g) { move_layer(p, g, 1, 1), move_layer(p, g, 2, 0); },
-                    "pipeline.stages[0]: holds layer 2 after stage 1 holds layer 1: the stages are "
-                    "not contiguous"},
-               Case{"layer_split", kMeg, config(1, 2, 4, 1),
-                    [](Plan& p, const Graph& g) {
-                      const OpId o = g.find_op("language_model.encoder.layers.1.mlp.dense_4h_to_h");
-                      auto& s0 = p.pipeline.stages[0].ops;
-                      s0.erase(std::find(s0.begin(), s0.end(), o));
-                      p.pipeline.stages[1].ops.push_back(o);
-                    },
-                    "pipeline.stages[1]: layer 1 is split between stages 0 and 1"},
-               Case{"fractional_samples", kMeg, config(1, 2, 4, 1),
-                    [](Plan& p, const Graph&) { p.pipeline.micro_batches = 3; },
-                    "pipeline.micro_batches: 3 micro-batches x 4 data-parallel ranks do not divide "
-                    "the batch 16"},
-               Case{"explicit_partitions", kMeg, config(1, 2, 4, 1),
-                    [](Plan& p, const Graph& g) {
-                      p.partitions.push_back(
-                          {g.find_op("language_model.encoder.layers.0.mlp.dense_h_to_4h"),
-                           2,
-                           {0, 1}});
-                    },
-                    "partitions: 1 explicit per-op partitions (first: op "
-                    "'language_model.encoder.layers.0.mlp.dense_h_to_4h')"},
-               Case{"replicas", kMeg, config(1, 2, 2, 1),
-                    [](Plan& p, const Graph&) { p.data_parallel.replicas = 2; },
-                    "data_parallel.replicas: 2 replicas of the whole plan"},
-               Case{"per_op_placement", kDs, config(1, 1, 1, 16),
-                    [](Plan& p, const Graph& g) { p = Plan::single_device(g); },
-                    "pipeline: none: the plan places ops one by one"},
-               Case{"uneven_middle", kMeg, config(1, 4, 2, 1),
-                    [](Plan& p, const Graph& g) { move_layer(p, g, 3, 1); },
-                    "pipeline.stages: layers per stage {2, 2, 1, 1} are neither an even split nor",
-                    6},
-               Case{"megatron_indivisible_layers", kMeg, config(1, 4, 2, 1), none,
-                    "pipeline.stages: 6 layers do not split evenly over 4 stages", 6},
-               Case{"devices_out_of_rank_order", kMeg, config(1, 2, 4, 1),
-                    [](Plan& p, const Graph&) {
-                      std::reverse(p.pipeline.stages[0].devices.begin(),
-                                   p.pipeline.stages[0].devices.end());
-                    },
-                    "pipeline.stages[0].devices: devices [3, 2, 1, 0] are not Megatron's rank "
-                    "order, which puts this stage on [3, 4, 5, 6]"},
-               Case{
-                   "per_stage_recompute", kMeg, config(1, 2, 4, 1),
-                   [](Plan& p, const Graph&) { p.pipeline.stages[1].recompute = Recompute::kFull; },
-                   "pipeline.stages[1].recompute: full differs from the plan's none"},
-               Case{"fp16_without_loss_scaling", kMeg,
-                    with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.loss_scaling = false; }),
-                    none,
-                    "precision.loss_scaling: false, but Megatron-LM trains fp16 with dynamic loss "
-                    "scaling"},
-               Case{"deepspeed_tp", kDs, config(2, 1, 4, 2), none,
-                    "tensor_parallel.degree: 2: a DeepSpeed config has no tensor parallelism"},
-               Case{"deepspeed_virtual", kDs,
-                    with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.virtual_stages = 2; }), none,
-                    "pipeline.virtual_stages: 2: DeepSpeed's pipeline engine has no interleaved "
-                    "schedule"},
-               Case{"deepspeed_selective", kDs,
-                    with(config(1, 2, 4, 1),
-                         [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }),
-                    none, "recompute: selective: DeepSpeed checkpoints whole layers"},
-               Case{"deepspeed_zero2_pipeline", kDs,
-                    with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.zero_stage = 2; }), none,
-                    "data_parallel.zero_stage: 2 with a pipeline"},
-               Case{"torchtitan_fp16", kTitan, config(1, 2, 4, 1), none,
-                    "precision: fp16: torchtitan trains in bf16 or fp32"},
-               Case{"torchtitan_zero1", kTitan,
-                    with(bf16(config(1, 2, 4, 1)), [](MegatronConfig& m) { m.zero_stage = 1; }),
-                    none,
-                    "data_parallel.zero_stage: 1: torchtitan replicates (DDP) or shards with FSDP",
-                    4, DType::kBF16},
-               Case{"torchtitan_tp_without_sp", kTitan, bf16(config(2, 2, 2, 1)), none,
-                    "tensor_parallel.sequence_parallel: false: torchtitan's tensor parallelism "
-                    "always",
-                    4, DType::kBF16},
-               Case{"torchtitan_no_overlap", kTitan,
-                    with(bf16(config(1, 2, 4, 1)),
-                         [](MegatronConfig& m) { m.overlap_grad_reduce = false; }),
-                    none, "data_parallel.overlap: false: torchtitan's DDP and FSDP always overlap",
-                    4, DType::kBF16},
-               Case{"torchtitan_no_clipping", kTitan,
-                    with(bf16(config(1, 2, 4, 1)),
-                         [](MegatronConfig& m) { m.grad_clipping = false; }),
-                    none, "precision.grad_clipping: false: torchtitan always clips", 4,
-                    DType::kBF16},
-               Case{"megatron_every_2nd_layer", kMeg,
-                    with(config(1, 2, 4, 1),
-                         [](MegatronConfig& m) {
-                           m.recompute = Recompute::kFull, m.recompute_every = 2;
-                         }),
-                    none,
-                    "recompute_every: 2: Megatron-LM checkpoints groups of consecutive layers"},
-               Case{"megatron_selective_op", kMeg,
-                    with(config(1, 2, 4, 1),
-                         [](MegatronConfig& m) { m.recompute = Recompute::kSelectiveOp; }),
-                    none,
-                    "recompute: selective_op: Megatron-LM's selective recomputation is the core "
-                    "attention's"},
-               Case{"deepspeed_fp8", kDs,
-                    with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.fp8 = true; }), none,
-                    "precision.fp8: true: a DeepSpeed config has no FP8 GEMMs"},
-               Case{"deepspeed_fsdp", kDs,
-                    with(config(1, 1, 8, 1),
-                         [](MegatronConfig& m) { m.zero_stage = 3, m.fsdp.enabled = true; }),
-                    none,
-                    "data_parallel.fsdp: enabled: DeepSpeed's ZeRO-3 prefetches by bucket size"},
-               Case{"deepspeed_every_2nd_layer", kDs,
-                    with(config(1, 2, 4, 1),
-                         [](MegatronConfig& m) {
-                           m.recompute = Recompute::kFull, m.recompute_every = 2;
-                         }),
-                    none, "recompute_every: 2: DeepSpeed checkpoints groups of consecutive layers"},
-               Case{"torchtitan_core_attention_selective", kTitan,
-                    with(bf16(config(1, 2, 4, 1)),
-                         [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }),
-                    none,
-                    "recompute: selective (the core attention's): torchtitan's selective modes are "
-                    "op-level",
-                    4, DType::kBF16},
-               Case{"torchtitan_every_2nd_layer_op_level", kTitan,
-                    with(bf16(config(1, 2, 4, 1)),
-                         [](MegatronConfig& m) {
-                           m.recompute = Recompute::kSelectiveOp, m.recompute_every = 2;
-                         }),
-                    none,
-                    "recompute_every: 2 with recompute selective_op: torchtitan checkpoints every "
-                    "k-th layer whole",
-                    4, DType::kBF16},
-               Case{"torchtitan_zero3_without_fsdp", kTitan,
-                    with(bf16(config(1, 1, 8, 1)), [](MegatronConfig& m) { m.zero_stage = 3; }),
-                    none,
-                    "data_parallel.fsdp: off with zero_stage 3: torchtitan shards with FSDP2's "
-                    "per-block schedule",
-                    4, DType::kBF16},
-               Case{"torchtitan_fsdp_prefetch_2", kTitan,
-                    with(bf16(config(1, 1, 8, 1)),
-                         [](MegatronConfig& m) {
-                           m.zero_stage = 3, m.fsdp.enabled = true, m.fsdp.forward_prefetch = 2;
-                         }),
-                    none,
-                    "data_parallel.fsdp: prefetch 2 / 1: torchtitan's FSDP2 prefetches one block "
-                    "ahead",
-                    4, DType::kBF16},
-               Case{"torchtitan_fsdp_no_reshard", kTitan,
-                    with(bf16(config(1, 1, 8, 1)),
-                         [](MegatronConfig& m) {
-                           m.zero_stage = 3, m.fsdp.enabled = true,
-                           m.fsdp.reshard_after_forward = false;
-                         }),
-                    none,
-                    "data_parallel.fsdp.reshard_after_forward: false: torchtitan writes it as", 4,
-                    DType::kBF16},
-               Case{"device_map_tp", kMap, config(2, 1, 1, 16), none,
-                    "tensor_parallel.degree: a device map has no tensor parallelism"},
-               Case{"device_map_data_parallel_stage", kMap, config(1, 2, 4, 4), none,
-                    "pipeline.stages[0].devices: 4 devices (data-parallel copies)"},
-               Case{"device_map_micro_batches", kMap, config(1, 2, 1, 4), none,
-                    "pipeline.micro_batches: 4: Accelerate runs a device map on the whole batch"},
-               Case{"device_map_module_with_parameters_on_two_devices", kMap, config(1, 1, 1, 16),
-                    [](Plan& p, const Graph& g) {
-                      p = Plan::single_device(g);
-                      p.placement[g.find_op("language_model.encoder.layers.0.mlp.dense_4h_to_h")] =
-                          1;
-                    },
-                    "placement: module 'language_model.encoder.layers.0.mlp' holds parameters and "
-                    "runs its own ops on "
-                    "several devices"}),
+    ::testing::Values(
+        Case{"megatron_gpipe", kMeg, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.schedule = PipelineSchedule::kGPipe; }),
+             none, "pipeline.schedule: gpipe: Megatron-LM runs 1F1B"},
+        Case{"megatron_zero2", kMeg, with(config(1, 1, 8, 1), [](MegatronConfig& m) { m.zero_stage = 2; }), none,
+             "data_parallel.zero_stage: 2: Megatron-LM's distributed optimizer is ZeRO-1"},
+        Case{"non_contiguous_stages", kMeg, config(1, 2, 4, 1),
+             [](Plan& p, const Graph& g) { move_layer(p, g, 1, 1), move_layer(p, g, 2, 0); },
+             "pipeline.stages[0]: holds layer 2 after stage 1 holds layer 1: the stages are not contiguous"},
+        Case{"layer_split", kMeg, config(1, 2, 4, 1),
+             [](Plan& p, const Graph& g) {
+               const OpId o = g.find_op("language_model.encoder.layers.1.mlp.dense_4h_to_h");
+               auto& s0 = p.pipeline.stages[0].ops;
+               s0.erase(std::find(s0.begin(), s0.end(), o));
+               p.pipeline.stages[1].ops.push_back(o);
+             },
+             "pipeline.stages[1]: layer 1 is split between stages 0 and 1"},
+        Case{"fractional_samples", kMeg, config(1, 2, 4, 1), [](Plan& p, const Graph&) { p.pipeline.micro_batches = 3; },
+             "pipeline.micro_batches: 3 micro-batches x 4 data-parallel ranks do not divide the batch 16"},
+        Case{"explicit_partitions", kMeg, config(1, 2, 4, 1),
+             [](Plan& p, const Graph& g) {
+               p.partitions.push_back({g.find_op("language_model.encoder.layers.0.mlp.dense_h_to_4h"), 2, {0, 1}});
+             },
+             "partitions: 1 explicit per-op partitions (first: op 'language_model.encoder.layers.0.mlp.dense_h_to_4h')"},
+        Case{"replicas", kMeg, config(1, 2, 2, 1), [](Plan& p, const Graph&) { p.data_parallel.replicas = 2; },
+             "data_parallel.replicas: 2 replicas of the whole plan"},
+        Case{"per_op_placement", kDs, config(1, 1, 1, 16), [](Plan& p, const Graph& g) { p = Plan::single_device(g); },
+             "pipeline: none: the plan places ops one by one"},
+        Case{"uneven_middle", kMeg, config(1, 4, 2, 1), [](Plan& p, const Graph& g) { move_layer(p, g, 3, 1); },
+             "pipeline.stages: layers per stage {2, 2, 1, 1} are neither an even split nor", 6},
+        Case{"megatron_indivisible_layers", kMeg, config(1, 4, 2, 1), none,
+             "pipeline.stages: 6 layers do not split evenly over 4 stages", 6},
+        Case{"devices_out_of_rank_order", kMeg, config(1, 2, 4, 1),
+             [](Plan& p, const Graph&) { std::reverse(p.pipeline.stages[0].devices.begin(), p.pipeline.stages[0].devices.end()); },
+             "pipeline.stages[0].devices: devices [3, 2, 1, 0] are not Megatron's rank order, which puts this stage on [3, 4, 5, 6]"},
+        Case{"per_stage_recompute", kMeg, config(1, 2, 4, 1),
+             [](Plan& p, const Graph&) { p.pipeline.stages[1].recompute = Recompute::kFull; },
+             "pipeline.stages[1].recompute: full differs from the plan's none"},
+        Case{"fp16_without_loss_scaling", kMeg, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.loss_scaling = false; }),
+             none, "precision.loss_scaling: false, but Megatron-LM trains fp16 with dynamic loss scaling"},
+        Case{"deepspeed_tp", kDs, config(2, 1, 4, 2), none, "tensor_parallel.degree: 2: a DeepSpeed config has no tensor parallelism"},
+        Case{"deepspeed_virtual", kDs, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.virtual_stages = 2; }), none,
+             "pipeline.virtual_stages: 2: DeepSpeed's pipeline engine has no interleaved schedule"},
+        Case{"deepspeed_selective", kDs, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }),
+             none, "recompute: selective: DeepSpeed checkpoints whole layers"},
+        Case{"deepspeed_zero2_pipeline", kDs, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.zero_stage = 2; }), none,
+             "data_parallel.zero_stage: 2 with a pipeline"},
+        Case{"torchtitan_fp16", kTitan, config(1, 2, 4, 1), none, "precision: fp16: torchtitan trains in bf16 or fp32"},
+        Case{"torchtitan_zero1", kTitan, with(bf16(config(1, 2, 4, 1)), [](MegatronConfig& m) { m.zero_stage = 1; }), none,
+             "data_parallel.zero_stage: 1: torchtitan replicates (DDP) or shards with FSDP", 4, DType::kBF16},
+        Case{"torchtitan_tp_without_sp", kTitan, bf16(config(2, 2, 2, 1)), none,
+             "tensor_parallel.sequence_parallel: false: torchtitan's tensor parallelism always", 4, DType::kBF16},
+        Case{"torchtitan_no_overlap", kTitan, with(bf16(config(1, 2, 4, 1)), [](MegatronConfig& m) { m.overlap_grad_reduce = false; }),
+             none, "data_parallel.overlap: false: torchtitan's DDP and FSDP always overlap", 4, DType::kBF16},
+        Case{"torchtitan_no_clipping", kTitan, with(bf16(config(1, 2, 4, 1)), [](MegatronConfig& m) { m.grad_clipping = false; }),
+             none, "precision.grad_clipping: false: torchtitan always clips", 4, DType::kBF16},
+        Case{"megatron_every_2nd_layer", kMeg, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kFull, m.recompute_every = 2; }),
+             none, "recompute_every: 2: Megatron-LM checkpoints groups of consecutive layers"},
+        Case{"megatron_selective_op", kMeg, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kSelectiveOp; }),
+             none, "recompute: selective_op: Megatron-LM's selective recomputation is the core attention's"},
+        Case{"deepspeed_fp8", kDs, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.fp8 = true; }), none,
+             "precision.fp8: true: a DeepSpeed config has no FP8 GEMMs"},
+        Case{"deepspeed_fsdp", kDs, with(config(1, 1, 8, 1), [](MegatronConfig& m) { m.zero_stage = 3, m.fsdp.enabled = true; }),
+             none, "data_parallel.fsdp: enabled: DeepSpeed's ZeRO-3 prefetches by bucket size"},
+        Case{"deepspeed_every_2nd_layer", kDs, with(config(1, 2, 4, 1), [](MegatronConfig& m) { m.recompute = Recompute::kFull, m.recompute_every = 2; }),
+             none, "recompute_every: 2: DeepSpeed checkpoints groups of consecutive layers"},
+        Case{"torchtitan_core_attention_selective", kTitan,
+             with(bf16(config(1, 2, 4, 1)), [](MegatronConfig& m) { m.recompute = Recompute::kSelective; }), none,
+             "recompute: selective (the core attention's): torchtitan's selective modes are op-level", 4, DType::kBF16},
+        Case{"torchtitan_every_2nd_layer_op_level", kTitan,
+             with(bf16(config(1, 2, 4, 1)), [](MegatronConfig& m) { m.recompute = Recompute::kSelectiveOp, m.recompute_every = 2; }),
+             none, "recompute_every: 2 with recompute selective_op: torchtitan checkpoints every k-th layer whole", 4, DType::kBF16},
+        Case{"torchtitan_zero3_without_fsdp", kTitan, with(bf16(config(1, 1, 8, 1)), [](MegatronConfig& m) { m.zero_stage = 3; }),
+             none, "data_parallel.fsdp: off with zero_stage 3: torchtitan shards with FSDP2's per-block schedule", 4, DType::kBF16},
+        Case{"torchtitan_fsdp_prefetch_2", kTitan,
+             with(bf16(config(1, 1, 8, 1)), [](MegatronConfig& m) { m.zero_stage = 3, m.fsdp.enabled = true, m.fsdp.forward_prefetch = 2; }),
+             none, "data_parallel.fsdp: prefetch 2 / 1: torchtitan's FSDP2 prefetches one block ahead", 4, DType::kBF16},
+        Case{"torchtitan_fsdp_no_reshard", kTitan,
+             with(bf16(config(1, 1, 8, 1)), [](MegatronConfig& m) { m.zero_stage = 3, m.fsdp.enabled = true, m.fsdp.reshard_after_forward = false; }),
+             none, "data_parallel.fsdp.reshard_after_forward: false: torchtitan writes it as", 4, DType::kBF16},
+        Case{"device_map_tp", kMap, config(2, 1, 1, 16), none, "tensor_parallel.degree: a device map has no tensor parallelism"},
+        Case{"device_map_data_parallel_stage", kMap, config(1, 2, 4, 4), none,
+             "pipeline.stages[0].devices: 4 devices (data-parallel copies)"},
+        Case{"device_map_micro_batches", kMap, config(1, 2, 1, 4), none,
+             "pipeline.micro_batches: 4: Accelerate runs a device map on the whole batch"},
+        Case{"device_map_module_with_parameters_on_two_devices", kMap, config(1, 1, 1, 16),
+             [](Plan& p, const Graph& g) {
+               p = Plan::single_device(g);
+               p.placement[g.find_op("language_model.encoder.layers.0.mlp.dense_4h_to_h")] = 1;
+             },
+             "placement: module 'language_model.encoder.layers.0.mlp' holds parameters and runs its own ops on "
+             "several devices"}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 std::string megatron_error(const std::string& args, int world = 8) {
