@@ -163,12 +163,7 @@ void modern_family(const Options& o, const std::string& gpu, const std::string& 
   if (const std::string why = unmodelled(runs); !why.empty()) {
     print_not_run(family, "not modelled yet (stderr)");
     std::fprintf(stderr, "stack_fidelity: %s: %s\n", family.c_str(), why.c_str());
-    // What the simulator says with its stand-ins (flash -> unfused, fp8 -> 16-bit).
-    for (const std::string& note : approximate_unmodelled(&runs)) {
-      std::fprintf(stderr, "stack_fidelity: %s: approximated: %s\n", family.c_str(), note.c_str());
-    }
-    if (!unmodelled(runs).empty()) return;
-    family += ", stand-ins";
+    return;
   }
   int gpus = 0;
   std::map<int64_t, int> model_index;  // leave one model out: fold = model

@@ -43,7 +43,6 @@ struct CheckArgs {
   std::vector<std::string> measurements, iterations, profiler_traces;
   int threads = 2;
   bool quiet_rows = false;
-  bool approximate = false;  ///< --approximate-unmodelled
 };
 
 std::string pct(double v) { return fixed(100 * v, 1) + "%"; }
@@ -390,10 +389,6 @@ void check_iterations(const CheckArgs& a, const Cluster& cluster, const CostProf
     std::vector<IterationRun> r = load_iteration_runs(path);
     runs.insert(runs.end(), r.begin(), r.end());
   }
-  if (a.approximate) {
-    for (const std::string& note : approximate_unmodelled(&runs))
-      std::cout << "approximated: " << note << "\n";
-  }
   announce_work(runs, cluster);
   const std::vector<double> pred = predict_runs(cluster, profile, runs, a.threads);
   std::ostream& out = std::cout;
@@ -552,9 +547,6 @@ void check_options(CLI::App* check, CheckArgs& a) {
                     "OUT.iterations.csv, OUT.measurements.csv, OUT.ops.csv)");
   check->add_flag("--summary", a.quiet_rows,
                   "Print only the per-group summary (no per-row / per-op-name tables)");
-  check->add_flag("--approximate-unmodelled", a.approximate,
-                  "Simulate --iterations rows that say attention flash as unfused and precision\n"
-                  "fp8 as bf16 (printed as 'approximated: ...') instead of refusing them");
 }
 
 void register_calibrate(CLI::App& app) {

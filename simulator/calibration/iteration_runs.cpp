@@ -139,7 +139,7 @@ void read_precision(const RowReader& r, IterationRun* run) {
     run->dtype = DType::kBF16;
   } else if (p == "fp8") {
     run->dtype = DType::kBF16;
-    run->fp8 = true;
+    run->config.fp8 = true;
   } else {
     r.fail("precision", "'" + p + "' is not fp16, bf16 or fp8");
   }
@@ -283,23 +283,11 @@ void check_modelled(const IterationRun& run) {
     throw ValidationError(run.where() + ": column '" + column + "': " + value +
                           " is not modelled yet (" + why + ")");
   };
-  // Wiring point: fp8 becomes the plan's FP8 precision once plans express it.
-  if (run.fp8) refuse("precision", "fp8", "plans compute in 16 or 32 bits");
   if (run.cp > 1) refuse("cp", std::to_string(run.cp), "plans have no context parallelism");
   if (run.ep > 1) refuse("ep", std::to_string(run.ep), "plans have no expert parallelism");
   if (run.etp > 0) refuse("etp", std::to_string(run.etp), "plans have no expert parallelism");
   if (run.num_experts > 0)
     refuse("num_experts", std::to_string(run.num_experts), "the generators build dense models");
-}
-
-std::vector<std::string> approximate_unmodelled(std::vector<IterationRun>* runs) {
-  int fp8 = 0;
-  for (IterationRun& r : *runs) {
-    if (r.fp8) r.fp8 = false, ++fp8;
-  }
-  std::vector<std::string> notes;
-  if (fp8 > 0) notes.push_back("precision fp8 -> bf16: " + std::to_string(fp8) + " runs");
-  return notes;
 }
 
 RunPredictor::RunPredictor(const Cluster& cluster) : cluster_(cluster) {}

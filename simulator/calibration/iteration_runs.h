@@ -41,7 +41,6 @@ struct IterationRun {
   int64_t hidden = 0, heads = 0, kv_heads = 0, ffn = 0, seq_len = 0, vocab = 50257;
   int layers = 0;
   DType dtype = DType::kF16;      ///< 16-bit type the run computes and keeps weights in
-  bool fp8 = false;               ///< precision fp8: FP8 GEMMs (weights in bf16)
   std::string precision_variant;  ///< the source's precision label, verbatim (FP8-CS, MXFP8, ...)
   std::string attention = "unfused";  ///< unfused (scores materialised) | flash
   bool master_weights = true;  ///< fp32 master weights and optimizer state for 16-bit weights
@@ -49,7 +48,9 @@ struct IterationRun {
   int etp = 0;                 ///< expert tensor-parallel size; 0 = not given
   int num_experts = 0, moe_topk = 0, shared_experts = 0;  ///< 0 experts = dense
   int64_t moe_ffn = 0;
-  MegatronConfig config;  ///< config.virtual_stages: the virtual_stages column
+  /// config.virtual_stages: the virtual_stages column; config.fp8: precision fp8 (FP8 GEMMs,
+  /// weights and the other ops in bf16).
+  MegatronConfig config;
   double measured = 0;  ///< seconds per iteration
 
   std::string where() const { return source + ":" + std::to_string(line); }
@@ -77,16 +78,10 @@ constexpr double kMaxSimulatedOpsPerRun = 2e7;
 double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster);
 
 /// Throws ValidationError ("file:line: column 'ep': 2 is not modelled yet ...") when `run`
-/// sets a column the graph generators or plans cannot express yet: precision fp8, cp > 1,
-/// ep > 1, etp, or experts. RunPredictor calls it. (`attention flash` builds the
-/// generators' fused FlashAttention op.)
+/// sets a column the graph generators or plans cannot express yet: cp > 1, ep > 1, etp, or
+/// experts. RunPredictor calls it. (`attention flash` builds the generators' fused
+/// FlashAttention op; `precision fp8` runs the plan's FP8 GEMMs.)
 void check_modelled(const IterationRun& run);
-
-/// Stand-ins for the columns that are read but not modelled yet, for a first look at files
-/// that use them: precision fp8 -> the run's 16-bit type.
-/// Returns one note per stand-in used ("precision fp8 -> bf16: 12 runs"); context /
-/// expert parallelism and experts are left alone (check_modelled still refuses them).
-std::vector<std::string> approximate_unmodelled(std::vector<IterationRun>* runs);
 
 /// Builds (and caches) the training-step graph of each distinct model of the runs and
 /// simulates a run under a cost profile on `cluster` (devices 0 .. gpus-1).

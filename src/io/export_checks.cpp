@@ -25,6 +25,14 @@ void schedule_is_1f1b(const MegatronConfig& m, const std::string& framework) {
   }
 }
 
+void recompute_every_layer(const MegatronConfig& m, const std::string& framework) {
+  if (m.recompute_every != 1) {
+    fail("recompute_every", std::to_string(m.recompute_every) + ": " + framework +
+                                " checkpoints groups of consecutive layers, not every k-th layer "
+                                "(torchtitan's selective_ac_option does)");
+  }
+}
+
 std::vector<int> layer_boundaries(const MegatronConfig& m, int layers) {
   std::vector<int> b = {0};
   for (int c : megatron_stage_layers(m, layers)) b.push_back(b.back() + c);

@@ -18,6 +18,10 @@ void loss_scaling_matches(const MegatronConfig& m, DType dtype, const std::strin
 /// Megatron-LM and DeepSpeed run 1F1B (interleaved with virtual stages), never GPipe.
 void schedule_is_1f1b(const MegatronConfig& m, const std::string& framework);
 
+/// Recomputation of every layer (recompute_every 1): Megatron-LM and DeepSpeed checkpoint
+/// groups of consecutive layers, never every k-th layer alone.
+void recompute_every_layer(const MegatronConfig& m, const std::string& framework);
+
 /// Per-stage layer counts of `m` as a pipeline-rank boundary list: {0, c0, c0 + c1, ..., layers}.
 std::vector<int> layer_boundaries(const MegatronConfig& m, int layers);
 

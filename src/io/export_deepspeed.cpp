@@ -22,8 +22,18 @@ std::string deepspeed_config(const MegatronConfig& m, int layers, DType dtype) {
     fail("pipeline.virtual_stages", std::to_string(m.virtual_stages) +
                                         ": DeepSpeed's pipeline engine has no interleaved schedule");
   }
-  if (m.recompute == Recompute::kSelective) {
-    fail("recompute", "selective: DeepSpeed checkpoints whole layers (activation_checkpoint_interval)");
+  if (m.recompute == Recompute::kSelective || m.recompute == Recompute::kSelectiveOp) {
+    fail("recompute", std::string(to_string(m.recompute)) +
+                          ": DeepSpeed checkpoints whole layers (activation_checkpoint_interval)");
+  }
+  export_checks::recompute_every_layer(m, "DeepSpeed");
+  if (m.fp8)
+    fail("precision.fp8",
+         "true: a DeepSpeed config has no FP8 GEMMs (export to megatron or torchtitan)");
+  if (m.fsdp.enabled) {
+    fail("data_parallel.fsdp",
+         "enabled: DeepSpeed's ZeRO-3 prefetches by bucket size, not FSDP2's one block "
+         "ahead (export to torchtitan)");
   }
   if (m.pp > 1 && m.zero_stage > 1) {
     fail("data_parallel.zero_stage", std::to_string(m.zero_stage) +

@@ -18,6 +18,12 @@ std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype)
     fail("data_parallel.zero_stage", std::to_string(m.zero_stage) +
                                          ": Megatron-LM's distributed optimizer is ZeRO-1 (stage 0 or 1 only)");
   }
+  export_checks::recompute_every_layer(m, "Megatron-LM");
+  if (m.recompute == Recompute::kSelectiveOp) {
+    fail("recompute",
+         "selective_op: Megatron-LM's selective recomputation is the core attention's "
+         "(recompute: selective)");
+  }
   const int chunks = m.pp * m.virtual_stages;
   const bool uneven = m.first_stage_layers > 0 || m.last_stage_layers > 0;
   if (!uneven && layers % chunks != 0) {
@@ -55,6 +61,8 @@ std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype)
   if (m.overlap_grad_reduce) args.push_back("--overlap-grad-reduce");
   if (dtype == DType::kF16) args.push_back("--fp16");
   if (dtype == DType::kBF16) args.push_back("--bf16");
+  // Transformer Engine's hybrid format: E4M3 forward, E5M2 gradients (per-tensor scaling).
+  if (m.fp8) args.push_back("--fp8-format hybrid");
   args.push_back(std::string("--clip-grad ") + (m.grad_clipping ? "1.0" : "0.0"));
 
   std::ostringstream out;

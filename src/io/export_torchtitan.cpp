@@ -1,6 +1,6 @@
 // The [training], [parallelism] and [activation_checkpoint] sections of a torchtitan job
-// config (TOML) for a Megatron-style plan (docs/export.md#torchtitan). Keys are torchtitan's
-// (torchtitan/config/job_config.py).
+// config (TOML) for a Megatron-style plan, with the float8 converter for FP8 plans
+// (docs/export.md#torchtitan). Keys are torchtitan's (torchtitan/config/job_config.py).
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -75,6 +75,60 @@ std::string module_lists(const Plan& p, const Graph& g) {
   return out + "]";
 }
 
+/// torchtitan shards with FSDP2: the per-block schedule prefetching one block each way,
+/// parameters resharded after forward ("never" reads back as ZeRO-2), its dtypes those of
+/// [training]. Returns the shard degree (the HSDP group, else dp).
+int fsdp_shard_degree(const MegatronConfig& m) {
+  const FsdpConfig& fs = m.fsdp;
+  if (m.zero_stage == 3 && !fs.enabled) {
+    fail("data_parallel.fsdp",
+         "off with zero_stage 3: torchtitan shards with FSDP2's per-block "
+         "schedule (set data_parallel.fsdp.enabled)");
+  }
+  if (!fs.enabled) return m.dp;
+  if (fs.forward_prefetch != 1 || fs.backward_prefetch != 1) {
+    fail("data_parallel.fsdp", "prefetch " + std::to_string(fs.forward_prefetch) + " / " +
+                                   std::to_string(fs.backward_prefetch) +
+                                   ": torchtitan's FSDP2 prefetches one block ahead each way");
+  }
+  if (!fs.reshard_after_forward) {
+    fail("data_parallel.fsdp.reshard_after_forward",
+         "false: torchtitan writes it as fsdp_reshard_after_forward \"never\", which reads back as "
+         "zero_stage 2 without the FSDP schedule");
+  }
+  if (fs.param_dtype_set || fs.reduce_dtype_set) {
+    fail("data_parallel.fsdp",
+         "param_dtype / reduce_dtype: torchtitan takes them from "
+         "training.mixed_precision_param / mixed_precision_reduce");
+  }
+  return fs.shard_group > 0 ? fs.shard_group : m.dp;
+}
+
+/// [activation_checkpoint]: whole layers ("full", or "selective" every k-th layer) or
+/// op-level selective ("op"); Megatron's core-attention recomputation has no mode.
+std::string checkpoint_section(const MegatronConfig& m) {
+  const bool every_k = m.recompute_every > 1;
+  if (m.recompute == Recompute::kSelective) {
+    fail("recompute",
+         "selective (the core attention's): torchtitan's selective modes are op-level "
+         "(selective_op) or every k-th layer");
+  }
+  if (every_k && m.recompute != Recompute::kFull) {
+    fail("recompute_every", std::to_string(m.recompute_every) + " with recompute " +
+                                to_string(m.recompute) +
+                                ": torchtitan checkpoints every k-th layer whole (recompute full)");
+  }
+  std::string out = "\n[activation_checkpoint]\n";
+  if (every_k) {
+    return out + "mode = \"selective\"\nselective_ac_option = " +
+           toml_string(std::to_string(m.recompute_every)) + "\n";
+  }
+  if (m.recompute == Recompute::kSelectiveOp) {
+    return out + "mode = \"selective\"\nselective_ac_option = \"op\"\n";
+  }
+  return out + "mode = " + toml_string(to_string(m.recompute)) + "\n";
+}
+
 }  // namespace
 
 std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Graph& g, DType dtype) {
@@ -98,6 +152,7 @@ std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Grap
   if (m.virtual_stages > 1 && m.schedule != PipelineSchedule::k1F1B) {
     fail("pipeline.schedule", "virtual stages run the interleaved 1F1B schedule only");
   }
+  const int shard_degree = fsdp_shard_degree(m);
   const int M = megatron_micro_batches(m);
   const bool pipelined = m.pp > 1;
   std::ostringstream out;
@@ -112,8 +167,8 @@ std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Grap
   out << "mixed_precision_param = " << toml_string(dtype == DType::kBF16 ? "bfloat16" : "float32") << "\n";
   out << "\n[parallelism]\n";
   const bool shard = m.zero_stage >= 2;
-  out << "data_parallel_replicate_degree = " << (shard ? 1 : m.dp) << "\n";
-  out << "data_parallel_shard_degree = " << (shard ? m.dp : 1) << "\n";
+  out << "data_parallel_replicate_degree = " << (shard ? m.dp / shard_degree : m.dp) << "\n";
+  out << "data_parallel_shard_degree = " << (shard ? shard_degree : 1) << "\n";
   if (shard) out << "fsdp_reshard_after_forward = " << toml_string(m.zero_stage == 3 ? "always" : "never") << "\n";
   out << "tensor_parallel_degree = " << m.tp << "\n";
   out << "pipeline_parallel_degree = " << m.pp << "\n";
@@ -127,9 +182,13 @@ std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Grap
   } else if (M > 1 && m.schedule == PipelineSchedule::kGPipe) {
     fail("pipeline.schedule", "gpipe on one stage: torchtitan accumulates gradients one micro-batch at a time (1F1B)");
   }
-  out << "\n[activation_checkpoint]\n";
-  out << "mode = " << toml_string(to_string(m.recompute)) << "\n";
-  if (m.recompute == Recompute::kSelective) out << "selective_ac_option = " << toml_string("op") << "\n";
+  out << checkpoint_section(m);
+  // torchao's float8 linears (per-tensor scaling); the output layer stays 16-bit, as in
+  // placer's FP8.
+  if (m.fp8) {
+    out << "\n[model]\nconverters = [\"quantize.linear.float8\"]\n";
+    out << "\n[quantize.linear.float8]\nfilter_fqns = [\"output\"]\n";
+  }
   return out.str();
 }
 

@@ -138,8 +138,6 @@ void reject_unmodelled(const Args& a) {
   for (const char* name : {"--use-torch-fsdp2", "--use-custom-fsdp"}) {
     if (a.has(name)) fail(name, "FSDP is not Megatron's distributed optimizer; placer reads ZeRO-1 only");
   }
-  // Wiring point: --fp8-format becomes the plan's FP8 precision once plans express it.
-  if (a.has("--fp8-format")) fail("--fp8-format", "FP8 GEMMs are not modelled yet");
   if (a.has("--pipeline-model-parallel-layout")) {
     fail("--pipeline-model-parallel-layout", "not read by placer; use --decoder-first-pipeline-num-layers / "
                                              "--decoder-last-pipeline-num-layers");
@@ -224,6 +222,13 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   f.dtype = a.has("--fp16") ? DType::kF16 : a.has("--bf16") ? DType::kBF16 : DType::kF32;
   m.loss_scaling = f.dtype == DType::kF16;  // Megatron-LM scales the loss in fp16 only
   m.grad_clipping = a.number("--clip-grad", 1.0) > 0;  // Megatron-LM's default is 1.0
+  // Transformer Engine's formats (E4M3 throughout, or E4M3 forward / E5M2 backward) run the
+  // same GEMMs at the f8 peak; placer models both as precision.fp8.
+  const std::string fp8 = a.text("--fp8-format", "");
+  if (!fp8.empty() && fp8 != "hybrid" && fp8 != "e4m3") {
+    fail("--fp8-format", quote_short(fp8) + " (use hybrid or e4m3)");
+  }
+  m.fp8 = !fp8.empty();
   return f;
 }
 

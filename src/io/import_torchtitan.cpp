@@ -48,6 +48,10 @@ const SectionKeys kSections[] = {
      {"per_op_sac_force_recompute_mm_shapes_by_fqns", "early_stop", "memory_budget",
       "visualize_memory_budget_pareto", "preserve_rng_state", "determinism_check", "debug"}},
     {"compile", {"enable"}, {"components", "backend"}},
+    {"float8",  // older torchtitan; newer ones name [quantize.linear.float8] (recorded)
+     {"enable_float8_linear"},
+     {"enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp",
+      "force_recompute_fp8_weight_in_bwd", "recipe_name", "filter_fqns", "emulate"}},
     {"model",
      {"converters"},
      {"name", "flavor", "hf_assets_path", "tokenizer_path", "print_after_conversion",
@@ -139,8 +143,8 @@ class Job {
   std::vector<std::string> ignored_;
 };
 
-/// Refuses what the plan cannot express (yet): context and expert parallelism, HSDP, FP8
-/// linears, split points or a schedule CSV instead of module lists.
+/// Refuses what the plan cannot express (yet): context and expert parallelism, MX
+/// (block-scaled) linears, split points or a schedule CSV instead of module lists.
 void reject_unmodelled(const Job& j) {
   for (const char* key :
        {"context_parallel_degree", "expert_parallel_degree", "expert_tensor_parallel_degree"}) {
@@ -153,14 +157,25 @@ void reject_unmodelled(const Job& j) {
     if (j.node("parallelism", key))
       fail(Job::name("parallelism", key), "not read by placer; give module_fqns_per_model_part");
   }
+}
+
+/// FP8 linears: the float8 converter (torchao's per-tensor scaled float8 training), named
+/// "quantize.linear.float8" by newer torchtitan, "float8" (or [float8]
+/// enable_float8_linear) by older. MX formats scale per block: not modelled.
+bool reads_fp8(const Job& j) {
+  bool fp8 = j.flag("float8", "enable_float8_linear", false);
   if (const toml::array* conv = j.array("model", "converters")) {
     for (const toml::node& c : *conv) {
       const std::string s = c.is_string() ? c.as_string()->get() : "";
-      if (s.find("float8") != std::string::npos || s.find("mx") != std::string::npos) {
-        fail("model.converters", "'" + s + "': FP8 linears are not modelled yet");
+      if (s == "float8" || s == "quantize.linear.float8") {
+        fp8 = true;
+      } else if (s.find("float8") != std::string::npos || s.find("mx") != std::string::npos) {
+        fail("model.converters",
+             "'" + s + "' is not modelled (placer's FP8 is quantize.linear.float8, per tensor)");
       }
     }
   }
+  return fp8;
 }
 
 /// Layers per pipeline part from module_fqns_per_model_part: the modules named
@@ -186,6 +201,20 @@ std::vector<int> layers_per_part(const toml::array& parts) {
   return count;
 }
 
+/// FSDP2 (zero_stage 3) runs the per-block schedule, one block prefetched each way; HSDP
+/// shards inside groups of `shard` consecutive data-parallel ranks, replicated across.
+void read_fsdp(int64_t replicate, int64_t shard, MegatronConfig* m) {
+  if (replicate > 1 && shard > 1 && m->zero_stage != 3) {
+    fail("parallelism.fsdp_reshard_after_forward",
+         "HSDP (replicate " + std::to_string(replicate) + " x shard " + std::to_string(shard) +
+             ") keeping the parameters after forward is not modelled (placer's HSDP reshards: "
+             "set \"always\")");
+  }
+  if (m->zero_stage != 3) return;
+  m->fsdp.enabled = true;
+  if (replicate > 1) m->fsdp.shard_group = int(shard);
+}
+
 /// [parallelism]: the mesh (dp = replicate x shard, shard -1 = the rest), FSDP's ZeRO stage,
 /// the pipeline schedule, its model parts and virtual stages.
 void read_parallelism(const Job& j, int world, FrameworkConfig* f) {
@@ -203,11 +232,6 @@ void read_parallelism(const Job& j, int world, FrameworkConfig* f) {
     fail("parallelism.data_parallel_shard_degree",
          "replicate x shard x tp x pp does not equal the world size " + std::to_string(world));
   }
-  if (replicate > 1 && shard > 1) {
-    fail("parallelism.data_parallel_replicate_degree",
-         "HSDP (replicate " + std::to_string(replicate) + " x shard " + std::to_string(shard) +
-             ") is not modelled yet");
-  }
   m.dp = int(replicate * shard);
   m.sequence_parallel = m.tp > 1;  // torchtitan's TP always splits the norms along the sequence
   m.overlap_grad_reduce = true;    // DDP and FSDP overlap the reduction with backward
@@ -219,6 +243,7 @@ void read_parallelism(const Job& j, int world, FrameworkConfig* f) {
   // FSDP shards gradients and optimizer state (ZeRO-2), and the parameters after forward
   // (ZeRO-3) unless told not to; "default" keeps them with a pipeline.
   if (shard > 1) m.zero_stage = reshard == "never" || (reshard == "default" && m.pp > 1) ? 2 : 3;
+  read_fsdp(replicate, shard, &m);
   const std::string schedule = j.text("parallelism", "pipeline_parallel_schedule", "1F1B");
   if (schedule == "GPipe") {
     m.schedule = PipelineSchedule::kGPipe;
@@ -245,6 +270,33 @@ void read_parallelism(const Job& j, int world, FrameworkConfig* f) {
       fail("parallelism.module_fqns_per_model_part",
            "the layers per part are neither even nor even with a different first / last part");
     }
+  }
+}
+
+/// [activation_checkpoint]: none, full, or selective: "op" saves the matmul outputs
+/// (selective_op), an integer k checkpoints every k-th layer whole (torchtitan's default,
+/// k = 2).
+void read_checkpointing(const Job& j, MegatronConfig* m) {
+  const std::string mode = j.text("activation_checkpoint", "mode", "selective");
+  const std::string option = j.text("activation_checkpoint", "selective_ac_option", "2");
+  if (mode == "none") {
+    m->recompute = Recompute::kNone;
+  } else if (mode == "full") {
+    m->recompute = Recompute::kFull;
+  } else if (mode == "selective" && option == "op") {
+    m->recompute = Recompute::kSelectiveOp;
+  } else if (mode == "selective") {
+    const bool digits = !option.empty() && option.size() < 7 &&
+                        option.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(option) < 1) {
+      fail("activation_checkpoint.selective_ac_option",
+           "'" + option + "' (use op or a layer interval k >= 1)");
+    }
+    m->recompute = Recompute::kFull;
+    m->recompute_every = std::stoi(option);
+  } else {
+    fail("activation_checkpoint.mode",
+         "'" + mode + "' is not modelled (use none, selective or full)");
   }
 }
 
@@ -275,21 +327,8 @@ void read_training(const Job& j, FrameworkConfig* f) {
   } else {
     fail("training.mixed_precision_param", "'" + param + "' (use bfloat16 or float32)");
   }
-  const std::string mode = j.text("activation_checkpoint", "mode", "selective");
-  const std::string option = j.text("activation_checkpoint", "selective_ac_option", "2");
-  if (mode == "none") {
-    m.recompute = Recompute::kNone;
-  } else if (mode == "full" || (mode == "selective" && option == "1")) {
-    m.recompute = Recompute::kFull;
-  } else if (mode == "selective" && option == "op") {
-    m.recompute = Recompute::kSelective;
-  } else if (mode == "selective") {
-    fail("activation_checkpoint.selective_ac_option",
-         "'" + option + "': checkpointing every k-th layer is not modelled yet");
-  } else {
-    fail("activation_checkpoint.mode",
-         "'" + mode + "' is not modelled (use none, selective or full)");
-  }
+  read_checkpointing(j, &m);
+  f->config.fp8 = reads_fp8(j);
   f->attention = "flash";  // torchtitan's SDPA runs a fused attention kernel
   if (j.flag("compile", "enable", false))
     f->notes.push_back("compile.enable: compiled (fused) kernels");

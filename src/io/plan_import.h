@@ -48,11 +48,13 @@ FrameworkConfig parse_deepspeed_config(const std::string& json_text, int world_s
 
 /// A torchtitan job config (TOML; torchtitan/config/job_config.py's keys): [parallelism]
 /// degrees (data_parallel_shard_degree -1 = the rest of the world size), FSDP's reshard
-/// setting as ZeRO-2 / ZeRO-3, the pipeline schedule and module_fqns_per_model_part,
-/// [training] batch sizes, max_norm and mixed_precision_param, [activation_checkpoint].
+/// setting as ZeRO-2 / ZeRO-3 with the FSDP2 schedule (HSDP: shard groups of the shard
+/// degree), the pipeline schedule and module_fqns_per_model_part, [training] batch sizes,
+/// max_norm and mixed_precision_param, [activation_checkpoint] (every k-th layer:
+/// recompute_every; "op": selective_op), the float8 converter (precision.fp8).
 /// FormatError for bad TOML, a wrong type or an unknown key of a section it reads;
 /// ValidationError naming the key for what plans cannot express (context / expert
-/// parallelism, HSDP, FP8 converters, checkpointing every k-th layer).
+/// parallelism, MX converters, HSDP without resharding).
 FrameworkConfig parse_torchtitan_config(const std::string& toml_text, int world_size);
 
 /// megatron_plan of the configuration on `g`, computing in f.dtype (precision.compute is set

@@ -121,24 +121,6 @@ DType plan_compute_dtype(const Plan& p, const Graph& g) {
   return best;
 }
 
-namespace {
-
-// The FSDP schedule, FP8 and the checkpointing variants have no field in MegatronConfig
-// yet: a configuration written without them would describe another run.
-void check_no_modern_fields(const Plan& p) {
-  const char* const kNot = " is not written into framework configurations yet";
-  if (p.data_parallel.fsdp.enabled)
-    fail("data_parallel.fsdp", std::string("the FSDP schedule") + kNot);
-  if (p.precision.fp8) fail("precision.fp8", std::string("FP8") + kNot);
-  if (p.recompute_every != 1) fail("recompute_every", std::to_string(p.recompute_every) + kNot);
-  bool op_level = p.recompute == Recompute::kSelectiveOp;
-  for (const PipelineStage& st : p.pipeline.stages)
-    op_level = op_level || st.recompute == Recompute::kSelectiveOp;
-  if (op_level) fail("recompute", std::string("selective_op") + kNot);
-}
-
-}  // namespace
-
 MegatronConfig megatron_config_of(const Plan& p, const Graph& g) {
   const PipelineConfig& pl = p.pipeline;
   if (!pl.enabled()) {
@@ -159,7 +141,6 @@ MegatronConfig megatron_config_of(const Plan& p, const Graph& g) {
     fail("data_parallel.sync", std::string(to_string(p.data_parallel.sync)) +
                                    ": frameworks all-reduce gradients with NCCL (ring)");
   }
-  check_no_modern_fields(p);
   const int layers = graph_layers(g);
   if (layers == 0) fail("graph", "'" + g.name() + "' has no layered forward ops (op layer indices)");
 
@@ -206,6 +187,9 @@ MegatronConfig megatron_config_of(const Plan& p, const Graph& g) {
   m.first_device = pl.stages[0].devices.front();
   m.loss_scaling = p.precision.loss_scaling;
   m.grad_clipping = p.precision.grad_clipping;
+  m.fp8 = p.precision.fp8;
+  m.recompute_every = p.recompute_every;
+  m.fsdp = p.data_parallel.fsdp;
   const std::vector<int> count = layers_per_stage(p, g, layers);
   if (!megatron_fit_stage_layers(&m, count, layers)) {
     fail("pipeline.stages", "layers per stage {" + join(count) +

@@ -159,6 +159,9 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   p.data_parallel.overlap = m.overlap_grad_reduce;
   p.precision.loss_scaling = m.loss_scaling;
   p.precision.grad_clipping = m.grad_clipping;
+  p.precision.fp8 = m.fp8;
+  p.recompute_every = m.recompute_every;
+  p.data_parallel.fsdp = m.fsdp;
   return p;
 }
 

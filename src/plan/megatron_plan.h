@@ -45,6 +45,14 @@ struct MegatronConfig {
   /// with gradient clipping (1.0 by default).
   bool loss_scaling = true;
   bool grad_clipping = true;
+  /// FP8 GEMMs (Transformer Engine's --fp8-format, torchtitan's float8 converter):
+  /// precision.fp8, the weights and the other ops in the 16-bit type.
+  bool fp8 = false;
+  /// Recompute every k-th layer only (Plan::recompute_every; torchtitan's
+  /// selective_ac_option = k); 1 = every layer.
+  int recompute_every = 1;
+  /// FSDP2 / HSDP per-block schedule of zero_stage 3 (data_parallel.fsdp).
+  FsdpConfig fsdp;
 };
 
 /// Micro-batches per step: global_batch / (micro_batch * dp). Throws ValidationError

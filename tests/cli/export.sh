@@ -77,6 +77,55 @@ assert t["activation_checkpoint"] == {"mode": "full"}, t["activation_checkpoint"
 PY
 "$placer" plan from-torchtitan "$tmp/t.toml" --graph "$g" --cluster "$cluster" -o "$tmp/t2.plan.yaml" 2> /dev/null
 check torchtitan-round-trip-plan cmp -s "$tmp/m.plan.yaml" "$tmp/t2.plan.yaml"
+# HSDP (replicate 2 x shard 4), float8 linears and every 2nd layer checkpointed: the plan's
+# data_parallel.fsdp.shard_group, precision.fp8 and recompute_every, written back as they came.
+cat > "$tmp/hsdp.toml" <<'TOML'
+[training]
+local_batch_size = 2
+[parallelism]
+data_parallel_replicate_degree = 2
+data_parallel_shard_degree = 4
+[activation_checkpoint]
+mode = "selective"
+selective_ac_option = "2"
+[model]
+converters = ["quantize.linear.float8"]
+[quantize.linear.float8]
+filter_fqns = ["output"]
+TOML
+"$placer" plan from-torchtitan "$tmp/hsdp.toml" --graph "$g" --cluster "$cluster" -o "$tmp/h.plan.yaml" 2> /dev/null
+check hsdp-plan-fields python3 - "$tmp/h.plan.yaml" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+for line in ("shard_group: 4", "fp8: true", "recompute_every: 2", "zero_stage: 3"):
+    assert line in text, line
+PY
+"$placer" export "$tmp/h.plan.yaml" --graph "$g" --cluster "$cluster" --to torchtitan -o "$tmp/h.toml" 2> /dev/null
+check hsdp-torchtitan-keys python3 - "$tmp/h.toml" <<'PY'
+import sys, tomllib
+t = tomllib.load(open(sys.argv[1], "rb"))
+p = t["parallelism"]
+assert (p["data_parallel_replicate_degree"], p["data_parallel_shard_degree"], p["fsdp_reshard_after_forward"]) \
+    == (2, 4, "always"), p
+assert t["activation_checkpoint"] == {"mode": "selective", "selective_ac_option": "2"}, t["activation_checkpoint"]
+assert t["model"] == {"converters": ["quantize.linear.float8"]}, t["model"]
+assert t["quantize"] == {"linear": {"float8": {"filter_fqns": ["output"]}}}, t["quantize"]
+PY
+"$placer" plan from-torchtitan "$tmp/h.toml" --graph "$g" --cluster "$cluster" -o "$tmp/h2.plan.yaml" 2> /dev/null
+check hsdp-round-trip-plan cmp -s "$tmp/h.plan.yaml" "$tmp/h2.plan.yaml"
+# FP8 in Megatron-LM's spelling: --fp8-format reads as precision.fp8 and writes back as hybrid.
+"$placer" plan from-megatron "--tensor-model-parallel-size 2 --micro-batch-size 2 --global-batch-size 16 \
+  --bf16 --fp8-format e4m3" --graph "$g" --cluster "$cluster" -o "$tmp/f.plan.yaml" 2> /dev/null
+check megatron-fp8-plan grep -q "fp8: true" "$tmp/f.plan.yaml"
+check megatron-fp8-args sh -c "'$placer' export '$tmp/f.plan.yaml' --graph '$g' --cluster '$cluster' --to megatron \
+  | grep -q -- '--fp8-format hybrid'"
+# torchtitan's default checkpointing (selective, every 2nd layer) under DDP has no Megatron-LM form.
+printf '[training]\nlocal_batch_size = 2\n[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 1\n' \
+  > "$tmp/ddp.toml"
+"$placer" plan from-torchtitan "$tmp/ddp.toml" --graph "$g" --cluster "$cluster" -o "$tmp/e.plan.yaml" 2> /dev/null
+expect megatron-every-2nd-layer "recompute_every: 2: Megatron-LM checkpoints groups of consecutive layers" -- \
+  export "$tmp/e.plan.yaml" --graph "$g" --cluster "$cluster" --to megatron -o "$tmp/no7.txt"
+check export-wrote-nothing test ! -e "$tmp/no7.txt"
 printf '[parallelism]\ntensor_parallel_degree = 2\ncontext_parallel_degree = 2\n' > "$tmp/cp.toml"
 expect torchtitan-context-parallel "cp.toml: parallelism.context_parallel_degree: not modelled yet" -- \
   plan from-torchtitan "$tmp/cp.toml" --graph "$g" --cluster "$cluster" -o "$tmp/no6.plan.yaml"

@@ -98,6 +98,8 @@ INSTANTIATE_TEST_SUITE_P(
         megatron_case("first_device",
                       with(config(2, 1, 2, 2), [](MegatronConfig& m) { m.first_device = 4; }),
                       "on cluster devices 4..7"),
+        megatron_case("fp8", with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.fp8 = true; }),
+                      "--fp8-format hybrid", 4, DType::kBF16),
         megatron_case("no_scatter_gather",
                       with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.scatter_gather = false; }),
                       "--no-scatter-gather-tensors-in-pipeline \\")),
@@ -162,19 +164,22 @@ TEST(MegatronArguments, ReadsEqualsSpellingsAliasesAndDefaults) {
   EXPECT_EQ(f.ignored, (std::vector<std::string>{"--lr", "--seed"}));
 }
 
-// The attention backend is recorded (a graph option); FP8 is refused until plans express it.
-TEST(MegatronArguments, ReadsTheAttentionBackendAndRefusesFp8) {
+// The attention backend is recorded (a graph option); --fp8-format is the plan's FP8.
+TEST(MegatronArguments, ReadsTheAttentionBackendAndFp8) {
   const std::string base = "--micro-batch-size 1 ";
   EXPECT_EQ(parse_megatron_arguments(base + "--attention-backend fused", 8).attention, "flash");
   EXPECT_EQ(parse_megatron_arguments(base + "--attention-backend unfused", 8).attention, "unfused");
   EXPECT_EQ(parse_megatron_arguments(base, 8).attention, "");
   EXPECT_FALSE(parse_megatron_arguments(base + "--no-scatter-gather-tensors-in-pipeline", 8)
                    .config.scatter_gather);
+  EXPECT_FALSE(parse_megatron_arguments(base, 8).config.fp8);
+  EXPECT_TRUE(parse_megatron_arguments(base + "--fp8-format hybrid", 8).config.fp8);
+  EXPECT_TRUE(parse_megatron_arguments(base + "--fp8-format=e4m3", 8).config.fp8);
   try {
-    parse_megatron_arguments(base + "--fp8-format hybrid", 8);
-    ADD_FAILURE() << "fp8 accepted";
+    parse_megatron_arguments(base + "--fp8-format e5m2", 8);
+    ADD_FAILURE() << "e5m2 accepted";
   } catch (const ValidationError& e) {
-    EXPECT_NE(std::string(e.what()).find("--fp8-format: FP8 GEMMs are not modelled yet"),
+    EXPECT_NE(std::string(e.what()).find("--fp8-format: 'e5m2' (use hybrid or e4m3)"),
               std::string::npos)
         << e.what();
   }

@@ -22,7 +22,13 @@ MegatronConfig titan(MegatronConfig m, int zero_stage, Recompute r = Recompute::
   m.overlap_grad_reduce = true;
   m.loss_scaling = false;
   m.zero_stage = zero_stage;
+  m.fsdp.enabled = zero_stage == 3;  // torchtitan's FSDP2
   m.recompute = r;
+  return m;
+}
+
+MegatronConfig with(MegatronConfig m, void (*edit)(MegatronConfig&)) {
+  edit(m);
   return m;
 }
 
@@ -44,16 +50,26 @@ TEST_P(TorchtitanRoundTrip, GivesTheSamePlanAndStepTime) {
 
 INSTANTIATE_TEST_SUITE_P(
     Parallelisms, TorchtitanRoundTrip,
-    ::testing::Values(std::make_pair("ddp_accumulating", titan(config(1, 1, 8, 1), 0)),
-                      std::make_pair("fsdp", titan(config(1, 1, 8, 2), 3, Recompute::kFull)),
-                      std::make_pair("fsdp_pipeline", titan(config(1, 2, 4, 1), 2)),
-                      std::make_pair("tp_pp", titan(config(2, 2, 2, 1), 0, Recompute::kSelective)),
-                      std::make_pair("interleaved",
-                                     [] {
-                                       MegatronConfig m = titan(config(1, 2, 2, 2), 0);
-                                       m.virtual_stages = 2;
-                                       return m;
-                                     }())),
+    ::testing::Values(
+        std::make_pair("ddp_accumulating", titan(config(1, 1, 8, 1), 0)),
+        std::make_pair("fsdp", titan(config(1, 1, 8, 2), 3, Recompute::kFull)),
+        std::make_pair("fsdp_pipeline", titan(config(1, 2, 4, 1), 2)),
+        std::make_pair("tp_pp", titan(config(2, 2, 2, 1), 0, Recompute::kSelectiveOp)),
+        // replicate 2 x shard 4
+        std::make_pair("hsdp", with(titan(config(1, 1, 8, 1), 3),
+                                    [](MegatronConfig& m) { m.fsdp.shard_group = 4; })),
+        std::make_pair("hsdp_tp", with(titan(config(2, 1, 4, 1), 3),
+                                       [](MegatronConfig& m) { m.fsdp.shard_group = 2; })),
+        std::make_pair("fp8",
+                       with(titan(config(2, 2, 2, 1), 0), [](MegatronConfig& m) { m.fp8 = true; })),
+        std::make_pair("every_2nd_layer", with(titan(config(1, 1, 8, 2), 3, Recompute::kFull),
+                                               [](MegatronConfig& m) { m.recompute_every = 2; })),
+        std::make_pair("interleaved",
+                       [] {
+                         MegatronConfig m = titan(config(1, 2, 2, 2), 0);
+                         m.virtual_stages = 2;
+                         return m;
+                       }())),
     [](const auto& i) { return std::string(i.param.first); });
 
 TEST(TorchtitanJob, AHandWrittenJobGivesThePlanItsKeysSay) {
@@ -65,6 +81,9 @@ TEST(TorchtitanJob, AHandWrittenJobGivesThePlanItsKeysSay) {
   EXPECT_EQ(m.pp, 2);
   EXPECT_EQ(m.dp, 4);          // shard -1: 16 / (tp 2 x pp 2)
   EXPECT_EQ(m.zero_stage, 3);  // reshard after forward: always
+  EXPECT_TRUE(m.fsdp.enabled);
+  EXPECT_EQ(m.fsdp.shard_group, 0);  // replicate 1: one group
+  EXPECT_FALSE(m.fp8);               // [float8] options without the converter
   EXPECT_EQ(m.micro_batch, 1);
   EXPECT_EQ(m.global_batch, 16);
   EXPECT_EQ(m.recompute, Recompute::kFull);
@@ -76,10 +95,11 @@ TEST(TorchtitanJob, AHandWrittenJobGivesThePlanItsKeysSay) {
   EXPECT_EQ(f.attention, "flash");
   EXPECT_EQ(f.notes, (std::vector<std::string>{"compile.enable: compiled (fused) kernels"}));
   // In toml++'s order: sections and keys sorted by name.
-  EXPECT_EQ(f.ignored, (std::vector<std::string>{
-                           "compile.components", "[float8]", "[job]", "model.flavor", "model.name",
-                           "[optimizer]", "parallelism.enable_async_tensor_parallel",
-                           "training.mixed_precision_reduce", "training.steps"}));
+  EXPECT_EQ(f.ignored,
+            (std::vector<std::string>{"compile.components", "float8.enable_fsdp_float8_all_gather",
+                                      "[job]", "model.flavor", "model.name", "[optimizer]",
+                                      "parallelism.enable_async_tensor_parallel",
+                                      "training.mixed_precision_reduce", "training.steps"}));
   const Graph g = export_test::gpt(4, DType::kBF16);
   const Plan p = plan_of_framework_config(f, g);
   EXPECT_EQ(p.pipeline.stages.size(), 2u);
@@ -106,20 +126,54 @@ TEST(TorchtitanJob, BadKeysAndWhatPlansCannotExpressAreNamedErrors) {
   expect_error(ac + "[parallelism]\ncontext_parallel_degree = 2\n",
                "parallelism.context_parallel_degree: not modelled yet");
   expect_error(
-      ac + "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n",
-      "parallelism.data_parallel_replicate_degree: HSDP (replicate 2 x shard 4) is not modelled "
-      "yet");
-  expect_error(ac + "[model]\nconverters = [\"quantize.linear.float8\"]\n",
-               "model.converters: 'quantize.linear.float8': FP8 linears are not modelled yet");
+      ac + "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = "
+           "4\nfsdp_reshard_after_forward = \"never\"\n",
+      "parallelism.fsdp_reshard_after_forward: HSDP (replicate 2 x shard 4) keeping the "
+      "parameters after forward is not modelled");
+  expect_error(ac + "[model]\nconverters = [\"quantize.linear.mx\"]\n",
+               "model.converters: 'quantize.linear.mx' is not modelled");
   expect_error(
-      "[training]\nlocal_batch_size = 2\n",  // torchtitan's default: selective, every 2nd layer
-      "activation_checkpoint.selective_ac_option: '2': checkpointing every k-th layer is not "
-      "modelled yet");
+      "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"0\"\n",
+      "activation_checkpoint.selective_ac_option: '0' (use op or a layer interval k >= 1)");
   expect_error(ac + "[parallelism]\ntensor_parallel_degree = 3\n",
                "does not equal the world size 8");
   expect_error(ac + "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = "
                     "\"ZBVZeroBubble\"\n",
                "parallelism.pipeline_parallel_schedule: 'ZBVZeroBubble' is not modelled");
+}
+
+// HSDP, float8 and the checkpointing modes as a user writes them, in both torchtitan spellings.
+TEST(TorchtitanJob, HsdpFloat8AndCheckpointingModesReadAsPlanFields) {
+  const std::string hsdp =
+      "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = -1\n";
+  const FrameworkConfig a = parse_torchtitan_config(
+      hsdp +
+          "[model]\nconverters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n"
+          "filter_fqns = [\"output\"]\n[activation_checkpoint]\nmode = \"selective\"\n"
+          "selective_ac_option = \"op\"\n",
+      8);
+  EXPECT_EQ(a.config.dp, 8);
+  EXPECT_EQ(a.config.zero_stage, 3);
+  EXPECT_TRUE(a.config.fsdp.enabled);
+  EXPECT_EQ(a.config.fsdp.shard_group, 4);  // shard -1: 8 / replicate 2
+  EXPECT_TRUE(a.config.fp8);
+  EXPECT_EQ(a.config.recompute, Recompute::kSelectiveOp);
+  EXPECT_EQ(a.ignored, (std::vector<std::string>{"[quantize]"}));
+  // Older torchtitan: [float8] enable_float8_linear; selective_ac_option as an integer; the
+  // default mode (selective, every 2nd layer).
+  const FrameworkConfig b = parse_torchtitan_config(
+      "[float8]\nenable_float8_linear = true\n[activation_checkpoint]\nmode = \"selective\"\n"
+      "selective_ac_option = 3\n",
+      8);
+  EXPECT_TRUE(b.config.fp8);
+  EXPECT_EQ(b.config.recompute, Recompute::kFull);
+  EXPECT_EQ(b.config.recompute_every, 3);
+  EXPECT_TRUE(b.config.fsdp.enabled);  // shard -1 = 8 ranks, resharded (the default): FSDP2
+  EXPECT_EQ(b.config.fsdp.shard_group, 0);
+  const FrameworkConfig c = parse_torchtitan_config("[training]\nlocal_batch_size = 2\n", 8);
+  EXPECT_EQ(c.config.recompute, Recompute::kFull);
+  EXPECT_EQ(c.config.recompute_every, 2);
+  EXPECT_FALSE(c.config.fp8);
 }
 
 }  // namespace
