@@ -256,8 +256,7 @@ Row run_large(const LargeJob& job, int reps, std::string* error) {
 /// The large jobs `only` selects ("large": all), one table row each.
 void print_large(const std::string& only, int reps) {
   std::printf("# megatron_scale large jobs: plans from Megatron-LM arguments; run = best of "
-              "%d; peak RSS = getrusage ru_maxrss of the whole process so far
-",
+              "%d; peak RSS = getrusage ru_maxrss of the whole process so far\n",
               reps);
   std::printf("| job | GPUs | ops | simulated ops | graph s | plan s | Simulator() s | run s | "
               "sim ops/s | peak RSS MB | step s | dev0 peak GiB |\n");
