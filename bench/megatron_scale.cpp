@@ -112,8 +112,8 @@ struct Row {
 
 /// Builds the Simulator and runs `plan` `reps` times (without the critical path): the
 /// construction time, the best run time and the run's results into `row`.
-void time_runs(const Graph& g, const Plan& plan, const Cluster& cluster,
-               const CostProfile& profile, int reps, Row* row) {
+void time_runs(const Graph& g, const Plan& plan, const Cluster& cluster, const CostProfile& profile,
+               int reps, Row* row) {
   auto t0 = Clock::now();
   const CostModel cost(cluster, profile);
   Simulator sim(g, cluster, cost);
@@ -255,11 +255,13 @@ Row run_large(const LargeJob& job, int reps, std::string* error) {
 
 /// The large jobs `only` selects ("large": all), one table row each.
 void print_large(const std::string& only, int reps) {
-  std::printf("# megatron_scale large jobs: plans from Megatron-LM arguments; run = best of "
-              "%d; peak RSS = getrusage ru_maxrss of the whole process so far\n",
-              reps);
-  std::printf("| job | GPUs | ops | simulated ops | graph s | plan s | Simulator() s | run s | "
-              "sim ops/s | peak RSS MB | step s | dev0 peak GiB |\n");
+  std::printf(
+      "# megatron_scale large jobs: plans from Megatron-LM arguments; run = best of "
+      "%d; peak RSS = getrusage ru_maxrss of the whole process so far\n",
+      reps);
+  std::printf(
+      "| job | GPUs | ops | simulated ops | graph s | plan s | Simulator() s | run s | "
+      "sim ops/s | peak RSS MB | step s | dev0 peak GiB |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const LargeJob& job : kLargeJobs) {
     if (only != "large" && only != job.key) continue;
@@ -270,12 +272,12 @@ void print_large(const std::string& only, int reps) {
                   error.c_str(), max_rss_mb());
       continue;
     }
-    std::printf("| %s | %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | %.2fM | %.0f | %.3f | "
-                "%.2f%s |\n",
-                job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
-                r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, double(r.simulated) / r.t_run / 1e6,
-                max_rss_mb(), r.step, double(r.peak0) / double(1ull << 30),
-                r.oom ? " (OOM)" : "");
+    std::printf(
+        "| %s | %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | %.2fM | %.0f | %.3f | "
+        "%.2f%s |\n",
+        job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
+        r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, double(r.simulated) / r.t_run / 1e6,
+        max_rss_mb(), r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "");
     std::fflush(stdout);
   }
 }

@@ -98,7 +98,7 @@ class CostModel {
 
   CostProfile profile_;
   int n_ = 0;
-  std::vector<int> host_;       // per device
+  std::vector<int> host_;      // per device
   std::vector<uint8_t> kind_;  // per device: DeviceKind
   std::vector<double> launch_, mem_bw_;
   std::vector<std::array<double, kNumDTypes>> peak_;  // per device, fallbacks resolved

@@ -136,7 +136,7 @@ struct Simulator::Impl {
   std::array<int32_t, 4> port_base{};
   bool all_per_pair = false;  // an explicit per-pair matrix: every link is per pair
   std::unordered_map<uint64_t, int32_t> pair_chan;
-  std::vector<double> chan_free;  // channel -> time it is free again
+  std::vector<double> chan_free;                      // channel -> time it is free again
   std::vector<double> dur_cache_frac, dur_cache_val;  // per op, for the last device / fraction
   std::vector<int32_t> dur_cache_dev;
   std::vector<int8_t> dur_cache_dtype;

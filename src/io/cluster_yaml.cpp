@@ -152,13 +152,13 @@ std::vector<double> read_matrix(const YamlReader& r, const YAML::Node& n, Quanti
   const size_t dev = static_cast<size_t>(c.num_devices());
   if (c.num_devices() > kMaxMatrixDevices) {
     // Checked before reading rows: the matrix is kept whole, 8 B per device pair.
-    r.fail_validation(field, "a per-pair matrix allows at most " +
-                                 std::to_string(kMaxMatrixDevices) + " devices, the cluster has " +
-                                 std::to_string(dev) + " (placer keeps ~16 B per device pair: ~" +
-                                 format_bytes(uint64_t(matrix_table_bytes(double(dev)) / 1e6) *
-                                              1000000ull) +
-                                 "; without a matrix, links per level allow " +
-                                 std::to_string(kMaxDevices) + ")");
+    r.fail_validation(
+        field, "a per-pair matrix allows at most " + std::to_string(kMaxMatrixDevices) +
+                   " devices, the cluster has " + std::to_string(dev) +
+                   " (placer keeps ~16 B per device pair: ~" +
+                   format_bytes(uint64_t(matrix_table_bytes(double(dev)) / 1e6) * 1000000ull) +
+                   "; without a matrix, links per level allow " + std::to_string(kMaxDevices) +
+                   ")");
   }
   if (rows.size() != dev) {
     r.fail(rf, "has " + std::to_string(rows.size()) + " rows, expected " + std::to_string(dev) +

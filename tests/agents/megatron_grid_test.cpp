@@ -1,6 +1,7 @@
 // The `megatron` method: its plan is the brute-force optimum of the Megatron grid on a small
 // GPT, memory pruning leaves only configurations that fit, the budget in simulator runs is
-// kept, the default budget finishes the grid whatever the time limit, and graphs that are not layered transformers get a clear error.
+// kept, the default budget finishes the grid whatever the time limit, and graphs that are not
+// layered transformers get a clear error.
 
 #include <gtest/gtest.h>
 
@@ -29,7 +30,11 @@ Graph small_gpt() {
 
 struct Fixture {
   explicit Fixture(uint64_t memory, Graph graph = small_gpt(), int devices = 4)
-      : g(std::move(graph)), c(testing::one_host_cluster(devices, memory, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair}, 100e12)), cost(c, uniform_profile(0.5)), sim(g, c, cost) {}
+      : g(std::move(graph)),
+        c(testing::one_host_cluster(
+            devices, memory, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair}, 100e12)),
+        cost(c, uniform_profile(0.5)),
+        sim(g, c, cost) {}
   Problem problem() { return Problem{g, c, cost, sim, {}}; }
   Graph g;
   Cluster c;

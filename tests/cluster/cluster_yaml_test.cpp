@@ -478,8 +478,9 @@ TEST(ClusterYamlBounds, DeviceCountIsBoundedBeforeAllocating) {
 
 TEST(ClusterYamlBounds, PerPairMatrixKeepsTheSmallerLimit) {
   // 4098 devices: fine with links per level, refused with a matrix before its rows are read.
-  std::string text = two_hosts("links:\n  intra_host: {bandwidth: 1 GB/s}\n"
-                               "  inter_host: {bandwidth: 1 GB/s}\n");
+  std::string text = two_hosts(
+      "links:\n  intra_host: {bandwidth: 1 GB/s}\n"
+      "  inter_host: {bandwidth: 1 GB/s}\n");
   const std::string one = "  - {name: n, repeat: 2, devices: {type: g, count: 2}}\n";
   text.replace(text.find(one), one.size(),
                "  - {name: n, repeat: 2, devices: {type: g, count: 2049}}\n");
