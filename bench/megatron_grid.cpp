@@ -1,7 +1,7 @@
 // The `megatron` method against a reference configuration and pipeline-dp, on GPT sizes
 // from one DGX A100 to 512 H100s. Per row: the grid's size (configurations enumerated,
-// those the analytic memory estimate keeps, those simulated within the 10 s default
-// budget), the search time, the configuration chosen and its simulated step, and next to
+// those the analytic memory estimate keeps, those simulated within --seconds, 10 by
+// default), the search time, the configuration chosen and its simulated step, and next to
 // it a hand-picked reference configuration (the published one where there is one) and
 // pipeline-dp, simulated by the same simulator. Results and command: docs/results.md.
 //
@@ -147,7 +147,7 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed, bool warm_
   Setup su(row);
   MegatronGridPlacer grid;
   auto t0 = Clock::now();
-  const SearchOutcome grid_out = grid.search_outcome(su.p, SearchBudget{});  // default: 10 s
+  const SearchOutcome grid_out = grid.search_outcome(su.p, SearchBudget{});  // default: 1000 runs
   const SimResult rg = su.sim.run(grid_out.plan);
   const double grid_s = seconds_since(t0);
 

@@ -8,8 +8,17 @@
 // <= 2 s per simulation and <= 2 GB; all rows: >= 2M simulated ops/s). Results and
 // commands: docs/results.md.
 //
+// `--only large` prints the large jobs instead, each plan read from Megatron-LM arguments
+// as `placer plan from-megatron` reads them: a 1T GPT on 3072 A100s (Narayanan et al. 2021:
+// 128 layers, hidden 25600, 160 heads; tp 8, pp 64, dp 6, 512 micro-batches of 1) and a
+// Llama-3-405B shape on 16,384 H100s (126 layers, hidden 16384, 128 heads, 8 KV heads, FFN
+// 53248, vocabulary 128256, sequence 8192, global batch 2048; tp 8, pp 16 with 7 layers on
+// the first and last stage, dp 128, bf16, distributed optimizer). `--only 1t|405b` runs one
+// of them, so that the peak RSS (getrusage: the process's maximum) is that row's alone.
+//
 //   ./build/bench/megatron_scale [--cluster datasets/clusters/dgx_a100.cluster.yaml]
-//       [--profile datasets/clusters/dgx_a100.profile.yaml] [--reps 3] [--only 175b|small]
+//       [--profile datasets/clusters/dgx_a100.profile.yaml] [--reps 3]
+//       [--only 175b|small|large|1t|405b]
 //
 // The cluster file supplies the device type and the intra-host link of one host; the
 // program repeats that host as often as a row needs (64 for 512 GPUs) and adds an
@@ -23,12 +32,15 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
+#include "src/io/plan_import.h"
 #include "src/plan/megatron_plan.h"
 #include "src/util/error.h"
 
@@ -62,7 +74,8 @@ bool reset_peak_rss() {
   return bool(out);
 }
 
-/// `hosts` copies of the base cluster's first host, with an InfiniBand inter-host link.
+/// `hosts` copies of the base cluster's first host, with the base's inter-host link when it
+/// has one, else an InfiniBand one (HDR 200 Gbit/s per GPU).
 Cluster make_hosts(const Cluster& base, int hosts) {
   const DeviceSpec spec = base.device(base.host(0).devices[0]).spec;
   const int per_host = static_cast<int>(base.host(0).devices.size());
@@ -70,8 +83,10 @@ Cluster make_hosts(const Cluster& base, int hosts) {
   c.name = base.name + "-x" + std::to_string(hosts);
   for (int h = 0; h < hosts; ++h) c.add_host("node" + std::to_string(h), spec, per_host);
   c.set_link(LinkLevel::kIntraHost, base.link(LinkLevel::kIntraHost));
-  c.set_link(LinkLevel::kInterHost,
-             LinkSpec{"infiniband", 5e-6, 200e9 / 8, LinkSharing::kPerDevice});
+  const LinkSpec& inter = base.link(LinkLevel::kInterHost);
+  c.set_link(LinkLevel::kInterHost, inter.bandwidth > 0 ? inter
+                                                        : LinkSpec{"infiniband", 5e-6, 200e9 / 8,
+                                                                   LinkSharing::kPerDevice});
   c.validate();
   return c;
 }
@@ -85,7 +100,7 @@ struct Config {
 };
 
 struct Row {
-  const Config* cfg;
+  const Config* cfg = nullptr;
   size_t ops = 0;
   uint64_t simulated = 0;
   double t_gpt = 0, t_expand = 0, t_plan = 0, t_sim_ctor = 0, t_run = 0;
@@ -94,6 +109,28 @@ struct Row {
   uint64_t peak0 = 0;
   bool oom = false;
 };
+
+/// Builds the Simulator and runs `plan` `reps` times (without the critical path): the
+/// construction time, the best run time and the run's results into `row`.
+void time_runs(const Graph& g, const Plan& plan, const Cluster& cluster, const CostProfile& profile,
+               int reps, Row* row) {
+  auto t0 = Clock::now();
+  const CostModel cost(cluster, profile);
+  Simulator sim(g, cluster, cost);
+  row->t_sim_ctor = seconds_since(t0);
+  SimOptions so;
+  so.critical_path = false;
+  row->t_run = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    t0 = Clock::now();
+    const SimResult res = sim.run(plan, so);
+    row->t_run = std::min(row->t_run, seconds_since(t0));
+    row->simulated = res.simulated_ops;
+    row->step = res.step_time;
+    row->peak0 = res.peak_memory.empty() ? 0 : res.peak_memory[0];
+    row->oom = res.oom;
+  }
+}
 
 Row run_config(const Config& c, const Cluster& base, const CostProfile& profile, int reps) {
   Row row;
@@ -137,28 +174,113 @@ Row run_config(const Config& c, const Cluster& base, const CostProfile& profile,
   const Plan plan = megatron_plan(g, m);
   row.t_plan = seconds_since(t0);
 
-  t0 = Clock::now();
-  const CostModel cost(cluster, profile);
-  Simulator sim(g, cluster, cost);
-  row.t_sim_ctor = seconds_since(t0);
-
-  SimOptions so;
-  so.critical_path = false;
-  row.t_run = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    t0 = Clock::now();
-    const SimResult res = sim.run(plan, so);
-    row.t_run = std::min(row.t_run, seconds_since(t0));
-    row.simulated = res.simulated_ops;
-    row.step = res.step_time;
-    row.peak0 = res.peak_memory.empty() ? 0 : res.peak_memory[0];
-    row.oom = res.oom;
-  }
+  time_runs(g, plan, cluster, profile, reps, &row);
   row.rss_kb = status_kb("VmHWM");
   return row;
 }
 
 const char* pass(bool ok) { return ok ? "PASS" : "MISS"; }
+
+/// Peak resident set of the process so far in MB (getrusage; Linux reports kB).
+double max_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024;
+}
+
+/// A large job: its forward graph, the cluster whose first host is repeated, and the
+/// Megatron-LM arguments its plan is read from.
+struct LargeJob {
+  std::string key, label;
+  int gpus;
+  std::string cluster_path, profile_path, args;
+  Graph (*forward)();
+};
+
+Graph gpt_1t() {
+  GptOptions o;
+  o.name = "gpt-1t";
+  o.layers = 128, o.hidden = 25600, o.heads = 160, o.seq_len = 2048, o.batch = 3072;
+  o.vocab = 50257, o.tp = 8;
+  return make_gpt(o);
+}
+
+Graph llama3_405b() {
+  LlamaOptions o;
+  o.name = "llama3-405b";
+  o.layers = 126, o.hidden = 16384, o.heads = 128, o.kv_heads = 8, o.ffn = 53248;
+  o.vocab = 128256, o.seq_len = 8192, o.batch = 2048, o.tp = 8;
+  return make_llama(o);
+}
+
+const LargeJob kLargeJobs[] = {
+    {"1t", "gpt-1t", 3072, "datasets/clusters/dgx_a100.cluster.yaml",
+     "datasets/clusters/dgx_a100.profile.yaml",
+     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --num-layers 128 "
+     "--micro-batch-size 1 --global-batch-size 3072 --fp16 --recompute-granularity full "
+     "--recompute-method uniform --recompute-num-layers 1 --use-distributed-optimizer",
+     gpt_1t},
+    {"405b", "llama3-405b", 16384, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml",
+     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --num-layers 126 "
+     "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7 "
+     "--micro-batch-size 1 --global-batch-size 2048 --bf16 --sequence-parallel "
+     "--use-distributed-optimizer",
+     llama3_405b},
+};
+
+/// One large job, timed as run_config times a row; `error` is what stopped it, if anything.
+Row run_large(const LargeJob& job, int reps, std::string* error) {
+  Row row;
+  try {
+    auto t0 = Clock::now();
+    TrainingOptions t;
+    t.optimizer = Optimizer::kAdam;
+    t.master_weights = true;
+    const Graph g = expand_training_step(job.forward(), t);
+    row.t_expand = seconds_since(t0);
+    row.ops = g.num_ops();
+    const Cluster base = load_cluster_yaml(job.cluster_path);
+    const int per_host = static_cast<int>(base.host(0).devices.size());
+    const Cluster cluster = make_hosts(base, job.gpus / per_host);
+    t0 = Clock::now();
+    const Plan plan = plan_of_framework_config(parse_megatron_arguments(job.args, job.gpus), g);
+    row.t_plan = seconds_since(t0);
+    time_runs(g, plan, cluster, load_cost_profile(job.profile_path), reps, &row);
+  } catch (const Error& e) {
+    *error = e.what();
+  }
+  return row;
+}
+
+/// The large jobs `only` selects ("large": all), one table row each.
+void print_large(const std::string& only, int reps) {
+  std::printf(
+      "# megatron_scale large jobs: plans from Megatron-LM arguments; run = best of "
+      "%d; peak RSS = getrusage ru_maxrss of the whole process so far\n",
+      reps);
+  std::printf(
+      "| job | GPUs | ops | simulated ops | graph s | plan s | Simulator() s | run s | "
+      "sim ops/s | peak RSS MB | step s | dev0 peak GiB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const LargeJob& job : kLargeJobs) {
+    if (only != "large" && only != job.key) continue;
+    std::string error;
+    const Row r = run_large(job, reps, &error);
+    if (!error.empty()) {
+      std::printf("| %s | %d | %s | | | | | | | %.0f | | |\n", job.label.c_str(), job.gpus,
+                  error.c_str(), max_rss_mb());
+      continue;
+    }
+    std::printf(
+        "| %s | %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | %.2fM | %.0f | %.3f | "
+        "%.2f%s |\n",
+        job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
+        r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, double(r.simulated) / r.t_run / 1e6,
+        max_rss_mb(), r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "");
+    std::fflush(stdout);
+  }
+}
 
 }  // namespace
 
@@ -183,13 +305,19 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: megatron_scale [--cluster C] [--profile P] [--reps N] "
-                   "[--only 175b|small]\n");
+                   "[--only 175b|small|large|1t|405b]\n");
       return 2;
     }
   }
-  if (!only.empty() && only != "175b" && only != "small") {
-    std::fprintf(stderr, "megatron_scale: --only takes 175b or small, not '%s'\n", only.c_str());
+  if (!only.empty() && only != "175b" && only != "small" && only != "large" && only != "1t" &&
+      only != "405b") {
+    std::fprintf(stderr, "megatron_scale: --only takes 175b, small, large, 1t or 405b, not '%s'\n",
+                 only.c_str());
     return 2;
+  }
+  if (only == "large" || only == "1t" || only == "405b") {
+    print_large(only, reps);
+    return 0;
   }
   // GPT-3 sizes (Brown et al. 2020, Table 2.1); 175B as Narayanan et al. 2021 ran it.
   const std::vector<Config> configs = {

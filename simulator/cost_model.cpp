@@ -14,12 +14,14 @@ CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std
   has_curves_ = profile_.has_collective_curves();
   n_ = cluster.num_devices();
   host_.resize(n_);
+  kind_.resize(n_);
   launch_.resize(n_);
   mem_bw_.resize(n_);
   peak_.resize(n_);
   for (int d = 0; d < n_; ++d) {
     const Device& dev = cluster.device(d);
     host_[d] = dev.host;
+    kind_[d] = static_cast<uint8_t>(dev.spec.kind);
     launch_[d] =
         profile_.launch_overhead >= 0 ? profile_.launch_overhead : dev.spec.launch_overhead;
     mem_bw_[d] = dev.spec.memory_bandwidth;
@@ -27,23 +29,25 @@ CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std
   }
   const bool bw_matrix = !cluster.bandwidth_matrix().empty();
   const bool lat_matrix = !cluster.latency_matrix().empty();
-  bw_.assign(static_cast<size_t>(n_) * n_, std::numeric_limits<double>::infinity());
-  lat_.assign(static_cast<size_t>(n_) * n_, 0.0);
-  for (int a = 0; a < n_; ++a) {
+  // Absolute overrides replace the level's numbers, not an explicit per-pair matrix; the
+  // efficiency factor applies to both.
+  level_bw_[0] = std::numeric_limits<double>::infinity();
+  level_lat_[0] = 0.0;
+  for (int l = 1; l < kNumLinkLevels; ++l) {
+    const LinkOverride& ov = profile_.link(static_cast<LinkLevel>(l));
+    const LinkSpec& link = cluster.link(static_cast<LinkLevel>(l));
+    level_bw_[l] = (ov.bandwidth > 0 ? ov.bandwidth : link.bandwidth) * ov.bandwidth_efficiency;
+    level_lat_[l] = ov.latency >= 0 ? ov.latency : link.latency;
+  }
+  if (bw_matrix) pair_bw_.assign(static_cast<size_t>(n_) * n_, level_bw_[0]);
+  if (lat_matrix) pair_lat_.assign(static_cast<size_t>(n_) * n_, level_lat_[0]);
+  for (int a = 0; a < n_ && (bw_matrix || lat_matrix); ++a) {
     for (int b = 0; b < n_; ++b) {
       if (a == b) continue;
-      const LinkLevel level = cluster.level(a, b);
-      const LinkOverride& ov = profile_.link(level);
-      const LinkSpec& link = cluster.link(level);
-      // Absolute overrides replace the level's numbers, not an explicit per-pair matrix;
-      // the efficiency factor applies to both.
-      double bw =
-          bw_matrix ? cluster.bandwidth(a, b) : (ov.bandwidth > 0 ? ov.bandwidth : link.bandwidth);
-      double lat =
-          lat_matrix ? cluster.latency(a, b) : (ov.latency >= 0 ? ov.latency : link.latency);
       const size_t i = static_cast<size_t>(a) * n_ + b;
-      bw_[i] = bw * ov.bandwidth_efficiency;
-      lat_[i] = lat;
+      const LinkOverride& ov = profile_.link(level(a, b));
+      if (bw_matrix) pair_bw_[i] = cluster.bandwidth(a, b) * ov.bandwidth_efficiency;
+      if (lat_matrix) pair_lat_[i] = cluster.latency(a, b);
     }
   }
   inter_sharing_ = bw_matrix ? LinkSharing::kPerPair : cluster.link(LinkLevel::kInterHost).sharing;

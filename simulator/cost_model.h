@@ -56,14 +56,25 @@ class CostModel {
   /// Launch overhead of `device` (the profile's when set).
   double launch_overhead(int device) const { return launch_[device]; }
 
+  /// The kind of path from a to b (Cluster::level, from per-device facts).
+  LinkLevel level(int a, int b) const {
+    if (a == b) return LinkLevel::kSame;
+    if (host_[a] != host_[b]) return LinkLevel::kInterHost;
+    return kind_[a] != kind_[b] ? LinkLevel::kHostDevice : LinkLevel::kIntraHost;
+  }
   /// Effective bandwidth (B/s) and latency (s) from a to b (profile overrides applied).
-  double bandwidth(int a, int b) const { return bw_[static_cast<size_t>(a) * n_ + b]; }
-  double latency(int a, int b) const { return lat_[static_cast<size_t>(a) * n_ + b]; }
+  double bandwidth(int a, int b) const {
+    return pair_bw_.empty() ? level_bw_[static_cast<int>(level(a, b))]
+                            : pair_bw_[static_cast<size_t>(a) * n_ + b];
+  }
+  double latency(int a, int b) const {
+    return pair_lat_.empty() ? level_lat_[static_cast<int>(level(a, b))]
+                             : pair_lat_[static_cast<size_t>(a) * n_ + b];
+  }
   /// latency + bytes / bandwidth; 0 when src == dst.
   double transfer_time(int src, int dst, uint64_t bytes) const {
     if (src == dst) return 0;
-    const size_t i = static_cast<size_t>(src) * n_ + dst;
-    return lat_[i] + static_cast<double>(bytes) / bw_[i];
+    return latency(src, dst) + static_cast<double>(bytes) / bandwidth(src, dst);
   }
 
   /// Precomputes the alpha / beta numbers of `devices` (ring order = the given order).
@@ -87,10 +98,14 @@ class CostModel {
 
   CostProfile profile_;
   int n_ = 0;
-  std::vector<int> host_;  // per device
+  std::vector<int> host_;      // per device
+  std::vector<uint8_t> kind_;  // per device: DeviceKind
   std::vector<double> launch_, mem_bw_;
   std::vector<std::array<double, kNumDTypes>> peak_;  // per device, fallbacks resolved
-  std::vector<double> bw_, lat_;                      // n x n, row-major
+  // Per link level (memory O(devices)); per ordered pair (n x n, row-major) only where the
+  // cluster gives an explicit matrix (Cluster::bandwidth_matrix / latency_matrix).
+  std::array<double, kNumLinkLevels> level_bw_{}, level_lat_{};
+  std::vector<double> pair_bw_, pair_lat_;
   LinkSharing inter_sharing_ = LinkSharing::kPerPair;
   bool has_curves_ = false;
 };

@@ -118,40 +118,35 @@ void Simulator::Impl::index_backward_ops() {
   }
 }
 
-// Channels: per-pair ones, then per (device, level) send / receive ports, then per
-// (host, level) send / receive ports. A transfer holds chan_a and (if >= 0) chan_b.
+// Channels: per (device, level) send / receive ports, per (host, level) send / receive
+// ports; per-pair channels are added as pairs first send (transfer_channels).
 void Simulator::Impl::build_channels() {
   const int L = kNumLinkLevels, H = c.num_hosts();
-  const size_t nn = static_cast<size_t>(n_dev) * n_dev;
-  level.assign(nn, 0);
-  chan_a.assign(nn, -1);
-  chan_b.assign(nn, -1);
-  const int dev_send0 = static_cast<int>(nn), dev_recv0 = dev_send0 + n_dev * L;
-  const int host_send0 = dev_recv0 + n_dev * L, host_recv0 = host_send0 + H * L;
-  chan_free.assign(static_cast<size_t>(host_recv0 + H * L), 0.0);
-  const bool matrix = !c.bandwidth_matrix().empty() || !c.latency_matrix().empty();
-  for (int a = 0; a < n_dev; ++a) {
-    for (int b = 0; b < n_dev; ++b) {
-      const size_t i = static_cast<size_t>(a) * n_dev + b;
-      const LinkLevel l = c.level(a, b);
-      level[i] = static_cast<uint8_t>(l);
-      if (a == b) continue;
-      const LinkSharing s = matrix ? LinkSharing::kPerPair : c.link(l).sharing;
-      const int li = static_cast<int>(l);
-      switch (s) {
-        case LinkSharing::kPerPair:
-          chan_a[i] = static_cast<int32_t>(i);
-          break;
-        case LinkSharing::kPerDevice:
-          chan_a[i] = dev_send0 + a * L + li;
-          chan_b[i] = dev_recv0 + b * L + li;
-          break;
-        case LinkSharing::kPerHost:
-          chan_a[i] = host_send0 + c.device(a).host * L + li;
-          chan_b[i] = host_recv0 + c.device(b).host * L + li;
-          break;
-      }
+  port_base = {0, n_dev * L, 2 * n_dev * L, 2 * n_dev * L + H * L};
+  chan_free.assign(static_cast<size_t>(port_base[3] + H * L), 0.0);
+  all_per_pair = !c.bandwidth_matrix().empty() || !c.latency_matrix().empty();
+}
+
+void Simulator::Impl::transfer_channels(int src, int dst, int32_t* a, int32_t* b) {
+  const LinkLevel l = cost.level(src, dst);
+  const int li = static_cast<int>(l), L = kNumLinkLevels;
+  *b = -1;
+  switch (all_per_pair ? LinkSharing::kPerPair : c.link(l).sharing) {
+    case LinkSharing::kPerPair: {
+      const uint64_t key = static_cast<uint64_t>(src) * static_cast<uint64_t>(n_dev) + dst;
+      auto it = pair_chan.emplace(key, static_cast<int32_t>(chan_free.size())).first;
+      if (it->second == static_cast<int32_t>(chan_free.size())) chan_free.push_back(0.0);
+      *a = it->second;
+      return;
     }
+    case LinkSharing::kPerDevice:
+      *a = port_base[0] + src * L + li;
+      *b = port_base[1] + dst * L + li;
+      return;
+    case LinkSharing::kPerHost:
+      *a = port_base[2] + c.device(src).host * L + li;
+      *b = port_base[3] + c.device(dst).host * L + li;
+      return;
   }
 }
 
@@ -175,8 +170,8 @@ uint32_t Simulator::Impl::group_index(const std::vector<int>& devices) {
   const uint32_t id = static_cast<uint32_t>(groups.size());
   groups.push_back(cost.make_group(devices));
   group_devs.push_back(devices);
-  group_member.emplace_back(static_cast<size_t>(n_dev), 0);
-  for (int d : devices) group_member.back()[static_cast<size_t>(d)] = 1;
+  group_sorted.push_back(devices);
+  std::sort(group_sorted.back().begin(), group_sorted.back().end());
   group_ids.emplace(devices, id);
   return id;
 }

@@ -376,8 +376,8 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   const int src = site_sender[site];
   const int dst = sites[site].dev;
   const uint64_t bytes = site_wire[site];
-  const size_t pair = static_cast<size_t>(src) * n_dev + dst;
-  const int32_t a = chan_a[pair], b = chan_b[pair];
+  int32_t a, b;
+  transfer_channels(src, dst, &a, &b);
   double start = std::max(now, chan_free[a]);
   if (b >= 0) start = std::max(start, chan_free[b]);
   const double end = start + cost.transfer_time(src, dst, bytes);

@@ -13,8 +13,11 @@
 //
 // All vectors are sized on the first run and reused; the hot loop does not allocate.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,7 +48,7 @@ struct Simulator::Impl {
   void copy_op_fields();      // out_t / out_off and the op_* copies
   void copy_tensor_fields();  // t_* copies
   void index_backward_ops();  // bwd_of / bwd_off: the backward ops of each forward op
-  void build_channels();      // level, chan_a / chan_b per device pair, chan_free
+  void build_channels();      // the port channels in chan_free
 
   // ---- set-up (simulator.cpp) ----
   void check_plan(const Plan& plan);
@@ -126,9 +129,14 @@ struct Simulator::Impl {
   std::vector<uint64_t> t_raw;            // Tensor::bytes
   std::vector<uint8_t> t_scaled, t_grad;  // batch_scaled, is_param_grad
   std::vector<uint8_t> mark, dev_mark;    // scratch for plan checks
-  std::vector<uint8_t> level;             // n_dev x n_dev: LinkLevel
-  std::vector<int32_t> chan_a, chan_b;    // n_dev x n_dev: channel indices a transfer holds
-  std::vector<double> chan_free;          // channel -> time it is free again
+  // Channels (indices into chan_free): per (device, level) send and receive ports, per
+  // (host, level) send and receive ports (the first index of each of the four blocks in
+  // port_base), then one per ordered device pair on a per-pair link, numbered when the pair
+  // first sends (memory O(devices + pairs that talk), not O(devices^2)).
+  std::array<int32_t, 4> port_base{};
+  bool all_per_pair = false;  // an explicit per-pair matrix: every link is per pair
+  std::unordered_map<uint64_t, int32_t> pair_chan;
+  std::vector<double> chan_free;                      // channel -> time it is free again
   std::vector<double> dur_cache_frac, dur_cache_val;  // per op, for the last device / fraction
   std::vector<int32_t> dur_cache_dev;
   std::vector<int8_t> dur_cache_dtype;
@@ -249,7 +257,7 @@ struct Simulator::Impl {
   // Collective groups (cached across runs) and gradient sync.
   std::map<std::vector<int>, uint32_t> group_ids;
   std::vector<std::vector<int>> group_devs;
-  std::vector<std::vector<uint8_t>> group_member;  // per group, per device: 1 = in it
+  std::vector<std::vector<int>> group_sorted;  // per group: its devices, sorted
   std::vector<CollectiveGroup> groups;
   std::vector<int> scratch_devs;
   std::vector<uint32_t> part_group;  // per partition
@@ -319,7 +327,8 @@ struct Simulator::Impl {
   }
   bool on_device(OpId o, int dev) const {
     if (op_part[o] < 0) return op_dev[o] == dev;
-    return group_member[part_group[op_part[o]]][dev] != 0;
+    const std::vector<int>& members = group_sorted[part_group[op_part[o]]];
+    return std::binary_search(members.begin(), members.end(), dev);
   }
   uint32_t n_inst_of(OpId o) const { return op_inst[o + 1] - op_inst[o]; }
   uint32_t find_site(TensorId t, int dev) const;
@@ -339,6 +348,8 @@ struct Simulator::Impl {
   void make_available(TensorId t, uint32_t i, uint32_t producer);
   void deliver(uint32_t site, uint32_t i, uint32_t producer);
   void issue_transfer(uint32_t site, uint32_t i);
+  /// The channels a transfer from src to dst holds: *a, and *b when >= 0.
+  void transfer_channels(int src, int dst, int32_t* a, int32_t* b);
   void on_arrive(uint32_t site, uint32_t i);
   void bucket_add(TensorId t);
   void launch_bucket(uint32_t sync_index);

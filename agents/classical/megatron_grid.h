@@ -8,8 +8,10 @@
 // global_batch / dp, virtual stages (interleaved 1F1B) dividing layers / pp, and the
 // memory savers sequence parallelism, ZeRO-1 (distributed optimizer) and selective / full
 // recomputation. An analytic memory estimate drops configurations that cannot fit; an
-// analytic step-time estimate orders the rest, and the simulator runs them best-first
-// until every survivor has run or the budget (runs, or 10 s by default) is spent.
+// analytic step-time estimate orders the rest (a deterministic order), and the simulator
+// runs them best-first until every survivor has run or the budget is spent: simulator runs
+// (1000 by default, more than a typical grid holds), and seconds only when the budget
+// gives them.
 //
 //   MegatronGrid grid = megatron_grid(problem);   // survivors, ordered
 //   Plan plan = MegatronGridPlacer().search(problem, budget);

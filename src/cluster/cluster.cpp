@@ -128,7 +128,13 @@ void Cluster::validate() const {
   if (num_devices() > kMaxDevices) {
     throw ValidationError(where + ": " + std::to_string(num_devices()) +
                           " devices, more than the " + std::to_string(kMaxDevices) +
-                          " the simulator's per-pair tables allow");
+                          " placer supports");
+  }
+  const bool matrix = !bw_matrix_.empty() || !lat_matrix_.empty();
+  if (matrix && num_devices() > kMaxMatrixDevices) {
+    throw ValidationError(where + ": " + std::to_string(num_devices()) +
+                          " devices, more than the " + std::to_string(kMaxMatrixDevices) +
+                          " a per-pair bandwidth or latency matrix allows");
   }
   for (const Device& d : devices_) {
     if (!(d.spec.peak(DType::kF32) > 0 && std::isfinite(d.spec.peak(DType::kF32)))) {

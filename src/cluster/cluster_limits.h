@@ -9,15 +9,22 @@
 
 namespace placer {
 
-/// The most devices a cluster may have. The simulator keeps tables per ordered device pair
-/// (link level and channels, ~33 B per pair: 16384 devices took 8.8 GB for a 5-op graph), so
-/// memory grows with the square of the device count; 4096 devices take ~0.55 GB. Cluster
-/// files above it are refused when read, before any device is allocated.
-inline constexpr int kMaxDevices = 4096;
+/// The most devices a cluster may have. The cluster and the simulator keep links per level
+/// (bandwidth and latency looked up from the two devices' hosts and kinds) and channels per
+/// device, per host and per pair that actually sends, so memory grows linearly with the
+/// device count. Cluster files above it are refused when read, before any device is
+/// allocated.
+inline constexpr int kMaxDevices = 131072;
 
-/// Bytes of the simulator's per-pair tables for `devices` devices (the estimate behind
-/// kMaxDevices).
-inline double pair_table_bytes(double devices) { return 33.0 * devices * devices; }
+/// The most devices of a cluster with an explicit per-pair bandwidth or latency matrix: the
+/// cluster and the cost model keep such a matrix whole (16 B per ordered device pair and
+/// matrix), so its memory grows with the square of the device count; 4096 devices take
+/// ~0.5 GB for both matrices.
+inline constexpr int kMaxMatrixDevices = 4096;
+
+/// Bytes of the per-pair tables an explicit matrix costs for `devices` devices (the
+/// estimate behind kMaxMatrixDevices).
+inline double matrix_table_bytes(double devices) { return 16.0 * devices * devices; }
 
 /// Which link levels some pair of distinct devices of `c` uses.
 std::array<bool, kNumLinkLevels> link_levels_in_use(const Cluster& c);

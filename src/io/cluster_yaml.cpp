@@ -150,6 +150,16 @@ std::vector<double> read_matrix(const YamlReader& r, const YAML::Node& n, Quanti
   const std::string rf = n.IsMap() ? field_join(field, "rows") : field;
   r.expect_sequence(rows, rf);
   const size_t dev = static_cast<size_t>(c.num_devices());
+  if (c.num_devices() > kMaxMatrixDevices) {
+    // Checked before reading rows: the matrix is kept whole, 8 B per device pair.
+    r.fail_validation(
+        field, "a per-pair matrix allows at most " + std::to_string(kMaxMatrixDevices) +
+                   " devices, the cluster has " + std::to_string(dev) +
+                   " (placer keeps ~16 B per device pair: ~" +
+                   format_bytes(uint64_t(matrix_table_bytes(double(dev)) / 1e6) * 1000000ull) +
+                   "; without a matrix, links per level allow " + std::to_string(kMaxDevices) +
+                   ")");
+  }
   if (rows.size() != dev) {
     r.fail(rf, "has " + std::to_string(rows.size()) + " rows, expected " + std::to_string(dev) +
                    " (one per device, in declaration order)");
@@ -239,19 +249,15 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
         r.fail(field_join(hf, "name"), "host names must be non-empty and contain no '/'");
       }
     }
-    // Bound the device count before allocating any (the simulator's tables grow with its
-    // square): the sums stay far below int64 overflow (count <= 2^20, repeat <= 2^16).
+    // Bound the device count before allocating any: the sums stay far below int64
+    // overflow (count <= 2^20, repeat <= 2^16).
     int64_t per_host = 0;
     for (const auto& g : groups) per_host += g.second;
     const int64_t total = c->num_devices() + per_host * repeat;
     if (total > kMaxDevices) {
       r.fail_validation(hf, "brings the cluster to " + std::to_string(total) +
                                 " devices, more than the " + std::to_string(kMaxDevices) +
-                                " placer supports (the simulator keeps ~33 B per device pair: " +
-                                std::to_string(total) + " devices would need ~" +
-                                format_bytes(uint64_t(pair_table_bytes(double(total)) / 1e9) *
-                                             1000000000ull) +
-                                ")");
+                                " placer supports");
     }
     for (int k = 0; k < repeat; ++k) {
       std::string name = base;

@@ -1,6 +1,7 @@
 // The `megatron` method: its plan is the brute-force optimum of the Megatron grid on a small
 // GPT, memory pruning leaves only configurations that fit, the budget in simulator runs is
-// kept, and graphs that are not layered transformers get a clear error.
+// kept, the default budget finishes the grid whatever the time limit, and graphs that are not
+// layered transformers get a clear error.
 
 #include <gtest/gtest.h>
 
@@ -28,8 +29,12 @@ Graph small_gpt() {
 }
 
 struct Fixture {
-  explicit Fixture(uint64_t memory, Graph graph = small_gpt())
-      : g(std::move(graph)), c(testing::one_host_cluster(4, memory, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair}, 100e12)), cost(c, uniform_profile(0.5)), sim(g, c, cost) {}
+  explicit Fixture(uint64_t memory, Graph graph = small_gpt(), int devices = 4)
+      : g(std::move(graph)),
+        c(testing::one_host_cluster(
+            devices, memory, LinkSpec{"nvlink", 5e-6, 100e9, LinkSharing::kPerPair}, 100e12)),
+        cost(c, uniform_profile(0.5)),
+        sim(g, c, cost) {}
   Problem problem() { return Problem{g, c, cost, sim, {}}; }
   Graph g;
   Cluster c;
@@ -116,6 +121,31 @@ TEST(MegatronGrid, KeepsTheRunBudget) {
   const SearchOutcome outcome = placer.search_outcome(p, budget);
   EXPECT_EQ(outcome.stats.value("simulated"), 3);
   EXPECT_GT(outcome.stats.value("fitting"), 3);
+}
+
+// The default budget (simulator runs, no time limit) finishes a grid of known size: a 1.3B
+// GPT (24 layers, 16 heads, global batch 8) on 8 GPUs with room for every configuration.
+// Per (tp, pp): (micro-batch, virtual stages) pairs x memory savers (plain, SP when tp > 1,
+// ZeRO-1 when dp > 1, both; no recomputation since the plain one fits):
+//   tp 1: pp 1: 1 x 2, pp 2: 5 x 2, pp 4: 5 x 2, pp 8: 5 x 1 = 27
+//   tp 2: pp 1: 2 x 4, pp 2: 9 x 4, pp 4: 8 x 2             = 60
+//   tp 4: pp 1: 3 x 4, pp 2: 13 x 2                         = 38
+//   tp 8: pp 1: 4 x 2                                       =  8
+// 133 in all. A generous time limit simulates the same grid and returns the same plan.
+TEST(MegatronGrid, DefaultBudgetFinishesTheGridWhateverTheTimeLimit) {
+  Fixture f(1ull << 40, expand_training_step(make_gpt(GptOptions{})), 8);
+  Problem p = f.problem();
+  MegatronGridPlacer placer;
+  const SearchOutcome by_default = placer.search_outcome(p, SearchBudget{});
+  EXPECT_EQ(by_default.stats.value("enumerated"), 133);
+  EXPECT_EQ(by_default.stats.value("fitting"), 133);
+  EXPECT_EQ(by_default.stats.value("simulated"), 133);
+  SearchBudget generous;
+  generous.max_seconds = 3600;
+  const SearchOutcome timed = placer.search_outcome(p, generous);
+  EXPECT_EQ(timed.stats.value("simulated"), 133);
+  EXPECT_EQ(timed.stats.value("best_index"), by_default.stats.value("best_index"));
+  EXPECT_EQ(f.sim.run(timed.plan).step_time, f.sim.run(by_default.plan).step_time);
 }
 
 TEST(MegatronGrid, RefusesAGraphThatIsNotATransformer) {

@@ -21,10 +21,10 @@ sed 's/micro_batches: 4/micro_batches: 1000000/' "$pipeline" > "$tmp/mb.plan.yam
 refuse micro-batches-above-batch \
   "placer: error: $tmp/mb.plan.yaml: pipeline.micro_batches: 1000000 micro-batches, more than the batch of graph 'mlp2' (32 samples; each micro-batch needs at least one)" \
   -- $(sim "$tmp/mb.plan.yaml")
-# 100000 devices: refused before they are allocated.
-sed 's/count: 2}/count: 100000}/' "$cluster" > "$tmp/huge.cluster.yaml"
+# 200000 devices: refused before they are allocated.
+sed 's/count: 2}/count: 200000}/' "$cluster" > "$tmp/huge.cluster.yaml"
 refuse huge-device-count \
-  "placer: error: $tmp/huge.cluster.yaml: hosts[0]: brings the cluster to 100000 devices, more than the 4096 placer supports (the simulator keeps ~33 B per device pair: 100000 devices would need ~330 GB)" \
+  "placer: error: $tmp/huge.cluster.yaml: hosts[0]: brings the cluster to 200000 devices, more than the 131072 placer supports" \
   -- $(place "$graph" "$tmp/huge.cluster.yaml")
 
 # Item 4: non-finite and non-physical numbers.

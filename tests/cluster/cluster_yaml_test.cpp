@@ -458,11 +458,11 @@ TEST(ClusterYamlBounds, DeviceCountIsBoundedBeforeAllocating) {
   // One host of 100000 devices; then the largest repeat x count the keys allow (2^36).
   const std::string one = "  - {name: n, repeat: 2, devices: {type: g, count: 2}}\n";
   std::string huge = text;
-  huge.replace(huge.find(one), one.size(), "  - {name: n, devices: {type: g, count: 100000}}\n");
+  huge.replace(huge.find(one), one.size(), "  - {name: n, devices: {type: g, count: 200000}}\n");
   expect_error<ValidationError>(
       [&] { parse_cluster_yaml(huge, "h.yaml"); },
-      "h.yaml: hosts[0]: brings the cluster to 100000 devices, more than the 4096 placer "
-      "supports (the simulator keeps ~33 B per device pair: 100000 devices would need ~330 GB)");
+      "h.yaml: hosts[0]: brings the cluster to 200000 devices, more than the 131072 placer "
+      "supports");
   std::string widest = text;
   widest.replace(widest.find(one), one.size(),
                  "  - {name: n, repeat: 65536, devices: {type: g, count: 1048576}}\n");
@@ -471,9 +471,25 @@ TEST(ClusterYamlBounds, DeviceCountIsBoundedBeforeAllocating) {
   // Exactly the limit loads.
   std::string limit = text;
   limit.replace(limit.find(one), one.size(),
-                "  - {name: n, repeat: 2, devices: {type: g, count: 2048}}\n");
+                "  - {name: n, repeat: 64, devices: {type: g, count: 2048}}\n");
   limit += "  inter_host: {bandwidth: 1 GB/s}\n";
-  EXPECT_EQ(parse_cluster_yaml(limit, "l.yaml").num_devices(), 4096);
+  EXPECT_EQ(parse_cluster_yaml(limit, "l.yaml").num_devices(), 131072);
+}
+
+TEST(ClusterYamlBounds, PerPairMatrixKeepsTheSmallerLimit) {
+  // 4098 devices: fine with links per level, refused with a matrix before its rows are read.
+  std::string text = two_hosts(
+      "links:\n  intra_host: {bandwidth: 1 GB/s}\n"
+      "  inter_host: {bandwidth: 1 GB/s}\n");
+  const std::string one = "  - {name: n, repeat: 2, devices: {type: g, count: 2}}\n";
+  text.replace(text.find(one), one.size(),
+               "  - {name: n, repeat: 2, devices: {type: g, count: 2049}}\n");
+  EXPECT_EQ(parse_cluster_yaml(text, "l.yaml").num_devices(), 4098);
+  expect_error<ValidationError>(
+      [&] { parse_cluster_yaml(text + "bandwidth_matrix:\n  - [1]\n", "m.yaml"); },
+      "m.yaml: bandwidth_matrix: a per-pair matrix allows at most 4096 devices, the cluster "
+      "has 4098 (placer keeps ~16 B per device pair: ~268 MB; without a matrix, links per "
+      "level allow 131072)");
 }
 
 }  // namespace
