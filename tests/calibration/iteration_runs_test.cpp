@@ -131,11 +131,12 @@ TEST(IterationRunsModern, FlashAndFp8AreModelledExpertParallelismIsNot) {
 // The attention column picks the generator's attention: flash builds one FlashAttention op
 // per layer and no s x s softmax; unfused (the default) builds the scores and softmax.
 TEST(IterationRunsModern, AttentionColumnSelectsTheGraphsAttention) {
-  const std::vector<IterationRun> runs = parse_iteration_runs(
+  std::vector<IterationRun> runs = parse_iteration_runs(
       kHeader + ",model,attention\n8,64,4,1024,16,12,1024,2,4,1,100,llama,flash\n"
-                "8,64,4,1024,16,12,1024,2,4,1,100,llama,unfused\n"
-                "8,64,4,1024,16,12,1024,2,4,1,100,llama\n",
+                "8,64,4,1024,16,12,1024,2,4,1,100,llama,unfused\n",
       "runs.csv");
+  runs.push_back(parse_iteration_runs(
+      kHeader + ",model\n8,64,4,1024,16,12,1024,2,4,1,100,llama\n", "runs.csv")[0]);
   const Cluster cluster = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
   RunPredictor pred(cluster);
   auto count = [&](const IterationRun& r, const std::string& type) {

@@ -108,7 +108,15 @@ TEST(ClusterYaml, EveryShippedClusterLoads) {
       {"h100_ib_4node.cluster.yaml", 32},    {"h100_ib_64node.cluster.yaml", 512},
       {"h100_sxm_1gpu.cluster.yaml", 1},
       {"sync_1gbit.cluster.yaml", 8},        {"sync_10gbit.cluster.yaml", 8},
-      {"sync_25gbit.cluster.yaml", 8},       {"sync_40gbit.cluster.yaml", 8}};
+      {"sync_25gbit.cluster.yaml", 8},       {"sync_40gbit.cluster.yaml", 8},
+      // The per-GPU files: 8 GPUs per node, 1 or 4 nodes.
+      {"a100_40gb_1node.cluster.yaml", 8},   {"a100_40gb_4node_ib200.cluster.yaml", 32},
+      {"a100_40gb_4node_ib400.cluster.yaml", 32}, {"a100_80gb_4node_ib200.cluster.yaml", 32},
+      {"a100_80gb_4node_ib400.cluster.yaml", 32}, {"h100_sxm_1node.cluster.yaml", 8},
+      {"h100_sxm_4node_ib200.cluster.yaml", 32},  {"h200_1node.cluster.yaml", 8},
+      {"h200_4node_ib200.cluster.yaml", 32},      {"h200_4node_ib400.cluster.yaml", 32},
+      {"b200_1node.cluster.yaml", 8},             {"b200_4node_ib200.cluster.yaml", 32},
+      {"b200_4node_ib400.cluster.yaml", 32}};
   int seen = 0;
   for (const auto& entry : fs::directory_iterator(kClusters)) {
     const std::string file = entry.path().filename().string();
