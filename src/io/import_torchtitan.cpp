@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,10 +59,39 @@ const SectionKeys kSections[] = {
       "print_slices"}},
 };
 
+/// True for the characters a TOML key may start with: a bare-key character or a quote.
+bool starts_a_key(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '"' ||
+         c == '\'';
+}
+
+/// Refuses a line that opens an array-of-tables header (`[[`) with no key after it, such as
+/// `[[[a]]]` or `[[=`. toml++ 3.x (Debian 12's) enters its key parser on such a header
+/// without checking the first character: an assertion failure in a debug build, undefined
+/// behaviour (a violated assumption) in a release one. Fixed upstream in tomlplusplus pull
+/// request 301; until the packaged version has it, the reader checks first. (A nested array
+/// literal of three levels at the start of a continuation line is refused too.)
+void refuse_malformed_array_headers(const std::string& text) {
+  size_t line = 1;
+  for (size_t start = 0; start < text.size(); ++line) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    size_t i = text.find_first_not_of(" \t", start);
+    if (i < end && text.compare(i, 2, "[[") == 0) {
+      i = text.find_first_not_of(" \t", i + 2);
+      if (i >= end || !starts_a_key(text[i])) {
+        bad("line " + std::to_string(line) + ", column " + std::to_string(i - start + 1),
+            "malformed TOML: an array-of-tables header needs a key after '[['");
+      }
+    }
+    start = end + 1;
+  }
+}
+
 /// A torchtitan job file: typed look-ups by "section.key" with named errors.
 class Job {
  public:
   explicit Job(const std::string& text) {
+    refuse_malformed_array_headers(text);
     try {
       root_ = toml::parse(text);
     } catch (const toml::parse_error& e) {

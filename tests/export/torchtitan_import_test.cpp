@@ -123,6 +123,10 @@ TEST(TorchtitanJob, BadKeysAndWhatPlansCannotExpressAreNamedErrors) {
   expect_error("[parallelism]\ntensor_parallel_degree = \"2\"\n",
                "parallelism.tensor_parallel_degree: not an integer");
   expect_error("[training\n", "line 1");
+  // Headers that toml++ 3.x would enter its key parser with (an abort or undefined behaviour).
+  expect_error("[[[1]]]\n", "line 1, column 3: malformed TOML");
+  expect_error(ac + "  [[ =\n", "line 3, column 6: malformed TOML");
+  expect_error("[[[]]\n", "line 1, column 3");
   expect_error(ac + "[parallelism]\ncontext_parallel_degree = 2\n",
                "parallelism.context_parallel_degree: not modelled yet");
   expect_error(
