@@ -65,22 +65,24 @@ bool starts_a_key(char c) {
          c == '\'';
 }
 
-/// Refuses a line that opens an array-of-tables header (`[[`) with no key after it, such as
-/// `[[[a]]]` or `[[=`. toml++ 3.x (Debian 12's) enters its key parser on such a header
-/// without checking the first character: an assertion failure in a debug build, undefined
-/// behaviour (a violated assumption) in a release one. Fixed upstream in tomlplusplus pull
-/// request 301; until the packaged version has it, the reader checks first. (A nested array
-/// literal of three levels at the start of a continuation line is refused too.)
-void refuse_malformed_array_headers(const std::string& text) {
+/// Refuses a line that opens a table header (`[` or `[[`) with no key after it, such as
+/// `[\x14raining]`, `[[[a]]]` or `[[=`. toml++ 3.x (Debian 12's) enters its key parser on
+/// such a header without checking the first character: an assertion failure in a debug
+/// build, undefined behaviour (a violated assumption) in a release one (the array-of-tables
+/// case is fixed upstream in tomlplusplus pull request 301). Until the packaged version
+/// checks, the reader does. A line of a multi-line array value that starts with a nested
+/// array whose first element is not a key-like token (`[ [1] ]`, `[],`) is refused too.
+void refuse_headers_without_key(const std::string& text) {
   size_t line = 1;
   for (size_t start = 0; start < text.size(); ++line) {
     const size_t end = std::min(text.find('\n', start), text.size());
     size_t i = text.find_first_not_of(" \t", start);
-    if (i < end && text.compare(i, 2, "[[") == 0) {
-      i = text.find_first_not_of(" \t", i + 2);
+    if (i < end && text[i] == '[') {
+      i += text.compare(i, 2, "[[") == 0 ? 2 : 1;
+      i = text.find_first_not_of(" \t", i);
       if (i >= end || !starts_a_key(text[i])) {
         bad("line " + std::to_string(line) + ", column " + std::to_string(i - start + 1),
-            "malformed TOML: an array-of-tables header needs a key after '[['");
+            "malformed TOML: a table header needs a key after '['");
       }
     }
     start = end + 1;
@@ -91,7 +93,7 @@ void refuse_malformed_array_headers(const std::string& text) {
 class Job {
  public:
   explicit Job(const std::string& text) {
-    refuse_malformed_array_headers(text);
+    refuse_headers_without_key(text);
     try {
       root_ = toml::parse(text);
     } catch (const toml::parse_error& e) {

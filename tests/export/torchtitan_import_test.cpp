@@ -127,6 +127,12 @@ TEST(TorchtitanJob, BadKeysAndWhatPlansCannotExpressAreNamedErrors) {
   expect_error("[[[1]]]\n", "line 1, column 3: malformed TOML");
   expect_error(ac + "  [[ =\n", "line 3, column 6: malformed TOML");
   expect_error("[[[]]\n", "line 1, column 3");
+  expect_error("[\x14raining]\n", "line 1, column 2: malformed TOML: a table header needs a key");
+  // Spaces inside a header are TOML: the check lets them through.
+  std::string spaced =
+      read_text_file(std::string(PLACER_TEST_DATA_DIR) + "/torchtitan/llama_fsdp_tp.toml", "job");
+  spaced.replace(spaced.find("[training]"), 10, "[ training ]");
+  EXPECT_NO_THROW(parse_torchtitan_config(spaced, 16));
   expect_error(ac + "[parallelism]\ncontext_parallel_degree = 2\n",
                "parallelism.context_parallel_degree: not modelled yet");
   expect_error(
