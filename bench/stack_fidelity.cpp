@@ -206,12 +206,7 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (o.modern.empty()) {
-    const std::string copy = std::string(PLACER_SOURCE_DIR) + "/datasets/measurements/modern";
-    o.modern = fs::exists(copy)
-                   ? copy
-                   : std::string(PLACER_SOURCE_DIR) + "/../shared/data/measured/modern";
-  }
+  if (o.modern.empty()) o.modern = std::string(PLACER_SOURCE_DIR) + "/datasets/measurements/modern";
   return o;
 }
 

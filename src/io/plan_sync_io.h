@@ -1,6 +1,6 @@
 #pragma once
 // The `synchronization` section of plan files (docs/sync.md), read and written apart from
-// plan_io.cpp so that the per-variable strategies keep to one file.
+// plan_reader.cpp / plan_writer.cpp so that the per-variable strategies keep to one file.
 
 #include <functional>
 #include <string>
