@@ -28,6 +28,9 @@ struct DeviceSpec {
   double memory_bandwidth = 0;                 ///< B/s
   uint64_t memory_bytes = 0;                   ///< capacity
   double launch_overhead = 0;                  ///< s per kernel / op
+  /// false: the device has no copy engines, so its sends and receives occupy it (they add
+  /// to its compute instead of overlapping it); cluster key `overlap: false`.
+  bool overlap_transfers = true;
 
   /// Peak FLOP/s for `t`; falls back to f32's (then to the largest listed) when absent.
   double peak(DType t) const;

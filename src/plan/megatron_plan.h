@@ -22,6 +22,12 @@ namespace placer {
 
 struct MegatronConfig {
   int tp = 1, pp = 1, dp = 1;
+  /// Context parallelism (--context-parallel-size, --cp-comm-type): the world is
+  /// tp x cp x dp x pp. Expert parallelism (--expert-model-parallel-size,
+  /// --expert-tensor-parallel-size) is carved from the cp x dp ranks of each stage.
+  int cp = 1;
+  ContextParallelComm cp_comm = ContextParallelComm::kP2P;
+  int ep = 1, etp = 1;
   int micro_batch = 1;    ///< samples per micro-batch per data-parallel rank
   int global_batch = 1;   ///< samples per step; the graph's batch size must equal it
   Recompute recompute = Recompute::kNone;

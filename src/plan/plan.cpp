@@ -70,6 +70,24 @@ bool parse_recompute(const std::string& s, Recompute* out) {
   return true;
 }
 
+const char* to_string(ContextParallelComm c) {
+  switch (c) {
+    case ContextParallelComm::kP2P: return "p2p";
+    case ContextParallelComm::kAllToAll: return "a2a";
+    case ContextParallelComm::kAllGather: return "allgather";
+  }
+  return "?";
+}
+
+bool parse_context_parallel_comm(const std::string& s, ContextParallelComm* out) {
+  const std::string l = lower(s);
+  if (l == "p2p") *out = ContextParallelComm::kP2P;
+  else if (l == "a2a") *out = ContextParallelComm::kAllToAll;
+  else if (l == "allgather") *out = ContextParallelComm::kAllGather;
+  else return false;
+  return true;
+}
+
 const char* to_string(PartitionCollective c) {
   switch (c) {
     case PartitionCollective::kAuto: return "auto";

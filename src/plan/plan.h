@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "src/graph/types.h"
+#include "src/plan/moe_layout.h"
 #include "src/plan/sync_strategy.h"
 
 namespace placer {
@@ -204,6 +205,8 @@ struct Plan {
   PipelineConfig pipeline;
   DataParallelConfig data_parallel;
   TensorParallelConfig tensor_parallel;
+  ExpertParallelConfig expert_parallel;    ///< mixture-of-experts layers (moe_layout.h)
+  ContextParallelConfig context_parallel;  ///< sequence split over ranks (moe_layout.h)
   Recompute recompute = Recompute::kNone;  ///< default for stages (and unpipelined plans)
   /// Recompute only every k-th layer (graph layers k-1, 2k-1, ...; torchtitan's
   /// `selective_ac_option: k`); 1 = every layer.
