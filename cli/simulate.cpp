@@ -134,6 +134,7 @@ const BreakdownColumn kBreakdownColumns[] = {
     {"tp-redscat", [](const DeviceBreakdown& b) { return b.collective[2]; }},
     {"tp-bcast", [](const DeviceBreakdown& b) { return b.collective[3]; }},
     {"fsdp-gath", [](const DeviceBreakdown& b) { return b.fsdp_gather; }},
+    {"cp-exch", [](const DeviceBreakdown& b) { return b.context_exchange; }},
     {"dp-sync", [](const DeviceBreakdown& b) { return b.gradient_sync; }},
     {"barrier", [](const DeviceBreakdown& b) { return b.barrier; }},
     {"transfers", [](const DeviceBreakdown& b) { return b.transfer; }},

@@ -41,7 +41,7 @@ int category_of(const SimEvent& e, const Graph& g) {
 }  // namespace
 
 double DeviceBreakdown::total() const {
-  return forward + backward + optimizer + fsdp_gather +
+  return forward + backward + optimizer + fsdp_gather + context_exchange +
          std::accumulate(collective.begin(), collective.end(), 0.0) + gradient_sync + barrier +
          transfer + host_wait + idle;
 }
@@ -104,6 +104,11 @@ std::vector<DeviceBreakdown> step_breakdown(const SimResult& r, const Graph& g, 
       const double fw = std::min(r.fsdp_forward_wait[d], b.forward);
       const double bw = std::min(r.fsdp_backward_wait[d], b.backward);
       b.forward -= fw, b.backward -= bw, b.fsdp_gather = fw + bw;
+    }
+    if (d < r.context_forward_wait.size()) {
+      const double fw = std::min(r.context_forward_wait[d], b.forward);
+      const double bw = std::min(r.context_backward_wait[d], b.backward);
+      b.forward -= fw, b.backward -= bw, b.context_exchange = fw + bw;
     }
     b.optimizer = time[kOptimizer];
     for (int k = 0; k < 4; ++k) b.collective[size_t(k)] = time[size_t(kCollective0 + k)];

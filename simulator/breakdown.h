@@ -6,8 +6,9 @@
 // active then, so the parts add up to the step time:
 //   forward > backward > optimizer > tensor-parallel collectives (by kind) >
 //   data-parallel gradient sync > step barrier > transfers > host wait > idle.
-// FSDP's parameter all-gather waits (inside the forward / backward op times) are taken out
-// of forward and backward as their own part.
+// FSDP's parameter all-gather waits and context parallelism's exposed key / value exchange
+// (both inside the forward / backward op times) are taken out of forward and backward as
+// their own parts.
 // Built from a run with SimOptions::record_events.
 
 #include <array>
@@ -25,6 +26,7 @@ struct DeviceBreakdown {
   std::array<double, 4> collective{};
   double gradient_sync = 0;  ///< exposed data-parallel gradient all-reduces
   double fsdp_gather = 0;    ///< compute waiting for FSDP parameter all-gathers
+  double context_exchange = 0;  ///< attention waiting for context-parallel KV exchange
   double barrier = 0;        ///< exposed step barrier (loss scale, grad norm, tied embeddings)
   double transfer = 0;       ///< exposed point-to-point transfers (sent or received)
   double host_wait = 0;      ///< idle while the host issues the next kernel

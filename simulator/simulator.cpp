@@ -340,6 +340,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_gradient_syncs(p);
   prepare_fsdp_groups(p);
   prepare_zero3_gathers(p);
+  prepare_context_parallel(p);
   prepare_recompute(p);
   prepare_fsdp_schedule(p);
   charge_micro_batch_overhead();

@@ -49,6 +49,9 @@ struct SimResult {
   /// per device: seconds its forward / backward compute waited for FSDP parameter
   /// all-gathers (inside those ops' times; data_parallel.fsdp only, else empty)
   std::vector<double> fsdp_forward_wait, fsdp_backward_wait;
+  /// Per device: exposed key / value exchange of context-parallel attention inside the
+  /// forward / backward op times (empty without context parallelism).
+  std::vector<double> context_forward_wait, context_backward_wait;
   std::vector<uint64_t> peak_memory;  ///< per device: peak bytes
   bool oom = false;                   ///< some device's peak exceeds its capacity
   std::vector<int> oom_devices;

@@ -596,6 +596,10 @@ void Simulator::Impl::finish_result(SimResult* r) {
     r->fsdp_forward_wait = fsdp_fwd_wait;
     r->fsdp_backward_wait = fsdp_bwd_wait;
   }
+  if (plan->context_parallel.enabled()) {
+    r->context_forward_wait = cp_fwd_wait;
+    r->context_backward_wait = cp_bwd_wait;
+  }
 
   // Devices that replicate a simulated one (data-parallel replicas, the extra devices of a
   // replicated pipeline stage) run the same timeline.

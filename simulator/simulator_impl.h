@@ -87,6 +87,12 @@ struct Simulator::Impl {
   void reset_run_state();              // devices, channels, events
   void place_resident_memory();        // parameters and optimizer state
   void prepare_recompute(const Plan& plan);        // recompute.cpp
+  // context_parallel.cpp: the KV exchange of context-parallel attention that no compute
+  // hides, charged into the attention ops' durations.
+  void prepare_context_parallel(const Plan& plan);
+  double cp_exposed_time(OpId f, OpId o, bool backward, const std::vector<int>& ring,
+                         ContextParallelComm comm) const;
+  double cp_all_to_all_time(const std::vector<int>& ring, double local) const;
   void prepare_tied_embeddings();  // tied_embeddings.cpp
   void prepare_partition_collectives(const Plan& plan);  // partition_collectives.cpp
   void named_partition_collective(OpId o, PartitionCollective pc);  // the plan names it
@@ -163,6 +169,7 @@ struct Simulator::Impl {
   std::vector<uint32_t> sync_shard_group, sync_replica_group;
   std::vector<int32_t> t_block, block_left;
   std::vector<double> fsdp_fwd_wait, fsdp_bwd_wait;
+  std::vector<double> cp_fwd_wait, cp_bwd_wait;  // per device: exposed CP exchange
   // Per-variable sync (plan.synchronization): buckets cost nothing in the engine and the
   // time each gradient is ready is kept for simulator/sync_strategies.cpp.
   bool sync_external = false;

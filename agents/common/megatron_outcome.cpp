@@ -1,5 +1,8 @@
 #include "agents/common/megatron_outcome.h"
 
+#include <cmath>
+#include <utility>
+
 namespace placer {
 
 void add_megatron_config(const MegatronConfig& m, SearchStats* stats) {
@@ -11,6 +14,11 @@ void add_megatron_config(const MegatronConfig& m, SearchStats* stats) {
   stats->add("recompute", static_cast<int>(m.recompute));
   stats->add("sequence_parallel", m.sequence_parallel ? 1 : 0);
   stats->add("zero_stage", m.zero_stage);
+  // Context and expert parallelism only when used (the outcomes of dense, short-sequence
+  // searches keep their values).
+  if (m.cp > 1) stats->add("cp", m.cp);
+  if (m.ep > 1) stats->add("ep", m.ep);
+  if (m.etp > 1) stats->add("etp", m.etp);
 }
 
 MegatronConfig megatron_config_of_outcome(const SearchStats& stats) {
@@ -22,6 +30,11 @@ MegatronConfig megatron_config_of_outcome(const SearchStats& stats) {
   m.recompute = static_cast<Recompute>(get("recompute"));
   m.sequence_parallel = get("sequence_parallel") != 0;
   m.zero_stage = get("zero_stage");
+  for (auto [name, field] :
+       {std::pair<const char*, int*>{"cp", &m.cp}, {"ep", &m.ep}, {"etp", &m.etp}}) {
+    const double v = stats.value(name);
+    if (!std::isnan(v)) *field = static_cast<int>(v);
+  }
   return m;
 }
 

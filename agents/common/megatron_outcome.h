@@ -9,7 +9,8 @@
 namespace placer {
 
 /// Adds m's fields to stats as named values ("tp", "pp", "dp", "micro_batch",
-/// "virtual_stages", "recompute", "sequence_parallel", "zero_stage").
+/// "virtual_stages", "recompute", "sequence_parallel", "zero_stage"; "cp", "ep", "etp" when
+/// not 1).
 void add_megatron_config(const MegatronConfig& m, SearchStats* stats);
 
 /// The configuration add_megatron_config recorded (the fields it names; the others keep

@@ -18,6 +18,18 @@ std::string deepspeed_config(const MegatronConfig& m, int layers, DType dtype) {
                                        ": a DeepSpeed config has no tensor parallelism (Megatron-DeepSpeed sets "
                                        "it on the command line; export to megatron)");
   }
+  if (m.cp > 1) {
+    fail("context_parallel.degree",
+         std::to_string(m.cp) +
+             ": a DeepSpeed config has no ring attention (DeepSpeed-Ulysses is "
+             "set up in the model code; export to megatron or torchtitan)");
+  }
+  if (m.ep > 1 || m.etp > 1) {
+    fail("expert_parallel.degree",
+         std::to_string(m.ep) +
+             ": DeepSpeed-MoE sets ep_size in the model code (deepspeed.moe.layer.MoE), "
+             "not in the config; export to megatron or torchtitan");
+  }
   if (m.virtual_stages > 1) {
     fail("pipeline.virtual_stages", std::to_string(m.virtual_stages) +
                                         ": DeepSpeed's pipeline engine has no interleaved schedule");

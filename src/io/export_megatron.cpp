@@ -11,7 +11,33 @@ namespace placer {
 
 using export_checks::fail;
 
-std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype) {
+namespace {
+
+/// --context-parallel-size / --cp-comm-type, and the mixture-of-experts arguments of an MoE
+/// model (the expert tensor-parallel size always written: Megatron-LM's default is tp).
+void add_context_and_expert_arguments(const MegatronConfig& m, const MoeShape& moe,
+                                      std::vector<std::string>* args) {
+  if (m.cp > 1) {
+    args->push_back("--context-parallel-size " + std::to_string(m.cp));
+    args->push_back(std::string("--cp-comm-type ") + to_string(m.cp_comm));
+  }
+  if (!moe.present()) {
+    if (m.ep > 1 || m.etp > 1) {
+      fail("expert_parallel", "the graph has no mixture-of-experts layers to spread over " +
+                                  std::to_string(m.ep) + " expert-parallel ranks");
+    }
+    return;
+  }
+  args->push_back("--num-experts " + std::to_string(moe.experts));
+  args->push_back("--moe-router-topk " + std::to_string(moe.top_k));
+  args->push_back("--expert-model-parallel-size " + std::to_string(m.ep));
+  args->push_back("--expert-tensor-parallel-size " + std::to_string(m.etp));
+}
+
+}  // namespace
+
+std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype,
+                               const MoeShape& moe) {
   export_checks::schedule_is_1f1b(m, "Megatron-LM");
   export_checks::loss_scaling_matches(m, dtype, "Megatron-LM");
   if (m.zero_stage > 1) {
@@ -40,6 +66,7 @@ std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype)
       "--global-batch-size " + std::to_string(m.global_batch),
   };
   if (m.sequence_parallel) args.push_back("--sequence-parallel");
+  add_context_and_expert_arguments(m, moe, &args);
   if (m.virtual_stages > 1) {
     args.push_back("--num-layers-per-virtual-pipeline-stage " + std::to_string(layers / chunks));
   }
@@ -66,9 +93,11 @@ std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype)
   args.push_back(std::string("--clip-grad ") + (m.grad_clipping ? "1.0" : "0.0"));
 
   std::ostringstream out;
-  out << "# Megatron-LM arguments (placer export): world size " << m.tp * m.pp * m.dp << " = tp "
-      << m.tp << " x pp " << m.pp << " x dp " << m.dp << " on cluster devices " << m.first_device << ".."
-      << m.first_device + m.tp * m.pp * m.dp - 1 << " (Megatron infers dp from the world size)\n";
+  const int world = m.tp * m.cp * m.pp * m.dp;
+  out << "# Megatron-LM arguments (placer export): world size " << world << " = tp " << m.tp
+      << (m.cp > 1 ? " x cp " + std::to_string(m.cp) : std::string()) << " x pp " << m.pp
+      << " x dp " << m.dp << " on cluster devices " << m.first_device << ".."
+      << m.first_device + world - 1 << " (Megatron infers dp from the world size)\n";
   for (size_t i = 0; i < args.size(); ++i) out << args[i] << (i + 1 < args.size() ? " \\\n" : "\n");
   return out.str();
 }

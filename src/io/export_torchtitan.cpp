@@ -129,6 +129,39 @@ std::string checkpoint_section(const MegatronConfig& m) {
   return out + "mode = " + toml_string(to_string(m.recompute)) + "\n";
 }
 
+/// [parallelism] keys of context and expert parallelism. torchtitan's ring attention passes
+/// KV shards by all-to-all ("alltoall", placer's p2p ring) or all-gathers them; it has no
+/// Ulysses head split, and expert tensor parallelism is 1 or the tensor-parallel degree.
+std::string context_and_expert_keys(const MegatronConfig& m) {
+  std::string out;
+  if (m.cp > 1) {
+    if (m.cp_comm == ContextParallelComm::kAllToAll) {
+      fail("context_parallel.comm",
+           "a2a: torchtitan's context parallelism is ring attention "
+           "(p2p or allgather), not the Ulysses head split");
+    }
+    if (m.fsdp.enabled && m.fsdp.shard_group > 0) {
+      fail("data_parallel.fsdp.shard_group", "HSDP with context parallelism is not modelled");
+    }
+    out += "context_parallel_degree = " + std::to_string(m.cp) + "\n";
+    out += "context_parallel_rotate_method = " +
+           toml_string(m.cp_comm == ContextParallelComm::kAllGather ? "allgather" : "alltoall") +
+           "\n";
+  }
+  if (m.ep > 1 || m.etp > 1) {
+    if (m.etp != 1 && m.etp != m.tp) {
+      fail("expert_parallel.tensor_parallel",
+           std::to_string(m.etp) +
+               ": torchtitan's expert tensor parallelism is 1 or the "
+               "tensor-parallel degree " +
+               std::to_string(m.tp));
+    }
+    out += "expert_parallel_degree = " + std::to_string(m.ep) + "\n";
+    out += "expert_tensor_parallel_degree = " + std::to_string(m.etp) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Graph& g, DType dtype) {
@@ -156,8 +189,9 @@ std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Grap
   const int M = megatron_micro_batches(m);
   const bool pipelined = m.pp > 1;
   std::ostringstream out;
-  out << "# torchtitan job config sections (placer export): " << m.tp * m.pp * m.dp << " ranks = tp "
-      << m.tp << " x pp " << m.pp << " x dp " << m.dp << "\n";
+  out << "# torchtitan job config sections (placer export): " << m.tp * m.cp * m.pp * m.dp
+      << " ranks = tp " << m.tp << (m.cp > 1 ? " x cp " + std::to_string(m.cp) : std::string())
+      << " x pp " << m.pp << " x dp " << m.dp << "\n";
   out << "[training]\n";
   // With a pipeline the micro-batches are the pipeline's; without one they are gradient
   // accumulation steps (global_batch_size above local_batch_size x dp).
@@ -172,6 +206,7 @@ std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Grap
   if (shard) out << "fsdp_reshard_after_forward = " << toml_string(m.zero_stage == 3 ? "always" : "never") << "\n";
   out << "tensor_parallel_degree = " << m.tp << "\n";
   out << "pipeline_parallel_degree = " << m.pp << "\n";
+  out << context_and_expert_keys(m);
   if (pipelined) {
     const char* schedule = m.virtual_stages > 1 ? "Interleaved1F1B"
                            : m.schedule == PipelineSchedule::kGPipe ? "GPipe"

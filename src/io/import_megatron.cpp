@@ -39,6 +39,10 @@ const char* const kValued[] = {
     "--pipeline-model-parallel-layout",
     "--attention-backend",
     "--fp8-format",
+    "--cp-comm-type",
+    "--num-experts",
+    "--moe-router-topk",
+    "--expert-tensor-parallel-size",
 };
 /// Flags placer reads.
 const char* const kFlags[] = {"--sequence-parallel",
@@ -132,9 +136,6 @@ class Args {
 };
 
 void reject_unmodelled(const Args& a) {
-  for (const char* name : {"--context-parallel-size", "--expert-model-parallel-size"}) {
-    if (a.integer(name, 1) > 1) fail(name, "placer's plans have no context or expert parallelism");
-  }
   for (const char* name : {"--use-torch-fsdp2", "--use-custom-fsdp"}) {
     if (a.has(name)) fail(name, "FSDP is not Megatron's distributed optimizer; placer reads ZeRO-1 only");
   }
@@ -154,6 +155,28 @@ std::string attention_of(const Args& a) {
   fail("--attention-backend", "'" + b + "' (use flash, fused, unfused, local or auto)");
 }
 
+// --context-parallel-size, --cp-comm-type and the mixture-of-experts arguments; Megatron-LM's
+// expert tensor-parallel size defaults to the tensor-parallel size.
+void read_context_and_expert_parallel(const Args& a, FrameworkConfig* f) {
+  MegatronConfig& m = f->config;
+  m.cp = a.integer("--context-parallel-size", 1);
+  if (m.cp < 1) fail("--context-parallel-size", "must be >= 1");
+  const std::string comm = a.text("--cp-comm-type", "p2p");
+  if (!parse_context_parallel_comm(comm, &m.cp_comm)) {
+    fail("--cp-comm-type",
+         quote_short(comm) + " (use p2p, a2a or allgather; a2a+p2p is not modelled)");
+  }
+  f->experts = a.integer("--num-experts", 0);
+  f->top_k = a.integer("--moe-router-topk", f->experts > 0 ? 2 : 0);  // Megatron-LM's default
+  m.ep = a.integer("--expert-model-parallel-size", 1);
+  m.etp = a.integer("--expert-tensor-parallel-size", f->experts > 0 ? m.tp : 1);
+  if (m.ep < 1 || m.etp < 1)
+    fail("--expert-model-parallel-size", "and its tensor-parallel size must be >= 1");
+  if (f->experts == 0 && (m.ep > 1 || a.has("--expert-tensor-parallel-size"))) {
+    fail("--expert-model-parallel-size", "needs --num-experts (a mixture-of-experts model)");
+  }
+}
+
 }  // namespace
 
 FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size) {
@@ -170,11 +193,15 @@ FrameworkConfig parse_megatron_arguments(const std::string& text, int world_size
   m.pp = a.integer("--pipeline-model-parallel-size", 1);
   if (m.tp < 1) fail("--tensor-model-parallel-size", "must be >= 1");
   if (m.pp < 1) fail("--pipeline-model-parallel-size", "must be >= 1");
-  const int model_parallel =
-      checked_mul(m.tp, m.pp, "--tensor-model-parallel-size x --pipeline-model-parallel-size");
+  read_context_and_expert_parallel(a, &f);
+  const int model_parallel = checked_mul(
+      checked_mul(m.tp, m.pp, "--tensor-model-parallel-size x --pipeline-model-parallel-size"),
+      m.cp, "tp x pp x --context-parallel-size");
   if (world_size < 1 || world_size % model_parallel != 0) {
-    fail("--tensor-model-parallel-size", "tp " + std::to_string(m.tp) + " x pp " + std::to_string(m.pp) +
-                                             " does not divide the world size " + std::to_string(world_size));
+    fail("--tensor-model-parallel-size",
+         "tp " + std::to_string(m.tp) + " x pp " + std::to_string(m.pp) +
+             (m.cp > 1 ? " x cp " + std::to_string(m.cp) : std::string()) +
+             " does not divide the world size " + std::to_string(world_size));
   }
   m.dp = world_size / model_parallel;
   f.layers = a.integer("--num-layers", 0);

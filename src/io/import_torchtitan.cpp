@@ -175,15 +175,9 @@ class Job {
   std::vector<std::string> ignored_;
 };
 
-/// Refuses what the plan cannot express (yet): context and expert parallelism, MX
-/// (block-scaled) linears, split points or a schedule CSV instead of module lists.
+/// Refuses what the plan cannot express (yet): MX (block-scaled) linears, split points or a
+/// schedule CSV instead of module lists.
 void reject_unmodelled(const Job& j) {
-  for (const char* key :
-       {"context_parallel_degree", "expert_parallel_degree", "expert_tensor_parallel_degree"}) {
-    if (j.integer("parallelism", key, 1) > 1)
-      fail(Job::name("parallelism", key),
-           "not modelled yet (plans have no context or expert parallelism)");
-  }
   for (const char* key : {"pipeline_parallel_split_points", "pipeline_parallel_layers_per_stage",
                           "pipeline_parallel_schedule_csv"}) {
     if (j.node("parallelism", key))
@@ -247,6 +241,28 @@ void read_fsdp(int64_t replicate, int64_t shard, MegatronConfig* m) {
   if (replicate > 1) m->fsdp.shard_group = int(shard);
 }
 
+/// Context parallelism (ring attention: rotate method alltoall = placer's p2p ring,
+/// allgather) and expert parallelism (expert tensor parallelism counts only with ep > 1).
+void read_context_and_expert_parallel(const Job& j, MegatronConfig* m) {
+  m->cp = int(j.integer("parallelism", "context_parallel_degree", 1));
+  m->ep = int(j.integer("parallelism", "expert_parallel_degree", 1));
+  m->etp = int(j.integer("parallelism", "expert_tensor_parallel_degree", 1));
+  if (m->cp < 1 || m->ep < 1 || m->etp < 1) {
+    fail("parallelism", "context and expert degrees must be >= 1");
+  }
+  if (m->ep == 1) m->etp = 1;
+  const std::string rotate = j.text("parallelism", "context_parallel_rotate_method", "allgather");
+  if (rotate == "allgather") {
+    m->cp_comm = ContextParallelComm::kAllGather;
+  } else if (rotate == "alltoall") {
+    m->cp_comm = ContextParallelComm::kP2P;
+  } else {
+    fail("parallelism.context_parallel_rotate_method",
+         "'" + rotate + "' (use allgather or alltoall)");
+  }
+  if (m->cp == 1) m->cp_comm = ContextParallelComm::kP2P;
+}
+
 /// [parallelism]: the mesh (dp = replicate x shard, shard -1 = the rest), FSDP's ZeRO stage,
 /// the pipeline schedule, its model parts and virtual stages.
 void read_parallelism(const Job& j, int world, FrameworkConfig* f) {
@@ -258,11 +274,12 @@ void read_parallelism(const Job& j, int world, FrameworkConfig* f) {
   if (m.tp < 1 || m.pp < 1 || replicate < 1 || (shard < 1 && shard != -1)) {
     fail("parallelism", "degrees must be >= 1 (data_parallel_shard_degree may be -1)");
   }
-  const int64_t model = int64_t(m.tp) * m.pp * replicate;
+  read_context_and_expert_parallel(j, &m);
+  const int64_t model = int64_t(m.tp) * m.pp * m.cp * replicate;
   if (shard == -1) shard = world % model == 0 ? world / model : 0;
   if (shard < 1 || model * shard != world) {
     fail("parallelism.data_parallel_shard_degree",
-         "replicate x shard x tp x pp does not equal the world size " + std::to_string(world));
+         "replicate x shard x cp x tp x pp does not equal the world size " + std::to_string(world));
   }
   m.dp = int(replicate * shard);
   m.sequence_parallel = m.tp > 1;  // torchtitan's TP always splits the norms along the sequence

@@ -37,7 +37,8 @@ std::string export_megatron_style(const Plan& p, const Graph& g, ExportFormat f)
   const int layers = graph_layers(g);
   const DType dtype = plan_compute_dtype(p, g);
   switch (f) {
-    case ExportFormat::kMegatron: return megatron_arguments(m, layers, dtype);
+    case ExportFormat::kMegatron:
+      return megatron_arguments(m, layers, dtype, graph_moe_shape(g));
     case ExportFormat::kDeepSpeed: return deepspeed_config(m, layers, dtype);
     case ExportFormat::kTorchTitan: return torchtitan_config(m, p, g, dtype);
     case ExportFormat::kDeviceMap: break;

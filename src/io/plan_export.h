@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "src/plan/megatron_plan.h"
+#include "src/plan/parallel_layouts.h"
 
 namespace placer {
 
@@ -34,8 +35,10 @@ std::string export_plan(const Plan& p, const Graph& g, const Cluster& c, ExportF
 /// which it returns ""); needs no cluster.
 std::string export_megatron_style(const Plan& p, const Graph& g, ExportFormat f);
 
-/// The writers behind export_plan (`layers` = the model's layers, `dtype` = the compute type).
-std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype);
+/// The writers behind export_plan (`layers` = the model's layers, `dtype` = the compute type,
+/// `moe` = its mixture-of-experts shape).
+std::string megatron_arguments(const MegatronConfig& m, int layers, DType dtype,
+                               const MoeShape& moe = {});
 std::string deepspeed_config(const MegatronConfig& m, int layers, DType dtype);
 std::string torchtitan_config(const MegatronConfig& m, const Plan& p, const Graph& g, DType dtype);
 std::string accelerate_device_map(const Plan& p, const Graph& g, const Cluster& c,

@@ -2,6 +2,7 @@
 #include "src/io/plan_import.h"
 
 #include "src/plan/megatron_config_of.h"
+#include "src/plan/parallel_layouts.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -22,6 +23,17 @@ void check_exports_back(const FrameworkConfig& f, const Plan& p, const Graph& g)
   }
 }
 
+/// The configuration's mixture-of-experts shape must be the graph's (like its layers).
+void check_moe_shape(const FrameworkConfig& f, const Graph& g) {
+  if (f.experts == 0) return;
+  const MoeShape moe = graph_moe_shape(g);
+  if (moe.experts != f.experts || (f.top_k > 0 && moe.top_k != f.top_k)) {
+    throw ValidationError("experts: " + std::to_string(f.experts) + " routed experts, top " +
+                          std::to_string(f.top_k) + ", but graph '" + g.name() + "' has " +
+                          std::to_string(moe.experts) + ", top " + std::to_string(moe.top_k));
+  }
+}
+
 }  // namespace
 
 Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g) {
@@ -34,6 +46,7 @@ Plan plan_of_framework_config(const FrameworkConfig& f, const Graph& g) {
     throw ValidationError(f.batch_field + ": " + std::to_string(f.config.global_batch) + ", but graph '" +
                           g.name() + "' is built for batch " + std::to_string(g.batch_size()));
   }
+  check_moe_shape(f, g);
   Plan p = megatron_plan(g, f.config);
   // Tensor sizes are the graph's; a configuration that computes in another type sets the
   // compute type (the peak FLOP/s it runs at).

@@ -21,6 +21,9 @@ namespace placer {
 struct FrameworkConfig {
   MegatronConfig config;
   int layers = 0;  ///< layers the configuration names (--num-layers, pipeline.parts); 0 = none
+  /// Routed experts per MoE layer and experts per token it names (--num-experts,
+  /// --moe-router-topk); 0 = a dense model or not said. Checked against the graph's.
+  int experts = 0, top_k = 0;
   DType dtype = DType::kF32;  ///< compute type it trains in
   std::vector<std::string> ignored;  ///< arguments / keys it has that placer does not model
   /// The attention kernel it runs ("flash" for fused attention, "unfused"; "" = not said).

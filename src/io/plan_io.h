@@ -24,10 +24,11 @@ namespace placer {
 class Graph;
 class Cluster;
 
-/// Newest version this build writes ("1.1"; a plan without 1.1 fields is written as "1.0"). Readers accept any 1.x; unknown keys are errors in
+/// Newest version this build writes ("1.2"; a plan is written with the oldest version that
+/// holds its fields: "1.0", "1.1" or "1.2"). Readers accept any 1.x; unknown keys are errors in
 /// files of version <= 1.0 (typos) and ignored in newer 1.x files.
 inline constexpr int kPlanFormatMajor = 1;
-inline constexpr int kPlanFormatMinor = 1;
+inline constexpr int kPlanFormatMinor = 2;
 
 /// Loads a plan (JSON when `path` ends in ".json", YAML otherwise) and validates it
 /// against `g` and `c`. Non-fatal findings (the plan was made for a graph of another

@@ -32,10 +32,11 @@ class PlanReader {
 
   Plan read(const YAML::Node& root) {
     r_.check_format_version(root, kPlanFormatMajor, kPlanFormatMinor);
-    r_.check_keys(root, "",
-                  {"format_version", "graph", "method", "description", "placement", "partitions",
-                   "pipeline", "data_parallel", "tensor_parallel", "recompute", "recompute_every",
-                   "precision", "synchronization", "predicted"});
+    r_.check_keys(
+        root, "",
+        {"format_version", "graph", "method", "description", "placement", "partitions", "pipeline",
+         "data_parallel", "tensor_parallel", "recompute", "recompute_every", "precision",
+         "synchronization", "predicted", "context_parallel", "expert_parallel"});
     Plan p;
     if (root["graph"]) {
       p.graph_name = r_.scalar(root["graph"], "graph");
@@ -54,6 +55,10 @@ class PlanReader {
       p.recompute_every = int(r_.to_int(root["recompute_every"], "recompute_every", 1, 1 << 20));
     }
     if (root["precision"]) read_precision(root["precision"], &p.precision);
+    if (root["context_parallel"]) {
+      read_context_parallel(root["context_parallel"], &p.context_parallel);
+    }
+    if (root["expert_parallel"]) read_expert_parallel(root["expert_parallel"], &p.expert_parallel);
     if (root["synchronization"]) {
       read_synchronization(
           r_, root["synchronization"],
@@ -453,6 +458,54 @@ class PlanReader {
       tp->sequence_parallel =
           r_.to_bool(n["sequence_parallel"], field_join(f, "sequence_parallel"));
     }
+  }
+
+  void read_context_parallel(const YAML::Node& n, ContextParallelConfig* cp) {
+    const std::string f = "context_parallel";
+    r_.check_keys(n, f, {"degree", "comm"});
+    cp->degree = int(r_.to_int(r_.required(n, "degree", f), field_join(f, "degree"), 1, 1 << 16));
+    if (n["comm"]) {
+      const std::string v = r_.scalar(n["comm"], field_join(f, "comm"));
+      if (!parse_context_parallel_comm(v, &cp->comm)) {
+        r_.fail(field_join(f, "comm"), "unknown exchange '" + v + "' (use p2p, a2a or allgather)");
+      }
+    }
+  }
+
+  void read_expert_parallel(const YAML::Node& n, ExpertParallelConfig* ep) {
+    const std::string f = "expert_parallel";
+    r_.check_keys(n, f, {"degree", "tensor_parallel", "layers"});
+    ep->degree = int(r_.to_int(r_.required(n, "degree", f), field_join(f, "degree"), 1, 1 << 16));
+    if (n["tensor_parallel"]) {
+      ep->tensor_parallel =
+          int(r_.to_int(n["tensor_parallel"], field_join(f, "tensor_parallel"), 1, 1 << 16));
+    }
+    if (!n["layers"]) return;
+    const std::string lf = field_join(f, "layers");
+    r_.expect_sequence(n["layers"], lf);
+    for (size_t l = 0; l < n["layers"].size(); ++l) {
+      ep->layers.push_back(read_expert_layer(n["layers"][l], field_index(lf, l)));
+    }
+  }
+
+  // One MoE layer: per expert its EP rank, or the list of ranks holding its replicas.
+  ExpertLayerMap read_expert_layer(const YAML::Node& n, const std::string& f) {
+    r_.expect_sequence(n, f);
+    ExpertLayerMap layer;
+    for (size_t e = 0; e < n.size(); ++e) {
+      const std::string ef = field_index(f, e);
+      std::vector<int> ranks;
+      if (n[e].IsScalar()) {
+        ranks.push_back(int(r_.to_int(n[e], ef, 0, 1 << 16)));
+      } else {
+        r_.expect_sequence(n[e], ef);
+        for (size_t k = 0; k < n[e].size(); ++k) {
+          ranks.push_back(int(r_.to_int(n[e][k], field_index(ef, k), 0, 1 << 16)));
+        }
+      }
+      layer.replicas.push_back(std::move(ranks));
+    }
+    return layer;
   }
 
   void read_precision(const YAML::Node& n, PrecisionConfig* pr) {

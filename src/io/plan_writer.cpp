@@ -38,6 +38,12 @@ int most_common(const std::vector<int>& v, const Ids& ids, int num_devices) {
   return best;
 }
 
+/// Expert and context parallelism are format 1.2.
+bool uses_format_1_2(const Plan& p) {
+  return p.context_parallel.enabled() || p.context_parallel.comm != ContextParallelComm::kP2P ||
+         p.expert_parallel.enabled();
+}
+
 bool uses_format_1_1(const Plan& p) {
   for (const OpPartition& q : p.partitions) {
     if (q.replicated || q.forward_collective != PartitionCollective::kAuto ||
@@ -70,8 +76,9 @@ class PlanWriter {
       throw ValidationError(std::string("cannot write plan: ") + e.what());
     }
     Json root;
-    // 1.0 files stay 1.0 when written back; any 1.1 field makes the file 1.1.
-    root["format_version"] = uses_format_1_1(p) ? "1.1" : "1.0";
+    // 1.0 files stay 1.0 when written back; any 1.1 field makes the file 1.1, any 1.2
+    // field 1.2.
+    root["format_version"] = uses_format_1_2(p) ? "1.2" : uses_format_1_1(p) ? "1.1" : "1.0";
     if (!p.graph_name.empty()) root["graph"] = p.graph_name;
     if (!p.method.empty()) root["method"] = p.method;
     // The sections in file order (the reader reads the pipeline first: placement needs it).
@@ -89,6 +96,12 @@ class PlanWriter {
     const PrecisionConfig& pc = p.precision;
     if (pc.compute_set || pc.fp8 || pc.loss_scaling || pc.grad_clipping) {
       root["precision"] = write_precision(pc);
+    }
+    if (p.context_parallel.enabled() || p.context_parallel.comm != ContextParallelComm::kP2P) {
+      root["context_parallel"] = write_context_parallel(p.context_parallel);
+    }
+    if (p.expert_parallel.enabled()) {
+      root["expert_parallel"] = write_expert_parallel(p.expert_parallel);
     }
     if (p.synchronization.enabled) {
       root["synchronization"] =
@@ -296,6 +309,31 @@ class PlanWriter {
     if (pc.loss_scaling) pj["loss_scaling"] = true;
     if (pc.grad_clipping) pj["grad_clipping"] = true;
     return pj;
+  }
+
+  static Json write_context_parallel(const ContextParallelConfig& cp) {
+    Json cj;
+    cj["degree"] = cp.degree;
+    cj["comm"] = to_string(cp.comm);
+    return cj;
+  }
+
+  // An expert on one rank is written as that rank, a replicated one as its list of ranks.
+  static Json write_expert_parallel(const ExpertParallelConfig& ep) {
+    Json ej;
+    ej["degree"] = ep.degree;
+    if (ep.tensor_parallel != 1) ej["tensor_parallel"] = ep.tensor_parallel;
+    if (ep.layers.empty()) return ej;
+    Json layers = Json::array();
+    for (const ExpertLayerMap& layer : ep.layers) {
+      Json experts = Json::array();
+      for (const std::vector<int>& ranks : layer.replicas) {
+        experts.push_back(ranks.size() == 1 ? Json(ranks[0]) : Json(ranks));
+      }
+      layers.push_back(experts);
+    }
+    ej["layers"] = layers;
+    return ej;
   }
 
   /// The prediction, and the notes derived from the plan (the reader skips them).

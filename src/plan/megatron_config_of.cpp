@@ -79,8 +79,11 @@ void check_rebuild(const Plan& p, const Plan& r, const Graph& g) {
     const PipelineStage& b = r.pipeline.stages[s];
     if (a.devices != b.devices) {
       fail(stage_field(s) + ".devices",
-           "devices " + device_names(a.devices) + " are not Megatron's rank order, which puts this stage on " +
-               device_names(b.devices) + " (tensor-parallel fastest, then data-parallel, then pipeline)");
+           "devices " + device_names(a.devices) +
+               " are not Megatron's rank order, which puts this stage on " +
+               device_names(b.devices) +
+               " (tensor-parallel fastest, then context-parallel, then data-parallel, then "
+               "pipeline)");
     }
     std::vector<OpId> x = a.ops, y = b.ops;
     std::sort(x.begin(), x.end());
@@ -92,6 +95,20 @@ void check_rebuild(const Plan& p, const Plan& r, const Graph& g) {
     fail(stage_field(s), "op '" + g.op(o).name + "' " + (extra.empty() ? "is missing" : "does not belong here") +
                              ": Megatron puts the ops before the first layer on the first stage and "
                              "those after the last layer on the last stage");
+  }
+}
+
+/// Context and expert parallelism as Megatron-LM runs them: the plan's degrees; an explicit
+/// expert map is not Megatron's (it places expert e on EP rank e / (experts / ep)).
+void read_context_and_expert_parallel(const Plan& p, MegatronConfig* m) {
+  m->cp = p.context_parallel.degree;
+  m->cp_comm = p.context_parallel.comm;
+  m->ep = p.expert_parallel.degree;
+  m->etp = p.expert_parallel.tensor_parallel;
+  if (!p.expert_parallel.layers.empty()) {
+    fail("expert_parallel.layers",
+         "an explicit expert map of " + std::to_string(p.expert_parallel.layers.size()) +
+             " layers; Megatron-LM places expert e on EP rank e / (experts / ep)");
   }
 }
 
@@ -149,14 +166,16 @@ MegatronConfig megatron_config_of(const Plan& p, const Graph& g) {
   m.scatter_gather = pl.scatter_gather;
   m.pp = pl.ranks();
   m.tp = stage_tp(p, pl.stages[0]);
-  m.dp = static_cast<int>(pl.stages[0].devices.size()) / m.tp;
+  read_context_and_expert_parallel(p, &m);
+  m.dp = static_cast<int>(pl.stages[0].devices.size()) / (m.tp * m.cp);
   for (size_t s = 0; s < pl.stages.size(); ++s) {
     const PipelineStage& st = pl.stages[s];
-    if (stage_tp(p, st) != m.tp || int(st.devices.size()) != m.tp * m.dp) {
-      fail(stage_field(s), std::to_string(st.devices.size()) + " devices with tensor_parallel " +
-                               std::to_string(stage_tp(p, st)) + ", stage 0 has " +
-                               std::to_string(m.tp * m.dp) + " with " + std::to_string(m.tp) +
-                               "; every stage must use the same tensor x data-parallel grid");
+    if (stage_tp(p, st) != m.tp || int(st.devices.size()) != m.tp * m.cp * m.dp) {
+      fail(stage_field(s),
+           std::to_string(st.devices.size()) + " devices with tensor_parallel " +
+               std::to_string(stage_tp(p, st)) + ", stage 0 has " +
+               std::to_string(m.tp * m.cp * m.dp) + " with " + std::to_string(m.tp) +
+               "; every stage must use the same tensor x context x data-parallel grid");
     }
     if (st.recompute != Recompute::kInherit && st.recompute != p.recompute) {
       fail(stage_field(s) + ".recompute", std::string(to_string(st.recompute)) + " differs from the plan's " +

@@ -13,8 +13,26 @@ namespace {
 [[noreturn]] void fail(const std::string& m) { throw ValidationError("megatron: " + m); }
 }  // namespace
 
+namespace {
+// Megatron-core's rank grids: tp x cp x dp per stage, and the expert grid etp x ep x edp
+// over the same ranks (expert data parallelism edp = tp x cp x dp / (etp x ep)).
+void check_context_and_expert_parallel(const MegatronConfig& m) {
+  if (m.cp < 1 || m.ep < 1 || m.etp < 1) fail("cp, ep and etp must be >= 1");
+  const int64_t cp_dp = int64_t(m.cp) * m.dp;
+  if (cp_dp % m.ep != 0) {
+    fail("ep " + std::to_string(m.ep) + " does not divide cp x dp = " + std::to_string(cp_dp));
+  }
+  const int64_t ranks = int64_t(m.tp) * cp_dp;
+  if (ranks % (int64_t(m.ep) * m.etp) != 0) {
+    fail("ep x etp = " + std::to_string(int64_t(m.ep) * m.etp) +
+         " does not divide tp x cp x dp = " + std::to_string(ranks));
+  }
+}
+}  // namespace
+
 int megatron_micro_batches(const MegatronConfig& m) {
   if (m.tp < 1 || m.pp < 1 || m.dp < 1) fail("tp, pp and dp must be >= 1");
+  check_context_and_expert_parallel(m);
   if (m.micro_batch < 1) fail("micro_batch must be >= 1");
   const int64_t per_step = int64_t(m.micro_batch) * m.dp;
   if (m.global_batch < 1 || m.global_batch % per_step != 0) {
@@ -117,9 +135,10 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   p.pipeline.virtual_stages = m.virtual_stages;
   p.pipeline.scatter_gather = m.scatter_gather;
   p.pipeline.stages.resize(size_t(n_stages));
-  const int per_stage = checked_mul(m.tp, m.dp, "megatron: tp x dp");
-  checked_add(m.first_device, checked_mul(per_stage, m.pp, "megatron: tp x dp x pp"),
-              "megatron: first_device + tp x dp x pp");
+  const int per_stage =
+      checked_mul(checked_mul(m.tp, m.cp, "megatron: tp x cp"), m.dp, "megatron: tp x cp x dp");
+  checked_add(m.first_device, checked_mul(per_stage, m.pp, "megatron: tp x cp x dp x pp"),
+              "megatron: first_device + tp x cp x dp x pp");
   for (int s = 0; s < n_stages; ++s) {
     PipelineStage& st = p.pipeline.stages[size_t(s)];
     const int rank = s % m.pp;
@@ -162,6 +181,12 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   p.precision.fp8 = m.fp8;
   p.recompute_every = m.recompute_every;
   p.data_parallel.fsdp = m.fsdp;
+  p.context_parallel.degree = m.cp;
+  p.context_parallel.comm = m.cp_comm;
+  if (m.ep > 1 || m.etp > 1) {
+    p.expert_parallel.degree = m.ep;
+    p.expert_parallel.tensor_parallel = m.etp;
+  }
   return p;
 }
 

@@ -1,12 +1,14 @@
 #pragma once
 // A Megatron-LM parallel configuration as a plan (docs/parallelism.md).
 //
-// Megatron orders ranks tensor-parallel fastest, then data-parallel, then pipeline: with
-// tp = 2, dp = 2, pp = 2 on devices 0..7, stage 0 is devices 0..3 (TP pairs {0, 1} and
-// {2, 3}) and stage 1 devices 4..7. Layers are split evenly over the stages (the first
-// stage also holds the embedding, the last the final norm, LM head and loss), each stage
-// runs global_batch / (micro_batch x dp) micro-batches under 1F1B, and the tensor-parallel
-// shorthand expands to Megatron's per-op partitions when the plan is simulated.
+// Megatron orders ranks tensor-parallel fastest, then context-parallel, then data-parallel,
+// then pipeline: with tp = 2, dp = 2, pp = 2 on devices 0..7, stage 0 is devices 0..3 (TP
+// pairs {0, 1} and {2, 3}) and stage 1 devices 4..7; with cp = 2 as well, stage 0 is devices
+// 0..7, CP pairs {0, 2}, {1, 3} (per TP rank) of data-parallel rank 0, {4, 6}, {5, 7} of rank 1.
+// Layers are split evenly over the stages (the first stage also holds the embedding, the last the
+// final norm, LM head and loss), each stage runs global_batch / (micro_batch x dp) micro-batches
+// under 1F1B, and the tensor-parallel shorthand expands to Megatron's per-op partitions when the
+// plan is simulated.
 //
 //   MegatronConfig m;
 //   m.tp = 2; m.pp = 2; m.dp = 2; m.micro_batch = 4; m.global_batch = 64;
@@ -46,7 +48,7 @@ struct MegatronConfig {
   /// remaining layers evenly (they must divide). Only without virtual stages.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
-  int first_device = 0;  ///< devices first_device .. first_device + tp*dp*pp - 1
+  int first_device = 0;  ///< devices first_device .. first_device + tp*cp*dp*pp - 1
   /// Mixed precision as Megatron runs it: fp16 with dynamic loss scaling, or bf16; both
   /// with gradient clipping (1.0 by default).
   bool loss_scaling = true;

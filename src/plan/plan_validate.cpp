@@ -8,6 +8,7 @@
 
 #include "src/cluster/cluster.h"
 #include "src/graph/graph.h"
+#include "src/plan/parallel_layouts.h"
 #include "src/plan/plan.h"
 #include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
@@ -472,6 +473,7 @@ class Validator {
 
 void Plan::validate(const Graph& g, const Cluster& c) const {
   Validator(*this, g, c).run();
+  validate_parallel_layouts(*this, g);
   if (!synchronization.enabled) return;
   // The per-variable sync model (simulator/sync_strategies.h) covers plain data parallelism.
   if (pipeline.enabled() || !partitions.empty() || tensor_parallel.enabled() ||

@@ -14,9 +14,11 @@
 
 namespace placer::export_test {
 
-/// A GPT of `layers` layers, batch 16, computing in `dtype`, as a training step.
-inline Graph gpt(int layers, DType dtype) {
+/// A GPT of `layers` layers, batch 16, computing in `dtype`, as a training step; `flash`:
+/// fused attention ops (what context parallelism exchanges keys and values around).
+inline Graph gpt(int layers, DType dtype, bool flash = false) {
   GptOptions o;
+  if (flash) o.attention = AttentionImpl::kFlash;
   o.layers = layers;
   o.hidden = 64;
   o.heads = 4;

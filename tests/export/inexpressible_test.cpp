@@ -182,8 +182,12 @@ TEST(MegatronArguments, NameTheArgumentPlacerCannotRead) {
   EXPECT_NE(megatron_error("--micro-batch-size 1 --recompute-granularity full --recompute-method block")
                 .find("--recompute-method: placer models full recomputation of every layer"),
             std::string::npos);
-  EXPECT_EQ(megatron_error("--micro-batch-size 1 --context-parallel-size 2"),
-            "--context-parallel-size: placer's plans have no context or expert parallelism");
+  EXPECT_EQ(megatron_error("--micro-batch-size 1 --context-parallel-size 2 --cp-comm-type a2a+p2p"),
+            "--cp-comm-type: 'a2a+p2p' (use p2p, a2a or allgather; a2a+p2p is not modelled)");
+  EXPECT_EQ(megatron_error("--micro-batch-size 1 --context-parallel-size 3"),
+            "--tensor-model-parallel-size: tp 1 x pp 1 x cp 3 does not divide the world size 8");
+  EXPECT_EQ(megatron_error("--micro-batch-size 1 --expert-model-parallel-size 2"),
+            "--expert-model-parallel-size: needs --num-experts (a mixture-of-experts model)");
   EXPECT_EQ(megatron_error("--micro-batch-size two"), "--micro-batch-size: 'two' is not a count");
   EXPECT_EQ(megatron_error("--micro-batch-size"), "--micro-batch-size: needs a value");
 }

@@ -21,6 +21,7 @@ struct Case {
   int layers;
   DType dtype;
   const char* expect;  ///< a line the configuration must contain
+  bool flash = false;  ///< a graph with fused attention (context parallelism)
 };
 
 MegatronConfig with(MegatronConfig m, void (*edit)(MegatronConfig&)) {
@@ -34,10 +35,16 @@ Case megatron_case(const char* name, MegatronConfig m, const char* expect, int l
   return {name, m, layers, dtype, expect};
 }
 
+/// A case on the fused-attention GPT (context parallelism), in bf16.
+Case context_case(const char* name, MegatronConfig m, const char* expect) {
+  m.loss_scaling = false;
+  return {name, m, 4, DType::kBF16, expect, true};
+}
+
 /// Exports megatron_plan's plan of case `k` to `format`, checks the text holds k.expect,
 /// reads it back with `read` (the launcher's world size) and compares plan file and step time.
 void expect_round_trip(const Case& k, ExportFormat format, FrameworkConfig (*read)(const std::string&, int)) {
-  const Graph g = export_test::gpt(k.layers, k.dtype);
+  const Graph g = export_test::gpt(k.layers, k.dtype, k.flash);
   const Cluster c = export_test::dgx();
   const Plan plan = megatron_plan(g, k.m);
   plan.validate(g, c);
@@ -45,7 +52,7 @@ void expect_round_trip(const Case& k, ExportFormat format, FrameworkConfig (*rea
   EXPECT_NE(text.find(k.expect), std::string::npos) << text;
   // The world size and rank 0's device come from the launcher (`plan from-megatron
   // --world-size --first-device`), not from the configuration.
-  FrameworkConfig f = read(text, k.m.tp * k.m.pp * k.m.dp);
+  FrameworkConfig f = read(text, k.m.tp * k.m.cp * k.m.pp * k.m.dp);
   f.config.first_device = k.m.first_device;
   const Plan back = plan_of_framework_config(f, g);
   EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << text;
@@ -102,7 +109,23 @@ INSTANTIATE_TEST_SUITE_P(
                       "--fp8-format hybrid", 4, DType::kBF16),
         megatron_case("no_scatter_gather",
                       with(config(2, 2, 2, 1), [](MegatronConfig& m) { m.scatter_gather = false; }),
-                      "--no-scatter-gather-tensors-in-pipeline \\")),
+                      "--no-scatter-gather-tensors-in-pipeline \\"),
+        context_case("cp_ring", with(config(2, 1, 2, 1), [](MegatronConfig& m) { m.cp = 2; }),
+                     "world size 8 = tp 2 x cp 2 x pp 1 x dp 2"),
+        context_case("cp_allgather",
+                     with(config(1, 2, 1, 2),
+                          [](MegatronConfig& m) {
+                            m.cp = 4;
+                            m.cp_comm = ContextParallelComm::kAllGather;
+                          }),
+                     "--cp-comm-type allgather \\"),
+        context_case("cp_ulysses",
+                     with(config(1, 1, 2, 2),
+                          [](MegatronConfig& m) {
+                            m.cp = 4;
+                            m.cp_comm = ContextParallelComm::kAllToAll;
+                          }),
+                     "--context-parallel-size 4 \\")),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 class DeepSpeedRoundTrip : public ::testing::TestWithParam<Case> {};
@@ -201,6 +224,80 @@ TEST(DeepSpeedConfig, DerivesTheMicroBatchFromTheOtherTwo) {
   EXPECT_TRUE(f.config.loss_scaling);
   EXPECT_FALSE(f.config.grad_clipping);  // DeepSpeed's default gradient_clipping is 0
   EXPECT_EQ(f.ignored, (std::vector<std::string>{"optimizer"}));
+}
+
+}  // namespace
+}  // namespace placer
+
+namespace placer {
+namespace {
+
+// The mixture-of-experts arguments read back as the configuration that wrote them;
+// Megatron-LM's defaults (top-2 routing, expert tensor parallelism = tp) fill what is left
+// out, and the configuration's experts must be the graph's.
+TEST(MegatronArguments, ExpertParallelArgumentsReadBack) {
+  MegatronConfig m = export_test::config(2, 1, 4, 2);
+  m.ep = 4;
+  m.etp = 1;
+  m.loss_scaling = false;  // bf16
+  const MoeShape moe{8, 2, 4};
+  const std::string text = megatron_arguments(m, 4, DType::kBF16, moe);
+  for (const char* arg :
+       {"--num-experts 8 \\", "--moe-router-topk 2 \\", "--expert-model-parallel-size 4 \\",
+        "--expert-tensor-parallel-size 1 \\"}) {
+    EXPECT_NE(text.find(arg), std::string::npos) << arg << "\n" << text;
+  }
+  const FrameworkConfig f = parse_megatron_arguments(text, 8);
+  EXPECT_EQ(f.experts, 8);
+  EXPECT_EQ(f.top_k, 2);
+  EXPECT_EQ(f.config.ep, 4);
+  EXPECT_EQ(f.config.etp, 1);
+  const FrameworkConfig d = parse_megatron_arguments(
+      "--tensor-model-parallel-size 2 --micro-batch-size 1 --num-experts 8", 8);
+  EXPECT_EQ(d.config.etp, 2);
+  EXPECT_EQ(d.top_k, 2);
+  const Graph dense = export_test::gpt(4, DType::kBF16);
+  try {
+    plan_of_framework_config(f, dense);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(), "experts: 8 routed experts, top 2, but graph 'gpt' has 0, top 0");
+  }
+  // An expert-parallel plan of a dense graph does not export.
+  const Plan p = megatron_plan(dense, m);
+  try {
+    export_megatron_style(p, dense, ExportFormat::kMegatron);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "expert_parallel: the graph has no mixture-of-experts layers to spread "
+                 "over 4 expert-parallel ranks");
+  }
+}
+
+// DeepSpeed's config has neither: named refusals.
+TEST(DeepSpeedConfig, RefusesContextAndExpertParallelism) {
+  MegatronConfig m = export_test::config(1, 1, 4, 2);
+  m.cp = 2;
+  try {
+    deepspeed_config(m, 4, DType::kF16);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "context_parallel.degree: 2: a DeepSpeed config has no ring attention", 0),
+              0u)
+        << e.what();
+  }
+  m.cp = 1;
+  m.ep = 2;
+  try {
+    deepspeed_config(m, 4, DType::kF16);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind("expert_parallel.degree: 2: DeepSpeed-MoE sets ep_size", 0), 0u)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -36,13 +36,13 @@ class TorchtitanRoundTrip
     : public ::testing::TestWithParam<std::pair<const char*, MegatronConfig>> {};
 
 TEST_P(TorchtitanRoundTrip, GivesTheSamePlanAndStepTime) {
-  const Graph g = export_test::gpt(4, DType::kBF16);
-  const Cluster c = export_test::dgx();
   const MegatronConfig& m = GetParam().second;
+  const Graph g = export_test::gpt(4, DType::kBF16, m.cp > 1);
+  const Cluster c = export_test::dgx();
   const Plan plan = megatron_plan(g, m);
   plan.validate(g, c);
   const std::string text = export_plan(plan, g, c, ExportFormat::kTorchTitan);
-  const FrameworkConfig f = parse_torchtitan_config(text, m.tp * m.pp * m.dp);
+  const FrameworkConfig f = parse_torchtitan_config(text, m.tp * m.cp * m.pp * m.dp);
   const Plan back = plan_of_framework_config(f, g);
   EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << text;
   EXPECT_EQ(export_test::step_time(g, c, back), export_test::step_time(g, c, plan));
@@ -64,6 +64,13 @@ INSTANTIATE_TEST_SUITE_P(
                        with(titan(config(2, 2, 2, 1), 0), [](MegatronConfig& m) { m.fp8 = true; })),
         std::make_pair("every_2nd_layer", with(titan(config(1, 1, 8, 2), 3, Recompute::kFull),
                                                [](MegatronConfig& m) { m.recompute_every = 2; })),
+        std::make_pair("cp_ring",
+                       with(titan(config(2, 1, 2, 1), 3), [](MegatronConfig& m) { m.cp = 2; })),
+        std::make_pair("cp_allgather", with(titan(config(1, 2, 1, 2), 0),
+                                            [](MegatronConfig& m) {
+                                              m.cp = 4;
+                                              m.cp_comm = ContextParallelComm::kAllGather;
+                                            })),
         std::make_pair("interleaved",
                        [] {
                          MegatronConfig m = titan(config(1, 2, 2, 2), 0);
@@ -133,8 +140,10 @@ TEST(TorchtitanJob, BadKeysAndWhatPlansCannotExpressAreNamedErrors) {
       read_text_file(std::string(PLACER_TEST_DATA_DIR) + "/torchtitan/llama_fsdp_tp.toml", "job");
   spaced.replace(spaced.find("[training]"), 10, "[ training ]");
   EXPECT_NO_THROW(parse_torchtitan_config(spaced, 16));
-  expect_error(ac + "[parallelism]\ncontext_parallel_degree = 2\n",
-               "parallelism.context_parallel_degree: not modelled yet");
+  expect_error(
+      ac +
+          "[parallelism]\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"ring\"\n",
+      "parallelism.context_parallel_rotate_method: 'ring' (use allgather or alltoall)");
   expect_error(
       ac + "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = "
            "4\nfsdp_reshard_after_forward = \"never\"\n",

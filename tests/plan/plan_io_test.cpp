@@ -656,3 +656,93 @@ TEST_F(PlanIo11, ADimMustExistInTheOutputShape) {
 
 }  // namespace
 }  // namespace placer
+
+namespace placer {
+namespace {
+
+// Format 1.2: context and expert parallelism.
+class PlanIo12 : public ::testing::Test {
+ protected:
+  Graph g = testing_plan::make_test_graph();
+  Cluster c = testing_plan::make_test_cluster();
+  const std::string stages =
+      "pipeline:\n"
+      "  stages:\n"
+      "    - {devices: [0, 1, 2, 3], tensor_parallel: 1, ops: [x_in, embed, l1_fc, l1_act]}\n"
+      "    - {devices: [4, 5, 6, 7], tensor_parallel: 1, ops: [l10_fc, head]}\n";
+  Plan parse(const std::string& body, const std::string& version = "1.2") {
+    return parse_plan_yaml("format_version: \"" + version +
+                               "\"\ngraph: testnet\nplacement: {default: 0}\n" + stages + body,
+                           "p.yaml", g, c);
+  }
+};
+
+TEST_F(PlanIo12, ContextAndExpertParallelRoundTrip) {
+  const Plan p = parse(
+      "context_parallel: {degree: 2, comm: allgather}\n"
+      "expert_parallel:\n"
+      "  degree: 2\n"
+      "  tensor_parallel: 2\n"
+      "  layers:\n"
+      "    - [0, 1, [0, 1]]\n"
+      "    - [1, 0, 0]\n");
+  EXPECT_EQ(p.context_parallel.degree, 2);
+  EXPECT_EQ(p.context_parallel.comm, ContextParallelComm::kAllGather);
+  EXPECT_EQ(p.expert_parallel.degree, 2);
+  EXPECT_EQ(p.expert_parallel.tensor_parallel, 2);
+  ASSERT_EQ(p.expert_parallel.layers.size(), 2u);
+  const std::vector<std::vector<int>> layer0 = {{0}, {1}, {0, 1}};
+  EXPECT_EQ(p.expert_parallel.layers[0].replicas, layer0);
+  for (const bool json : {false, true}) {
+    const std::string text = json ? plan_to_json(p, g, c) : plan_to_yaml(p, g, c);
+    EXPECT_NE(text.find("1.2"), std::string::npos) << text;
+    const Plan q =
+        json ? parse_plan_json(text, "p.json", g, c) : parse_plan_yaml(text, "p.yaml", g, c);
+    testing_plan::expect_same_plan(p, q);
+  }
+  // The comm defaults to p2p; without either section the plan stays 1.1 / 1.0.
+  EXPECT_EQ(parse("context_parallel: {degree: 4}\n").context_parallel.comm,
+            ContextParallelComm::kP2P);
+  const std::string old = plan_to_yaml(parse("", "1.0"), g, c);
+  EXPECT_EQ(old.find("context_parallel"), std::string::npos);
+  EXPECT_NE(old.find("format_version: \"1.0\""), std::string::npos);
+}
+
+TEST_F(PlanIo12, BadFieldsAreNamed) {
+  using testing_plan::expect_error;
+  auto err = [&](const std::string& body, const std::string& msg) {
+    expect_error<Error>([&] { parse(body); }, msg);
+  };
+  err("context_parallel: {degree: 3}\n",
+      "p.yaml: context_parallel.degree: 3 does not divide the 4 data-parallel copies of "
+      "pipeline.stages[0]");
+  err("context_parallel: {degree: 2, comm: ring}\n",
+      "p.yaml: context_parallel.comm: unknown exchange 'ring' (use p2p, a2a or allgather)");
+  err("context_parallel: {comm: p2p}\n", "p.yaml: context_parallel: missing required key 'degree'");
+  err("expert_parallel: {degree: 8}\n",
+      "p.yaml: expert_parallel: degree x tensor_parallel = 8 does not divide the 4 devices of "
+      "pipeline.stages[0]");
+  err("expert_parallel: {degree: 2, layers: [[0, 2]]}\n",
+      "p.yaml: expert_parallel.layers[0][1]: rank 2 is out of range (expert_parallel.degree 2: "
+      "ranks 0..1)");
+  err("expert_parallel: {degree: 2, layers: [[0, [1, 1]]]}\n",
+      "p.yaml: expert_parallel.layers[0][1]: rank 1 is listed twice");
+  err("expert_parallel: {degree: 2, layers: [[0, 0]]}\n",
+      "p.yaml: expert_parallel.layers[0]: rank 1 holds no expert");
+  err("expert_parallel: {degree: 2, layers: [[0, []]]}\n",
+      "p.yaml: expert_parallel.layers[0][1]: expert 1 is on no rank");
+  err("expert_parallel: {degree: 2, experts: 4}\n",
+      "p.yaml: expert_parallel: unknown key 'experts'");
+  // Context parallelism needs stages.
+  expect_error<ValidationError>(
+      [&] {
+        parse_plan_yaml(
+            "format_version: \"1.2\"\nplacement: {default: 0}\n"
+            "context_parallel: {degree: 2}\n",
+            "p.yaml", g, c);
+      },
+      "p.yaml: context_parallel: needs pipeline stages");
+}
+
+}  // namespace
+}  // namespace placer

@@ -133,6 +133,14 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
     EXPECT_EQ(a.pipeline.stages[s].tensor_parallel, b.pipeline.stages[s].tensor_parallel) << s;
     EXPECT_EQ(a.pipeline.stages[s].recompute, b.pipeline.stages[s].recompute) << s;
   }
+  EXPECT_EQ(a.context_parallel.degree, b.context_parallel.degree);
+  EXPECT_EQ(a.context_parallel.comm, b.context_parallel.comm);
+  EXPECT_EQ(a.expert_parallel.degree, b.expert_parallel.degree);
+  EXPECT_EQ(a.expert_parallel.tensor_parallel, b.expert_parallel.tensor_parallel);
+  ASSERT_EQ(a.expert_parallel.layers.size(), b.expert_parallel.layers.size());
+  for (size_t l = 0; l < a.expert_parallel.layers.size(); ++l) {
+    EXPECT_EQ(a.expert_parallel.layers[l].replicas, b.expert_parallel.layers[l].replicas) << l;
+  }
   EXPECT_EQ(a.data_parallel.zero_stage, b.data_parallel.zero_stage);
   EXPECT_EQ(a.data_parallel.overlap, b.data_parallel.overlap);
   const FsdpConfig &fa = a.data_parallel.fsdp, &fb = b.data_parallel.fsdp;
