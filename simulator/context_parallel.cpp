@@ -15,27 +15,12 @@
 //  - allgather: all-gather of the KV chunks before the attention; backward all-gathers
 //    them again and reduce-scatters their gradients.
 #include <algorithm>
-#include <cstdlib>
 
 #include "simulator/context_parallel.h"
 #include "simulator/simulator_impl.h"
+#include "src/plan/parallel_layouts.h"
 
 namespace placer {
-
-namespace {
-
-/// KV bytes over query / output bytes: kv_heads / heads of the attention op (1 without
-/// the attributes: multi-head attention).
-double kv_share(const Op& op) {
-  int heads = 0, kv = 0;
-  for (const auto& [key, value] : op.attrs) {
-    if (key == "heads") heads = std::atoi(value.c_str());
-    if (key == "kv_heads") kv = std::atoi(value.c_str());
-  }
-  return heads > 0 && kv > 0 ? double(kv) / heads : 1.0;
-}
-
-}  // namespace
 
 double context_parallel_p2p_exposed(int cp, double block_compute, double kv_transfer,
                                     bool backward) {
@@ -69,7 +54,7 @@ double Simulator::Impl::cp_exposed_time(OpId f, OpId o, bool backward, const std
   const TensorId ctx = op.outputs.empty() ? kNoTensor : op.outputs[0];
   if (ctx == kNoTensor) return 0;
   const double out = double(t_raw[ctx]) * op_frac[f];
-  const double kv = 2 * out * kv_share(op);
+  const double kv = 2 * out * kv_heads_share(op);
   switch (comm) {
     case ContextParallelComm::kP2P: {
       double x = 0;

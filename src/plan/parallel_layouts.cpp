@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/graph/moe_attrs.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -128,12 +129,21 @@ MoeShape graph_moe_shape(const Graph& g) {
     if (o.phase != Phase::kForward) continue;
     for (const auto& [key, value] : o.attrs) {
       const int v = std::atoi(value.c_str());
-      if (key == "experts") m.experts = std::max(m.experts, v);
-      if (key == "top_k") m.top_k = std::max(m.top_k, v);
-      if (key == "moe_layer") m.layers = std::max(m.layers, v + 1);
+      if (key == kMoeExpertsAttr) m.experts = std::max(m.experts, v);
+      if (key == kMoeTopKAttr) m.top_k = std::max(m.top_k, v);
+      if (key == kMoeLayerAttr) m.layers = std::max(m.layers, v + 1);
     }
   }
   return m;
+}
+
+double kv_heads_share(const Op& op) {
+  int heads = 0, kv = 0;
+  for (const auto& [key, value] : op.attrs) {
+    if (key == "heads") heads = std::atoi(value.c_str());
+    if (key == "kv_heads") kv = std::atoi(value.c_str());
+  }
+  return heads > 0 && kv > 0 ? double(kv) / heads : 1.0;
 }
 
 int attention_heads(const Graph& g) {

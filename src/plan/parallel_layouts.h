@@ -16,8 +16,13 @@ void validate_parallel_layouts(const Plan& p, const Graph& g);
 /// the graph has none.
 int attention_heads(const Graph& g);
 
+/// Key / value heads over query heads of an attention op (its `kv_heads` / `heads`
+/// attributes): the KV bytes context parallelism exchanges, over its output's bytes, are
+/// twice this. 1 without the attributes (multi-head attention).
+double kv_heads_share(const Op& op);
+
 /// The mixture-of-experts shape of a graph, from the attributes its generator puts on the
-/// routed-expert ops (`experts`, `top_k`, `moe_layer`; docs/models.md): routed experts
+/// routed-expert ops (src/graph/moe_attrs.h; docs/models.md): routed experts
 /// per MoE layer, experts per token and MoE layers. All 0 for a dense graph.
 struct MoeShape {
   int experts = 0, top_k = 0, layers = 0;
