@@ -3,15 +3,16 @@
 // layered transformer (a graph from `placer generate gpt|llama`, whose op names carry
 // Megatron's module paths).
 //
-// The grid: tp divides the attention heads and fits in one host, pp divides the layers,
-// dp = devices / (tp x pp) divides the global batch, every micro-batch size dividing
-// global_batch / dp, virtual stages (interleaved 1F1B) dividing layers / pp, and the
-// memory savers sequence parallelism, ZeRO-1 (distributed optimizer) and selective / full
-// recomputation. An analytic memory estimate drops configurations that cannot fit; an
-// analytic step-time estimate orders the rest (a deterministic order), and the simulator
-// runs them best-first until every survivor has run or the budget is spent: simulator runs
-// (1000 by default, more than a typical grid holds), and seconds only when the budget
-// gives them.
+// The grid: tp divides the attention heads and fits in one host, cp (context parallelism,
+// p2p ring attention; graphs with fused attention only) splits the sequence into 2 x cp
+// chunks and leaves each rank at least 1024 tokens, pp divides the layers, dp = devices / (tp x cp
+// x pp) divides the global batch, ep (MoE graphs) divides cp x dp and the experts with etp 1 or tp,
+// every micro-batch size dividing global_batch / dp, virtual stages (interleaved 1F1B) dividing
+// layers / pp, and the memory savers sequence parallelism, ZeRO-1 (distributed optimizer) and
+// selective / full recomputation. An analytic memory estimate drops configurations that cannot fit;
+// an analytic step-time estimate orders the rest (a deterministic order), and the simulator runs
+// them best-first until every survivor has run or the budget is spent: simulator runs (1000 by
+// default, more than a typical grid holds), and seconds only when the budget gives them.
 //
 //   MegatronGrid grid = megatron_grid(problem);   // survivors, ordered
 //   Plan plan = MegatronGridPlacer().search(problem, budget);
@@ -30,6 +31,9 @@ struct TransformerShape {
   int layers = 0;
   int heads = 0;           ///< attention heads (dim 1 of a core_attention op's output)
   int global_batch = 0;    ///< the graph's batch
+  int64_t seq = 0;         ///< tokens per sample (the attention's sequence dim)
+  bool fused_attention = false;  ///< FlashAttention ops (context parallelism needs them)
+  int experts = 0;               ///< routed experts per MoE layer; 0 = dense
 };
 
 /// The shape of `g`; throws Error("megatron: ...") when `g` is not a training step of a

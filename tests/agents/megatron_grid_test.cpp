@@ -148,6 +148,48 @@ TEST(MegatronGrid, DefaultBudgetFinishesTheGridWhateverTheTimeLimit) {
   EXPECT_EQ(f.sim.run(timed.plan).step_time, f.sim.run(by_default.plan).step_time);
 }
 
+// A long-sequence Llama with fused attention: 2 heads (tp <= 2) and 2 layers (pp <= 2), so
+// on 4 devices only context parallelism divides the activations by 4.
+Graph long_llama() {
+  LlamaOptions o;
+  o.layers = 2, o.hidden = 128, o.heads = 2, o.kv_heads = 2, o.seq_len = 4096, o.batch = 4;
+  o.vocab = 1000, o.dtype = DType::kF16, o.attention = AttentionImpl::kFlash;
+  return expand_training_step(make_llama(o));
+}
+
+TEST(MegatronGrid, ShapeOfAFusedAttentionLlama) {
+  const TransformerShape s = transformer_shape(long_llama());
+  EXPECT_EQ(s.layers, 2);
+  EXPECT_EQ(s.heads, 2);
+  EXPECT_EQ(s.seq, 4096);
+  EXPECT_TRUE(s.fused_attention);
+  EXPECT_EQ(s.experts, 0);
+  EXPECT_FALSE(transformer_shape(small_gpt()).fused_attention);  // no CP for unfused attention
+}
+
+// The grid holds cp 2 and 4; on a device between the smallest estimate with and without
+// context parallelism the search returns a context-parallel plan that fits.
+TEST(MegatronGrid, ContextParallelismWhenOnlyItFits) {
+  Fixture roomy(1ull << 40, long_llama(), 4);
+  Problem pr = roomy.problem();
+  const MegatronGrid all = megatron_grid(pr);
+  double with_cp = std::numeric_limits<double>::infinity(), without = with_cp;
+  int cp4 = 0;
+  for (const MegatronCandidate& c : all.fitting) {
+    double& m = c.config.cp > 1 ? with_cp : without;
+    m = std::min(m, c.memory_bytes);
+    cp4 += c.config.cp == 4;
+  }
+  EXPECT_GT(cp4, 0);
+  ASSERT_LT(with_cp, without);
+  Fixture tight(uint64_t((with_cp + without) / 2), long_llama(), 4);
+  Problem pt = tight.problem();
+  const SearchOutcome out = MegatronGridPlacer().search_outcome(pt, SearchBudget{});
+  EXPECT_GT(out.plan.context_parallel.degree, 1);
+  EXPECT_EQ(out.stats.value("cp"), out.plan.context_parallel.degree);
+  EXPECT_FALSE(tight.sim.run(out.plan).oom);
+}
+
 TEST(MegatronGrid, RefusesAGraphThatIsNotATransformer) {
   ChainOptions o;
   o.per_op_flops = {1e9, 1e9};
