@@ -26,6 +26,7 @@
 #include "src/io/graph_json.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
+#include "src/io/routing_io.h"
 
 namespace placer::fuzz {
 
@@ -123,6 +124,11 @@ inline std::vector<RegisteredReader> file_format_readers() {
        {file_seed("datasets/corpora/default.corpus.yaml", 20)},
        2000,
        [](const std::string& t, const std::string& f) { parse_corpus_yaml(t, f); }},
+      {"routing statistics",
+       {"parse_routing_json"},
+       {file_seed("tests/data/routing/two_layer.routing.json")},
+       2000,
+       [](const std::string& t, const std::string& f) { parse_routing_json(t, f); }},
   };
 }
 
