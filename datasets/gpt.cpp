@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "datasets/decoder_blocks.h"
 #include "datasets/family_util.h"
 #include "datasets/synthetic.h"
 #include "src/util/checked_math.h"
@@ -44,6 +45,9 @@ struct Spec {
   AttentionImpl attention = AttentionImpl::kUnfused;
   int64_t sliding_window = 0;
   KernelPreset kernels = KernelPreset::kMegatron2021;
+  int64_t head_dim = 0;  // 0 = hidden / heads
+  MlaOptions mla;
+  MoeOptions moe;
 };
 
 // The fields GptOptions and LlamaOptions share.
@@ -85,12 +89,51 @@ bool parse_name(const std::string& s, const char* const (&names)[N], E* out) {
   return false;
 }
 
+void validate_mla(const Spec& o) {
+  const char* f = o.family;
+  const MlaOptions& m = o.mla;
+  if (!m.enabled()) return;
+  PLACER_CHECK(o.attention == AttentionImpl::kFlash, f << ": mla needs attention = flash");
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"q_lora_rank", m.q_lora_rank},
+                                {"kv_lora_rank", m.kv_lora_rank},
+                                {"rope_head_dim", m.rope_head_dim},
+                                {"nope_head_dim", m.nope_head_dim},
+                                {"v_head_dim", m.v_head_dim}}) {
+    PLACER_CHECK(v >= 0 && v <= kMaxDimension,
+                 f << ": mla " << name << " " << v << " must be in [0, 2^40]");
+  }
+  PLACER_CHECK(m.nope_head_dim + m.rope_head_dim > 0 && m.v_head_dim > 0,
+               f << ": mla needs a positive query / key head width and v_head_dim");
+}
+
+void validate_moe(const Spec& o) {
+  const char* f = o.family;
+  const MoeOptions& m = o.moe;
+  if (!m.enabled()) return;
+  PLACER_CHECK(m.experts <= (int64_t(1) << 24),
+               f << ": moe experts " << m.experts << " is above the bound 2^24");
+  PLACER_CHECK(m.top_k >= 1 && m.top_k <= m.experts,
+               f << ": moe top_k must be in [1, experts], got " << m.top_k);
+  PLACER_CHECK(m.expert_ffn > 0 && m.expert_ffn <= kMaxDimension,
+               f << ": moe expert_ffn must be in [1, 2^40], got " << m.expert_ffn);
+  PLACER_CHECK(m.shared_ffn >= 0 && m.shared_ffn <= kMaxDimension,
+               f << ": moe shared_ffn must be in [0, 2^40], got " << m.shared_ffn);
+  PLACER_CHECK(m.capacity_factor == 0 || (m.capacity_factor > 0 && m.capacity_factor <= m.experts),
+               f << ": moe capacity_factor must be 0 (no dropping) or in (0, experts], got "
+                 << m.capacity_factor);
+  PLACER_CHECK(
+      m.moe_layer.empty() || m.moe_layer.size() == static_cast<size_t>(o.layers),
+      f << ": moe_layer has " << m.moe_layer.size() << " entries for " << o.layers << " layers");
+}
+
 void validate(const Spec& o) {
   const char* f = o.family;
   PLACER_CHECK(o.layers > 0, f << ": layers must be positive, got " << o.layers);
   PLACER_CHECK(o.hidden > 0, f << ": hidden must be positive, got " << o.hidden);
   PLACER_CHECK(o.heads > 0, f << ": heads must be positive, got " << o.heads);
-  PLACER_CHECK(o.hidden % o.heads == 0,
+  PLACER_CHECK(o.head_dim >= 0 && o.head_dim <= kMaxDimension,
+               f << ": head_dim must be in [0, 2^40] (0 = hidden / heads), got " << o.head_dim);
+  PLACER_CHECK(o.head_dim > 0 || o.mla.enabled() || o.hidden % o.heads == 0,
                f << ": heads (" << o.heads << ") must divide hidden (" << o.hidden << ")");
   PLACER_CHECK(o.kv_heads >= 0, f << ": kv_heads must be >= 0 (0 = heads), got " << o.kv_heads);
   PLACER_CHECK(o.kv_heads == 0 || o.heads % o.kv_heads == 0,
@@ -120,6 +163,8 @@ void validate(const Spec& o) {
   PLACER_CHECK(o.sliding_window == 0 || o.attention == AttentionImpl::kFlash,
                f << ": sliding_window needs attention = flash (the unfused core scores every "
                     "pair and masks)");
+  validate_mla(o);
+  validate_moe(o);
 }
 
 // Builds the graph of a validated Spec: embedding, decoder layers, output layer and loss.
@@ -132,7 +177,10 @@ class DecoderBuilder {
         h_(o.hidden),
         a_(o.heads),
         kv_(o.kv_heads > 0 ? o.kv_heads : a_),
-        dh_(h_ / a_),
+        dh_(o.mla.enabled()  ? o.mla.nope_head_dim + o.mla.rope_head_dim
+            : o.head_dim > 0 ? o.head_dim
+                             : h_ / a_),
+        ctx_width_(o.mla.enabled() ? a_ * o.mla.v_head_dim : a_ * dh_),
         f_(o.ffn > 0 ? o.ffn : (o.llama ? llama_ffn(h_) : 4 * h_)),
         V_(padded_vocab(o.vocab, o.pad_vocab_multiple, o.tp)),
         qkv_width_((a_ + 2 * kv_) * dh_),
@@ -143,14 +191,14 @@ class DecoderBuilder {
         bass_(d(b_) * d(a_) * d(s_) * d(s_)),
         bsh_shape_({b_, s_, h_}),
         bass_shape_({b_, a_, s_, s_}),
-        eb_(u(dtype_bytes(o.dtype))),
         norm_type_(o.llama ? "RMSNormalization" : "LayerNormalization"),
         norm_flops_((o.llama ? kFlopsPerElemRmsNorm : kFlopsPerElemLayerNorm) * bsh_),
         norm_params_(o.llama ? u(h_) : 2 * u(h_)),  // RMSNorm has no shift
         // Fused bias + dropout + residual add (Megatron's bias_dropout_add): the bias is
         // folded into the MatMul as everywhere in datasets/, the dropout counts when enabled.
         bda_flops_((kFlopsPerElemAdd + (dropout_ ? kFlopsPerElemDropout : 0)) * bsh_),
-        m_(o.name, b_, o.dtype) {}
+        m_(o.name, b_, o.dtype),
+        blocks_{m_, b_, s_, h_, o.dtype, o.dropout} {}
 
   Graph build() {
     m_.set_graph_attr("attention", to_string(o_.attention));
@@ -162,16 +210,22 @@ class DecoderBuilder {
     const TensorId labels = m_.tensor("labels", {b_, s_}, DType::kI64);
     TensorId x = embedding(tokens);
     TensorId ln = norm(input_norm_site(0), x);
+    std::vector<TensorId> aux_losses;
+    int moe_index = 0;
     for (int i = 0; i < o_.layers; ++i) {
       const Residual att = attention(layer_prefix(i), i, x, ln);
-      const Residual out = mlp(layer_prefix(i), i, att);
+      const Residual out = is_moe_layer(i)
+                               ? moe_mlp(layer_prefix(i), i, moe_index++, att, &aux_losses)
+                               : mlp(layer_prefix(i), i, att);
       x = out.sum;
       ln = out.normed;
     }
     const TensorId logits = m_.op("output_layer", "MatMul", "output_layer", -1, {ln}, {b_, s_, V_},
                                   2 * bsh_ * d(V_), o_.tied ? 0 : weight(h_, V_));
     if (o_.tied) m_.last_op().attrs.emplace_back("tied_to", std::string(kEmb) + ".word_embeddings");
-    m_.loss({logits}, labels, d(b_) * d(s_) * d(V_));
+    std::vector<TensorId> loss_inputs{logits};
+    loss_inputs.insert(loss_inputs.end(), aux_losses.begin(), aux_losses.end());
+    m_.loss(std::move(loss_inputs), labels, d(b_) * d(s_) * d(V_));
     return m_.build();
   }
 
@@ -264,7 +318,20 @@ class DecoderBuilder {
   // Layer i's attention block on its input x and ln1 = input_layernorm(x), up to the residual
   // add and the post-attention norm, which it returns.
   Residual attention(const std::string& p, int i, TensorId x, TensorId ln1) {
-    const std::string att = p + ".self_attention", core = att + ".core_attention";
+    const std::string att = p + ".self_attention";
+    const TensorId ctx = o_.mla.enabled()
+                             ? add_mla_core(blocks_, o_.mla, a_, o_.sliding_window, att, i, ln1)
+                             : gqa_core(att, i, ln1);
+    const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
+                                 2 * (d(b_) * d(s_) * d(ctx_width_)) * d(h_),
+                                 weight(ctx_width_, h_) + (bias_ ? u(h_) : 0));
+    return add_norm(att + ".bias_dropout_add", att, i, x, dense,
+                    {p + ".post_attention_layernorm", p, i});
+  }
+
+  // Grouped-query attention from the input norm to the context [b, s, a d_head].
+  TensorId gqa_core(const std::string& att, int i, TensorId ln1) {
+    const std::string core = att + ".core_attention";
     const TensorId qkv =
         m_.op(att + ".query_key_value", "MatMul", att, i, {ln1}, {b_, s_, qkv_width_},
               2 * bsh_ * d(qkv_width_), weight(h_, qkv_width_) + (bias_ ? u(qkv_width_) : 0));
@@ -281,12 +348,8 @@ class DecoderBuilder {
             m_.bounded_bytes(2 * m_.tensor_ref(qk).bytes, "op '" + att + ".rotary' bytes accessed");
       }
     }
-    const TensorId ctx = o_.attention == AttentionImpl::kFlash ? flash_core(core, i, qk, qkv)
-                                                               : unfused_core(core, i, qk, qkv);
-    const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
-                                 2 * bsh_ * d(h_), weight(h_, h_) + (bias_ ? u(h_) : 0));
-    return add_norm(att + ".bias_dropout_add", att, i, x, dense,
-                    {p + ".post_attention_layernorm", p, i});
+    return o_.attention == AttentionImpl::kFlash ? flash_core(core, i, qk, qkv)
+                                                 : unfused_core(core, i, qk, qkv);
   }
 
   // Megatron's core_attention: the s x s scores and probabilities are written.
@@ -298,7 +361,7 @@ class DecoderBuilder {
                            kFlopsPerElemSoftmax * bass_);
     probs = add_dropout(core + ".attention_dropout", core, i, probs, bass_shape_);
     // V is not rotated: the context reads it from the fused QKV output.
-    return m_.op(core + ".context", "MatMul", core, i, {probs, qkv}, bsh_shape_, attn);
+    return m_.op(core + ".context", "MatMul", core, i, {probs, qkv}, {b_, s_, ctx_width_}, attn);
   }
 
   // One FlashAttention op: reads q, k (rotated for LLaMA) and v, writes the context and the
@@ -307,22 +370,21 @@ class DecoderBuilder {
     const AttentionShape shape{b_, s_, a_, kv_, dh_, true, o_.sliding_window};
     std::vector<TensorId> in{qkv};
     if (qk != qkv) in = {qk, qkv};
-    const std::vector<TensorId> out =
-        m_.op_multi(core + ".flash_attention", "FlashAttention", core, i, in,
-                    {bsh_shape_, {b_, a_, s_}}, flash_attention_flops(shape));
-    const std::string what = "op '" + core + ".flash_attention' bytes accessed";
-    Tensor& lse = m_.tensor_ref(out[1]);
-    lse.bytes = m_.bounded_bytes(lse.bytes / eb_ * 4, what);  // b a s elements of fp32
-    lse.dtype = DType::kF32;
-    const uint64_t bytes =
-        m_.bounded_bytes(flash_attention_bytes(shape, dtype_bytes(o_.dtype)), what);
-    Op& op = m_.last_op();
-    op.category = OpCategory::kAttention;
-    op.bytes_accessed = bytes;
-    op.attrs = {{"causal", "1"}, {"heads", std::to_string(a_)}, {"kv_heads", std::to_string(kv_)}};
-    if (o_.sliding_window > 0) op.attrs.emplace_back("window", std::to_string(o_.sliding_window));
-    if (dropout_) op.attrs.emplace_back("dropout", str(o_.dropout));
-    return out[0];
+    return add_flash_attention(blocks_, core + ".flash_attention", core, i, std::move(in),
+                               ctx_width_, shape, flash_attention_flops(shape),
+                               flash_attention_bytes(shape, dtype_bytes(o_.dtype)));
+  }
+
+  bool is_moe_layer(int i) const {
+    return o_.moe.enabled() && (o_.moe.moe_layer.empty() || o_.moe.moe_layer[size_t(i)]);
+  }
+
+  // Layer i's MoE MLP (datasets/decoder_blocks.h) and its residual, as mlp().
+  Residual moe_mlp(const std::string& p, int i, int moe_index, const Residual& att,
+                   std::vector<TensorId>* aux_losses) {
+    const std::string mlp = p + ".mlp";
+    const TensorId out = add_moe_mlp(blocks_, o_.moe, mlp, i, moe_index, att.normed, aux_losses);
+    return add_norm(mlp + ".bias_dropout_add", mlp, i, att.sum, out, input_norm_site(i + 1));
   }
 
   // Layer i's MLP block after the attention's residual; returns the layer's output and the
@@ -347,16 +409,16 @@ class DecoderBuilder {
   }
 
   const Spec& o_;
-  const int64_t b_, s_, h_, a_, kv_, dh_, f_, V_, qkv_width_, up_width_;
+  const int64_t b_, s_, h_, a_, kv_, dh_, ctx_width_, f_, V_, qkv_width_, up_width_;
   const bool bias_, dropout_;
   const double bsh_, bass_;
   const std::vector<int64_t> bsh_shape_, bass_shape_;
-  const uint64_t eb_;
   const std::string norm_type_;
   const double norm_flops_;
   const uint64_t norm_params_;
   const double bda_flops_;
   GraphMaker m_;
+  BlockContext blocks_;
 };
 
 Graph build(const Spec& o) {
@@ -420,6 +482,9 @@ Graph make_gpt(const GptOptions& o) {
 Graph make_llama(const LlamaOptions& o) {
   Spec s = shared_spec("llama", o);
   s.kv_heads = o.kv_heads;
+  s.head_dim = o.head_dim;
+  s.mla = o.mla;
+  s.moe = o.moe;
   s.llama = true;
   return build(s);
 }

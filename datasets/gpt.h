@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/graph/graph.h"
 
@@ -125,6 +126,54 @@ struct GptOptions {
 };
 Graph make_gpt(const GptOptions& options = {});
 
+/// Multi-head latent attention (DeepSeek-V2 / V3): queries through an optional low-rank
+/// q_lora_rank bottleneck, keys and values through a shared kv_lora_rank latent; each head's
+/// query and key are nope_head_dim wide plus rope_head_dim rotary dimensions (the rotary key
+/// shared by all heads), its value v_head_dim wide. Op names as Megatron-core's MLA (P =
+/// the layer's self_attention):
+///   P.linear_q_down_proj [b, s, r_q], P.q_layernorm, P.linear_q_up_proj [b, s, a (n + r)]
+///   (q_lora_rank 0: P.linear_q_proj [b, s, a (n + r)]);
+///   P.linear_kv_down_proj [b, s, r_kv + r], P.kv_layernorm [b, s, r_kv],
+///   P.linear_kv_up_proj [b, s, a (n + v)]; P.rotary over the rotary parts of q and k;
+///   P.core_attention.flash_attention [b, s, a v]; P.dense [b, s, h].
+struct MlaOptions {
+  int64_t q_lora_rank = 0;   ///< 0 = queries projected directly
+  int64_t kv_lora_rank = 0;  ///< 0 = MLA off (grouped-query attention)
+  int64_t rope_head_dim = 0, nope_head_dim = 0, v_head_dim = 0;
+  bool enabled() const { return kv_lora_rank > 0; }
+};
+
+/// Mixture-of-experts MLPs (docs/models.md, "Mixture-of-experts layers"). An MoE layer's MLP
+/// (P = the layer's mlp, names as Megatron-core's MoE layer) is
+///   P.router                 MatMul [b, s, E]: the gate's logits (h x E weights, + E biases)
+///   P.router.topk            MoeTopK [b, s, k]: softmax (sigmoid) scores and the top k
+///   P.aux_loss               MoeAuxLoss []: the load-balancing loss, read by the loss op
+///   P.dispatch               MoeDispatch [b, s k', h]: tokens permuted to their experts
+///   P.experts.linear_fc1     GroupedMatMul [b, s k', 2 f_e]: every expert's gate and up
+///   P.experts.swiglu         Swiglu [b, s k', f_e]
+///   P.experts.linear_fc2     GroupedMatMul [b, s k', h]
+///   P.combine                MoeCombine [b, s, h]: unpermute, weighted sum of the k outputs
+///   P.shared_experts.linear_fc1 / .swiglu / .linear_fc2 and P.shared_experts.add (when
+///   shared_ffn > 0; qwen2_moe's sigmoid gate P.shared_experts.gate [b, s, 1])
+/// with k' = k, or capacity_factor * k when tokens are dropped and padded to capacity. The
+/// ops carry the attributes of src/graph/moe_attrs.h. The grouped GEMMs hold all E experts'
+/// weights (E x h x 2 f_e and E x f_e x h); expert parallelism spreads them over ranks.
+struct MoeOptions {
+  int64_t experts = 0;              ///< routed experts per MoE layer; 0 = dense MLPs only
+  int64_t top_k = 0;                ///< experts each token is routed to
+  int64_t expert_ffn = 0;           ///< width of one routed expert's SwiGLU MLP
+  int64_t shared_ffn = 0;           ///< width of the shared experts together (0 = none)
+  bool shared_expert_gate = false;  ///< qwen2_moe: a sigmoid gate h -> 1 on the shared experts
+  bool router_bias = false;         ///< deepseek_v3: E score-correction biases
+  /// Drop-and-pad: each expert takes at most capacity_factor x its even share of the tokens,
+  /// and its input is padded to that capacity (Megatron's --moe-expert-capacity-factor with
+  /// --moe-pad-expert-input-to-capacity). 0 = no dropping.
+  double capacity_factor = 0;
+  /// Per layer: MoE (true) or a dense MLP of the model's ffn; empty = every layer MoE.
+  std::vector<bool> moe_layer;
+  bool enabled() const { return experts > 0; }
+};
+
 /// LLaMA (Touvron et al. 2023) in Megatron's module layout: no position embeddings (rotary
 /// on q and k), RMSNorm, no biases, SwiGLU MLP with gate and up fused in dense_h_to_4h,
 /// grouped-query attention when kv_heads < heads, untied output layer.
@@ -149,6 +198,10 @@ struct LlamaOptions {
   int64_t sliding_window = 0;
   /// The kernels of the other ops (megatron-2021 = the op contract above).
   KernelPreset kernels = KernelPreset::kMegatron2021;
+  /// Width of one attention head; 0 = hidden / heads (Qwen3 and Gemma use other widths).
+  int64_t head_dim = 0;
+  MlaOptions mla;  ///< multi-head latent attention instead of GQA (flash only)
+  MoeOptions moe;  ///< mixture-of-experts MLPs
 };
 Graph make_llama(const LlamaOptions& options = {});
 

@@ -370,20 +370,9 @@ HfParamCounts hf_param_counts(const HfModel& m) {
 }
 
 LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o) {
-  if (m.is_moe()) {
-    throw ValidationError(m.file + ": MoE layers are not modelled yet (model_type " + m.model_type +
-                          ", " + std::to_string(m.moe.experts) +
-                          " experts); --params-only prints its parameter counts");
-  }
-  if (m.mla) {
-    throw ValidationError(m.file + ": multi-head latent attention (kv_lora_rank) is not " +
-                          "expressible yet");
-  }
-  if (m.head_dim * m.heads != m.hidden) {
-    throw ValidationError(m.file + ": head_dim " + std::to_string(m.head_dim) +
-                          " other than hidden_size / num_attention_heads (" +
-                          std::to_string(m.hidden) + " / " + std::to_string(m.heads) +
-                          ") is not expressible yet");
+  if (o.capacity_factor < 0 || (o.capacity_factor > 0 && !m.is_moe())) {
+    throw ValidationError(m.file + ": capacity_factor " + std::to_string(o.capacity_factor) +
+                          (m.is_moe() ? " must be >= 0" : " needs an MoE model"));
   }
   LlamaOptions l;
   l.name = o.name.empty() ? default_graph_name(m.file) : o.name;
@@ -401,6 +390,22 @@ LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o) {
   l.tp = o.tp;
   // The generator's default attention (flash) respects the window; Mistral's 4096 keys.
   l.sliding_window = m.sliding_window;
+  if (m.head_dim * m.heads != m.hidden) l.head_dim = m.head_dim;
+  if (m.mla) {
+    const HfMla& r = m.mla_ranks;
+    l.mla = {r.q_lora_rank, r.kv_lora_rank, r.qk_rope_head_dim, r.qk_nope_head_dim, r.v_head_dim};
+  }
+  if (m.is_moe()) {
+    const HfMoe& e = m.moe;
+    l.moe.experts = e.experts;
+    l.moe.top_k = e.experts_per_token;
+    l.moe.expert_ffn = e.expert_ffn;
+    l.moe.shared_ffn = e.shared_ffn;
+    l.moe.shared_expert_gate = e.shared_expert_gate;
+    l.moe.router_bias = e.router_bias;
+    l.moe.capacity_factor = o.capacity_factor;
+    l.moe.moe_layer = e.moe_layer;
+  }
   return l;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Model descriptions read from Hugging Face `config.json` files (the `model_type`s llama,
-// mistral, qwen2, mixtral, qwen2_moe, deepseek_v3), their parameter counts, and the forward
-// graphs of the dense ones (made by make_llama, datasets/gpt.h).
+// mistral, qwen2, mixtral, qwen2_moe, deepseek_v3), their parameter counts, and their forward
+// graphs (made by make_llama, datasets/gpt.h: GQA or MLA attention, dense or MoE MLPs).
 //
 // The reader follows the JSON discipline of src/io/json_read.h (size and depth limits, exact
 // integers, key paths in messages). Every key of the file is either read, checked (a value
@@ -107,13 +107,15 @@ struct HfGraphOptions {
   DType dtype = DType::kBF16;
   int64_t pad_vocab_multiple = 1;  ///< 1 = the config's vocabulary as it is
   int tp = 1;
+  /// MoE models: drop-and-pad capacity factor of the experts (MoeOptions); 0 = no dropping.
+  double capacity_factor = 0;
 };
 
-/// The LlamaOptions of a dense GQA model. ValidationError "<file>: MoE layers are not
-/// modelled yet ..." for MoE models and "<file>: ... not expressible yet" for MLA or a
-/// head_dim other than hidden / heads.
+/// The LlamaOptions of a model: GQA or MLA attention (head_dim as the config gives it),
+/// dense or MoE MLPs (dense leading layers, shared experts). ValidationError naming the file
+/// for a capacity factor below 0 or on a dense model.
 LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o);
-/// The forward graph of a dense model (make_llama; qwen2's q/k/v biases are added to the
+/// The forward graph of the model (make_llama; qwen2's q/k/v biases are added to the
 /// query_key_value op's parameters, as biases are everywhere in datasets/). Its parameter
 /// count equals hf_param_counts(m).total when the vocabulary is not padded.
 Graph make_hf_graph(const HfModel& m, const HfGraphOptions& o);

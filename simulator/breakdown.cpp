@@ -17,7 +17,7 @@ enum Category : int {
   kBackward,
   kOptimizer,
   kCollective0,  // + CollectiveKind
-  kGradientSync = kCollective0 + 4,
+  kGradientSync = kCollective0 + kNumCollectiveKinds,
   kBarrier,
   kTransfer,
   kNumCategories
@@ -32,7 +32,7 @@ int category_of(const SimEvent& e, const Graph& g) {
     case SimEvent::kTransfer:
       return kTransfer;
     case SimEvent::kCollective:
-      if (e.op != kNoOp) return kCollective0 + std::min<int>(e.collective, 3);
+      if (e.op != kNoOp) return kCollective0 + std::min<int>(e.collective, kNumCollectiveKinds - 1);
       return e.tensor != kNoTensor ? kGradientSync : kBarrier;
   }
   return kTransfer;
@@ -106,7 +106,9 @@ std::vector<DeviceBreakdown> step_breakdown(const SimResult& r, const Graph& g, 
       b.forward -= fw, b.backward -= bw, b.fsdp_gather = fw + bw;
     }
     b.optimizer = time[kOptimizer];
-    for (int k = 0; k < 4; ++k) b.collective[size_t(k)] = time[size_t(kCollective0 + k)];
+    for (int k = 0; k < kNumCollectiveKinds; ++k) {
+      b.collective[size_t(k)] = time[size_t(kCollective0 + k)];
+    }
     b.gradient_sync = time[kGradientSync];
     b.barrier = time[kBarrier];
     b.transfer = time[kTransfer];

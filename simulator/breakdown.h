@@ -4,7 +4,7 @@
 // hides, waiting for the host to issue kernels, and the rest (pipeline bubble, waiting for
 // inputs). Every instant of a device's step is counted once, by the first of these that is
 // active then, so the parts add up to the step time:
-//   forward > backward > optimizer > tensor-parallel collectives (by kind) >
+//   forward > backward > optimizer > op collectives (tensor-parallel by kind, all-to-all) >
 //   data-parallel gradient sync > step barrier > transfers > host wait > idle.
 // FSDP's parameter all-gather waits (inside the forward / backward op times) are taken out
 // of forward and backward as their own part.
@@ -13,6 +13,7 @@
 #include <array>
 #include <vector>
 
+#include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 
 namespace placer {
@@ -21,8 +22,9 @@ struct DeviceBreakdown {
   int device = 0;
   std::vector<int> stages;  ///< pipeline stages it runs (TP rank of the first copy)
   double forward = 0, backward = 0, optimizer = 0;
-  /// Exposed partition (tensor-parallel) collectives, by CollectiveKind.
-  std::array<double, 4> collective{};
+  /// Exposed collectives of ops, by CollectiveKind: tensor-parallel partitions, and the
+  /// expert-parallel all-to-all of MoE dispatch / combine (CollectiveKind::kAllToAll).
+  std::array<double, kNumCollectiveKinds> collective{};
   double gradient_sync = 0;  ///< exposed data-parallel gradient all-reduces
   double fsdp_gather = 0;    ///< compute waiting for FSDP parameter all-gathers
   double barrier = 0;        ///< exposed step barrier (loss scale, grad norm, tied embeddings)

@@ -132,8 +132,28 @@ CollectiveGroup CostModel::make_group(const std::vector<int>& devices) const {
   return g;
 }
 
+namespace {
+
+// All-to-all from the link bandwidths (the same for every scheme): each rank sends (p - 1) / p
+// of its n bytes, one share to every other rank at once. On one host that is latency +
+// (p - 1) / p * n over the slowest pair. Across hosts the shares to the own host's devices and
+// those to other hosts go at the same time; the ones off the host, (p - local) / p of n, go
+// through the device's own NIC, or through one NIC per host (LinkSharing::kPerHost) that
+// carries the traffic of all its local ranks.
+double all_to_all_time(const CollectiveGroup& g, double n) {
+  const double p = g.size;
+  if (g.hosts <= 1) return g.all_alpha + (p - 1) / p * n / g.all_beta;
+  const double local = g.local_max;
+  const double intra = local > 1 ? g.intra_alpha + (local - 1) / p * n / g.intra_beta : 0;
+  const double off_host = (p - g.local_min) / p * n * (g.inter_nic_shared ? local : 1);
+  return std::max(intra, g.all_alpha + off_host / g.all_beta);
+}
+
+}  // namespace
+
 double CostModel::scheme_time(CollectiveKind kind, const CollectiveGroup& g, double n,
                               SyncScheme s) const {
+  if (kind == CollectiveKind::kAllToAll) return all_to_all_time(g, n);
   const double p = g.size;
   const double pm1 = p - 1;
   if (kind != CollectiveKind::kAllReduce && s == SyncScheme::kParameterServer) {
@@ -151,6 +171,8 @@ double CostModel::scheme_time(CollectiveKind kind, const CollectiveGroup& g, dou
           return pm1 / p * n / b + pm1 * a;
         case CollectiveKind::kBroadcast:
           return n / b + pm1 * a;  // pipelined chain
+        case CollectiveKind::kAllToAll:
+          break;  // all_to_all_time
       }
       return 0;
     }
@@ -183,6 +205,8 @@ double CostModel::scheme_time(CollectiveKind kind, const CollectiveGroup& g, dou
           const double inter = h > 1 ? hm1 / h * m / g.inter_beta + hm1 * g.inter_alpha : 0;
           return intra + inter;
         }
+        case CollectiveKind::kAllToAll:
+          break;  // all_to_all_time
         case CollectiveKind::kBroadcast: {
           const double inter = h > 1 ? n / g.inter_beta + hm1 * g.inter_alpha : 0;
           const double in = l > 1 ? n / g.intra_beta + lm1 * g.intra_alpha : 0;

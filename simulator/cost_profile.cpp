@@ -78,6 +78,8 @@ const char* to_string(CollectiveKind k) {
       return "reduce_scatter";
     case CollectiveKind::kBroadcast:
       return "broadcast";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
   }
   return "all_reduce";
 }
@@ -100,6 +102,7 @@ double bus_factor(CollectiveKind kind, int ranks) {
       return 2 * pm1 / p;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
       return pm1 / p;
     case CollectiveKind::kBroadcast:
       return 1;

@@ -101,15 +101,24 @@ const char* to_string(CollectiveAlgorithm a);
 bool parse_collective_algorithm(const std::string& s, CollectiveAlgorithm* out);
 
 /// The collectives the cost model times (CostModel::collective_time).
-enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast };
-inline constexpr int kNumCollectiveKinds = 4;
-/// "all_reduce", "all_gather", "reduce_scatter", "broadcast".
+/// kAllToAll: every rank sends a 1/p share of its buffer to every other rank (expert-parallel
+/// dispatch and combine); without a measured curve it is timed from the link bandwidths
+/// (docs/simulator.md, "Collectives").
+enum class CollectiveKind : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kAllToAll
+};
+inline constexpr int kNumCollectiveKinds = 5;
+/// "all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all".
 const char* to_string(CollectiveKind k);
 bool parse_collective_kind(const std::string& s, CollectiveKind* out);
 
-/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all_reduce 2(p-1)/p, all_gather
-/// and reduce_scatter (p-1)/p, broadcast 1). A collective of `bytes` moves bytes * factor
-/// over the busiest link.
+/// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all_reduce 2(p-1)/p, all_gather,
+/// reduce_scatter and all_to_all (p-1)/p, broadcast 1). A collective of `bytes` moves bytes *
+/// factor over the busiest link.
 double bus_factor(CollectiveKind kind, int ranks);
 
 /// A measured collective (fitted by `placer calibrate fit`): for a group of p ranks and a

@@ -32,6 +32,7 @@ Simulator::Impl::Impl(const Graph& graph, const Cluster& cluster, const CostMode
   copy_tensor_fields();
   mark.assign(n_ops, 0);
   index_backward_ops();
+  index_moe_ops();
   build_channels();
   dur_cache_dev.assign(n_ops, -1);
   dur_cache_frac.assign(n_ops, -1.0);
@@ -155,7 +156,12 @@ void Simulator::Impl::transfer_channels(int src, int dst, int32_t* a, int32_t* b
 uint64_t Simulator::Impl::resident_bytes(OpId o) const {
   const uint64_t div = op_part[o] >= 0 ? shard_div(plan->partitions[op_part[o]]) : 1;
   uint64_t par = ceil_div(op_param[o], div), st = ceil_div(op_state[o], div);
-  const uint64_t dp = shard_ways(o);
+  uint64_t dp = shard_ways(o);
+  if (ep_on && op_expert_keep[o] < 1) {  // the experts this rank holds, sharded over expert DP
+    par = static_cast<uint64_t>(std::ceil(static_cast<double>(par) * op_expert_keep[o]));
+    st = static_cast<uint64_t>(std::ceil(static_cast<double>(st) * op_expert_keep[o]));
+    dp = op_expert_dp[o];
+  }
   if (zero_stage >= 1) st = ceil_div(st, dp);
   // FSDP without resharding holds each block's unsharded parameters from its forward to
   // its backward: counted resident.
@@ -337,6 +343,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_step_barrier(p);
   prepare_instances();
   prepare_partition_collectives(p);
+  prepare_expert_parallel(p);
   prepare_gradient_syncs(p);
   prepare_fsdp_groups(p);
   prepare_zero3_gathers(p);
@@ -437,7 +444,6 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
   op_bdiv.resize(n_ops);
   dev_used.assign(n_dev, 0);
   uint32_t ninst = 0;
-  const bool dtype_override = p.precision.compute_set;
   for (OpId o = 0; o < n_ops; ++o) {
     const Phase phase = op_phase[o];
     int k_stage = 1;
@@ -472,10 +478,8 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
     const double frac = 1.0 / div;
     op_frac[o] = frac;
     const Op& op = g.op(o);
-    const bool floating =
-        op.dtype == DType::kF32 || op.dtype == DType::kF16 || op.dtype == DType::kBF16;
-    const bool fp8 = p.precision.fp8 && floating && runs_fp8(o);
-    const DType dt = fp8 ? DType::kF8 : dtype_override && floating ? p.precision.compute : op.dtype;
+    bool fp8 = false;
+    const DType dt = run_dtype(o, p, &fp8);
     if (dur_cache_dev[o] != op_dev[o] || dur_cache_frac[o] != frac ||
         dur_cache_dtype[o] != static_cast<int8_t>(dt)) {
       dur_cache_dev[o] = op_dev[o];
@@ -492,6 +496,15 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
   }
   op_inst[n_ops] = ninst;
   n_inst = ninst;
+}
+
+DType Simulator::Impl::run_dtype(OpId o, const Plan& p, bool* fp8) const {
+  const Op& op = g.op(o);
+  const bool floating =
+      op.dtype == DType::kF32 || op.dtype == DType::kF16 || op.dtype == DType::kBF16;
+  *fp8 = p.precision.fp8 && floating && runs_fp8(o);
+  if (*fp8) return DType::kF8;
+  return p.precision.compute_set && floating ? p.precision.compute : op.dtype;
 }
 
 void Simulator::Impl::size_tensor_payloads(const Plan& p) {

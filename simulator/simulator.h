@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "src/graph/graph.h"
 #include "src/cluster/cluster.h"
+#include "src/graph/graph.h"
+#include "src/graph/routing_stats.h"
 #include "src/plan/plan.h"
 
 namespace placer {
@@ -20,6 +21,11 @@ class CostModel;
 struct SimOptions {
   bool record_events = false;  ///< fill SimResult::events (for traces)
   bool critical_path = true;   ///< fill SimResult::critical_path
+  /// How the MoE layers route their tokens (share[moe layer][expert]); null or empty =
+  /// uniform. Read only under expert parallelism (plan.expert_parallel): the EP rank whose
+  /// experts get the most tokens sets each layer's expert time. The caller keeps it alive
+  /// for the run.
+  const RoutingStats* routing = nullptr;
 };
 
 /// One interval on the timeline (for Chrome/Perfetto traces and tests).
@@ -36,7 +42,8 @@ struct SimEvent {
   uint64_t bytes = 0;    ///< transfer / collective payload
   /// kCollective: its CollectiveKind (cost_profile.h) as a number. A collective with an op
   /// is a partition's (tensor parallelism), with a tensor and no op a data-parallel
-  /// gradient bucket, with neither the step barrier before the optimizer.
+  /// gradient bucket, with neither the step barrier before the optimizer. An all-to-all
+  /// (expert-parallel dispatch / combine) carries its dispatch or combine op.
   uint8_t collective = 0;
 };
 
@@ -50,6 +57,10 @@ struct SimResult {
   /// all-gathers (inside those ops' times; data_parallel.fsdp only, else empty)
   std::vector<double> fsdp_forward_wait, fsdp_backward_wait;
   std::vector<uint64_t> peak_memory;  ///< per device: peak bytes
+  /// Expert parallelism: expert_load[l][r] = the routed tokens EP rank r computes in MoE
+  /// layer l relative to an even share (1 = balanced; the largest sets the layer's expert
+  /// GEMMs). Empty without expert parallelism.
+  std::vector<std::vector<double>> expert_load;
   bool oom = false;                   ///< some device's peak exceeds its capacity
   std::vector<int> oom_devices;
   std::vector<OpId> critical_path;    ///< ops on the path that ends last, in order

@@ -571,6 +571,7 @@ void Simulator::Impl::simulate() {
 void Simulator::Impl::finish_result(SimResult* r) {
   r->step_time = now;
   r->simulated_ops = n_inst;
+  r->expert_load = expert_load;
   r->compute_time = compute_time;
   r->comm_time.assign(n_dev, 0.0);
   for (int d = 0; d < n_dev; ++d) {

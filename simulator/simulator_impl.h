@@ -95,6 +95,17 @@ struct Simulator::Impl {
                                     const std::vector<uint32_t>& level_groups, uint64_t act,
                                     uint64_t grad);
   void split_partition_collective(OpId o, const OpPartition& q, uint64_t act, uint64_t grad);
+  // Expert parallelism (expert_parallel.cpp): the MoE role and layer of every op (constructor),
+  // then per run the expert ops' durations and memory, the all-to-all of dispatch / combine.
+  void index_moe_ops();
+  void prepare_expert_parallel(const Plan& plan);
+  void expert_layer_loads(const Plan& plan);
+  std::vector<int> expert_ranks(OpId o) const;  // the ranks EP groups are carved from
+  void apply_expert_op(OpId o, const Plan& plan);
+  void apply_expert_compute(OpId o, const Plan& plan, const std::vector<int>& ranks);
+  void set_op_collective(OpId o, CollectiveKind kind, const std::vector<int>& devs, uint64_t bytes);
+  // The dtype op o computes in under the plan's precision; *fp8 = it runs as an FP8 GEMM.
+  DType run_dtype(OpId o, const Plan& plan, bool* fp8) const;
   void prepare_pipeline_ranks();  // pipeline_schedule.cpp: warm-up per rank
   void prepare_pipeline_gates();  // pipeline_schedule.cpp: gate counters
   uint64_t schedule_slot(OpId o, uint32_t j) const;  // ready-queue priority of a pass
@@ -189,6 +200,23 @@ struct Simulator::Impl {
   std::vector<uint8_t> op_opt_wait;  // optimizer op waits for the step barrier
   std::vector<int32_t> op_dp;        // data-parallel group size of the op's replicas
   std::vector<double> op_bdiv;       // batch divisor of one instance (replicas x copies x mbs)
+  // MoE (expert_parallel.cpp). Static: role (MoeRole, -1 = none) and MoE layer of each op
+  // (backward and optimizer ops take their forward op's), routed experts per MoE layer.
+  std::vector<int8_t> op_moe_role;
+  std::vector<int32_t> op_moe_layer;
+  std::vector<int> moe_experts;
+  std::vector<uint8_t> moe_padded;  // per MoE layer: experts padded to a capacity (same work)
+  // Per run, under expert parallelism (ep_on): per MoE layer the slowest rank's tokens
+  // relative to an even share (ep x its share), the largest fraction of the experts' weights a
+  // rank holds, the a2a bytes of one dispatch and each rank's relative load; per op the
+  // fraction of its weights a rank holds (1 = all) and its expert-data-parallel group size.
+  bool ep_on = false;
+  int ep_degree = 1, etp_degree = 1;
+  std::vector<double> moe_factor, moe_keep;
+  std::vector<uint64_t> moe_a2a_bytes;
+  std::vector<std::vector<double>> expert_load;
+  std::vector<double> op_expert_keep;
+  std::vector<uint32_t> op_expert_dp;
 
   // Instances.
   uint32_t n_inst = 0;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "src/graph/moe_attrs.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -27,15 +28,22 @@ bool contains(const std::string& s, const std::string& part) {
 
 // Name suffixes per role: Megatron's module names (datasets/gpt.h) first, then the
 // Transformer generator's (datasets/synthetic.h) and BERT-style exports.
-const char* const kColumn[] = {".query_key_value", ".dense_h_to_4h", ".query", ".key", ".value",
-                               ".intermediate.dense"};
+const char* const kColumn[] = {".query_key_value",
+                               ".dense_h_to_4h",
+                               ".query",
+                               ".key",
+                               ".value",
+                               ".intermediate.dense",
+                               ".linear_q_proj",
+                               ".linear_q_up_proj",
+                               ".linear_kv_up_proj"};
 const char* const kRow[] = {".self_attention.dense", ".dense_4h_to_h", ".attention.output.dense",
                             ".output.dense"};
 const char* const kSharded[] = {".rotary", ".bias_gelu", ".swiglu", ".scores", ".softmax",
                                 ".context", ".intermediate.gelu"};
-const char* const kReplicated[] = {"layernorm", ".bias_dropout_add", ".residual",
-                                   ".position_embeddings", ".embedding.add",
-                                   ".embedding_dropout"};
+const char* const kReplicated[] = {
+    "layernorm",      ".bias_dropout_add",  ".residual", ".position_embeddings",
+    ".embedding.add", ".embedding_dropout", "_down_proj"};
 
 /// Two partitions of one op that the simulator runs alike (a replicated op's dim is unused).
 bool same_partition(const OpPartition& a, const OpPartition& b) {
@@ -72,6 +80,11 @@ const char* to_string(TensorParallelRole r) {
 TensorParallelRole megatron_role(const Op& op) {
   const std::string& n = op.name;
   if (op.category == OpCategory::kInput) return TensorParallelRole::kReplicated;
+  // MoE layers are split by expert parallelism, not by tensor parallelism: each TP rank runs
+  // them whole (expert tensor parallelism is the plan's expert_parallel.tensor_parallel).
+  for (const auto& attr : op.attrs) {
+    if (attr.first == kMoeRoleAttr) return TensorParallelRole::kReplicated;
+  }
   // Everything inside the attention core works on the local heads.
   if (contains(n, ".core_attention.")) return TensorParallelRole::kSharded;
   if (any_suffix(n, kRow)) return TensorParallelRole::kRow;

@@ -68,8 +68,8 @@ TEST(ProfileCurves, ParseDefaultsAndErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(msg("collective_curves:\n  all_to_all:\n    intra_host: {bus_bandwidth: 1 GB/s}\n")
-                .find("p.yaml: collective_curves.all_to_all: unknown collective 'all_to_all'"),
+  EXPECT_NE(msg("collective_curves:\n  send_to_all:\n    intra_host: {bus_bandwidth: 1 GB/s}\n")
+                .find("p.yaml: collective_curves.send_to_all: unknown collective 'send_to_all'"),
             std::string::npos);
   EXPECT_NE(msg("collective_curves:\n  all_reduce:\n    host_device: {bus_bandwidth: 1 GB/s}\n")
                 .find("collective_curves.all_reduce.host_device: unknown link level"),

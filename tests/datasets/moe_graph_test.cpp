@@ -1,0 +1,140 @@
+// Mixture-of-experts layers and multi-head latent attention in the decoder generator
+// (datasets/gpt.h, datasets/decoder_blocks.h): FLOPs and parameters of small configs computed
+// by hand, the MoE attributes the simulator reads, and the shipped MoE configs' graphs against
+// their parameter counts (which the model cards confirm, hf_config_test.cpp).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "datasets/hf_config.h"
+#include "src/graph/moe_attrs.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+// 2 layers, h 64, 4 heads of 16 (2 kv heads), vocab 100, 4 experts of width 128, top-2.
+const char* const kTinyMixtral = R"({
+  "model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "vocab_size": 100, "num_local_experts": 4, "num_experts_per_tok": 2})";
+
+// 2 layers (the first dense), MLA with q rank 32, kv rank 16, rope 8, nope 16, v 16; 4 routed
+// experts of 32 (top-2) and one shared expert of 32.
+const char* const kTinyDeepseek = R"({
+  "model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 128,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+  "q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+  "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+  "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1})";
+
+std::string attr(const Op& op, const char* key) {
+  for (const auto& [k, v] : op.attrs) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+int64_t graph_params(const Graph& g) { return int64_t(g.total_param_bytes() / 2); }
+
+Graph tiny_graph(const char* json, int64_t seq, double capacity = 0) {
+  HfGraphOptions o;
+  o.seq_len = seq;
+  o.capacity_factor = capacity;
+  return make_hf_graph(parse_hf_config(json, "tiny.json"), o);
+}
+
+const Op& op_named(const Graph& g, const std::string& name) {
+  const OpId id = g.find_op(name);
+  EXPECT_NE(id, kNoOp) << name;
+  return g.op(id);
+}
+
+TEST(MoeGraph, TwoLayerMixtralFlopsAndParametersByHand) {
+  const Graph g = tiny_graph(kTinyMixtral, 8);
+  // Per layer: attention 12288, router 64*4, 4 experts of 3*64*128, norms 128; embedding and
+  // output layer 6400 each, final norm 64.
+  EXPECT_EQ(graph_params(g), 2 * (12288 + 256 + 98304 + 128) + 12800 + 64);
+  const std::string p = "language_model.encoder.layers.1.mlp";
+  // T = 8 tokens, k = 2: router 2*8*64*4, top-k 5*8*4, aux loss 3*8*4, dispatch 0,
+  // fc1 2*16*64*256, swiglu 6*16*128, fc2 2*16*128*64, combine 2*8*64*2.
+  const std::pair<const char*, double> expected[] = {{".router", 4096},
+                                                     {".router.topk", 160},
+                                                     {".aux_loss", 96},
+                                                     {".dispatch", 0},
+                                                     {".experts.linear_fc1", 524288},
+                                                     {".experts.swiglu", 12288},
+                                                     {".experts.linear_fc2", 262144},
+                                                     {".combine", 2048}};
+  double moe_flops = 0;
+  for (const auto& [suffix, flops] : expected) {
+    const Op& op = op_named(g, p + suffix);
+    EXPECT_EQ(op.flops, flops) << suffix;
+    EXPECT_EQ(attr(op, kMoeLayerAttr), "1") << suffix;
+    moe_flops += op.flops;
+  }
+  EXPECT_EQ(moe_flops, 805120);
+  // The expert GEMMs: 2 FLOPs per token and active expert parameter (2 x 3*64*128).
+  EXPECT_EQ(
+      op_named(g, p + ".experts.linear_fc1").flops + op_named(g, p + ".experts.linear_fc2").flops,
+      2.0 * 8 * 2 * 3 * 64 * 128);
+  const Op& up = op_named(g, p + ".experts.linear_fc1");
+  EXPECT_EQ(attr(up, kMoeRoleAttr), kMoeExpertUp);
+  EXPECT_EQ(attr(up, kMoeExpertsAttr), "4");
+  EXPECT_EQ(attr(up, kMoeTopKAttr), "2");
+  EXPECT_EQ(up.param_bytes, uint64_t(2 * 4 * 64 * 256));
+  EXPECT_EQ(g.tensor(op_named(g, p + ".dispatch").outputs[0]).shape,
+            (std::vector<int64_t>{1, 16, 64}));
+  // Both layers' load-balancing losses reach the loss op.
+  EXPECT_EQ(op_named(g, "loss").inputs.size(), 4u);  // logits, 2 aux losses, labels
+}
+
+TEST(MoeGraph, CapacityFactorPadsTheExpertsInput) {
+  const Graph g = tiny_graph(kTinyMixtral, 8, 1.5);
+  const Op& up = op_named(g, "language_model.encoder.layers.0.mlp.experts.linear_fc1");
+  // ceil(8 * 2 * 1.5) = 24 rows per sequence.
+  EXPECT_EQ(up.flops, 2.0 * 24 * 64 * 256);
+  EXPECT_EQ(attr(up, kMoeCapacityAttr), "1.5");
+  EXPECT_THROW(tiny_graph(kTinyMixtral, 8, -1), ValidationError);
+}
+
+TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
+  const HfModel m = parse_hf_config(kTinyDeepseek, "tiny.json");
+  const Graph g = tiny_graph(kTinyDeepseek, 8);
+  EXPECT_EQ(graph_params(g), hf_param_counts(m).total);
+  // MLA by hand: q 64*32 + 32*4*24, kv 64*(16+8) + 16*4*(16+16), output 4*16*64.
+  const std::string a0 = "language_model.encoder.layers.0.self_attention";
+  EXPECT_EQ(op_named(g, a0 + ".linear_q_up_proj").param_bytes, uint64_t(2 * 32 * 96));
+  EXPECT_EQ(op_named(g, a0 + ".linear_kv_down_proj").param_bytes, uint64_t(2 * 64 * 24));
+  EXPECT_EQ(op_named(g, a0 + ".linear_kv_up_proj").param_bytes, uint64_t(2 * 16 * 128));
+  EXPECT_EQ(op_named(g, a0 + ".dense").param_bytes, uint64_t(2 * 64 * 64));
+  // Causal pairs 8*9/2 = 36; per pair and head 2*(16+8) + 2*16 FLOPs: 4 heads -> 11520.
+  EXPECT_EQ(op_named(g, a0 + ".core_attention.flash_attention").flops, 11520);
+  // Layer 0 is dense (first_k_dense_replace 1), layer 1 MoE with its shared expert.
+  EXPECT_NE(g.find_op("language_model.encoder.layers.0.mlp.dense_h_to_4h"), kNoOp);
+  EXPECT_EQ(g.find_op("language_model.encoder.layers.0.mlp.router"), kNoOp);
+  const Op& router = op_named(g, "language_model.encoder.layers.1.mlp.router");
+  EXPECT_EQ(attr(router, kMoeLayerAttr), "0");                // the first MoE layer
+  EXPECT_EQ(router.param_bytes, uint64_t(2 * (64 * 4 + 4)));  // + score-correction biases
+  EXPECT_EQ(
+      op_named(g, "language_model.encoder.layers.1.mlp.shared_experts.linear_fc1").param_bytes,
+      uint64_t(2 * 64 * 64));
+}
+
+HfModel shipped(const std::string& name) {
+  return load_hf_config(std::string(PLACER_SOURCE_DIR) + "/datasets/models/hf/" + name +
+                        ".config.json");
+}
+
+TEST(MoeGraph, ShippedMoeConfigsBuildGraphsWithTheirParameterCounts) {
+  HfGraphOptions o;
+  o.seq_len = 16;
+  for (const char* name : {"mixtral_8x7b", "qwen1.5_moe_a2.7b", "deepseek_v3"}) {
+    const HfModel m = shipped(name);
+    const Graph g = make_hf_graph(m, o);
+    EXPECT_EQ(graph_params(g), hf_param_counts(m).total) << name;
+  }
+}
+
+}  // namespace
+}  // namespace placer

@@ -1,0 +1,215 @@
+// Expert parallelism in the simulator (simulator/expert_parallel.cpp): the all-to-all's cost
+// from the link bandwidths, the step of a 2-node 8-expert layer under a given expert map and
+// routing, the all-to-all bytes of a generated MoE layer, memory per GPU with the optimizer
+// state sharded over expert data parallelism, and the named errors. All by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "datasets/hf_config.h"
+#include "sim_fixtures.h"
+#include "simulator/breakdown.h"
+#include "src/graph/moe_attrs.h"
+#include "src/graph/training_step.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+using testing::make_cluster;
+using testing::TestGraph;
+
+void mark(Op& op, const char* role, int layer = 0) {
+  op.attrs.emplace_back(kMoeLayerAttr, std::to_string(layer));
+  op.attrs.emplace_back(kMoeRoleAttr, role);
+  if (std::string(role) == kMoeExpertUp) {
+    op.attrs.emplace_back(kMoeExpertsAttr, "8");
+    op.attrs.emplace_back(kMoeTopKAttr, "2");
+  }
+}
+
+// One MoE layer over 8 data-parallel ranks: dispatch (8 MB of routed tokens in all, 1 MB per
+// rank) -> the 8 experts' GEMMs (8 GFLOP in all) -> combine. Ops take FLOPs / 1e12 s.
+Graph ep_layer() {
+  TestGraph t("ep_layer");
+  const TensorId x = t.tensor("x", 8);
+  const TensorId routed = t.tensor("routed", 8000000);
+  const TensorId out = t.tensor("expert_out", 8000000);
+  const TensorId y = t.tensor("y", 8);
+  mark(t.at(t.op("dispatch", 0, {x}, {routed})), kMoeDispatch);
+  mark(t.at(t.op("experts", 8e9, {routed}, {out})), kMoeExpertUp);
+  mark(t.at(t.op("combine", 0, {out}, {y})), kMoeCombine);
+  return t.build();
+}
+
+// 2 hosts of 4; no latency; 100 GB/s inside a host, 10 GB/s between hosts (per pair).
+Cluster two_nodes() { return make_cluster(2, 4, testing::link(0, 100e9), testing::link(0, 10e9)); }
+
+Plan ep_plan(const Graph& g, int ep) {
+  Plan p = testing::place(g, std::vector<int>(g.num_ops(), 0));
+  p.data_parallel.replicas = 8;
+  p.expert_parallel.degree = ep;
+  return p;
+}
+
+TEST(ExpertParallel, AllToAllFromTheLinkBandwidths) {
+  const Cluster c = make_cluster(2, 4, testing::link(1e-6, 100e9), testing::link(5e-6, 10e9));
+  const CostModel cost(c, uniform_profile());
+  // One host: latency + 3/4 of 8 MB over 100 GB/s.
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllToAll, {0, 1, 2, 3}, 8000000, SyncScheme::kAuto),
+      1e-6 + 6e6 / 100e9, 1e-12);
+  // Two hosts: 3/8 stays on the host (31 us), 4/8 crosses at 10 GB/s (405 us): the slower.
+  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllToAll, {0, 1, 2, 3, 4, 5, 6, 7}, 8000000,
+                                   SyncScheme::kAuto),
+              5e-6 + 4e6 / 10e9, 1e-12);
+  // One NIC per host carries the 4 local ranks' shares together.
+  const Cluster shared = make_cluster(2, 4, testing::link(1e-6, 100e9),
+                                      testing::link(5e-6, 10e9, LinkSharing::kPerHost));
+  const CostModel cs(shared, uniform_profile());
+  EXPECT_NEAR(cs.collective_time(CollectiveKind::kAllToAll, {0, 1, 2, 3, 4, 5, 6, 7}, 8000000,
+                                 SyncScheme::kAuto),
+              5e-6 + 4 * 4e6 / 10e9, 1e-12);
+  EXPECT_EQ(bus_factor(CollectiveKind::kAllToAll, 8), 7.0 / 8);
+}
+
+TEST(ExpertParallel, TwoNodeEightExpertLayerUnderAGivenMap) {
+  const Graph g = ep_layer();
+  const Cluster c = two_nodes();
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  // Expert 0 gets 30% of the tokens, the others 10% each.
+  RoutingStats routing;
+  routing.share = {{0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1}};
+  SimOptions opts;
+  opts.routing = &routing;
+  opts.record_events = true;
+  Plan p = ep_plan(g, 8);
+  p.expert_parallel.layers.resize(1);
+  for (int e = 0; e < 8; ++e) p.expert_parallel.layers[0].replicas.push_back({e});
+  // Rank 0 computes 0.3 x 8 = 2.4 even shares: 2.4 ms of expert GEMMs. It receives 2.4 MB;
+  // half of it crosses the hosts at 10 GB/s: 120 us per all-to-all, dispatch and combine.
+  SimResult r = sim.run(p, opts);
+  EXPECT_NEAR(r.step_time, 2.4e-3 + 2 * 1.2e-4, 1e-9);
+  ASSERT_EQ(r.expert_load.size(), 1u);
+  EXPECT_NEAR(r.expert_load[0][0], 2.4, 1e-12);
+  EXPECT_NEAR(r.expert_load[0][7], 0.8, 1e-12);
+  const std::vector<DeviceBreakdown> rows = step_breakdown(r, g, p);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_NEAR(rows[0].collective[static_cast<int>(CollectiveKind::kAllToAll)], 2.4e-4, 1e-9);
+  // A replica of expert 0 on rank 4 halves its load there: ranks 0 and 4 then hold 1.2 and
+  // 0.15 x 8 + 0.1 x 8 = 2.0 shares; the step follows rank 4.
+  p.expert_parallel.layers[0].replicas[0] = {0, 4};
+  r = sim.run(p, opts);
+  EXPECT_NEAR(r.expert_load[0][0], 1.2, 1e-12);
+  EXPECT_NEAR(r.expert_load[0][4], 2.0, 1e-12);
+  EXPECT_NEAR(r.step_time, 2.0e-3 + 2 * 1.0e-4, 1e-9);
+  // Uniform routing, default map (expert e on rank e): 1 ms and 2 x 50 us.
+  r = sim.run(ep_plan(g, 8));
+  EXPECT_NEAR(r.step_time, 1.0e-3 + 2 * 0.5e-4, 1e-9);
+  // Without expert parallelism the routing changes nothing: every rank runs its own tokens.
+  Plan dense = ep_plan(g, 1);
+  EXPECT_NEAR(sim.run(dense, opts).step_time, 1.0e-3, 1e-9);
+}
+
+TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
+  // Tiny Mixtral (h 64, 4 experts, top-2), 2 layers, batch 2 of 8 tokens, bf16, 2 ranks.
+  const HfModel m = parse_hf_config(R"({"model_type": "mixtral", "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "vocab_size": 100, "num_local_experts": 4,
+      "num_experts_per_tok": 2})",
+                                    "tiny.json");
+  HfGraphOptions o;
+  o.seq_len = 8;
+  o.batch = 2;
+  const Graph g = expand_training_step(make_hf_graph(m, o));
+  const Cluster c = make_cluster(1, 2, testing::link(0, 100e9), testing::link(0, 10e9));
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  Plan p = testing::place(g, std::vector<int>(g.num_ops(), 0));
+  p.data_parallel.replicas = 2;
+  p.expert_parallel.degree = 2;
+  SimOptions opts;
+  opts.record_events = true;
+  const SimResult r = sim.run(p, opts);
+  // Per rank one sequence: 8 tokens x 2 experts x 64 x 2 bytes = 2048 bytes each way, for
+  // dispatch and combine, forward and backward, in both layers.
+  int a2a = 0;
+  for (const SimEvent& e : r.events) {
+    if (e.kind != SimEvent::kCollective || e.device != 0) continue;
+    if (e.collective != static_cast<uint8_t>(CollectiveKind::kAllToAll)) continue;
+    ++a2a;
+    EXPECT_EQ(e.bytes, 2048u) << g.op(e.op).name;
+  }
+  EXPECT_EQ(a2a, 8);
+}
+
+// x -> experts (8 MB of weights, 16 MB of optimizer state) -> head (1 MB, 2 MB).
+Graph weighted_layer() {
+  TestGraph t("weights");
+  const TensorId x = t.tensor("x", 8);
+  const TensorId h = t.tensor("h", 8);
+  const TensorId y = t.tensor("y", 8);
+  Op& experts = t.at(t.op("experts", 8e6, {x}, {h}));
+  mark(experts, kMoeExpertUp);
+  experts.param_bytes = 8000000;
+  experts.state_bytes = 16000000;
+  Op& head = t.at(t.op("head", 1e6, {h}, {y}));
+  head.param_bytes = 1000000;
+  head.state_bytes = 2000000;
+  return t.build();
+}
+
+TEST(ExpertParallel, MemoryPerGpuWithExpertAndDataParallelOptimizerSharding) {
+  const Graph g = weighted_layer();
+  const Cluster c = two_nodes();
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  Plan p = ep_plan(g, 4);
+  p.data_parallel.zero_stage = 1;
+  // EP 4 of 8 ranks: 2 of the 8 experts per rank (2 MB of weights), their optimizer state
+  // (4 MB) sharded over the 2 expert-data-parallel copies (2 MB); the dense head keeps 1 MB of
+  // weights and 2 MB / 8 of state.
+  const double resident = 2e6 + 2e6 + 1e6 + 2.5e5;
+  EXPECT_NEAR(double(sim.run(p).peak_memory[0]), resident, 64);
+  // No expert parallelism and no ZeRO: every weight and all optimizer state on each rank.
+  EXPECT_NEAR(double(sim.run(ep_plan(g, 1)).peak_memory[0]), 8e6 + 16e6 + 1e6 + 2e6, 64);
+  // EP without ZeRO: the rank's 2 experts with their whole optimizer state.
+  p.data_parallel.zero_stage = 0;
+  EXPECT_NEAR(double(sim.run(p).peak_memory[0]), 2e6 + 4e6 + 1e6 + 2e6, 64);
+}
+
+std::string run_error(Simulator& sim, const Plan& p, const SimOptions& o = {}) {
+  try {
+    sim.run(p, o);
+  } catch (const ValidationError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExpertParallel, NamedErrors) {
+  const Graph g = ep_layer();
+  const Cluster c = two_nodes();
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  EXPECT_NE(run_error(sim, ep_plan(g, 3))
+                .find("expert_parallel.degree (3) x tensor_parallel (1) "
+                      "must divide the 8 data-parallel replicas"),
+            std::string::npos);
+  RoutingStats two_layers;
+  two_layers.share = {{1}, {1}};
+  SimOptions o;
+  o.routing = &two_layers;
+  EXPECT_NE(
+      run_error(sim, ep_plan(g, 8), o).find("routing statistics: 2 MoE layers, the graph has 1"),
+      std::string::npos);
+  Plan bad = ep_plan(g, 8);
+  bad.expert_parallel.layers.resize(1);
+  bad.expert_parallel.layers[0].replicas.assign(8, {9});
+  EXPECT_NE(run_error(sim, bad).find("rank 9 is outside [0, 8)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace placer
