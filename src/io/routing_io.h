@@ -6,7 +6,7 @@
 //
 // The reader follows the JSON discipline of src/io/json_read.h (size and depth limits, exact
 // integers, key paths in messages); every error is a FormatError naming the file and the key
-// path ("r.json: layers[2][5]: expected an integer in [0, 9007199254740992], got -1").
+// path ("r.json: layers[2][5]: must be between 0 and 9007199254740992 (got -1)").
 //
 //   RoutingTrace t = load_routing("mixtral.routing.json");
 //   RoutingStats s = t.stats();          // shares per layer, each row sums to 1

@@ -23,6 +23,7 @@
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
 #include "src/io/cluster_yaml.h"
+#include "src/io/expert_map_io.h"
 #include "src/io/graph_json.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
@@ -129,6 +130,11 @@ inline std::vector<RegisteredReader> file_format_readers() {
        {file_seed("tests/data/routing/two_layer.routing.json")},
        2000,
        [](const std::string& t, const std::string& f) { parse_routing_json(t, f); }},
+      {"expert map",
+       {"parse_expert_map_json"},
+       {file_seed("tests/data/routing/two_layer.expert_map.json")},
+       2000,
+       [](const std::string& t, const std::string& f) { parse_expert_map_json(t, f); }},
   };
 }
 
