@@ -20,6 +20,7 @@ std::vector<MethodInfo> all_methods() {
   add_seq2seq_methods(&m);
   add_placeto_methods(&m);
   add_sync_methods(&m);
+  add_expert_methods(&m);
   return m;
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/generate_routing.h"
 #include "datasets/gpt.h"
 #include "datasets/hf_config.h"
 #include "datasets/synthetic.h"
@@ -299,6 +300,7 @@ void register_generate(CLI::App& app) {
   write_on_run(llama, a, &GenerateArgs::llama, &GenerateArgs::llama_dtype, make_llama, true);
 
   add_hf(gen, a);
+  add_routing_generator(gen);
 }
 
 }  // namespace placer::cli

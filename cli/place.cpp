@@ -64,6 +64,12 @@ const Sugar kSugar[] = {{"--policy", "policy", &PlaceArgs::policy},
 MethodSettings method_settings(const PlaceArgs& a) {
   MethodSettings s;
   s.flag = a.agent_set.empty() ? "--set" : "--agent-set";
+  // --routing also reaches a method that reads the routing itself (the expert placers).
+  if (!a.problem.routing.empty() && !is_portfolio(a.method)) {
+    for (const OptionSpec& o : method_info(a.method).options) {
+      if (o.key == "routing") s.sets.push_back("routing=" + a.problem.routing);
+    }
+  }
   for (const auto& [flag, kv] : a.sugar) s.sets.push_back(kv);
   s.sets.insert(s.sets.end(), a.set.begin(), a.set.end());
   s.sets.insert(s.sets.end(), a.agent_set.begin(), a.agent_set.end());
@@ -271,7 +277,8 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
 /// The trace, the plan and the effective configuration, each path printed.
 void write_outputs(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& chosen) {
   if (!a.trace.empty()) {
-    SimOptions opts;
+    SimOptions opts = s.sim_options();
+    opts.critical_path = true;
     opts.record_events = true;
     const SimResult traced = s.simulator->run(chosen.plan, opts);
     ensure_parent_dir(a.trace);

@@ -11,6 +11,7 @@
 #include "datasets/onnx_import.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
+#include "src/io/routing_io.h"
 #include "src/util/error.h"
 #include "src/util/format.h"
 
@@ -99,11 +100,13 @@ std::unique_ptr<ProblemSetup> load_problem(const ProblemArgs& a) {
                        load_cluster(a.cluster),
                        nullptr,
                        nullptr,
+                       {},
                        {}});
   CostProfile profile = load_profile_for(a.profile, s->cluster);
   s->cost = std::make_unique<CostModel>(s->cluster, profile);
   s->simulator = std::make_unique<Simulator>(s->graph, s->cluster, *s->cost);
   s->devices = parse_device_list(a.devices, s->cluster.num_devices());
+  if (!a.routing.empty()) s->routing = load_routing(a.routing).stats();
   return s;
 }
 
@@ -130,6 +133,10 @@ void add_problem_options(CLI::App* sub, ProblemArgs* p) {
   sub->add_flag("--no-expand", p->no_expand, "Place a forward graph as it is (no backward ops)");
   sub->add_option("--devices", p->devices,
                   "Comma-separated device indices the methods may use (default: all)");
+  sub->add_option("--routing", p->routing,
+                  "Routing statistics of the MoE layers (*.routing.json, "
+                  "docs/formats/routing.md): the expert load under expert parallelism")
+      ->check(CLI::ExistingFile);
 }
 
 }  // namespace placer::cli

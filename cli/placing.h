@@ -20,12 +20,13 @@ struct ProblemArgs {
   std::string graph;  ///< --graph: a *.graph.json, or an ONNX model (*.onnx) to import
   std::string model;  ///< --model: an ONNX model to import
   std::string cluster, profile, optimizer = "adam", devices;
+  std::string routing;  ///< --routing: routing statistics of the MoE layers (*.routing.json)
   int64_t batch_size = 0, seq_len = 0;  ///< import options of an ONNX model (0 = the model's)
   bool no_expand = false;
 };
 
 /// Adds --graph / --model, --batch-size, --seq-len, --cluster, --profile, --optimizer,
-/// --no-expand, --devices to `sub`.
+/// --no-expand, --devices, --routing to `sub`.
 void add_problem_options(CLI::App* sub, ProblemArgs* p);
 
 /// The ONNX model the arguments name (--model, or a --graph ending in .onnx); "" when the

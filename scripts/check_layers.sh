@@ -9,7 +9,7 @@
 # Inside src/ (the core library) the sub-layers go one way:
 #   util < graph < cluster < plan < io (a folder includes only itself and lower ones).
 # Inside agents/: api < common < the family folders (classical, gdp, seq2seq, placeto, rainbow,
-# sync), which do not include each other (what two families share belongs in common/), and
+# sync, experts), which do not include each other (what two families share belongs in common/), and
 # the top level above them all: the registry (files at agents/ top level) and the folders that
 # build on every family (training/: the trainers of train-policy; portfolio/: best / auto).
 # tests/ and bench/ may include every layer except the CLI (tests/cli runs the binary), and
@@ -98,7 +98,7 @@ done
 # gdp, seq2seq, placeto, rainbow, sync) includes api/, common/ and itself, not another
 # family (what two families share belongs in common/); the top level (the registry:
 # methods.cpp, registry.cpp; training/, portfolio/) may include every folder.
-agents_families=" classical gdp seq2seq placeto rainbow sync "
+agents_families=" classical gdp seq2seq placeto rainbow sync experts "
 agents_files=$(git ls-files -co --exclude-standard -- 'agents/*.h' 'agents/*.cpp' || true)
 for f in $agents_files; do
   [ -f "$f" ] || continue

@@ -30,6 +30,9 @@ void add_seq2seq_methods(std::vector<MethodInfo>* out);
 /// "placeto" (agents/placeto/placeto.cpp; nothing without LibTorch, agents/placeto/no_torch_placeto.cpp).
 void add_placeto_methods(std::vector<MethodInfo>* out);
 
+/// "round-robin", "eplb", "expert-anneal": expert maps of MoE layers (agents/experts/).
+void add_expert_methods(std::vector<MethodInfo>* out);
+
 /// "horovod", "ps", "parallax", "poseidon", "autosync" (agents/sync/).
 void add_sync_methods(std::vector<MethodInfo>* out);
 

@@ -16,9 +16,7 @@ MethodRun run_baseline_plan(const std::string& path, const Plan& plan, const Pro
   MethodRun run;
   run.method = "baseline (" + std::filesystem::path(path).filename().string() + ")";
   run.plan = plan;
-  SimOptions opts;
-  opts.critical_path = false;
-  run.result = s.simulator->run(run.plan, opts);
+  run.result = s.simulator->run(run.plan, s.sim_options());
   run.ok = true;
   return run;
 }

@@ -12,6 +12,13 @@ Problem ProblemSetup::problem() const {
   return Problem{graph, cluster, *cost, *simulator, devices};
 }
 
+SimOptions ProblemSetup::sim_options() const {
+  SimOptions opts;
+  opts.critical_path = false;
+  opts.routing = routing.empty() ? nullptr : &routing;
+  return opts;
+}
+
 MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& budget) {
   MethodRun run;
   run.method = placer.name();
@@ -34,9 +41,7 @@ MethodRun run_placer(Placer& placer, const ProblemSetup& s, const SearchBudget& 
     run.search_seconds = since();
     if (run.plan.method.empty()) run.plan.method = run.method;
     run.plan.validate(s.graph, s.cluster);
-    SimOptions opts;
-    opts.critical_path = false;
-    run.result = s.simulator->run(run.plan, opts);
+    run.result = s.simulator->run(run.plan, s.sim_options());
     run.plan.predicted.valid = true;
     run.plan.predicted.step_time = run.result.step_time;
     run.plan.predicted.peak_memory = run.result.peak_memory;
@@ -70,9 +75,7 @@ MethodRun run_method(const std::string& method, const ProblemSetup& s, const Sea
 
 SimResult simulate_single_device(const ProblemSetup& s) {
   const int dev = s.devices.empty() ? 0 : s.devices.front();
-  SimOptions opts;
-  opts.critical_path = false;
-  return s.simulator->run(Plan::single_device(s.graph, dev), opts);
+  return s.simulator->run(Plan::single_device(s.graph, dev), s.sim_options());
 }
 
 int max_peak_device(const SimResult& r) {

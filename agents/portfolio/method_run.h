@@ -22,7 +22,10 @@ struct ProblemSetup {
   std::unique_ptr<CostModel> cost;
   std::unique_ptr<Simulator> simulator;
   std::vector<int> devices;  ///< as given by --devices (empty = all)
+  RoutingStats routing;      ///< as given by --routing (empty = uniform)
   Problem problem() const;
+  /// The simulator options every run of a plan of this problem uses (the routing).
+  SimOptions sim_options() const;
 };
 
 /// One method's outcome. `ok` false: `error` says why (the search or the plan threw).

@@ -23,9 +23,11 @@
 #include "simulator/simulator.h"
 #include "simulator/trace.h"
 #include "src/io/cluster_yaml.h"
+#include "src/io/expert_map_io.h"
 #include "src/io/graph_json.h"
 #include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
+#include "src/io/routing_io.h"
 
 namespace placer::fuzz {
 
@@ -123,6 +125,16 @@ inline std::vector<RegisteredReader> file_format_readers() {
        {file_seed("datasets/corpora/default.corpus.yaml", 20)},
        2000,
        [](const std::string& t, const std::string& f) { parse_corpus_yaml(t, f); }},
+      {"routing statistics",
+       {"parse_routing_json"},
+       {file_seed("tests/data/routing/two_layer.routing.json")},
+       2000,
+       [](const std::string& t, const std::string& f) { parse_routing_json(t, f); }},
+      {"expert map",
+       {"parse_expert_map_json"},
+       {file_seed("tests/data/routing/two_layer.expert_map.json")},
+       2000,
+       [](const std::string& t, const std::string& f) { parse_expert_map_json(t, f); }},
   };
 }
 

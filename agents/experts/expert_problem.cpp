@@ -1,0 +1,130 @@
+// The expert placers' problem and options (agents/experts/expert_problem.h). Torch-free.
+#include "agents/experts/expert_problem.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "agents/common/option_fields.h"
+#include "simulator/simulator.h"
+#include "src/graph/moe_attrs.h"
+#include "src/io/expert_map_io.h"
+#include "src/io/routing_io.h"
+#include "src/plan/megatron_plan.h"
+#include "src/util/error.h"
+
+namespace placer {
+
+const OptionTable<ExpertMethodOptions>& expert_method_option_table() {
+  static const OptionTable<ExpertMethodOptions> t = [] {
+    using O = ExpertMethodOptions;
+    OptionTable<O> v("expert placers");
+    v.path(
+        "routing", "routing statistics (*.routing.json); placer place --routing sets it",
+        [](auto& o) -> auto& { return o.routing; });
+    add_fields(&v, R"(
+      ep           expert-parallel degree (0: every device of the problem)
+      redundant    extra expert copies per layer, spread over the ranks (EPLB's redundant experts)
+      groups       EPLB's expert groups (0: one per node)
+      micro_batch  samples per micro-batch per data-parallel rank
+      evaluations  expert-anneal: simulator runs (0: the budget's, else 500))",
+               &O::ep, &O::redundant, &O::groups, &O::micro_batch, &O::evaluations);
+    v.add(
+        "map", "path", "also write the chosen expert map to this file (*.expert_map.json)",
+        [](O* o, const std::string& x) { o->map = x; }, [](const O& o) { return o.map; });
+    return v;
+  }();
+  return t;
+}
+
+namespace {
+
+int devices_per_host(const Cluster& c, int device) {
+  return int(c.host(c.device(device).host).devices.size());
+}
+
+RoutingStats routing_of(const ExpertMethodOptions& o, const std::string& method) {
+  if (o.routing.empty()) {
+    throw ValidationError(method +
+                          ": needs the routing statistics of the MoE layers (--routing "
+                          "FILE, docs/formats/routing.md)");
+  }
+  return load_routing(o.routing).stats();
+}
+
+/// MoE layers of `g`: one more than the largest moe_layer attribute (src/graph/moe_attrs.h).
+int moe_layers(const Graph& g) {
+  int n = 0;
+  for (const Op& op : g.ops()) {
+    for (const auto& [k, v] : op.attrs) {
+      if (k == kMoeLayerAttr) n = std::max(n, std::atoi(v.c_str()) + 1);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
+                             const std::string& method)
+    : ExpertProblem(p, o, method, routing_of(o, method)) {}
+
+ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
+                             const std::string& method, RoutingStats routing)
+    : problem_(p), method_(method), map_file_(o.map), routing_(std::move(routing)) {
+  if (routing_.empty() || moe_layers(p.graph) != layers()) {
+    throw ValidationError(method + ": the routing statistics have " + std::to_string(layers()) +
+                          " MoE layers, the graph " + std::to_string(moe_layers(p.graph)));
+  }
+  const std::vector<int> devices = problem_devices(p);
+  const int ep = o.ep > 0 ? int(o.ep) : int(devices.size());
+  if (ep < 1 || ep > int(devices.size()) || devices.size() % size_t(ep) != 0) {
+    throw ValidationError(method + ": ep (" + std::to_string(ep) + ") must divide the " +
+                          std::to_string(devices.size()) + " devices");
+  }
+  const int slots = experts() + int(o.redundant);
+  if (o.redundant < 0 || slots % ep != 0) {
+    throw ValidationError(method + ": experts + redundant (" + std::to_string(slots) +
+                          ") must be a multiple of ep (" + std::to_string(ep) + ")");
+  }
+  slots_per_rank_ = slots / ep;
+  topo_ = ExpertTopology{ep, std::min(ep, devices_per_host(p.cluster, devices.front()))};
+  eplb_ = EplbOptions{int(o.redundant), int(o.groups)};
+  MegatronConfig m;
+  m.dp = int(devices.size());
+  m.ep = ep;
+  m.micro_batch = int(o.micro_batch);
+  m.global_batch = int(p.graph.batch_size());
+  m.first_device = devices.front();
+  base_ = megatron_plan(p.graph, m);
+  base_.expert_parallel.degree = ep;
+  base_.method = method;
+}
+
+Plan ExpertProblem::plan_with(const std::vector<ExpertLayerMap>& maps) const {
+  Plan plan = base_;
+  plan.expert_parallel.layers = maps;
+  return plan;
+}
+
+double ExpertProblem::step(const std::vector<ExpertLayerMap>& maps) {
+  SimOptions o;
+  o.critical_path = false;
+  o.routing = &routing_;
+  ++runs_;
+  return problem_.simulator.run(plan_with(maps), o).step_time;
+}
+
+Plan ExpertProblem::finish(const std::vector<ExpertLayerMap>& maps) const {
+  Plan plan = plan_with(maps);
+  if (!map_file_.empty()) save_expert_map(plan.expert_parallel, map_file_);
+  return plan;
+}
+
+std::vector<ExpertLayerMap> ExpertProblem::eplb_maps() const {
+  std::vector<ExpertLayerMap> maps;
+  for (const std::vector<double>& share : routing_.share)
+    maps.push_back(eplb_layer(share, topo_, eplb_));
+  return maps;
+}
+
+}  // namespace placer

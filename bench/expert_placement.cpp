@@ -1,0 +1,213 @@
+// Expert placement on held-out routing distributions (docs/expert_placement.md): the step of
+// round-robin, EPLB and annealing over maps (from EPLB's) on the test split and on the
+// families no policy is trained on, as geometric means of the ratio to EPLB; the evaluations
+// annealing takes to come within 5% of its final best; and the time EPLB takes to place a
+// 256-expert x 61-layer model. Two objectives: the simulated step of the whole plan (a
+// 4-layer Llama with 64-expert MoE MLPs, data parallel over 2 nodes x 8 H100 with expert
+// parallelism 16, through the expert placers' problem of agents/experts/), and the expert
+// layer's step model of src/plan/expert_balance.h (slowest rank's expert compute plus the
+// all-to-alls within and across nodes, with replicas serving their own node) on a
+// DeepSeek-V3-shaped layer.
+//
+//   expert_placement [--count N] [--evaluations N] [--sim-evaluations N]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/experts/expert_problem.h"
+#include "datasets/gpt.h"
+#include "datasets/routing_gen.h"
+#include "simulator/cost_profile.h"
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+#include "src/plan/expert_balance.h"
+#include "src/plan/expert_search.h"
+
+namespace placer {
+namespace {
+
+struct Setup {
+  ExpertTopology topo{16, 8};  // 2 nodes x 8 GPUs
+  EplbOptions eplb{16, 0};     // 64 experts + 16 copies: 5 per rank
+  ExpertStepCost cost;
+  RoutingGenOptions shape;
+  Setup() {
+    // DeepSeek-V3's routed expert (h 7168, f_e 2048, SwiGLU): 6 h f_e = 88 MFLOP per
+    // assignment forward at 400 TFLOP/s; bf16 hidden states (14336 B) per assignment;
+    // NVLink 450 GB/s and 400 Gbit/s InfiniBand (50 GB/s) per GPU; 4096 tokens per GPU x
+    // top 8.
+    cost.seconds_per_assignment = 6.0 * 7168 * 2048 / 400e12;
+    cost.bytes_per_assignment = 7168 * 2;
+    cost.intra_bandwidth = 450e9;
+    cost.inter_bandwidth = 50e9;
+    cost.latency = 20e-6;
+    cost.assignments = 4096.0 * 16 * 8;
+    shape.layers = 4;
+    shape.experts = 64;
+    shape.top_k = 8;
+    shape.tokens = 4096 * 16;
+  }
+};
+
+std::vector<ExpertLayerMap> maps_of(const RoutingStats& r, const Setup& s, bool eplb) {
+  std::vector<ExpertLayerMap> m;
+  for (const auto& share : r.share) {
+    m.push_back(eplb ? eplb_layer(share, s.topo, s.eplb)
+                     : round_robin_layer(int(share.size()), s.topo.ranks));
+  }
+  return m;
+}
+
+struct SplitRow {
+  std::vector<double> rr, anneal;  // ratios to EPLB
+  std::vector<int64_t> samples;    // annealing: evaluations to within 5% of its best
+};
+
+/// The maps of one distribution and the objective that judges them.
+struct Evaluator {
+  std::function<std::vector<ExpertLayerMap>(bool eplb)> maps;
+  ExpertObjective step;
+  int ranks;
+};
+
+void add_row(SplitRow* row, const Evaluator& ev, int64_t evaluations) {
+  const double eplb = ev.step(ev.maps(true));
+  row->rr.push_back(ev.step(ev.maps(false)) / eplb);
+  ExpertAnnealOptions o;
+  o.evaluations = evaluations;
+  const ExpertSearchResult a = anneal_expert_maps(ev.maps(true), ev.ranks, ev.step, o);
+  row->anneal.push_back(a.best / eplb);
+  row->samples.push_back(samples_to_within(a.best_curve, 0.05));
+}
+
+SplitRow run_model_split(RoutingSplit split, int count, int64_t evaluations, const Setup& s) {
+  SplitRow row;
+  for (const RoutingTrace& t : routing_corpus(split, count, s.shape, 7)) {
+    const RoutingStats r = t.stats();
+    add_row(
+        &row,
+        {[&](bool eplb) { return maps_of(r, s, eplb); },
+         [&](const std::vector<ExpertLayerMap>& m) { return expert_step(r, m, s.topo, s.cost); },
+         s.topo.ranks},
+        evaluations);
+  }
+  return row;
+}
+
+/// The whole-plan problem: a 4-layer Llama with 64-expert MoE MLPs (top 8), data parallel
+/// over devices 0-15 of h100_ib_4node with expert parallelism 16.
+struct PlanSetup {
+  Graph graph;
+  Cluster cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
+                                      "/datasets/clusters/h100_ib_4node.cluster.yaml");
+  CostModel cost{cluster, load_cost_profile(std::string(PLACER_SOURCE_DIR) +
+                                            "/datasets/clusters/h100.profile.yaml")};
+  std::unique_ptr<Simulator> sim;
+  PlanSetup() {
+    LlamaOptions o;
+    o.layers = 4;
+    o.hidden = 1024;
+    o.heads = 8;
+    o.seq_len = 1024;
+    o.batch = 16;
+    o.vocab = 32000;
+    o.moe.experts = 64;
+    o.moe.top_k = 8;
+    o.moe.expert_ffn = 512;
+    graph = expand_training_step(make_llama(o));
+    sim = std::make_unique<Simulator>(graph, cluster, cost);
+  }
+};
+
+SplitRow run_plan_split(RoutingSplit split, int count, int64_t evaluations, PlanSetup& ps,
+                        const Setup& s) {
+  SplitRow row;
+  std::vector<int> devices(16);
+  for (int d = 0; d < 16; ++d) devices[d] = d;
+  ExpertMethodOptions o;
+  o.redundant = s.eplb.redundant;
+  for (const RoutingTrace& t : routing_corpus(split, count, s.shape, 7)) {
+    const RoutingStats r = t.stats();
+    const Problem p{ps.graph, ps.cluster, ps.cost, *ps.sim, devices};
+    ExpertProblem ep(p, o, "bench", r);
+    add_row(&row,
+            {[&](bool eplb) { return eplb ? ep.eplb_maps() : maps_of(r, s, false); },
+             [&](const std::vector<ExpertLayerMap>& m) { return ep.step(m); }, s.topo.ranks},
+            evaluations);
+  }
+  return row;
+}
+
+double geomean(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += std::log(v);
+  return std::exp(s / double(x.size()));
+}
+
+int64_t median(std::vector<int64_t> x) {
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+double eplb_time_256x61() {
+  RoutingGenOptions o;
+  o.layers = 61;
+  o.experts = 256;
+  o.top_k = 8;
+  const RoutingStats r = generate_routing(o).stats();
+  const ExpertTopology topo{64, 8};
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t copies = 0;
+  for (const auto& share : r.share)
+    copies += eplb_layer(share, topo, EplbOptions{64, 0}).replicas.size();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return copies > 0 ? s : 0;
+}
+
+void print_row(const char* objective, RoutingSplit split, const SplitRow& r) {
+  std::printf("%-12s %-8s %12.3f %14.3f %12.3f %14lld\n", objective, to_string(split),
+              geomean(r.rr), geomean(r.anneal), *std::max_element(r.anneal.begin(), r.anneal.end()),
+              (long long)median(r.samples));
+}
+
+}  // namespace
+}  // namespace placer
+
+int main(int argc, char** argv) {
+  using namespace placer;
+  int count = 12;
+  int64_t evaluations = 2000, sim_evaluations = 300;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--count") count = std::atoi(argv[i + 1]);
+    if (a == "--evaluations") evaluations = std::atoll(argv[i + 1]);
+    if (a == "--sim-evaluations") sim_evaluations = std::atoll(argv[i + 1]);
+  }
+  const Setup s;
+  PlanSetup ps;
+  std::printf(
+      "expert placement: %d MoE layers x %d experts (top %d), %d EP ranks on %d nodes, "
+      "EPLB with %d redundant copies; %d distributions per split; annealing %lld "
+      "evaluations (simulator: %lld)\n",
+      s.shape.layers, s.shape.experts, s.shape.top_k, s.topo.ranks, s.topo.nodes(),
+      s.eplb.redundant, count, (long long)evaluations, (long long)sim_evaluations);
+  std::printf("%-12s %-8s %12s %14s %12s %14s\n", "objective", "split", "rr / eplb",
+              "anneal / eplb", "anneal max", "anneal 5% at");
+  for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
+    print_row("simulator", split, run_plan_split(split, count, sim_evaluations, ps, s));
+  }
+  for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
+    print_row("layer model", split, run_model_split(split, count, evaluations, s));
+  }
+  std::printf(
+      "EPLB placement of 256 experts x 61 layers on 64 ranks (8 nodes, 64 redundant): "
+      "%.3f s\n",
+      eplb_time_256x61());
+  return 0;
+}
