@@ -121,8 +121,8 @@ PipelineCostTable random_table(int layers, int devices, int per_host, uint32_t s
   return t;
 }
 
-TEST(PipelineDp, HandComputedChain) {
-  // Per-layer times 1, 1, 1, 3 on 2 devices without replication: cut before the last layer.
+/// Per-layer times 1, 1, 1, 3 on 2 slots of one host, every boundary `boundary`.
+PipelineCostTable hand_chain(double boundary) {
   const std::vector<double> w = {1, 1, 1, 3};
   PipelineCostTable t;
   t.num_layers = 4;
@@ -133,7 +133,13 @@ TEST(PipelineDp, HandComputedChain) {
     for (int k = i; k < j; ++k) s += w[static_cast<size_t>(k)];
     return s;
   };
-  t.boundary_time = [](int, int, int, int) { return 0.5; };
+  t.boundary_time = [boundary](int, int, int, int) { return boundary; };
+  return t;
+}
+
+TEST(PipelineDp, HandComputedChain) {
+  // Per-layer times 1, 1, 1, 3 on 2 devices without replication: cut before the last layer.
+  const PipelineCostTable t = hand_chain(0.5);
   PipelineDpOptions o;
   o.allow_replication = false;
   const PipelineDpSolution s = solve_pipeline_dp(t, o);
@@ -171,17 +177,7 @@ TEST(PipelineDp, TransfersAddToStagesOnDevicesWithoutCopyEngines) {
   // The chain above (1, 1, 1, 3) with boundaries of 3.5: overlapped, the cut before the
   // last layer costs max(3, 3.5, 3) = 3.5 < 6. Without copy engines each stage adds its
   // boundary (3 + 3.5 = 6.5), so one stage (6) wins.
-  const std::vector<double> w = {1, 1, 1, 3};
-  PipelineCostTable t;
-  t.num_layers = 4;
-  t.num_devices = 2;
-  t.host_start = {1, 0};
-  t.stage_time = [w](int i, int j, int, int) {
-    double s = 0;
-    for (int k = i; k < j; ++k) s += w[static_cast<size_t>(k)];
-    return s;
-  };
-  t.boundary_time = [](int, int, int, int) { return 3.5; };
+  PipelineCostTable t = hand_chain(3.5);
   PipelineDpOptions o;
   o.allow_replication = false;
   PipelineDpSolution s = solve_pipeline_dp(t, o);
@@ -192,7 +188,8 @@ TEST(PipelineDp, TransfersAddToStagesOnDevicesWithoutCopyEngines) {
   EXPECT_EQ(s.bottleneck, 6.0);
   EXPECT_EQ(s.stages.size(), 1u);
   // Boundaries of 2: the cut before the last layer, 3 + 2 on both sides.
-  t.boundary_time = [](int, int, int, int) { return 2.0; };
+  t = hand_chain(2.0);
+  t.blocking = {1, 1};
   s = solve_pipeline_dp(t, o);
   EXPECT_EQ(s.bottleneck, 5.0);
   ASSERT_EQ(s.stages.size(), 2u);
