@@ -1,9 +1,10 @@
 #include "agents/staged_methods.h"
 
 #include "agents/classical/pipeline_dp.h"
-#include "agents/common/prediction.h"
 #include "agents/common/method_options.h"
+#include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
+#include "src/util/error.h"
 
 namespace placer {
 
@@ -27,11 +28,26 @@ Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
   return plan;
 }
 
+Plan placement_or_pipeline(const Problem& problem, const Plan& placement) {
+  Plan flat = placement;
+  const SimResult as_placed = predict(problem, &flat);
+  Plan staged;
+  try {
+    staged = placement_as_pipeline(problem, placement);
+  } catch (const Error&) {
+    if (as_placed.oom) throw;
+    return flat;  // no pipeline of its groups fits, the placement does
+  }
+  const bool flat_wins =
+      !as_placed.oom && (staged.predicted.oom || as_placed.step_time < staged.predicted.step_time);
+  return flat_wins ? flat : staged;
+}
+
 void add_staged_methods(std::vector<MethodInfo>* out) {
   if (!gdp_available()) return;
   auto make = [](const GdpMethodOptions& o) {
     GdpPlaceOptions place = o.place;
-    place.shape = placement_as_pipeline;
+    place.shape = placement_or_pipeline;
     // Its own shipped policy, trained with the staged reward (`stages: true`).
     const std::string policy = o.policy.empty() ? staged_policy_path() : o.policy;
     return make_gdp_placer(policy, place, "gdp+stages");
@@ -44,8 +60,9 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   out->push_back(with_options(
       MethodInfo{"gdp+stages",
                  "GDP's placement read as pipeline stages (its device groups, contiguous), "
-                 "pipeline-dp choosing each stage's replicas and the micro-batches; greedy + 128 "
-                 "samples scored so, with the policy trained for it (models/pretrained/stages.pt)",
+                 "pipeline-dp choosing each stage's replicas and the micro-batches, or run as "
+                 "placed when that is faster; greedy + 128 samples scored so, with the policy "
+                 "trained for it (models/pretrained/stages.pt)",
                  false, [make, defaults] { return make(defaults); }},
       options, defaults, make));
 }

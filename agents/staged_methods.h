@@ -16,12 +16,18 @@ namespace placer {
 /// placer::Error when no such pipeline fits in memory.
 Plan placement_as_pipeline(const Problem& problem, const Plan& placement);
 
+/// The better of `placement` run as placed (branches in parallel on their devices) and
+/// placement_as_pipeline (the same groups as stages): what `gdp+stages` scores each
+/// sample with. Throws placer::Error only when neither runs (the pipeline fits nowhere and
+/// the placement runs out of memory).
+Plan placement_or_pipeline(const Problem& problem, const Plan& placement);
+
 /// The shipped policy of `gdp+stages`: models/pretrained/stages.pt (trained with
 /// `placer train-policy --set stages=true`, docs/gdp.md).
 std::string staged_policy_path();
 
 /// "gdp+stages": the GDP policy (zero-shot, or fine-tuned with `--set finetune=N`) whose
-/// every placement is scored as placement_as_pipeline makes it. Nothing without LibTorch.
+/// every placement is scored as placement_or_pipeline makes it. Nothing without LibTorch.
 void add_staged_methods(std::vector<MethodInfo>* out);
 
 }  // namespace placer

@@ -12,8 +12,11 @@
 #   X-cand         method X with the policy CANDIDATE (a retrained policy beside the shipped one)
 # One `placer place` per (model, method), seed 1; prints a markdown table of step times, the
 # ratios to best, and per column the geomean ratio and the rows better than best.
+# BY_FAMILY=N: instead of the real models, the first N graphs of each family of
+# datasets/corpora/by_family.corpus.yaml (regenerated from its seeds), with the split of
+# their family (train / val / test families); the geomeans are given per split.
 # Results: docs/results.md.
-# Usage: [METHODS="..."] [CANDIDATE=P] bench/learned_vs_best.sh [PLACER] [BATCH (16)] [CLUSTER] [FT (60)]
+# Usage: [METHODS="..."] [CANDIDATE=P] [BY_FAMILY=N] bench/learned_vs_best.sh [PLACER] [BATCH (16)] [CLUSTER] [FT (60)]
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 placer=${1:-$src/build/placer}
@@ -26,11 +29,12 @@ candidate=${CANDIDATE:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 step_ms() {  # step_ms MODEL LABEL -> the step time in ms (with the winner for best), or "fail"
-  local label=$2 meth=$2 args=()
+  local label=$2 meth=$2 args=(--model "$1" --batch-size "$batch")
+  case "$1" in *.graph.json) args=(--graph "$1") ;; esac
   case "$label" in *-cand) meth=${meth%-cand}; args+=(--set "policy=$candidate") ;; esac
   case "$label" in *-ft) meth=${meth%-ft}; args+=(--set finetune=100000 --budget-seconds "$ft") ;; esac
   local out
-  out=$("$placer" place --model "$1" --batch-size "$batch" --cluster "$cluster" --method "$meth" \
+  out=$("$placer" place --cluster "$cluster" --method "$meth" \
         "${args[@]}" --seed 1 -o "$tmp/p.plan.yaml" 2>&1) || { echo fail; return; }
   local winner=""
   [ "$meth" = best ] && winner=$(sed -n 's/^method *//p' <<< "$out")
@@ -42,25 +46,43 @@ ratio() {  # ratio A B -> A / B with 3 decimals, or "-" when either is missing
   awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }'
 }
 
-head="| model | best ms (winner) |" rule="|---|---|"
+# The rows: "split|path" (split "real" for the shipped real models).
+rows=()
+if [ -n "${BY_FAMILY:-}" ]; then
+  gen() {  # gen SPLIT FAMILIES SEED RATIOS: the first BY_FAMILY graphs of each family
+    local n=$(( $(tr ',' '\n' <<< "$2" | wc -l) * BY_FAMILY ))
+    "$placer" corpus generate --family "$2" --count "$n" --seed "$3" -o "$tmp/$1" --name "$1" \
+      --split "$4" > /dev/null 2>&1 || { echo "learned_vs_best.sh: corpus generate failed" >&2; exit 2; }
+    for f in "$tmp/$1"/graphs/*.graph.json; do rows+=("$1|$f"); done
+  }
+  # The families and seeds of datasets/corpora/by_family.corpus.yaml.
+  gen train enas_cnn,amoebanet,enas_rnn,rnnlm,gnmt,wavenet,rec,resnet,layered_random 3801 1,0,0
+  gen val transformer_xl,gnn 3802 0,1,0
+  gen test inception,transformer,vit,encdec 3803 0,0,1
+else
+  for m in "$src"/datasets/models/onnx/*.onnx; do rows+=("real|$m"); done
+fi
+
+head="| model | split | best ms (winner) |" rule="|---|---|---|"
 for meth in "${methods[@]}"; do head+=" $meth ms |"; rule+="---|"; done
 for meth in "${methods[@]}"; do head+=" $meth / best |"; rule+="---|"; done
 echo "$head"; echo "$rule"
-for m in "$src"/datasets/models/onnx/*.onnx; do
-  name=$(basename "$m" .onnx)
+for row in "${rows[@]}"; do
+  split=${row%%|*} m=${row#*|}
+  name=$(basename "$m"); name=${name%.onnx}; name=${name%.graph.json}
   best=$(step_ms "$m" best)
   times="" ratios=""
   for meth in "${methods[@]}"; do
     t=$(step_ms "$m" "$meth")
     r=$(ratio "$t" "${best%% *}")
     times+=" $t |" ratios+=" $r |"
-    echo "$r" >> "$tmp/ratios.$meth"
+    echo "$split $r" >> "$tmp/ratios.$meth"
   done
-  echo "| $name | $best |$times$ratios"
+  echo "| $name | $split | $best |$times$ratios"
 done
 echo
 for meth in "${methods[@]}"; do
-  awk -v m="$meth" '$1 != "-" { n++; s += log($1); if ($1 < 1) w++ }
-    END { if (n) printf "%s: geomean over %d models %.3f of best, better than best on %d\n", m, n, exp(s/n), w }' \
-    "$tmp/ratios.$meth"
+  awk -v m="$meth" '$2 != "-" { n[$1]++; s[$1] += log($2); if ($2 < 1) w[$1]++; if ($2 > x[$1]) x[$1] = $2 }
+    END { for (k in n) printf "%s (%s): geomean over %d graphs %.3f of best, worst %.3f, better than best on %d\n",
+          m, k, n[k], exp(s[k]/n[k]), x[k], w[k] + 0 }' "$tmp/ratios.$meth" | sort
 done

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "datasets/family_inception.h"
+#include "datasets/family_modern.h"
 #include "datasets/family_nas.h"
 #include "datasets/family_rec.h"
 #include "datasets/family_rnn.h"
@@ -350,6 +351,98 @@ Entry rec_entry() {
           }};
 }
 
+Entry resnet_entry() {
+  return {{"resnet",
+           "ResNet-style CNN: bottleneck blocks with projection shortcuts in four stages "
+           "(blocks b, b + 1, 2b, b; b = 3 is ResNet-50)",
+           "He et al. 2016; torchvision's resnet50 (scripts/export_corpus_models.py)",
+           {{"blocks", R::uniform(1, 4), R::uniform(3, 8), "blocks of stage 0 (b)"},
+            {"width", R::choice({32, 64}), R::choice({64, 128}), "bottleneck channels of stage 0"},
+            {"image", R::choice({128, 224}), R::choice({224, 320}), "input height = width"},
+            {"batch", kBatchCnn, kBatchCnn, "batch size"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            ResNetOptions o;
+            const int b = geti(v, "blocks");
+            o.blocks = {b, b + 1, 2 * b, b};
+            o.width = get(v, "width");
+            o.image = get(v, "image");
+            o.batch = get(v, "batch");
+            o.name = name;
+            return make_resnet(o);
+          }};
+}
+
+Entry vit_entry() {
+  return {{"vit",
+           "Vision Transformer: patch embedding, pre-norm encoder blocks, class-token head",
+           "Dosovitskiy et al. 2021; torchvision's vit_b_32 (scripts/export_corpus_models.py)",
+           {{"layers", R::uniform(4, 12), R::uniform(12, 32), "encoder blocks"},
+            {"d_model", R::log_uniform(256, 768, 64), R::log_uniform(768, 1280, 64),
+             "width (heads = d_model / 64)"},
+            {"patch", R::choice({16, 32}), R::choice({14, 16}), "patch side (image 224)"},
+            {"batch", R::log_uniform(8, 64), R::log_uniform(8, 64), "batch size"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            VitOptions o;
+            o.layers = geti(v, "layers");
+            o.d_model = get(v, "d_model");
+            o.heads = heads_of_width(o.d_model);
+            o.patch = get(v, "patch");
+            o.batch = get(v, "batch");
+            o.name = name;
+            return make_vit(o);
+          }};
+}
+
+Entry encdec_entry() {
+  return {{"encdec",
+           "Encoder-decoder Transformer: post-norm encoder, decoder blocks with self and cross "
+           "attention over the encoder output, generator",
+           "Vaswani et al. 2017; nn.Transformer (scripts/export_corpus_models.py)",
+           {{"layers", R::uniform(2, 6), R::uniform(6, 16), "encoder and decoder layers"},
+            {"d_model", R::log_uniform(256, 1024, 64), R::log_uniform(512, 2048, 64),
+             "width (heads = d_model / 64)"},
+            {"seq_len", R::log_uniform(32, 256, 16), R::log_uniform(128, 1024, 16),
+             "source and target length"},
+            {"batch", R::log_uniform(4, 64), R::log_uniform(4, 64), "batch size"},
+            {"vocab", R::log_uniform(8000, 40000, 1000), R::log_uniform(8000, 40000, 1000),
+             "vocabulary"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            EncDecOptions o;
+            o.encoder_layers = o.decoder_layers = geti(v, "layers");
+            o.d_model = get(v, "d_model");
+            o.heads = heads_of_width(o.d_model);
+            o.seq_len = get(v, "seq_len");
+            o.batch = get(v, "batch");
+            o.vocab = get(v, "vocab");
+            o.name = name;
+            return make_encdec(o);
+          }};
+}
+
+Entry gnn_entry() {
+  return {
+      {"gnn",
+       "Multi-head message-passing GNN over batches of graphs: parallel head branches "
+       "(projection, neighbour aggregation), residual, mean readout",
+       "Kipf & Welling 2017; Velickovic et al. 2018 (scripts/export_corpus_models.py's GCNs)",
+       {{"layers", R::uniform(4, 8), R::uniform(8, 16), "message-passing layers"},
+        {"heads", R::choice({4, 8}), R::choice({4, 8}), "parallel branches per layer"},
+        {"hidden", R::log_uniform(64, 512, 32), R::log_uniform(256, 1024, 32),
+         "width (a multiple of heads)"},
+        {"nodes", R::log_uniform(32, 512, 16), R::log_uniform(256, 4096, 16), "nodes per graph"},
+        {"batch", R::log_uniform(4, 64), R::log_uniform(4, 64), "graphs per batch"}}},
+      [](const Values& v, uint64_t, const std::string& name) {
+        GnnOptions o;
+        o.layers = geti(v, "layers");
+        o.heads = get(v, "heads");
+        o.hidden = get(v, "hidden");
+        o.nodes = get(v, "nodes");
+        o.batch = get(v, "batch");
+        o.name = name;
+        return make_gnn(o);
+      }};
+}
+
 Entry layered_random_entry() {
   return {
       {"layered_random",
@@ -377,9 +470,9 @@ Entry layered_random_entry() {
 // initialization-order issue for callers during static initialization).
 using EntryFn = Entry (*)();
 constexpr EntryFn kFamilies[] = {
-    enas_cnn_entry,    amoebanet_entry, inception_entry,      enas_rnn_entry,
-    rnnlm_entry,       gnmt_entry,      transformer_xl_entry, wavenet_entry,
-    transformer_entry, rec_entry,       layered_random_entry};
+    enas_cnn_entry,       amoebanet_entry,      inception_entry, enas_rnn_entry,    rnnlm_entry,
+    gnmt_entry,           transformer_xl_entry, wavenet_entry,   transformer_entry, rec_entry,
+    layered_random_entry, resnet_entry,         vit_entry,       encdec_entry,      gnn_entry};
 
 std::vector<Entry> make_registry() {
   std::vector<Entry> r;

@@ -126,6 +126,11 @@ void Simulator::Impl::build_channels() {
   port_base = {0, n_dev * L, 2 * n_dev * L, 2 * n_dev * L + H * L};
   chan_free.assign(static_cast<size_t>(port_base[3] + H * L), 0.0);
   all_per_pair = !c.bandwidth_matrix().empty() || !c.latency_matrix().empty();
+  dev_blocking.assign(static_cast<size_t>(n_dev), 0);
+  for (int d = 0; d < n_dev; ++d) {
+    dev_blocking[static_cast<size_t>(d)] = !c.device(d).spec.overlap_transfers;
+    any_blocking = any_blocking || dev_blocking[static_cast<size_t>(d)];
+  }
 }
 
 void Simulator::Impl::transfer_channels(int src, int dst, int32_t* a, int32_t* b) {
@@ -794,6 +799,7 @@ void Simulator::Impl::reset_run_state() {
   dev_running.assign(n_dev, 0);
   dev_lock.assign(n_dev, 0);
   dev_busy_until.assign(n_dev, 0.0);
+  xfer_busy_until.assign(n_dev, 0.0);
   comm_free.assign(n_dev, 0.0);
   host_issued.assign(n_dev, 0.0);
   host_wait.assign(n_dev, 0.0);

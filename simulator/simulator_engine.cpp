@@ -169,6 +169,7 @@ void Simulator::Impl::start_single(uint32_t inst, int d) {
   double start = now;
   if (op_disp[o] > 0) start = std::max(start, issue_time(d, o));
   host_wait[d] += start - now;
+  if (any_blocking) start = std::max(start, xfer_busy_until[d]);
   double dur = op_dur[o];
   if (overlap_slowdown > 1 && comm_free[d] > start) dur *= overlap_slowdown;
   const double end = start + dur;
@@ -200,6 +201,9 @@ void Simulator::Impl::start_gang(uint32_t inst, int d) {
     const double free = start;
     for (int k = 0; k < nd; ++k) start = std::max(start, issue_time(devs[k], o));
     for (int k = 0; k < nd; ++k) host_wait[devs[k]] += start - free;
+  }
+  if (any_blocking) {
+    for (int k = 0; k < nd; ++k) start = std::max(start, xfer_busy_until[devs[k]]);
   }
   double dur = op_dur[o];
   if (overlap_slowdown > 1 && comm_free[d] > start) dur *= overlap_slowdown;
@@ -371,6 +375,13 @@ void Simulator::Impl::deliver(uint32_t site, uint32_t i, uint32_t producer) {
   }
 }
 
+// When a transfer may start on device d: at once on a device with copy engines; on one
+// without, after its running op and its earlier transfers.
+double Simulator::Impl::blocked_from(int d) const {
+  if (!dev_blocking[d]) return 0.0;
+  return std::max(dev_busy_until[d], xfer_busy_until[d]);
+}
+
 void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   const TensorId t = sites[site].tensor;
   const int src = site_sender[site];
@@ -380,9 +391,14 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   transfer_channels(src, dst, &a, &b);
   double start = std::max(now, chan_free[a]);
   if (b >= 0) start = std::max(start, chan_free[b]);
+  if (any_blocking) start = std::max(start, std::max(blocked_from(src), blocked_from(dst)));
   const double end = start + cost.transfer_time(src, dst, bytes);
   chan_free[a] = end;
   if (b >= 0) chan_free[b] = end;
+  if (any_blocking) {
+    if (dev_blocking[src]) xfer_busy_until[src] = end;
+    if (dev_blocking[dst]) xfer_busy_until[dst] = end;
+  }
   // Scatter / gather: the receiver all-gathers the TP ranks' shares, which travel at the
   // same time over symmetric links, as soon as its own share is in.
   const double arrive = end + site_gather[site];

@@ -265,6 +265,11 @@ struct Simulator::Impl {
   std::vector<uint8_t> dev_running, dev_used;
   std::vector<int32_t> dev_lock;
   std::vector<double> dev_busy_until, comm_free, compute_time;
+  // Devices without copy engines (DeviceSpec::overlap_transfers false): a transfer they send
+  // or receive waits for their running op, and ops issued after it wait for its end.
+  std::vector<uint8_t> dev_blocking;
+  bool any_blocking = false;
+  std::vector<double> xfer_busy_until;  // per device: end of its last blocking transfer
   std::vector<double> host_issued;  // per device: when its host issued its last op
   std::vector<double> host_wait;    // per device: idle time waiting for the host to issue
   double overlap_slowdown = 1.0;
@@ -382,6 +387,7 @@ struct Simulator::Impl {
   void produce(uint32_t inst);
   void make_available(TensorId t, uint32_t i, uint32_t producer);
   void deliver(uint32_t site, uint32_t i, uint32_t producer);
+  double blocked_from(int d) const;
   void issue_transfer(uint32_t site, uint32_t i);
   /// The channels a transfer from src to dst holds: *a, and *b when >= 0.
   void transfer_channels(int src, int dst, int32_t* a, int32_t* b);

@@ -217,13 +217,26 @@ std::vector<int> cuts_from_groups(const Graph& g, const LayerChain& chain,
   return cuts;
 }
 
+double pipeline_stage_cost(const PipelineCostTable& t, int i, int j, int first, int r,
+                           int prev_last) {
+  double v = t.stage_time(i, j, first, r);
+  if (static_cast<size_t>(first) >= t.blocking.size() || !t.blocking[static_cast<size_t>(first)])
+    return v;
+  if (i > 0 && prev_last >= 0) v += t.boundary_time(i, prev_last, first, r);
+  if (j < t.num_layers)
+    v += t.boundary_time(j, first + r - 1, std::min(first + r, t.num_devices - 1), 1);
+  return v;
+}
+
 double pipeline_bottleneck(const PipelineCostTable& table,
                            const std::vector<PipelineStageChoice>& stages) {
   double worst = 0;
   for (size_t k = 0; k < stages.size(); ++k) {
     const PipelineStageChoice& s = stages[k];
     if (table.fits && !table.fits(s.begin, s.end, s.first, s.replicas)) return kInf;
-    worst = std::max(worst, table.stage_time(s.begin, s.end, s.first, s.replicas));
+    const int prev_last = k > 0 ? stages[k - 1].first + stages[k - 1].replicas - 1 : -1;
+    worst =
+        std::max(worst, pipeline_stage_cost(table, s.begin, s.end, s.first, s.replicas, prev_last));
     if (k > 0) {
       const PipelineStageChoice& p = stages[k - 1];
       worst = std::max(worst,
@@ -260,6 +273,9 @@ PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineD
   auto host_start = [&](int d) {
     return d == 0 || (static_cast<size_t>(d) < t.host_start.size() && t.host_start[d]);
   };
+  auto blocking = [&](int d) {
+    return static_cast<size_t>(d) < t.blocking.size() && t.blocking[static_cast<size_t>(d)];
+  };
   for (int j = 1; j <= L; ++j) {
     for (int d = 1; d <= N; ++d) {
       double& best = A[at(j, d)];
@@ -277,7 +293,11 @@ PipelineDpSolution solve_pipeline_dp(const PipelineCostTable& t, const PipelineD
               break;
             const double prev = A[at(i, d_prev)];
             if (prev < best) {
-              if (stage < 0) stage = t.stage_time(i, j, first, r);
+              if (blocking(first)) {
+                stage = pipeline_stage_cost(t, i, j, first, r, d_prev - 1);
+              } else if (stage < 0) {
+                stage = t.stage_time(i, j, first, r);
+              }
               double v = std::max(prev, stage);
               if (i > 0 && v < best) v = std::max(v, t.boundary_time(i, d_prev - 1, first, r));
               if (v < best) {
@@ -317,6 +337,7 @@ struct PipelineCostData {
   std::vector<double> grad, resident, saved;    // prefix over units
   std::vector<uint64_t> workspace;              // per unit
   std::vector<double> cross;                    // bytes over the cut before unit j
+  double trips = 2;  // crossings per cut: activations, and gradients when there is a backward
   // Sync groups of the (first, r) pairs the DP asks for, made on first use: making all
   // N^2 of them up front took minutes on 1024 devices.
   std::unordered_map<size_t, CollectiveGroup> groups;  // key first * N + r - 1
@@ -355,9 +376,12 @@ PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& cha
   saved = grad;
   workspace.assign(static_cast<size_t>(L), 0);
   std::vector<double> diff(static_cast<size_t>(L) + 1, 0);
+  bool backward = false;
   for (OpId o = 0; o < problem.graph.num_ops(); ++o) {
     add_op(problem.graph, problem.cost, chain, o, diff);
+    backward = backward || problem.graph.op(o).phase == Phase::kBackward;
   }
+  trips = backward ? 2 : 1;
   make_prefix_sums(diff);
   make_min_memory(problem.cluster);
 }
@@ -456,8 +480,8 @@ double PipelineCostData::boundary_time(const CostModel& cm, int j, int prev_last
   if (prev_last < 0) return 0.0;
   const uint64_t bytes = static_cast<uint64_t>(std::ceil(cross[static_cast<size_t>(j)] / r));
   // Activations forward and their gradients backward over the same link pair.
-  return 2 * cm.transfer_time(devices[static_cast<size_t>(prev_last)],
-                              devices[static_cast<size_t>(first)], bytes);
+  return trips * cm.transfer_time(devices[static_cast<size_t>(prev_last)],
+                                  devices[static_cast<size_t>(first)], bytes);
 }
 
 bool PipelineCostData::fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const {
@@ -492,6 +516,13 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
     t.host_start[static_cast<size_t>(s)] =
         s == 0 || problem.cluster.device(devices[static_cast<size_t>(s) - 1]).host != h;
   }
+  t.blocking.assign(static_cast<size_t>(N), 0);
+  bool any_blocking = false;
+  for (size_t s = 0; s < t.blocking.size(); ++s) {
+    t.blocking[s] = !problem.cluster.device(devices[s]).spec.overlap_transfers;
+    any_blocking = any_blocking || t.blocking[s];
+  }
+  if (!any_blocking) t.blocking.clear();
   const CostModel* cm = &problem.cost;
   t.stage_time = [D, cm](int i, int j, int first, int r) {
     return D->stage_time(*cm, i, j, first, r);

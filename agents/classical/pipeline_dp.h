@@ -45,7 +45,17 @@ struct PipelineCostTable {
   std::function<double(int j, int prev_last, int first, int r)> boundary_time;
   /// Whether the stage fits in memory (resident + in-flight activations); may be empty.
   std::function<bool(int i, int j, int first, int r)> fits;
+  /// Per slot: its device has no copy engines (DeviceSpec::overlap_transfers false), so a
+  /// stage starting there adds its boundaries to its time (pipeline_stage_cost); empty =
+  /// every device overlaps them.
+  std::vector<char> blocking;
 };
+
+/// The time of stage [i, j) on slots [first, first + r) after a stage ending at slot
+/// prev_last (-1: none): stage_time, plus on a blocking first slot the boundary in (from
+/// prev_last) and the boundary out (to the next slot, one replica; none after the last layer).
+double pipeline_stage_cost(const PipelineCostTable& table, int i, int j, int first, int r,
+                           int prev_last);
 
 struct PipelineDpOptions {
   bool allow_replication = true;  ///< r > 1 per stage
@@ -76,8 +86,9 @@ struct PipelineDpSolution {
   bool feasible() const { return !stages.empty(); }
 };
 
-/// The bottleneck of a configuration under `table`: max over stages of stage_time and over
-/// cuts of boundary_time (infinity when a stage does not fit). Used by the DP's tests.
+/// The bottleneck of a configuration under `table`: max over stages of pipeline_stage_cost
+/// and over cuts of boundary_time (infinity when a stage does not fit). Used by the DP's
+/// tests.
 double pipeline_bottleneck(const PipelineCostTable& table,
                            const std::vector<PipelineStageChoice>& stages);
 
@@ -113,9 +124,10 @@ std::vector<int> cuts_from_groups(const Graph& g, const LayerChain& chain,
 
 /// The cost table of a problem (chain from build_layer_chain, device slots = devices).
 /// Uses CostModel op times on the stage's first device, collective_time for the gradient
-/// all-reduce (kAuto), transfer_time for activations; memory = resident bytes + saved
-/// activations of the in-flight micro-batches (all for GPipe; for 1F1B at most
-/// (stages after + 1) / m of them, 1/4 under the default m = 4 x stages).
+/// all-reduce (kAuto), transfer_time for activations (and their gradients when the graph
+/// has backward ops), blocking slots where DeviceSpec::overlap_transfers is false; memory =
+/// resident bytes + saved activations of the in-flight micro-batches (all for GPipe; for
+/// 1F1B at most (stages after + 1) / m of them, 1/4 under the default m = 4 x stages).
 PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerChain& chain,
                                            const std::vector<int>& devices,
                                            const PipelinePlacerOptions& options);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -91,6 +92,23 @@ IdealList prefix_ideals(int n) {
   return out;
 }
 
+/// Whether extra work `e` runs on a stage inside the ideal `b` (of `members` nodes): all its
+/// nodes inside for the latest stage (any nonempty ideal when it has none), any for the
+/// earliest. A stage J..I gets it exactly when it is inside I and not inside J.
+bool extra_inside(const IdealSplitExtra& e, const uint64_t* b, int members) {
+  if (e.latest) {
+    if (e.nodes.empty()) return members > 0;
+    for (int u : e.nodes) {
+      if (!IdealList::has(b, u)) return false;
+    }
+    return true;
+  }
+  for (int u : e.nodes) {
+    if (IdealList::has(b, u)) return true;
+  }
+  return false;
+}
+
 /// The DP over a list of ideals (smallest first, the empty one first, the full one last).
 IdealSplit split_over(const IdealSplitProblem& p, const IdealList& ideals, int max_stages) {
   const int n = p.size();
@@ -101,6 +119,9 @@ IdealSplit split_over(const IdealSplitProblem& p, const IdealList& ideals, int m
   std::vector<std::vector<int>> frontier(m);
   for (size_t i = 0; i < m; ++i) {
     const uint64_t* b = ideals.at(i);
+    for (const IdealSplitExtra& e : p.extra) {
+      if (extra_inside(e, b, ideals.count(i))) work[i] += e.work;
+    }
     for (int u = 0; u < n; ++u) {
       if (!IdealList::has(b, u)) continue;
       work[i] += p.work[static_cast<size_t>(u)];
@@ -119,22 +140,23 @@ IdealSplit split_over(const IdealSplitProblem& p, const IdealList& ideals, int m
     const uint64_t* I = ideals.at(i);
     double out = 0;
     for (int u : frontier[i]) out += p.send[static_cast<size_t>(u)];
-    f[0][i] = work[i] + out;
+    f[0][i] = p.stage_load(work[i], out);
     for (size_t j = 1; j < i && K > 1; ++j) {
       if (ideals.count(j) >= ideals.count(i) || !ideals.subset(j, i)) continue;
       const uint64_t* J = ideals.at(j);
-      double load = work[i] - work[j];
+      double xfer = 0;
       for (int u : frontier[j]) {  // inputs from before the stage
         for (int v : p.succs[static_cast<size_t>(u)]) {
           if (IdealList::has(I, v) && !IdealList::has(J, v)) {
-            load += p.send[static_cast<size_t>(u)];
+            xfer += p.send[static_cast<size_t>(u)];
             break;
           }
         }
       }
       for (int u : frontier[i]) {  // outputs to the stages after
-        if (!IdealList::has(J, u)) load += p.send[static_cast<size_t>(u)];
+        if (!IdealList::has(J, u)) xfer += p.send[static_cast<size_t>(u)];
       }
+      const double load = p.stage_load(work[i] - work[j], xfer);
       for (int k = 1; k < K; ++k) {
         const double cand = std::max(f[static_cast<size_t>(k - 1)][j], load);
         if (cand < f[static_cast<size_t>(k)][i]) {
@@ -171,6 +193,7 @@ IdealSplit split_over(const IdealSplitProblem& p, const IdealList& ideals, int m
 /// its members that leave it (a chain: its tail's).
 IdealSplitProblem merge_groups(const IdealSplitProblem& p, const std::vector<int>& group, int count) {
   IdealSplitProblem c;
+  c.overlap = p.overlap;
   c.work.assign(static_cast<size_t>(count), 0);
   c.send.assign(static_cast<size_t>(count), 0);
   c.succs.assign(static_cast<size_t>(count), {});
@@ -186,19 +209,32 @@ IdealSplitProblem merge_groups(const IdealSplitProblem& p, const std::vector<int
     }
     if (leaves) c.send[static_cast<size_t>(gu)] += p.send[static_cast<size_t>(u)];
   }
+  for (IdealSplitExtra e : p.extra) {
+    for (int& u : e.nodes) u = group[static_cast<size_t>(u)];
+    std::sort(e.nodes.begin(), e.nodes.end());
+    e.nodes.erase(std::unique(e.nodes.begin(), e.nodes.end()), e.nodes.end());
+    c.extra.push_back(std::move(e));
+  }
   return c;
 }
 
-/// Contracts chains (u -> v where u has only v as successor and v only u as predecessor);
-/// group[u] is u's node in the result, numbered by the chain's head (still topological).
-IdealSplitProblem contract_chains(const IdealSplitProblem& p, std::vector<int>* group) {
+/// Contracts chains (u -> v where u has only v as successor and v only u as predecessor)
+/// into pieces of at most `max_work` (a node heavier than that stays alone); group[u] is
+/// u's node in the result, numbered by the piece's head (still topological).
+IdealSplitProblem contract_chains(const IdealSplitProblem& p, double max_work,
+                                  std::vector<int>* group) {
   const int n = p.size();
   const auto preds = predecessors(p);
   std::vector<int> head(static_cast<size_t>(n));
+  std::vector<double> piece(static_cast<size_t>(n), 0);  // work of the piece, by its head
   for (int u = 0; u < n; ++u) {
     const auto& pr = preds[static_cast<size_t>(u)];
-    const bool joins = pr.size() == 1 && p.succs[static_cast<size_t>(pr[0])].size() == 1;
-    head[static_cast<size_t>(u)] = joins ? head[static_cast<size_t>(pr[0])] : u;
+    const double w = p.work[static_cast<size_t>(u)];
+    const bool chained = pr.size() == 1 && p.succs[static_cast<size_t>(pr[0])].size() == 1;
+    const int h = chained ? head[static_cast<size_t>(pr[0])] : u;
+    const bool joins = chained && piece[static_cast<size_t>(h)] + w <= max_work;
+    head[static_cast<size_t>(u)] = joins ? h : u;
+    piece[static_cast<size_t>(head[static_cast<size_t>(u)])] += w;
   }
   std::vector<int> id(static_cast<size_t>(n), -1);
   int count = 0;
@@ -243,19 +279,39 @@ IdealSplit expand(IdealSplit s, const std::vector<int>& group) {
 }  // namespace
 
 double ideal_stage_load(const IdealSplitProblem& p, const std::vector<int>& stage_of, int stage) {
-  double load = 0;
+  double load = 0, xfer = 0;
+  for (const IdealSplitExtra& e : p.extra) {
+    int at = e.nodes.empty() ? 0 : stage_of[static_cast<size_t>(e.nodes[0])];
+    for (int u : e.nodes) {
+      const int su = stage_of[static_cast<size_t>(u)];
+      at = e.latest ? std::max(at, su) : std::min(at, su);
+    }
+    if (at == stage) load += e.work;
+  }
   for (int u = 0; u < p.size(); ++u) {
     const bool in = stage_of[static_cast<size_t>(u)] == stage;
     if (in) load += p.work[static_cast<size_t>(u)];
     for (int v : p.succs[static_cast<size_t>(u)]) {
       if ((stage_of[static_cast<size_t>(v)] == stage) != in) {
-        load += p.send[static_cast<size_t>(u)];  // u sends across this stage's border
+        xfer += p.send[static_cast<size_t>(u)];  // u sends across this stage's border
         break;
       }
     }
   }
-  return load;
+  return p.stage_load(load, xfer);
 }
+
+namespace {
+
+/// The bottleneck of split `s` on problem `p` (a split of a coarsened problem reports the
+/// coarse loads, which may count a merged node's transfers too often).
+double split_bottleneck(const IdealSplitProblem& p, const IdealSplit& s) {
+  double worst = 0;
+  for (int k = 0; k < s.stages; ++k) worst = std::max(worst, ideal_stage_load(p, s.stage_of, k));
+  return worst;
+}
+
+}  // namespace
 
 IdealSplit solve_prefix_split(const IdealSplitProblem& p, int max_stages) {
   constexpr int kMaxPrefixes = 1024;  // the DP is quadratic in the prefixes
@@ -273,60 +329,123 @@ IdealSplit solve_ideal_split(const IdealSplitProblem& p, int max_stages, int64_t
   if (p.size() == 0) return IdealSplit{};
   IdealList ideals(p.size());
   if (enumerate_ideals(p, max_ideals, &ideals)) return split_over(p, ideals, max_stages);
-  std::vector<int> group;
-  const IdealSplitProblem c = contract_chains(p, &group);
-  if (c.size() < p.size()) {
+  IdealSplit best = solve_prefix_split(p, max_stages);
+  best.bottleneck = split_bottleneck(p, best);
+  // Chain pieces of at most 1/16 of a stage's share of the work, coarser (up to whole
+  // chains) while the ideals still exceed the cap: fine pieces keep the stages balanced.
+  double total = 0;
+  for (double w : p.work) total += w;
+  const int k = std::max(1, max_stages);
+  for (double grain : {16.0, 8.0, 4.0, 2.0, 1.0, 0.0}) {
+    const double max_work = grain > 0 ? total / (k * grain) : kInf;
+    std::vector<int> group;
+    const IdealSplitProblem c = contract_chains(p, max_work, &group);
+    if (c.size() == p.size()) continue;
     IdealList coarse(c.size());
-    if (enumerate_ideals(c, max_ideals, &coarse)) {
-      IdealSplit s = expand(split_over(c, coarse, max_stages), group);
-      s.exact = false;  // exact for the contracted graph only
-      return s;
-    }
+    if (!enumerate_ideals(c, max_ideals, &coarse)) continue;
+    IdealSplit s = expand(split_over(c, coarse, max_stages), group);
+    s.exact = false;  // exact for the contracted graph only
+    s.bottleneck = split_bottleneck(p, s);
+    if (s.bottleneck <= best.bottleneck) best = std::move(s);
+    break;
   }
-  return solve_prefix_split(p, max_stages);
+  return best;
 }
+
+namespace {
+
+/// Where each op of a graph runs in a split over its forward ops (the simulator's stage
+/// rule): node[o] for forward ops and ops with a forward op (their forward op's node), -1
+/// for the others, which follow the latest stage among `anchors[o]` (their predecessors'
+/// nodes), or when that is empty the earliest among their successors' (`latest[o]` = 0).
+struct OpAnchors {
+  std::vector<int> node;
+  std::vector<std::vector<int>> anchors;
+  std::vector<char> latest;
+  std::vector<OpId> forward;  ///< the forward ops, node order
+};
+
+void add_anchors(const OpAnchors& a, OpId q, std::vector<int>* out) {
+  if (a.node[q] >= 0) {
+    out->push_back(a.node[q]);
+  } else if (a.latest[q]) {
+    out->insert(out->end(), a.anchors[q].begin(), a.anchors[q].end());
+  }
+}
+
+void sort_unique(std::vector<int>* v) {
+  std::sort(v->begin(), v->end());
+  v->erase(std::unique(v->begin(), v->end()), v->end());
+}
+
+OpAnchors op_anchors(const Graph& g) {
+  OpAnchors a;
+  a.node.assign(g.num_ops(), -1);
+  a.anchors.assign(g.num_ops(), {});
+  a.latest.assign(g.num_ops(), 1);
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase != Phase::kForward) continue;
+    a.node[o] = static_cast<int>(a.forward.size());
+    a.forward.push_back(o);
+  }
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const OpId f = g.op(o).forward_op;
+    if (a.node[o] < 0 && f < g.num_ops()) a.node[o] = a.node[f];
+  }
+  const auto& topo = g.topo_order();
+  for (OpId o : topo) {
+    if (a.node[o] >= 0) continue;
+    for (OpId q : g.preds(o)) add_anchors(a, q, &a.anchors[o]);
+    sort_unique(&a.anchors[o]);
+  }
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const OpId o = *it;
+    if (a.node[o] >= 0 || !a.anchors[o].empty()) continue;
+    for (OpId q : g.succs(o)) add_anchors(a, q, &a.anchors[o]);
+    sort_unique(&a.anchors[o]);
+    a.latest[o] = a.anchors[o].empty();  // no neighbour with a stage: stage 0
+  }
+  return a;
+}
+
+}  // namespace
 
 IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int next) {
   const Graph& g = problem.graph;
-  std::vector<int> node(g.num_ops(), -1);
-  std::vector<OpId> forward;
-  for (OpId o : g.topo_order()) {
-    if (g.op(o).phase != Phase::kForward) continue;
-    node[o] = static_cast<int>(forward.size());
-    forward.push_back(o);
-  }
+  const OpAnchors a = op_anchors(g);
+  const size_t n = a.forward.size();
   IdealSplitProblem p;
-  p.work.assign(forward.size(), 0);
-  p.send.assign(forward.size(), 0);
-  p.succs.assign(forward.size(), {});
-  if (forward.empty()) return p;
-  // Derived ops join their forward op's node (the simulator's stage rule); others the
-  // latest node among their predecessors.
-  for (OpId o : g.topo_order()) {
-    int u = node[o];
-    const OpId f = g.op(o).forward_op;
-    if (u < 0 && f < g.num_ops()) u = node[f];
-    if (u < 0) {
-      for (OpId q : g.preds(o)) u = std::max(u, node[q]);
-      node[o] = u;
+  p.work.assign(n, 0);
+  p.send.assign(n, 0);
+  p.succs.assign(n, {});
+  if (n == 0) return p;
+  bool backward = false;
+  std::map<std::pair<std::vector<int>, bool>, double> extra;  // one entry per node set
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const double t = problem.cost.op_time(g.op(o), g.op_bytes(o), device);
+    backward = backward || g.op(o).phase == Phase::kBackward;
+    if (a.node[o] >= 0) {
+      p.work[static_cast<size_t>(a.node[o])] += t;
+    } else {
+      extra[{a.anchors[o], a.latest[o] != 0}] += t;
     }
-    if (u < 0) u = 0;
-    p.work[static_cast<size_t>(u)] += problem.cost.op_time(g.op(o), g.op_bytes(o), device);
   }
-  for (size_t u = 0; u < forward.size(); ++u) {
+  for (const auto& [key, t] : extra) p.extra.push_back({key.first, key.second, t});
+  // Activations forward, and their gradients back when the graph has a backward pass.
+  const double trips = backward ? 2 : 1;
+  for (size_t u = 0; u < n; ++u) {
     uint64_t bytes = 0;
-    for (TensorId t : g.op(forward[u]).outputs) {
+    for (TensorId t : g.op(a.forward[u]).outputs) {
       bool crosses = false;
       for (OpId c : g.consumers(t)) {
         if (g.op(c).phase != Phase::kForward) continue;
         crosses = true;
-        p.succs[u].push_back(node[c]);
+        p.succs[u].push_back(a.node[c]);
       }
       if (crosses) bytes += g.tensor(t).bytes;
     }
-    std::sort(p.succs[u].begin(), p.succs[u].end());
-    p.succs[u].erase(std::unique(p.succs[u].begin(), p.succs[u].end()), p.succs[u].end());
-    p.send[u] = 2 * problem.cost.transfer_time(device, next, bytes);
+    sort_unique(&p.succs[u]);
+    p.send[u] = trips * problem.cost.transfer_time(device, next, bytes);
   }
   return p;
 }
@@ -345,20 +464,23 @@ Plan pipeline_ideals_plan(const Problem& problem, IdealSplit* split) {
   plan.method = "pipeline-ideals";
   plan.pipeline.stages.resize(static_cast<size_t>(s.stages));
   for (int k = 0; k < s.stages; ++k) plan.pipeline.stages[static_cast<size_t>(k)].devices = {devices[static_cast<size_t>(k)]};
-  std::vector<int> stage_of_op(g.num_ops(), 0);
-  int u = 0;
-  for (OpId o : g.topo_order()) {
-    if (g.op(o).phase != Phase::kForward) continue;
-    const int k = s.stage_of[static_cast<size_t>(u++)];
-    stage_of_op[o] = k;
-    plan.pipeline.stages[static_cast<size_t>(k)].ops.push_back(o);
+  const OpAnchors a = op_anchors(g);
+  for (size_t u = 0; u < a.forward.size(); ++u) {
+    plan.pipeline.stages[static_cast<size_t>(s.stage_of[u])].ops.push_back(a.forward[u]);
   }
+  // Every op on its stage's device, as the simulator places it.
   plan.placement.assign(g.num_ops(), devices[0]);
-  for (OpId o : g.topo_order()) {
-    const OpId f = g.op(o).forward_op;
-    int k = stage_of_op[o];
-    if (g.op(o).phase != Phase::kForward && f < g.num_ops()) k = stage_of_op[f];
-    stage_of_op[o] = k;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    int k = 0;
+    if (a.node[o] >= 0) {
+      k = s.stage_of[static_cast<size_t>(a.node[o])];
+    } else if (!a.anchors[o].empty()) {
+      k = s.stage_of[static_cast<size_t>(a.anchors[o][0])];
+      for (int u : a.anchors[o]) {
+        const int su = s.stage_of[static_cast<size_t>(u)];
+        k = a.latest[o] ? std::max(k, su) : std::min(k, su);
+      }
+    }
     plan.placement[o] = devices[static_cast<size_t>(k)];
   }
   plan.validate(g, problem.cluster);

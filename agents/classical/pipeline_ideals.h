@@ -12,9 +12,13 @@
 //
 // The DP: f(I, 1) = load(I), f(I, k) = min over ideals J < I of max(f(J, k - 1),
 // load(I \ J)); O(ideals^2 x k). When the graph has more than `max_ideals` ideals, chains of
-// single-successor / single-predecessor nodes are contracted first, and if that is not
-// enough the split falls back to the prefixes of one topological order (exact = false).
+// single-successor / single-predecessor nodes are contracted into pieces of bounded work
+// (a small share of a stage's, so the pieces still balance), coarser pieces while the
+// ideals still exceed the cap; the split along the prefixes of one topological order is
+// the last resort, and the better of the two (by the loads on the full graph) is kept
+// (exact = false).
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -22,12 +26,28 @@
 
 namespace placer {
 
+/// Work that belongs to no node but runs on a stage chosen by a node set (the simulator's
+/// stage rule for ops without a forward op): `latest` = the latest stage among `nodes`
+/// (stage 0 when empty), else the earliest.
+struct IdealSplitExtra {
+  std::vector<int> nodes;
+  bool latest = true;
+  double work = 0;
+};
+
 /// The abstract problem (tests build it by hand; ideal_split_problem builds it from a graph).
 struct IdealSplitProblem {
   std::vector<double> work;               ///< per node
   std::vector<double> send;               ///< per node: cost of moving its output across a cut
   std::vector<std::vector<int>> succs;    ///< per node: successors (the DAG's edges)
+  std::vector<IdealSplitExtra> extra;     ///< work placed by a node set's stages
+  /// false: a stage's transfers add to its work (devices without copy engines, and what
+  /// pipeline-ideals assumes everywhere); true: they overlap it (load = the larger).
+  bool overlap = false;
   int size() const { return static_cast<int>(work.size()); }
+  double stage_load(double work_part, double transfers) const {
+    return overlap ? std::max(work_part, transfers) : work_part + transfers;
+  }
 };
 
 struct IdealSplit {
@@ -38,9 +58,10 @@ struct IdealSplit {
   bool exact = true;          ///< false: the topological-order fallback ran
 };
 
-/// Load of `stage` (a node set given as a membership mask) under `stage_of`: its work, plus
-/// send[u] for each u inside with a successor outside (once per u), plus send[u] for each u
-/// outside with a successor inside (once per u).
+/// Load of `stage` (a node set given as a membership mask) under `stage_of`: its work and
+/// the extra work it gets, with (stage_load) its transfers: send[u] for each u inside with
+/// a successor outside (once per u), plus send[u] for each u outside with a successor
+/// inside (once per u).
 double ideal_stage_load(const IdealSplitProblem& p, const std::vector<int>& stage_of, int stage);
 
 /// The best split into at most `max_stages` stages (fewest stages among equal bottlenecks).
@@ -51,8 +72,11 @@ IdealSplit solve_ideal_split(const IdealSplitProblem& p, int max_stages, int64_t
 IdealSplit solve_prefix_split(const IdealSplitProblem& p, int max_stages);
 
 /// The problem of a training step: one node per forward op, its work the time of the op and
-/// of its backward and optimizer ops on `device`, send = 2 x transfer of its outputs from
-/// `device` to `next` (activations forward, gradients back).
+/// of its backward and optimizer ops on `device`, send = the transfer of its outputs from
+/// `device` to `next`, twice when the graph has backward ops (activations forward,
+/// gradients back). Non-forward ops without a forward op are extra work placed as the
+/// simulator places them (the latest stage among their predecessors, else the earliest
+/// among their successors).
 IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int next);
 
 /// `placer place --method pipeline-ideals`: the split over the problem's devices in order,

@@ -56,8 +56,9 @@ std::string file_stem(const std::string& path) {
 
 DeviceSpec read_device_type(const YamlReader& r, const std::string& type_name, const YAML::Node& n,
                             const std::string& field) {
-  r.check_keys(n, field,
-               {"kind", "model", "peak_flops", "memory", "memory_bandwidth", "launch_overhead"});
+  r.check_keys(
+      n, field,
+      {"kind", "model", "peak_flops", "memory", "memory_bandwidth", "launch_overhead", "overlap"});
   DeviceSpec s;
   s.model = type_name;
   if (n["model"]) s.model = r.scalar(n["model"], field_join(field, "model"));
@@ -102,6 +103,7 @@ DeviceSpec read_device_type(const YamlReader& r, const std::string& type_name, c
     s.launch_overhead = r.to_quantity(n["launch_overhead"], QuantityKind::kTime,
                                       field_join(field, "launch_overhead"));
   }
+  if (n["overlap"]) s.overlap_transfers = r.to_bool(n["overlap"], field_join(field, "overlap"));
   return s;
 }
 
@@ -374,7 +376,7 @@ using Json = nlohmann::ordered_json;
 bool same_spec(const DeviceSpec& a, const DeviceSpec& b) {
   return a.model == b.model && a.kind == b.kind && a.peak_flops == b.peak_flops &&
          a.memory_bandwidth == b.memory_bandwidth && a.memory_bytes == b.memory_bytes &&
-         a.launch_overhead == b.launch_overhead;
+         a.launch_overhead == b.launch_overhead && a.overlap_transfers == b.overlap_transfers;
 }
 
 Json spec_to_json(const DeviceSpec& s, const std::string& key) {
@@ -389,6 +391,7 @@ Json spec_to_json(const DeviceSpec& s, const std::string& key) {
   j["memory"] = format_bytes(s.memory_bytes);
   j["memory_bandwidth"] = format_bandwidth(s.memory_bandwidth);
   j["launch_overhead"] = format_time(s.launch_overhead);
+  if (!s.overlap_transfers) j["overlap"] = false;
   return j;
 }
 

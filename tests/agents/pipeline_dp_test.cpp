@@ -73,7 +73,7 @@ void brute(const PipelineCostTable& t, const PipelineDpOptions& o, int i, int d,
     for (int r = 1; r <= R && first + r <= t.num_devices; ++r) {
       for (int j = i + 1; j <= t.num_layers; ++j) {
         if (t.fits && !t.fits(i, j, first, r)) continue;
-        double w = std::max(worst, t.stage_time(i, j, first, r));
+        double w = std::max(worst, pipeline_stage_cost(t, i, j, first, r, prev_last));
         if (i > 0) w = std::max(w, t.boundary_time(i, prev_last, first, r));
         cur->push_back({i, j, first, r});
         brute(t, o, j, first + r, first + r - 1, w, cur, best);
@@ -121,8 +121,8 @@ PipelineCostTable random_table(int layers, int devices, int per_host, uint32_t s
   return t;
 }
 
-TEST(PipelineDp, HandComputedChain) {
-  // Per-layer times 1, 1, 1, 3 on 2 devices without replication: cut before the last layer.
+/// Per-layer times 1, 1, 1, 3 on 2 slots of one host, every boundary `boundary`.
+PipelineCostTable hand_chain(double boundary) {
   const std::vector<double> w = {1, 1, 1, 3};
   PipelineCostTable t;
   t.num_layers = 4;
@@ -133,7 +133,13 @@ TEST(PipelineDp, HandComputedChain) {
     for (int k = i; k < j; ++k) s += w[static_cast<size_t>(k)];
     return s;
   };
-  t.boundary_time = [](int, int, int, int) { return 0.5; };
+  t.boundary_time = [boundary](int, int, int, int) { return boundary; };
+  return t;
+}
+
+TEST(PipelineDp, HandComputedChain) {
+  // Per-layer times 1, 1, 1, 3 on 2 devices without replication: cut before the last layer.
+  const PipelineCostTable t = hand_chain(0.5);
   PipelineDpOptions o;
   o.allow_replication = false;
   const PipelineDpSolution s = solve_pipeline_dp(t, o);
@@ -167,22 +173,50 @@ TEST(PipelineDp, SkipsToHostBoundaryWhenItPays) {
   EXPECT_EQ(brute_force(t, o), 30.0);
 }
 
+TEST(PipelineDp, TransfersAddToStagesOnDevicesWithoutCopyEngines) {
+  // The chain above (1, 1, 1, 3) with boundaries of 3.5: overlapped, the cut before the
+  // last layer costs max(3, 3.5, 3) = 3.5 < 6. Without copy engines each stage adds its
+  // boundary (3 + 3.5 = 6.5), so one stage (6) wins.
+  PipelineCostTable t = hand_chain(3.5);
+  PipelineDpOptions o;
+  o.allow_replication = false;
+  PipelineDpSolution s = solve_pipeline_dp(t, o);
+  EXPECT_EQ(s.bottleneck, 3.5);
+  EXPECT_EQ(s.stages.size(), 2u);
+  t.blocking = {1, 1};
+  s = solve_pipeline_dp(t, o);
+  EXPECT_EQ(s.bottleneck, 6.0);
+  EXPECT_EQ(s.stages.size(), 1u);
+  // Boundaries of 2: the cut before the last layer, 3 + 2 on both sides.
+  t = hand_chain(2.0);
+  t.blocking = {1, 1};
+  s = solve_pipeline_dp(t, o);
+  EXPECT_EQ(s.bottleneck, 5.0);
+  ASSERT_EQ(s.stages.size(), 2u);
+  EXPECT_EQ(s.stages[0].end, 3);
+  EXPECT_EQ(pipeline_bottleneck(t, s.stages), 5.0);
+}
+
 TEST(PipelineDp, EqualsBruteForceOnRandomTables) {
   for (uint32_t seed = 1; seed <= 120; ++seed) {
     const int layers = 1 + static_cast<int>(seed % 7);
     const int devices = 1 + static_cast<int>(seed % 5);
     const int per_host = 1 + static_cast<int>((seed / 5) % 3);
     const PipelineCostTable t = random_table(layers, devices, per_host, seed);
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       PipelineDpOptions o;
       o.allow_replication = variant != 0;
-      o.align_to_hosts = variant == 2;
-      const PipelineDpSolution s = solve_pipeline_dp(t, o);
-      const double bf = brute_force(t, o);
+      o.align_to_hosts = variant >= 2;
+      PipelineCostTable tv = t;
+      if (variant == 3) {  // every other slot without copy engines
+        for (int d = 0; d < devices; ++d) tv.blocking.push_back(static_cast<char>(d % 2 == 0));
+      }
+      const PipelineDpSolution s = solve_pipeline_dp(tv, o);
+      const double bf = brute_force(tv, o);
       SCOPED_TRACE("seed " + std::to_string(seed) + " variant " + std::to_string(variant));
       EXPECT_EQ(s.bottleneck, bf);
       if (s.feasible()) {
-        EXPECT_EQ(pipeline_bottleneck(t, s.stages), bf);
+        EXPECT_EQ(pipeline_bottleneck(tv, s.stages), bf);
       }
     }
   }

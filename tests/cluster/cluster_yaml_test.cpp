@@ -38,6 +38,7 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
     EXPECT_EQ(x.spec.memory_bandwidth, y.spec.memory_bandwidth);
     EXPECT_EQ(x.spec.memory_bytes, y.spec.memory_bytes);
     EXPECT_EQ(x.spec.launch_overhead, y.spec.launch_overhead);
+    EXPECT_EQ(x.spec.overlap_transfers, y.spec.overlap_transfers);
   }
   for (int l = 1; l < kNumLinkLevels; ++l) {
     const LinkSpec& x = a.link(static_cast<LinkLevel>(l));
@@ -209,6 +210,30 @@ TEST(ClusterYaml, Fp8PeakIsSpelledF8OrFp8AndRoundTrips) {
   const std::string written = cluster_to_yaml(c);
   EXPECT_NE(written.find("f8: "), std::string::npos);
   expect_same_cluster(c, parse_cluster_yaml(written, "rt.cluster.yaml"));
+}
+
+TEST(ClusterYaml, OverlapFalseReadsAndRoundTrips) {
+  const std::string yaml =
+      "format_version: \"1.0\"\nname: two\ndevice_types:\n  a:\n"
+      "    peak_flops: 10 TFLOPS\n    memory: 16 GiB\n    memory_bandwidth: 1 TB/s\n"
+      "    overlap: false\n  b:\n    peak_flops: 10 TFLOPS\n    memory: 16 GiB\n"
+      "    memory_bandwidth: 1 TB/s\nhosts:\n  - name: h\n"
+      "    devices: [{type: a, count: 1}, {type: b, count: 1}]\n"
+      "links:\n  intra_host: {latency: 1 us, bandwidth: 10 GB/s}\n";
+  const Cluster c = parse_cluster_yaml(yaml, "two.cluster.yaml");
+  EXPECT_FALSE(c.device(0).spec.overlap_transfers);
+  EXPECT_TRUE(c.device(1).spec.overlap_transfers);  // the default
+  const std::string written = cluster_to_yaml(c);
+  EXPECT_NE(written.find("overlap: false"), std::string::npos);
+  expect_same_cluster(c, parse_cluster_yaml(written, "rt.cluster.yaml"));
+  const std::string bad =
+      std::string(yaml).replace(yaml.find("overlap: false"), 14, "overlap: sure");
+  try {
+    parse_cluster_yaml(bad, "bad.cluster.yaml");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device_types.a.overlap"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ClusterYaml, ProgrammaticRoundTripWithAwkwardNumbers) {

@@ -95,6 +95,51 @@ TEST(Simulator, TransfersQueueOnASharedSendPort) {
   }
 }
 
+// Device 0 (blocking0) and device 1 (blocking1) on one host, 1 GB/s, no latency; a device
+// without copy engines (overlap_transfers false) is busy while it sends or receives.
+Cluster overlap_cluster(bool blocking0, bool blocking1) {
+  DeviceSpec a = testing::test_spec(), b = testing::test_spec();
+  a.overlap_transfers = !blocking0;
+  b.overlap_transfers = !blocking1;
+  Cluster cl;
+  cl.name = "overlap";
+  cl.add_host("h", a, 1);
+  cl.add_device(0, "h/gpu1", b);
+  cl.set_link(LinkLevel::kIntraHost, link(0, 1e9));
+  cl.set_link(LinkLevel::kInterHost, link(0, 1e9));
+  cl.validate();
+  return cl;
+}
+
+TEST(Simulator, TransfersOccupyDevicesWithoutCopyEngines) {
+  // a (2 ms, device 0) -> x (1 MB: 1 ms) -> b (0.5 ms, device 1) and c (3 ms, device 0);
+  // d (4 ms, device 1) has no inputs.
+  TestGraph tg;
+  const TensorId x = tg.tensor("x", 1000000);
+  const TensorId y = tg.tensor("y", 10), z = tg.tensor("z", 10), w = tg.tensor("w", 10);
+  tg.op("a", 2e9, {}, {x});
+  tg.op("b", 0.5e9, {x}, {y});
+  tg.op("c", 3e9, {x}, {z});
+  tg.op("d", 4e9, {}, {w});
+  const Graph g = tg.build();
+  const Plan p = place(g, {0, 1, 0, 1});
+  auto step = [&](bool blocking0, bool blocking1) {
+    const Cluster cl = overlap_cluster(blocking0, blocking1);
+    const CostModel cost(cl, uniform_profile(1.0));
+    Simulator sim(g, cl, cost);
+    return sim.run(p).step_time;
+  };
+  // Overlapped: x travels 2..3 ms beside c (2..5); b waits for d, 4..4.5.
+  EXPECT_NEAR(step(false, false), 5e-3, 1e-12);
+  // The sender blocks: c starts after the send, 3..6.
+  EXPECT_NEAR(step(true, false), 6e-3, 1e-12);
+  // The receiver blocks: the transfer waits for d, 4..5, then b 5..5.5 (c ends at 5).
+  EXPECT_NEAR(step(false, true), 5.5e-3, 1e-12);
+  // Both: the transfer waits for d (4..5) and holds device 0 from its issue (a
+  // rendezvous), so c runs 5..8.
+  EXPECT_NEAR(step(true, true), 8e-3, 1e-12);
+}
+
 TEST(Simulator, TransfersBetweenHostsQueueOnTheHostNic) {
   TestGraph b;
   const TensorId x1 = b.tensor("x1", 1000000);
