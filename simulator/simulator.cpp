@@ -332,6 +332,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_settings(p, options);
   assign_partitions(p);
   assign_stages(p);
+  choose_symmetry(p);
   assign_devices_and_durations(p);
   size_tensor_payloads(p);
   prepare_step_barrier(p);
@@ -841,6 +842,8 @@ SimResult Simulator::run(const Plan& plan, const SimOptions& options) {
   impl_->out = &r;
   impl_->simulate();
   impl_->finish_result(&r);
+  r.symmetric = impl_->folded;
+  r.full_reason = impl_->full_reason;
   if (impl_->sync_external) {
     apply_sync_strategies(graph_, cluster_, cost_, *p, impl_->grad_ready, &r);
   }

@@ -280,7 +280,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   if (op_coll[o] > 0) {
     // Partition-n-reduce: the outputs exist only after the all-gather / all-reduce.
     double start = 0;
-    const double end = reserve_comm(op_group[o], op_coll[o], &start);
+    const double end = reserve_comm(part_devs(op_part[o]), op_coll[o], &start);
     ++out->num_collectives;
     out->collective_bytes += op_coll_bytes[o];
     if (opts.record_events) {
@@ -303,11 +303,11 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   }
 }
 
-double Simulator::Impl::reserve_comm(uint32_t group, double duration, double* start) {
+double Simulator::Impl::reserve_comm(const std::vector<int>& devs, double duration, double* start) {
   double s = now;
-  for (int d : group_devs[group]) s = std::max(s, comm_free[d]);
+  for (int d : devs) s = std::max(s, comm_free[d]);
   const double end = s + duration;
-  for (int d : group_devs[group]) {
+  for (int d : devs) {
     comm_free[d] = end;
     add_comm(d, s, end);
   }
@@ -388,8 +388,8 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   const double arrive = end + site_gather[site];
   add_comm(src, start, end);
   add_comm(dst, start, arrive);
-  ++out->num_transfers;
-  out->transfer_bytes += bytes;
+  out->num_transfers += dev_mult[dst];
+  out->transfer_bytes += bytes * dev_mult[dst];
   if (opts.record_events) {
     SimEvent e;
     e.kind = SimEvent::kTransfer;
@@ -457,7 +457,7 @@ void Simulator::Impl::launch_bucket(uint32_t sync_index) {
           : cost.group_collective_time(CollectiveKind::kAllReduce, groups[s.group], s.open_bytes,
                                        sync);
   double start = 0;
-  const double end = reserve_comm(s.group, dur, &start);
+  const double end = reserve_comm(group_devs[s.group], dur, &start);
   ++out->num_collectives;
   out->collective_bytes += s.open_bytes;
   if (opts.record_events) {
@@ -597,6 +597,7 @@ void Simulator::Impl::finish_result(SimResult* r) {
     r->fsdp_backward_wait = fsdp_bwd_wait;
   }
 
+  if (folded) mirror_folded_ranks(r);
   // Devices that replicate a simulated one (data-parallel replicas, the extra devices of a
   // replicated pipeline stage) run the same timeline.
   const Plan& p = *plan;

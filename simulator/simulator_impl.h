@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,6 +63,13 @@ struct Simulator::Impl {
   void prepare_settings(const Plan& plan, const SimOptions& options);  // replicas, stages, sync
   void assign_partitions(const Plan& plan);   // op -> partition (backward ops too)
   void assign_stages(const Plan& plan);       // op -> pipeline stage
+  // Symmetric simulation (symmetry.cpp): whether the plan's tensor-parallel ranks run alike,
+  // and if so the two ranks of each group that are simulated (part_run, dev_mult).
+  void choose_symmetry(const Plan& plan);
+  std::string asymmetry(const Plan& plan) const;  // why not symmetric; empty when it is
+  std::string asymmetric_stage_ops(const Plan& plan) const;
+  std::string asymmetric_transfers(const Plan& plan) const;
+  void mirror_folded_ranks(SimResult* r) const;         // ranks 2.. of each group take rank 1's
   void assign_devices_and_durations(const Plan& plan);  // device, work share, time, instances
   void size_tensor_payloads(const Plan& plan);  // bytes moved and synced per tensor
   void prepare_step_barrier(const Plan& plan);  // loss scaling / clipping / tied embeddings
@@ -315,10 +323,21 @@ struct Simulator::Impl {
 
   std::vector<uint32_t> dev_cur;  // instance occupying (or last occupying) each device
 
+  // Symmetric simulation: every TP rank of a group but the first two is left out; rank 1
+  // stands for ranks 1.. (rank 0 differs: it is the primary, which sends and syncs).
+  bool folded = false;
+  std::vector<std::vector<int>> part_run;  // per partition: the devices simulated
+  std::vector<uint32_t> dev_mult;          // per device: the devices it stands for (>= 1)
+  std::string full_reason;                 // why every device is simulated; empty when folded
+
   // Helpers (inline: the event loop calls them for every tensor and op).
+  // The devices partition i runs on in this simulation.
+  const std::vector<int>& part_devs(int32_t i) const {
+    return folded ? part_run[i] : plan->partitions[i].devices;
+  }
   const int* devs_of(OpId o, int* count) const {
     if (op_part[o] >= 0) {
-      const std::vector<int>& d = plan->partitions[op_part[o]].devices;
+      const std::vector<int>& d = part_devs(op_part[o]);
       *count = static_cast<int>(d.size());
       return d.data();
     }
@@ -327,6 +346,10 @@ struct Simulator::Impl {
   }
   bool on_device(OpId o, int dev) const {
     if (op_part[o] < 0) return op_dev[o] == dev;
+    if (folded) {
+      const std::vector<int>& run = part_run[op_part[o]];
+      return std::find(run.begin(), run.end(), dev) != run.end();
+    }
     const std::vector<int>& members = group_sorted[part_group[op_part[o]]];
     return std::binary_search(members.begin(), members.end(), dev);
   }
@@ -357,7 +380,7 @@ struct Simulator::Impl {
   void gradient_ready();
   void on_barrier();
   double issue_time(int d, OpId o);
-  double reserve_comm(uint32_t group, double duration, double* start);
+  double reserve_comm(const std::vector<int>& devs, double duration, double* start);
   void alloc_outputs(OpId o);
   void alloc(int d, uint64_t bytes);
   void release(int d, uint64_t bytes) { mem_cur[d] -= static_cast<int64_t>(bytes); }
