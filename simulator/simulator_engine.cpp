@@ -20,7 +20,7 @@ uint32_t Simulator::Impl::find_site(TensorId t, int dev) const {
 
 uint32_t Simulator::Impl::producer_inst(TensorId t, uint32_t i) const {
   const OpId p = t_producer[t];
-  return t_mb[t] ? op_inst[p] + i : op_inst[p + 1] - 1;
+  return t_mb[t] ? inst_of(p, i) : last_inst(p);
 }
 
 void Simulator::Impl::push_event(double time, EventKind kind, uint32_t a, uint32_t b) {
@@ -40,7 +40,7 @@ void Simulator::Impl::alloc(int d, uint64_t bytes) {
 
 void Simulator::Impl::release_ref(uint32_t site, uint32_t i) {
   const Site& s = sites[site];
-  if (--refs[s.ref_base + i] == 0) release(s.dev, s.bytes);
+  if (--ref_of(s, i) == 0) release(s.dev, s.bytes);
 }
 
 void Simulator::Impl::add_comm(int d, double start, double end) {
@@ -64,7 +64,7 @@ void Simulator::Impl::record_compute(uint32_t inst, int d) {
   e.kind = g.op(o).phase == Phase::kOptimizer ? SimEvent::kOptimizer : SimEvent::kCompute;
   e.device = d;
   e.op = o;
-  e.micro_batch = op_multi[o] ? static_cast<int>(inst - op_inst[o]) : -1;
+  e.micro_batch = op_multi[o] ? static_cast<int>(mb_of(o, inst)) : -1;
   e.start = start_time[inst];
   e.end = end_time[inst];
   out->events.push_back(e);
@@ -83,7 +83,7 @@ void Simulator::Impl::dec_pending(uint32_t inst, uint32_t producer) {
 bool Simulator::Impl::gated(uint32_t inst) const {
   const OpId o = inst_op[inst];
   const int st = op_stage[o];
-  const int j = static_cast<int>(inst - op_inst[o]);
+  const int j = static_cast<int>(mb_of(o, inst));
   if (op_phase[o] == Phase::kForward) {
     const int r = stage_rank(st);
     if (!rank_gated[r]) return false;
@@ -237,7 +237,7 @@ void Simulator::Impl::begin_gang(uint32_t inst) {
 
 void Simulator::Impl::on_finish(uint32_t inst) {
   const OpId o = inst_op[inst];
-  const uint32_t j = inst - op_inst[o];
+  const uint32_t j = mb_of(o, inst);
   int nd = 0;
   const int* devs = devs_of(o, &nd);
   const int primary = op_dev[o];
@@ -262,7 +262,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   // The backward ops of a forward op may start once it has run.
   for (uint32_t k = bwd_off[o]; k < bwd_off[o + 1]; ++k) {
     const OpId b = bwd_of[k];
-    dec_pending(op_inst[b] + (op_multi[b] && op_multi[o] ? j : 0), inst);
+    dec_pending(inst_of(b, op_multi[b] && op_multi[o] ? j : 0), inst);
   }
   // Pipeline gates: a finished forward / backward micro-batch may open one.
   if (pipelined && op_multi[o]) {
@@ -317,7 +317,7 @@ double Simulator::Impl::reserve_comm(const std::vector<int>& devs, double durati
 
 void Simulator::Impl::produce(uint32_t inst) {
   const OpId o = inst_op[inst];
-  const uint32_t j = inst - op_inst[o];
+  const uint32_t j = mb_of(o, inst);
   const bool last = ++op_produced[o] == n_inst_of(o);
   for (uint32_t k = out_off[o]; k < out_off[o + 1]; ++k) {
     const TensorId t = out_t[k];
@@ -345,7 +345,7 @@ void Simulator::Impl::make_available(TensorId t, uint32_t i, uint32_t producer) 
     if (st.source) {
       // Nobody holds it (a sink's output, or read only by backward ops that recompute
       // it): freed at once; its readers on this device still learn it was produced.
-      if (refs[st.ref_base + i] == 0) release(st.dev, st.bytes);
+      if (ref_of(st, i) == 0) release(st.dev, st.bytes);
       deliver(s, i, producer);
     } else if (!mb || st.refs_mb > 0 || (i == last && st.refs_last > 0)) {
       issue_transfer(s, i);
@@ -361,12 +361,12 @@ void Simulator::Impl::deliver(uint32_t site, uint32_t i, uint32_t producer) {
     if (!on_device(c, x)) continue;
     if (mb) {
       if (op_multi[c]) {
-        dec_pending(op_inst[c] + i, producer);
+        dec_pending(inst_of(c, i), producer);
       } else if (i == static_cast<uint32_t>(M - 1)) {
         dec_pending(op_inst[c], producer);
       }
     } else {
-      for (uint32_t k = op_inst[c]; k < op_inst[c + 1]; ++k) dec_pending(k, producer);
+      for (uint32_t k = 0; k < n_inst_of(c); ++k) dec_pending(inst_of(c, k), producer);
     }
   }
 }
@@ -504,15 +504,19 @@ void Simulator::Impl::on_barrier() {
   }
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_phase[o] != Phase::kOptimizer) continue;
-    for (uint32_t i = op_inst[o]; i < op_inst[o + 1]; ++i) dec_pending(i, barrier_cause);
+    for (uint32_t j = 0; j < n_inst_of(o); ++j) dec_pending(inst_of(o, j), barrier_cause);
   }
 }
 
 // ---- the loop ---------------------------------------------------------------------------
 
 void Simulator::Impl::simulate() {
-  for (uint32_t i = 0; i < n_inst; ++i) {
-    if (pending[i] == 0) make_ready(i);
+  // By op, then micro-batch: the order devices are first dispatched in (ties between
+  // devices) does not depend on how instances are numbered.
+  for (OpId o = 0; o < n_ops; ++o) {
+    for (uint32_t j = 0; j < n_inst_of(o); ++j) {
+      if (pending[inst_of(o, j)] == 0) make_ready(inst_of(o, j));
+    }
   }
   for (;;) {
     for (size_t k = 0; k < dirty.size(); ++k) {
@@ -547,8 +551,14 @@ void Simulator::Impl::simulate() {
     }
   }
   if (finished != n_inst) {
-    uint32_t stuck = 0;
-    while (stuck + 1 < n_inst && pending[stuck] == 0) ++stuck;
+    // The first instance still pending, by op then micro-batch (else the last one).
+    uint32_t stuck = kNoInst;
+    for (OpId o = 0; o < n_ops && stuck == kNoInst; ++o) {
+      for (uint32_t j = 0; j < n_inst_of(o) && stuck == kNoInst; ++j) {
+        if (pending[inst_of(o, j)] != 0) stuck = inst_of(o, j);
+      }
+    }
+    if (stuck == kNoInst) stuck = last_inst(n_ops - 1);
     for (const auto& h : held) {
       if (pending[stuck] == 0 && !h.empty()) stuck = h.front();
     }
@@ -632,9 +642,12 @@ void Simulator::Impl::finish_result(SimResult* r) {
   }
 
   if (opts.critical_path && n_inst > 0) {
-    uint32_t last = 0;
-    for (uint32_t i = 1; i < n_inst; ++i) {
-      if (end_time[i] > end_time[last]) last = i;
+    // The instance that ends last; on a tie the first by op, then micro-batch.
+    uint32_t last = op_inst[0];
+    for (OpId o = 0; o < n_ops; ++o) {
+      for (uint32_t j = 0; j < n_inst_of(o); ++j) {
+        if (end_time[inst_of(o, j)] > end_time[last]) last = inst_of(o, j);
+      }
     }
     for (uint32_t i = last, steps = 0; i != kNoInst && steps <= n_inst; i = cause[i], ++steps) {
       r->critical_path.push_back(inst_op[i]);

@@ -71,6 +71,7 @@ struct Simulator::Impl {
   std::string asymmetric_transfers(const Plan& plan) const;
   void mirror_folded_ranks(SimResult* r) const;         // ranks 2.. of each group take rank 1's
   void assign_devices_and_durations(const Plan& plan);  // device, work share, time, instances
+  void number_instances();  // op_inst, inst_stride, n_inst (after op_multi)
   void size_tensor_payloads(const Plan& plan);  // bytes moved and synced per tensor
   void prepare_step_barrier(const Plan& plan);  // loss scaling / clipping / tied embeddings
   void prepare_instances();                     // per-pass pending counts and queue keys
@@ -90,6 +91,7 @@ struct Simulator::Impl {
   double fp8_scaling_time(OpId o, double frac) const;
   void charge_micro_batch_overhead();  // host work before each stage's first forward ops
   void prepare_sites();                // where each tensor lives, reference counts
+  void prepare_refs();                 // reference counts per site and instance
   void prepare_boundary_transfers();   // pipeline_schedule.cpp: TP peers send, scatter / gather
   void prepare_output_allocations();   // output bytes an instance allocates
   void reset_run_state();              // devices, channels, events
@@ -187,7 +189,11 @@ struct Simulator::Impl {
   std::vector<uint64_t> op_coll_bytes;
   std::vector<uint8_t> op_coll_kind;  // CollectiveKind of op_coll (the main one of a level list)
   std::vector<uint32_t> op_group;  // collective group of a partitioned op
-  std::vector<uint32_t> op_inst;   // first instance; size n_ops + 1
+  // Instances are numbered micro-batch by micro-batch (the ops of one micro-batch, which
+  // run close together, sit close together in the per-instance arrays): op o's instance j
+  // is op_inst[o] + j * inst_stride; ops that run once come first.
+  std::vector<uint32_t> op_inst;   // instance 0 of each op; size n_ops + 1
+  uint32_t inst_stride = 0;        // ops that run once per micro-batch
   std::vector<uint32_t> op_produced;
   std::vector<uint64_t> op_alloc_each;   // output bytes allocated per instance and device
   std::vector<uint64_t> op_alloc_first;  // ... once (accumulated gradients), first instance
@@ -213,7 +219,7 @@ struct Simulator::Impl {
     uint8_t source;      // the producer's device(s)
     uint32_t refs_mb;    // reads per instance (once tensors: all reads)
     uint32_t refs_last;  // extra reads of the last instance (once consumers of multi tensors)
-    uint32_t ref_base;   // index into refs
+    uint32_t ref_base;   // index into refs of instance 0 (ref_of)
     uint64_t bytes;      // memory held at this site per instance
   };
   std::vector<uint8_t> t_mb;       // one instance per micro-batch
@@ -225,6 +231,9 @@ struct Simulator::Impl {
   std::vector<uint32_t> site_off;  // CSR over tensors
   std::vector<Site> sites;
   std::vector<uint32_t> refs;
+  uint32_t ref_stride = 0;  // sites of tensors made per micro-batch
+  // Unread references of instance i of a tensor at site s (i = 0 for a tensor made once).
+  uint32_t& ref_of(const Site& s, uint32_t i) { return refs[s.ref_base + i * ref_stride]; }
   // Per site: the device that sends the tensor there (the primary source, or with tensor
   // parallelism across a stage boundary the TP peer), the bytes on the wire and the
   // all-gather inside the receiving TP group that follows (Megatron's scatter / gather).
@@ -353,7 +362,12 @@ struct Simulator::Impl {
     const std::vector<int>& members = group_sorted[part_group[op_part[o]]];
     return std::binary_search(members.begin(), members.end(), dev);
   }
-  uint32_t n_inst_of(OpId o) const { return op_inst[o + 1] - op_inst[o]; }
+  uint32_t n_inst_of(OpId o) const { return op_multi[o] ? static_cast<uint32_t>(M) : 1u; }
+  uint32_t inst_of(OpId o, uint32_t j) const { return op_inst[o] + j * inst_stride; }
+  uint32_t last_inst(OpId o) const { return inst_of(o, n_inst_of(o) - 1); }
+  uint32_t mb_of(OpId o, uint32_t inst) const {  // the micro-batch of instance inst of op o
+    return op_multi[o] ? (inst - op_inst[o]) / inst_stride : 0;
+  }
   uint32_t find_site(TensorId t, int dev) const;
   uint32_t producer_inst(TensorId t, uint32_t i) const;
 
