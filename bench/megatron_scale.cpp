@@ -327,8 +327,8 @@ void print_large(const std::string& only, int reps) {
     const Row r = run_large(job, reps, &error);
     const double rss = max_rss_mb();
     if (!error.empty()) {
-      std::printf("| %s | %d | %s | | | | | | | | %.0f | | | | | | | |\n", job.label.c_str(), job.gpus,
-                  error.c_str(), rss);
+      std::printf("| %s | %d | %s | | | | | | | | %.0f | | | | | | | |\n", job.label.c_str(),
+                  job.gpus, error.c_str(), rss);
       continue;
     }
     if (job.key == "405b") t_16k = r.t_run;
@@ -340,10 +340,9 @@ void print_large(const std::string& only, int reps) {
         "| %s | %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fM | %.0f | %.3f | "
         "%.2f%s | %s | %.3f | %.3f | %s | %s |\n",
         job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
-        r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, r.cpu_run,
-        double(r.simulated) / r.t_run / 1e6, rss, r.step, double(r.peak0) / double(1ull << 30),
-        r.oom ? " (OOM)" : "", r.symmetric ? "symmetric" : "full", r.t_full, r.cpu_full,
-        r.same_as_full ? "yes" : "NO",
+        r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, r.cpu_run, double(r.simulated) / r.t_run / 1e6,
+        rss, r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "",
+        r.symmetric ? "symmetric" : "full", r.t_full, r.cpu_full, r.same_as_full ? "yes" : "NO",
         targets.c_str());
     std::fflush(stdout);
   }

@@ -71,7 +71,7 @@ struct Simulator::Impl {
   std::string asymmetric_transfers(const Plan& plan) const;
   void mirror_folded_ranks(SimResult* r) const;         // ranks 2.. of each group take rank 1's
   void assign_devices_and_durations(const Plan& plan);  // device, work share, time, instances
-  void number_instances();  // op_inst, inst_stride, n_inst (after op_multi)
+  void number_instances();                      // op_inst, inst_stride, n_inst (after op_multi)
   void size_tensor_payloads(const Plan& plan);  // bytes moved and synced per tensor
   void prepare_step_barrier(const Plan& plan);  // loss scaling / clipping / tied embeddings
   void prepare_instances();                     // per-pass pending counts and queue keys
@@ -192,8 +192,8 @@ struct Simulator::Impl {
   // Instances are numbered micro-batch by micro-batch (the ops of one micro-batch, which
   // run close together, sit close together in the per-instance arrays): op o's instance j
   // is op_inst[o] + j * inst_stride; ops that run once come first.
-  std::vector<uint32_t> op_inst;   // instance 0 of each op; size n_ops + 1
-  uint32_t inst_stride = 0;        // ops that run once per micro-batch
+  std::vector<uint32_t> op_inst;  // instance 0 of each op; size n_ops + 1
+  uint32_t inst_stride = 0;       // ops that run once per micro-batch
   std::vector<uint32_t> op_produced;
   std::vector<uint64_t> op_alloc_each;   // output bytes allocated per instance and device
   std::vector<uint64_t> op_alloc_first;  // ... once (accumulated gradients), first instance

@@ -59,16 +59,16 @@ std::string Simulator::Impl::asymmetric_stage_ops(const Plan& p) const {
   for (OpId o = 0; o < n_ops; ++o) {
     const PipelineStage& st = p.pipeline.stages[static_cast<size_t>(op_stage[o])];
     const size_t tp = static_cast<size_t>(st.tensor_parallel);
-    const std::string op = "op '" + g.op(o).name + "' ";
+    auto op = [&](const char* why) { return "op '" + g.op(o).name + "' " + why; };
     if (op_part[o] < 0) {
-      if (tp > 1) return op + "runs on one rank of its tensor-parallel group";
+      if (tp > 1) return op("runs on one rank of its tensor-parallel group");
       continue;
     }
     const OpPartition& q = p.partitions[static_cast<size_t>(op_part[o])];
-    if (!q.levels.empty()) return op + "is split by recursive halving";
+    if (!q.levels.empty()) return op("is split by recursive halving");
     if (q.devices.size() != tp ||
         !std::equal(q.devices.begin(), q.devices.end(), st.devices.begin())) {
-      return op + "is partitioned over other devices than its stage's tensor-parallel group";
+      return op("is partitioned over other devices than its stage's tensor-parallel group");
     }
   }
   return {};
@@ -91,14 +91,14 @@ std::string Simulator::Impl::asymmetric_transfers(const Plan& p) const {
     for (OpId cns : g.consumers(t)) {
       if (op_stage[cns] == op_stage[pr]) continue;
       const auto [b, nb] = group_of(cns);
-      const std::string what = "tensor '" + g.tensor(t).name + "' ";
-      if (na != nb) return what + "moves between tensor-parallel groups of different sizes";
+      auto tensor = [&](const char* why) { return "tensor '" + g.tensor(t).name + "' " + why; };
+      if (na != nb) return tensor("moves between tensor-parallel groups of different sizes");
       const LinkLevel l = cost.level(a[0], b[0]);
       for (size_t k = 1; k < na; ++k) {
-        if (cost.level(a[k], b[k]) != l) return what + "crosses different link levels per rank";
+        if (cost.level(a[k], b[k]) != l) return tensor("crosses different link levels per rank");
       }
       if (na > 1 && l != LinkLevel::kSame && c.link(l).sharing == LinkSharing::kPerHost) {
-        return what + "moves over a link whose port each host's devices share";
+        return tensor("moves over a link whose port each host's devices share");
       }
     }
   }
