@@ -3,6 +3,7 @@
 // communication time and counters; plans it does not know to be symmetric run in full.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "src/io/graph_json.h"
 #include "src/io/plan_io.h"
 #include "src/plan/megatron_plan.h"
+#include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -200,6 +202,26 @@ TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
   } catch (const ValidationError&) {
     // A simulator that checks context parallelism may refuse this dense plan: nothing ran.
   }
+}
+
+// An op left on the first rank of its tensor-parallel group (its partition removed) makes
+// rank 0 unlike the others: the full simulation runs and names the op.
+TEST(SymmetricSimulation, OpOnOneRankRunsInFull) {
+  Case k{"one_rank", false, config(4, 2, 1), 4, 2, false};
+  MegatronConfig m = k.m;
+  m.global_batch = 4;
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts(1);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  Plan plan = expand_tensor_parallel(megatron_plan(g, m), g, c.num_devices());
+  const auto ln = std::find_if(plan.partitions.begin(), plan.partitions.end(),
+                               [&](const OpPartition& q) { return q.replicated; });
+  ASSERT_NE(ln, plan.partitions.end());
+  const std::string name = g.op(ln->op).name;
+  plan.partitions.erase(ln);
+  const SimResult r = run_both(g, c, cost, plan);
+  EXPECT_FALSE(r.symmetric);
+  EXPECT_EQ(r.full_reason, "op '" + name + "' runs on one rank of its tensor-parallel group");
 }
 
 // The shipped example plans (TP 2 and no TP) run in full and agree with --exact.
