@@ -40,14 +40,14 @@ std::string Simulator::Impl::asymmetry(const Plan& p) const {
   if (opts.exact) return "exact simulation asked for";
   if (opts.record_events) return "events recorded (trace or breakdown)";
   if (!pipelined) return "no pipeline stages";
+  const bool wide = std::any_of(p.pipeline.stages.begin(), p.pipeline.stages.end(),
+                                [](const PipelineStage& s) { return s.tensor_parallel > 2; });
+  if (!wide) return "no tensor-parallel group of more than 2 ranks";
   if (p.expert_parallel.enabled()) return "expert parallelism";
   if (p.context_parallel.enabled()) return "context parallelism";
   if (p.synchronization.enabled) return "per-variable synchronization";
   if (fsdp) return "FSDP";
   if (all_per_pair) return "per-pair link matrix";
-  const bool wide = std::any_of(p.pipeline.stages.begin(), p.pipeline.stages.end(),
-                                [](const PipelineStage& s) { return s.tensor_parallel > 2; });
-  if (!wide) return "no tensor-parallel group of more than 2 ranks";
   std::string why = asymmetric_stage_ops(p);
   if (why.empty()) why = asymmetric_transfers(p);
   return why;
