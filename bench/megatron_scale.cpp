@@ -13,12 +13,17 @@
 // 128 layers, hidden 25600, 160 heads; tp 8, pp 64, dp 6, 512 micro-batches of 1) and a
 // Llama-3-405B shape on 16,384 H100s (126 layers, hidden 16384, 128 heads, 8 KV heads, FFN
 // 53248, vocabulary 128256, sequence 8192, global batch 2048; tp 8, pp 16 with 7 layers on
-// the first and last stage, dp 128, bf16, distributed optimizer). `--only 1t|405b` runs one
-// of them, so that the peak RSS (getrusage: the process's maximum) is that row's alone.
+// the first and last stage, dp 128, bf16, distributed optimizer), the same job on 1,024
+// GPUs (dp 8) and on 100,352 GPUs (dp 784, global batch 12544). Each is timed with the
+// default (symmetric when it can be) simulation and run once more in full (--exact), and
+// the row says whether both give the same step time and per-device peak memory.
+// `--only 1t|405b|405b-1k|405b-100k` runs one of them, so that the peak RSS (getrusage: the
+// process's maximum) is that row's alone; `--only 405b-ratio` runs the 1,024 and 16,384
+// GPU jobs and prints their run-time ratio.
 //
 //   ./build/bench/megatron_scale [--cluster datasets/clusters/dgx_a100.cluster.yaml]
 //       [--profile datasets/clusters/dgx_a100.profile.yaml] [--reps 3]
-//       [--only 175b|small|large|1t|405b]
+//       [--only 175b|small|large|1t|405b|405b-1k|405b-100k|405b-ratio]
 //
 // The cluster file supplies the device type and the intra-host link of one host; the
 // program repeats that host as often as a row needs (64 for 512 GPUs) and adds an
@@ -26,6 +31,7 @@
 // as datasets/clusters/measurements/coreweave_hgx_a100_4node.cluster.yaml).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
@@ -52,6 +59,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// CPU seconds this thread has run (the wall time of a loaded machine overstates a run).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
 /// A /proc/self/status field in kB (VmHWM, VmRSS); -1 when unreadable.
@@ -104,16 +118,36 @@ struct Row {
   size_t ops = 0;
   uint64_t simulated = 0;
   double t_gpt = 0, t_expand = 0, t_plan = 0, t_sim_ctor = 0, t_run = 0;
+  double cpu_run = 0;  ///< CPU seconds of the best run
   long rss_kb = -1;
   double step = 0;
   uint64_t peak0 = 0;
   bool oom = false;
+  bool symmetric = false;  ///< the timed runs were symmetric simulations
+  // With `full`: one run of the full simulation (SimOptions::exact), and whether its step
+  // time (to 1e-9) and every device's peak memory equal the timed run's.
+  double t_full = 0, cpu_full = 0;
+  bool same_as_full = false;
 };
+
+/// One full simulation of `plan` into `row`, compared with `timed`, the timed run's result.
+void compare_full(Simulator& sim, const Plan& plan, const SimResult& timed, Row* row) {
+  SimOptions exact;
+  exact.critical_path = false;
+  exact.exact = true;
+  const auto t0 = Clock::now();
+  const double c0 = thread_cpu_seconds();
+  const SimResult full = sim.run(plan, exact);
+  row->t_full = seconds_since(t0);
+  row->cpu_full = thread_cpu_seconds() - c0;
+  row->same_as_full = std::abs(full.step_time - timed.step_time) <= 1e-9 * full.step_time &&
+                      full.peak_memory == timed.peak_memory;
+}
 
 /// Builds the Simulator and runs `plan` `reps` times (without the critical path): the
 /// construction time, the best run time and the run's results into `row`.
 void time_runs(const Graph& g, const Plan& plan, const Cluster& cluster, const CostProfile& profile,
-               int reps, Row* row) {
+               int reps, Row* row, bool full = false) {
   auto t0 = Clock::now();
   const CostModel cost(cluster, profile);
   Simulator sim(g, cluster, cost);
@@ -121,15 +155,20 @@ void time_runs(const Graph& g, const Plan& plan, const Cluster& cluster, const C
   SimOptions so;
   so.critical_path = false;
   row->t_run = 1e30;
+  SimResult res;
   for (int r = 0; r < reps; ++r) {
     t0 = Clock::now();
-    const SimResult res = sim.run(plan, so);
-    row->t_run = std::min(row->t_run, seconds_since(t0));
+    const double c0 = thread_cpu_seconds();
+    res = sim.run(plan, so);
+    const double wall = seconds_since(t0);
+    if (wall < row->t_run) row->t_run = wall, row->cpu_run = thread_cpu_seconds() - c0;
     row->simulated = res.simulated_ops;
     row->step = res.step_time;
     row->peak0 = res.peak_memory.empty() ? 0 : res.peak_memory[0];
     row->oom = res.oom;
+    row->symmetric = res.symmetric;
   }
+  if (full) compare_full(sim, plan, res, row);
 }
 
 Row run_config(const Config& c, const Cluster& base, const CostProfile& profile, int reps) {
@@ -188,48 +227,57 @@ double max_rss_mb() {
   return double(u.ru_maxrss) / 1024;
 }
 
-/// A large job: its forward graph, the cluster whose first host is repeated, and the
-/// Megatron-LM arguments its plan is read from.
+/// A large job: its forward graph (for a global batch), the cluster whose first host is
+/// repeated, and the Megatron-LM arguments its plan is read from (the global batch added).
 struct LargeJob {
   std::string key, label;
   int gpus;
+  int64_t global_batch;
   std::string cluster_path, profile_path, args;
-  Graph (*forward)();
+  Graph (*forward)(int64_t batch);
+  double target_s;  ///< the run-time target (seconds)
 };
 
-Graph gpt_1t() {
+Graph gpt_1t(int64_t batch) {
   GptOptions o;
   o.name = "gpt-1t";
-  o.layers = 128, o.hidden = 25600, o.heads = 160, o.seq_len = 2048, o.batch = 3072;
+  o.layers = 128, o.hidden = 25600, o.heads = 160, o.seq_len = 2048, o.batch = batch;
   o.vocab = 50257, o.tp = 8;
   return make_gpt(o);
 }
 
-Graph llama3_405b() {
+Graph llama3_405b(int64_t batch) {
   LlamaOptions o;
   o.name = "llama3-405b";
   o.layers = 126, o.hidden = 16384, o.heads = 128, o.kv_heads = 8, o.ffn = 53248;
-  o.vocab = 128256, o.seq_len = 8192, o.batch = 2048, o.tp = 8;
+  o.vocab = 128256, o.seq_len = 8192, o.batch = batch, o.tp = 8;
   return make_llama(o);
 }
 
+const char* const kGpt1tArgs =
+    "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --num-layers 128 "
+    "--micro-batch-size 1 --fp16 --recompute-granularity full --recompute-method uniform "
+    "--recompute-num-layers 1 --use-distributed-optimizer";
+const char* const kLlama405bArgs =
+    "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --num-layers 126 "
+    "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7 "
+    "--micro-batch-size 1 --bf16 --sequence-parallel --use-distributed-optimizer";
+
+// 405b-1k: the 405B job on 1,024 GPUs (dp 8, the same global batch: 256 micro-batches per
+// replica instead of 16); 405b-100k: on 100,352 GPUs (dp 784, 16 micro-batches per replica).
 const LargeJob kLargeJobs[] = {
-    {"1t", "gpt-1t", 3072, "datasets/clusters/dgx_a100.cluster.yaml",
-     "datasets/clusters/dgx_a100.profile.yaml",
-     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --num-layers 128 "
-     "--micro-batch-size 1 --global-batch-size 3072 --fp16 --recompute-granularity full "
-     "--recompute-method uniform --recompute-num-layers 1 --use-distributed-optimizer",
-     gpt_1t},
-    {"405b", "llama3-405b", 16384, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml",
-     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --num-layers 126 "
-     "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7 "
-     "--micro-batch-size 1 --global-batch-size 2048 --bf16 --sequence-parallel "
-     "--use-distributed-optimizer",
-     llama3_405b},
+    {"1t", "gpt-1t", 3072, 3072, "datasets/clusters/dgx_a100.cluster.yaml",
+     "datasets/clusters/dgx_a100.profile.yaml", kGpt1tArgs, gpt_1t, 1.0},
+    {"405b", "llama3-405b", 16384, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 2.0},
+    {"405b-1k", "llama3-405b", 1024, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 2.0},
+    {"405b-100k", "llama3-405b", 100352, 12544, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 10.0},
 };
 
-/// One large job, timed as run_config times a row; `error` is what stopped it, if anything.
+/// One large job, timed as run_config times a row, then simulated once in full; `error` is
+/// what stopped it, if anything.
 Row run_large(const LargeJob& job, int reps, std::string* error) {
   Row row;
   try {
@@ -237,48 +285,70 @@ Row run_large(const LargeJob& job, int reps, std::string* error) {
     TrainingOptions t;
     t.optimizer = Optimizer::kAdam;
     t.master_weights = true;
-    const Graph g = expand_training_step(job.forward(), t);
+    const Graph g = expand_training_step(job.forward(job.global_batch), t);
     row.t_expand = seconds_since(t0);
     row.ops = g.num_ops();
     const Cluster base = load_cluster_yaml(job.cluster_path);
     const int per_host = static_cast<int>(base.host(0).devices.size());
     const Cluster cluster = make_hosts(base, job.gpus / per_host);
     t0 = Clock::now();
-    const Plan plan = plan_of_framework_config(parse_megatron_arguments(job.args, job.gpus), g);
+    const std::string args = job.args + " --global-batch-size " + std::to_string(job.global_batch);
+    const Plan plan = plan_of_framework_config(parse_megatron_arguments(args, job.gpus), g);
     row.t_plan = seconds_since(t0);
-    time_runs(g, plan, cluster, load_cost_profile(job.profile_path), reps, &row);
+    time_runs(g, plan, cluster, load_cost_profile(job.profile_path), reps, &row, true);
   } catch (const Error& e) {
     *error = e.what();
   }
   return row;
 }
 
-/// The large jobs `only` selects ("large": all), one table row each.
+bool selected(const std::string& only, const LargeJob& job) {
+  return only == "large" || only == job.key ||
+         (only == "405b-ratio" && (job.key == "405b" || job.key == "405b-1k"));
+}
+
+/// The large jobs `only` selects ("large": all; "405b-ratio": 405b-1k and 405b), one table
+/// row each, then the 16,384 / 1,024 GPU run-time ratio when both ran.
 void print_large(const std::string& only, int reps) {
   std::printf(
-      "# megatron_scale large jobs: plans from Megatron-LM arguments; run = best of "
-      "%d; peak RSS = getrusage ru_maxrss of the whole process so far\n",
+      "# megatron_scale large jobs: plans from Megatron-LM arguments; run = best of %d "
+      "(symmetric simulation when the plan allows it), full = one run with --exact; peak RSS = "
+      "getrusage ru_maxrss of the whole process so far\n",
       reps);
   std::printf(
-      "| job | GPUs | ops | simulated ops | graph s | plan s | Simulator() s | run s | "
-      "sim ops/s | peak RSS MB | step s | dev0 peak GiB |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| job | GPUs | ops | simulated ops | graph s | plan s | Simulator() s | run s | run CPU s | "
+      "sim ops/s | peak RSS MB | step s | dev0 peak GiB | simulation | full run s | full CPU s | "
+      "full = run | targets |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  double t_1k = 0, t_16k = 0;
   for (const LargeJob& job : kLargeJobs) {
-    if (only != "large" && only != job.key) continue;
+    if (!selected(only, job)) continue;
     std::string error;
     const Row r = run_large(job, reps, &error);
+    const double rss = max_rss_mb();
     if (!error.empty()) {
-      std::printf("| %s | %d | %s | | | | | | | %.0f | | |\n", job.label.c_str(), job.gpus,
-                  error.c_str(), max_rss_mb());
+      std::printf("| %s | %d | %s | | | | | | | | %.0f | | | | | | | |\n", job.label.c_str(),
+                  job.gpus, error.c_str(), rss);
       continue;
     }
+    if (job.key == "405b") t_16k = r.t_run;
+    if (job.key == "405b-1k") t_1k = r.t_run;
+    std::string targets = std::string(pass(r.t_run <= job.target_s)) +
+                          " <=" + std::to_string(static_cast<int>(job.target_s)) + " s";
+    if (job.key == "405b") targets += std::string(", ") + pass(rss <= 2000) + " <=2 GB";
     std::printf(
-        "| %s | %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | %.2fM | %.0f | %.3f | "
-        "%.2f%s |\n",
+        "| %s | %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fM | %.0f | %.3f | "
+        "%.2f%s | %s | %.3f | %.3f | %s | %s |\n",
         job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
-        r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, double(r.simulated) / r.t_run / 1e6,
-        max_rss_mb(), r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "");
+        r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, r.cpu_run, double(r.simulated) / r.t_run / 1e6,
+        rss, r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "",
+        r.symmetric ? "symmetric" : "full", r.t_full, r.cpu_full, r.same_as_full ? "yes" : "NO",
+        targets.c_str());
     std::fflush(stdout);
+  }
+  if (t_1k > 0 && t_16k > 0) {
+    std::printf("\nllama3-405b run time 16384 / 1024 GPUs: %.3f / %.3f = %.2f (%s <= 1.5)\n", t_16k,
+                t_1k, t_16k / t_1k, pass(t_16k / t_1k <= 1.5));
   }
 }
 
@@ -305,17 +375,21 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: megatron_scale [--cluster C] [--profile P] [--reps N] "
-                   "[--only 175b|small|large|1t|405b]\n");
+                   "[--only 175b|small|large|1t|405b|405b-1k|405b-100k|405b-ratio]\n");
       return 2;
     }
   }
-  if (!only.empty() && only != "175b" && only != "small" && only != "large" && only != "1t" &&
-      only != "405b") {
-    std::fprintf(stderr, "megatron_scale: --only takes 175b, small, large, 1t or 405b, not '%s'\n",
+  const bool large = only == "large" || only == "405b-ratio" ||
+                     std::any_of(std::begin(kLargeJobs), std::end(kLargeJobs),
+                                 [&](const LargeJob& j) { return j.key == only; });
+  if (!only.empty() && only != "175b" && only != "small" && !large) {
+    std::fprintf(stderr,
+                 "megatron_scale: --only takes 175b, small, large, 1t, 405b, 405b-1k, 405b-100k "
+                 "or 405b-ratio, not '%s'\n",
                  only.c_str());
     return 2;
   }
-  if (only == "large" || only == "1t" || only == "405b") {
+  if (large) {
     print_large(only, reps);
     return 0;
   }

@@ -23,6 +23,7 @@ struct SimulateArgs {
   std::string graph, cluster, plan, profile, trace, output, optimizer = "adam";
   bool no_expand = false;
   bool breakdown = false;
+  bool exact = false;
 };
 
 std::string describe_plan(const Plan& p) {
@@ -51,7 +52,12 @@ void report(const SimulateArgs& a, const Graph& g, const Cluster& c, const Plan&
   out << "cluster      " << c.name << " (" << c.num_devices() << " devices on " << c.num_hosts()
       << (c.num_hosts() == 1 ? " host)\n" : " hosts)\n");
   out << "profile      " << profile_label(a.profile, c) << "\n";
-  out << "plan         " << a.plan << " (" << describe_plan(plan) << ")\n\n";
+  out << "plan         " << a.plan << " (" << describe_plan(plan) << ")\n";
+  out << "simulation   "
+      << (r.symmetric ? std::string("symmetric (ranks 0 and 1 of each tensor-parallel group "
+                                    "simulated, the others take rank 1's results; --exact: all)")
+                      : "full (" + r.full_reason + ")")
+      << "\n\n";
 
   out << "step time    " << human_time(r.step_time) << "\n";
   if (g.batch_size() > 0 && r.step_time > 0) {
@@ -187,6 +193,7 @@ void run_simulate(const SimulateArgs& a) {
   Simulator sim(g, c, cost);
   SimOptions opts;
   opts.record_events = !a.trace.empty() || a.breakdown;
+  opts.exact = a.exact;
   SimResult r = sim.run(plan, opts);
   report(a, g, c, plan, r);
   if (a.breakdown) print_breakdown(g, c, plan, r);
@@ -223,6 +230,9 @@ void simulate_options(CLI::App* sub, SimulateArgs& a) {
   sub->add_flag("--breakdown", a.breakdown,
                 "Print where each device's step goes: compute, exposed collectives by kind,\n"
                 "data-parallel sync, barrier, transfers, host wait, idle (bubble)");
+  sub->add_flag("--exact", a.exact,
+                "Simulate every device even when the plan's tensor-parallel ranks run alike\n"
+                "(the symmetric simulation gives the same results; docs/simulator.md)");
   sub->add_flag("--no-expand", a.no_expand,
                 "Simulate a forward graph as it is (no backward / optimizer ops)");
 }

@@ -3,10 +3,39 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 
 #include "src/util/error.h"
 
 namespace placer {
+
+namespace {
+
+// The link levels that some pair of distinct devices of `devices` crosses (Cluster::level:
+// other host, same host other kind, same host same kind).
+std::array<bool, kNumLinkLevels> levels_between(const std::vector<int>& devices,
+                                                const std::vector<int>& host,
+                                                const std::vector<uint8_t>& kind) {
+  std::vector<int> d = devices;
+  std::sort(d.begin(), d.end());
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  std::sort(d.begin(), d.end(), [&](int a, int b) {
+    return std::make_pair(host[a], kind[a]) < std::make_pair(host[b], kind[b]);
+  });
+  // Sorted by (host, kind), some pair crosses a level iff some neighbouring pair does.
+  std::array<bool, kNumLinkLevels> present{};
+  for (size_t k = 1; k < d.size(); ++k) {
+    const int a = d[k - 1], b = d[k];
+    const LinkLevel l = host[a] != host[b]   ? LinkLevel::kInterHost
+                        : kind[a] != kind[b] ? LinkLevel::kHostDevice
+                                             : LinkLevel::kIntraHost;
+    present[static_cast<int>(l)] = true;
+  }
+  return present;
+}
+
+}  // namespace
 
 CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std::move(profile)) {
   cluster.validate();
@@ -93,26 +122,32 @@ CollectiveGroup CostModel::make_group(const std::vector<int>& devices) const {
   ring(devices, &g.ring_alpha, &g.ring_beta);
   g.all_alpha = 0;
   g.all_beta = kInf;
-  for (int a : devices) {
-    for (int b : devices) {
-      if (a == b) continue;
-      g.all_alpha = std::max(g.all_alpha, latency(a, b));
-      g.all_beta = std::min(g.all_beta, bandwidth(a, b));
+  if (pair_bw_.empty() && pair_lat_.empty()) {
+    // Per level: the worst pair is the worst level any pair crosses (O(p), not O(p^2)).
+    const std::array<bool, kNumLinkLevels> present = levels_between(devices, host_, kind_);
+    for (int l = 1; l < kNumLinkLevels; ++l) {
+      if (!present[l]) continue;
+      g.all_alpha = std::max(g.all_alpha, level_lat_[l]);
+      g.all_beta = std::min(g.all_beta, level_bw_[l]);
+    }
+  } else {
+    for (int a : devices) {
+      for (int b : devices) {
+        if (a == b) continue;
+        g.all_alpha = std::max(g.all_alpha, latency(a, b));
+        g.all_beta = std::min(g.all_beta, bandwidth(a, b));
+      }
     }
   }
   // Hosts in order of first appearance.
-  std::vector<int> hosts;
+  std::unordered_map<int, size_t> host_index;
   std::vector<std::vector<int>> per_host;
   for (int d : devices) {
-    auto it = std::find(hosts.begin(), hosts.end(), host_[d]);
-    if (it == hosts.end()) {
-      hosts.push_back(host_[d]);
-      per_host.push_back({d});
-    } else {
-      per_host[it - hosts.begin()].push_back(d);
-    }
+    const auto [it, added] = host_index.emplace(host_[d], per_host.size());
+    if (added) per_host.emplace_back();
+    per_host[it->second].push_back(d);
   }
-  g.hosts = static_cast<int>(hosts.size());
+  g.hosts = static_cast<int>(per_host.size());
   g.local_max = 0;
   g.local_min = p > 0 ? p : 0;
   g.intra_alpha = 0;

@@ -97,7 +97,8 @@ void Simulator::Impl::prepare_boundary_transfers() {
           scatter ? cost.group_collective_time(CollectiveKind::kAllGather, groups[group_index(cd)],
                                                t_bytes[t], SyncScheme::kAuto)
                   : 0.0;
-      for (size_t k = 0; k < tp; ++k) {
+      const size_t run = part_devs(op_part[cns]).size();  // < tp in a symmetric simulation
+      for (size_t k = 0; k < run; ++k) {
         const uint32_t s = find_site(t, cd[k]);
         if (sites[s].source || site_sender[s] != sites[site_off[t]].dev) continue;
         site_sender[s] = q.devices[k];

@@ -343,6 +343,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_settings(p, options);
   assign_partitions(p);
   assign_stages(p);
+  choose_symmetry(p);
   assign_devices_and_durations(p);
   size_tensor_payloads(p);
   prepare_step_barrier(p);
@@ -449,7 +450,6 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
   op_dp.resize(n_ops);
   op_bdiv.resize(n_ops);
   dev_used.assign(n_dev, 0);
-  uint32_t ninst = 0;
   for (OpId o = 0; o < n_ops; ++o) {
     const Phase phase = op_phase[o];
     int k_stage = 1;
@@ -496,12 +496,21 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
     }
     op_dur[o] = dur_cache_val[o];
     op_disp[o] = op.category == OpCategory::kInput ? 0.0 : cost.profile().op(op.category).dispatch;
-    op_inst[o] = ninst;
-    ninst = checked_add(ninst, multi ? static_cast<uint32_t>(M) : 1u,
-                        "simulator: op instances (ops x micro-batches)");
   }
-  op_inst[n_ops] = ninst;
-  n_inst = ninst;
+  number_instances();
+}
+
+// The ops that run once take the first instance numbers, then come the micro-batches one
+// after another, each with every op that runs once per micro-batch (inst_of).
+void Simulator::Impl::number_instances() {
+  uint32_t once = 0, multi = 0;
+  for (OpId o = 0; o < n_ops; ++o) ++(op_multi[o] ? multi : once);
+  const char* what = "simulator: op instances (ops x micro-batches)";
+  n_inst = checked_add(once, checked_mul(multi, static_cast<uint32_t>(M), what), what);
+  inst_stride = multi;
+  uint32_t next_once = 0, next_multi = once;
+  for (OpId o = 0; o < n_ops; ++o) op_inst[o] = op_multi[o] ? next_multi++ : next_once++;
+  op_inst[n_ops] = n_inst;
 }
 
 DType Simulator::Impl::run_dtype(OpId o, const Plan& p, bool* fp8) const {
@@ -607,7 +616,7 @@ void Simulator::Impl::prepare_instances() {
     const Phase phase = op_phase[o];
     const uint32_t n = n_inst_of(o);
     for (uint32_t j = 0; j < n; ++j) {
-      const uint32_t i = op_inst[o] + j;
+      const uint32_t i = inst_of(o, j);
       inst_op[i] = o;
       pending[i] = pend + (barrier_pending > 0 && phase == Phase::kOptimizer ? 1 : 0);
       const uint64_t slot = pipelined ? schedule_slot(o, j) : 0;
@@ -712,11 +721,9 @@ void Simulator::Impl::charge_micro_batch_overhead() {
 }
 
 void Simulator::Impl::prepare_sites() {
-
-  // Sites and reference counts.
+  // Sites and their reads, then the reference counts (prepare_refs).
   site_off.resize(n_tensors + 1);
   sites.clear();
-  refs.clear();
   for (TensorId t = 0; t < n_tensors; ++t) {
     site_off[t] = static_cast<uint32_t>(sites.size());
     const OpId pr = t_producer[t];
@@ -725,7 +732,6 @@ void Simulator::Impl::prepare_sites() {
       std::fill(site_epoch.begin(), site_epoch.end(), 0);
       epoch = 1;
     }
-    const uint32_t first = static_cast<uint32_t>(sites.size());
     const uint64_t src_bytes = op_input[pr] ? 0 : t_bytes[t];
     auto site_at = [&](int d, bool source) -> Site& {
       if (site_epoch[d] != epoch) {
@@ -754,28 +760,39 @@ void Simulator::Impl::prepare_sites() {
         }
       }
     }
-    const uint32_t end = static_cast<uint32_t>(sites.size());
+  }
+  site_off[n_tensors] = static_cast<uint32_t>(sites.size());
+  prepare_refs();
+}
+
+// Reference counts per site and tensor instance (ref_of), numbered as instances are: the
+// sites of tensors made once first, then micro-batch by micro-batch the sites of tensors
+// made per micro-batch. The primary source also waits for every outgoing transfer.
+void Simulator::Impl::prepare_refs() {
+  uint32_t once = 0, multi = 0;
+  for (const Site& s : sites) ++(t_mb[s.tensor] ? multi : once);
+  const char* what = "simulator: tensor references (sites x micro-batches)";
+  refs.assign(checked_add(once, checked_mul(multi, static_cast<uint32_t>(M), what), what), 0);
+  ref_stride = multi;
+  uint32_t next_once = 0, next_multi = once;
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    const bool mb = t_mb[t];
     uint32_t out_mb = 0, out_last = 0;
-    for (uint32_t s = first; s < end; ++s) {
+    for (uint32_t s = site_off[t]; s < site_off[t + 1]; ++s) {
       if (sites[s].source) continue;
-      if (!mb || sites[s].refs_mb > 0) {
-        ++out_mb;
-      } else {
-        ++out_last;
-      }
+      ++(!mb || sites[s].refs_mb > 0 ? out_mb : out_last);
     }
     const uint32_t n = mb ? static_cast<uint32_t>(M) : 1u;
-    for (uint32_t s = first; s < end; ++s) {
+    for (uint32_t s = site_off[t]; s < site_off[t + 1]; ++s) {
       Site& st = sites[s];
-      st.ref_base = static_cast<uint32_t>(refs.size());
+      st.ref_base = mb ? next_multi++ : next_once++;
       for (uint32_t i = 0; i < n; ++i) {
         uint32_t r = st.refs_mb + (i == n - 1 ? st.refs_last : 0);
-        if (s == first) r += out_mb + (i == n - 1 ? out_last : 0);
-        refs.push_back(r);
+        if (s == site_off[t]) r += out_mb + (i == n - 1 ? out_last : 0);
+        ref_of(st, i) = r;
       }
     }
   }
-  site_off[n_tensors] = static_cast<uint32_t>(sites.size());
 }
 
 void Simulator::Impl::prepare_output_allocations() {
@@ -861,6 +878,8 @@ SimResult Simulator::run(const Plan& plan, const SimOptions& options) {
   impl_->out = &r;
   impl_->simulate();
   impl_->finish_result(&r);
+  r.symmetric = impl_->folded;
+  r.full_reason = impl_->full_reason;
   if (impl_->sync_external) {
     apply_sync_strategies(graph_, cluster_, cost_, *p, impl_->grad_ready, &r);
   }

@@ -26,6 +26,8 @@ struct SimOptions {
   /// experts get the most tokens sets each layer's expert time. The caller keeps it alive
   /// for the run.
   const RoutingStats* routing = nullptr;
+  /// Simulate every device even when the plan is symmetric (simulator/symmetry.cpp).
+  bool exact = false;
 };
 
 /// One interval on the timeline (for Chrome/Perfetto traces and tests).
@@ -79,6 +81,11 @@ struct SimResult {
   double compute_step_time = 0;  ///< the engine's step with the gradient sync free
   double sync_network_time = 0;  ///< sum over variables of their network time alone
   double sync_codec_time = 0;    ///< compression encode + decode on the busiest worker
+  /// Which simulation ran: symmetric (true) simulated two ranks of every tensor-parallel
+  /// group and gave the others their results (equal to the full simulation's); full (false)
+  /// simulated every device, for the reason in `full_reason`.
+  bool symmetric = false;
+  std::string full_reason;
 };
 
 class Simulator {

@@ -20,7 +20,7 @@ uint32_t Simulator::Impl::find_site(TensorId t, int dev) const {
 
 uint32_t Simulator::Impl::producer_inst(TensorId t, uint32_t i) const {
   const OpId p = t_producer[t];
-  return t_mb[t] ? op_inst[p] + i : op_inst[p + 1] - 1;
+  return t_mb[t] ? inst_of(p, i) : last_inst(p);
 }
 
 void Simulator::Impl::push_event(double time, EventKind kind, uint32_t a, uint32_t b) {
@@ -40,7 +40,7 @@ void Simulator::Impl::alloc(int d, uint64_t bytes) {
 
 void Simulator::Impl::release_ref(uint32_t site, uint32_t i) {
   const Site& s = sites[site];
-  if (--refs[s.ref_base + i] == 0) release(s.dev, s.bytes);
+  if (--ref_of(s, i) == 0) release(s.dev, s.bytes);
 }
 
 void Simulator::Impl::add_comm(int d, double start, double end) {
@@ -64,7 +64,7 @@ void Simulator::Impl::record_compute(uint32_t inst, int d) {
   e.kind = g.op(o).phase == Phase::kOptimizer ? SimEvent::kOptimizer : SimEvent::kCompute;
   e.device = d;
   e.op = o;
-  e.micro_batch = op_multi[o] ? static_cast<int>(inst - op_inst[o]) : -1;
+  e.micro_batch = op_multi[o] ? static_cast<int>(mb_of(o, inst)) : -1;
   e.start = start_time[inst];
   e.end = end_time[inst];
   out->events.push_back(e);
@@ -83,7 +83,7 @@ void Simulator::Impl::dec_pending(uint32_t inst, uint32_t producer) {
 bool Simulator::Impl::gated(uint32_t inst) const {
   const OpId o = inst_op[inst];
   const int st = op_stage[o];
-  const int j = static_cast<int>(inst - op_inst[o]);
+  const int j = static_cast<int>(mb_of(o, inst));
   if (op_phase[o] == Phase::kForward) {
     const int r = stage_rank(st);
     if (!rank_gated[r]) return false;
@@ -241,7 +241,7 @@ void Simulator::Impl::begin_gang(uint32_t inst) {
 
 void Simulator::Impl::on_finish(uint32_t inst) {
   const OpId o = inst_op[inst];
-  const uint32_t j = inst - op_inst[o];
+  const uint32_t j = mb_of(o, inst);
   int nd = 0;
   const int* devs = devs_of(o, &nd);
   const int primary = op_dev[o];
@@ -266,7 +266,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   // The backward ops of a forward op may start once it has run.
   for (uint32_t k = bwd_off[o]; k < bwd_off[o + 1]; ++k) {
     const OpId b = bwd_of[k];
-    dec_pending(op_inst[b] + (op_multi[b] && op_multi[o] ? j : 0), inst);
+    dec_pending(inst_of(b, op_multi[b] && op_multi[o] ? j : 0), inst);
   }
   // Pipeline gates: a finished forward / backward micro-batch may open one.
   if (pipelined && op_multi[o]) {
@@ -284,7 +284,7 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   if (op_coll[o] > 0) {
     // Partition-n-reduce: the outputs exist only after the all-gather / all-reduce.
     double start = 0;
-    const double end = reserve_comm(op_group[o], op_coll[o], &start);
+    const double end = reserve_comm(part_devs(op_part[o]), op_coll[o], &start);
     ++out->num_collectives;
     out->collective_bytes += op_coll_bytes[o];
     if (opts.record_events) {
@@ -307,11 +307,11 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   }
 }
 
-double Simulator::Impl::reserve_comm(uint32_t group, double duration, double* start) {
+double Simulator::Impl::reserve_comm(const std::vector<int>& devs, double duration, double* start) {
   double s = now;
-  for (int d : group_devs[group]) s = std::max(s, comm_free[d]);
+  for (int d : devs) s = std::max(s, comm_free[d]);
   const double end = s + duration;
-  for (int d : group_devs[group]) {
+  for (int d : devs) {
     comm_free[d] = end;
     add_comm(d, s, end);
   }
@@ -321,7 +321,7 @@ double Simulator::Impl::reserve_comm(uint32_t group, double duration, double* st
 
 void Simulator::Impl::produce(uint32_t inst) {
   const OpId o = inst_op[inst];
-  const uint32_t j = inst - op_inst[o];
+  const uint32_t j = mb_of(o, inst);
   const bool last = ++op_produced[o] == n_inst_of(o);
   for (uint32_t k = out_off[o]; k < out_off[o + 1]; ++k) {
     const TensorId t = out_t[k];
@@ -349,7 +349,7 @@ void Simulator::Impl::make_available(TensorId t, uint32_t i, uint32_t producer) 
     if (st.source) {
       // Nobody holds it (a sink's output, or read only by backward ops that recompute
       // it): freed at once; its readers on this device still learn it was produced.
-      if (refs[st.ref_base + i] == 0) release(st.dev, st.bytes);
+      if (ref_of(st, i) == 0) release(st.dev, st.bytes);
       deliver(s, i, producer);
     } else if (!mb || st.refs_mb > 0 || (i == last && st.refs_last > 0)) {
       issue_transfer(s, i);
@@ -365,12 +365,12 @@ void Simulator::Impl::deliver(uint32_t site, uint32_t i, uint32_t producer) {
     if (!on_device(c, x)) continue;
     if (mb) {
       if (op_multi[c]) {
-        dec_pending(op_inst[c] + i, producer);
+        dec_pending(inst_of(c, i), producer);
       } else if (i == static_cast<uint32_t>(M - 1)) {
         dec_pending(op_inst[c], producer);
       }
     } else {
-      for (uint32_t k = op_inst[c]; k < op_inst[c + 1]; ++k) dec_pending(k, producer);
+      for (uint32_t k = 0; k < n_inst_of(c); ++k) dec_pending(inst_of(c, k), producer);
     }
   }
 }
@@ -404,8 +404,8 @@ void Simulator::Impl::issue_transfer(uint32_t site, uint32_t i) {
   const double arrive = end + site_gather[site];
   add_comm(src, start, end);
   add_comm(dst, start, arrive);
-  ++out->num_transfers;
-  out->transfer_bytes += bytes;
+  out->num_transfers += dev_mult[dst];
+  out->transfer_bytes += bytes * dev_mult[dst];
   if (opts.record_events) {
     SimEvent e;
     e.kind = SimEvent::kTransfer;
@@ -473,7 +473,7 @@ void Simulator::Impl::launch_bucket(uint32_t sync_index) {
           : cost.group_collective_time(CollectiveKind::kAllReduce, groups[s.group], s.open_bytes,
                                        sync);
   double start = 0;
-  const double end = reserve_comm(s.group, dur, &start);
+  const double end = reserve_comm(group_devs[s.group], dur, &start);
   ++out->num_collectives;
   out->collective_bytes += s.open_bytes;
   if (opts.record_events) {
@@ -520,15 +520,19 @@ void Simulator::Impl::on_barrier() {
   }
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_phase[o] != Phase::kOptimizer) continue;
-    for (uint32_t i = op_inst[o]; i < op_inst[o + 1]; ++i) dec_pending(i, barrier_cause);
+    for (uint32_t j = 0; j < n_inst_of(o); ++j) dec_pending(inst_of(o, j), barrier_cause);
   }
 }
 
 // ---- the loop ---------------------------------------------------------------------------
 
 void Simulator::Impl::simulate() {
-  for (uint32_t i = 0; i < n_inst; ++i) {
-    if (pending[i] == 0) make_ready(i);
+  // By op, then micro-batch: the order devices are first dispatched in (ties between
+  // devices) does not depend on how instances are numbered.
+  for (OpId o = 0; o < n_ops; ++o) {
+    for (uint32_t j = 0; j < n_inst_of(o); ++j) {
+      if (pending[inst_of(o, j)] == 0) make_ready(inst_of(o, j));
+    }
   }
   for (;;) {
     for (size_t k = 0; k < dirty.size(); ++k) {
@@ -563,8 +567,14 @@ void Simulator::Impl::simulate() {
     }
   }
   if (finished != n_inst) {
-    uint32_t stuck = 0;
-    while (stuck + 1 < n_inst && pending[stuck] == 0) ++stuck;
+    // The first instance still pending, by op then micro-batch (else the last one).
+    uint32_t stuck = kNoInst;
+    for (OpId o = 0; o < n_ops && stuck == kNoInst; ++o) {
+      for (uint32_t j = 0; j < n_inst_of(o) && stuck == kNoInst; ++j) {
+        if (pending[inst_of(o, j)] != 0) stuck = inst_of(o, j);
+      }
+    }
+    if (stuck == kNoInst) stuck = last_inst(n_ops - 1);
     for (const auto& h : held) {
       if (pending[stuck] == 0 && !h.empty()) stuck = h.front();
     }
@@ -618,6 +628,7 @@ void Simulator::Impl::finish_result(SimResult* r) {
     r->context_backward_wait = cp_bwd_wait;
   }
 
+  if (folded) mirror_folded_ranks(r);
   // Devices that replicate a simulated one (data-parallel replicas, the extra devices of a
   // replicated pipeline stage) run the same timeline.
   const Plan& p = *plan;
@@ -652,9 +663,12 @@ void Simulator::Impl::finish_result(SimResult* r) {
   }
 
   if (opts.critical_path && n_inst > 0) {
-    uint32_t last = 0;
-    for (uint32_t i = 1; i < n_inst; ++i) {
-      if (end_time[i] > end_time[last]) last = i;
+    // The instance that ends last; on a tie the first by op, then micro-batch.
+    uint32_t last = op_inst[0];
+    for (OpId o = 0; o < n_ops; ++o) {
+      for (uint32_t j = 0; j < n_inst_of(o); ++j) {
+        if (end_time[inst_of(o, j)] > end_time[last]) last = inst_of(o, j);
+      }
     }
     for (uint32_t i = last, steps = 0; i != kNoInst && steps <= n_inst; i = cause[i], ++steps) {
       r->critical_path.push_back(inst_op[i]);

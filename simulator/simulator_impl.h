@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,7 +63,15 @@ struct Simulator::Impl {
   void prepare_settings(const Plan& plan, const SimOptions& options);  // replicas, stages, sync
   void assign_partitions(const Plan& plan);   // op -> partition (backward ops too)
   void assign_stages(const Plan& plan);       // op -> pipeline stage
+  // Symmetric simulation (symmetry.cpp): whether the plan's tensor-parallel ranks run alike,
+  // and if so the two ranks of each group that are simulated (part_run, dev_mult).
+  void choose_symmetry(const Plan& plan);
+  std::string asymmetry(const Plan& plan) const;  // why not symmetric; empty when it is
+  std::string asymmetric_stage_ops(const Plan& plan) const;
+  std::string asymmetric_transfers(const Plan& plan) const;
+  void mirror_folded_ranks(SimResult* r) const;         // ranks 2.. of each group take rank 1's
   void assign_devices_and_durations(const Plan& plan);  // device, work share, time, instances
+  void number_instances();                      // op_inst, inst_stride, n_inst (after op_multi)
   void size_tensor_payloads(const Plan& plan);  // bytes moved and synced per tensor
   void prepare_step_barrier(const Plan& plan);  // loss scaling / clipping / tied embeddings
   void prepare_instances();                     // per-pass pending counts and queue keys
@@ -82,6 +91,7 @@ struct Simulator::Impl {
   double fp8_scaling_time(OpId o, double frac) const;
   void charge_micro_batch_overhead();  // host work before each stage's first forward ops
   void prepare_sites();                // where each tensor lives, reference counts
+  void prepare_refs();                 // reference counts per site and instance
   void prepare_boundary_transfers();   // pipeline_schedule.cpp: TP peers send, scatter / gather
   void prepare_output_allocations();   // output bytes an instance allocates
   void reset_run_state();              // devices, channels, events
@@ -197,7 +207,11 @@ struct Simulator::Impl {
   std::vector<uint64_t> op_coll_bytes;
   std::vector<uint8_t> op_coll_kind;  // CollectiveKind of op_coll (the main one of a level list)
   std::vector<uint32_t> op_group;  // collective group of a partitioned op
-  std::vector<uint32_t> op_inst;   // first instance; size n_ops + 1
+  // Instances are numbered micro-batch by micro-batch (the ops of one micro-batch, which
+  // run close together, sit close together in the per-instance arrays): op o's instance j
+  // is op_inst[o] + j * inst_stride; ops that run once come first.
+  std::vector<uint32_t> op_inst;  // instance 0 of each op; size n_ops + 1
+  uint32_t inst_stride = 0;       // ops that run once per micro-batch
   std::vector<uint32_t> op_produced;
   std::vector<uint64_t> op_alloc_each;   // output bytes allocated per instance and device
   std::vector<uint64_t> op_alloc_first;  // ... once (accumulated gradients), first instance
@@ -240,7 +254,7 @@ struct Simulator::Impl {
     uint8_t source;      // the producer's device(s)
     uint32_t refs_mb;    // reads per instance (once tensors: all reads)
     uint32_t refs_last;  // extra reads of the last instance (once consumers of multi tensors)
-    uint32_t ref_base;   // index into refs
+    uint32_t ref_base;   // index into refs of instance 0 (ref_of)
     uint64_t bytes;      // memory held at this site per instance
   };
   std::vector<uint8_t> t_mb;       // one instance per micro-batch
@@ -252,6 +266,9 @@ struct Simulator::Impl {
   std::vector<uint32_t> site_off;  // CSR over tensors
   std::vector<Site> sites;
   std::vector<uint32_t> refs;
+  uint32_t ref_stride = 0;  // sites of tensors made per micro-batch
+  // Unread references of instance i of a tensor at site s (i = 0 for a tensor made once).
+  uint32_t& ref_of(const Site& s, uint32_t i) { return refs[s.ref_base + i * ref_stride]; }
   // Per site: the device that sends the tensor there (the primary source, or with tensor
   // parallelism across a stage boundary the TP peer), the bytes on the wire and the
   // all-gather inside the receiving TP group that follows (Megatron's scatter / gather).
@@ -355,10 +372,21 @@ struct Simulator::Impl {
 
   std::vector<uint32_t> dev_cur;  // instance occupying (or last occupying) each device
 
+  // Symmetric simulation: every TP rank of a group but the first two is left out; rank 1
+  // stands for ranks 1.. (rank 0 differs: it is the primary, which sends and syncs).
+  bool folded = false;
+  std::vector<std::vector<int>> part_run;  // per partition: the devices simulated
+  std::vector<uint32_t> dev_mult;          // per device: the devices it stands for (>= 1)
+  std::string full_reason;                 // why every device is simulated; empty when folded
+
   // Helpers (inline: the event loop calls them for every tensor and op).
+  // The devices partition i runs on in this simulation.
+  const std::vector<int>& part_devs(int32_t i) const {
+    return folded ? part_run[i] : plan->partitions[i].devices;
+  }
   const int* devs_of(OpId o, int* count) const {
     if (op_part[o] >= 0) {
-      const std::vector<int>& d = plan->partitions[op_part[o]].devices;
+      const std::vector<int>& d = part_devs(op_part[o]);
       *count = static_cast<int>(d.size());
       return d.data();
     }
@@ -367,10 +395,19 @@ struct Simulator::Impl {
   }
   bool on_device(OpId o, int dev) const {
     if (op_part[o] < 0) return op_dev[o] == dev;
+    if (folded) {
+      const std::vector<int>& run = part_run[op_part[o]];
+      return std::find(run.begin(), run.end(), dev) != run.end();
+    }
     const std::vector<int>& members = group_sorted[part_group[op_part[o]]];
     return std::binary_search(members.begin(), members.end(), dev);
   }
-  uint32_t n_inst_of(OpId o) const { return op_inst[o + 1] - op_inst[o]; }
+  uint32_t n_inst_of(OpId o) const { return op_multi[o] ? static_cast<uint32_t>(M) : 1u; }
+  uint32_t inst_of(OpId o, uint32_t j) const { return op_inst[o] + j * inst_stride; }
+  uint32_t last_inst(OpId o) const { return inst_of(o, n_inst_of(o) - 1); }
+  uint32_t mb_of(OpId o, uint32_t inst) const {  // the micro-batch of instance inst of op o
+    return op_multi[o] ? (inst - op_inst[o]) / inst_stride : 0;
+  }
   uint32_t find_site(TensorId t, int dev) const;
   uint32_t producer_inst(TensorId t, uint32_t i) const;
 
@@ -398,7 +435,7 @@ struct Simulator::Impl {
   void gradient_ready();
   void on_barrier();
   double issue_time(int d, OpId o);
-  double reserve_comm(uint32_t group, double duration, double* start);
+  double reserve_comm(const std::vector<int>& devs, double duration, double* start);
   void alloc_outputs(OpId o);
   void alloc(int d, uint64_t bytes);
   void release(int d, uint64_t bytes) { mem_cur[d] -= static_cast<int64_t>(bytes); }

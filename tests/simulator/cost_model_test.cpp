@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "sim_fixtures.h"
 #include "src/util/error.h"
@@ -188,6 +190,40 @@ TEST(CostModel, RejectsBadClusterAndProfile) {
   CostProfile bad = uniform_profile(1.0);
   bad.op(OpCategory::kConv).memory = EfficiencyCurve::constant(0);
   EXPECT_THROW(CostModel(ok, bad), ValidationError);
+}
+
+}  // namespace
+}  // namespace placer
+
+namespace placer {
+namespace {
+
+// A group's tree / parameter-server bounds (its slowest, highest-latency pair) come from the
+// link levels its devices span; they equal the bounds over every pair of distinct devices,
+// on hosts mixing GPUs and a CPU, with a device listed twice and with a single device.
+TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
+  using testing::link;
+  Cluster c = testing::make_cluster(3, 2, link(3e-6, 3e11), link(7e-6, 2.5e10));
+  DeviceSpec cpu = testing::test_spec();
+  cpu.kind = DeviceKind::kCpu;
+  c.add_device(0, "host0/cpu0", cpu);
+  c.set_link(LinkLevel::kHostDevice, link(11e-6, 1e10));
+  const CostModel cost(c, uniform_profile(1.0));
+  const std::vector<std::vector<int>> groups = {
+      {0, 1}, {0, 6}, {0, 1, 6}, {0, 2}, {0, 1, 2, 3, 4, 5}, {1, 6, 4}, {2, 2, 3}, {5}, {3, 3}};
+  for (const std::vector<int>& devs : groups) {
+    double alpha = 0, beta = std::numeric_limits<double>::infinity();
+    for (int a : devs) {
+      for (int b : devs) {
+        if (a == b) continue;
+        alpha = std::max(alpha, cost.latency(a, b));
+        beta = std::min(beta, cost.bandwidth(a, b));
+      }
+    }
+    const CollectiveGroup g = cost.make_group(devs);
+    EXPECT_EQ(g.all_alpha, alpha) << ::testing::PrintToString(devs);
+    EXPECT_EQ(g.all_beta, beta) << ::testing::PrintToString(devs);
+  }
 }
 
 }  // namespace

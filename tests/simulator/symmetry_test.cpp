@@ -1,0 +1,254 @@
+// Symmetric simulation: on plans whose tensor-parallel ranks run alike, simulating two ranks
+// of each group gives the full simulation's step time, per-device peak memory, compute and
+// communication time and counters; plans it does not know to be symmetric run in full.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "datasets/gpt.h"
+#include "simulator/cost_model.h"
+#include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
+#include "src/graph/training_step.h"
+#include "src/io/cluster_yaml.h"
+#include "src/io/graph_json.h"
+#include "src/io/plan_io.h"
+#include "src/plan/megatron_plan.h"
+#include "src/plan/tensor_parallel.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+const std::string kData = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
+
+/// `hosts` DGX A100 hosts (the shipped file's host and NVSwitch link), InfiniBand between
+/// hosts with one port per GPU, or one per host when `shared_nic`.
+Cluster dgx_hosts(int hosts, bool shared_nic = false) {
+  const Cluster base = load_cluster_yaml(kData + "dgx_a100.cluster.yaml");
+  Cluster c;
+  c.name = "dgx-a100-x" + std::to_string(hosts);
+  const DeviceSpec spec = base.device(0).spec;
+  for (int h = 0; h < hosts; ++h) c.add_host("node" + std::to_string(h), spec, 8);
+  c.set_link(LinkLevel::kIntraHost, base.link(LinkLevel::kIntraHost));
+  c.set_link(LinkLevel::kInterHost,
+             LinkSpec{"infiniband", 5e-6, 25e9,
+                      shared_nic ? LinkSharing::kPerHost : LinkSharing::kPerDevice});
+  c.validate();
+  return c;
+}
+
+struct Case {
+  std::string name;
+  bool llama;
+  MegatronConfig m;
+  int micro_batches;
+  int layers;
+  bool symmetric;  ///< the default simulation folds the TP ranks
+};
+
+void PrintTo(const Case& k, std::ostream* os) { *os << k.name; }
+
+Graph model_of(const Case& k) {
+  const int64_t batch = int64_t(k.m.micro_batch) * k.m.dp * k.micro_batches;
+  TrainingOptions t;
+  t.master_weights = true;
+  if (k.llama) {
+    LlamaOptions o;
+    o.layers = k.layers, o.hidden = 256, o.heads = 8, o.kv_heads = 2, o.ffn = 512;
+    o.seq_len = 128, o.batch = batch, o.vocab = 2048, o.tp = k.m.tp;
+    return expand_training_step(make_llama(o), t);
+  }
+  GptOptions o;
+  o.layers = k.layers, o.hidden = 256, o.heads = 8, o.seq_len = 128, o.batch = batch;
+  o.vocab = 2048, o.tp = k.m.tp;
+  return expand_training_step(make_gpt(o), t);
+}
+
+MegatronConfig config(int tp, int pp, int dp) {
+  MegatronConfig m;
+  m.tp = tp, m.pp = pp, m.dp = dp;
+  return m;
+}
+
+/// Full and symmetric results agree: step time to 1e-9 (relative), memory exactly.
+void expect_same(const SimResult& full, const SimResult& sym) {
+  EXPECT_NEAR(sym.step_time, full.step_time, 1e-9 * full.step_time);
+  ASSERT_EQ(sym.peak_memory.size(), full.peak_memory.size());
+  for (size_t d = 0; d < full.peak_memory.size(); ++d) {
+    EXPECT_EQ(sym.peak_memory[d], full.peak_memory[d]) << "device " << d;
+    EXPECT_NEAR(sym.compute_time[d], full.compute_time[d], 1e-9 * full.step_time) << "device " << d;
+    EXPECT_NEAR(sym.comm_time[d], full.comm_time[d], 1e-9 * full.step_time) << "device " << d;
+    EXPECT_NEAR(sym.host_wait[d], full.host_wait[d], 1e-9 * full.step_time) << "device " << d;
+  }
+  EXPECT_EQ(sym.oom, full.oom);
+  EXPECT_EQ(sym.simulated_ops, full.simulated_ops);
+  EXPECT_EQ(sym.num_transfers, full.num_transfers);
+  EXPECT_EQ(sym.transfer_bytes, full.transfer_bytes);
+  EXPECT_EQ(sym.num_collectives, full.num_collectives);
+  EXPECT_EQ(sym.collective_bytes, full.collective_bytes);
+  EXPECT_EQ(sym.critical_path, full.critical_path);
+}
+
+/// Runs `plan` both ways; returns the default (symmetric when it can be) result.
+SimResult run_both(const Graph& g, const Cluster& c, const CostModel& cost, const Plan& plan) {
+  Simulator sim(g, c, cost);
+  SimOptions exact;
+  exact.exact = true;
+  const SimResult full = sim.run(plan, exact);
+  EXPECT_FALSE(full.symmetric);
+  EXPECT_EQ(full.full_reason, "exact simulation asked for");
+  const SimResult sym = sim.run(plan);
+  expect_same(full, sym);
+  return sym;
+}
+
+class SymmetricPlans : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SymmetricPlans, AgreeWithTheFullSimulation) {
+  const Case& k = GetParam();
+  MegatronConfig m = k.m;
+  m.global_batch = m.micro_batch * m.dp * k.micro_batches;
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts((m.tp * m.pp * m.dp + 7) / 8);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  const Plan plan = megatron_plan(g, m);
+  plan.validate(g, c);
+  const SimResult r = run_both(g, c, cost, plan);
+  EXPECT_EQ(r.symmetric, k.symmetric) << r.full_reason;
+  EXPECT_EQ(r.full_reason.empty(), k.symmetric) << r.full_reason;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  auto add = [&](std::string name, bool llama, MegatronConfig m, int mbs, int layers, bool sym) {
+    v.push_back(Case{std::move(name), llama, m, mbs, layers, sym});
+  };
+  add("gpt_tp4_pp2_dp2", false, config(4, 2, 2), 4, 2, true);
+  MegatronConfig m = config(8, 4, 4);
+  m.zero_stage = 1, m.sequence_parallel = true, m.recompute = Recompute::kFull;
+  add("gpt_tp8_pp4_dp4_zero1_sp_full_recompute", false, m, 8, 4, true);
+  m = config(8, 8, 8);
+  m.zero_stage = 1, m.overlap_grad_reduce = true;
+  add("gpt_tp8_pp8_dp8_512_devices", false, m, 16, 8, true);
+  m = config(4, 4, 2);
+  m.virtual_stages = 2;
+  add("gpt_interleaved_tp4_pp4_v2", false, m, 8, 8, true);
+  m = config(4, 2, 1);
+  m.schedule = PipelineSchedule::kGPipe;
+  add("gpt_gpipe_tp4_pp2", false, m, 4, 2, true);
+  m = config(8, 2, 2);
+  m.recompute = Recompute::kSelective, m.first_stage_layers = 1, m.last_stage_layers = 3;
+  add("gpt_uneven_stages_selective_recompute", false, m, 4, 4, true);
+  m = config(4, 2, 4);
+  m.zero_stage = 3;
+  add("gpt_zero3", false, m, 4, 2, true);
+  m = config(8, 2, 2);
+  m.scatter_gather = false, m.loss_scaling = false;
+  add("gpt_no_scatter_gather", false, m, 4, 2, true);
+  m = config(8, 4, 2);
+  m.sequence_parallel = true, m.zero_stage = 1;
+  add("llama_tp8_pp4_dp2_sp", true, m, 8, 4, true);
+  m = config(4, 1, 4);
+  add("llama_tp4_no_pipeline_split", true, m, 1, 2, true);
+  add("gpt_tp2_falls_back", false, config(2, 2, 2), 4, 2, false);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Megatron, SymmetricPlans, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// A NIC shared by a host's GPUs queues the ranks' boundary transfers one after another: not
+// symmetric, so the full simulation runs (and the counters say what it did).
+TEST(SymmetricSimulation, SharedHostPortRunsInFull) {
+  Case k{"shared", false, config(8, 2, 1), 4, 2, false};
+  MegatronConfig m = k.m;
+  m.global_batch = 4;
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts(2, /*shared_nic=*/true);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  const SimResult r = run_both(g, c, cost, megatron_plan(g, m));
+  EXPECT_FALSE(r.symmetric);
+  EXPECT_NE(r.full_reason.find("each host's devices share"), std::string::npos) << r.full_reason;
+}
+
+// Recorded events (traces, breakdowns) need every device's timeline; expert and context
+// parallelism are features the detector does not know: each runs in full.
+TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
+  Case k{"events", false, config(8, 2, 1), 4, 2, false};
+  MegatronConfig m = k.m;
+  m.global_batch = 4;
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts(2);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  Simulator sim(g, c, cost);
+  Plan plan = megatron_plan(g, m);
+  EXPECT_TRUE(sim.run(plan).symmetric);
+  SimOptions events;
+  events.record_events = true;
+  const SimResult traced = sim.run(plan, events);
+  EXPECT_FALSE(traced.symmetric);
+  EXPECT_EQ(traced.full_reason, "events recorded (trace or breakdown)");
+  plan.context_parallel.degree = 2;
+  EXPECT_EQ(plan.context_parallel.enabled(), true);
+  try {
+    const SimResult r = sim.run(plan);
+    EXPECT_FALSE(r.symmetric);
+    EXPECT_EQ(r.full_reason, "context parallelism");
+  } catch (const ValidationError&) {
+    // A simulator that checks context parallelism may refuse this dense plan: nothing ran.
+  }
+}
+
+// An op left on the first rank of its tensor-parallel group (its partition removed) makes
+// rank 0 unlike the others: the full simulation runs and names the op.
+TEST(SymmetricSimulation, OpOnOneRankRunsInFull) {
+  Case k{"one_rank", false, config(4, 2, 1), 4, 2, false};
+  MegatronConfig m = k.m;
+  m.global_batch = 4;
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts(1);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  Plan plan = expand_tensor_parallel(megatron_plan(g, m), g, c.num_devices());
+  const auto ln = std::find_if(plan.partitions.begin(), plan.partitions.end(),
+                               [&](const OpPartition& q) { return q.replicated; });
+  ASSERT_NE(ln, plan.partitions.end());
+  const std::string name = g.op(ln->op).name;
+  plan.partitions.erase(ln);
+  const SimResult r = run_both(g, c, cost, plan);
+  EXPECT_FALSE(r.symmetric);
+  EXPECT_EQ(r.full_reason, "op '" + name + "' runs on one rank of its tensor-parallel group");
+}
+
+// The shipped example plans (TP 2 and no TP) run in full and agree with --exact.
+TEST(SymmetricSimulation, ShippedExamples) {
+  const std::string root = std::string(PLACER_SOURCE_DIR) + "/";
+  {
+    GptOptions o;
+    o.layers = 2, o.hidden = 1024, o.heads = 16, o.seq_len = 1024, o.batch = 16, o.tp = 2;
+    TrainingOptions t;
+    t.master_weights = true;
+    const Graph g = expand_training_step(make_gpt(o), t);
+    const Cluster c = load_cluster_yaml(kData + "dgx_a100.cluster.yaml");
+    const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+    const Plan p = load_plan(root + "examples/gpt_tp2_pp2_dp2.plan.yaml", g, c);
+    const SimResult r = run_both(g, c, cost, p);
+    EXPECT_EQ(r.full_reason, "no tensor-parallel group of more than 2 ranks");
+  }
+  {
+    const Graph g = load_graph_json(root + "datasets/models/transformer_small.graph.json");
+    const Graph step = expand_training_step(g, TrainingOptions{});
+    const Cluster c = load_cluster_yaml(kData + "dgx1_p100.cluster.yaml");
+    const CostModel cost(c, load_cost_profile(kData + "default.profile.yaml"));
+    const Plan p = load_plan(root + "examples/transformer_small.pipeline.plan.yaml", step, c);
+    const SimResult r = run_both(step, c, cost, p);
+    EXPECT_EQ(r.full_reason, "no tensor-parallel group of more than 2 ranks");
+  }
+}
+
+}  // namespace
+}  // namespace placer
