@@ -238,6 +238,16 @@ constexpr Saver kSavers[] = {
     {true, 1, Recompute::kSelective},  {true, 1, Recompute::kFull},
 };
 
+// The query heads of a core_attention op: dim 1 of the unfused scores [batch, heads, seq,
+// seq], or dim 1 of FlashAttention's logsumexp [batch, heads, seq]; 0 for other ops.
+int attention_heads(const Graph& g, const Op& op) {
+  const size_t out = op.type == "FlashAttention" ? 1 : 0;
+  const size_t rank = op.type == "FlashAttention" ? 3 : 4;
+  if (op.outputs.size() <= out) return 0;
+  const std::vector<int64_t>& shape = g.tensor(op.outputs[out]).shape;
+  return shape.size() == rank ? static_cast<int>(shape[1]) : 0;
+}
+
 }  // namespace
 
 TransformerShape transformer_shape(const Graph& g) {
@@ -249,13 +259,10 @@ TransformerShape transformer_shape(const Graph& g) {
     const Op& op = g.op(o);
     if (op.phase != Phase::kForward) continue;
     s.layers = std::max(s.layers, op.layer + 1);
-    if (s.heads == 0 && has(op.name, ".core_attention.") && !op.outputs.empty()) {
-      const std::vector<int64_t>& shape = g.tensor(op.outputs[0]).shape;
-      if (shape.size() == 4) s.heads = static_cast<int>(shape[1]);
-    }
+    if (s.heads == 0 && has(op.name, ".core_attention.")) s.heads = attention_heads(g, op);
   }
   if (s.layers == 0 || s.heads == 0) {
-    // No numbered layers, or no core_attention op with a [batch, heads, seq, seq] output.
+    // No numbered layers, or no core_attention op that names its heads.
     fail("graph '" + g.name() + "' is not a layered transformer with Megatron op names (`placer generate gpt` makes one)");
   }
   s.global_batch = static_cast<int>(g.batch_size());
