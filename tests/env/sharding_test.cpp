@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
-#include "datasets/gpt.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"
 #include "tests/env/sharding_fixtures.h"
@@ -651,12 +651,12 @@ TEST(ShardingFlashAttention, SplitMustDivideTheKvHeadsAndNotTheSequence) {
   const std::vector<Sharding> none(p2.variables().size());
   std::vector<Sharding> tokens_by_position(p2.data_inputs().size(), Sharding::replicated());
   for (size_t i = 0; i < tokens_by_position.size(); ++i) {
-    if (g.tensor(p2.data_inputs()[i]).name != "labels") tokens_by_position[i] = Sharding::split(1, 0);
+    if (g.tensor(p2.data_inputs()[i]).name != "labels")
+      tokens_by_position[i] = Sharding::split(1, 0);
   }
   const PropagationResult seq = p2.propagate(none, tokens_by_position);
   ASSERT_TRUE(seq.conflict);
-  EXPECT_NE(seq.conflict_reason.find("flash attention"), std::string::npos)
-      << seq.conflict_reason;
+  EXPECT_NE(seq.conflict_reason.find("flash attention"), std::string::npos) << seq.conflict_reason;
 }
 
 // --- every real graph: counts and timing (printed, not asserted) --------------------------
