@@ -591,14 +591,8 @@ TEST(ShardingTransformer, DataParallelBatchPassesSequenceConflicts) {
 // (8 + 2 x 2) x 32 = 384, rotated q and k (8 + 2) x 32 = 320.
 Graph small_llama() {
   LlamaOptions o;
-  o.layers = 1;
-  o.hidden = 256;
-  o.heads = 8;
-  o.kv_heads = 2;
-  o.ffn = 512;
-  o.seq_len = 64;
-  o.batch = 2;
-  o.vocab = 256;
+  o.layers = 1, o.hidden = 256, o.heads = 8, o.kv_heads = 2, o.ffn = 512;
+  o.seq_len = 64, o.batch = 2, o.vocab = 256;
   return make_llama(o);
 }
 
