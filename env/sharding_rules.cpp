@@ -204,6 +204,8 @@ class Builder {
     const std::string& t = o_.type;
     if (o_.outputs.empty()) return false;
     if (t == "MatMul") return matmul();
+    if (t == "FlashAttention") return flash_attention();
+    if (t == "RotaryEmbedding") return rotary();
     if (t == "Gemm") return gemm();
     if (t == "Conv") return conv();
     if (t == "Gather" || t == "Embedding") return gather();
@@ -216,7 +218,8 @@ class Builder {
     if (t == "SoftmaxCrossEntropy") return vocab_cross_entropy();
     if (t == "BatchNormalization") return batchnorm();
     if (t == "InstanceNormalization") return channel_norm("instance norm");
-    if (t == "LayerNormalization" || t == "SimplifiedLayerNormalization") {
+    if (t == "LayerNormalization" || t == "SimplifiedLayerNormalization" ||
+        t == "RMSNormalization") {
       const int axis = norm_axis(attr_int(o_, "axis", -1), out0().size());
       if (axis < 0) return false;
       std::vector<int> forb;
@@ -328,6 +331,54 @@ class Builder {
       return true;
     }
     return false;
+  }
+
+  // FlashAttention as the generators write it (one op for scores, softmax and context):
+  //   q, k, v [b, s, c] (one fused input, or rotated q, k and the fused q, k, v) ->
+  //   context [b, s, h], logsumexp [b, a, s].
+  // Split by heads like Megatron's core attention (each rank holds a / k query heads and
+  // their kv groups: k must divide the kv heads too); batch passes; the sequence is
+  // forbidden (the softmax mixes positions).
+  bool flash_attention() {
+    if (!specs_.empty() || o_.inputs.empty() || o_.inputs.size() > 2 || o_.outputs.size() != 2) {
+      return false;
+    }
+    const Shape& y = out0();
+    const Shape& lse = shape(o_.outputs[1]);
+    if (y.size() != 3 || lse.size() != 3 || lse[0] != y[0] || lse[2] != y[1]) return false;
+    const int64_t b = y[0], s = y[1], a = lse[1];
+    auto heads_split_ok = [](int64_t c, int64_t h) { return h > 0 && c > 0 && c % h == 0; };
+    if (!heads_split_ok(y[2], a)) return false;
+    for (TensorId t : o_.inputs) {
+      const Shape& x = shape(t);
+      if (x.size() != 3 || x[0] != b || x[1] != s || !heads_split_ok(x[2], a)) return false;
+    }
+    const int64_t kv = attr_int(o_, "kv_heads", a);
+    const bool even = degree_ > 0 && a % degree_ == 0 && kv % degree_ == 0;
+    rule_.name = "flash attention";
+    const int fb = pass("batch");
+    const int fh = factor(even ? Factor::Kind::kPass : Factor::Kind::kForbidden,
+                          even ? "heads" : "heads (k does not divide the kv heads)", true);
+    const int fs = factor(Factor::Kind::kForbidden, "sequence");
+    for (size_t i = 0; i < o_.inputs.size(); ++i) add_input(i, {fb, fs, fh});
+    add_output(0, {fb, fs, fh});
+    add_output(1, {fb, fh, fs});
+    return true;
+  }
+
+  // Rotary embedding of q and k read from the fused q, k, v: [b, s, c_in] -> [b, s, c_out],
+  // position-wise, per head: batch, sequence and heads (any stride) pass.
+  bool rotary() {
+    if (!specs_.empty() || o_.inputs.size() != 1) return false;
+    const Shape& x = in0();
+    const Shape& y = out0();
+    if (x.size() != 3 || y.size() != 3 || x[0] != y[0] || x[1] != y[1]) return false;
+    rule_.name = "rotary embedding";
+    const int fb = pass("batch"), fs = pass("sequence");
+    const int fh = factor(Factor::Kind::kPass, "heads", true);
+    add_input(0, {fb, fs, fh});
+    for (size_t i = 0; i < o_.outputs.size(); ++i) add_output(i, {fb, fs, fh});
+    return true;
   }
 
   // Cross-entropy of logits [..., V] against labels [...] into a scalar: a vocabulary split
@@ -848,7 +899,7 @@ std::vector<VarSpec> reconstruct_variables(const Graph& g, OpId id) {
     for (uint64_t i = 0; i < m; ++i) out.push_back({kNames[i], {x[1]}, per, false});
     return out;
   }
-  if (t == "LayerNormalization" || t == "SimplifiedLayerNormalization") {
+  if (t == "LayerNormalization" || t == "SimplifiedLayerNormalization" || t == "RMSNormalization") {
     const int axis = norm_axis(attr_int(o, "axis", -1), x.size());
     if (axis < 0) return fallback;
     const Shape norm(x.begin() + axis, x.end());

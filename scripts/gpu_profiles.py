@@ -5,7 +5,7 @@ derivations of docs/calibration.md, "Which profile for which GPU").
   python3 scripts/gpu_profiles.py        # rewrites datasets/clusters/{a100_ib400,
                                          # h100_sxm_ib400,h100_sxm_ib200,b200_ib400,b200_ib200}.profile.yaml
 
-Inputs (all in datasets/clusters/): dgx_a100.profile.yaml (A100 intra-node all-reduce curve
+Inputs (all in datasets/clusters/): b200_a4.profile.yaml (below), dgx_a100.profile.yaml (A100 intra-node all-reduce curve
 fitted to vTrain's 2/4/8-GPU nccl-tests tables; inter-node all-reduce curve fitted to
 CoreWeave's 32-rank HDR 200 Gb/s run; iteration fit on 1380 Megatron runs) and
 h100.profile.yaml (op curves fitted to one H100's kernels and profiled steps).
@@ -16,8 +16,12 @@ Derivations (each a stated assumption, not a fit):
 - H100 / H200 intra-node: the A100 curve's latency and size ramp, with the bus bandwidths
   NVIDIA states for 8 H100 on NVLink 4: all-reduce (NVLink SHARP) 480 GB/s, all-gather /
   reduce-scatter 370 GB/s (nccl-tests issue 212, nccl issue 1455); p2p link 370 GB/s.
-- B200 intra-node: the H100 figures doubled (NVLink 5 has twice NVLink 4's bandwidth);
-  no public B200 nccl-tests table was found.
+- B200 all-gather / reduce-scatter intra-node: the H100 figure doubled (NVLink 5 has twice
+  NVLink 4's bandwidth); no public B200 table of them was found.
+
+Fits (b200_a4.profile.yaml, `placer calibrate fit` on the published Google Cloud A4 runs in
+measurements/, command in docs/calibration.md): the B200 intra-node all-reduce curve (8 GPUs)
+and, for the 400 Gb/s B200 profile, the inter-node all-reduce curve (2 x 8 GPUs).
 """
 import copy
 import os
@@ -52,8 +56,11 @@ def with_inter_host(profile, fabric_gbit, a100):
     return profile
 
 
-def nvswitch_profile(name, description, h100, a100, all_reduce_gbps, other_gbps, fabric_gbit):
-    """h100's op curves with intra-node collectives of the given bus bandwidths."""
+def nvswitch_profile(name, description, h100, a100, all_reduce, other_gbps, fabric_gbit,
+                     inter_host=None):
+    """h100's op curves with intra-node collectives: `all_reduce` a fitted curve or a bus
+    bandwidth for the A100 curve's ramp, the others at `other_gbps`; the inter-node
+    all-reduce a fitted curve, else the HDR curve scaled to the fabric."""
     p = copy.deepcopy(h100)
     p["name"] = name
     p["description"] = description
@@ -62,11 +69,16 @@ def nvswitch_profile(name, description, h100, a100, all_reduce_gbps, other_gbps,
     p["links"]["intra_host"] = {"latency": "3 us", "bandwidth": f"{other_gbps:g} GB/s",
                                 "bandwidth_efficiency": 1}
     p["collectives"] = {"all_reduce": "auto"}
+    fitted = isinstance(all_reduce, dict)
     p["collective_curves"] = {
-        "all_reduce": {"intra_host": scaled_curve(intra, all_reduce_gbps)},
+        "all_reduce": {"intra_host": copy.deepcopy(all_reduce) if fitted
+                       else scaled_curve(intra, all_reduce)},
         "all_gather": {"intra_host": scaled_curve(intra, other_gbps)},
         "reduce_scatter": {"intra_host": scaled_curve(intra, other_gbps)},
     }
+    if inter_host is not None:
+        p["collective_curves"]["all_reduce"]["inter_host"] = copy.deepcopy(inter_host)
+        return p
     return with_inter_host(p, fabric_gbit, a100)
 
 
@@ -88,16 +100,24 @@ def main():
                         "doubled for a 400 Gb/s per-GPU fabric (scripts/gpu_profiles.py)")
     p.pop("fit_errors", None)
     write("a100_ib400.profile.yaml", with_inter_host(p, 400, a100))
-    for gpu, factor, label in (("h100_sxm", 1, "H100 / H200 SXM"), ("b200", 2, "B200")):
-        for fabric in (400, 200):
-            desc = (f"{label}, 8 per node on NVSwitch, {fabric} Gb/s per GPU between nodes: op "
-                    f"curves of h100.profile.yaml, intra-node all-reduce {480 * factor} GB/s and "
-                    f"all-gather / reduce-scatter {370 * factor} GB/s bus bandwidth on the A100 "
-                    f"curve's ramp, inter-node all-reduce the HDR curve x {fabric / 200:g} "
-                    "(scripts/gpu_profiles.py)")
-            write(f"{gpu}_ib{fabric}.profile.yaml",
-                  nvswitch_profile(f"{gpu.replace('_', '-')}-ib{fabric}", desc, h100, a100,
-                                   480 * factor, 370 * factor, fabric))
+    for fabric in (400, 200):
+        desc = (f"H100 / H200 SXM, 8 per node on NVSwitch, {fabric} Gb/s per GPU between nodes: "
+                "op curves of h100.profile.yaml, intra-node all-reduce 480 GB/s and all-gather / "
+                "reduce-scatter 370 GB/s bus bandwidth on the A100 curve's ramp, inter-node "
+                f"all-reduce the HDR curve x {fabric / 200:g} (scripts/gpu_profiles.py)")
+        write(f"h100_sxm_ib{fabric}.profile.yaml",
+              nvswitch_profile(f"h100-sxm-ib{fabric}", desc, h100, a100, 480, 370, fabric))
+    a4 = load("b200_a4.profile.yaml")["collective_curves"]["all_reduce"]
+    for fabric in (400, 200):
+        inter = (a4["inter_host"], "fitted to a 2 x 8 B200 Google Cloud A4 run") if fabric == 400 \
+            else (None, "the HDR curve")
+        desc = (f"B200, 8 per node on NVSwitch, {fabric} Gb/s per GPU between nodes: op curves "
+                "of h100.profile.yaml, intra-node all-reduce fitted to an 8 x B200 Google Cloud "
+                "A4 run, all-gather / reduce-scatter 740 GB/s bus bandwidth on the A100 curve's "
+                f"ramp, inter-node all-reduce {inter[1]} (scripts/gpu_profiles.py)")
+        write(f"b200_ib{fabric}.profile.yaml",
+              nvswitch_profile(f"b200-ib{fabric}", desc, h100, a100, a4["intra_host"], 740,
+                               fabric, inter[0]))
 
 
 if __name__ == "__main__":

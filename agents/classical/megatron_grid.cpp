@@ -349,7 +349,7 @@ TransformerShape transformer_shape(const Graph& g) {
   }
   s.experts = graph_moe_shape(g).experts;
   if (s.layers == 0 || s.heads == 0) {
-    // No numbered layers, or no core_attention op with a [batch, heads, seq, seq] output.
+    // No numbered layers, or no core_attention op that names its heads.
     fail("graph '" + g.name() + "' is not a layered transformer with Megatron op names (`placer generate gpt` makes one)");
   }
   s.global_batch = static_cast<int>(g.batch_size());

@@ -29,7 +29,7 @@ namespace placer {
 /// What the grid needs to know about a layered transformer.
 struct TransformerShape {
   int layers = 0;
-  int heads = 0;           ///< attention heads (dim 1 of a core_attention op's output)
+  int heads = 0;           ///< attention heads (dim 1 of the scores / FlashAttention's logsumexp)
   int global_batch = 0;    ///< the graph's batch
   int64_t seq = 0;         ///< tokens per sample (the attention's sequence dim)
   bool fused_attention = false;  ///< FlashAttention ops (context parallelism needs them)

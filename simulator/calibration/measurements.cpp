@@ -406,6 +406,7 @@ struct NcclLog {
   std::string device;
   std::vector<NcclRow> rows;
   bool in_table = false;
+  int header_root = -1;  // the table header lists a root column: 1, does not: 0, unseen: -1
 
   void read_line(const std::string& raw, int ln) {
     const std::string line = trim(drop_rank_tags(trim(raw)));
@@ -422,6 +423,7 @@ struct NcclLog {
       in_table = false;
     } else if (t[0] == "size") {
       in_table = true;
+      header_root = std::find(t.begin(), t.end(), "root") != t.end() ? 1 : 0;
     } else if (line[0] != '#' && std::isdigit(static_cast<unsigned char>(line[0])) && in_table) {
       // (digits before any table header are not part of a result table, e.g. a date)
       read_result_row(t, ln);
@@ -445,10 +447,11 @@ struct NcclLog {
            "#wrong, got " +
                std::to_string(t.size()) + " fields");
     }
-    // With a root column the out-of-place time is field 5, without it field 4: the field
-    // after redop is the root when it is an integer and the table has 13 / 9 fields.
+    // With a root column the out-of-place time is field 5, without it field 4: the table
+    // has 13 / 9 fields, or 8 when its header lists a root column and no #wrong (tables
+    // published with the out-of-place time, algbw and busbw only).
     size_t base = 4;
-    if (t.size() == 13 || t.size() == 9) base = 5;
+    if (t.size() == 13 || t.size() == 9 || (t.size() == 8 && header_root == 1)) base = 5;
     if (t.size() != 12 && t.size() != 13 && t.size() != 8 && t.size() != 9) {
       fail(file, ln,
            "malformed result row: " + std::to_string(t.size()) +

@@ -49,6 +49,21 @@ TEST(MegatronGrid, ShapeOfAGeneratedGpt) {
   EXPECT_EQ(s.global_batch, 8);
 }
 
+TEST(MegatronGrid, ShapeOfAFlashAttentionGraph) {
+  // One FlashAttention op per layer instead of the scores: the heads come from its
+  // logsumexp [batch, heads, seq] (12, not the 96 GPT query rows or the 128 positions).
+  GptOptions o;
+  o.layers = 3, o.hidden = 384, o.heads = 12, o.seq_len = 128, o.batch = 8, o.vocab = 1000;
+  o.attention = AttentionImpl::kFlash;
+  const TransformerShape s = transformer_shape(expand_training_step(make_gpt(o)));
+  EXPECT_EQ(s.layers, 3);
+  EXPECT_EQ(s.heads, 12);
+  LlamaOptions l;
+  l.layers = 2, l.hidden = 256, l.heads = 8, l.kv_heads = 2, l.seq_len = 64, l.batch = 4;
+  l.vocab = 512;
+  EXPECT_EQ(transformer_shape(expand_training_step(make_llama(l))).heads, 8);
+}
+
 TEST(MegatronGrid, FindsTheBruteForceOptimum) {
   Fixture f(64ull << 30);  // everything fits
   // Brute force over the grid without recomputation (it only adds work when all fits).

@@ -150,6 +150,24 @@ TEST(NcclTests, SendRecvFromTheShippedLog) {
   EXPECT_DOUBLE_EQ(s.rows[3].time_s, 5503.4e-6);
 }
 
+TEST(NcclTests, OutOfPlaceOnlyTableWithRootColumn) {
+  // The published B200 tables print size, count, type, redop, root and the out-of-place
+  // time, algbw and busbw only (8 fields, no #wrong): the header's root column tells.
+  const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/measurements/";
+  const MeasurementSet one = load_measurements(dir + "b200_gke_a4_8.all_reduce_perf.log");
+  ASSERT_EQ(one.rows.size(), 12u);
+  EXPECT_EQ(one.header.at("ranks"), "8");  // busbw / algbw = 1.75 = 2 (8 - 1) / 8
+  EXPECT_EQ(one.rows[0].op, "all_reduce");
+  EXPECT_DOUBLE_EQ(one.rows[0].bytes, 8388608.0);
+  EXPECT_DOUBLE_EQ(one.rows[0].time_s, 80.32e-6);
+  EXPECT_DOUBLE_EQ(one.rows[9].time_s, 10171e-6);
+  EXPECT_DOUBLE_EQ(one.rows[9].min_s, 10171e-6);
+  const MeasurementSet two = load_measurements(dir + "b200_gke_a4_2x8.all_reduce_perf.log");
+  ASSERT_EQ(two.rows.size(), 12u);
+  EXPECT_EQ(two.rows[11].devices, 16);
+  EXPECT_DOUBLE_EQ(two.rows[11].time_s, 47062e-6);
+}
+
 TEST(NcclTests, MalformedRowsAreNamedByLine) {
   EXPECT_NE(format_error([] {
               load_measurements(data("malformed.all_gather_perf.log"));

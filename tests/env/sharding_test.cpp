@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -582,6 +583,74 @@ TEST(ShardingTransformer, DataParallelBatchPassesSequenceConflicts) {
   ASSERT_EQ(groups.size(), 4u);
   EXPECT_FALSE(groups[0].conflict);
   EXPECT_TRUE(groups[2].conflict);
+}
+
+// --- FlashAttention (the Llama generator's fused attention op) ----------------------------
+
+// A 1-layer Llama, hidden 256, 8 query heads in 2 kv groups (head dim 32): qkv width
+// (8 + 2 x 2) x 32 = 384, rotated q and k (8 + 2) x 32 = 320.
+Graph small_llama() {
+  LlamaOptions o;
+  o.layers = 1, o.hidden = 256, o.heads = 8, o.kv_heads = 2, o.ffn = 512;
+  o.seq_len = 64, o.batch = 2, o.vocab = 256;
+  return make_llama(o);
+}
+
+const Sharding& output_of(const Graph& g, const PropagationResult& r, const std::string& op,
+                          size_t i = 0) {
+  return r.tensors[g.op(g.find_op(op)).outputs.at(i)];
+}
+
+TEST(ShardingFlashAttention, QkvColumnSplitSplitsHeadsLikeMegatron) {
+  const Graph g = small_llama();
+  const ShardingPropagator p(g, 2);
+  const std::string a = "language_model.encoder.layers.0.self_attention.";
+  std::vector<Sharding> vars(p.variables().size());
+  vars[size_t(var_index(p, a + "query_key_value:weight"))] = Sharding::split(1, 0);
+  const PropagationResult r = p.propagate(vars, p.replicated_inputs());
+  ASSERT_FALSE(r.conflict) << r.conflict_reason;
+  EXPECT_EQ(output_of(g, r, a + "query_key_value"), Sharding::split(2, 192));
+  const Sharding& rotated = output_of(g, r, a + "rotary");
+  EXPECT_EQ(rotated.kind, K::kSplit);
+  EXPECT_EQ(rotated.dim, 2);
+  // Context [2, 64, 256] split on its features (4 heads per rank), logsumexp [2, 8, 64] on
+  // its heads: Megatron's core attention.
+  const Sharding& ctx = output_of(g, r, a + "core_attention.flash_attention", 0);
+  EXPECT_EQ(ctx.kind, K::kSplit);
+  EXPECT_EQ(ctx.dim, 2);
+  const Sharding& lse = output_of(g, r, a + "core_attention.flash_attention", 1);
+  EXPECT_EQ(lse.kind, K::kSplit);
+  EXPECT_EQ(lse.dim, 1);
+  // ... which makes the output projection row-parallel: its input features split, its
+  // output a partial sum (all-reduced).
+  const Sharding& wo = r.variables[size_t(var_index(p, a + "dense:weight"))];
+  EXPECT_EQ(wo.kind, K::kSplit);
+  EXPECT_EQ(wo.dim, 0);
+  EXPECT_EQ(output_of(g, r, a + "dense").kind, K::kPartial);
+}
+
+TEST(ShardingFlashAttention, SplitMustDivideTheKvHeadsAndNotTheSequence) {
+  const Graph g = small_llama();
+  const std::string a = "language_model.encoder.layers.0.self_attention.";
+  // 4 ranks cannot share 2 kv groups: the heads split conflicts at the attention op.
+  const ShardingPropagator p4(g, 4);
+  std::vector<Sharding> vars(p4.variables().size());
+  vars[size_t(var_index(p4, a + "query_key_value:weight"))] = Sharding::split(1, 0);
+  const PropagationResult r = p4.propagate(vars, p4.replicated_inputs());
+  ASSERT_TRUE(r.conflict);
+  EXPECT_NE(r.conflict_reason.find("flash attention"), std::string::npos) << r.conflict_reason;
+  EXPECT_NE(r.conflict_reason.find("kv heads"), std::string::npos) << r.conflict_reason;
+  // A sequence split of the tokens stops at it (the softmax mixes positions).
+  const ShardingPropagator p2(g, 2);
+  const std::vector<Sharding> none(p2.variables().size());
+  std::vector<Sharding> tokens_by_position(p2.data_inputs().size(), Sharding::replicated());
+  for (size_t i = 0; i < tokens_by_position.size(); ++i) {
+    if (g.tensor(p2.data_inputs()[i]).name != "labels")
+      tokens_by_position[i] = Sharding::split(1, 0);
+  }
+  const PropagationResult seq = p2.propagate(none, tokens_by_position);
+  ASSERT_TRUE(seq.conflict);
+  EXPECT_NE(seq.conflict_reason.find("flash attention"), std::string::npos) << seq.conflict_reason;
 }
 
 // --- every real graph: counts and timing (printed, not asserted) --------------------------
