@@ -103,7 +103,7 @@ TEST(ReaderRegistry, EveryDeclaredReaderIsListedNextToIt) {
 TEST(ReaderRegistry, EveryListedReaderIsRegisteredAndNothingElse) {
   const std::map<std::string, ListedFunction> listed = listed_functions();
   const std::set<std::string> registered = registered_entry_points();
-  const std::set<std::string> kinds = {"reader", "file", "helper", "torch"};
+  const std::set<std::string> kinds = {"reader", "file", "value", "torch"};
   for (const auto& [name, f] : listed) {
     EXPECT_TRUE(kinds.count(f.kind)) << name << ": unknown kind '" << f.kind << "'";
     if (f.kind == "reader") {
