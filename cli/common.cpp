@@ -7,6 +7,7 @@
 #include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
 #include "src/io/graph_json.h"
+#include "src/io/plan_checks.h"
 #include "src/util/error.h"
 
 namespace placer::cli {
@@ -41,6 +42,12 @@ Graph load_graph_for_step(const std::string& path, bool expand, const std::strin
 Cluster load_cluster(const std::string& path) {
   Cluster c = load_cluster_yaml(path);
   return c;
+}
+
+void warn_unexportable(const Plan& plan, const Graph& g, const std::string& what) {
+  for (const std::string& line : plan_export_warnings(plan, g)) {
+    std::cerr << "placer: warning: " << what << ": " << line << "\n";
+  }
 }
 
 }  // namespace placer::cli

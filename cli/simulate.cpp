@@ -189,6 +189,7 @@ void run_simulate(const SimulateArgs& a) {
   CostModel cost(c, profile);
   Plan plan = load_plan(a.plan, g, c);
   plan.validate(g, c);
+  warn_unexportable(plan, g, a.plan);
 
   Simulator sim(g, c, cost);
   SimOptions opts;

@@ -14,6 +14,7 @@
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -75,7 +76,7 @@ Graph Corpus::load_graph(size_t i) const {
   PLACER_CHECK(i < entries.size(), "corpus '" << name << "': entry " << i << " out of range ("
                                               << entries.size() << " entries)");
   const CorpusEntry& e = entries[i];
-  const std::string where = manifest_path.empty() ? "corpus '" + name + "'" : manifest_path;
+  const std::string where = manifest_path.empty() ? "corpus " + quote_short(name) : manifest_path;
   const std::string field = field_index("entries", i) + " (" + e.name + ")";
   Graph g;
   try {
@@ -132,7 +133,8 @@ int64_t Corpus::find(const std::string& n) const {
 
 void Corpus::add(CorpusEntry e) {
   if (find(e.name) >= 0) {
-    throw ValidationError("corpus '" + name + "': entry name '" + e.name + "' is already taken");
+    throw ValidationError("corpus " + quote_short(name) + ": entry name " + quote_short(e.name) +
+                          " is already taken");
   }
   entries.push_back(std::move(e));
 }
@@ -201,14 +203,14 @@ GenerateSpec read_generate(const YamlReader& r, const YAML::Node& n, const std::
   if (info == nullptr) {
     std::string known;
     for (const std::string& f : family_names()) known += (known.empty() ? "" : ", ") + f;
-    r.fail(ff, "unknown family '" + g.family + "' (known: " + known + ")");
+    r.fail(ff, "unknown family " + quote_short(g.family) + " (known: " + known + ")");
   }
   g.seed = static_cast<uint64_t>(r.to_int(r.required(n, "seed", field), field_join(field, "seed"),
                                           0, std::numeric_limits<int64_t>::max()));
   if (n["size"]) {
     const std::string s = r.scalar(n["size"], field_join(field, "size"));
     if (!parse_family_size(s, &g.ranges.size)) {
-      r.fail(field_join(field, "size"), "expected default or large, got '" + s + "'");
+      r.fail(field_join(field, "size"), "expected default or large, got " + quote_short(s));
     }
   }
   for (auto it = n.begin(); it != n.end(); ++it) {
@@ -218,7 +220,7 @@ GenerateSpec read_generate(const YamlReader& r, const YAML::Node& n, const std::
     if (preset == nullptr) {
       std::string names;
       for (const FamilyParam& p : info->params) names += (names.empty() ? "" : ", ") + p.name;
-      r.fail(field, "unknown parameter '" + key + "' of family '" + g.family +
+      r.fail(field, "unknown parameter " + quote_short(key) + " of family '" + g.family +
                         "' (parameters: family, seed, size, " + names + ")");
     }
     if (g.ranges.overrides.count(key)) r.fail(field_join(field, key), "key given twice");
@@ -302,15 +304,16 @@ Corpus read_corpus(const std::string& text, const std::string& path) {
       const std::string resolved = c.resolve(e);
       std::error_code ec;
       if (!fs::is_regular_file(resolved, ec)) {
-        r.fail_validation(field_join(field, "file"),
-                          "graph file '" + e.file + "' not found (looked for '" + resolved + "')");
+        r.fail_validation(field_join(field, "file"), "graph file " + quote_short(e.file) +
+                                                         " not found (looked for " +
+                                                         quote_short(resolved) + ")");
       }
     } else {
       e.generate = read_generate(r, n["generate"], field_join(field, "generate"));
     }
     const std::string sf = field_join(field, "split");
     const std::string s = r.scalar(r.required(n, "split", field), sf);
-    if (!parse_split(s, &e.split)) r.fail(sf, "expected train, val or test, got '" + s + "'");
+    if (!parse_split(s, &e.split)) r.fail(sf, "expected train, val or test, got " + quote_short(s));
     if (n["tags"]) {
       const std::string tf = field_join(field, "tags");
       r.expect_sequence(n["tags"], tf);
@@ -328,7 +331,7 @@ Corpus read_corpus(const std::string& text, const std::string& path) {
       e.fingerprint = r.scalar(n["fingerprint"], ff);
       bool hex = e.fingerprint.size() == 16;
       for (char ch : e.fingerprint) hex = hex && std::strchr("0123456789abcdef", ch) != nullptr;
-      if (!hex) r.fail(ff, "expected 16 lower-case hex digits, got '" + e.fingerprint + "'");
+      if (!hex) r.fail(ff, "expected 16 lower-case hex digits, got " + quote_short(e.fingerprint));
     }
     c.entries.push_back(std::move(e));
   }

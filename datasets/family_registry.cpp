@@ -13,6 +13,7 @@
 #include "datasets/family_util.h"
 #include "datasets/synthetic.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -526,7 +527,8 @@ void check_family_ranges(const std::string& family, const FamilyRanges& ranges) 
     if (!found) {
       std::string names;
       for (const FamilyParam& p : info.params) names += (names.empty() ? "" : ", ") + p.name;
-      throw Error(family + ": unknown parameter '" + key + "' (parameters: " + names + ")");
+      throw Error(family + ": unknown parameter " + quote_short(key) + " (parameters: " + names +
+                  ")");
     }
     const std::string bad = range.check();
     if (!bad.empty()) throw Error(family + ": " + key + ": " + bad);

@@ -8,6 +8,7 @@
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -358,7 +359,8 @@ void read_dtype_curves(const YamlReader& r, const YAML::Node& op, const std::str
     const std::string name = r.scalar(d->first, by_field);
     DType dtype;
     if (!parse_dtype(name, &dtype)) {
-      r.fail(field_join(by_field, name), "unknown dtype '" + name + "' (expected f32, f16, bf16, ...)");
+      r.fail(field_join(by_field, name),
+             "unknown dtype " + quote_short(name) + " (expected f32, f16, bf16, ...)");
     }
     (*out)[dtype] = read_curve(r, d->second, field_join(by_field, name));
   }
@@ -402,7 +404,7 @@ void read_op(const YamlReader& r, const std::string& key, const YAML::Node& n, C
     for (int c = 0; c < kNumOpCategories; ++c) {
       all += std::string(c ? ", " : "") + to_string(static_cast<OpCategory>(c));
     }
-    r.fail(field, "unknown op category '" + key + "' (expected one of: " + all + ")");
+    r.fail(field, "unknown op category " + quote_short(key) + " (expected one of: " + all + ")");
   }
   r.check_keys(n, field,
                {"compute_efficiency", "compute_efficiency_by_dtype", "memory_efficiency",
@@ -451,8 +453,8 @@ void read_collectives(const YamlReader& r, const YAML::Node& coll, CostProfile* 
   if (const YAML::Node n = coll["all_reduce"]) {
     const std::string s = r.scalar(n, "collectives.all_reduce");
     if (!parse_collective_algorithm(s, &p->all_reduce)) {
-      r.fail("collectives.all_reduce",
-             "unknown algorithm '" + s + "' (expected ring, tree, hierarchical or auto)");
+      r.fail("collectives.all_reduce", "unknown algorithm " + quote_short(s) +
+                                           " (expected ring, tree, hierarchical or auto)");
     }
   }
 }
@@ -502,7 +504,8 @@ void read_collective_curves(const YamlReader& r, const std::string& key, const Y
     } else if (lkey == "inter_host") {
       level = LinkLevel::kInterHost;
     } else {
-      r.fail(lfield, "unknown link level '" + lkey + "' (expected intra_host or inter_host)");
+      r.fail(lfield,
+             "unknown link level " + quote_short(lkey) + " (expected intra_host or inter_host)");
     }
     p->curve(kind, level) = read_collective_curve(r, lt->second, lfield);
   }

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "src/io/yaml_util.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 double parse_option_number(const std::string& v) {
@@ -16,7 +18,7 @@ double parse_option_number(const std::string& v) {
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
   if (v.empty() || end != v.c_str() + v.size() || errno != 0) {
-    throw OptionValueError{"expected a number, got '" + v + "'"};
+    throw OptionValueError{"expected a number, got " + quote_short(v)};
   }
   return x;
 }
@@ -25,7 +27,7 @@ int64_t parse_option_int(const std::string& v) {
   const double x = parse_option_number(v);
   // Integral and within int64_t (2^63 itself is not).
   if (!(std::fabs(x) < 9.2233720368547758e18) || x != std::trunc(x)) {
-    throw OptionValueError{"expected an integer, got '" + v + "'"};
+    throw OptionValueError{"expected an integer, got " + quote_short(v)};
   }
   return static_cast<int64_t>(x);
 }
@@ -33,7 +35,7 @@ int64_t parse_option_int(const std::string& v) {
 bool parse_option_bool(const std::string& v) {
   bool b = false;
   if (!parse_bool_text(v, &b)) {
-    throw OptionValueError{std::string("expected ") + kBoolSpellings + ", got '" + v + "'"};
+    throw OptionValueError{std::string("expected ") + kBoolSpellings + ", got " + quote_short(v)};
   }
   return b;
 }
@@ -72,29 +74,29 @@ std::string print_option_number(double x) {
 std::pair<std::string, std::string> split_option(const std::string& kv, const std::string& flag) {
   const size_t eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw ValidationError(flag + " '" + kv + "': expected KEY=VALUE");
+    throw ValidationError(flag + " " + quote_short(kv) + ": expected KEY=VALUE");
   }
   return {kv.substr(0, eq), kv.substr(eq + 1)};
 }
 
 std::vector<std::pair<std::string, std::string>> yaml_key_values(const std::string& yaml_text,
                                                                  const std::string& where) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw FormatError(where + ": " + e.what());
-  }
+  // The limits and syntax errors of every YAML reader (src/io/yaml_util.h).
+  const YAML::Node root = parse_yaml_text(yaml_text, where);
   std::vector<std::pair<std::string, std::string>> out;
   if (root.IsNull()) return out;
   if (!root.IsMap()) throw FormatError(where + ": expected a mapping of options");
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) throw FormatError(where + ": expected option names as keys");
+    const std::string key = kv.first.Scalar();
     std::string value;
     if (kv.second.IsSequence()) {
-      for (const auto& x : kv.second) value += (value.empty() ? "" : ",") + x.as<std::string>();
+      for (const auto& x : kv.second) {
+        if (!x.IsScalar()) throw FormatError(where + ": " + key + ": expected a list of values");
+        value += (value.empty() ? "" : ",") + x.Scalar();
+      }
     } else if (kv.second.IsScalar()) {
-      value = kv.second.as<std::string>();
+      value = kv.second.Scalar();
     } else {
       throw FormatError(where + ": " + key + ": expected a value or a list");
     }

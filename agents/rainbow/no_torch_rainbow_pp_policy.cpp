@@ -11,7 +11,6 @@ namespace {
 }  // namespace
 
 bool rainbow_pp_policy_available() { return false; }
-RainbowConfig RainbowPPTrainConfig::default_rainbow() { return RainbowConfig{}; }
 std::string validate_rainbow_pp_train_config(const RainbowPPTrainConfig&) { return ""; }
 RainbowPPEvalStats rainbow_pp_heldout(const RainbowPPTrainConfig&, const std::string&, int) {
   no_torch();

@@ -344,22 +344,6 @@ double heldout_eval(RainbowAgent& agent, const RainbowPPTrainConfig& c, int coun
 
 bool rainbow_pp_policy_available() { return true; }
 
-RainbowConfig RainbowPPTrainConfig::default_rainbow() {
-  RainbowConfig r;
-  r.hidden = {128, 64};
-  r.atoms = 21;
-  r.v_min = 0.0;
-  r.v_max = 3.0;
-  r.gamma = 1.0;  // forced anyway: the reward is terminal
-  r.replay_capacity = 20000;
-  r.batch_size = 64;
-  r.lr = 1e-3;
-  r.epsilon_decay_steps = 30000;
-  r.beta_steps = 50000;
-  r.learn_start = 500;
-  return r;
-}
-
 std::string validate_rainbow_pp_train_config(const RainbowPPTrainConfig& c) {
   auto bad = [](const std::string& k, const std::string& m) { return k + ": " + m; };
   if (c.stages < 2) return bad("stages", "must be >= 2, got " + std::to_string(c.stages));

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "src/util/format.h"
+
 namespace placer {
 
 namespace fs = std::filesystem;
@@ -40,7 +42,7 @@ double read_double(const ConfigSource& s, const YAML::Node& n, const std::string
   if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo)) {
     std::string range = (lo_open ? "> " : ">= ") + ConfigJson(lo).dump();
     if (hi < kConfigMaxDouble) range += " and <= " + ConfigJson(hi).dump();
-    s.reader.fail(f, "must be " + range + " (got '" + n.Scalar() + "')");
+    s.reader.fail(f, "must be " + range + " (got " + quote_short(n.Scalar()) + ")");
   }
   return v;
 }
@@ -58,12 +60,13 @@ void check_name(const YamlReader& r, const std::string& f, const std::string& v,
   for (const std::string& k : known) {
     if (k == v) return;
   }
-  r.fail(f, "unknown " + what + " '" + v + "' " + name_suggestion(v, known, "known"));
+  r.fail(f, "unknown " + what + " " + quote_short(v) + " " + name_suggestion(v, known, "known"));
 }
 
 void unknown_key(const YamlReader& r, const std::string& field, const std::string& key,
                  const std::vector<std::string>& allowed) {
-  r.fail(field, "unknown key '" + key + "' " + name_suggestion(key, allowed, "expected one of"));
+  r.fail(field, "unknown key " + quote_short(key) + " " +
+                    name_suggestion(key, allowed, "expected one of"));
 }
 
 }  // namespace placer

@@ -33,6 +33,9 @@ using ConfigJson = nlohmann::ordered_json;
 struct ConfigSource {
   YamlReader reader;
   std::string base_dir;
+  /// The placement methods a list of method names may name (ListKind::kMethods): the
+  /// registry's, passed in by the loaders so that the parsers link without it.
+  std::vector<std::string> methods = {};
 };
 
 /// One key of a config file: how to read it into a Config and how to write it out.
@@ -137,9 +140,9 @@ ConfigField<Config> string_field(const char* key, Ref ref, std::vector<std::stri
           [ref](const Config& c) { return write_ref(ref, c); }};
 }
 
-/// A list of strings: free tags, input paths (non-empty), or names out of `names()`
-/// (checked one by one, `what` in the message).
-enum class ListKind { kTags, kPaths, kNames };
+/// A list of strings: free tags, input paths (non-empty), names out of `names()` or method
+/// names out of the source's `methods` (checked one by one, `what` in the message).
+enum class ListKind { kTags, kPaths, kNames, kMethods };
 template <class Config, class Ref>
 ConfigField<Config> string_list_field(const char* key, Ref ref, ListKind kind,
                                       std::vector<std::string> (*names)() = nullptr,
@@ -149,8 +152,10 @@ ConfigField<Config> string_list_field(const char* key, Ref ref, ListKind kind,
                                    const std::string& f) {
             const std::vector<YAML::Node> items = list_items(s, n, f);
             std::vector<std::string> out;
-            const std::vector<std::string> known =
-                kind == ListKind::kNames && names ? names() : std::vector<std::string>{};
+            const std::vector<std::string> known = kind == ListKind::kMethods ? s.methods
+                                                   : kind == ListKind::kNames && names
+                                                       ? names()
+                                                       : std::vector<std::string>{};
             for (size_t i = 0; i < items.size(); ++i) {
               const std::string fi = field_index(f, i);
               std::string v = s.reader.scalar(items[i], fi);
@@ -158,7 +163,9 @@ ConfigField<Config> string_list_field(const char* key, Ref ref, ListKind kind,
                 if (v.empty()) s.reader.fail(fi, "empty path");
                 v = resolve_input(v, s.base_dir);
               }
-              if (kind == ListKind::kNames) check_name(s.reader, fi, v, known, what);
+              if (kind == ListKind::kNames || kind == ListKind::kMethods) {
+                check_name(s.reader, fi, v, known, what);
+              }
               out.push_back(v);
             }
             ref(c) = out;

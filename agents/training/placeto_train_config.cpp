@@ -199,18 +199,24 @@ void check_config(const PlacetoCliConfig& c, const YamlReader& r) {
 PlacetoCliConfig::PlacetoCliConfig() { train.output_dir = "runs/placeto"; }
 
 PlacetoCliConfig load_placeto_train_config(const std::string& path) {
-  const std::string text = read_text_file(path, "training configuration");
-  const YAML::Node root = parse_yaml_text(text, path);
-  PlacetoCliConfig c;
-  Source s{YamlReader(path), fs::path(path).parent_path().string()};
-  if (!root.IsNull()) {
-    s.reader.expect_map(root, "");
-    if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
-    read_level(fields(), &c, s, root, "");
-  }
-  if (!c.train.output_dir.empty()) c.train.output_dir = absolute_path(c.train.output_dir);
-  check_config(c, s.reader);
-  return c;
+  return parse_placeto_train_config(read_text_file(path, "training configuration"), path);
+}
+
+PlacetoCliConfig parse_placeto_train_config(const std::string& text, const std::string& file) {
+  const YAML::Node root = parse_yaml_text(text, file);
+  // yaml-cpp exceptions the checks miss still name the file.
+  return with_yaml_errors(file, [&] {
+    PlacetoCliConfig c;
+    Source s{YamlReader(file), fs::path(file).parent_path().string()};
+    if (!root.IsNull()) {
+      s.reader.expect_map(root, "");
+      if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
+      read_level(fields(), &c, s, root, "");
+    }
+    if (!c.train.output_dir.empty()) c.train.output_dir = absolute_path(c.train.output_dir);
+    check_config(c, s.reader);
+    return c;
+  });
 }
 
 void apply_placeto_override(PlacetoCliConfig* config, const std::string& assignment) {

@@ -32,6 +32,10 @@ struct PlacetoCliConfig {
 /// a device beyond net.max_devices.
 PlacetoCliConfig load_placeto_train_config(const std::string& path);
 
+/// The parser behind load_placeto_train_config (torch-free): `text` read as the file `file`,
+/// relative input paths taken from its folder. Errors as load_placeto_train_config's.
+PlacetoCliConfig parse_placeto_train_config(const std::string& text, const std::string& file);
+
 /// One override "key=value" (`--set`): dotted for the sections ("net.hidden=16",
 /// "rl.lr=3e-3", "mdp.reward=final", "ranges.layers=[2,4]"), the value parsed as YAML.
 /// Errors are those of load_placeto_train_config, naming "--set" as the file.

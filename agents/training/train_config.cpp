@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "agents/api/placer.h"
 #include "agents/common/option_table.h"
 #include "agents/common/rainbow_config.h"
 #include "agents/training/config_fields.h"
@@ -19,12 +18,6 @@ namespace fs = std::filesystem;
 using Json = ConfigJson;
 using Source = ConfigSource;
 using Field = ConfigField<TrainConfig>;
-
-std::vector<std::string> method_names() {
-  std::vector<std::string> out;
-  for (const MethodInfo& m : placer_methods()) out.push_back(m.name);
-  return out;
-}
 
 #define PLACER_REF(member) PLACER_CONFIG_REF(TrainConfig, member)
 
@@ -46,7 +39,7 @@ const std::vector<Field>& fields() {
     v.push_back(string_field<TrainConfig>("optimizer", PLACER_REF(optimizer),
                                           {"sgd", "momentum", "adam"}, false, "optimizer"));
     v.push_back(string_list_field<TrainConfig>("reference_methods", PLACER_REF(reference_methods),
-                                               ListKind::kNames, &method_names, "method"));
+                                               ListKind::kMethods, nullptr, "method"));
     v.push_back(int_field<TrainConfig>("updates", PLACER_REF(updates), 0, kMaxInt64));
     v.push_back(
         int_field<TrainConfig>("imitation_updates", PLACER_REF(imitation_updates), 0, kMaxInt64));
@@ -58,7 +51,7 @@ const std::vector<Field>& fields() {
     v.push_back(int_field<TrainConfig>("eval_instances", PLACER_REF(eval_instances), 0, kMaxInt));
     v.push_back(int_field<TrainConfig>("eval_samples", PLACER_REF(eval_samples), 0, kMaxInt));
     v.push_back(string_list_field<TrainConfig>("eval_baselines", PLACER_REF(eval_baselines),
-                                               ListKind::kNames, &method_names, "method"));
+                                               ListKind::kMethods, nullptr, "method"));
     v.push_back(string_field<TrainConfig>("init_policy", PLACER_REF(init_policy), {}, true));
 
     v.push_back(int_field<TrainConfig>("net.hidden", PLACER_REF(net.hidden), 1, 1 << 16));
@@ -108,13 +101,13 @@ const std::vector<Field>& fields() {
 
 }  // namespace
 
-TrainConfig load_train_config(const std::string& path) {
-  const std::string text = read_text_file(path, "training configuration");
-  const YAML::Node root = parse_yaml_text(text, path);
+TrainConfig parse_train_config(const std::string& text, const std::string& file,
+                               const std::vector<std::string>& methods) {
+  const YAML::Node root = parse_yaml_text(text, file);
   // yaml-cpp exceptions the checks miss still name the file.
-  return with_yaml_errors(path, [&] {
+  return with_yaml_errors(file, [&] {
     TrainConfig c;
-    Source s{YamlReader(path), fs::path(path).parent_path().string()};
+    Source s{YamlReader(file), fs::path(file).parent_path().string(), methods};
     if (root.IsNull()) return c;  // an empty file: every default
     s.reader.expect_map(root, "");
     if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
@@ -128,13 +121,14 @@ TrainConfig load_train_config(const std::string& path) {
   });
 }
 
-void apply_train_override(TrainConfig* config, const std::string& assignment) {
+void apply_train_override(TrainConfig* config, const std::string& assignment,
+                          const std::vector<std::string>& methods) {
   const YamlReader reader("--set");
   const auto [key, text] = split_option(assignment, "--set");
   const Field* f = find_field(fields(), key);
   if (!f) unknown_key(reader, "", key, train_config_keys());
   const YAML::Node value = parse_yaml_text(text, "--set " + key);
-  Source s{reader, fs::current_path().string()};
+  Source s{reader, fs::current_path().string(), methods};
   f->read(*config, s, value, key);
   if (key == "output_dir" && !config->output_dir.empty()) {
     config->output_dir = absolute_path(config->output_dir);
@@ -219,14 +213,6 @@ const std::vector<PPField>& pp_fields() {
 #undef PP_INT
 #undef PP_REF
 
-void check_pp(const RainbowPPTrainConfig& c, const YamlReader& r) {
-  const std::string bad = validate_rainbow_pp_train_config(c);
-  if (!bad.empty()) {
-    const size_t colon = bad.find(": ");
-    r.fail(bad.substr(0, colon), colon == std::string::npos ? bad : bad.substr(colon + 2));
-  }
-}
-
 }  // namespace
 
 std::string train_config_file_agent(const std::string& path) {
@@ -239,12 +225,12 @@ std::string train_config_file_agent(const std::string& path) {
   return a;
 }
 
-RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path) {
-  const std::string text = read_text_file(path, "training configuration");
-  const YAML::Node root = parse_yaml_text(text, path);
-  return with_yaml_errors(path, [&] {
+RainbowPPTrainConfig parse_rainbow_pp_train_config(const std::string& text,
+                                                   const std::string& file) {
+  const YAML::Node root = parse_yaml_text(text, file);
+  return with_yaml_errors(file, [&] {
     RainbowPPTrainConfig c;
-    Source s{YamlReader(path), fs::path(path).parent_path().string()};
+    Source s{YamlReader(file), fs::path(file).parent_path().string()};
     if (!root.IsNull()) {
       s.reader.expect_map(root, "");
       if (root["format_version"]) s.reader.check_format_version(root, 1, 0);
@@ -262,12 +248,11 @@ RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path) {
       }
     }
     if (!c.output_dir.empty()) c.output_dir = absolute_path(c.output_dir);
-    check_pp(c, s.reader);
     return c;
   });
 }
 
-void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& assignment) {
+void apply_rainbow_pp_key(RainbowPPTrainConfig* config, const std::string& assignment) {
   const YamlReader reader("--set");
   const auto [key, value] = split_option(assignment, "--set");
   if (key.rfind("rainbow.", 0) == 0) {
@@ -275,21 +260,20 @@ void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& 
         OptionTable<RainbowPPTrainConfig>("rainbow-pp training")
             .nest(rainbow_config_table(), [](auto& c) -> auto& { return c.rainbow; }, "rainbow.");
     agent_keys.set(config, key, value, "--set");
-  } else {
-    const PPField* f = find_field(pp_fields(), key);
-    if (!f || key == "rainbow") {
-      std::vector<std::string> keys = field_keys(pp_fields());
-      keys.pop_back();
-      for (const std::string& k : rainbow_option_names()) keys.push_back("rainbow." + k);
-      unknown_key(reader, "", key, keys);
-    }
-    const YAML::Node node = parse_yaml_text(value, "--set " + key);
-    Source s{reader, fs::current_path().string()};
-    f->read(*config, s, node, key);
-    if (key == "output_dir" && !config->output_dir.empty())
-      config->output_dir = absolute_path(config->output_dir);
+    return;
   }
-  check_pp(*config, reader);
+  const PPField* f = find_field(pp_fields(), key);
+  if (!f || key == "rainbow") {
+    std::vector<std::string> keys = field_keys(pp_fields());
+    keys.pop_back();
+    for (const std::string& k : rainbow_option_names()) keys.push_back("rainbow." + k);
+    unknown_key(reader, "", key, keys);
+  }
+  const YAML::Node node = parse_yaml_text(value, "--set " + key);
+  Source s{reader, fs::current_path().string()};
+  f->read(*config, s, node, key);
+  if (key == "output_dir" && !config->output_dir.empty())
+    config->output_dir = absolute_path(config->output_dir);
 }
 
 std::string rainbow_pp_train_config_yaml(const RainbowPPTrainConfig& config,

@@ -11,6 +11,11 @@
 // init_policy) are relative to the config file's folder; output_dir is relative to the
 // current directory, like every output path of placer. All paths come out absolute.
 // TrainConfig::command is provenance, not configuration: it is no key (the command sets it).
+//
+// The parsers (parse_*, the writers, the key lists: train_config.cpp) are torch-free and link
+// without the placers (library placer_train_configs, which the reader fuzz harness links);
+// the load_* / apply_* wrappers (train_config_files.cpp) add the method registry and
+// rainbow-pp's checks across keys.
 
 #include <string>
 #include <vector>
@@ -29,6 +34,16 @@ std::string train_config_file_agent(const std::string& path);
 /// "<path>: <key>: ...": malformed YAML, an unknown key (with a "did you mean" suggestion),
 /// a value of the wrong type or out of range, an unknown method or optimizer name.
 TrainConfig load_train_config(const std::string& path);
+
+/// The parser behind load_train_config (torch-free, without the method registry: `methods` are
+/// the names reference_methods and eval_baselines may take): `text` read as the file `file`,
+/// relative input paths taken from its folder. Errors as load_train_config's.
+TrainConfig parse_train_config(const std::string& text, const std::string& file,
+                               const std::vector<std::string>& methods);
+
+/// apply_train_override with the method names given (as parse_train_config).
+void apply_train_override(TrainConfig* config, const std::string& assignment,
+                          const std::vector<std::string>& methods);
 
 /// Applies one override "key=value" (`--set`): the key as in the YAML, dotted for the nested
 /// sections ("net.hidden=32", "ppo.lr=3e-4"), the value parsed as YAML ("[2, 4]" is a list;
@@ -55,6 +70,14 @@ bool same_train_config(const TrainConfig& a, const TrainConfig& b);
 /// Reads `path` on top of the defaults. FileError / FormatError "<path>: <key>: ..." /
 /// ValidationError (bad rainbow option values).
 RainbowPPTrainConfig load_rainbow_pp_train_config(const std::string& path);
+
+/// The parser behind load_rainbow_pp_train_config: every key read and range-checked, without
+/// the checks across keys (validate_rainbow_pp_train_config, which needs the agent's code).
+RainbowPPTrainConfig parse_rainbow_pp_train_config(const std::string& text,
+                                                   const std::string& file);
+
+/// One override as apply_rainbow_pp_override, without the checks across keys.
+void apply_rainbow_pp_key(RainbowPPTrainConfig* config, const std::string& assignment);
 
 /// One override "key=value": a top-level key, or "rainbow.<option>".
 void apply_rainbow_pp_override(RainbowPPTrainConfig* config, const std::string& assignment);

@@ -59,7 +59,7 @@ class RowReader {
     const std::string& s = text(c);
     double v = 0;
     if (!parse_measurement(s, &v))
-      fail(c, "'" + s + "' is not a finite number of normal magnitude");
+      fail(c, quote_short(s) + " is not a finite number of normal magnitude");
     return v;
   }
   int64_t integer(const std::string& c, int64_t lo, int64_t hi) const {

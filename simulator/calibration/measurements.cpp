@@ -79,7 +79,8 @@ double number(const std::string& text, const std::string& file, int line,
               const std::string& column) {
   double v = 0;
   if (!parse_measurement(text, &v)) {
-    fail(file, line, column + ": expected a finite number of normal magnitude, got '" + text + "'");
+    fail(file, line,
+         column + ": expected a finite number of normal magnitude, got " + quote_short(text));
   }
   return v;
 }
@@ -87,7 +88,7 @@ double number(const std::string& text, const std::string& file, int line,
 int integer(const std::string& text, const std::string& file, int line, const std::string& column) {
   const double v = number(text, file, line, column);
   if (v != std::floor(v) || v < 0 || v > 1e9) {
-    fail(file, line, column + ": expected a non-negative integer, got '" + text + "'");
+    fail(file, line, column + ": expected a non-negative integer, got " + quote_short(text));
   }
   return static_cast<int>(v);
 }

@@ -11,6 +11,7 @@
 #include "src/io/units.h"
 #include "src/io/yaml_util.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -69,7 +70,8 @@ DeviceSpec read_device_type(const YamlReader& r, const std::string& type_name, c
     else if (k == "cpu")
       s.kind = DeviceKind::kCpu;
     else
-      r.fail(field_join(field, "kind"), "unknown device kind '" + k + "' (use gpu or cpu)");
+      r.fail(field_join(field, "kind"),
+             "unknown device kind " + quote_short(k) + " (use gpu or cpu)");
   }
   const std::string pf = field_join(field, "peak_flops");
   const YAML::Node peak = r.required(n, "peak_flops", field);
@@ -84,7 +86,7 @@ DeviceSpec read_device_type(const YamlReader& r, const std::string& type_name, c
       const std::string f = field_join(pf, key);
       DType t;
       if (!parse_dtype(key, &t)) {
-        r.fail(pf, "unknown dtype '" + key + "' (use f64, f32, f16, bf16, i8, ...)");
+        r.fail(pf, "unknown dtype " + quote_short(key) + " (use f64, f32, f16, bf16, i8, ...)");
       }
       if (!seen.insert(static_cast<int>(t)).second) r.fail(f, "dtype given twice");
       const double v = r.to_quantity(it->second, QuantityKind::kFlops, f);
@@ -123,7 +125,7 @@ LinkSpec read_link(const YamlReader& r, LinkLevel level, const YAML::Node& n,
     const std::string s = r.scalar(n["sharing"], field_join(field, "sharing"));
     if (!parse_sharing(s, &l.sharing)) {
       r.fail(field_join(field, "sharing"),
-             "unknown sharing '" + s + "' (use per_pair, per_device or per_host)");
+             "unknown sharing " + quote_short(s) + " (use per_pair, per_device or per_host)");
     }
   }
   return l;
@@ -145,7 +147,7 @@ std::vector<double> read_matrix(const YamlReader& r, const YAML::Node& n, Quanti
       double scale = 0;
       if (!unit_value(unit, k, &scale)) {
         r.fail(field_join(field, "unit"),
-               "unknown unit '" + unit + "' for " + quantity_description(k));
+               "unknown unit " + quote_short(unit) + " for " + quantity_description(k));
       }
     }
   }
@@ -213,7 +215,7 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
       auto it = types.find(t);
       if (it == types.end()) {
         r.fail(field_join(f, "type"),
-               "unknown device type '" + t + "' (device_types has: " + type_list + ")");
+               "unknown device type " + quote_short(t) + " (device_types has: " + type_list + ")");
       }
       int count = 1;
       if (g["count"]) count = int(r.to_int(g["count"], field_join(f, "count"), 1, 1 << 20));
@@ -235,7 +237,7 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
       auto it = types.find(t);
       if (it == types.end()) {
         r.fail(field_join(hf, "cpu"),
-               "unknown device type '" + t + "' (device_types has: " + type_list + ")");
+               "unknown device type " + quote_short(t) + " (device_types has: " + type_list + ")");
       }
       groups.emplace_back(&it->second, 1);
     }
@@ -268,7 +270,7 @@ void read_hosts(const YamlReader& r, const YAML::Node& hosts,
       else if (!h["name"])
         name += std::to_string(c->num_hosts());
       if (!host_names.insert(name).second) {
-        r.fail(field_join(hf, "name"), "host name '" + name + "' is used twice");
+        r.fail(field_join(hf, "name"), "host name " + quote_short(name) + " is used twice");
       }
       const int host = c->add_host(name, DeviceSpec{}, 0);
       int per_kind[2] = {0, 0};

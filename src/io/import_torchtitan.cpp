@@ -10,6 +10,7 @@
 
 #include "src/io/plan_import.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -197,7 +198,8 @@ bool reads_fp8(const Job& j) {
         fp8 = true;
       } else if (s.find("float8") != std::string::npos || s.find("mx") != std::string::npos) {
         fail("model.converters",
-             "'" + s + "' is not modelled (placer's FP8 is quantize.linear.float8, per tensor)");
+             quote_short(s) +
+                 " is not modelled (placer's FP8 is quantize.linear.float8, per tensor)");
       }
     }
   }

@@ -9,8 +9,6 @@ namespace placer {
 
 namespace {
 
-constexpr size_t kMaxShownChars = 40;
-
 /// The reason in nlohmann's message: the text after "column C: " and before "; last read"
 /// (which echoes input), without the "[json.exception...]" tag.
 std::string parser_reason(const std::string& message) {
@@ -102,11 +100,6 @@ bool parse_measurement(const std::string& text, double* out) {
     return false;
   *out = v;
   return true;
-}
-
-std::string quote_short(const std::string& text) {
-  if (text.size() <= kMaxShownChars) return "'" + text + "'";
-  return "'" + text.substr(0, kMaxShownChars) + "...' (" + std::to_string(text.size()) + " characters)";
 }
 
 std::string describe_json(const nlohmann::json& v) {

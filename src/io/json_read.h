@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "src/util/format.h"
+
 namespace placer {
 
 constexpr size_t kMaxInputBytes = size_t(1) << 30;
@@ -53,9 +55,6 @@ std::string json_syntax_message(const std::string& text, const std::string& file
 /// a number (parse_double), finite, and not subnormal (magnitudes below 2.2e-308, whose
 /// reciprocals overflow to inf, are no measurement). False otherwise.
 bool parse_measurement(const std::string& text, double* out);
-
-/// `text` in quotes, cut after 40 characters: "'abc'", "'aaaa...' (5000 characters)".
-std::string quote_short(const std::string& text);
 
 /// A short description of a JSON value for messages: numbers, booleans and short strings
 /// as written; long strings cut; arrays and objects by their kind and size.

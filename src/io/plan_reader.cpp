@@ -14,6 +14,7 @@
 #include "src/io/yaml_util.h"
 #include "src/plan/plan_notes.h"
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 // Reading a plan file (docs/formats/plan.md); the writer is plan_writer.cpp.
 namespace placer {
@@ -107,7 +108,7 @@ class PlanReader {
       } else {
         hint += c_.device(0).name + " .. " + c_.device(nd - 1).name;
       }
-      r_.fail_validation(field, "unknown device '" + s + "'" + hint + ")");
+      r_.fail_validation(field, "unknown device " + quote_short(s) + hint + ")");
     }
     return d;
   }
@@ -136,7 +137,7 @@ class PlanReader {
       const size_t d = edit_distance(name, o.name, 2);
       if (d < best_d) best_d = d, best = o.name;
     }
-    r_.fail_validation(field, "unknown op '" + name + "' (graph '" + g_.name() +
+    r_.fail_validation(field, "unknown op " + quote_short(name) + " (graph '" + g_.name() +
                                   "' has no op of that name" +
                                   (best.empty() ? ")" : "; did you mean '" + best + "'?)"));
   }
@@ -161,7 +162,8 @@ class PlanReader {
     if (n["schedule"]) {
       const std::string s = r_.scalar(n["schedule"], field_join(f, "schedule"));
       if (!parse_pipeline_schedule(s, &pipe->schedule)) {
-        r_.fail(field_join(f, "schedule"), "unknown schedule '" + s + "' (use gpipe or 1f1b)");
+        r_.fail(field_join(f, "schedule"),
+                "unknown schedule " + quote_short(s) + " (use gpipe or 1f1b)");
       }
     }
     if (n["virtual_stages"]) {
@@ -227,7 +229,7 @@ class PlanReader {
           for (OpId o : fwd) any = any || scope_under(g_.op(o).scope, prefixes.back());
           if (!any) {
             r_.fail_validation(field_index(pf, k),
-                               "scope '" + prefixes.back() + "' matches no forward op");
+                               "scope " + quote_short(prefixes.back()) + " matches no forward op");
           }
         }
         for (OpId o : fwd) {
@@ -258,10 +260,10 @@ class PlanReader {
         }
         for (auto it = n["groups"].begin(); it != n["groups"].end(); ++it) {
           const std::string grp = r_.scalar(it->first, gf);
-          const std::string ef = gf + "['" + grp + "']";
+          const std::string ef = gf + "[" + quote_short(grp) + "]";
           if (!known.count(grp)) {
-            r_.fail_validation(ef, "unknown colocation group '" + grp + "' (no op of graph '" +
-                                       g_.name() + "' is in it)");
+            r_.fail_validation(ef, "unknown colocation group " + quote_short(grp) +
+                                       " (no op of graph '" + g_.name() + "' is in it)");
           }
           if (rules.groups.count(grp)) r_.fail(ef, "group given twice");
           rules.groups[grp] = device(it->second, ef);
@@ -272,7 +274,7 @@ class PlanReader {
         r_.expect_map(n["ops"], of);
         for (auto it = n["ops"].begin(); it != n["ops"].end(); ++it) {
           const std::string name = r_.scalar(it->first, of);
-          const std::string ef = of + "['" + name + "']";
+          const std::string ef = of + "[" + quote_short(name) + "]";
           const OpId id = op_by_name(name, ef);
           if (rules.named[id] >= 0) r_.fail(ef, "op given twice");
           rules.named[id] = device(it->second, ef);
@@ -377,8 +379,8 @@ class PlanReader {
     if (n["sync"]) {
       const std::string s = r_.scalar(n["sync"], field_join(f, "sync"));
       if (!parse_sync_scheme(s, &dp->sync)) {
-        r_.fail(field_join(f, "sync"),
-                "unknown sync scheme '" + s + "' (use ring, tree, hierarchical, ps or auto)");
+        r_.fail(field_join(f, "sync"), "unknown sync scheme " + quote_short(s) +
+                                           " (use ring, tree, hierarchical, ps or auto)");
       }
     }
     if (n["bucket_size"])
@@ -430,7 +432,7 @@ class PlanReader {
     const std::string v = r_.scalar(n, f);
     DType d;
     if (!parse_dtype(v, &d) || !(d == DType::kF32 || d == DType::kF16 || d == DType::kBF16)) {
-      r_.fail(f, "unknown " + what + " '" + v + "' (use f32, f16 or bf16)");
+      r_.fail(f, "unknown " + what + " " + quote_short(v) + " (use f32, f16 or bf16)");
     }
     return d;
   }
@@ -439,7 +441,8 @@ class PlanReader {
     const std::string v = r_.scalar(n, f);
     Recompute r;
     if (!parse_recompute(v, &r)) {
-      r_.fail(f, "unknown recomputation '" + v + "' (use none, selective, selective_op or full)");
+      r_.fail(f, "unknown recomputation " + quote_short(v) +
+                     " (use none, selective, selective_op or full)");
     }
     return r;
   }
@@ -451,7 +454,7 @@ class PlanReader {
     if (n["style"]) {
       const std::string st = r_.scalar(n["style"], field_join(f, "style"));
       if (st != "megatron") {
-        r_.fail(field_join(f, "style"), "unknown style '" + st + "' (only 'megatron')");
+        r_.fail(field_join(f, "style"), "unknown style " + quote_short(st) + " (only 'megatron')");
       }
     }
     if (n["sequence_parallel"]) {

@@ -1,6 +1,7 @@
 #include "src/io/plan_sync_io.h"
 
 #include "src/plan/plan.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -16,14 +17,14 @@ VariableSync read_strategy(const YamlReader& r, const YAML::Node& n, const std::
     const std::string v = r.scalar(n["synchronizer"], field_join(f, "synchronizer"));
     if (!parse_synchronizer(v, &s.synchronizer)) {
       r.fail(field_join(f, "synchronizer"),
-             "unknown synchronizer '" + v + "' (use allreduce, ps, allgather or sfb)");
+             "unknown synchronizer " + quote_short(v) + " (use allreduce, ps, allgather or sfb)");
     }
   }
   if (n["algorithm"]) {
     const std::string v = r.scalar(n["algorithm"], field_join(f, "algorithm"));
     if (!parse_sync_scheme(v, &s.algorithm)) {
-      r.fail(field_join(f, "algorithm"),
-             "unknown all-reduce algorithm '" + v + "' (use ring, tree or hierarchical)");
+      r.fail(field_join(f, "algorithm"), "unknown all-reduce algorithm " + quote_short(v) +
+                                             " (use ring, tree or hierarchical)");
     }
   }
   if (n["destinations"]) s.destinations = devices(n["destinations"], field_join(f, "destinations"));
@@ -34,8 +35,8 @@ VariableSync read_strategy(const YamlReader& r, const YAML::Node& n, const std::
   if (n["compressor"]) {
     const std::string v = r.scalar(n["compressor"], field_join(f, "compressor"));
     if (!parse_compressor(v, &s.compressor)) {
-      r.fail(field_join(f, "compressor"),
-             "unknown compressor '" + v + "' (use none, fp16, onebit, topk or powersgd)");
+      r.fail(field_join(f, "compressor"), "unknown compressor " + quote_short(v) +
+                                              " (use none, fp16, onebit, topk or powersgd)");
     }
   }
   if (n["ratio"]) s.topk_ratio = r.to_double(n["ratio"], field_join(f, "ratio"));

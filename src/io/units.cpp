@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/util/error.h"
+#include "src/util/format.h"
 
 namespace placer {
 
@@ -279,18 +280,19 @@ double parse_quantity(const std::string& text, QuantityKind k, const std::string
     case ParseStatus::kNegative:
       throw FormatError(format_context(
           file, field,
-          std::string("'") + text + "' is negative; " + quantity_description(k) + " must be >= 0"));
+          quote_short(text) + " is negative; " + quantity_description(k) + " must be >= 0"));
     case ParseStatus::kOutOfBounds:
-      throw FormatError(format_context(file, field,
-                                       "'" + text + "' is out of physical bounds: " +
-                                           quantity_description(k) + " must be 0 or " +
-                                           bounds_of(k).text));
+      throw FormatError(format_context(
+          file, field,
+          quote_short(text) + " is out of physical bounds: " + quantity_description(k) +
+              " must be 0 or " + bounds_of(k).text));
     case ParseStatus::kBadNumber:
     case ParseStatus::kBadUnit:
       break;
   }
   throw FormatError(format_context(
-      file, field, "cannot read '" + text + "' as " + quantity_description(k) + " " + hint(k)));
+      file, field,
+      "cannot read " + quote_short(text) + " as " + quantity_description(k) + " " + hint(k)));
 }
 
 uint64_t parse_bytes(const std::string& text, const std::string& file, const std::string& field) {
@@ -318,7 +320,8 @@ uint64_t parse_bytes(const std::string& text, const std::string& file, const std
   if (num.ec == std::errc() && std::isfinite(number) && number != std::floor(number) &&
       find_unit(trim(std::string(num.ptr, t.data() + t.size())), QuantityKind::kBytes, &u) &&
       u.mul == 1) {
-    throw FormatError(format_context(file, field, "'" + text + "' is not a whole number of bytes"));
+    throw FormatError(
+        format_context(file, field, quote_short(text) + " is not a whole number of bytes"));
   }
   return static_cast<uint64_t>(std::round(parse_quantity(text, QuantityKind::kBytes, file, field)));
 }
@@ -416,7 +419,7 @@ bool unit_value(const std::string& unit, QuantityKind k, double* out) {
 double apply_unit(double number, const std::string& unit, QuantityKind k) {
   Unit u;
   if (!find_unit(trim(unit), k, &u)) {
-    throw FormatError("unknown unit '" + unit + "' for " + quantity_description(k));
+    throw FormatError("unknown unit " + quote_short(unit) + " for " + quantity_description(k));
   }
   return apply(number, u);
 }

@@ -288,7 +288,7 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& field,
     for (const char* a : allowed) all += std::string(all.empty() ? "" : ", ") + a;
     const std::string best = closest_name(key, std::vector<std::string>(allowed.begin(), allowed.end()));
     fail(field,
-         "unknown key '" + key + "' " +
+         "unknown key " + quote_short(key) + " " +
              (best.empty() ? "(expected one of: " + all + ")" : "(did you mean '" + best + "'?)"));
   }
 }
@@ -335,7 +335,7 @@ double YamlReader::to_double(const YAML::Node& n, const std::string& field) cons
 bool YamlReader::to_bool(const YAML::Node& n, const std::string& field) const {
   bool b = false;
   if (parse_bool_text(scalar(n, field), &b)) return b;
-  fail(field, std::string("expected ") + kBoolSpellings + ", got '" + n.Scalar() + "'");
+  fail(field, std::string("expected ") + kBoolSpellings + ", got " + quote_short(n.Scalar()));
 }
 
 double YamlReader::to_quantity(const YAML::Node& n, QuantityKind k,
@@ -360,8 +360,8 @@ void YamlReader::check_format_version(const YAML::Node& root, int major, int min
   int got = -1;
   auto res = std::from_chars(head.data(), head.data() + head.size(), got);
   if (res.ec != std::errc() || res.ptr != head.data() + head.size() || got != major) {
-    throw FormatError(
-        format_context(file_, "", "unsupported format_version '" + s + "' (" + reads + ")"));
+    throw FormatError(format_context(
+        file_, "", "unsupported format_version " + quote_short(s) + " (" + reads + ")"));
   }
   int file_minor = 0;
   const size_t dot = s.find('.');
@@ -369,7 +369,7 @@ void YamlReader::check_format_version(const YAML::Node& root, int major, int min
     const std::string tail = s.substr(dot + 1);
     auto r2 = std::from_chars(tail.data(), tail.data() + tail.size(), file_minor);
     if (r2.ec != std::errc() || r2.ptr != tail.data() + tail.size()) {
-      fail("format_version", "cannot read '" + s + "' as <major>.<minor>");
+      fail("format_version", "cannot read " + quote_short(s) + " as <major>.<minor>");
     }
   }
   ignore_unknown_keys_ = file_minor > minor;

@@ -56,4 +56,10 @@ std::string pad_left(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
+std::string quote_short(const std::string& text) {
+  constexpr size_t kMaxShown = 40;
+  if (text.size() <= kMaxShown) return "'" + text + "'";
+  return "'" + text.substr(0, kMaxShown) + "...' (" + std::to_string(text.size()) + " characters)";
+}
+
 }  // namespace placer

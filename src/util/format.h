@@ -13,4 +13,9 @@ std::string fixed(double v, int decimals);    ///< printf("%.*f")
 std::string pad_right(const std::string& s, size_t width);
 std::string pad_left(const std::string& s, size_t width);
 
+/// A value read from user input, as error messages show it: in quotes, cut after 40
+/// characters so that no message echoes a whole (possibly huge) value: "'abc'",
+/// "'aaaa...' (5000 characters)". Every reader's messages quote values with it.
+std::string quote_short(const std::string& text);
+
 }  // namespace placer

@@ -2,8 +2,9 @@
 // Every reader of user input, with the seed inputs the fuzz harness mutates
 // (tests/fuzz/reader_fuzz_test.cpp). A reader is a function that takes the text (or bytes)
 // of a file or argument and returns what it read or throws placer::Error; its entry points
-// are the names declared in the headers, and reader_registry_test.cpp fails when a header
-// declares a reader entry point that is neither registered here nor listed as a helper.
+// are the names declared in the headers and listed as readers next to them (src/readers.txt,
+// simulator/, datasets/, env/, agents/); reader_registry_test.cpp fails when a header declares
+// one that is not listed there, or a listed reader that is not registered here.
 
 #include <fstream>
 #include <functional>
@@ -11,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "agents/training/placeto_train_config.h"
+#include "agents/training/train_config.h"
 #include "datasets/corpus.h"
 #include "datasets/hf_config.h"
 #include "datasets/onnx_import.h"
@@ -231,11 +234,39 @@ inline std::vector<RegisteredReader> framework_and_model_readers() {
   };
 }
 
+/// The configuration files of `placer train-policy` (torch-free parsers, library
+/// placer_train_configs). GDP's method lists are checked against these names (the loader
+/// passes the registry's).
+inline std::vector<RegisteredReader> training_config_readers() {
+  static const std::vector<std::string> methods = {
+      "m-etf",         "m-sct",       "metis",           "scotch",
+      "critical-path", "pipeline-dp", "pipeline-ideals", "m-etf+hybrid"};
+  return {
+      {"train-policy config (gdp)",
+       {"parse_train_config"},
+       {file_seed("examples/train_policy.yaml"), file_seed("models/pretrained/stages.train.yaml")},
+       3000,
+       [](const std::string& t, const std::string& f) { parse_train_config(t, f, methods); }},
+      {"train-policy config (rainbow-pp)",
+       {"parse_rainbow_pp_train_config"},
+       {file_seed("examples/train_rainbow_pp.yaml"),
+        file_seed("models/pretrained/rainbow_pp.train.yaml")},
+       3000,
+       [](const std::string& t, const std::string& f) { parse_rainbow_pp_train_config(t, f); }},
+      {"train-policy config (placeto)",
+       {"parse_placeto_train_config"},
+       {file_seed("examples/train_placeto.yaml")},
+       2000,
+       [](const std::string& t, const std::string& f) { parse_placeto_train_config(t, f); }},
+  };
+}
+
 /// Every registered reader, in a fixed order.
 inline const std::vector<RegisteredReader>& registered_readers() {
   static const std::vector<RegisteredReader> all = [] {
     std::vector<RegisteredReader> r = file_format_readers();
-    for (auto* part : {&measurement_readers, &framework_and_model_readers}) {
+    for (auto* part :
+         {&measurement_readers, &framework_and_model_readers, &training_config_readers}) {
       for (RegisteredReader& x : part()) r.push_back(std::move(x));
     }
     return r;
