@@ -103,7 +103,8 @@ const char* const kOptional[] = {"model",
                                  "moe_ffn",
                                  "shared_experts",
                                  "precision_variant",
-                                 "scatter_gather"};
+                                 "scatter_gather",
+                                 "fsdp"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -230,6 +231,9 @@ IterationRun read_run(const RowReader& r, const std::string& file, int n) {
   m.micro_batch = int(r.integer("micro_batch", 1, 1 << 20));
   m.global_batch = int(r.integer("global_batch", 1, 1 << 26));
   m.zero_stage = int(r.integer_or("zero_stage", 0, 0, 3));
+  // Megatron-FSDP / FSDP2: zero_stage 3 with the per-block prefetched schedule.
+  m.fsdp.enabled = r.integer_or("fsdp", 0, 0, 1) == 1;
+  if (m.fsdp.enabled && m.zero_stage != 3) r.fail("fsdp", "1 needs zero_stage 3");
   m.overlap_grad_reduce = r.integer_or("overlap_grad_reduce", 0, 0, 1) == 1;
   m.sequence_parallel = r.integer_or("sequence_parallel", 0, 0, 1) == 1;
   m.recompute = Recompute::kFull;

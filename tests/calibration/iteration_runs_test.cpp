@@ -30,8 +30,11 @@ TEST(IterationRunsModern, ShippedFilesReadEveryColumn) {
   const std::vector<IterationRun> runs =
       load_iteration_runs(kSrc + "/datasets/measurements/modern/llama_dense_h100.csv");
   ASSERT_EQ(runs.size(), 6u);
-  // 8,128,1,4096,32,32,8192,1,8,1,9070.098955,llama,128256,14336,8,,fp8,3,1,0,flash,1,1,1,1,,0,0,0,0,FP8-CS
+  // 8,128,1,4096,32,32,8192,1,8,1,9070.098955,llama,128256,14336,8,none,fp8,3,1,0,flash,1,1,1,1,,0,0,0,0,
+  // FP8-CS,1: the recipes' recomputation (none) and Megatron-FSDP's per-block schedule.
   const IterationRun& a = runs[0];
+  EXPECT_EQ(a.config.recompute, Recompute::kNone);
+  EXPECT_TRUE(a.config.fsdp.enabled);
   EXPECT_TRUE(a.config.fp8);
   EXPECT_EQ(a.dtype, DType::kBF16);
   EXPECT_EQ(a.precision_variant, "FP8-CS");
@@ -82,6 +85,30 @@ TEST(IterationRunsModern, VirtualStagesScatterGatherAndMasterWeightsReachPlanAnd
   const Graph& gn = pred.graph(runs[1]);
   for (OpId o = 0; o < gn.num_ops(); ++o) without += gn.op(o).state_bytes;
   EXPECT_EQ(with, 3 * without);
+}
+
+TEST(IterationRunsModern, FsdpColumnTurnsOnThePerBlockSchedule) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::vector<IterationRun> runs = parse_iteration_runs(
+      kHeader + ",zero_stage,fsdp\n8,64,4,1024,16,12,1024,1,8,1,100,3,1\n"
+                "8,64,4,1024,16,12,1024,1,8,1,100,3,\n",
+      "runs.csv");
+  RunPredictor pred(c);
+  const Plan fsdp = pred.plan(runs[0]);
+  EXPECT_EQ(fsdp.data_parallel.zero_stage, 3);
+  EXPECT_TRUE(fsdp.data_parallel.fsdp.enabled);
+  EXPECT_EQ(fsdp.data_parallel.fsdp.forward_prefetch, 1);
+  EXPECT_TRUE(fsdp.data_parallel.fsdp.reshard_after_forward);
+  EXPECT_FALSE(pred.plan(runs[1]).data_parallel.fsdp.enabled);  // ZeRO-3's accounting
+  try {
+    parse_iteration_runs(kHeader + ",zero_stage,fsdp\n8,64,4,1024,16,12,1024,1,8,1,100,1,1\n",
+                         "runs.csv");
+    ADD_FAILURE() << "fsdp 1 with zero_stage 1 accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs.csv:2: column 'fsdp': 1 needs zero_stage 3"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 void expect_refused(const std::string& columns, const std::string& values,
