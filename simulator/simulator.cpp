@@ -443,6 +443,7 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
   // Devices, instances, work fractions and durations.
   op_dev.resize(n_ops);
   op_multi.resize(n_ops);
+  op_gang.assign(n_ops, 0);
   op_frac.resize(n_ops);
   op_dur.resize(n_ops);
   op_inst.resize(n_ops + 1);
@@ -479,6 +480,7 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
         div *= static_cast<double>(q.devices.size());
       }
       for (int d : q.devices) dev_used[d] = 1;
+      op_gang[o] = q.devices.size() > 1;
     }
     dev_used[op_dev[o]] = 1;
     const double frac = 1.0 / div;

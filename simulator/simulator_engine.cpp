@@ -138,7 +138,7 @@ void Simulator::Impl::dispatch(int d) {
   const uint32_t inst = ready[d].back().inst;
   ready[d].pop_back();
   const OpId o = inst_op[inst];
-  if (op_part[o] >= 0 && plan->partitions[op_part[o]].devices.size() > 1) {
+  if (op_gang[o]) {
     start_gang(inst, d);
   } else {
     start_single(inst, d);

@@ -201,6 +201,7 @@ struct Simulator::Impl {
   std::vector<int32_t> op_part;   // partition index, -1 = not partitioned
   std::vector<int32_t> op_stage;  // pipeline stage, -1 without pipeline
   std::vector<uint8_t> op_multi;  // runs once per micro-batch
+  std::vector<uint8_t> op_gang;   // partitioned over more than one device (start_gang)
   std::vector<double> op_frac;    // work fraction of one instance on one device
   std::vector<double> op_dur;     // seconds per instance
   std::vector<double> op_coll;    // partition collective after each instance (seconds)

@@ -162,16 +162,27 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Megatron, SymmetricPlans, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
+/// A 2-layer GPT under TP `tp` x PP 2, 4 micro-batches, on `hosts` DGX hosts, and its plan.
+struct SmallJob {
+  SmallJob(int tp, int hosts, bool shared_nic = false)
+      : g(model_of(Case{"small", false, config(tp, 2, 1), 4, 2, false})),
+        c(dgx_hosts(hosts, shared_nic)),
+        cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml")) {
+    MegatronConfig m = config(tp, 2, 1);
+    m.global_batch = 4;
+    plan = megatron_plan(g, m);
+  }
+  Graph g;
+  Cluster c;
+  CostModel cost;
+  Plan plan;
+};
+
 // A NIC shared by a host's GPUs queues the ranks' boundary transfers one after another: not
 // symmetric, so the full simulation runs (and the counters say what it did).
 TEST(SymmetricSimulation, SharedHostPortRunsInFull) {
-  Case k{"shared", false, config(8, 2, 1), 4, 2, false};
-  MegatronConfig m = k.m;
-  m.global_batch = 4;
-  const Graph g = model_of(k);
-  const Cluster c = dgx_hosts(2, /*shared_nic=*/true);
-  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
-  const SimResult r = run_both(g, c, cost, megatron_plan(g, m));
+  const SmallJob job(8, 2, /*shared_nic=*/true);
+  const SimResult r = run_both(job.g, job.c, job.cost, job.plan);
   EXPECT_FALSE(r.symmetric);
   EXPECT_NE(r.full_reason.find("each host's devices share"), std::string::npos) << r.full_reason;
 }
@@ -179,14 +190,9 @@ TEST(SymmetricSimulation, SharedHostPortRunsInFull) {
 // Recorded events (traces, breakdowns) need every device's timeline; expert and context
 // parallelism are features the detector does not know: each runs in full.
 TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
-  Case k{"events", false, config(8, 2, 1), 4, 2, false};
-  MegatronConfig m = k.m;
-  m.global_batch = 4;
-  const Graph g = model_of(k);
-  const Cluster c = dgx_hosts(2);
-  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
-  Simulator sim(g, c, cost);
-  Plan plan = megatron_plan(g, m);
+  const SmallJob job(8, 2);
+  Simulator sim(job.g, job.c, job.cost);
+  Plan plan = job.plan;
   EXPECT_TRUE(sim.run(plan).symmetric);
   SimOptions events;
   events.record_events = true;
@@ -207,19 +213,15 @@ TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
 // An op left on the first rank of its tensor-parallel group (its partition removed) makes
 // rank 0 unlike the others: the full simulation runs and names the op.
 TEST(SymmetricSimulation, OpOnOneRankRunsInFull) {
-  Case k{"one_rank", false, config(4, 2, 1), 4, 2, false};
-  MegatronConfig m = k.m;
-  m.global_batch = 4;
-  const Graph g = model_of(k);
-  const Cluster c = dgx_hosts(1);
-  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
-  Plan plan = expand_tensor_parallel(megatron_plan(g, m), g, c.num_devices());
+  const SmallJob job(4, 1);
+  const Graph& g = job.g;
+  Plan plan = expand_tensor_parallel(job.plan, g, job.c.num_devices());
   const auto ln = std::find_if(plan.partitions.begin(), plan.partitions.end(),
                                [&](const OpPartition& q) { return q.replicated; });
   ASSERT_NE(ln, plan.partitions.end());
   const std::string name = g.op(ln->op).name;
   plan.partitions.erase(ln);
-  const SimResult r = run_both(g, c, cost, plan);
+  const SimResult r = run_both(g, job.c, job.cost, plan);
   EXPECT_FALSE(r.symmetric);
   EXPECT_EQ(r.full_reason, "op '" + name + "' runs on one rank of its tensor-parallel group");
 }
