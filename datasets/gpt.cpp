@@ -15,21 +15,11 @@ namespace placer {
 
 namespace {
 
-double d(int64_t v) { return static_cast<double>(v); }
-uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
-/// Parameters of a rows x cols weight; the byte bound is checked where the op is added.
-uint64_t weight(int64_t rows, int64_t cols) {
-  return checked_mul(u(rows), u(cols), "weight elements");
-}
+using namespace decoder_sizes;  // NOLINT: d, u, weight, str
+
 /// Each size on its own stays below 2^40, so the widths derived from them (heads x head
 /// size, 8 x hidden / 3...) cannot overflow int64; products of several are checked as tensors.
 constexpr int64_t kMaxDimension = int64_t(1) << 40;
-
-std::string str(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 // One builder for both families; the differences are flags.
 struct Spec {
