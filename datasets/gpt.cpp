@@ -1,5 +1,6 @@
 #include "datasets/gpt.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -111,6 +112,10 @@ void validate_moe(const Spec& o) {
   PLACER_CHECK(m.capacity_factor == 0 || (m.capacity_factor > 0 && m.capacity_factor <= m.experts),
                f << ": moe capacity_factor must be 0 (no dropping) or in (0, experts], got "
                  << m.capacity_factor);
+  // The experts' rows per sequence, seq_len x top_k (x capacity_factor), stay below 2^40.
+  PLACER_CHECK(double(o.seq_len) * double(m.top_k) * std::max(1.0, m.capacity_factor) <=
+                   double(kMaxDimension),
+               f << ": moe seq_len x top_k x capacity_factor is above the bound 2^40");
   PLACER_CHECK(
       m.moe_layer.empty() || m.moe_layer.size() == static_cast<size_t>(o.layers),
       f << ": moe_layer has " << m.moe_layer.size() << " entries for " << o.layers << " layers");

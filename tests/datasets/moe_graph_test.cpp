@@ -104,6 +104,8 @@ TEST(MoeGraph, CapacityFactorPadsTheExpertsInput) {
   EXPECT_EQ(attr(up, kMoeCapacityAttr), "1.5");
   EXPECT_TRUE(moe_layers(g)[0].padded);
   EXPECT_THROW(tiny_graph(kTinyMixtral, 8, -1), ValidationError);
+  // Rows beyond the generator's bound are an error, not an overflow.
+  EXPECT_THROW(tiny_graph(kTinyMixtral, int64_t(1) << 39, 4), Error);
 }
 
 TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
