@@ -157,9 +157,10 @@ void print_breakdown(const Graph& g, const Cluster& c, const Plan& plan, const S
   }
   std::ostream& out = std::cout;
   out << "\nbreakdown    exposed time per device (each instant counted once, first of: compute,\n"
-         "             tensor-parallel collectives, expert-parallel all-to-all, data-parallel\n"
-         "             sync, barrier, transfers,"
-         " host wait; idle = pipeline bubble and waiting for inputs)\n";
+         "             tensor-parallel collectives, expert-parallel all-to-all, data-parallel "
+         "sync,\n"
+         "             barrier, transfers, host wait; idle = pipeline bubble and waiting for "
+         "inputs)\n";
   size_t w = 8;
   for (const DeviceBreakdown& b : rows) w = std::max(w, c.device(b.device).name.size() + 2);
   out << pad_right("device", w) << pad_right("stages", 8);
