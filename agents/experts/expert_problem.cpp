@@ -2,7 +2,6 @@
 #include "agents/experts/expert_problem.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "agents/common/option_fields.h"
 #include "simulator/simulator.h"
@@ -51,17 +50,6 @@ RoutingStats routing_of(const ExpertMethodOptions& o, const std::string& method)
   return load_routing(o.routing).stats();
 }
 
-/// MoE layers of `g`: one more than the largest moe_layer attribute (src/graph/moe_attrs.h).
-int moe_layers(const Graph& g) {
-  int n = 0;
-  for (const Op& op : g.ops()) {
-    for (const auto& [k, v] : op.attrs) {
-      if (k == kMoeLayerAttr) n = std::max(n, std::atoi(v.c_str()) + 1);
-    }
-  }
-  return n;
-}
-
 }  // namespace
 
 ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
@@ -71,9 +59,10 @@ ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
 ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
                              const std::string& method, RoutingStats routing)
     : problem_(p), method_(method), map_file_(o.map), routing_(std::move(routing)) {
-  if (routing_.empty() || moe_layers(p.graph) != layers()) {
+  const size_t graph_layers = moe_layers(p.graph).size();
+  if (routing_.empty() || graph_layers != size_t(layers())) {
     throw ValidationError(method + ": the routing statistics have " + std::to_string(layers()) +
-                          " MoE layers, the graph " + std::to_string(moe_layers(p.graph)));
+                          " MoE layers, the graph " + std::to_string(graph_layers));
   }
   const std::vector<int> devices = problem_devices(p);
   const int ep = o.ep > 0 ? int(o.ep) : int(devices.size());

@@ -2,7 +2,7 @@
 // Routing-statistics files (docs/formats/routing.md): how many token assignments each expert
 // of each mixture-of-experts layer received, over a window of training, optionally per
 // micro-batch and per training step (routing drifts as a model trains). What the expert
-// placers read (EPLB, round-robin, the learned placer) and `placer generate routing` writes.
+// placers read (eplb, round-robin, expert-anneal) and `placer generate routing` writes.
 //
 // The reader follows the JSON discipline of src/io/json_read.h (size and depth limits, exact
 // integers, key paths in messages); every error is a FormatError naming the file and the key

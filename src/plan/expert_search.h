@@ -1,7 +1,7 @@
 #pragma once
 // Searching expert maps against an objective (the simulated step of the plan, or the expert
 // layer's step of expert_balance.h): annealing over maps, with the best-so-far curve that
-// the placement benchmark compares learned and classical searches by.
+// the placement benchmark reports (evaluations to within 5% of the final best).
 //
 // A layer is searched as slots: every rank holds a fixed number of expert copies, each
 // expert at least one, no rank two copies of one expert. Moves: swap two copies between
