@@ -169,20 +169,20 @@ TEST_F(CorpusTest, GenerateWritesFilesThatLoad) {
   c.manifest_path = path("out/files.corpus.yaml");
   CorpusGenerateOptions o;
   o.families = {"all"};
-  o.count = 12;
+  o.count = 16;
   size_t calls = 0;
   o.progress = [&](size_t done, size_t total, const Graph&) {
     ++calls;
-    EXPECT_EQ(total, 12u);
+    EXPECT_EQ(total, 16u);
     EXPECT_EQ(done, calls);
   };
   generate_corpus_entries(&c, o);
   save_corpus(c, c.manifest_path);
-  EXPECT_EQ(calls, 12u);
+  EXPECT_EQ(calls, 16u);
   const Corpus back = load_corpus(c.manifest_path);
-  ASSERT_EQ(back.size(), 12u);
+  ASSERT_EQ(back.size(), 16u);
   EXPECT_EQ(back.entries[0].file, "graphs/enas_cnn_000.graph.json");
-  EXPECT_EQ(back.entries[11].name, "enas_cnn_001");  // after one of each of the 11 families
+  EXPECT_EQ(back.entries[15].name, "enas_cnn_001");  // after one of each of the 15 families
   EXPECT_TRUE(fs::exists(path("out/graphs/layered_random_000.graph.json")));
   for (size_t i = 0; i < back.size(); ++i) {
     const Graph g = back.load_graph(i);
@@ -195,7 +195,7 @@ TEST_F(CorpusTest, GenerateWritesFilesThatLoad) {
   o.progress = nullptr;
   o.write_files = false;
   generate_corpus_entries(&again, o);
-  for (size_t i = 0; i < 12; ++i)
+  for (size_t i = 0; i < 16; ++i)
     EXPECT_EQ(again.entries[i].fingerprint, back.entries[i].fingerprint);
   o.families = {"nope"};
   EXPECT_THROW(generate_corpus_entries(&again, o), Error);
