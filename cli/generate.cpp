@@ -204,10 +204,10 @@ void run_hf(const GenerateArgs& a) {
 
 /// `placer generate hf CONFIG`: a model from a Hugging Face config.json.
 void add_hf(CLI::App* gen, const std::shared_ptr<GenerateArgs>& a) {
-  CLI::App* hf =
-      gen->add_subcommand("hf",
-                          "A model from a Hugging Face config.json (llama, mistral, qwen2 graphs; "
-                          "mixtral, qwen2_moe, deepseek_v3 parameter counts)");
+  CLI::App* hf = gen->add_subcommand(
+      "hf",
+      "A model from a Hugging Face config.json (llama, mistral, qwen2, mixtral, "
+      "qwen2_moe, deepseek_v3)");
   use_flag(hf, a.get(), add_common(hf, a.get(), &a->hf_dtype, "on for f16 / bf16"));
   hf->get_option("--output")->required(false);
   hf->add_option("config,--hf-config", a->hf_config, "The model's config.json")->required();
@@ -217,6 +217,10 @@ void add_hf(CLI::App* gen, const std::shared_ptr<GenerateArgs>& a) {
                  "Pad the vocabulary to a multiple of this x tp (1: as in the config)")
       ->capture_default_str();
   hf->add_option("--tp", a->hf.tp, "Tensor-parallel size the vocabulary is padded for")
+      ->capture_default_str();
+  hf->add_option("--capacity-factor", a->hf.capacity_factor,
+                 "MoE models: each expert takes at most this x its even share of the tokens, "
+                 "padded to that capacity (0: no dropping)")
       ->capture_default_str();
   hf->add_flag("--params-only", a->params_only,
                "Print the parameter counts (total, active per token, by part); write nothing");

@@ -133,6 +133,7 @@ const BreakdownColumn kBreakdownColumns[] = {
     {"tp-allgath", [](const DeviceBreakdown& b) { return b.collective[1]; }},
     {"tp-redscat", [](const DeviceBreakdown& b) { return b.collective[2]; }},
     {"tp-bcast", [](const DeviceBreakdown& b) { return b.collective[3]; }},
+    {"all-to-all", [](const DeviceBreakdown& b) { return b.collective[4]; }},
     {"fsdp-gath", [](const DeviceBreakdown& b) { return b.fsdp_gather; }},
     {"cp-exch", [](const DeviceBreakdown& b) { return b.context_exchange; }},
     {"dp-sync", [](const DeviceBreakdown& b) { return b.gradient_sync; }},
@@ -157,8 +158,10 @@ void print_breakdown(const Graph& g, const Cluster& c, const Plan& plan, const S
   }
   std::ostream& out = std::cout;
   out << "\nbreakdown    exposed time per device (each instant counted once, first of: compute,\n"
-         "             tensor-parallel collectives, data-parallel sync, barrier, transfers,\n"
-         "             host wait; idle = pipeline bubble and waiting for inputs)\n";
+         "             tensor-parallel collectives, expert-parallel all-to-all, data-parallel "
+         "sync,\n"
+         "             barrier, transfers, host wait; idle = pipeline bubble and waiting for "
+         "inputs)\n";
   size_t w = 8;
   for (const DeviceBreakdown& b : rows) w = std::max(w, c.device(b.device).name.size() + 2);
   out << pad_right("device", w) << pad_right("stages", 8);
@@ -176,6 +179,28 @@ void print_breakdown(const Graph& g, const Cluster& c, const Plan& plan, const S
   if (rows.size() > shown) out << "... " << rows.size() - shown << " more devices\n";
 }
 
+// `--breakdown` under expert parallelism: each EP rank's routed tokens relative to an even
+// share (mean and max over the MoE layers); the largest sets each layer's expert GEMMs.
+void print_expert_load(const SimResult& r) {
+  if (r.expert_load.empty()) return;
+  const size_t ranks = r.expert_load[0].size();
+  std::ostream& out = std::cout;
+  out << "\nexpert load  routed tokens per EP rank relative to an even share, over "
+      << r.expert_load.size() << " MoE layers (1.00 = balanced)\n"
+      << pad_right("ep-rank", 9) << pad_left("mean", 8) << pad_left("max", 8) << "\n";
+  for (size_t k = 0; k < ranks && k < 64; ++k) {
+    double sum = 0, mx = 0;
+    for (const std::vector<double>& layer : r.expert_load) {
+      sum += layer[k];
+      mx = std::max(mx, layer[k]);
+    }
+    out << pad_right(std::to_string(k), 9)
+        << pad_left(fixed(sum / double(r.expert_load.size()), 2), 8) << pad_left(fixed(mx, 2), 8)
+        << "\n";
+  }
+  if (ranks > 64) out << "... " << ranks - 64 << " more EP ranks\n";
+}
+
 void run_simulate(const SimulateArgs& a) {
   Graph g = load_graph_for_step(a.graph, !a.no_expand, a.optimizer);
   Cluster c = load_cluster(a.cluster);
@@ -189,7 +214,10 @@ void run_simulate(const SimulateArgs& a) {
   opts.record_events = !a.trace.empty() || a.breakdown;
   SimResult r = sim.run(plan, opts);
   report(a, g, c, plan, r);
-  if (a.breakdown) print_breakdown(g, c, plan, r);
+  if (a.breakdown) {
+    print_breakdown(g, c, plan, r);
+    print_expert_load(r);
+  }
 
   if (!a.trace.empty()) {
     ensure_parent_dir(a.trace);

@@ -12,10 +12,8 @@
 
 namespace placer {
 
-namespace {
+namespace decoder_sizes {
 
-double d(int64_t v) { return static_cast<double>(v); }
-uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
 uint64_t weight(int64_t rows, int64_t cols) {
   return checked_mul(u(rows), u(cols), "weight elements");
 }
@@ -25,6 +23,12 @@ std::string str(double v) {
   os << v;
   return os.str();
 }
+
+}  // namespace decoder_sizes
+
+namespace {
+
+using namespace decoder_sizes;  // NOLINT: d, u, weight, str
 
 // An RMSNorm over [b, s, width] (MLA's q / kv layernorms).
 TensorId rms_norm(const BlockContext& c, const std::string& name, const std::string& scope,

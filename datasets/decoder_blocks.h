@@ -12,6 +12,17 @@
 
 namespace placer {
 
+/// Size arithmetic the decoder generator's files share.
+namespace decoder_sizes {
+inline double d(int64_t v) { return static_cast<double>(v); }
+inline uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
+/// Parameters of a rows x cols weight (checked); the byte bound is checked where the op is
+/// added.
+uint64_t weight(int64_t rows, int64_t cols);
+/// `v` as a stream prints it (attribute values).
+std::string str(double v);
+}  // namespace decoder_sizes
+
 /// What every block needs: the graph under construction and the step's shape.
 struct BlockContext {
   GraphMaker& m;

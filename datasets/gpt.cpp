@@ -1,5 +1,6 @@
 #include "datasets/gpt.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -15,21 +16,11 @@ namespace placer {
 
 namespace {
 
-double d(int64_t v) { return static_cast<double>(v); }
-uint64_t u(int64_t v) { return static_cast<uint64_t>(v); }
-/// Parameters of a rows x cols weight; the byte bound is checked where the op is added.
-uint64_t weight(int64_t rows, int64_t cols) {
-  return checked_mul(u(rows), u(cols), "weight elements");
-}
+using namespace decoder_sizes;  // NOLINT: d, u, weight, str
+
 /// Each size on its own stays below 2^40, so the widths derived from them (heads x head
 /// size, 8 x hidden / 3...) cannot overflow int64; products of several are checked as tensors.
 constexpr int64_t kMaxDimension = int64_t(1) << 40;
-
-std::string str(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 // One builder for both families; the differences are flags.
 struct Spec {
@@ -121,6 +112,10 @@ void validate_moe(const Spec& o) {
   PLACER_CHECK(m.capacity_factor == 0 || (m.capacity_factor > 0 && m.capacity_factor <= m.experts),
                f << ": moe capacity_factor must be 0 (no dropping) or in (0, experts], got "
                  << m.capacity_factor);
+  // The experts' rows per sequence, seq_len x top_k (x capacity_factor), stay below 2^40.
+  PLACER_CHECK(double(o.seq_len) * double(m.top_k) * std::max(1.0, m.capacity_factor) <=
+                   double(kMaxDimension),
+               f << ": moe seq_len x top_k x capacity_factor is above the bound 2^40");
   PLACER_CHECK(
       m.moe_layer.empty() || m.moe_layer.size() == static_cast<size_t>(o.layers),
       f << ": moe_layer has " << m.moe_layer.size() << " entries for " << o.layers << " layers");

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -371,8 +372,10 @@ HfParamCounts hf_param_counts(const HfModel& m) {
 
 LlamaOptions hf_llama_options(const HfModel& m, const HfGraphOptions& o) {
   if (o.capacity_factor < 0 || (o.capacity_factor > 0 && !m.is_moe())) {
-    throw ValidationError(m.file + ": capacity_factor " + std::to_string(o.capacity_factor) +
-                          (m.is_moe() ? " must be >= 0" : " needs an MoE model"));
+    std::ostringstream os;
+    os << m.file << ": capacity_factor " << o.capacity_factor
+       << (m.is_moe() ? " must be >= 0" : " needs an MoE model");
+    throw ValidationError(os.str());
   }
   LlamaOptions l;
   l.name = o.name.empty() ? default_graph_name(m.file) : o.name;

@@ -42,33 +42,6 @@ constexpr const char* kRoleNames[] = {kMoeRouter,    kMoeAuxLoss,    kMoeDispatc
 
 bool is_expert(int8_t role) { return role == kUp || role == kAct || role == kDown; }
 
-const std::string* find_attr(const Op& op, const char* key) {
-  for (const auto& [k, v] : op.attrs) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
-
-// A non-negative integer attribute below `bound`; ValidationError naming the op otherwise.
-int attr_int(const Op& op, const char* key, int64_t bound) {
-  const std::string* v = find_attr(op, key);
-  if (v == nullptr) {
-    throw ValidationError("simulator: MoE op '" + op.name + "' has no '" + key + "' attribute");
-  }
-  size_t pos = 0;
-  long long x = -1;
-  try {
-    x = std::stoll(*v, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != v->size() || x < 0 || x >= bound) {
-    throw ValidationError("simulator: MoE op '" + op.name + "': " + key + " '" + *v +
-                          "' is not an integer in [0, " + std::to_string(bound) + ")");
-  }
-  return static_cast<int>(x);
-}
-
 uint64_t scaled(uint64_t bytes, double factor) {
   return static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * factor));
 }
@@ -80,28 +53,23 @@ void Simulator::Impl::index_moe_ops() {
   op_moe_layer.assign(n_ops, -1);
   moe_experts.clear();
   moe_padded.clear();
+  for (const MoeLayerInfo& layer : moe_layers(g)) {
+    moe_experts.push_back(std::max(1, layer.experts));
+    moe_padded.push_back(layer.padded ? 1 : 0);
+  }
   for (OpId o = 0; o < n_ops; ++o) {
     const Op& op = g.op(o);
     const OpId f = op.phase == Phase::kForward ? o : op.forward_op;
     if (f == kNoOp) continue;
     const Op& fo = g.op(f);
-    const std::string* role = find_attr(fo, kMoeRoleAttr);
+    const std::string* role = find_op_attr(fo, kMoeRoleAttr);
     if (role == nullptr) continue;
     const auto it = std::find(std::begin(kRoleNames), std::end(kRoleNames), *role);
     if (it == std::end(kRoleNames)) {
       throw ValidationError("simulator: op '" + fo.name + "': unknown MoE role '" + *role + "'");
     }
-    const int layer = attr_int(fo, kMoeLayerAttr, std::max<int64_t>(n_ops, 1));
     op_moe_role[o] = static_cast<int8_t>(it - std::begin(kRoleNames));
-    op_moe_layer[o] = layer;
-    if (static_cast<size_t>(layer) >= moe_experts.size()) {
-      moe_experts.resize(layer + 1, 0);
-      moe_padded.resize(layer + 1, 0);
-    }
-    if (is_expert(op_moe_role[o]) && o == f) {
-      moe_experts[layer] = std::max(1, attr_int(fo, kMoeExpertsAttr, int64_t{1} << 24));
-      if (find_attr(fo, kMoeCapacityAttr) != nullptr) moe_padded[layer] = 1;
-    }
+    op_moe_layer[o] = op_attr_int(fo, kMoeLayerAttr, static_cast<int64_t>(moe_experts.size()));
   }
 }
 

@@ -284,21 +284,35 @@ void check_modelled(const IterationRun& run) {
                           " is not modelled yet (" + why + ")");
   };
   if (run.cp > 1) refuse("cp", std::to_string(run.cp), "plans have no context parallelism");
-  if (run.ep > 1) refuse("ep", std::to_string(run.ep), "plans have no expert parallelism");
-  if (run.etp > 0) refuse("etp", std::to_string(run.etp), "plans have no expert parallelism");
-  if (run.num_experts > 0)
-    refuse("num_experts", std::to_string(run.num_experts), "the generators build dense models");
+  if (run.num_experts > 0 && run.model != "llama") {
+    refuse("num_experts", std::to_string(run.num_experts), "MoE layers need model llama");
+  }
 }
+
+namespace {
+
+// The run's Megatron configuration as a plan, with its expert parallelism: ep ranks, etp
+// (Megatron-core's default: the tensor-parallel size) for MoE models.
+Plan run_plan(const Graph& g, const IterationRun& run) {
+  Plan plan = megatron_plan(g, run.config);
+  if (run.num_experts > 0) {
+    plan.expert_parallel.degree = run.ep;
+    plan.expert_parallel.tensor_parallel = run.etp > 0 ? run.etp : run.config.tp;
+  }
+  return plan;
+}
+
+}  // namespace
 
 RunPredictor::RunPredictor(const Cluster& cluster) : cluster_(cluster) {}
 RunPredictor::~RunPredictor() = default;
 
 const Graph& RunPredictor::graph(const IterationRun& run) {
   check_modelled(run);
-  const auto key = std::make_tuple(run.model, run.hidden, run.heads, run.kv_heads, run.ffn,
-                                   run.seq_len, run.vocab, run.layers, run.config.global_batch,
-                                   run.config.tp, static_cast<int>(run.dtype), run.master_weights,
-                                   run.attention);
+  const auto key = std::make_tuple(
+      run.model, run.hidden, run.heads, run.kv_heads, run.ffn, run.seq_len, run.vocab, run.layers,
+      run.config.global_batch, run.config.tp, static_cast<int>(run.dtype), run.master_weights,
+      run.attention, run.num_experts, run.moe_topk, run.moe_ffn, run.shared_experts);
   std::unique_ptr<Graph>& g = graphs_[key];
   if (!g) {
     // The sizes both generators share.
@@ -320,6 +334,12 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
       LlamaOptions o;
       fill(o);
       o.kv_heads = run.kv_heads;
+      if (run.num_experts > 0) {  // every layer MoE; shared experts as wide as a routed one
+        o.moe.experts = run.num_experts;
+        o.moe.top_k = run.moe_topk;
+        o.moe.expert_ffn = run.moe_ffn > 0 ? run.moe_ffn : o.ffn;
+        o.moe.shared_ffn = int64_t(run.shared_experts) * o.moe.expert_ffn;
+      }
       forward = make_llama(o);
     } else {
       GptOptions o;
@@ -334,7 +354,7 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
   return *g;
 }
 
-Plan RunPredictor::plan(const IterationRun& run) { return megatron_plan(graph(run), run.config); }
+Plan RunPredictor::plan(const IterationRun& run) { return run_plan(graph(run), run); }
 
 double RunPredictor::predict(const IterationRun& run, const CostProfile& profile) {
   if (run.gpus > cluster_.num_devices()) {
@@ -353,13 +373,13 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
   Simulator sim(g, cluster_, cost);
   SimOptions opt;
   opt.critical_path = false;
-  const Plan plan = megatron_plan(g, run.config);
+  const Plan plan = run_plan(g, run);
   try {
     plan.validate(g, cluster_);
+    return sim.run(plan, opt).step_time;
   } catch (const ValidationError& e) {
     throw ValidationError(run.where() + ": " + e.what());
   }
-  return sim.run(plan, opt).step_time;
 }
 
 double estimated_simulated_ops(const IterationRun& run) {

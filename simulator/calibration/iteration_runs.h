@@ -77,10 +77,11 @@ constexpr double kMaxSimulatedOpsPerRun = 2e7;
 /// ValidationError "<file>:<line>: ...". Returns the largest estimate.
 double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster);
 
-/// Throws ValidationError ("file:line: column 'ep': 2 is not modelled yet ...") when `run`
-/// sets a column the graph generators or plans cannot express yet: cp > 1, ep > 1, etp, or
-/// experts. RunPredictor calls it. (`attention flash` builds the generators' fused
-/// FlashAttention op; `precision fp8` runs the plan's FP8 GEMMs.)
+/// Throws ValidationError ("file:line: column 'cp': 2 is not modelled yet ...") when `run`
+/// sets a column the graph generators or plans cannot express yet: cp > 1, or experts in a
+/// gpt model. RunPredictor calls it. (`attention flash` builds the generators' fused
+/// FlashAttention op; `precision fp8` runs the plan's FP8 GEMMs; experts build the llama
+/// generator's MoE layers in every layer, simulated with the run's ep and etp.)
 void check_modelled(const IterationRun& run);
 
 /// Builds (and caches) the training-step graph of each distinct model of the runs and
@@ -101,7 +102,7 @@ class RunPredictor {
  private:
   const Cluster& cluster_;
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
-                      int, int, bool, std::string>,
+                      int, int, bool, std::string, int, int, int64_t, int>,
            std::unique_ptr<Graph>>
       graphs_;
 };

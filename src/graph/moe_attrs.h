@@ -8,6 +8,12 @@
 // top_k = k (experts each token goes to). Backward and optimizer ops are found through
 // Op::forward_op.
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/graph/graph.h"
+
 namespace placer {
 
 inline constexpr const char* kMoeLayerAttr = "moe_layer";
@@ -26,5 +32,22 @@ inline constexpr const char* kMoeExpertAct = "expert_act";    ///< SwiGLU of the
 inline constexpr const char* kMoeExpertDown = "expert_down";  ///< grouped down GEMM
 inline constexpr const char* kMoeCombine = "combine";         ///< all-to-all back, weighted sum
 inline constexpr const char* kMoeShared = "shared";           ///< shared experts (every token)
+
+/// The value of attribute `key` of `op`; nullptr when it has none.
+const std::string* find_op_attr(const Op& op, const char* key);
+/// Attribute `key` of `op` as an integer in [0, bound); ValidationError naming the op and the
+/// key when it is missing or malformed.
+int op_attr_int(const Op& op, const char* key, int64_t bound);
+
+/// One MoE layer of a graph, read from its forward ops' attributes.
+struct MoeLayerInfo {
+  int experts = 0;        ///< routed experts (the expert ops' `experts`)
+  int top_k = 0;          ///< experts per token
+  bool padded = false;    ///< drop-and-pad: the experts' inputs are padded to a capacity
+  std::vector<OpId> ops;  ///< its forward ops, in graph order
+};
+/// The graph's MoE layers by moe_layer index (a layer without routed-expert ops has 0
+/// experts). ValidationError naming the op on a malformed attribute.
+std::vector<MoeLayerInfo> moe_layers(const Graph& g);
 
 }  // namespace placer

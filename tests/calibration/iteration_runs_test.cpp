@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "simulator/calibration/iteration_runs.h"
+#include "simulator/cost_profile.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
 
@@ -98,10 +99,8 @@ void expect_refused(const std::string& columns, const std::string& values,
 }
 
 TEST(IterationRunsModern, UnmodelledColumnsAreNamedErrors) {
-  expect_refused("ep", "2", "column 'ep': 2 is not modelled yet");
-  expect_refused("etp", "1", "column 'etp': 1 is not modelled yet");
   expect_refused("num_experts,moe_topk,moe_ffn", "8,2,512",
-                 "column 'num_experts': 8 is not modelled yet");
+                 "column 'num_experts': 8 is not modelled yet (MoE layers need model llama)");
   // cp counts in the ranks: 8 GPUs = tp 2 x dp 2 x cp 2.
   const IterationRun cp =
       parse_iteration_runs(kHeader + ",cp\n8,64,4,1024,16,12,1024,2,2,1,100,2\n", "runs.csv")[0];
@@ -115,7 +114,7 @@ TEST(IterationRunsModern, UnmodelledColumnsAreNamedErrors) {
       FormatError);
 }
 
-TEST(IterationRunsModern, FlashAndFp8AreModelledExpertParallelismIsNot) {
+TEST(IterationRunsModern, FlashAndFp8AreModelled) {
   const std::vector<IterationRun> runs = parse_iteration_runs(
       kHeader +
           ",attention,precision,ep\n8,64,4,1024,16,12,1024,2,4,1,100,flash,fp8,1\n"
@@ -124,8 +123,39 @@ TEST(IterationRunsModern, FlashAndFp8AreModelledExpertParallelismIsNot) {
   EXPECT_EQ(runs[0].attention, "flash");
   EXPECT_NO_THROW(check_modelled(runs[0]));
   EXPECT_EQ(runs[0].dtype, DType::kBF16);
-  EXPECT_TRUE(runs[0].config.fp8);                         // modelled: kept
-  EXPECT_THROW(check_modelled(runs[1]), ValidationError);  // ep 2 stays refused
+  EXPECT_TRUE(runs[0].config.fp8);           // modelled: kept
+  EXPECT_NO_THROW(check_modelled(runs[1]));  // ep 2 of a dense model: nothing to spread
+}
+
+// An MoE row builds the llama generator's MoE layers and a plan with the row's ep and etp
+// (Megatron-core's default etp: tp).
+TEST(IterationRunsModern, MoeRowsBuildExpertLayersAndExpertParallelPlans) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::vector<IterationRun> runs = parse_iteration_runs(
+      kHeader +
+          ",model,attention,num_experts,moe_topk,moe_ffn,shared_experts,ep,etp\n"
+          "8,64,4,1024,16,4,1024,2,4,1,100,llama,flash,8,2,512,1,4,\n"
+          "8,64,4,1024,16,4,1024,2,4,1,100,llama,flash,8,2,512,1,8,1\n",
+      "runs.csv");
+  RunPredictor pred(c);
+  const Plan p = pred.plan(runs[0]);
+  EXPECT_EQ(p.expert_parallel.degree, 4);
+  EXPECT_EQ(p.expert_parallel.tensor_parallel, 2);
+  EXPECT_EQ(pred.plan(runs[1]).expert_parallel.tensor_parallel, 1);
+  // 4 layers of 8 experts of 3 x 1024 x 512 and one shared expert of 512.
+  const Graph& g = pred.graph(runs[0]);
+  uint64_t expert_bytes = 0;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op& op = g.op(o);
+    if (op.phase == Phase::kForward && op.name.find(".experts.linear_fc") != std::string::npos) {
+      expert_bytes += op.param_bytes;
+    }
+  }
+  EXPECT_EQ(expert_bytes, uint64_t(4) * 8 * 3 * 1024 * 512 * 2);
+  EXPECT_NE(g.find_op("language_model.encoder.layers.3.mlp.shared_experts.linear_fc1"), kNoOp);
+  const CostProfile profile = default_profile();
+  EXPECT_GT(pred.predict(runs[0], profile), 0);
+  EXPECT_GT(pred.predict(runs[1], profile), 0);
 }
 
 // The attention column picks the generator's attention: flash builds one FlashAttention op

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `placer generate hf`: a dense model's graph from a Hugging Face config.json, the parameter
+# `placer generate hf`: dense and MoE graphs from a Hugging Face config.json, the parameter
 # counts of the shipped MoE configs, and one error line (file and key) on bad configs.
 # Usage: generate_hf.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u
@@ -22,6 +22,13 @@ out=$("$placer" generate hf --hf-config "$tmp/Mistral-7B-v0.1/config.json" --seq
   -o "$tmp/m.graph.json" 2>&1)
 check hub-folder-name grep -q ": Mistral-7B-v0.1, " <<<"$out"
 
+# MoE graphs: Mixtral's 46,702,792,704 parameters (x 2 bytes), DeepSeek-V3's MLA and experts.
+out=$("$placer" generate hf "$hf/mixtral_8x7b.config.json" --seq-len 64 -o "$tmp/x.graph.json" 2>&1)
+check mixtral-graph grep -q "mixtral_8x7b, .* params 87.0 GiB" <<<"$out"
+out=$("$placer" generate hf "$hf/deepseek_v3.config.json" --seq-len 64 --capacity-factor 1.25 \
+  -o "$tmp/d.graph.json" 2>&1)
+check deepseek-graph grep -q "deepseek_v3, .* params 1.22 TiB" <<<"$out"
+
 # Parameter counts without a graph.
 out=$("$placer" generate hf "$hf/mixtral_8x7b.config.json" --params-only 2>&1)
 check mixtral-total grep -qE "total +46702792704 +\(46.70 B\)" <<<"$out"
@@ -31,8 +38,8 @@ check deepseek-total grep -qE "total +671026419200" <<<"$out"
 check deepseek-active grep -qE "active without the embedding +36625618432 +\(36.63 B\)" <<<"$out"
 
 # Named errors: one line, nothing written.
-refuse moe-graph "placer: error: $hf/mixtral_8x7b.config.json: MoE layers are not modelled yet (model_type mixtral, 8 experts); --params-only prints its parameter counts" \
-  -- generate hf "$hf/mixtral_8x7b.config.json" -o "$tmp/out/x.graph.json"
+refuse dense-capacity "placer: error: $hf/llama3_8b.config.json: capacity_factor 1.5 needs an MoE model" \
+  -- generate hf "$hf/llama3_8b.config.json" --capacity-factor 1.5 -o "$tmp/out/x.graph.json"
 sed 's/"model_type": "llama"/"model_type": "gpt_neox"/' "$hf/llama3_8b.config.json" > "$tmp/neox.json"
 expect unknown-type "neox.json: model_type: unknown model type 'gpt_neox'" -- generate hf "$tmp/neox.json" --params-only
 sed 's/"use_cache": true,/"use_cache": true, "use_parallel_residual": true,/' "$hf/llama3_8b.config.json" > "$tmp/extra.json"

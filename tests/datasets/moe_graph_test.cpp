@@ -85,6 +85,13 @@ TEST(MoeGraph, TwoLayerMixtralFlopsAndParametersByHand) {
   EXPECT_EQ(up.param_bytes, uint64_t(2 * 4 * 64 * 256));
   EXPECT_EQ(g.tensor(op_named(g, p + ".dispatch").outputs[0]).shape,
             (std::vector<int64_t>{1, 16, 64}));
+  // The layers as the simulator and the expert placers read them.
+  const std::vector<MoeLayerInfo> layers = moe_layers(g);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[1].experts, 4);
+  EXPECT_EQ(layers[1].top_k, 2);
+  EXPECT_FALSE(layers[1].padded);
+  EXPECT_EQ(layers[1].ops.size(), 8u);
   // Both layers' load-balancing losses reach the loss op.
   EXPECT_EQ(op_named(g, "loss").inputs.size(), 4u);  // logits, 2 aux losses, labels
 }
@@ -95,7 +102,10 @@ TEST(MoeGraph, CapacityFactorPadsTheExpertsInput) {
   // ceil(8 * 2 * 1.5) = 24 rows per sequence.
   EXPECT_EQ(up.flops, 2.0 * 24 * 64 * 256);
   EXPECT_EQ(attr(up, kMoeCapacityAttr), "1.5");
+  EXPECT_TRUE(moe_layers(g)[0].padded);
   EXPECT_THROW(tiny_graph(kTinyMixtral, 8, -1), ValidationError);
+  // Rows beyond the generator's bound are an error, not an overflow.
+  EXPECT_THROW(tiny_graph(kTinyMixtral, int64_t(1) << 39, 4), Error);
 }
 
 TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
@@ -114,7 +124,9 @@ TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
   EXPECT_NE(g.find_op("language_model.encoder.layers.0.mlp.dense_h_to_4h"), kNoOp);
   EXPECT_EQ(g.find_op("language_model.encoder.layers.0.mlp.router"), kNoOp);
   const Op& router = op_named(g, "language_model.encoder.layers.1.mlp.router");
-  EXPECT_EQ(attr(router, kMoeLayerAttr), "0");                // the first MoE layer
+  EXPECT_EQ(attr(router, kMoeLayerAttr), "0");  // the first MoE layer
+  ASSERT_EQ(moe_layers(g).size(), 1u);
+  EXPECT_EQ(moe_layers(g)[0].ops.size(), 12u);  // 8 routed-path ops and 4 of the shared expert
   EXPECT_EQ(router.param_bytes, uint64_t(2 * (64 * 4 + 4)));  // + score-correction biases
   EXPECT_EQ(
       op_named(g, "language_model.encoder.layers.1.mlp.shared_experts.linear_fc1").param_bytes,

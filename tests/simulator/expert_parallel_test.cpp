@@ -12,6 +12,7 @@
 #include "simulator/breakdown.h"
 #include "src/graph/moe_attrs.h"
 #include "src/graph/training_step.h"
+#include "src/plan/megatron_plan.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -143,6 +144,53 @@ TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
     EXPECT_EQ(e.bytes, 2048u) << g.op(e.op).name;
   }
   EXPECT_EQ(a2a, 8);
+}
+
+// A tiny DeepSeek-V3 shape (MLA, a dense first layer, 4 experts with a shared one) under a
+// Megatron configuration with tensor parallelism: the MLA projections split as Megatron-core
+// splits them, the MoE ops run whole on each TP rank, and the experts spread over EP ranks
+// (with ETP their GEMMs all-reduce over the expert's ETP ranks).
+TEST(ExpertParallel, TensorParallelMlaAndExpertsUnderAMegatronPlan) {
+  const HfModel m = parse_hf_config(R"({"model_type": "deepseek_v3", "hidden_size": 64,
+      "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "vocab_size": 128, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+      "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_shared_experts": 1,
+      "first_k_dense_replace": 1})",
+                                    "tiny.json");
+  HfGraphOptions o;
+  o.seq_len = 16;
+  o.batch = 4;
+  const Graph g = expand_training_step(make_hf_graph(m, o));
+  const Cluster c = make_cluster(1, 4, testing::link(0, 100e9), testing::link(0, 10e9));
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  MegatronConfig mc;
+  mc.tp = 2;
+  mc.dp = 2;
+  mc.global_batch = 4;
+  mc.zero_stage = 1;
+  for (int etp : {1, 2}) {
+    Plan p = megatron_plan(g, mc);
+    p.expert_parallel.degree = 2;
+    p.expert_parallel.tensor_parallel = etp;
+    SimOptions opts;
+    opts.record_events = true;
+    const SimResult r = sim.run(p, opts);
+    EXPECT_GT(r.step_time, 0);
+    int a2a = 0, expert_allreduce = 0;
+    for (const SimEvent& e : r.events) {
+      if (e.kind != SimEvent::kCollective || e.op == kNoOp || e.device != 0) continue;
+      const bool expert = g.op(e.op).name.find(".experts.") != std::string::npos;
+      a2a += e.collective == static_cast<uint8_t>(CollectiveKind::kAllToAll);
+      expert_allreduce +=
+          expert && e.collective == static_cast<uint8_t>(CollectiveKind::kAllReduce);
+    }
+    // One MoE layer, 2 micro-batches (4 / (1 x dp 2)): dispatch and combine in both passes,
+    // and with ETP the down GEMM's forward and the up GEMM's backward.
+    EXPECT_EQ(a2a, 8) << "etp " << etp;
+    EXPECT_EQ(expert_allreduce, etp == 2 ? 4 : 0) << "etp " << etp;
+  }
 }
 
 // x -> experts (8 MB of weights, 16 MB of optimizer state) -> head (1 MB, 2 MB).
