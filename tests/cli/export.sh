@@ -126,8 +126,8 @@ printf '[training]\nlocal_batch_size = 2\n[parallelism]\ndata_parallel_replicate
 expect megatron-every-2nd-layer "recompute_every: 2: Megatron-LM checkpoints groups of consecutive layers" -- \
   export "$tmp/e.plan.yaml" --graph "$g" --cluster "$cluster" --to megatron -o "$tmp/no7.txt"
 check export-wrote-nothing test ! -e "$tmp/no7.txt"
-printf '[parallelism]\ntensor_parallel_degree = 2\ncontext_parallel_degree = 2\n' > "$tmp/cp.toml"
-expect torchtitan-context-parallel "cp.toml: parallelism.context_parallel_degree: not modelled yet" -- \
+printf '[parallelism]\ntensor_parallel_degree = 2\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = "ring"\n' > "$tmp/cp.toml"
+expect torchtitan-context-parallel "cp.toml: parallelism.context_parallel_rotate_method: 'ring' (use allgather or alltoall)" -- \
   plan from-torchtitan "$tmp/cp.toml" --graph "$g" --cluster "$cluster" -o "$tmp/no6.plan.yaml"
 check from-torchtitan-wrote-nothing test ! -e "$tmp/no6.plan.yaml"
 
