@@ -284,7 +284,9 @@ void Simulator::Impl::on_finish(uint32_t inst) {
   if (op_coll[o] > 0) {
     // Partition-n-reduce: the outputs exist only after the all-gather / all-reduce.
     double start = 0;
-    const double end = reserve_comm(part_devs(op_part[o]), op_coll[o], &start);
+    // MoE dispatch / combine carry an all-to-all without being partitioned: their group.
+    const std::vector<int>& devs = op_part[o] >= 0 ? part_devs(op_part[o]) : group_devs[op_group[o]];
+    const double end = reserve_comm(devs, op_coll[o], &start);
     ++out->num_collectives;
     out->collective_bytes += op_coll_bytes[o];
     if (opts.record_events) {
