@@ -15,6 +15,7 @@
 #include <cmath>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "simulator/simulator_impl.h"
@@ -174,6 +175,16 @@ void Simulator::Impl::set_op_collective(OpId o, CollectiveKind kind, const std::
   op_coll_kind[o] = static_cast<uint8_t>(kind);
 }
 
+// The division of an expert op's work beyond its own partition. Without sequence parallelism
+// every TP rank holds its group's tokens and each ETP rank computes 1/etp of every expert's
+// width: etp. Under it the op is already split on the sequence over the tp ranks, and with
+// ETP the ETP group gathers its ranks' tokens before the 1/etp-wide GEMMs, so a rank does
+// 1/max(tp, etp) of the group's expert work in all: max(etp, tp) / tp more.
+double Simulator::Impl::expert_work_split(OpId o) const {
+  const double sequence_split = std::round(1.0 / (op_bdiv[o] * op_frac[o]));
+  return std::max(static_cast<double>(etp_degree), sequence_split) / sequence_split;
+}
+
 // A routed-expert op: forward and backward run the slowest EP rank's tokens (1 / etp of
 // each expert's width); the optimizer updates the experts the rank holds. Its weights,
 // gradients and optimizer state are those of the rank's experts, its activations those of
@@ -185,7 +196,7 @@ void Simulator::Impl::apply_expert_compute(OpId o, const Plan& p, const std::vec
   const double keep = moe_keep[size_t(l)] / etp_degree;
   const uint32_t edp = static_cast<uint32_t>(ranks.size()) / uint32_t(ep_degree * etp_degree);
   const double frac =
-      op_frac[o] * (ph == Phase::kOptimizer ? keep : moe_factor[size_t(l)] / etp_degree);
+      op_frac[o] * (ph == Phase::kOptimizer ? keep : moe_factor[size_t(l)] / expert_work_split(o));
   bool fp8 = false;
   const DType dt = run_dtype(o, p, &fp8);
   op_dur[o] = cost.op_time(g.op(o), op_bytes[o], op_dev[o], frac, dt) +
@@ -223,6 +234,45 @@ void Simulator::Impl::apply_expert_op(OpId o, const Plan& p) {
   std::vector<int> group;
   for (int e = 0; e < ep_degree; ++e) group.push_back(ranks[size_t(e) * size_t(etp_degree)]);
   set_op_collective(o, CollectiveKind::kAllToAll, group, moe_a2a_bytes[size_t(op_moe_layer[o])]);
+}
+
+// The simulated rank's expert-data-parallel copies: the first rank of every etp x ep block
+// of its expert grid (tp x cp x dp / (ep x etp) ranks), with their pipeline replicas.
+std::vector<int> Simulator::Impl::expert_data_parallel_group(OpId o, const Plan& p) const {
+  const std::vector<int> ranks = expert_ranks(o);
+  std::vector<int> devs;
+  for (size_t k = 0; k < ranks.size(); k += size_t(ep_degree) * size_t(etp_degree)) {
+    for (int r = 0; r < (pipelined ? R : 1); ++r)
+      devs.push_back(pipelined ? p.replica_device(ranks[k], r, n_dev) : ranks[k]);
+  }
+  std::sort(devs.begin(), devs.end());
+  devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+  return devs;
+}
+
+// As Megatron-core, the routed experts' gradients (the rank's experts, 1 / etp of each) are
+// all-reduced over the expert-data-parallel group, the ranks that hold the same experts,
+// rather than over the data-parallel group of the stage's other gradients.
+void Simulator::Impl::prepare_expert_gradient_syncs(const Plan& p) {
+  if (!ep_on) return;
+  std::vector<std::pair<std::vector<int>, int32_t>> made;  // EDP group -> its sync
+  for (TensorId t = 0; t < n_tensors; ++t) {
+    if (!t_grad[t] || t_producer[t] == kNoOp || !is_expert(op_moe_role[t_producer[t]])) continue;
+    if (t_sync[t] >= 0) --syncs[size_t(t_sync[t])].remaining;
+    t_sync[t] = -1;
+    std::vector<int> devs = expert_data_parallel_group(t_producer[t], p);
+    if (devs.size() < 2) continue;
+    auto it =
+        std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == devs; });
+    if (it == made.end()) {
+      Sync s{group_index(devs), 0, 0, kNoTensor, kNoTensor};
+      syncs.push_back(s);
+      made.emplace_back(std::move(devs), static_cast<int32_t>(syncs.size() - 1));
+      it = made.end() - 1;
+    }
+    t_sync[t] = it->second;
+    ++syncs[size_t(it->second)].remaining;
+  }
 }
 
 void Simulator::Impl::prepare_expert_parallel(const Plan& p) {

@@ -351,6 +351,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_partition_collectives(p);
   prepare_expert_parallel(p);
   prepare_gradient_syncs(p);
+  prepare_expert_gradient_syncs(p);
   prepare_fsdp_groups(p);
   prepare_zero3_gathers(p);
   prepare_context_parallel(p);

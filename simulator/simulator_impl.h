@@ -115,6 +115,9 @@ struct Simulator::Impl {
   // then per run the expert ops' durations and memory, the all-to-all of dispatch / combine.
   void index_moe_ops();
   void prepare_expert_parallel(const Plan& plan);
+  void prepare_expert_gradient_syncs(const Plan& plan);  // after prepare_gradient_syncs
+  double expert_work_split(OpId o) const;
+  std::vector<int> expert_data_parallel_group(OpId o, const Plan& plan) const;
   void expert_layer_loads(const Plan& plan);
   std::vector<int> expert_ranks(OpId o) const;  // the ranks EP groups are carved from
   void apply_expert_op(OpId o, const Plan& plan);

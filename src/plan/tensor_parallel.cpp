@@ -203,6 +203,13 @@ class TensorParallelExpansion {
            g_.op(o).category != OpCategory::kInput;
   }
 
+  // A sequence-split op whose first output has no sequence dim (rank < 2): it reduces over
+  // the sequence.
+  bool reduces_sequence(OpId o) const {
+    const Op& op = g_.op(o);
+    return !op.outputs.empty() && g_.tensor(op.outputs[0]).shape.size() < 2;
+  }
+
   // Which ops leave their output split across the group, and which reduce-scatter it.
   void mark_split_outputs() {
     for (OpId o = 0; o < n_; ++o) {
@@ -219,7 +226,7 @@ class TensorParallelExpansion {
         default:
           break;
       }
-      if (seq_split(o)) sharded_out_[o] = stays_sequence_split(o);
+      if (seq_split(o)) sharded_out_[o] = !reduces_sequence(o) && stays_sequence_split(o);
     }
   }
 
@@ -299,8 +306,14 @@ class TensorParallelExpansion {
       q->replicated = true;
       return;
     }
-    q->dim = 1;
     q->sharded_input = reads_shards;
+    if (reduces_sequence(o)) {
+      // A reduction over the sequence (MoE's load-balancing loss): each rank reduces its
+      // sequence shard, the partial results are all-reduced.
+      q->dim = OpPartition::kReduceDim;
+      return;
+    }
+    q->dim = 1;
     q->sharded_output = sharded_out_[o];
     q->forward_collective =
         sharded_out_[o] ? PartitionCollective::kNone : PartitionCollective::kAllGather;

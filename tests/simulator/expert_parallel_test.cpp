@@ -4,7 +4,9 @@
 // state sharded over expert data parallelism, and the named errors. All by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "datasets/hf_config.h"
@@ -13,6 +15,7 @@
 #include "src/graph/moe_attrs.h"
 #include "src/graph/training_step.h"
 #include "src/plan/megatron_plan.h"
+#include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -114,8 +117,8 @@ TEST(ExpertParallel, TwoNodeEightExpertLayerUnderAGivenMap) {
   EXPECT_NEAR(sim.run(dense, opts).step_time, 1.0e-3, 1e-9);
 }
 
-TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
-  // Tiny Mixtral (h 64, 4 experts, top-2), 2 layers, batch 2 of 8 tokens, bf16, 2 ranks.
+// The tiny Mixtral (h 64, 4 experts of 128, top-2), 2 layers, batch 2 of 8 tokens.
+Graph tiny_mixtral() {
   const HfModel m = parse_hf_config(R"({"model_type": "mixtral", "hidden_size": 64,
       "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
       "num_key_value_heads": 2, "vocab_size": 100, "num_local_experts": 4,
@@ -124,7 +127,23 @@ TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
   HfGraphOptions o;
   o.seq_len = 8;
   o.batch = 2;
-  const Graph g = expand_training_step(make_hf_graph(m, o));
+  return expand_training_step(make_hf_graph(m, o));
+}
+
+// The forward time of the first expert up GEMM on device 0 (its first micro-batch).
+double expert_up_time(const Graph& g, const SimResult& r) {
+  for (const SimEvent& e : r.events) {
+    if (e.kind != SimEvent::kCompute || e.device != 0 || e.op == kNoOp) continue;
+    const std::string* role = find_op_attr(g.op(e.op), kMoeRoleAttr);
+    if (role != nullptr && *role == kMoeExpertUp && g.op(e.op).phase == Phase::kForward)
+      return e.end - e.start;
+  }
+  return -1;
+}
+
+TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
+  // Tiny Mixtral, bf16, 2 ranks.
+  const Graph g = tiny_mixtral();
   const Cluster c = make_cluster(1, 2, testing::link(0, 100e9), testing::link(0, 10e9));
   const CostModel cost(c, uniform_profile());
   Simulator sim(g, c, cost);
@@ -144,6 +163,89 @@ TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
     EXPECT_EQ(e.bytes, 2048u) << g.op(e.op).name;
   }
   EXPECT_EQ(a2a, 8);
+}
+
+// Tensor parallelism 2 with sequence parallelism over a tiny Mixtral: the MoE ops split on
+// the sequence as the other replicated ops, and the load-balancing loss (a scalar) reduces
+// its sequence shard, its partial results all-reduced (one all-reduce of the scalar per MoE
+// layer and micro-batch: 2 x 2).
+TEST(ExpertParallel, SequenceParallelMoePlanValidatesAndSimulates) {
+  const Graph g = tiny_mixtral();
+  const Cluster c = make_cluster(1, 2, testing::link(0, 100e9), testing::link(0, 10e9));
+  MegatronConfig mc;
+  mc.tp = 2;
+  mc.sequence_parallel = true;
+  mc.global_batch = 2;
+  const Plan p = megatron_plan(g, mc);
+  EXPECT_NO_THROW(p.validate(g, c));
+  int aux = 0;
+  for (const OpPartition& q : expand_tensor_parallel(p, g, 2).partitions) {
+    const std::string* role = find_op_attr(g.op(q.op), kMoeRoleAttr);
+    if (role == nullptr) continue;
+    if (*role == kMoeAuxLoss) {
+      ++aux;
+      EXPECT_EQ(q.dim, OpPartition::kReduceDim);
+      EXPECT_FALSE(q.sharded_output);
+    } else {
+      EXPECT_EQ(q.dim, 1) << g.op(q.op).name;  // the sequence (or routed rows) dim
+    }
+  }
+  EXPECT_EQ(aux, 2);
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  SimOptions opts;
+  opts.record_events = true;
+  const SimResult r = sim.run(p, opts);
+  EXPECT_GT(r.step_time, 0);
+  int aux_reduce = 0;
+  for (const SimEvent& e : r.events) {
+    if (e.kind != SimEvent::kCollective || e.op == kNoOp || e.device != 0) continue;
+    const std::string* role = find_op_attr(g.op(e.op), kMoeRoleAttr);
+    if (role == nullptr || *role != kMoeAuxLoss || g.op(e.op).phase != Phase::kForward) continue;
+    ++aux_reduce;
+    EXPECT_EQ(e.collective, static_cast<uint8_t>(CollectiveKind::kAllReduce));
+    EXPECT_EQ(e.bytes, g.tensor(g.op(e.op).outputs[0]).bytes);
+  }
+  EXPECT_EQ(aux_reduce, 4);
+}
+
+// Expert tensor parallelism splits each expert's width over etp ranks: a rank computes 1/etp
+// of its TP group's expert GEMMs. Sequence parallelism splits the group's tokens over its tp
+// ranks; the ETP group gathers them back before the GEMMs, so the rank's share stays 1/2
+// with tp 2 and etp 2 (not 1/4). Compute-bound devices at 1 TFLOP/s; 2 micro-batches.
+TEST(ExpertParallel, ExpertTensorParallelTimeIsTheGemmFlopsOverEtp) {
+  const Graph g = tiny_mixtral();
+  DeviceSpec spec = testing::test_spec();
+  spec.memory_bandwidth = 1e18;  // the GEMM's time is its FLOPs / peak
+  Cluster c;
+  c.name = "compute-bound";
+  c.add_host("host0", spec, 2);
+  c.set_link(LinkLevel::kIntraHost, testing::link(0, 100e9));
+  c.set_link(LinkLevel::kInterHost, testing::link(0, 10e9));
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  double up_flops = 0;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const std::string* role = find_op_attr(g.op(o), kMoeRoleAttr);
+    if (role != nullptr && *role == kMoeExpertUp && g.op(o).phase == Phase::kForward) {
+      up_flops = g.op(o).flops;
+      break;
+    }
+  }
+  // 2 x 8 tokens x 2 experts x 2 x 64 x 256 FLOPs for the batch; one micro-batch is half.
+  ASSERT_DOUBLE_EQ(up_flops, 2.0 * 8 * 2 * 2 * 64 * 256);
+  const double micro_batch = up_flops / 2 / 1e12;
+  SimOptions opts;
+  opts.record_events = true;
+  for (bool sp : {false, true}) {
+    MegatronConfig mc;
+    mc.tp = 2;
+    mc.sequence_parallel = sp;
+    mc.global_batch = 2;
+    mc.etp = 2;
+    const Plan p = megatron_plan(g, mc);
+    EXPECT_NEAR(expert_up_time(g, sim.run(p, opts)), micro_batch / 2, 1e-15) << "sp " << sp;
+  }
 }
 
 // A tiny DeepSeek-V3 shape (MLA, a dense first layer, 4 experts with a shared one) under a
@@ -226,6 +328,79 @@ TEST(ExpertParallel, MemoryPerGpuWithExpertAndDataParallelOptimizerSharding) {
   // EP without ZeRO: the rank's 2 experts with their whole optimizer state.
   p.data_parallel.zero_stage = 0;
   EXPECT_NEAR(double(sim.run(p).peak_memory[0]), 2e6 + 4e6 + 1e6 + 2e6, 64);
+}
+
+// x -> experts (8 MB of weights) -> head (1 MB), with their backward ops (gradients of 8 MB
+// and 1 MB) and updates.
+struct GradLayer {
+  Graph g;
+  TensorId expert_grad, head_grad;
+};
+
+GradLayer gradient_layer() {
+  TestGraph t("grads");
+  GradLayer l;
+  const TensorId x = t.tensor("x", 8);
+  const TensorId h = t.tensor("h", 8);
+  const TensorId y = t.tensor("y", 8);
+  const TensorId dh = t.tensor("dh", 8);
+  l.expert_grad = t.tensor("expert_grad", 8000000, false, true);
+  l.head_grad = t.tensor("head_grad", 1000000, false, true);
+  const OpId experts = t.op("experts", 8e6, {x}, {h});
+  mark(t.at(experts), kMoeExpertUp);
+  t.at(experts).param_bytes = 8000000;
+  const OpId head = t.op("head", 1e6, {h}, {y});
+  t.at(head).param_bytes = 1000000;
+  t.op("head_bwd", 2e6, {y, h}, {dh, l.head_grad}, Phase::kBackward, head);
+  t.op("experts_bwd", 16e6, {dh}, {l.expert_grad}, Phase::kBackward, experts);
+  t.op("head_update", 1e3, {l.head_grad}, {}, Phase::kOptimizer, head);
+  t.op("experts_update", 1e3, {l.expert_grad}, {}, Phase::kOptimizer, experts);
+  l.g = t.build();
+  return l;
+}
+
+// The devices and bytes of the all-reduce of one gradient (its bucket).
+std::pair<std::vector<int>, uint64_t> gradient_sync(const SimResult& r, TensorId grad) {
+  std::pair<std::vector<int>, uint64_t> sync{{}, 0};
+  for (const SimEvent& e : r.events) {
+    if (e.kind != SimEvent::kCollective || e.tensor != grad) continue;
+    sync.first.push_back(e.device);
+    sync.second = e.bytes;
+  }
+  std::sort(sync.first.begin(), sync.first.end());
+  return sync;
+}
+
+// The experts' gradients are all-reduced over the expert-data-parallel group (the ranks
+// holding the same experts), the dense head's over all 8 data-parallel ranks.
+TEST(ExpertParallel, ExpertGradientsAllReduceOverTheExpertDataParallelGroup) {
+  const GradLayer l = gradient_layer();
+  const Cluster c = two_nodes();
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(l.g, c, cost);
+  SimOptions opts;
+  opts.record_events = true;
+  // ep 4 of 8 ranks: rank 0 holds experts 0, 1 (2 MB of gradients), as rank 4 does (EDP 2).
+  Plan p = ep_plan(l.g, 4);
+  SimResult r = sim.run(p, opts);
+  EXPECT_EQ(gradient_sync(r, l.expert_grad),
+            (std::pair<std::vector<int>, uint64_t>{{0, 4}, 2000000}));
+  EXPECT_EQ(gradient_sync(r, l.head_grad),
+            (std::pair<std::vector<int>, uint64_t>{{0, 1, 2, 3, 4, 5, 6, 7}, 1000000}));
+  // ep 2 x etp 2: 4 experts at half width (2 MB), EDP copies 0 and 4; ep 2: 4 experts whole
+  // (4 MB), EDP copies 0, 2, 4, 6.
+  p.expert_parallel.degree = 2;
+  p.expert_parallel.tensor_parallel = 2;
+  r = sim.run(p, opts);
+  EXPECT_EQ(gradient_sync(r, l.expert_grad),
+            (std::pair<std::vector<int>, uint64_t>{{0, 4}, 2000000}));
+  p.expert_parallel.tensor_parallel = 1;
+  r = sim.run(p, opts);
+  EXPECT_EQ(gradient_sync(r, l.expert_grad),
+            (std::pair<std::vector<int>, uint64_t>{{0, 2, 4, 6}, 4000000}));
+  // ep 8: every rank holds its own expert, nothing to all-reduce.
+  r = sim.run(ep_plan(l.g, 8), opts);
+  EXPECT_TRUE(gradient_sync(r, l.expert_grad).first.empty());
 }
 
 std::string run_error(Simulator& sim, const Plan& p, const SimOptions& o = {}) {
