@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "sim_fixtures.h"
@@ -198,19 +199,10 @@ TEST(CostModel, RejectsBadClusterAndProfile) {
 namespace placer {
 namespace {
 
-// A group's tree / parameter-server bounds (its slowest, highest-latency pair) come from the
-// link levels its devices span; they equal the bounds over every pair of distinct devices,
-// on hosts mixing GPUs and a CPU, with a device listed twice and with a single device.
-TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
-  using testing::link;
-  Cluster c = testing::make_cluster(3, 2, link(3e-6, 3e11), link(7e-6, 2.5e10));
-  DeviceSpec cpu = testing::test_spec();
-  cpu.kind = DeviceKind::kCpu;
-  c.add_device(0, "host0/cpu0", cpu);
-  c.set_link(LinkLevel::kHostDevice, link(11e-6, 1e10));
-  const CostModel cost(c, uniform_profile(1.0));
-  const std::vector<std::vector<int>> groups = {
-      {0, 1}, {0, 6}, {0, 1, 6}, {0, 2}, {0, 1, 2, 3, 4, 5}, {1, 6, 4}, {2, 2, 3}, {5}, {3, 3}};
+// Each group's make_group bounds equal the largest latency and smallest bandwidth over its
+// pairs of distinct devices.
+void expect_bounds_are_the_worst_pair(const CostModel& cost,
+                                      const std::vector<std::vector<int>>& groups) {
   for (const std::vector<int>& devs : groups) {
     double alpha = 0, beta = std::numeric_limits<double>::infinity();
     for (int a : devs) {
@@ -224,6 +216,78 @@ TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
     EXPECT_EQ(g.all_alpha, alpha) << ::testing::PrintToString(devs);
     EXPECT_EQ(g.all_beta, beta) << ::testing::PrintToString(devs);
   }
+}
+
+// A group's tree / parameter-server bounds (its slowest, highest-latency pair) come from the
+// link levels its devices span; they equal the bounds over every pair of distinct devices,
+// on hosts mixing GPUs and a CPU, with a device listed twice and with a single device.
+TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
+  using testing::link;
+  Cluster c = testing::make_cluster(3, 2, link(3e-6, 3e11), link(7e-6, 2.5e10));
+  DeviceSpec cpu = testing::test_spec();
+  cpu.kind = DeviceKind::kCpu;
+  c.add_device(0, "host0/cpu0", cpu);
+  c.set_link(LinkLevel::kHostDevice, link(11e-6, 1e10));
+  const CostModel cost(c, uniform_profile(1.0));
+  const std::vector<std::vector<int>> groups = {
+      {0, 1}, {0, 6}, {0, 1, 6}, {0, 2}, {0, 1, 2, 3, 4, 5}, {1, 6, 4}, {2, 2, 3}, {5}, {3, 3}};
+  expect_bounds_are_the_worst_pair(cost, groups);
+}
+
+// NVLink domains of 2 hosts, leaves of 4 hosts, rails, a 3:1 spine: the O(p) bounds from
+// the tiers a group crosses equal the worst pair, and each pair equals the cluster's.
+TEST(CollectiveGroupBounds, EqualTheWorstPairUnderATopology) {
+  using testing::link;
+  Cluster c = testing::make_cluster(8, 4, link(3e-6, 3e11), link(7e-6, 2.5e10));
+  Topology t;
+  t.nvlink_domain_hosts = 2;
+  t.hosts_per_leaf = 4;
+  t.rails = true;
+  t.oversubscription = 3;
+  t.spine_latency = 2e-6;
+  c.set_topology(t);
+  const CostModel cost(c, uniform_profile(1.0));
+  for (int a = 0; a < c.num_devices(); ++a) {
+    for (int b = 0; b < c.num_devices(); ++b) {
+      ASSERT_EQ(cost.level(a, b), c.level(a, b)) << a << " " << b;
+      ASSERT_EQ(cost.bandwidth(a, b), c.bandwidth(a, b)) << a << " " << b;
+      ASSERT_EQ(cost.latency(a, b), c.latency(a, b)) << a << " " << b;
+    }
+  }
+  std::vector<std::vector<int>> groups = {{0, 4},    {0, 8},        {0, 9},  {0, 16}, {0, 20},
+                                          {1, 5, 2}, {0, 4, 8, 12}, {3, 19}, {7, 7}};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dev(0, c.num_devices() - 1), size(2, 9);
+  for (int k = 0; k < 200; ++k) {
+    std::vector<int> g(static_cast<size_t>(size(rng)));
+    for (int& d : g) d = dev(rng);
+    groups.push_back(g);
+  }
+  expect_bounds_are_the_worst_pair(cost, groups);
+}
+
+TEST(CostModel, TreeAllReduceAcrossAnOversubscribedSpine) {
+  using testing::link;
+  Cluster c = testing::make_cluster(4, 2, link(3e-6, 9e11), link(5e-6, 5e10));
+  Topology t;
+  t.hosts_per_leaf = 2;
+  t.oversubscription = 2;
+  t.spine_latency = 1e-6;
+  c.set_topology(t);
+  const CostModel m(c, uniform_profile(1.0));
+  const double n = 1e9;
+  // Two GPUs of one leaf (node0, node1): 2 * ceil(log2 2) * 5 us + 2 n / 50 GB/s.
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 2}, uint64_t(n), SyncScheme::kTree),
+      2 * 5e-6 + 2 * n / 5e10);
+  // Across the spine (node0, node2): 6 us and 25 GB/s.
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 4}, uint64_t(n), SyncScheme::kTree),
+      2 * 6e-6 + 2 * n / 2.5e10);
+  // A ring over both leaves is as slow as its spine hops.
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllGather, {0, 2, 4, 6}, uint64_t(n), SyncScheme::kRing),
+      3.0 / 4 * n / 2.5e10 + 3 * 6e-6);
 }
 
 }  // namespace
