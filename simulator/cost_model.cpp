@@ -45,17 +45,19 @@ struct TopologyTiers {
 };
 TopologyTiers topology_tiers(const std::vector<int>& devices, const std::vector<int>& host,
                              const std::vector<int>& local, const Topology& t) {
-  std::vector<int> d = devices;
-  std::sort(d.begin(), d.end());
-  d.erase(std::unique(d.begin(), d.end()), d.end());
-  TopologyTiers tiers;
-  if (d.size() < 2) return tiers;
   auto domain = [&](int x) { return host[x] / t.nvlink_domain_hosts; };
   auto key = [&](int x) {
     return std::make_pair(t.hosts_per_leaf > 0 ? host[x] / t.hosts_per_leaf : 0,
                           t.rails ? local[x] : 0);
   };
-  // Device ids grow with the host index, so sorted ids are sorted by domain.
+  std::vector<int> d = devices;
+  std::sort(d.begin(), d.end(), [&](int a, int b) {
+    return std::make_pair(domain(a), a) < std::make_pair(domain(b), b);
+  });
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  TopologyTiers tiers;
+  if (d.size() < 2) return tiers;
+  // Sorted by domain: some pair shares a domain iff some neighbouring pair does.
   bool two_keys = false;
   for (size_t k = 1; k < d.size(); ++k) {
     (domain(d[k]) == domain(d[k - 1]) ? tiers.intra : tiers.inter) = true;
@@ -155,11 +157,13 @@ CollectiveGroup CostModel::make_group(const std::vector<int>& devices) const {
   };
   ring(devices, &g.ring_alpha, &g.ring_beta);
   level_bounds(devices, &g.all_alpha, &g.all_beta);
-  // Hosts in order of first appearance.
+  // Hosts in order of first appearance; under a topology a whole NVLink domain counts as
+  // one host (its GPUs reach each other over the intra-host link).
   std::unordered_map<int, size_t> host_index;
   std::vector<std::vector<int>> per_host;
   for (int d : devices) {
-    const auto [it, added] = host_index.emplace(host_[d], per_host.size());
+    const int node = has_topology_ ? host_[d] / topology_.nvlink_domain_hosts : host_[d];
+    const auto [it, added] = host_index.emplace(node, per_host.size());
     if (added) per_host.emplace_back();
     per_host[it->second].push_back(d);
   }

@@ -290,5 +290,26 @@ TEST(CostModel, TreeAllReduceAcrossAnOversubscribedSpine) {
       3.0 / 4 * n / 2.5e10 + 3 * 6e-6);
 }
 
+// Two NVLink domains of two hosts x 2 GPUs: the hierarchical all-reduce rings inside each
+// domain at NVLink speed (4 GPUs), then between the domains' leaders on n / 4 per NIC.
+TEST(CostModel, HierarchicalTreatsAnNvlinkDomainAsOneHost) {
+  using testing::link;
+  Cluster c =
+      testing::make_cluster(4, 2, link(3e-6, 9e11), link(5e-6, 5e10, LinkSharing::kPerDevice));
+  Topology t;
+  t.nvlink_domain_hosts = 2;
+  c.set_topology(t);
+  const CostModel m(c, uniform_profile(1.0));
+  const double n = 1e9;
+  const CollectiveGroup g = m.make_group({0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_EQ(g.hosts, 2);
+  EXPECT_EQ(g.local_max, 4);
+  const double intra = 3.0 / 4 * n / 9e11 + 3 * 3e-6;
+  const double inter = 2 * 1.0 / 2 * (n / 4) / 5e10 + 2 * 5e-6;
+  EXPECT_DOUBLE_EQ(m.collective_time(CollectiveKind::kAllReduce, {0, 1, 2, 3, 4, 5, 6, 7},
+                                     uint64_t(n), SyncScheme::kHierarchical),
+                   2 * intra + inter);
+}
+
 }  // namespace
 }  // namespace placer
