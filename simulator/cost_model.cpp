@@ -321,7 +321,14 @@ double CostModel::group_collective_time(CollectiveKind kind, const CollectiveGro
     // parameter server is not what the measurements ran, so it keeps its formula.
     const LinkLevel level = group.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
     if (const auto& c = profile_.curve(kind, level)) {
-      return c->time(kind, group.size, static_cast<double>(bytes));
+      const double t = c->time(kind, group.size, static_cast<double>(bytes));
+      // Across an oversubscribed spine (level_bounds gave the group exactly the spine's
+      // bandwidth) the bandwidth term, the curve's time less that of 0 bytes, grows by
+      // the oversubscription.
+      const double r = topology_.oversubscription;
+      const double spine_bw = level_bw_[static_cast<int>(LinkLevel::kInterHost)] / r;
+      if (!has_topology_ || r == 1 || group.all_beta != spine_bw) return t;
+      return r * t - (r - 1) * c->time(kind, group.size, 0.0);
     }
   }
   const SyncScheme s = resolve_scheme(kind, group, bytes, scheme);

@@ -234,18 +234,32 @@ TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
   expect_bounds_are_the_worst_pair(cost, groups);
 }
 
+/// Leaves of `hosts_per_leaf` hosts under a spine `ratio`:1 oversubscribed, `spine_latency`
+/// more across it.
+Topology leaf_spine(int hosts_per_leaf, double ratio, double spine_latency = 0) {
+  Topology t;
+  t.hosts_per_leaf = hosts_per_leaf;
+  t.oversubscription = ratio;
+  t.spine_latency = spine_latency;
+  return t;
+}
+
+/// `hosts` x `per_host` test devices, the given links, under topology `t`.
+Cluster with_topology(int hosts, int per_host, const LinkSpec& intra, const LinkSpec& inter,
+                      const Topology& t) {
+  Cluster c = testing::make_cluster(hosts, per_host, intra, inter);
+  c.set_topology(t);
+  return c;
+}
+
 // NVLink domains of 2 hosts, leaves of 4 hosts, rails, a 3:1 spine: the O(p) bounds from
 // the tiers a group crosses equal the worst pair, and each pair equals the cluster's.
 TEST(CollectiveGroupBounds, EqualTheWorstPairUnderATopology) {
   using testing::link;
-  Cluster c = testing::make_cluster(8, 4, link(3e-6, 3e11), link(7e-6, 2.5e10));
-  Topology t;
+  Topology t = leaf_spine(4, 3, 2e-6);
   t.nvlink_domain_hosts = 2;
-  t.hosts_per_leaf = 4;
   t.rails = true;
-  t.oversubscription = 3;
-  t.spine_latency = 2e-6;
-  c.set_topology(t);
+  const Cluster c = with_topology(8, 4, link(3e-6, 3e11), link(7e-6, 2.5e10), t);
   const CostModel cost(c, uniform_profile(1.0));
   for (int a = 0; a < c.num_devices(); ++a) {
     for (int b = 0; b < c.num_devices(); ++b) {
@@ -268,12 +282,7 @@ TEST(CollectiveGroupBounds, EqualTheWorstPairUnderATopology) {
 
 TEST(CostModel, TreeAllReduceAcrossAnOversubscribedSpine) {
   using testing::link;
-  Cluster c = testing::make_cluster(4, 2, link(3e-6, 9e11), link(5e-6, 5e10));
-  Topology t;
-  t.hosts_per_leaf = 2;
-  t.oversubscription = 2;
-  t.spine_latency = 1e-6;
-  c.set_topology(t);
+  const Cluster c = with_topology(4, 2, link(3e-6, 9e11), link(5e-6, 5e10), leaf_spine(2, 2, 1e-6));
   const CostModel m(c, uniform_profile(1.0));
   const double n = 1e9;
   // Two GPUs of one leaf (node0, node1): 2 * ceil(log2 2) * 5 us + 2 n / 50 GB/s.
@@ -290,15 +299,35 @@ TEST(CostModel, TreeAllReduceAcrossAnOversubscribedSpine) {
       3.0 / 4 * n / 2.5e10 + 3 * 6e-6);
 }
 
+// A measured inter-host curve (1e-5 s + bytes / 10 GB/s for 2 ranks) keeps its latency
+// and doubles its bandwidth term across a 2:1 spine.
+TEST(CostModel, MeasuredCurveAcrossAnOversubscribedSpine) {
+  using testing::link;
+  const Cluster c = with_topology(4, 2, link(3e-6, 9e11), link(5e-6, 5e10), leaf_spine(2, 2));
+  CostProfile p = uniform_profile(1.0);
+  CollectiveCurve curve;
+  curve.latency = 1e-5;
+  curve.bus_bandwidth = 1e10;
+  curve.efficiency = EfficiencyCurve::constant(1.0);
+  p.curve(CollectiveKind::kAllReduce, LinkLevel::kInterHost) = curve;
+  const CostModel m(c, p);
+  const double n = 1e9;  // all-reduce of 2 ranks: bus factor 2 (2 - 1) / 2 = 1
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 2}, uint64_t(n), SyncScheme::kAuto),
+      1e-5 + n / 1e10);
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 4}, uint64_t(n), SyncScheme::kAuto),
+      1e-5 + 2 * n / 1e10);
+}
+
 // Two NVLink domains of two hosts x 2 GPUs: the hierarchical all-reduce rings inside each
 // domain at NVLink speed (4 GPUs), then between the domains' leaders on n / 4 per NIC.
 TEST(CostModel, HierarchicalTreatsAnNvlinkDomainAsOneHost) {
   using testing::link;
-  Cluster c =
-      testing::make_cluster(4, 2, link(3e-6, 9e11), link(5e-6, 5e10, LinkSharing::kPerDevice));
   Topology t;
   t.nvlink_domain_hosts = 2;
-  c.set_topology(t);
+  const Cluster c =
+      with_topology(4, 2, link(3e-6, 9e11), link(5e-6, 5e10, LinkSharing::kPerDevice), t);
   const CostModel m(c, uniform_profile(1.0));
   const double n = 1e9;
   const CollectiveGroup g = m.make_group({0, 1, 2, 3, 4, 5, 6, 7});
