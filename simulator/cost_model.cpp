@@ -35,6 +35,38 @@ std::array<bool, kNumLinkLevels> levels_between(const std::vector<int>& devices,
   return present;
 }
 
+// The tiers some pair of `devices` crosses under a topology (GPUs only): one NVLink domain
+// (intra_host), two domains (inter_host), two domains across the spine. A pair of different
+// domains with different (leaf, rail) keys exists iff the devices span at least two domains
+// and at least two keys: take b; if every device outside b's domain had b's key and so did
+// b's domain, there would be one key.
+struct TopologyTiers {
+  bool intra = false, inter = false, spine = false;
+};
+TopologyTiers topology_tiers(const std::vector<int>& devices, const std::vector<int>& host,
+                             const std::vector<int>& local, const Topology& t) {
+  auto domain = [&](int x) { return host[x] / t.nvlink_domain_hosts; };
+  auto key = [&](int x) {
+    return std::make_pair(t.hosts_per_leaf > 0 ? host[x] / t.hosts_per_leaf : 0,
+                          t.rails ? local[x] : 0);
+  };
+  std::vector<int> d = devices;
+  std::sort(d.begin(), d.end(), [&](int a, int b) {
+    return std::make_pair(domain(a), a) < std::make_pair(domain(b), b);
+  });
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  TopologyTiers tiers;
+  if (d.size() < 2) return tiers;
+  // Sorted by domain: some pair shares a domain iff some neighbouring pair does.
+  bool two_keys = false;
+  for (size_t k = 1; k < d.size(); ++k) {
+    (domain(d[k]) == domain(d[k - 1]) ? tiers.intra : tiers.inter) = true;
+    two_keys = two_keys || key(d[k]) != key(d[0]);
+  }
+  tiers.spine = tiers.inter && two_keys;
+  return tiers;
+}
+
 }  // namespace
 
 CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std::move(profile)) {
@@ -56,6 +88,10 @@ CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std
     mem_bw_[d] = dev.spec.memory_bandwidth;
     for (int t = 0; t < kNumDTypes; ++t) peak_[d][t] = dev.spec.peak(static_cast<DType>(t));
   }
+  local_.resize(n_);
+  for (int d = 0; d < n_; ++d) local_[d] = cluster.device(d).local_index;
+  topology_ = cluster.topology();
+  has_topology_ = !topology_.trivial();
   const bool bw_matrix = !cluster.bandwidth_matrix().empty();
   const bool lat_matrix = !cluster.latency_matrix().empty();
   // Absolute overrides replace the level's numbers, not an explicit per-pair matrix; the
@@ -120,30 +156,14 @@ CollectiveGroup CostModel::make_group(const std::vector<int>& devices) const {
     }
   };
   ring(devices, &g.ring_alpha, &g.ring_beta);
-  g.all_alpha = 0;
-  g.all_beta = kInf;
-  if (pair_bw_.empty() && pair_lat_.empty()) {
-    // Per level: the worst pair is the worst level any pair crosses (O(p), not O(p^2)).
-    const std::array<bool, kNumLinkLevels> present = levels_between(devices, host_, kind_);
-    for (int l = 1; l < kNumLinkLevels; ++l) {
-      if (!present[l]) continue;
-      g.all_alpha = std::max(g.all_alpha, level_lat_[l]);
-      g.all_beta = std::min(g.all_beta, level_bw_[l]);
-    }
-  } else {
-    for (int a : devices) {
-      for (int b : devices) {
-        if (a == b) continue;
-        g.all_alpha = std::max(g.all_alpha, latency(a, b));
-        g.all_beta = std::min(g.all_beta, bandwidth(a, b));
-      }
-    }
-  }
-  // Hosts in order of first appearance.
+  level_bounds(devices, &g.all_alpha, &g.all_beta);
+  // Hosts in order of first appearance; under a topology a whole NVLink domain counts as
+  // one host (its GPUs reach each other over the intra-host link).
   std::unordered_map<int, size_t> host_index;
   std::vector<std::vector<int>> per_host;
   for (int d : devices) {
-    const auto [it, added] = host_index.emplace(host_[d], per_host.size());
+    const int node = has_topology_ ? host_[d] / topology_.nvlink_domain_hosts : host_[d];
+    const auto [it, added] = host_index.emplace(node, per_host.size());
     if (added) per_host.emplace_back();
     per_host[it->second].push_back(d);
   }
@@ -185,6 +205,40 @@ double all_to_all_time(const CollectiveGroup& g, double n) {
 }
 
 }  // namespace
+
+void CostModel::level_bounds(const std::vector<int>& devices, double* alpha, double* beta) const {
+  *alpha = 0;
+  *beta = std::numeric_limits<double>::infinity();
+  auto take = [&](double lat, double bw) {
+    *alpha = std::max(*alpha, lat);
+    *beta = std::min(*beta, bw);
+  };
+  constexpr int kIntra = static_cast<int>(LinkLevel::kIntraHost);
+  constexpr int kInter = static_cast<int>(LinkLevel::kInterHost);
+  if (!pair_bw_.empty() || !pair_lat_.empty()) {
+    for (int a : devices) {
+      for (int b : devices) {
+        if (a != b) take(latency(a, b), bandwidth(a, b));
+      }
+    }
+  } else if (has_topology_) {
+    // Per tier: across the spine is the slowest inter_host pair (latency added, bandwidth
+    // divided by the oversubscription).
+    const TopologyTiers t = topology_tiers(devices, host_, local_, topology_);
+    if (t.intra) take(level_lat_[kIntra], level_bw_[kIntra]);
+    if (t.inter) take(level_lat_[kInter], level_bw_[kInter]);
+    if (t.spine) {
+      take(level_lat_[kInter] + topology_.spine_latency,
+           level_bw_[kInter] / topology_.oversubscription);
+    }
+  } else {
+    // Per level: the worst pair is the worst level any pair crosses (O(p), not O(p^2)).
+    const std::array<bool, kNumLinkLevels> present = levels_between(devices, host_, kind_);
+    for (int l = 1; l < kNumLinkLevels; ++l) {
+      if (present[l]) take(level_lat_[l], level_bw_[l]);
+    }
+  }
+}
 
 double CostModel::scheme_time(CollectiveKind kind, const CollectiveGroup& g, double n,
                               SyncScheme s) const {
@@ -291,7 +345,14 @@ double CostModel::group_collective_time(CollectiveKind kind, const CollectiveGro
     // parameter server is not what the measurements ran, so it keeps its formula.
     const LinkLevel level = group.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
     if (const auto& c = profile_.curve(kind, level)) {
-      return c->time(kind, group.size, static_cast<double>(bytes));
+      const double t = c->time(kind, group.size, static_cast<double>(bytes));
+      // Across an oversubscribed spine (level_bounds gave the group exactly the spine's
+      // bandwidth) the bandwidth term, the curve's time less that of 0 bytes, grows by
+      // the oversubscription.
+      const double r = topology_.oversubscription;
+      const double spine_bw = level_bw_[static_cast<int>(LinkLevel::kInterHost)] / r;
+      if (!has_topology_ || r == 1 || group.all_beta != spine_bw) return t;
+      return r * t - (r - 1) * c->time(kind, group.size, 0.0);
     }
   }
   const SyncScheme s = resolve_scheme(kind, group, bytes, scheme);

@@ -59,18 +59,30 @@ class CostModel {
   /// The kind of path from a to b (Cluster::level, from per-device facts).
   LinkLevel level(int a, int b) const {
     if (a == b) return LinkLevel::kSame;
-    if (host_[a] != host_[b]) return LinkLevel::kInterHost;
+    if (host_[a] != host_[b]) {
+      return has_topology_ && topology_.same_domain(host_[a], host_[b]) ? LinkLevel::kIntraHost
+                                                                        : LinkLevel::kInterHost;
+    }
     return kind_[a] != kind_[b] ? LinkLevel::kHostDevice : LinkLevel::kIntraHost;
+  }
+  /// Whether the path from a to b crosses the spine (Cluster::crosses_spine).
+  bool crosses_spine(int a, int b) const {
+    return has_topology_ && level(a, b) == LinkLevel::kInterHost &&
+           topology_.crosses_spine(host_[a], local_[a], host_[b], local_[b]);
   }
   /// Effective bandwidth (B/s) and latency (s) from a to b (profile overrides applied).
   double bandwidth(int a, int b) const {
-    return pair_bw_.empty() ? level_bw_[static_cast<int>(level(a, b))]
-                            : pair_bw_[static_cast<size_t>(a) * n_ + b];
+    if (!pair_bw_.empty()) return pair_bw_[static_cast<size_t>(a) * n_ + b];
+    const double bw = level_bw_[static_cast<int>(level(a, b))];
+    return crosses_spine(a, b) ? bw / topology_.oversubscription : bw;
   }
   double latency(int a, int b) const {
-    return pair_lat_.empty() ? level_lat_[static_cast<int>(level(a, b))]
-                             : pair_lat_[static_cast<size_t>(a) * n_ + b];
+    if (!pair_lat_.empty()) return pair_lat_[static_cast<size_t>(a) * n_ + b];
+    const double lat = level_lat_[static_cast<int>(level(a, b))];
+    return crosses_spine(a, b) ? lat + topology_.spine_latency : lat;
   }
+  /// Whether the cluster has a non-trivial Topology.
+  bool has_topology() const { return has_topology_; }
   /// latency + bytes / bandwidth; 0 when src == dst.
   double transfer_time(int src, int dst, uint64_t bytes) const {
     if (src == dst) return 0;
@@ -95,11 +107,16 @@ class CostModel {
 
  private:
   double scheme_time(CollectiveKind kind, const CollectiveGroup& g, double n, SyncScheme s) const;
+  /// Worst latency and bandwidth over all pairs of `devices`, from the levels they cross.
+  void level_bounds(const std::vector<int>& devices, double* alpha, double* beta) const;
 
   CostProfile profile_;
   int n_ = 0;
   std::vector<int> host_;      // per device
   std::vector<uint8_t> kind_;  // per device: DeviceKind
+  std::vector<int> local_;     // per device: index among its host's devices (its rail)
+  Topology topology_;
+  bool has_topology_ = false;
   std::vector<double> launch_, mem_bw_;
   std::vector<std::array<double, kNumDTypes>> peak_;  // per device, fallbacks resolved
   // Per link level (memory O(devices)); per ordered pair (n x n, row-major) only where the

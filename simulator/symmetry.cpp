@@ -96,6 +96,10 @@ std::string Simulator::Impl::asymmetric_transfers(const Plan& p) const {
       const LinkLevel l = cost.level(a[0], b[0]);
       for (size_t k = 1; k < na; ++k) {
         if (cost.level(a[k], b[k]) != l) return tensor("crosses different link levels per rank");
+        if (cost.has_topology() &&
+            cost.crosses_spine(a[k], b[k]) != cost.crosses_spine(a[0], b[0])) {
+          return tensor("crosses the spine on some ranks only");
+        }
       }
       if (na > 1 && l != LinkLevel::kSame && c.link(l).sharing == LinkSharing::kPerHost) {
         return tensor("moves over a link whose port each host's devices share");

@@ -86,9 +86,18 @@ LinkLevel Cluster::level(int a, int b) const {
   if (a == b) return LinkLevel::kSame;
   const Device& da = devices_[a];
   const Device& db = devices_[b];
-  if (da.host != db.host) return LinkLevel::kInterHost;
+  if (da.host != db.host) {
+    return topology_.same_domain(da.host, db.host) ? LinkLevel::kIntraHost : LinkLevel::kInterHost;
+  }
   if (da.spec.kind != db.spec.kind) return LinkLevel::kHostDevice;
   return LinkLevel::kIntraHost;
+}
+
+bool Cluster::crosses_spine(int a, int b) const {
+  if (level(a, b) != LinkLevel::kInterHost) return false;
+  const Device& da = devices_[a];
+  const Device& db = devices_[b];
+  return topology_.crosses_spine(da.host, da.local_index, db.host, db.local_index);
 }
 
 std::array<bool, kNumLinkLevels> link_levels_in_use(const Cluster& c) {
@@ -102,24 +111,58 @@ std::array<bool, kNumLinkLevels> link_levels_in_use(const Cluster& c) {
     hosts_with_devices += !h.devices.empty();
   }
   used[static_cast<int>(LinkLevel::kInterHost)] = hosts_with_devices > 1;
+  const Topology& t = c.topology();
+  if (t.nvlink_domain_hosts > 1 && hosts_with_devices > 1) {
+    // Hosts with devices in one domain talk over intra_host; in several, over inter_host.
+    int first = -1, last = -1;
+    for (int h = 0; h < c.num_hosts(); ++h) {
+      if (c.host(h).devices.empty()) continue;
+      if (first < 0) first = h;
+      last = h;
+    }
+    used[static_cast<int>(LinkLevel::kIntraHost)] = true;
+    used[static_cast<int>(LinkLevel::kInterHost)] = !t.same_domain(first, last);
+  }
   return used;
 }
 
 double Cluster::bandwidth(int a, int b) const {
   if (a == b) return std::numeric_limits<double>::infinity();
   if (!bw_matrix_.empty()) return bw_matrix_[static_cast<size_t>(a) * num_devices() + b];
-  return link(level(a, b)).bandwidth;
+  const double bw = link(level(a, b)).bandwidth;
+  return crosses_spine(a, b) ? bw / topology_.oversubscription : bw;
 }
 
 double Cluster::latency(int a, int b) const {
   if (a == b) return 0;
   if (!lat_matrix_.empty()) return lat_matrix_[static_cast<size_t>(a) * num_devices() + b];
-  return link(level(a, b)).latency;
+  const double lat = link(level(a, b)).latency;
+  return crosses_spine(a, b) ? lat + topology_.spine_latency : lat;
 }
 
 double Cluster::transfer_time(int a, int b, uint64_t bytes) const {
   if (a == b) return 0;
   return latency(a, b) + static_cast<double>(bytes) / bandwidth(a, b);
+}
+
+void Cluster::validate_topology(const std::string& where) const {
+  const Topology& t = topology_;
+  auto fail = [&](const std::string& why) { throw ValidationError(where + ": topology: " + why); };
+  if (t.nvlink_domain_hosts < 1) fail("nvlink_domain_hosts must be >= 1");
+  if (t.hosts_per_leaf < 0) fail("hosts_per_leaf must be >= 0");
+  if (!(t.oversubscription >= 1 && std::isfinite(t.oversubscription))) {
+    fail("oversubscription must be a finite number >= 1");
+  }
+  if (!(t.spine_latency >= 0 && std::isfinite(t.spine_latency))) {
+    fail("spine_latency must be finite and >= 0");
+  }
+  if (t.trivial()) return;
+  if (!bw_matrix_.empty() || !lat_matrix_.empty()) {
+    fail("cannot be combined with a per-pair bandwidth or latency matrix");
+  }
+  for (const Device& d : devices_) {
+    if (d.spec.kind == DeviceKind::kCpu) fail("needs GPUs only, but '" + d.name + "' is a CPU");
+  }
 }
 
 void Cluster::validate() const {
@@ -147,6 +190,7 @@ void Cluster::validate() const {
       throw ValidationError(where + ": device '" + d.name + "' has no memory bandwidth");
     }
   }
+  validate_topology(where);
   const size_t n = devices_.size();
   auto check_matrix = [&](const std::vector<double>& m, const char* what, bool positive) {
     if (m.empty()) return;

@@ -7,6 +7,11 @@
 // says which transfers queue behind each other. An explicit per-pair bandwidth / latency
 // matrix, when given, overrides the levels' numbers pair by pair (e.g. DGX-1's hybrid
 // cube-mesh, where only some GPU pairs have NVLink).
+//
+// Above the host, an optional Topology groups hosts: NVLink domains larger than a host
+// (NVL72), whose GPUs talk over the intra-host link; leaf switches joined by an
+// oversubscribed spine; rail-optimized fabrics. Routes follow from host and device indices,
+// so nothing is stored per device pair.
 
 #include <array>
 #include <cstdint>
@@ -68,6 +73,33 @@ struct LinkSpec {
   LinkSharing sharing = LinkSharing::kPerPair;
 };
 
+/// How hosts are grouped above the host level; the defaults are one host per NVLink domain
+/// and one non-blocking fabric. Hosts are grouped in order: domain = host / domain size,
+/// leaf = host / hosts per leaf.
+struct Topology {
+  int nvlink_domain_hosts = 1;  ///< hosts per NVLink domain (GPUs of one domain: intra_host link)
+  int hosts_per_leaf = 0;       ///< hosts below one leaf switch; 0 = every host on one leaf
+  double oversubscription = 1;  ///< traffic across the spine gets inter_host bandwidth / this
+  double spine_latency = 0;     ///< seconds added to the inter_host latency across the spine
+  bool rails = false;           ///< rail-optimized: GPU i of every host on rail i; only same-rail
+                                ///< traffic between hosts of one leaf stays in the leaf
+
+  /// True for the defaults (the cluster behaves as one without a topology).
+  bool trivial() const {
+    return nvlink_domain_hosts == 1 && hosts_per_leaf == 0 && oversubscription == 1 &&
+           spine_latency == 0 && !rails;
+  }
+  /// Whether a transfer between local device `la` of host `ha` and `lb` of host `hb` (two
+  /// hosts of different NVLink domains) crosses the spine.
+  bool crosses_spine(int ha, int la, int hb, int lb) const {
+    if (hosts_per_leaf > 0 && ha / hosts_per_leaf != hb / hosts_per_leaf) return true;
+    return rails && la != lb;
+  }
+  bool same_domain(int ha, int hb) const {
+    return ha / nvlink_domain_hosts == hb / nvlink_domain_hosts;
+  }
+};
+
 class Cluster {
  public:
   Cluster() = default;
@@ -81,6 +113,9 @@ class Cluster {
 
   void set_link(LinkLevel level, const LinkSpec& spec);
   const LinkSpec& link(LinkLevel level) const { return links_[static_cast<int>(level)]; }
+
+  void set_topology(const Topology& t) { topology_ = t; }
+  const Topology& topology() const { return topology_; }
 
   /// Per-pair overrides, row-major num_devices() x num_devices(); empty = none.
   /// Diagonal entries are ignored. Set after all devices are added.
@@ -98,8 +133,12 @@ class Cluster {
   /// Device id by name; -1 when absent.
   int find_device(const std::string& device_name) const;
 
+  /// The level of the path from a to b; two GPUs of one NVLink domain are kIntraHost.
   LinkLevel level(int a, int b) const;
+  /// Whether the path from a to b crosses the spine (Topology::crosses_spine).
+  bool crosses_spine(int a, int b) const;
   /// Bandwidth (B/s) and latency (s) of a transfer from a to b; infinite / 0 for a == b.
+  /// Across the spine: the inter_host bandwidth / oversubscription, latency + spine latency.
   double bandwidth(int a, int b) const;
   double latency(int a, int b) const;
   /// Seconds to move `bytes` from a to b on an idle path: latency + bytes / bandwidth.
@@ -107,14 +146,18 @@ class Cluster {
 
   /// Throws ValidationError on an unusable cluster: no devices, a device without peak
   /// FLOP/s or memory, a link level in use with zero/negative bandwidth, a matrix of the
-  /// wrong size or with a zero entry off the diagonal (naming the device pair).
+  /// wrong size or with a zero entry off the diagonal (naming the device pair), a topology
+  /// out of range or combined with a matrix or CPU devices.
   void validate() const;
 
  private:
+  void validate_topology(const std::string& where) const;
+
   std::vector<Host> hosts_;
   std::vector<Device> devices_;
   std::array<LinkSpec, kNumLinkLevels> links_{};
   std::vector<double> bw_matrix_, lat_matrix_;
+  Topology topology_;
 };
 
 }  // namespace placer

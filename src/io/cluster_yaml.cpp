@@ -131,6 +131,42 @@ LinkSpec read_link(const YamlReader& r, LinkLevel level, const YAML::Node& n,
   return l;
 }
 
+/// The `topology` map (format 1.1): NVLink domains, leaf / spine fabric, rails.
+Topology read_topology(const YamlReader& r, const YAML::Node& n, const std::string& field) {
+  r.check_keys(
+      n, field,
+      {"nvlink_domain_hosts", "hosts_per_leaf", "oversubscription", "spine_latency", "rails"});
+  Topology t;
+  auto f = [&](const char* key) { return field_join(field, key); };
+  if (n["nvlink_domain_hosts"]) {
+    t.nvlink_domain_hosts =
+        int(r.to_int(n["nvlink_domain_hosts"], f("nvlink_domain_hosts"), 1, kMaxDevices));
+  }
+  if (n["hosts_per_leaf"]) {
+    t.hosts_per_leaf = int(r.to_int(n["hosts_per_leaf"], f("hosts_per_leaf"), 0, kMaxDevices));
+  }
+  if (n["oversubscription"]) {
+    t.oversubscription = r.to_double(n["oversubscription"], f("oversubscription"));
+    if (!(t.oversubscription >= 1 && t.oversubscription <= 1e6)) {
+      r.fail(f("oversubscription"),
+             "must be between 1 and 1e6 (bandwidth across the spine "
+             "is the inter_host bandwidth / this)");
+    }
+  }
+  if (n["spine_latency"]) {
+    t.spine_latency = r.to_quantity(n["spine_latency"], QuantityKind::kTime, f("spine_latency"));
+  }
+  if (n["rails"]) t.rails = r.to_bool(n["rails"], f("rails"));
+  return t;
+}
+
+/// The minor version of a format_version already checked ("1.1" -> 1, "1" -> 0).
+int format_minor(const YamlReader& r, const YAML::Node& root) {
+  const std::string v = r.scalar(root["format_version"], "format_version");
+  const size_t dot = v.find('.');
+  return dot == std::string::npos ? 0 : std::atoi(v.c_str() + dot + 1);
+}
+
 /// A matrix: a list of rows, or {unit: GB/s, rows: [...]} whose plain numbers are in
 /// `unit`. "-" (or ~) on the diagonal reads as 0.
 std::vector<double> read_matrix(const YamlReader& r, const YAML::Node& n, QuantityKind k,
@@ -304,7 +340,7 @@ Cluster read_cluster(const YAML::Node& root, const std::string& filename) {
   r.check_format_version(root, kClusterFormatMajor, kClusterFormatMinor);
   r.check_keys(root, "",
                {"format_version", "name", "description", "device_types", "hosts", "links",
-                "bandwidth_matrix", "latency_matrix"});
+                "topology", "bandwidth_matrix", "latency_matrix"});
   Cluster c;
   c.name = root["name"] ? r.scalar(root["name"], "name") : file_stem(filename);
 
@@ -320,6 +356,12 @@ Cluster read_cluster(const YAML::Node& root, const std::string& filename) {
   if (types.empty()) r.fail("device_types", "no device types defined");
 
   read_hosts(r, r.required(root, "hosts", ""), types, &c);
+  if (root["topology"]) {
+    if (format_minor(r, root) < 1) {
+      r.fail("topology", "needs format_version \"1.1\" (a 1.0 file has no topology)");
+    }
+    c.set_topology(read_topology(r, root["topology"], "topology"));
+  }
 
   const YAML::Node links = root["links"];
   bool given[kNumLinkLevels] = {true, false, false, false};
@@ -463,9 +505,19 @@ std::pair<std::string, long> split_index(const std::string& s) {
 
 }  // namespace
 
+Json topology_to_json(const Topology& t) {
+  Json j = Json::object();
+  if (t.nvlink_domain_hosts != 1) j["nvlink_domain_hosts"] = t.nvlink_domain_hosts;
+  if (t.hosts_per_leaf != 0) j["hosts_per_leaf"] = t.hosts_per_leaf;
+  if (t.oversubscription != 1) j["oversubscription"] = t.oversubscription;
+  if (t.spine_latency != 0) j["spine_latency"] = format_time(t.spine_latency);
+  if (t.rails) j["rails"] = true;
+  return j;
+}
+
 std::string cluster_to_yaml(const Cluster& c) {
   Json root;
-  root["format_version"] = "1.0";
+  root["format_version"] = c.topology().trivial() ? "1.0" : "1.1";
   root["name"] = c.name;
 
   // Distinct device specs, keyed by model (suffixed when two specs share a model).
@@ -524,6 +576,7 @@ std::string cluster_to_yaml(const Cluster& c) {
     links[kLevelKeys[l]] = j;
   }
   root["links"] = links;
+  if (!c.topology().trivial()) root["topology"] = topology_to_json(c.topology());
   if (!c.bandwidth_matrix().empty()) {
     root["bandwidth_matrix"] = matrix_to_json(c.bandwidth_matrix(), c.num_devices(),
                                               QuantityKind::kBandwidth, "GB/s", "B/s");

@@ -22,10 +22,11 @@
 
 namespace placer {
 
-/// Version this build writes ("1.0"). Readers accept any 1.x; unknown keys are errors in
-/// files of version <= 1.0 (typos) and ignored in newer 1.x files.
+/// Newest version this build reads and writes: "1.1" adds `topology` (a cluster without one
+/// is written as "1.0"). Readers accept any 1.x; unknown keys are errors in files of
+/// version <= 1.1 (typos) and ignored in newer 1.x files.
 inline constexpr int kClusterFormatMajor = 1;
-inline constexpr int kClusterFormatMinor = 0;
+inline constexpr int kClusterFormatMinor = 1;
 
 /// Loads and validates a cluster file.
 Cluster load_cluster_yaml(const std::string& path);

@@ -48,6 +48,11 @@ void expect_same_cluster(const Cluster& a, const Cluster& b) {
     EXPECT_EQ(x.bandwidth, y.bandwidth) << "level " << l;
     EXPECT_EQ(x.sharing, y.sharing) << "level " << l;
   }
+  EXPECT_EQ(a.topology().nvlink_domain_hosts, b.topology().nvlink_domain_hosts);
+  EXPECT_EQ(a.topology().hosts_per_leaf, b.topology().hosts_per_leaf);
+  EXPECT_EQ(a.topology().oversubscription, b.topology().oversubscription);
+  EXPECT_EQ(a.topology().spine_latency, b.topology().spine_latency);
+  EXPECT_EQ(a.topology().rails, b.topology().rails);
   EXPECT_EQ(a.bandwidth_matrix(), b.bandwidth_matrix());
   EXPECT_EQ(a.latency_matrix(), b.latency_matrix());
 }
@@ -117,7 +122,10 @@ TEST(ClusterYaml, EveryShippedClusterLoads) {
       {"h100_sxm_4node_ib200.cluster.yaml", 32},  {"h200_1node.cluster.yaml", 8},
       {"h200_4node_ib200.cluster.yaml", 32},      {"h200_4node_ib400.cluster.yaml", 32},
       {"b200_1node.cluster.yaml", 8},             {"b200_4node_ib200.cluster.yaml", 32},
-      {"b200_4node_ib400.cluster.yaml", 32}};
+      {"b200_4node_ib400.cluster.yaml", 32},
+      // Topology: an NVL72 domain, a leaf / spine fabric, rails.
+      {"gb200_nvl72_2rack.cluster.yaml", 144},    {"h100_leaf_spine_2to1.cluster.yaml", 64},
+      {"h100_rail_optimized.cluster.yaml", 32}};
   int seen = 0;
   for (const auto& entry : fs::directory_iterator(kClusters)) {
     const std::string file = entry.path().filename().string();
@@ -399,7 +407,7 @@ TEST(ClusterYamlBad, UnknownKeys) {
   std::string newer = two_hosts(
       "links: {intra_host: {bandwidth: 1 GB/s}, inter_host: {bandwidth: 1 GB/s}}\n"
       "future_key: 3\n");
-  newer.replace(newer.find("\"1.0\""), 5, "\"1.1\"");
+  newer.replace(newer.find("\"1.0\""), 5, "\"1.2\"");
   EXPECT_EQ(parse_cluster_yaml(newer, "n.yaml").num_devices(), 4);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "sim_fixtures.h"
@@ -198,19 +199,10 @@ TEST(CostModel, RejectsBadClusterAndProfile) {
 namespace placer {
 namespace {
 
-// A group's tree / parameter-server bounds (its slowest, highest-latency pair) come from the
-// link levels its devices span; they equal the bounds over every pair of distinct devices,
-// on hosts mixing GPUs and a CPU, with a device listed twice and with a single device.
-TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
-  using testing::link;
-  Cluster c = testing::make_cluster(3, 2, link(3e-6, 3e11), link(7e-6, 2.5e10));
-  DeviceSpec cpu = testing::test_spec();
-  cpu.kind = DeviceKind::kCpu;
-  c.add_device(0, "host0/cpu0", cpu);
-  c.set_link(LinkLevel::kHostDevice, link(11e-6, 1e10));
-  const CostModel cost(c, uniform_profile(1.0));
-  const std::vector<std::vector<int>> groups = {
-      {0, 1}, {0, 6}, {0, 1, 6}, {0, 2}, {0, 1, 2, 3, 4, 5}, {1, 6, 4}, {2, 2, 3}, {5}, {3, 3}};
+// Each group's make_group bounds equal the largest latency and smallest bandwidth over its
+// pairs of distinct devices.
+void expect_bounds_are_the_worst_pair(const CostModel& cost,
+                                      const std::vector<std::vector<int>>& groups) {
   for (const std::vector<int>& devs : groups) {
     double alpha = 0, beta = std::numeric_limits<double>::infinity();
     for (int a : devs) {
@@ -224,6 +216,128 @@ TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
     EXPECT_EQ(g.all_alpha, alpha) << ::testing::PrintToString(devs);
     EXPECT_EQ(g.all_beta, beta) << ::testing::PrintToString(devs);
   }
+}
+
+// A group's tree / parameter-server bounds (its slowest, highest-latency pair) come from the
+// link levels its devices span; they equal the bounds over every pair of distinct devices,
+// on hosts mixing GPUs and a CPU, with a device listed twice and with a single device.
+TEST(CollectiveGroupBounds, EqualTheWorstPairOnEveryLevel) {
+  using testing::link;
+  Cluster c = testing::make_cluster(3, 2, link(3e-6, 3e11), link(7e-6, 2.5e10));
+  DeviceSpec cpu = testing::test_spec();
+  cpu.kind = DeviceKind::kCpu;
+  c.add_device(0, "host0/cpu0", cpu);
+  c.set_link(LinkLevel::kHostDevice, link(11e-6, 1e10));
+  const CostModel cost(c, uniform_profile(1.0));
+  const std::vector<std::vector<int>> groups = {
+      {0, 1}, {0, 6}, {0, 1, 6}, {0, 2}, {0, 1, 2, 3, 4, 5}, {1, 6, 4}, {2, 2, 3}, {5}, {3, 3}};
+  expect_bounds_are_the_worst_pair(cost, groups);
+}
+
+/// Leaves of `hosts_per_leaf` hosts under a spine `ratio`:1 oversubscribed, `spine_latency`
+/// more across it.
+Topology leaf_spine(int hosts_per_leaf, double ratio, double spine_latency = 0) {
+  Topology t;
+  t.hosts_per_leaf = hosts_per_leaf;
+  t.oversubscription = ratio;
+  t.spine_latency = spine_latency;
+  return t;
+}
+
+/// `hosts` x `per_host` test devices, the given links, under topology `t`.
+Cluster with_topology(int hosts, int per_host, const LinkSpec& intra, const LinkSpec& inter,
+                      const Topology& t) {
+  Cluster c = testing::make_cluster(hosts, per_host, intra, inter);
+  c.set_topology(t);
+  return c;
+}
+
+// NVLink domains of 2 hosts, leaves of 4 hosts, rails, a 3:1 spine: the O(p) bounds from
+// the tiers a group crosses equal the worst pair, and each pair equals the cluster's.
+TEST(CollectiveGroupBounds, EqualTheWorstPairUnderATopology) {
+  using testing::link;
+  Topology t = leaf_spine(4, 3, 2e-6);
+  t.nvlink_domain_hosts = 2;
+  t.rails = true;
+  const Cluster c = with_topology(8, 4, link(3e-6, 3e11), link(7e-6, 2.5e10), t);
+  const CostModel cost(c, uniform_profile(1.0));
+  for (int a = 0; a < c.num_devices(); ++a) {
+    for (int b = 0; b < c.num_devices(); ++b) {
+      ASSERT_EQ(cost.level(a, b), c.level(a, b)) << a << " " << b;
+      ASSERT_EQ(cost.bandwidth(a, b), c.bandwidth(a, b)) << a << " " << b;
+      ASSERT_EQ(cost.latency(a, b), c.latency(a, b)) << a << " " << b;
+    }
+  }
+  std::vector<std::vector<int>> groups = {{0, 4},    {0, 8},        {0, 9},  {0, 16}, {0, 20},
+                                          {1, 5, 2}, {0, 4, 8, 12}, {3, 19}, {7, 7}};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dev(0, c.num_devices() - 1), size(2, 9);
+  for (int k = 0; k < 200; ++k) {
+    std::vector<int> g(static_cast<size_t>(size(rng)));
+    for (int& d : g) d = dev(rng);
+    groups.push_back(g);
+  }
+  expect_bounds_are_the_worst_pair(cost, groups);
+}
+
+TEST(CostModel, TreeAllReduceAcrossAnOversubscribedSpine) {
+  using testing::link;
+  const Cluster c = with_topology(4, 2, link(3e-6, 9e11), link(5e-6, 5e10), leaf_spine(2, 2, 1e-6));
+  const CostModel m(c, uniform_profile(1.0));
+  const double n = 1e9;
+  // Two GPUs of one leaf (node0, node1): 2 * ceil(log2 2) * 5 us + 2 n / 50 GB/s.
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 2}, uint64_t(n), SyncScheme::kTree),
+      2 * 5e-6 + 2 * n / 5e10);
+  // Across the spine (node0, node2): 6 us and 25 GB/s.
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 4}, uint64_t(n), SyncScheme::kTree),
+      2 * 6e-6 + 2 * n / 2.5e10);
+  // A ring over both leaves is as slow as its spine hops.
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllGather, {0, 2, 4, 6}, uint64_t(n), SyncScheme::kRing),
+      3.0 / 4 * n / 2.5e10 + 3 * 6e-6);
+}
+
+// A measured inter-host curve (1e-5 s + bytes / 10 GB/s for 2 ranks) keeps its latency
+// and doubles its bandwidth term across a 2:1 spine.
+TEST(CostModel, MeasuredCurveAcrossAnOversubscribedSpine) {
+  using testing::link;
+  const Cluster c = with_topology(4, 2, link(3e-6, 9e11), link(5e-6, 5e10), leaf_spine(2, 2));
+  CostProfile p = uniform_profile(1.0);
+  CollectiveCurve curve;
+  curve.latency = 1e-5;
+  curve.bus_bandwidth = 1e10;
+  curve.efficiency = EfficiencyCurve::constant(1.0);
+  p.curve(CollectiveKind::kAllReduce, LinkLevel::kInterHost) = curve;
+  const CostModel m(c, p);
+  const double n = 1e9;  // all-reduce of 2 ranks: bus factor 2 (2 - 1) / 2 = 1
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 2}, uint64_t(n), SyncScheme::kAuto),
+      1e-5 + n / 1e10);
+  EXPECT_DOUBLE_EQ(
+      m.collective_time(CollectiveKind::kAllReduce, {0, 4}, uint64_t(n), SyncScheme::kAuto),
+      1e-5 + 2 * n / 1e10);
+}
+
+// Two NVLink domains of two hosts x 2 GPUs: the hierarchical all-reduce rings inside each
+// domain at NVLink speed (4 GPUs), then between the domains' leaders on n / 4 per NIC.
+TEST(CostModel, HierarchicalTreatsAnNvlinkDomainAsOneHost) {
+  using testing::link;
+  Topology t;
+  t.nvlink_domain_hosts = 2;
+  const Cluster c =
+      with_topology(4, 2, link(3e-6, 9e11), link(5e-6, 5e10, LinkSharing::kPerDevice), t);
+  const CostModel m(c, uniform_profile(1.0));
+  const double n = 1e9;
+  const CollectiveGroup g = m.make_group({0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_EQ(g.hosts, 2);
+  EXPECT_EQ(g.local_max, 4);
+  const double intra = 3.0 / 4 * n / 9e11 + 3 * 3e-6;
+  const double inter = 2 * 1.0 / 2 * (n / 4) / 5e10 + 2 * 5e-6;
+  EXPECT_DOUBLE_EQ(m.collective_time(CollectiveKind::kAllReduce, {0, 1, 2, 3, 4, 5, 6, 7},
+                                     uint64_t(n), SyncScheme::kHierarchical),
+                   2 * intra + inter);
 }
 
 }  // namespace

@@ -212,6 +212,32 @@ TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
 
 // An op left on the first rank of its tensor-parallel group (its partition removed) makes
 // rank 0 unlike the others: the full simulation runs and names the op.
+// Under a topology the stage boundary goes rank k to rank k: over NVLink inside one NVLink
+// domain, over the spine for every rank between leaves, inside the leaf on a rail. Each is
+// symmetric and agrees with the full simulation.
+TEST(SymmetricSimulation, TopologiesAgreeWithTheFullSimulation) {
+  const SmallJob job(8, 2);
+  Topology domain, leaves, rails;
+  domain.nvlink_domain_hosts = 2;
+  leaves.hosts_per_leaf = 1, leaves.oversubscription = 4, leaves.spine_latency = 1e-6;
+  rails.rails = true, rails.oversubscription = 4;
+  const double plain = Simulator(job.g, job.c, job.cost).run(job.plan).step_time;
+  const uint64_t mb = 1 << 20;
+  std::vector<double> step, hop;  // step time; node0/gpu3 -> node1/gpu3 for 1 MiB
+  for (const Topology& t : {domain, leaves, rails}) {
+    Cluster c = job.c;
+    c.set_topology(t);
+    const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+    const SimResult r = run_both(job.g, c, cost, job.plan);
+    EXPECT_TRUE(r.symmetric) << r.full_reason;
+    step.push_back(r.step_time);
+    hop.push_back(cost.transfer_time(3, 11, mb));
+  }
+  EXPECT_LT(hop[0], job.cost.transfer_time(3, 11, mb));  // NVLink instead of InfiniBand
+  EXPECT_GT(step[1], plain);                             // a quarter of the bandwidth, 1 us more
+  EXPECT_EQ(hop[2], job.cost.transfer_time(3, 11, mb));  // same rail: the leaf's numbers
+}
+
 TEST(SymmetricSimulation, OpOnOneRankRunsInFull) {
   const SmallJob job(4, 1);
   const Graph& g = job.g;
