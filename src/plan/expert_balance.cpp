@@ -17,8 +17,11 @@ ExpertLayerMap default_expert_layer(int experts, int ranks) {
 }
 
 ExpertLayerMap round_robin_layer(int experts, int ranks) {
+  // Slot s holds expert s mod experts on rank s mod ranks: with fewer experts than ranks
+  // the experts are copied round the ranks until every rank holds one.
   ExpertLayerMap m;
-  for (int e = 0; e < experts; ++e) m.replicas.push_back({e % ranks});
+  m.replicas.resize(experts);
+  for (int s = 0; s < std::max(experts, ranks); ++s) m.replicas[s % experts].push_back(s % ranks);
   return m;
 }
 

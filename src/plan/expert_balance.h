@@ -6,7 +6,8 @@
 // Placers:
 //   default_expert_layer  expert e on rank e / (experts / ranks), no replicas (Megatron-core's
 //                         layout, what an empty map means)
-//   round_robin_layer     expert e on rank e mod ranks, no replicas
+//   round_robin_layer     expert e on rank e mod ranks (copies fill the ranks when the
+//                         experts are fewer)
 //   eplb_layer            DeepSeek's Expert Parallelism Load Balancer (EPLB, github.com/
 //                         deepseek-ai/EPLB, re-implemented from its README): hierarchical when
 //                         the node count divides the group count (expert groups packed onto

@@ -51,6 +51,11 @@ TEST(Eplb, SlotsMustDivideOverRanks) {
 TEST(ExpertMaps, RoundRobinAndDefaultLayouts) {
   EXPECT_EQ(round_robin_layer(5, 2).replicas,
             (std::vector<std::vector<int>>{{0}, {1}, {0}, {1}, {0}}));
+  // Fewer experts than ranks: copies fill the ranks (3 experts on 5 ranks: slots 3, 4 copy
+  // experts 0, 1).
+  EXPECT_EQ(round_robin_layer(3, 5).replicas,
+            (std::vector<std::vector<int>>{{0, 3}, {1, 4}, {2}}));
+  EXPECT_NO_THROW(validate_expert_layer(round_robin_layer(8, 16), 8, 16));
   EXPECT_EQ(default_expert_layer(4, 2).replicas,
             (std::vector<std::vector<int>>{{0}, {0}, {1}, {1}}));
   EXPECT_NO_THROW(validate_expert_layer(round_robin_layer(8, 4), 8, 4));
