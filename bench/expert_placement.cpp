@@ -1,7 +1,9 @@
 // Expert placement on held-out routing distributions (docs/expert_placement.md): the step of
-// round-robin, EPLB and annealing over maps (from EPLB's) on the test split and on the
-// families no policy is trained on, as geometric means of the ratio to EPLB; the evaluations
-// annealing takes to come within 5% of its final best; and the time EPLB takes to place a
+// round-robin, EPLB, annealing over maps (from EPLB's) and expert-rl (the shipped policy
+// zero-shot, and fine-tuned with as many evaluations as annealing) on the test split and on
+// the families no policy is trained on, as geometric means of the ratio to EPLB; how often
+// expert-rl ends above round-robin; the evaluations annealing and fine-tuning take to come
+// within 5% of their final best; and the time EPLB and expert-rl take to place a
 // 256-expert x 61-layer model. Two objectives: the simulated step of the whole plan (a
 // 4-layer Llama with 64-expert MoE MLPs, data parallel over 2 nodes x 8 H100 with expert
 // parallelism 16, through the expert placers' problem of agents/experts/), and the expert
@@ -40,16 +42,8 @@ struct Setup {
   ExpertStepCost cost;
   RoutingGenOptions shape;
   Setup() {
-    // DeepSeek-V3's routed expert (h 7168, f_e 2048, SwiGLU): 6 h f_e = 88 MFLOP per
-    // assignment forward at 400 TFLOP/s; bf16 hidden states (14336 B) per assignment;
-    // NVLink 450 GB/s and 400 Gbit/s InfiniBand (50 GB/s) per GPU; 4096 tokens per GPU x
-    // top 8.
-    cost.seconds_per_assignment = 6.0 * 7168 * 2048 / 400e12;
-    cost.bytes_per_assignment = 7168 * 2;
-    cost.intra_bandwidth = 450e9;
-    cost.inter_bandwidth = 50e9;
-    cost.latency = 20e-6;
-    cost.assignments = 4096.0 * 16 * 8;
+    // DeepSeek-V3's routed expert on 16 GPUs (the cost expert-rl is pretrained under).
+    cost = ExpertRlTrainOptions::deepseek_layer_cost();
     shape.layers = 4;
     shape.experts = 64;
     shape.top_k = 8;
@@ -193,12 +187,17 @@ int64_t median(std::vector<int64_t> x) {
   return x[x.size() / 2];
 }
 
-double eplb_time_256x61() {
+/// A DeepSeek-V3-sized model's routing: 61 MoE layers x 256 experts, top 8.
+RoutingStats routing_256x61() {
   RoutingGenOptions o;
   o.layers = 61;
   o.experts = 256;
   o.top_k = 8;
-  const RoutingStats r = generate_routing(o).stats();
+  return generate_routing(o).stats();
+}
+
+double eplb_time_256x61() {
+  const RoutingStats r = routing_256x61();
   const ExpertTopology topo{64, 8};
   const auto t0 = std::chrono::steady_clock::now();
   size_t copies = 0;
@@ -210,11 +209,7 @@ double eplb_time_256x61() {
 
 /// expert-rl's zero-shot placement of the same model (the shipped policy, EPLB's copy counts).
 double learned_time_256x61() {
-  RoutingGenOptions o;
-  o.layers = 61;
-  o.experts = 256;
-  o.top_k = 8;
-  const RoutingStats r = generate_routing(o).stats();
+  const RoutingStats r = routing_256x61();
   const ExpertTopology topo{64, 8};
   std::vector<std::vector<int>> copies;
   for (const auto& share : r.share) copies.push_back(eplb_copies(share, topo, EplbOptions{64, 0}));
