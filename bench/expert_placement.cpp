@@ -1,7 +1,9 @@
 // Expert placement on held-out routing distributions (docs/expert_placement.md): the step of
-// round-robin, EPLB and annealing over maps (from EPLB's) on the test split and on the
-// families no policy is trained on, as geometric means of the ratio to EPLB; the evaluations
-// annealing takes to come within 5% of its final best; and the time EPLB takes to place a
+// round-robin, EPLB, annealing over maps (from EPLB's) and expert-rl (the shipped policy
+// zero-shot, and fine-tuned with as many evaluations as annealing) on the test split and on
+// the families no policy is trained on, as geometric means of the ratio to EPLB; how often
+// expert-rl ends above round-robin; the evaluations annealing and fine-tuning take to come
+// within 5% of their final best; and the time EPLB and expert-rl take to place a
 // 256-expert x 61-layer model. Two objectives: the simulated step of the whole plan (a
 // 4-layer Llama with 64-expert MoE MLPs, data parallel over 2 nodes x 8 H100 with expert
 // parallelism 16, through the expert placers' problem of agents/experts/), and the expert
@@ -20,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "agents/experts/expert_episode.h"
 #include "agents/experts/expert_problem.h"
+#include "agents/experts/expert_rl.h"
 #include "datasets/gpt.h"
 #include "datasets/routing_gen.h"
 #include "simulator/cost_profile.h"
@@ -38,16 +42,8 @@ struct Setup {
   ExpertStepCost cost;
   RoutingGenOptions shape;
   Setup() {
-    // DeepSeek-V3's routed expert (h 7168, f_e 2048, SwiGLU): 6 h f_e = 88 MFLOP per
-    // assignment forward at 400 TFLOP/s; bf16 hidden states (14336 B) per assignment;
-    // NVLink 450 GB/s and 400 Gbit/s InfiniBand (50 GB/s) per GPU; 4096 tokens per GPU x
-    // top 8.
-    cost.seconds_per_assignment = 6.0 * 7168 * 2048 / 400e12;
-    cost.bytes_per_assignment = 7168 * 2;
-    cost.intra_bandwidth = 450e9;
-    cost.inter_bandwidth = 50e9;
-    cost.latency = 20e-6;
-    cost.assignments = 4096.0 * 16 * 8;
+    // DeepSeek-V3's routed expert on 16 GPUs (the cost expert-rl is pretrained under).
+    cost = ExpertRlTrainOptions::deepseek_layer_cost();
     shape.layers = 4;
     shape.experts = 64;
     shape.top_k = 8;
@@ -65,25 +61,60 @@ std::vector<ExpertLayerMap> maps_of(const RoutingStats& r, const Setup& s, bool 
 }
 
 struct SplitRow {
-  std::vector<double> rr, anneal;  // ratios to EPLB
-  std::vector<int64_t> samples;    // annealing: evaluations to within 5% of its best
+  std::vector<double> rr, anneal, zero, tuned;  // ratios to EPLB (zero, tuned: expert-rl)
+  std::vector<int64_t> samples, tuned_samples;  // evaluations to within 5% of the best
+  int worse_than_rr = 0;                        // expert-rl zero-shot or tuned above rr
 };
+
+/// The shipped expert-rl policy, loaded once (a fresh copy per fine-tuning).
+std::unique_ptr<ExpertPolicy> shipped_policy() {
+  return ExpertPolicy::load(default_expert_policy_path());
+}
+
+std::vector<std::vector<int>> copies_of(const std::vector<ExpertLayerMap>& maps) {
+  std::vector<std::vector<int>> c;
+  for (const ExpertLayerMap& m : maps) {
+    c.emplace_back();
+    for (const std::vector<int>& r : m.replicas) c.back().push_back(int(r.size()));
+  }
+  return c;
+}
 
 /// The maps of one distribution and the objective that judges them.
 struct Evaluator {
   std::function<std::vector<ExpertLayerMap>(bool eplb)> maps;
   ExpertObjective step;
-  int ranks;
+  const RoutingStats* routing;
+  ExpertTopology topo;
+  int slots_per_rank;
 };
+
+void add_learned(SplitRow* row, const Evaluator& ev, int64_t evaluations, double eplb, double rr) {
+  const std::vector<std::vector<int>> copies = copies_of(ev.maps(true));
+  std::unique_ptr<ExpertPolicy> policy = shipped_policy();
+  const double zero = ev.step(policy->place(ev.routing->share, copies, ev.topo, ev.slots_per_rank));
+  std::vector<double> curve;
+  const int samples = 8;
+  const std::vector<ExpertLayerMap> tuned =
+      policy->finetune(ev.routing->share, copies, ev.topo, ev.slots_per_rank, ev.step,
+                       std::max<int64_t>(1, evaluations / samples), samples, 1, &curve);
+  const double best = ev.step(tuned);
+  row->zero.push_back(zero / eplb);
+  row->tuned.push_back(best / eplb);
+  row->tuned_samples.push_back(samples_to_within(curve, 0.05));
+  if (zero > rr || best > rr) ++row->worse_than_rr;
+}
 
 void add_row(SplitRow* row, const Evaluator& ev, int64_t evaluations) {
   const double eplb = ev.step(ev.maps(true));
-  row->rr.push_back(ev.step(ev.maps(false)) / eplb);
+  const double rr = ev.step(ev.maps(false));
+  row->rr.push_back(rr / eplb);
   ExpertAnnealOptions o;
   o.evaluations = evaluations;
-  const ExpertSearchResult a = anneal_expert_maps(ev.maps(true), ev.ranks, ev.step, o);
+  const ExpertSearchResult a = anneal_expert_maps(ev.maps(true), ev.topo.ranks, ev.step, o);
   row->anneal.push_back(a.best / eplb);
   row->samples.push_back(samples_to_within(a.best_curve, 0.05));
+  add_learned(row, ev, evaluations, eplb, rr);
 }
 
 SplitRow run_model_split(RoutingSplit split, int count, int64_t evaluations, const Setup& s) {
@@ -94,7 +125,7 @@ SplitRow run_model_split(RoutingSplit split, int count, int64_t evaluations, con
         &row,
         {[&](bool eplb) { return maps_of(r, s, eplb); },
          [&](const std::vector<ExpertLayerMap>& m) { return expert_step(r, m, s.topo, s.cost); },
-         s.topo.ranks},
+         &r, s.topo, (s.shape.experts + s.eplb.redundant) / s.topo.ranks},
         evaluations);
   }
   return row;
@@ -138,7 +169,8 @@ SplitRow run_plan_split(RoutingSplit split, int count, int64_t evaluations, Plan
     ExpertProblem ep(p, o, "bench", r);
     add_row(&row,
             {[&](bool eplb) { return eplb ? ep.eplb_maps() : maps_of(r, s, false); },
-             [&](const std::vector<ExpertLayerMap>& m) { return ep.step(m); }, s.topo.ranks},
+             [&](const std::vector<ExpertLayerMap>& m) { return ep.step(m); }, &r, ep.topology(),
+             ep.slots_per_rank()},
             evaluations);
   }
   return row;
@@ -155,12 +187,17 @@ int64_t median(std::vector<int64_t> x) {
   return x[x.size() / 2];
 }
 
-double eplb_time_256x61() {
+/// A DeepSeek-V3-sized model's routing: 61 MoE layers x 256 experts, top 8.
+RoutingStats routing_256x61() {
   RoutingGenOptions o;
   o.layers = 61;
   o.experts = 256;
   o.top_k = 8;
-  const RoutingStats r = generate_routing(o).stats();
+  return generate_routing(o).stats();
+}
+
+double eplb_time_256x61() {
+  const RoutingStats r = routing_256x61();
   const ExpertTopology topo{64, 8};
   const auto t0 = std::chrono::steady_clock::now();
   size_t copies = 0;
@@ -170,10 +207,25 @@ double eplb_time_256x61() {
   return copies > 0 ? s : 0;
 }
 
+/// expert-rl's zero-shot placement of the same model (the shipped policy, EPLB's copy counts).
+double learned_time_256x61() {
+  const RoutingStats r = routing_256x61();
+  const ExpertTopology topo{64, 8};
+  std::vector<std::vector<int>> copies;
+  for (const auto& share : r.share) copies.push_back(eplb_copies(share, topo, EplbOptions{64, 0}));
+  const std::unique_ptr<ExpertPolicy> policy = shipped_policy();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<ExpertLayerMap> maps = policy->place(r.share, copies, topo, 5);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return maps.size() == 61 ? s : 0;
+}
+
 void print_row(const char* objective, RoutingSplit split, const SplitRow& r) {
-  std::printf("%-12s %-8s %12.3f %14.3f %12.3f %14lld\n", objective, to_string(split),
-              geomean(r.rr), geomean(r.anneal), *std::max_element(r.anneal.begin(), r.anneal.end()),
-              (long long)median(r.samples));
+  std::printf("%-12s %-8s %10.3f %10.3f %10.3f %10.3f %10.3f %8lld %8lld %6d/%zu\n", objective,
+              to_string(split), geomean(r.rr), geomean(r.anneal),
+              *std::max_element(r.anneal.begin(), r.anneal.end()), geomean(r.zero),
+              geomean(r.tuned), (long long)median(r.samples), (long long)median(r.tuned_samples),
+              r.worse_than_rr, r.rr.size());
 }
 
 }  // namespace
@@ -197,8 +249,8 @@ int main(int argc, char** argv) {
       "evaluations (simulator: %lld)\n",
       s.shape.layers, s.shape.experts, s.shape.top_k, s.topo.ranks, s.topo.nodes(),
       s.eplb.redundant, count, (long long)evaluations, (long long)sim_evaluations);
-  std::printf("%-12s %-8s %12s %14s %12s %14s\n", "objective", "split", "rr / eplb",
-              "anneal / eplb", "anneal max", "anneal 5% at");
+  std::printf("%-12s %-8s %10s %10s %10s %10s %10s %8s %8s %8s\n", "objective", "split", "rr/eplb",
+              "anneal", "anneal max", "rl zero", "rl tuned", "ann 5%", "rl 5%", "rl>rr");
   for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
     print_row("simulator", split, run_plan_split(split, count, sim_evaluations, ps, s));
   }
@@ -209,5 +261,6 @@ int main(int argc, char** argv) {
       "EPLB placement of 256 experts x 61 layers on 64 ranks (8 nodes, 64 redundant): "
       "%.3f s\n",
       eplb_time_256x61());
+  std::printf("expert-rl zero-shot placement of the same model: %.3f s\n", learned_time_256x61());
   return 0;
 }

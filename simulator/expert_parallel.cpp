@@ -74,9 +74,75 @@ void Simulator::Impl::index_moe_ops() {
   }
 }
 
+namespace {
+
+// The map-aware all-to-all. Every EP rank dispatches n bytes (its routed tokens) with the
+// layer's shares; a token for expert e goes to the copies of e on the sender's node when
+// there are any (split evenly between them), else to all copies of e (split evenly): a
+// replica keeps its node's tokens off the network. In units of n, per rank: what it
+// computes (its load) and what it sends and receives within its node and across nodes.
+struct ExpertFlow {
+  std::vector<double> load, sent_intra, sent_inter, recv_intra, recv_inter;
+  std::vector<int> node;  // node of each EP rank (0 .. nodes - 1)
+  int nodes = 0;
+
+  explicit ExpertFlow(const std::vector<int>& node_of_rank)
+      : load(node_of_rank.size(), 0.0),
+        sent_intra(node_of_rank.size(), 0.0),
+        sent_inter(node_of_rank.size(), 0.0),
+        recv_intra(node_of_rank.size(), 0.0),
+        recv_inter(node_of_rank.size(), 0.0),
+        node(node_of_rank) {
+    for (int h : node) nodes = std::max(nodes, h + 1);
+  }
+
+  // The tokens of one expert (share of every sender's n) to its copies `reps`.
+  void route(double share, const std::vector<int>& reps) {
+    std::vector<int> senders(size_t(nodes), 0);
+    for (int h : node) ++senders[size_t(h)];
+    std::vector<int> local;
+    for (int h = 0; h < nodes; ++h) {
+      local.clear();
+      for (int d : reps) {
+        if (node[size_t(d)] == h) local.push_back(d);
+      }
+      const std::vector<int>& targets = local.empty() ? reps : local;
+      const double each = share / static_cast<double>(targets.size());
+      const int count = senders[size_t(h)];
+      for (int d : targets) {
+        load[size_t(d)] += count * each;
+        (node[size_t(d)] == h ? recv_intra : recv_inter)[size_t(d)] +=
+            (node[size_t(d)] == h ? count - 1 : count) * each;
+        for (size_t s = 0; s < node.size(); ++s) {
+          if (node[s] != h || int(s) == d) continue;
+          (node[size_t(d)] == h ? sent_intra : sent_inter)[s] += each;
+        }
+      }
+    }
+  }
+
+  // {within a node, across nodes per rank, across nodes per node}: the most sent or received.
+  std::array<double, 3> busiest() const {
+    std::array<double, 3> out{0.0, 0.0, 0.0};
+    std::vector<double> host_sent(size_t(nodes), 0.0), host_recv(size_t(nodes), 0.0);
+    for (size_t r = 0; r < node.size(); ++r) {
+      out[0] = std::max({out[0], sent_intra[r], recv_intra[r]});
+      out[1] = std::max({out[1], sent_inter[r], recv_inter[r]});
+      host_sent[size_t(node[r])] += sent_inter[r];
+      host_recv[size_t(node[r])] += recv_inter[r];
+    }
+    for (int h = 0; h < nodes; ++h)
+      out[2] = std::max({out[2], host_sent[size_t(h)], host_recv[size_t(h)]});
+    return out;
+  }
+};
+
+}  // namespace
+
 // Per MoE layer: which EP ranks hold each expert (the plan's map, else expert e on rank
-// e * ep / E: contiguous blocks), the tokens each rank computes (a replicated expert's
-// tokens split evenly over its copies) and the most experts one rank holds.
+// e * ep / E: contiguous blocks), the tokens each rank computes and sends (ExpertFlow; on
+// one node a replicated expert's tokens split evenly over its copies) and the most experts
+// one rank holds.
 void Simulator::Impl::expert_layer_loads(const Plan& p) {
   const ExpertParallelConfig& cfg = p.expert_parallel;
   const size_t layers = moe_experts.size();
@@ -93,6 +159,7 @@ void Simulator::Impl::expert_layer_loads(const Plan& p) {
   }
   moe_factor.assign(layers, 1.0);
   moe_keep.assign(layers, 1.0);
+  moe_a2a_frac.assign(layers, {0.0, 0.0, 0.0});
   expert_load.assign(layers, {});
   for (size_t l = 0; l < layers; ++l) {
     const int E = moe_experts[l];
@@ -112,7 +179,7 @@ void Simulator::Impl::expert_layer_loads(const Plan& p) {
     if (!(total > 0) || !std::isfinite(total)) {
       throw ValidationError("routing statistics: " + where + ": shares must be >= 0 and sum > 0");
     }
-    std::vector<double> load(size_t(ep), 0.0);
+    ExpertFlow flow(rank_nodes(l));
     std::vector<int> held(size_t(ep), 0);
     for (int e = 0; e < E; ++e) {
       const double share = (rs != nullptr ? rs->share[l][size_t(e)] : 1.0) / total;
@@ -128,16 +195,51 @@ void Simulator::Impl::expert_layer_loads(const Plan& p) {
                                 ": rank " + std::to_string(r) + " is outside [0, " +
                                 std::to_string(ep) + ")");
         }
-        load[size_t(r)] += share / static_cast<double>(reps.size());
         ++held[size_t(r)];
       }
+      flow.route(share, reps);
     }
     // Drop-and-pad: every expert computes its full capacity whatever it is routed.
-    moe_factor[l] = moe_padded[l] ? 1.0 : ep * *std::max_element(load.begin(), load.end());
+    moe_factor[l] = moe_padded[l] ? 1.0 : *std::max_element(flow.load.begin(), flow.load.end());
     moe_keep[l] = static_cast<double>(*std::max_element(held.begin(), held.end())) / E;
-    for (double& x : load) x *= ep;
-    expert_load[l] = std::move(load);
+    moe_a2a_frac[l] = flow.busiest();
+    expert_load[l] = std::move(flow.load);
   }
+}
+
+// The node (0, 1, ...) of each EP rank of layer l's group, in order of first appearance; all
+// on node 0 when the layer has no dispatch op to take the group from.
+std::vector<int> Simulator::Impl::rank_nodes(size_t l) const {
+  std::vector<int> node(size_t(ep_degree), 0);
+  const std::vector<int>& devs = moe_group[l];
+  if (devs.size() != node.size()) return node;
+  int nodes = 0;
+  for (size_t r = 0; r < devs.size(); ++r) {
+    size_t first = 0;
+    while (cost.level(devs[first], devs[r]) == LinkLevel::kInterHost) ++first;
+    node[r] = first == r ? nodes++ : node[first];
+  }
+  return node;
+}
+
+// One all-to-all of layer l: the busiest rank's bytes within its node and across nodes, each
+// level over its links (they run at the same time: the slower sets the time), the off-node
+// bytes of a whole node through one NIC under LinkSharing::kPerHost. Padded layers and
+// measured all-to-all curves keep the collective's own time for the (even) bytes.
+double Simulator::Impl::expert_all_to_all_time(size_t l, const CollectiveGroup& g,
+                                               uint64_t bytes) const {
+  const CostProfile& prof = cost.profile();
+  if (moe_padded[l] || prof.curve(CollectiveKind::kAllToAll, LinkLevel::kIntraHost) ||
+      prof.curve(CollectiveKind::kAllToAll, LinkLevel::kInterHost)) {
+    return -1;
+  }
+  const double n = static_cast<double>(bytes);
+  const std::array<double, 3>& f = moe_a2a_frac[l];
+  if (g.hosts <= 1) return f[0] > 0 ? g.all_alpha + f[0] * n / g.all_beta : 0.0;
+  const double intra = f[0] > 0 ? g.intra_alpha + f[0] * n / g.intra_beta : 0.0;
+  const double off = g.inter_nic_shared ? f[2] : f[1];
+  const double inter = off > 0 ? g.all_alpha + off * n / g.all_beta : 0.0;
+  return std::max(intra, inter);
 }
 
 std::vector<int> Simulator::Impl::expert_ranks(OpId o) const {
@@ -160,10 +262,11 @@ std::vector<int> Simulator::Impl::expert_ranks(OpId o) const {
 }
 
 void Simulator::Impl::set_op_collective(OpId o, CollectiveKind kind, const std::vector<int>& devs,
-                                        uint64_t bytes) {
+                                        uint64_t bytes, double time) {
   if (devs.size() < 2) return;
   const uint32_t grp = group_index(devs);
-  const double t = cost.group_collective_time(kind, groups[grp], bytes, SyncScheme::kAuto);
+  const double t =
+      time >= 0 ? time : cost.group_collective_time(kind, groups[grp], bytes, SyncScheme::kAuto);
   if (op_coll[o] > 0) {  // the op's partition collective runs first: one reservation for both
     op_coll[o] += t;
     op_coll_bytes[o] += bytes;
@@ -223,17 +326,23 @@ void Simulator::Impl::apply_expert_compute(OpId o, const Plan& p, const std::vec
   }
 }
 
+std::vector<int> Simulator::Impl::expert_group(OpId o) const {
+  const std::vector<int> ranks = expert_ranks(o);
+  std::vector<int> group;
+  for (int e = 0; e < ep_degree; ++e) group.push_back(ranks[size_t(e) * size_t(etp_degree)]);
+  return group;
+}
+
 void Simulator::Impl::apply_expert_op(OpId o, const Plan& p) {
   const int8_t role = op_moe_role[o];
   if (role != kDispatch && role != kCombine && !is_expert(role)) return;
-  const std::vector<int> ranks = expert_ranks(o);
-  if (is_expert(role)) return apply_expert_compute(o, p, ranks);
+  if (is_expert(role)) return apply_expert_compute(o, p, expert_ranks(o));
   if (op_phase[o] == Phase::kOptimizer) return;
   // Dispatch and combine (and their backward ops, which move the gradients the other way)
   // end with an all-to-all among the EP ranks of the simulated rank's expert grid.
-  std::vector<int> group;
-  for (int e = 0; e < ep_degree; ++e) group.push_back(ranks[size_t(e) * size_t(etp_degree)]);
-  set_op_collective(o, CollectiveKind::kAllToAll, group, moe_a2a_bytes[size_t(op_moe_layer[o])]);
+  const size_t l = size_t(op_moe_layer[o]);
+  set_op_collective(o, CollectiveKind::kAllToAll, expert_group(o), moe_a2a_bytes[l],
+                    moe_a2a_time[l]);
 }
 
 // The simulated rank's expert-data-parallel copies: the first rank of every etp x ep block
@@ -282,17 +391,29 @@ void Simulator::Impl::prepare_expert_parallel(const Plan& p) {
   if (!ep_on) return;
   ep_degree = std::max(1, cfg.degree);
   etp_degree = std::max(1, cfg.tensor_parallel);
-  expert_layer_loads(p);
-  op_expert_keep.assign(n_ops, 1.0);
-  op_expert_dp.assign(n_ops, 1);
   // One dispatch's bytes: the permuted tokens of one micro-batch on this rank (its first
-  // output); the rank that receives the most gets moe_factor times an even share.
-  moe_a2a_bytes.assign(moe_experts.size(), 0);
+  // output), and the layer's EP group (that of its forward dispatch op).
+  const size_t layers = moe_experts.size();
+  std::vector<uint64_t> dispatch_bytes(layers, 0);
+  moe_group.assign(layers, {});
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_moe_role[o] != kDispatch || op_phase[o] != Phase::kForward) continue;
     const size_t l = size_t(op_moe_layer[o]);
-    if (out_off[o + 1] > out_off[o])
-      moe_a2a_bytes[l] = scaled(t_bytes[out_t[out_off[o]]], moe_factor[l]);
+    if (out_off[o + 1] > out_off[o]) dispatch_bytes[l] = t_bytes[out_t[out_off[o]]];
+    if (moe_group[l].empty()) moe_group[l] = expert_group(o);
+  }
+  expert_layer_loads(p);
+  op_expert_keep.assign(n_ops, 1.0);
+  op_expert_dp.assign(n_ops, 1);
+  // The bytes recorded per all-to-all: the rank that receives the most gets moe_factor times
+  // an even share; its time follows the map (expert_all_to_all_time).
+  moe_a2a_bytes.assign(layers, 0);
+  moe_a2a_time.assign(layers, -1);
+  for (size_t l = 0; l < layers; ++l) {
+    moe_a2a_bytes[l] = scaled(dispatch_bytes[l], moe_factor[l]);
+    if (moe_group[l].size() < 2) continue;
+    const CollectiveGroup& g = groups[group_index(moe_group[l])];
+    moe_a2a_time[l] = expert_all_to_all_time(l, g, dispatch_bytes[l]);
   }
   for (OpId o = 0; o < n_ops; ++o) {
     if (op_moe_role[o] != kNoRole) apply_expert_op(o, p);

@@ -120,9 +120,14 @@ struct Simulator::Impl {
   std::vector<int> expert_data_parallel_group(OpId o, const Plan& plan) const;
   void expert_layer_loads(const Plan& plan);
   std::vector<int> expert_ranks(OpId o) const;  // the ranks EP groups are carved from
+  std::vector<int> expert_group(OpId o) const;  // the EP group of the simulated rank
+  std::vector<int> rank_nodes(size_t layer) const;
   void apply_expert_op(OpId o, const Plan& plan);
   void apply_expert_compute(OpId o, const Plan& plan, const std::vector<int>& ranks);
-  void set_op_collective(OpId o, CollectiveKind kind, const std::vector<int>& devs, uint64_t bytes);
+  double expert_all_to_all_time(size_t layer, const CollectiveGroup& group, uint64_t bytes) const;
+  // time < 0: the group's collective time for `bytes`; otherwise that time.
+  void set_op_collective(OpId o, CollectiveKind kind, const std::vector<int>& devs, uint64_t bytes,
+                         double time = -1);
   // The dtype op o computes in under the plan's precision; *fp8 = it runs as an FP8 GEMM.
   DType run_dtype(OpId o, const Plan& plan, bool* fp8) const;
   void prepare_pipeline_ranks();  // pipeline_schedule.cpp: warm-up per rank
@@ -239,6 +244,12 @@ struct Simulator::Impl {
   int ep_degree = 1, etp_degree = 1;
   std::vector<double> moe_factor, moe_keep;
   std::vector<uint64_t> moe_a2a_bytes;
+  // Per MoE layer: the EP group's devices, and the largest share of one rank's dispatch bytes
+  // a rank sends or receives within its node, across nodes, and that one node's NIC carries
+  // (expert_parallel.cpp, "map-aware all-to-all").
+  std::vector<std::vector<int>> moe_group;
+  std::vector<std::array<double, 3>> moe_a2a_frac;
+  std::vector<double> moe_a2a_time;  // one all-to-all; < 0: the group's time for the bytes
   std::vector<std::vector<double>> expert_load;
   std::vector<double> op_expert_keep;
   std::vector<uint32_t> op_expert_dp;

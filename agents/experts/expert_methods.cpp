@@ -1,11 +1,13 @@
 // The classical expert placers: round-robin, eplb and expert-anneal (docs/expert_placement.md).
-// Torch-free; expert-rl is agents/experts/expert_rl.cpp.
+// Torch-free; expert-rl's policy is agents/experts/expert_rl.cpp.
 #include <chrono>
 
 #include "agents/api/methods.h"
 #include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/experts/expert_problem.h"
+#include "agents/experts/expert_rl.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
@@ -74,6 +76,47 @@ class AnnealExpertPlacer : public OutcomePlacer {
   ExpertMethodOptions o_;
 };
 
+/// The learned placer: the policy's greedy map of every layer (EPLB's copy counts), or with
+/// `finetune` the best of its REINFORCE fine-tuning on the simulated step.
+class LearnedExpertPlacer : public OutcomePlacer {
+ public:
+  explicit LearnedExpertPlacer(ExpertMethodOptions o) : o_(std::move(o)) {}
+  std::string name() const override { return "expert-rl"; }
+
+  SearchOutcome search_outcome(const Problem& p, const SearchBudget& budget) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    ExpertProblem ep(p, o_, name());
+    if (o_.finetune < 0 || o_.samples < 1) {
+      throw ValidationError("expert-rl: finetune must be >= 0 and samples >= 1");
+    }
+    const std::unique_ptr<ExpertPolicy> policy =
+        ExpertPolicy::load(o_.policy.empty() ? default_expert_policy_path() : o_.policy);
+    std::vector<std::vector<int>> copies;
+    for (const ExpertLayerMap& m : ep.eplb_maps()) {
+      copies.emplace_back();
+      for (const std::vector<int>& r : m.replicas) copies.back().push_back(int(r.size()));
+    }
+    const std::vector<std::vector<double>>& shares = ep.routing().share;
+    std::vector<double> curve;
+    const std::vector<ExpertLayerMap> maps =
+        o_.finetune > 0 ? policy->finetune(
+                              shares, copies, ep.topology(), ep.slots_per_rank(),
+                              [&](const std::vector<ExpertLayerMap>& m) { return ep.step(m); },
+                              o_.finetune, int(o_.samples), budget.seed, &curve)
+                        : policy->place(shares, copies, ep.topology(), ep.slots_per_rank());
+    const double step = curve.empty() ? ep.step(maps) : curve.back();
+    SearchOutcome out = search_outcome_of(
+        ep.finish(maps), ep.runs(), 0, seconds_since(t0),
+        {{"step_time", step},
+         {"samples_to_5pct", double(curve.empty() ? 1 : samples_to_within(curve, 0.05))}});
+    out.stats.best_curve = curve;
+    return out;
+  }
+
+ private:
+  ExpertMethodOptions o_;
+};
+
 MethodInfo expert_method(const char* name, const char* doc,
                          std::unique_ptr<Placer> (*make)(const ExpertMethodOptions&)) {
   MethodInfo m{name, doc, /*fast=*/false, [make] { return make(ExpertMethodOptions{}); }};
@@ -101,6 +144,13 @@ void add_expert_methods(std::vector<MethodInfo>* out) {
       "objective",
       [](const ExpertMethodOptions& o) -> std::unique_ptr<Placer> {
         return std::make_unique<AnnealExpertPlacer>(o);
+      }));
+  out->push_back(expert_method(
+      "expert-rl",
+      "MoE expert map: a learned policy (set encoder over experts, REINFORCE on the routing "
+      "corpus) placing zero-shot, or fine-tuned on the simulated step (finetune=N)",
+      [](const ExpertMethodOptions& o) -> std::unique_ptr<Placer> {
+        return std::make_unique<LearnedExpertPlacer>(o);
       }));
 }
 

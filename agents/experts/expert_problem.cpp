@@ -25,8 +25,14 @@ const OptionTable<ExpertMethodOptions>& expert_method_option_table() {
       redundant    extra expert copies per layer, spread over the ranks (EPLB's redundant experts)
       groups       EPLB's expert groups (0: one per node)
       micro_batch  samples per micro-batch per data-parallel rank
-      evaluations  expert-anneal: simulator runs (0: the budget's, else 500))",
-               &O::ep, &O::redundant, &O::groups, &O::micro_batch, &O::evaluations);
+      evaluations  expert-anneal: simulator runs (0: the budget's, else 500)
+      finetune     expert-rl: REINFORCE updates on the problem's routing (0: zero-shot)
+      samples      expert-rl: sampled maps (simulator runs) per fine-tuning update)",
+               &O::ep, &O::redundant, &O::groups, &O::micro_batch, &O::evaluations, &O::finetune,
+               &O::samples);
+    v.path(
+        "policy", "expert-rl: policy file (default: models/pretrained/expert_rl.pt)",
+        [](auto& o) -> auto& { return o.policy; });
     v.add(
         "map", "path", "also write the chosen expert map to this file (*.expert_map.json)",
         [](O* o, const std::string& x) { o->map = x; }, [](const O& o) { return o.map; });

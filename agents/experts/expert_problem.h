@@ -20,7 +20,7 @@
 
 namespace placer {
 
-/// `placer place --method eplb|round-robin|expert-anneal --set KEY=VALUE`.
+/// `placer place --method eplb|round-robin|expert-anneal|expert-rl --set KEY=VALUE`.
 struct ExpertMethodOptions {
   std::string routing;      ///< routing statistics (*.routing.json); required
   int64_t ep = 0;           ///< expert-parallel degree; 0 = every device of the problem
@@ -29,6 +29,9 @@ struct ExpertMethodOptions {
   int64_t micro_batch = 1;  ///< samples per micro-batch per data-parallel rank
   int64_t evaluations = 0;  ///< expert-anneal: simulator runs (0 = the budget's, else 500)
   std::string map;          ///< also write the chosen map here (*.expert_map.json)
+  std::string policy;       ///< expert-rl: policy file ("" = the shipped one)
+  int64_t finetune = 0;     ///< expert-rl: REINFORCE updates on the problem (0 = zero-shot)
+  int64_t samples = 8;      ///< expert-rl: sampled maps per fine-tuning update
 };
 
 const OptionTable<ExpertMethodOptions>& expert_method_option_table();

@@ -16,7 +16,9 @@ const std::vector<TrainerInfo>& trainers() {
       {"placeto", "Placeto policy, REINFORCE on a graph family, docs/placeto.md",
        run_train_placeto},
       {"autosync", "per-variable sync strategies, Rainbow DQN on a corpus, docs/sync.md",
-       run_train_autosync}};
+       run_train_autosync},
+      {"expert-rl", "MoE expert maps, REINFORCE on the routing corpus, docs/expert_placement.md",
+       run_train_expert_rl}};
   return all;
 }
 

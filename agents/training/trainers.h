@@ -60,5 +60,6 @@ void run_train_gdp(const TrainArgs& a);         // train_gdp.cpp
 void run_train_rainbow_pp(const TrainArgs& a);  // train_rainbow_pp.cpp
 void run_train_placeto(const TrainArgs& a);     // train_placeto.cpp
 void run_train_autosync(const TrainArgs& a);    // train_autosync.cpp
+void run_train_expert_rl(const TrainArgs& a);   // train_expert_rl.cpp
 
 }  // namespace placer

@@ -84,8 +84,10 @@ std::string not_for(const std::string& method, const Fixture& f) {
   if (method == "megatron" && f.name.rfind("gpt", 0) != 0) {
     return "megatron places layered transformers with Megatron op names only";
   }
-  if (method == "eplb" || method == "round-robin" || method == "expert-anneal") {
-    return "the expert placers need MoE layers and routing statistics (expert_methods_test)";
+  if (method == "eplb" || method == "round-robin" || method == "expert-anneal" ||
+      method == "expert-rl") {
+    return "the expert placers need MoE layers and routing statistics (expert_methods_test, "
+           "cli place_experts)";
   }
   return "";
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `placer place --method eplb|round-robin|expert-anneal --routing FILE`: expert maps of a tiny
+# `placer place --method eplb|round-robin|expert-anneal|expert-rl --routing FILE`: expert maps of a tiny
 # Mixtral-shaped model over 2 nodes x 8 H100, the map written as JSON, and one error line
 # when the routing is missing or does not fit the graph.
 # Usage: place_experts.sh PLACER SOURCE_DIR TEST_DATA_DIR
@@ -22,13 +22,18 @@ problem=(--graph "$tmp/tiny.graph.json" --cluster "$src/datasets/clusters/h100_i
   --devices 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15)
 
 step_of() { sed -n 's/^step time *//p' "$1"; }
-for m in round-robin eplb expert-anneal; do
+for m in round-robin eplb expert-anneal expert-rl; do
   check "$m-places" "$placer" place "${problem[@]}" --routing "$tmp/r.routing.json" --method $m \
     --set redundant=8 --set "map=$tmp/$m.expert_map.json" --budget-evals 40 --seed 3 \
     -o "$tmp/$m.plan.json" > "$tmp/$m.txt" 2>&1
   check "$m-map" grep -q '"format": "placer-expert-map"' "$tmp/$m.expert_map.json"
 done
 check step-printed test -n "$(step_of "$tmp/eplb.txt")"
+check rl-finetunes "$placer" place "${problem[@]}" --routing "$tmp/r.routing.json" --method expert-rl \
+  --set redundant=8 --set finetune=2 --set samples=2 -o "$tmp/rl2.plan.json"
+expect missing-policy "$tmp/none.pt: cannot open the policy file" \
+  -- place "${problem[@]}" --routing "$tmp/r.routing.json" --method expert-rl --set redundant=8 \
+  --set "policy=$tmp/none.pt" -o "$tmp/p.plan.json"
 
 refuse no-routing "placer: error: eplb: needs the routing statistics of the MoE layers (--routing FILE, docs/formats/routing.md)" \
   -- place "${problem[@]}" --method eplb -o "$tmp/out/p.plan.json"

@@ -1,7 +1,8 @@
 // Expert parallelism in the simulator (simulator/expert_parallel.cpp): the all-to-all's cost
-// from the link bandwidths, the step of a 2-node 8-expert layer under a given expert map and
-// routing, the all-to-all bytes of a generated MoE layer, memory per GPU with the optimizer
-// state sharded over expert data parallelism, and the named errors. All by hand.
+// from the link bandwidths, the step of a 2-node 8-expert layer under given expert maps and
+// routing (the all-to-all follows where the copies live), the all-to-all bytes of a generated MoE
+// layer, memory per GPU with the optimizer state sharded over expert data parallelism, and the
+// named errors. All by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,13 +103,27 @@ TEST(ExpertParallel, TwoNodeEightExpertLayerUnderAGivenMap) {
   const std::vector<DeviceBreakdown> rows = step_breakdown(r, g, p);
   ASSERT_FALSE(rows.empty());
   EXPECT_NEAR(rows[0].collective[static_cast<int>(CollectiveKind::kAllToAll)], 2.4e-4, 1e-9);
-  // A replica of expert 0 on rank 4 halves its load there: ranks 0 and 4 then hold 1.2 and
-  // 0.15 x 8 + 0.1 x 8 = 2.0 shares; the step follows rank 4.
+  // A replica of expert 0 on rank 4 (the other node): each node's tokens for expert 0 stay
+  // on the node. Ranks 0 and 4 then compute 4 x 0.3 = 1.2 and 4 x 0.3 + 8 x 0.1 = 2.0
+  // shares; the step follows rank 4. Across the nodes every rank now sends (experts on the
+  // other node: 4 x 0.1 MB) and receives (its single-copy expert from 4 senders: 4 x 0.1 MB)
+  // 0.4 MB: 40 us; within the node rank 4 receives 3 x 0.4 MB at 100 GB/s: 12 us.
   p.expert_parallel.layers[0].replicas[0] = {0, 4};
   r = sim.run(p, opts);
   EXPECT_NEAR(r.expert_load[0][0], 1.2, 1e-12);
   EXPECT_NEAR(r.expert_load[0][4], 2.0, 1e-12);
+  EXPECT_NEAR(r.step_time, 2.0e-3 + 2 * 0.4e-4, 1e-9);
+  EXPECT_NEAR(step_breakdown(r, g, p)[0].collective[static_cast<int>(CollectiveKind::kAllToAll)],
+              0.8e-4, 1e-9);
+  // The replica on rank 1 instead (the same node): the same loads (rank 1: 8 x 0.15 +
+  // 8 x 0.1 = 2.0) but the other node's 4 senders split expert 0 over ranks 0 and 1 across
+  // the nodes: rank 1 receives 4 x (0.15 + 0.1) = 1.0 MB at 10 GB/s: 100 us.
+  p.expert_parallel.layers[0].replicas[0] = {0, 1};
+  r = sim.run(p, opts);
+  EXPECT_NEAR(r.expert_load[0][1], 2.0, 1e-12);
   EXPECT_NEAR(r.step_time, 2.0e-3 + 2 * 1.0e-4, 1e-9);
+  EXPECT_NEAR(step_breakdown(r, g, p)[0].collective[static_cast<int>(CollectiveKind::kAllToAll)],
+              2.0e-4, 1e-9);
   // Uniform routing, default map (expert e on rank e): 1 ms and 2 x 50 us.
   r = sim.run(ep_plan(g, 8));
   EXPECT_NEAR(r.step_time, 1.0e-3 + 2 * 0.5e-4, 1e-9);
