@@ -11,8 +11,10 @@ CoreWeave's 32-rank HDR 200 Gb/s run; iteration fit on 1380 Megatron runs) and
 h100.profile.yaml (op curves fitted to one H100's kernels and profiled steps).
 
 Derivations (each a stated assumption, not a fit):
-- 400 Gb/s fabric: the HDR inter-node all-reduce curve with twice its bus bandwidth (NDR's
-  line rate is twice HDR's; NVIDIA quotes 46-48 GB/s per NDR NIC in nccl-tests issue 290).
+- 400 Gb/s fabric: the HDR inter-node all-reduce curve with its bus bandwidth scaled by the
+  ratio of the per-NIC bus bandwidths NVIDIA states nccl-tests reaches: 46-48 GB/s per NDR
+  400 Gb/s NIC (github.com/NVIDIA/nccl-tests issue 290; midpoint 47) over 24 GB/s per HDR
+  200 Gb/s NIC (nccl-tests issues 119 and 252), 47 / 24 = 1.958 (the line rates give 2).
 - H100 / H200 intra-node: the A100 curve's latency and size ramp, with the bus bandwidths
   NVIDIA states for 8 H100 on NVLink 4: all-reduce (NVLink SHARP) 480 GB/s, all-gather /
   reduce-scatter 370 GB/s (nccl-tests issue 212, nccl issue 1455); p2p link 370 GB/s.
@@ -48,11 +50,16 @@ def scaled_curve(curve, bus_bandwidth):
     return out
 
 
+# Bus bandwidth nccl-tests reaches per NIC, as NVIDIA states it (sources above), by line rate.
+NIC_BUS_GBPS = {200: 24.0, 400: 47.0}
+
+
 def with_inter_host(profile, fabric_gbit, a100):
     """The profile with the A100 HDR inter-node all-reduce curve scaled to the fabric."""
     hdr = a100["collective_curves"]["all_reduce"]["inter_host"]
+    scale = NIC_BUS_GBPS[fabric_gbit] / NIC_BUS_GBPS[200]
     profile.setdefault("collective_curves", {}).setdefault("all_reduce", {})["inter_host"] = (
-        scaled_curve(hdr, gbps(hdr["bus_bandwidth"]) * fabric_gbit / 200))
+        scaled_curve(hdr, gbps(hdr["bus_bandwidth"]) * scale))
     return profile
 
 
@@ -97,14 +104,16 @@ def main():
     p = copy.deepcopy(a100)
     p["name"] = "a100-ib400"
     p["description"] = ("dgx_a100.profile.yaml with the inter-node all-reduce bus bandwidth "
-                        "doubled for a 400 Gb/s per-GPU fabric (scripts/gpu_profiles.py)")
+                        "x 47/24 (NVIDIA's per-NIC figures, NDR over HDR) for a 400 Gb/s "
+                        "per-GPU fabric (scripts/gpu_profiles.py)")
     p.pop("fit_errors", None)
     write("a100_ib400.profile.yaml", with_inter_host(p, 400, a100))
     for fabric in (400, 200):
         desc = (f"H100 / H200 SXM, 8 per node on NVSwitch, {fabric} Gb/s per GPU between nodes: "
                 "op curves of h100.profile.yaml, intra-node all-reduce 480 GB/s and all-gather / "
                 "reduce-scatter 370 GB/s bus bandwidth on the A100 curve's ramp, inter-node "
-                f"all-reduce the HDR curve x {fabric / 200:g} (scripts/gpu_profiles.py)")
+                f"all-reduce the HDR curve x {NIC_BUS_GBPS[fabric] / NIC_BUS_GBPS[200]:.4g} "
+                "(scripts/gpu_profiles.py)")
         write(f"h100_sxm_ib{fabric}.profile.yaml",
               nvswitch_profile(f"h100-sxm-ib{fabric}", desc, h100, a100, 480, 370, fabric))
     a4 = load("b200_a4.profile.yaml")["collective_curves"]["all_reduce"]
