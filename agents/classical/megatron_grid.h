@@ -22,29 +22,10 @@
 
 #include "agents/api/placer.h"
 #include "agents/common/megatron_outcome.h"  // megatron_config_of_outcome
+#include "agents/common/megatron_space.h"    // TransformerShape, MegatronCandidate
 #include "src/plan/megatron_plan.h"
 
 namespace placer {
-
-/// What the grid needs to know about a layered transformer.
-struct TransformerShape {
-  int layers = 0;
-  int heads = 0;           ///< attention heads (dim 1 of the scores / FlashAttention's logsumexp)
-  int global_batch = 0;    ///< the graph's batch
-  int64_t seq = 0;         ///< tokens per sample (the attention's sequence dim)
-  bool fused_attention = false;  ///< FlashAttention ops (context parallelism needs them)
-  int experts = 0;               ///< routed experts per MoE layer; 0 = dense
-};
-
-/// The shape of `g`; throws Error("megatron: ...") when `g` is not a training step of a
-/// layered transformer with Megatron op names.
-TransformerShape transformer_shape(const Graph& g);
-
-struct MegatronCandidate {
-  MegatronConfig config;
-  double memory_bytes = 0;   ///< analytic peak of the fullest device
-  double step_seconds = 0;   ///< analytic step time (ordering only)
-};
 
 struct MegatronGrid {
   int enumerated = 0;                     ///< configurations in the grid
