@@ -12,10 +12,14 @@
 // 5% of its final one (the grid's and the sharding searches' included), the shape it
 // chose and its layers per stage, on GPT sizes from 8 A100s to 512 H100s (two with small
 // global batches); then the geomean. --no-warm-start: rainbow-3d without the grid's plan
-// (grid_seconds 0), its own search alone.
+// (grid_seconds 0), its own search alone. --cp-ep: the same table on the models whose best
+// plans use expert and context parallelism, from their Hugging Face configs (bf16, fp32
+// master weights) on the first 64 GPUs of the 64-node H100 cluster: Mixtral-8x7B at 4096
+// tokens (batch 256) and Llama-3-8B at 131072 tokens (batch 16).
 //
 //   ./build/bench/megatron_grid [--only NAME] [--seconds S]
 //   ./build/bench/megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S] [--no-warm-start]
+//   ./build/bench/megatron_grid --rainbow-3d --cp-ep [--only NAME] [--runs N] [--seed S]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +32,7 @@
 #include "agents/classical/megatron_grid.h"
 #include "agents/rainbow/rainbow_3d.h"
 #include "datasets/gpt.h"
+#include "datasets/hf_config.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -49,6 +54,9 @@ struct Row {
   MegatronConfig reference;  ///< global_batch is set from batch
   std::string reference_source;
   int devices = 0;  ///< the cluster's first `devices` GPUs (whole hosts); 0 = all of them
+  /// A Hugging Face config.json: the graph is that model's (bf16) at seq_len and batch, and
+  /// layers / hidden / heads are unused.
+  std::string hf_config;
 };
 
 MegatronConfig config(int tp, int pp, int dp, int mb, Recompute rc, int zero) {
@@ -72,11 +80,16 @@ struct Setup {
         sim(g, cluster, cost),
         p{g, cluster, cost, sim, first_devices(row.devices)} {}
   static Graph graph(const Row& row) {
+    TrainingOptions t;
+    t.master_weights = true;
+    if (!row.hf_config.empty()) {
+      HfGraphOptions h;
+      h.name = row.label, h.seq_len = row.seq_len, h.batch = row.batch;
+      return expand_training_step(make_hf_graph(load_hf_config(row.hf_config), h), t);
+    }
     GptOptions o;
     o.name = row.label, o.layers = row.layers, o.hidden = row.hidden, o.heads = row.heads;
     o.seq_len = row.seq_len, o.batch = row.batch;
-    TrainingOptions t;
-    t.master_weights = true;
     return expand_training_step(make_gpt(o), t);
   }
   static std::vector<int> first_devices(int n) {
@@ -161,19 +174,29 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed, bool warm_
   const SearchOutcome out = r3.search_outcome(su.p, rb);
   const double r3_s = seconds_since(t0);
   const SimResult rr = su.sim.run(out.plan);
+  std::string cp_ep;  // context and expert parallelism of rainbow-3d's plan, when used
+  if (out.plan.context_parallel.enabled()) {
+    cp_ep += ", cp " + std::to_string(out.plan.context_parallel.degree) + " " +
+             to_string(out.plan.context_parallel.comm);
+  }
+  if (out.plan.expert_parallel.enabled()) {
+    cp_ep += ", ep " + std::to_string(out.plan.expert_parallel.degree) + ", etp " +
+             std::to_string(out.plan.expert_parallel.tensor_parallel);
+  }
   // rainbow-3d's counts and shape, as the named values of its SearchOutcome.
   auto count = [&out](const char* name) { return static_cast<long long>(out.stats.value(name)); };
   auto shape = [&out](const char* name) { return static_cast<int>(out.stats.value(name)); };
   const double ratio = rr.step_time / rg.step_time;
   std::printf(
-      "| %s | %d | %s | %.1f | %s | %s | %.3f | %.1f | %lld (grid %lld, opp %lld, cuts %lld, "
-      "layout %lld) | %lld | tp %d, pp %d, dp %d, v %d, m %d%s%s%s | %s |\n",
+      "| %s | %d | %s | %.1f (%lld runs) | %s | %s | %.3f | %.1f | %lld (grid %lld, opp %lld, "
+      "cuts %lld, layout %lld) | %lld | tp %d, pp %d, dp %d, v %d, m %d%s%s%s%s | %s |\n",
       row.label.c_str(), int(problem_devices(su.p).size()), ms(rg).c_str(), grid_s,
+      static_cast<long long>(grid_out.stats.runs),
       describe(megatron_config_of_outcome(grid_out.stats)).c_str(), ms(rr).c_str(), ratio, r3_s,
       static_cast<long long>(out.stats.runs), count("grid_runs"), count("opp_runs"),
-      count("cut_runs"), count("layout_runs"), count("runs_to_5pct"), shape("tp"), shape("pp"), shape("dp"),
-      shape("virtual_stages"), shape("micro_batches"), shape("sequence_parallel") ? ", sp" : "",
-      shape("zero_stage") ? ", zero 1" : "",
+      count("cut_runs"), count("layout_runs"), count("runs_to_5pct"), shape("tp"), shape("pp"),
+      shape("dp"), shape("virtual_stages"), shape("micro_batches"), cp_ep.c_str(),
+      shape("sequence_parallel") ? ", sp" : "", shape("zero_stage") ? ", zero 1" : "",
       shape("recompute") == 2   ? ", full"
       : shape("recompute") == 1 ? ", selective"
                                 : "",
@@ -187,7 +210,7 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed, bool warm_
 int main(int argc, char** argv) {
   std::string only;
   double seconds = 10;
-  bool rainbow = false, warm_start = true;
+  bool rainbow = false, warm_start = true, cp_ep = false;
   int64_t runs = 300;
   uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
@@ -198,6 +221,8 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[++i]);
     } else if (a == "--rainbow-3d") {
       rainbow = true;
+    } else if (a == "--cp-ep") {
+      cp_ep = true;
     } else if (a == "--no-warm-start") {
       warm_start = false;
     } else if (a == "--runs" && i + 1 < argc) {
@@ -207,8 +232,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: megatron_grid [--only NAME] [--seconds S]\n"
-                   "       megatron_grid --rainbow-3d [--only NAME] [--runs N] [--seed S] "
-                   "[--no-warm-start]\n");
+                   "       megatron_grid --rainbow-3d [--cp-ep] [--only NAME] [--runs N] "
+                   "[--seed S] [--no-warm-start]\n");
       return 2;
     }
   }
@@ -250,15 +275,22 @@ int main(int argc, char** argv) {
         {"megatron-39b", h100x64, h100p, 48, 8192, 64, 2048, 512, none, "", 64},
         {"gpt3-175b", h100x64, h100p, 96, 12288, 96, 2048, 1536, none, ""},
     };
+    // Expert and context parallelism: the shipped Hugging Face configs.
+    const std::vector<Row> cp_ep_rows = {
+        {"mixtral-8x7b", h100x64, h100p, 0, 0, 0, 4096, 256, none, "", 64,
+         "datasets/models/hf/mixtral_8x7b.config.json"},
+        {"llama3-8b-128k", h100x64, h100p, 0, 0, 0, 131072, 16, none, "", 64,
+         "datasets/models/hf/llama3_8b.config.json"},
+    };
     std::printf(
-        "| model | GPUs | megatron ms | grid search s | megatron's choice | rainbow-3d ms "
+        "| model | GPUs | megatron ms | grid search s (runs) | megatron's choice | rainbow-3d ms "
         "| ratio | rainbow-3d search s | simulator runs | runs to 5%% | rainbow-3d's shape | its "
         "layers per stage |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     double log_sum = 0;
     int n = 0;
     try {
-      for (const Row& r : r3rows) {
+      for (const Row& r : cp_ep ? cp_ep_rows : r3rows) {
         if (!only.empty() && only != r.label) continue;
         log_sum += std::log(versus_rainbow_3d(r, runs, seed, warm_start));
         ++n;

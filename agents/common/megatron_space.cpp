@@ -44,8 +44,10 @@ bool split_by_tp(const Op& op) {
     case TensorParallelRole::kSharded:
     case TensorParallelRole::kRow:
     case TensorParallelRole::kVocabEmbedding:
-    case TensorParallelRole::kVocabLoss: return true;
-    default: return false;
+    case TensorParallelRole::kVocabLoss:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -150,8 +152,10 @@ class Estimator {
     layer += (full ? 3 : 2) * expert_all_to_all(m);
     const PartTimes& pre = times(Part::kPre, m);
     const PartTimes& post = times(Part::kPost, m);
-    const double first_rank = m.virtual_stages * layers_per_chunk * layer + pre.forward + pre.backward;
-    const double last_rank = m.virtual_stages * layers_per_chunk * layer + post.forward + post.backward;
+    const double first_rank =
+        m.virtual_stages * layers_per_chunk * layer + pre.forward + pre.backward;
+    const double last_rank =
+        m.virtual_stages * layers_per_chunk * layer + post.forward + post.backward;
     const double per_mb = std::max(first_rank, last_rank);
     double step = (M + double(m.pp - 1) / m.virtual_stages) * per_mb;
     if (m.pp > 1) {
@@ -163,11 +167,13 @@ class Estimator {
     // the optimizer step, on the rank with the most parameters.
     const int copies = m.cp * m.dp;
     const double grads =
-        (std::max(params_[0], params_[3]) + params_[1] * layers_per_chunk * m.virtual_stages) / m.tp;
+        (std::max(params_[0], params_[3]) + params_[1] * layers_per_chunk * m.virtual_stages) /
+        m.tp;
     if (copies > 1) {
       std::vector<int> group;
       for (int r = 0; r < copies; ++r) group.push_back(device0_ + r * m.tp);
-      step += p_.cost.collective_time(CollectiveKind::kAllReduce, group, uint64_t(grads), SyncScheme::kAuto);
+      step += p_.cost.collective_time(CollectiveKind::kAllReduce, group, uint64_t(grads),
+                                      SyncScheme::kAuto);
     }
     step += (lt.optimizer * layers_per_chunk * m.virtual_stages +
              std::max(pre.optimizer, post.optimizer)) /
@@ -245,7 +251,8 @@ class Estimator {
   double tp_all_reduce(int tp, double bytes) const {
     std::vector<int> group;
     for (int k = 0; k < tp; ++k) group.push_back(device0_ + k);
-    return p_.cost.collective_time(CollectiveKind::kAllReduce, group, uint64_t(bytes), SyncScheme::kAuto);
+    return p_.cost.collective_time(CollectiveKind::kAllReduce, group, uint64_t(bytes),
+                                   SyncScheme::kAuto);
   }
 
   /// Bytes on the fullest pipeline rank: model state (ZeRO-1 shards the optimizer state
@@ -273,7 +280,8 @@ class Estimator {
     const double layer_input = row_out_ / 2 * mb_frac / (m.sequence_parallel ? m.tp : 1);
     double kept_per_layer = layer_act;
     if (m.recompute == Recompute::kFull) kept_per_layer = layer_input;
-    if (m.recompute == Recompute::kSelective) kept_per_layer = layer_act - attention_act_ / m.tp * mb_frac;
+    if (m.recompute == Recompute::kSelective)
+      kept_per_layer = layer_act - attention_act_ / m.tp * mb_frac;
     double worst = 0;
     for (int r = 0; r < m.pp; ++r) {
       // Chunks in flight: Megatron's warm-up plus the one running (all of them when M = pp).
@@ -337,7 +345,8 @@ TransformerShape transformer_shape(const Graph& g) {
   s.experts = graph_moe_shape(g).experts;
   if (s.layers == 0 || s.heads == 0) {
     // No numbered layers, or no core_attention op that names its heads.
-    fail("graph '" + g.name() + "' is not a layered transformer with Megatron op names (`placer generate gpt` makes one)");
+    fail("graph '" + g.name() +
+         "' is not a layered transformer with Megatron op names (`placer generate gpt` makes one)");
   }
   s.global_batch = static_cast<int>(g.batch_size());
   if (s.global_batch < 1) fail("graph '" + g.name() + "' has no batch size");

@@ -21,9 +21,9 @@ namespace placer {
 /// What the grid needs to know about a layered transformer.
 struct TransformerShape {
   int layers = 0;
-  int heads = 0;           ///< attention heads (dim 1 of the scores / FlashAttention's logsumexp)
-  int global_batch = 0;    ///< the graph's batch
-  int64_t seq = 0;         ///< tokens per sample (the attention's sequence dim)
+  int heads = 0;         ///< attention heads (dim 1 of the scores / FlashAttention's logsumexp)
+  int global_batch = 0;  ///< the graph's batch
+  int64_t seq = 0;       ///< tokens per sample (the attention's sequence dim)
   bool fused_attention = false;  ///< FlashAttention ops (context parallelism needs them)
   int experts = 0;               ///< routed experts per MoE layer; 0 = dense
 };
@@ -42,13 +42,12 @@ std::vector<int> context_degrees(const TransformerShape& sh, int ranks);
 
 /// Expert layouts (ep, etp) of a stage's tp x cp x dp ranks: (1, 1) for a dense model; for
 /// an MoE model ep dividing cp x dp and the experts, etp 1 or tp (Megatron-core's choices).
-std::vector<std::pair<int, int>> expert_layouts(const TransformerShape& sh, int tp, int cp,
-                                                int dp);
+std::vector<std::pair<int, int>> expert_layouts(const TransformerShape& sh, int tp, int cp, int dp);
 
 struct MegatronCandidate {
   MegatronConfig config;
-  double memory_bytes = 0;   ///< analytic peak of the fullest device
-  double step_seconds = 0;   ///< analytic step time (ordering only)
+  double memory_bytes = 0;  ///< analytic peak of the fullest device
+  double step_seconds = 0;  ///< analytic step time (ordering only)
 };
 
 /// The analytic estimates of configurations on the problem's devices (the per-op facts are

@@ -16,6 +16,7 @@
 
 #include "agents/api/methods.h"
 #include "agents/common/megatron_outcome.h"
+#include "agents/common/megatron_space.h"
 #include "agents/common/method_options.h"
 #include "agents/common/option_fields.h"
 #include "agents/common/option_table.h"
@@ -36,20 +37,32 @@ constexpr const char* kName = "rainbow-3d";
   throw ValidationError(std::string(kName) + ": " + msg);
 }
 
-/// A (t, pp, dp) shape with the stage grids on the problem's devices.
-struct Shape {
-  int tp = 1, pp = 1, dp = 1;
-  int v = 1;  ///< virtual stages (model chunks) per pipeline rank: pp x v stages
-  std::vector<std::vector<int>> groups;  ///< per rank: tp x dp devices, Megatron's order
-  int stages() const { return pp * v; }
-};
-
-/// Micro-batches and memory savers of a plan (the warm start's, kept through its cut search).
+/// Micro-batches and memory savers of a plan (the warm start's, kept through its cut search;
+/// those a shape needs by the grid's memory estimate).
 struct Layout {
   int micro_batches = 1;
   bool sequence_parallel = false;
   int zero_stage = 0;
   Recompute recompute = Recompute::kNone;
+};
+
+/// A (t, cp, pp, dp) shape with the stage grids on the problem's devices, and its expert
+/// layout.
+struct Shape {
+  int tp = 1, pp = 1, dp = 1;
+  int v = 1;   ///< virtual stages (model chunks) per pipeline rank: pp x v stages
+  int cp = 1;  ///< context-parallel ranks per TP rank (ring attention unless cp_comm says)
+  ContextParallelComm cp_comm = ContextParallelComm::kP2P;
+  int ep = 1, etp = 1;  ///< expert parallelism and expert tensor parallelism (MoE graphs)
+  std::vector<std::vector<int>> groups;  ///< per rank: tp x cp x dp devices, Megatron's order
+  /// Where shapes are ranked by the grid's estimate: the default micro-batches and the first
+  /// memory savers it fits with, applied to the probe and every cut set.
+  std::optional<Layout> savers;
+  int stages() const { return pp * v; }
+  int copies() const { return cp * dp; }  ///< data-parallel copies of a stage (ZeRO's ranks)
+  bool same_layout(const Shape& o) const {
+    return tp == o.tp && pp == o.pp && v == o.v && cp == o.cp && ep == o.ep && etp == o.etp;
+  }
 };
 
 /// A simulated candidate: any plan that fits beats every OOM one, then the lower step time.
@@ -93,6 +106,11 @@ class Search {
       if (g_.op(op).phase == Phase::kForward) fwd_.push_back(op);
     }
 
+    try {
+      space_ = std::make_unique<MegatronEstimator>(p_);
+    } catch (const Error&) {
+      // Not a layered transformer with Megatron op names: no context or expert parallelism.
+    }
     // 0. Warm start: the megatron grid's plan and shape, where the grid applies.
     warm_start();
     // 1. Operator sharding per TP degree (Megatron's at the warm start's degree).
@@ -122,8 +140,9 @@ class Search {
       fail("opp_share and pp_share must be >= 0 and sum to at most 1");
     }
     if (o_.runs < 1) fail("runs must be >= 1, got " + std::to_string(o_.runs));
-    if (o_.max_tp < 1 || o_.max_pp < 1 || o_.top_shapes < 0 || o_.opp_episodes < 1) {
-      fail("max_tp, max_pp and opp_episodes must be >= 1 and top_shapes >= 0");
+    if (o_.max_tp < 1 || o_.max_pp < 1 || o_.top_shapes < 0 || o_.opp_episodes < 1 ||
+        o_.max_shapes < 1) {
+      fail("max_tp, max_pp, max_shapes and opp_episodes must be >= 1 and top_shapes >= 0");
     }
   }
 
@@ -146,36 +165,27 @@ class Search {
     return tps;
   }
 
-  /// Every (tp, pp, virtual stages) shape but the warm start's, simulated with the balanced
-  /// cuts and the default micro-batches; best first.
+  /// Every (tp, cp, pp, virtual stages, ep, etp) shape but the warm start's, simulated with
+  /// the balanced cuts and the default micro-batches; best first. Where the graph allows
+  /// context or expert parallelism, the shapes are memory-pruned and ordered by the grid's
+  /// analytic estimate, and the first max_shapes of them probed.
   std::vector<std::pair<Scored, Shape>> probe_shapes(const std::vector<int>& tps) {
     std::vector<std::pair<Scored, Shape>> probed;
-    for (int t : tps) {
-      for (int pp = 1; pp <= o_.max_pp; ++pp) {
-        if (n_ % (t * pp) != 0) continue;
-        for (int v : {1, 2, 4}) {
-          if (v > o_.max_virtual_stages || (v > 1 && (pp == 1 || pp * v > n_))) continue;
-          if (grid_ && t == grid_->shape.tp && pp == grid_->shape.pp && v == grid_->shape.v) {
-            continue;
-          }
-          Shape s = make_shape(t, pp, v);
-          if (batch_ > 0 && batch_ % s.dp != 0) continue;
-          const int m = default_micro_batches(s);
-          if (m < 1 || out_of_runs()) continue;
-          Scored sc;
-          if (s.stages() > 1) {
-            std::unique_ptr<PipelineEnv> env = make_env(s, m, 0);
-            if (!env) continue;
-            sc = evaluate(compose(env->to_plan(env->center_solution()), s));
-          } else {
-            sc = evaluate(compose(one_stage(s, m), s));
-          }
-          ++stats_->probe_runs;
-          ++stats_->shapes;
-          keep(sc);
-          probed.emplace_back(std::move(sc), std::move(s));
-        }
+    for (Shape& s : candidate_shapes(tps)) {
+      const int m = default_micro_batches(s);
+      if (out_of_runs()) break;
+      Scored sc;
+      if (s.stages() > 1) {
+        std::unique_ptr<PipelineEnv> env = make_env(s, m, 0);
+        if (!env) continue;
+        sc = evaluate(with_savers(compose(env->to_plan(env->center_solution()), s), s.savers));
+      } else {
+        sc = evaluate(with_savers(compose(one_stage(s, m), s), s.savers));
       }
+      ++stats_->probe_runs;
+      ++stats_->shapes;
+      keep(sc);
+      probed.emplace_back(std::move(sc), std::move(s));
     }
     if (probed.empty() && !grid_ && out_of_runs()) {
       fail(
@@ -189,6 +199,77 @@ class Search {
     std::stable_sort(probed.begin(), probed.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
     return probed;
+  }
+
+  /// The shapes probe_shapes simulates, in its order: every valid one (the loop order) on a
+  /// graph without context- or expert-parallel degrees; else those the analytic memory
+  /// estimate fits with some memory saver, by their estimated step, at most max_shapes.
+  std::vector<Shape> candidate_shapes(const std::vector<int>& tps) const {
+    std::vector<Shape> out;
+    bool extended = false;  // some shape has cp, ep or etp > 1
+    for (int t : tps) {
+      const std::vector<int> cps =
+          space_ ? context_degrees(space_->shape(), n_ / t) : std::vector<int>{1};
+      for (int cp : cps) {
+        for (int pp = 1; pp <= o_.max_pp; ++pp) {
+          if (n_ % (t * cp * pp) != 0) continue;
+          const int dp = n_ / (t * cp * pp);
+          const std::vector<std::pair<int, int>> experts =
+              space_ ? expert_layouts(space_->shape(), t, cp, dp)
+                     : std::vector<std::pair<int, int>>{{1, 1}};
+          for (int v : {1, 2, 4}) {
+            if (v > o_.max_virtual_stages || (v > 1 && (pp == 1 || pp * v > n_))) continue;
+            for (const auto& [ep, etp] : experts) {
+              Shape s = make_shape(t, pp, v, cp, ep, etp);
+              if (grid_ && s.same_layout(grid_->shape)) continue;
+              if (batch_ > 0 && batch_ % s.dp != 0) continue;
+              if (default_micro_batches(s) < 1) continue;
+              extended = extended || cp > 1 || ep > 1 || etp > 1;
+              out.push_back(std::move(s));
+            }
+          }
+        }
+      }
+    }
+    if (!extended) return out;
+    return ranked_by_estimate(std::move(out));
+  }
+
+  /// The shapes the grid's memory estimate fits with some memory saver (none; SP and ZeRO-1;
+  /// then selective, then full recomputation), fastest estimated step first (ties: the
+  /// given order), at most max_shapes.
+  std::vector<Shape> ranked_by_estimate(std::vector<Shape> shapes) const {
+    std::vector<std::pair<double, Shape>> fit;
+    for (Shape& s : shapes) {
+      MegatronConfig m;
+      m.tp = s.tp, m.cp = s.cp, m.pp = s.pp, m.dp = s.dp, m.ep = s.ep, m.etp = s.etp;
+      m.virtual_stages = s.v;
+      m.global_batch = space_->shape().global_batch;
+      m.micro_batch = m.global_batch / (s.dp * default_micro_batches(s));
+      const std::pair<bool, Recompute> savers[] = {{false, Recompute::kNone},
+                                                   {true, Recompute::kNone},
+                                                   {true, Recompute::kSelective},
+                                                   {true, Recompute::kFull}};
+      for (const auto& [sp_zero, rc] : savers) {
+        m.sequence_parallel = sp_zero && s.tp > 1;
+        m.zero_stage = sp_zero && s.copies() > 1 ? 1 : 0;
+        m.recompute = rc;
+        const MegatronCandidate c = space_->estimate(m);
+        if (c.memory_bytes <= space_->device_memory()) {
+          s.savers = Layout{default_micro_batches(s), m.sequence_parallel, m.zero_stage, rc};
+          fit.emplace_back(c.step_seconds, std::move(s));
+          break;
+        }
+      }
+    }
+    std::stable_sort(fit.begin(), fit.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Shape> out;
+    for (auto& [time, s] : fit) {
+      if (int(out.size()) >= o_.max_shapes) break;
+      out.push_back(std::move(s));
+    }
+    return out;
   }
 
   /// The warm start's plan (its cuts searched) first, then the top_shapes best probed shapes
@@ -220,7 +301,8 @@ class Search {
       const int64_t share = cut_share(i + size_t(grid_cuts));
       if (share < 1 || out_of_runs()) break;
       const auto& [center, shape] = probed[searched[i]];
-      finalists.emplace_back(search_cuts(shape, center, share), shape);
+      const Layout* fixed = shape.savers ? &*shape.savers : nullptr;
+      finalists.emplace_back(search_cuts(shape, center, share, fixed), shape);
     }
     std::stable_sort(finalists.begin() + (grid_ ? 1 : 0), finalists.end(),
                      [](const auto& a, const auto& b) { return a.first.beats(b.first); });
@@ -258,9 +340,10 @@ class Search {
     }
     stats_->grid_runs = out.stats.runs;
     const MegatronConfig m = megatron_config_of_outcome(out.stats);
-    if (m.tp * m.pp * m.dp != n_) return;
+    if (m.tp * m.cp * m.pp * m.dp != n_) return;
     Warm w;
-    w.shape = make_shape(m.tp, m.pp, m.virtual_stages);
+    w.shape = make_shape(m.tp, m.pp, m.virtual_stages, m.cp, m.ep, m.etp);
+    w.shape.cp_comm = out.plan.context_parallel.comm;
     w.layout.micro_batches = out.plan.pipeline.micro_batches;
     w.layout.sequence_parallel = m.sequence_parallel;
     w.layout.zero_stage = m.zero_stage;
@@ -296,13 +379,14 @@ class Search {
     return true;
   }
 
-  Shape make_shape(int t, int pp, int v) const {
+  Shape make_shape(int t, int pp, int v, int cp = 1, int ep = 1, int etp = 1) const {
     Shape s;
     s.tp = t;
     s.pp = pp;
     s.v = v;
-    s.dp = n_ / (t * pp);
-    const int per = t * s.dp;
+    s.cp = cp, s.ep = ep, s.etp = etp;
+    s.dp = n_ / (t * cp * pp);
+    const int per = t * cp * s.dp;
     for (int st = 0; st < pp; ++st) {
       s.groups.emplace_back(devs_.begin() + st * per, devs_.begin() + (st + 1) * per);
     }
@@ -384,6 +468,17 @@ class Search {
     return !tmpl.empty() && std::isfinite(r.step_time) && r.step_time < r.reference_time;
   }
 
+  /// `plan` with the memory savers of `savers` (none when empty; sequence parallelism only
+  /// over the tensor-parallel shorthand).
+  static Plan with_savers(Plan plan, const std::optional<Layout>& savers) {
+    if (!savers) return plan;
+    plan.tensor_parallel.sequence_parallel =
+        savers->sequence_parallel && plan.tensor_parallel.enabled();
+    plan.data_parallel.zero_stage = savers->zero_stage;
+    plan.recompute = savers->recompute;
+    return plan;
+  }
+
   /// The one-stage plan of shape s (pp = 1) with m micro-batches.
   Plan one_stage(const Shape& s, int m) const {
     Plan plan;
@@ -421,6 +516,11 @@ class Search {
     pipe.precision.loss_scaling = true;  // as Megatron-LM runs (and the megatron grid)
     pipe.precision.grad_clipping = true;
     pipe.data_parallel.overlap = o_.overlap_grad_reduce;
+    pipe.context_parallel.degree = s.cp;
+    pipe.context_parallel.comm = s.cp_comm;
+    pipe.expert_parallel = ExpertParallelConfig{};
+    pipe.expert_parallel.degree = s.ep;
+    pipe.expert_parallel.tensor_parallel = s.etp;
     if (s.tp > 1) {
       const auto it = templates_.find(s.tp);
       if (it == templates_.end()) return pipe;
@@ -496,7 +596,12 @@ class Search {
     } catch (const ValidationError&) {
       return sc;  // not runnable (e.g. micro-batches that do not divide); counted anyway
     }
-    const SimResult r = predict(p_, &plan);
+    SimResult r;
+    try {
+      r = predict(p_, &plan);
+    } catch (const Error&) {
+      return sc;  // e.g. an expert layout the simulator refuses for this sharding
+    }
     sc.time = r.step_time;
     sc.oom = r.oom;
     sc.valid = std::isfinite(r.step_time);
@@ -528,20 +633,15 @@ class Search {
     Scored center = probe;
     std::function<void(Plan*)> savers = [](Plan*) {};
     if (fixed) {
-      savers = [fixed](Plan* p) {
-        p->tensor_parallel.sequence_parallel =
-            fixed->sequence_parallel && p->tensor_parallel.enabled();
-        p->data_parallel.zero_stage = fixed->zero_stage;
-        p->recompute = fixed->recompute;
-      };
+      savers = [fixed](Plan* p) { *p = with_savers(std::move(*p), *fixed); };
     }
     for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       if (fixed || !center.valid || !center.oom || out_of_runs()) break;
       const bool sp = probe.plan.tensor_parallel.enabled();
-      if (rc == Recompute::kNone && !sp && s.dp == 1) continue;  // nothing to turn on
+      if (rc == Recompute::kNone && !sp && s.copies() == 1) continue;  // nothing to turn on
       const std::function<void(Plan*)> on = [rc, sp, &s](Plan* p) {
         p->tensor_parallel.sequence_parallel = sp;
-        if (s.dp > 1) p->data_parallel.zero_stage = 1;
+        if (s.copies() > 1) p->data_parallel.zero_stage = 1;
         p->recompute = rc;
       };
       Plan p = probe.plan;
@@ -585,6 +685,36 @@ class Search {
     return best;
   }
 
+  /// Step 4's switches on `given`, each kept when it beats the plan without: sequence
+  /// parallelism when the sharding is Megatron's, then, under context parallelism, the other
+  /// key-value exchanges (Ulysses' all-to-all of heads, the all-gather).
+  Plan switched(const Scored& given) {
+    std::vector<std::function<void(Plan*)>> moves;
+    const Plan& g = given.plan;
+    if (g.tensor_parallel.enabled() && !g.tensor_parallel.sequence_parallel) {
+      moves.emplace_back([](Plan* p) { p->tensor_parallel.sequence_parallel = true; });
+    }
+    if (g.context_parallel.enabled()) {
+      for (ContextParallelComm c : {ContextParallelComm::kP2P, ContextParallelComm::kAllToAll,
+                                    ContextParallelComm::kAllGather}) {
+        if (c != g.context_parallel.comm) {
+          moves.emplace_back([c](Plan* p) { p->context_parallel.comm = c; });
+        }
+      }
+    }
+    Scored base = given;
+    for (const std::function<void(Plan*)>& move : moves) {
+      if (out_of_runs()) break;
+      Plan p = base.plan;
+      move(&p);
+      Scored sc = evaluate(std::move(p));
+      ++stats_->layout_runs;
+      keep(sc);
+      if (sc.beats(base)) base = std::move(sc);
+    }
+    return std::move(base.plan);
+  }
+
   /// Step 4: sequence parallelism when the sharding is Megatron's (kept when it beats the
   /// plan without), then micro-batches (powers of two and multiples of pp dividing a
   /// replica's samples, up to 64), ZeRO-1 when there are data-parallel copies, selective
@@ -592,16 +722,7 @@ class Search {
   /// on the plan `given` of shape s.
   void layout(const Scored& given, const Shape& s, bool warm) {
     if (given.plan.pipeline.stages.empty() || !clock_.time_left()) return;
-    Plan base = given.plan;
-    if (base.tensor_parallel.enabled() && !base.tensor_parallel.sequence_parallel &&
-        !out_of_runs()) {
-      Plan sp = base;
-      sp.tensor_parallel.sequence_parallel = true;
-      Scored sc = evaluate(std::move(sp));
-      ++stats_->layout_runs;
-      keep(sc);
-      if (sc.beats(given)) base = std::move(sc.plan);
-    }
+    const Plan base = switched(given);
     const int64_t samples = batch_ > 0 ? batch_ / s.dp : 64;
     std::vector<int> ms;
     for (int64_t m = 1; m <= std::min<int64_t>(samples, 64); m *= 2) {
@@ -621,7 +742,7 @@ class Search {
       // On the warm start's shape its own recomputation is tried too (it may be selective).
       if (rc != Recompute::kNone && fits && !(warm && rc == base.recompute)) continue;
       for (int zero : {0, 1}) {
-        if (zero == 1 && s.dp == 1) continue;
+        if (zero == 1 && s.copies() == 1) continue;
         for (int m : ms) {
           if (out_of_runs()) return;
           Plan p = base;
@@ -653,6 +774,9 @@ class Search {
   std::vector<OpId> fwd_;
   std::map<int, std::map<OpId, OpPartition>> templates_;  ///< per TP degree: op -> partition
   std::optional<Warm> grid_;                              ///< the warm start, when the grid applied
+  /// The grid's configuration space (context and expert degrees, memory estimate) where the
+  /// graph is a layered transformer with Megatron op names.
+  std::unique_ptr<MegatronEstimator> space_;
   Scored best_;
 };
 
@@ -669,13 +793,14 @@ const OptionTable<Rainbow3DOptions>& rainbow_3d_option_table() {
       max_pp               largest pipeline depth
       max_virtual_stages   most model chunks per pipeline rank (1, 2 or 4)
       top_shapes           probed shapes with a pipeline that get a cut search
+      max_shapes           most shapes probed where the graph allows CP or EP
       grid_runs            most configurations the warm start's grid simulates (0: no cap)
       opp_episodes         most episodes of one operator-sharding search
       tie_layers           one sharding decision per block for every layer
       overlap_grad_reduce  all-reduce data-parallel gradients during backward)",
                &O::runs, &O::grid_seconds, &O::opp_share, &O::pp_share, &O::max_tp, &O::max_pp,
-               &O::max_virtual_stages, &O::top_shapes, &O::grid_runs, &O::opp_episodes,
-               &O::tie_layers, &O::overlap_grad_reduce);
+               &O::max_virtual_stages, &O::top_shapes, &O::max_shapes, &O::grid_runs,
+               &O::opp_episodes, &O::tie_layers, &O::overlap_grad_reduce);
     add_fields(&v, &O::cuts, R"(
       scope_depth   cut pivots: 0 layer boundaries, 1 sub-modules too
       prune_radius  pivots kept either side of a balanced cut)",
@@ -697,13 +822,19 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
   stats.v = std::max(1, p.pipeline.virtual_stages);
   stats.pp = int(p.pipeline.stages.size()) / stats.v;
   stats.tp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].tensor_parallel;
-  stats.dp = p.pipeline.stages.empty() ? 1 : p.pipeline.stages[0].data_parallel();
+  stats.dp = p.pipeline.stages.empty()
+                 ? 1
+                 : p.pipeline.stages[0].data_parallel() / std::max(1, p.context_parallel.degree);
   stats.micro_batches = p.pipeline.micro_batches;
   stats.zero_stage = p.data_parallel.zero_stage;
   stats.recompute = p.recompute == Recompute::kFull        ? 2
                     : p.recompute == Recompute::kSelective ? 1
                                                            : 0;
   stats.sequence_parallel = p.tensor_parallel.sequence_parallel;
+  stats.cp = p.context_parallel.degree;
+  stats.cp_comm = p.context_parallel.comm;
+  stats.ep = p.expert_parallel.degree;
+  stats.etp = p.expert_parallel.tensor_parallel;
   stats.seconds = clock.elapsed();
   int64_t runs_to_5pct = -1;  // first run whose best was within 5% of the final one
   for (const auto& [runs, time] : stats.improvements) {
@@ -728,6 +859,10 @@ SearchOutcome Rainbow3DPlacer::search_outcome(const Problem& problem, const Sear
                             {"zero_stage", stats.zero_stage},
                             {"recompute", stats.recompute},
                             {"sequence_parallel", stats.sequence_parallel ? 1.0 : 0.0},
+                            {"cp", stats.cp},
+                            {"cp_comm", double(static_cast<int>(stats.cp_comm))},
+                            {"ep", stats.ep},
+                            {"etp", stats.etp},
                             {"grid_runs", double(stats.grid_runs)},
                             {"grid_step_time", stats.grid_step_time},
                             {"runs_to_5pct", double(runs_to_5pct)}});

@@ -8,22 +8,31 @@
 //     one decision per block for all layers (OppEnvOptions::tie_layers), attention heads
 //     included (the attention-core rule of env/sharding_rules.cpp). Scored on the whole
 //     step over t devices with memory ignored (the later stages fit memory).
-//  2. Shapes (t, pp, dp = devices / (t pp), v virtual stages per rank): each is probed with
-//     the balanced cuts and the sharding applied to every stage's first TP group.
+//  2. Shapes (t, cp, pp, dp = devices / (t cp pp), v virtual stages per rank, and the expert
+//     layout ep x etp): each is probed with the balanced cuts and the sharding applied to every
+//     stage's first TP group. Context parallelism (cp > 1, ring attention) where the graph
+//     is a layered transformer with fused attention and a sequence long enough, expert
+//     parallelism (ep, etp) where it has mixture-of-experts layers: the degrees the megatron
+//     grid offers (agents/common/megatron_space.h). Such graphs have many shapes: the grid's
+//     analytic memory estimate drops those that fit with no memory saver, its step estimate
+//     orders the rest, and the first `max_shapes` are probed, with the first savers the
+//     estimate fits them with. Elsewhere every (t, pp, v) shape is probed, in loop order.
 //  3. Pipeline cuts (rainbow-pp's DQN over PipelineEnv's layer pivots,
 //     agents/rainbow/rainbow_pp_episodes.h) on the best `top_shapes` probed shapes with pp > 1,
 //     each terminal cut set scored by simulating the whole 3-D plan; when the shape's probe ran out
 //     of memory, every cut set is scored with the first memory savers that make the balanced cuts
 //     fit (SP and ZeRO-1, then selective, then full recomputation).
 //  4. Data parallelism and micro-batches: for the best plans (the cut-searched ones, then the
-//     other probed shapes), sequence parallelism (Korthikanti et al. 2022) when the sharding
+//     other probed shapes), the key-value exchange of context parallelism (p2p ring,
+//     Ulysses' a2a, allgather), sequence parallelism (Korthikanti et al. 2022) when the sharding
 //     found is Megatron's (the plan then holds the tensor_parallel shorthand,
 //     as_tensor_parallel_shorthand in src/plan/tensor_parallel.h), micro-batch counts, ZeRO-1
 //     and selective then full recomputation (only while no plan fits), while runs are left.
 //  0. Warm start (before 1-4), when the `megatron` method applies (a layered transformer with
 //     Megatron op names on consecutive devices): the megatron grid (agents/classical/
 //     megatron_grid.h) runs first, for `grid_seconds` (and at most `grid_runs` simulations).
-//     Its plan is the incumbent and its shape (tp, pp, v, dp, micro-batches, savers) comes
+//     Its plan is the incumbent and its shape (tp, cp, pp, v, dp, ep, etp, micro-batches,
+//     savers) comes
 //     first: at its TP degree the sharding is Megatron's (no sharding search there), its
 //     shape gets the first cut search (scored with its micro-batches and savers) and the first
 //     step 4; then the other shapes as in 1-4. The result is never slower than the grid's plan.
@@ -55,6 +64,9 @@ struct Rainbow3DOptions {
   /// with v = 2 and 4 (pp x v stages, cuts searched over all of them) when <= this.
   int max_virtual_stages = 4;
   int top_shapes = 2;  ///< probed shapes with pp > 1 that get a cut search
+  /// Most shapes probed where the graph allows context or expert parallelism (the fastest by
+  /// the grid's estimate among those it fits); elsewhere every shape is probed.
+  int max_shapes = 64;
   /// Most training episodes of one operator-sharding search (repeated states are cached and
   /// cost no run, so the runs usually bind first).
   int opp_episodes = 300;
@@ -80,7 +92,8 @@ struct Rainbow3DOptions {
 /// The counts of one search; Rainbow3DPlacer::search_outcome reports them as named values
 /// (SearchOutcome::stats: "tp", "pp", "virtual_stages", "dp", "micro_batches", "opp_runs",
 /// "cut_runs", "layout_runs", "step_time", "shapes", "probe_runs", "zero_stage",
-/// "recompute": 0 none, 1 selective, 2 full, "sequence_parallel", "grid_runs", "grid_step_time":
+/// "recompute": 0 none, 1 selective, 2 full, "sequence_parallel", "cp", "cp_comm" (0 p2p,
+/// 1 a2a, 2 allgather), "ep", "etp", "grid_runs", "grid_step_time":
 /// the warm start's, 0 without one; "runs_to_5pct": simulator runs until the best plan was
 /// within 5% of the returned one, -1 when none fit). SearchStats::runs counts every
 /// simulation, the grid's too.
@@ -92,6 +105,8 @@ struct Rainbow3DStats {
   int shapes = 0;                                 ///< (t, pp, dp) shapes probed
   int tp = 1, pp = 1, dp = 1, micro_batches = 1;  ///< of the returned plan
   int v = 1;                                      ///< its virtual stages per rank
+  int cp = 1, ep = 1, etp = 1;                    ///< its context and expert parallelism
+  ContextParallelComm cp_comm = ContextParallelComm::kP2P;
   int zero_stage = 0;
   int recompute = 0;               ///< 0 none, 1 selective, 2 full
   bool sequence_parallel = false;  ///< Megatron's sharding as the shorthand, with SP on

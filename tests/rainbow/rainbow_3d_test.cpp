@@ -3,14 +3,20 @@
 // megatron grid's warm start is the incumbent (never beaten by the grid, its runs counted) and
 // does nothing where the grid does not apply, and on a case whose optimum is known (two hosts
 // of two GPUs, batch 1: two pipeline stages, each Megatron tensor parallel over a host, heads
-// included) its own sharding search finds it without the warm start. The attention-core rule
-// and the tied-layer decisions it relies on are tested here too.
+// included) its own sharding search finds it without the warm start. On a small mixture-of-
+// experts Llama on 16 GPUs it reaches the optimum of the Megatron space (every configuration
+// simulated) with expert parallelism, on a long-sequence Llama that only context parallelism
+// fits it finds cp > 1 on its own; both plans export to Megatron-LM arguments that read back
+// to the same plan. The attention-core rule and the tied-layer decisions it relies on
+// are tested here too.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "agents/classical/megatron_grid.h"
 #include "agents/rainbow/rainbow_3d.h"
@@ -22,7 +28,10 @@
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
 #include "src/graph/training_step.h"
+#include "src/io/plan_export.h"
+#include "src/io/plan_import.h"
 #include "src/io/plan_io.h"
+#include "src/plan/megatron_config_of.h"
 #include "src/plan/megatron_plan.h"
 #include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
@@ -40,13 +49,13 @@ Graph small_gpt(int64_t batch, int layers = 4, int64_t hidden = 256, int64_t seq
 }
 
 /// `hosts` x `per_host` GPUs of 100 TFLOP/s f16, NVLink in a host, a slow network between.
-Cluster cluster(int hosts, int per_host) {
+Cluster cluster(int hosts, int per_host, uint64_t memory = 64ull << 30) {
   DeviceSpec s;
   s.model = "gpu";
   s.peak_flops[static_cast<int>(DType::kF32)] = 20e12;
   s.peak_flops[static_cast<int>(DType::kF16)] = 100e12;
   s.memory_bandwidth = 1e12;
-  s.memory_bytes = 64ull << 30;
+  s.memory_bytes = memory;
   return testing::hosts_cluster(hosts, per_host, s,
                                 LinkSpec{"nvlink", 2e-6, 300e9, LinkSharing::kPerPair},
                                 LinkSpec{"ethernet", 20e-6, 5e9, LinkSharing::kPerPair});
@@ -355,6 +364,107 @@ TEST(Rainbow3D, TurnsSequenceParallelismOnOverMegatronsSharding) {
   EXPECT_LT(o.stats.value("step_time"), 0.99 * off.step_time);
   EXPECT_LE(o.stats.value("step_time"), on.step_time * 1.002);
   EXPECT_NEAR(f.sim.run(o.plan).step_time, o.stats.value("step_time"), 1e-9);
+}
+
+/// A 2-layer Llama with 8 routed experts (top 2) in every layer.
+Graph small_moe(int64_t batch, int64_t expert_ffn) {
+  LlamaOptions o;
+  o.layers = 2, o.hidden = 256, o.heads = 8, o.kv_heads = 8, o.seq_len = 128, o.batch = batch;
+  o.vocab = 1000, o.dtype = DType::kF16;
+  o.moe.experts = 8, o.moe.top_k = 2, o.moe.expert_ffn = expert_ffn;
+  return expand_training_step(make_llama(o));
+}
+
+/// The fastest simulated step over every configuration of the Megatron grid on `p` (all fit
+/// on the roomy devices of these tests, so none is pruned), and that configuration.
+std::pair<double, MegatronConfig> grid_optimum(Problem& p) {
+  const MegatronGrid grid = megatron_grid(p);
+  EXPECT_EQ(grid.fitting.size(), size_t(grid.enumerated));
+  double best = std::numeric_limits<double>::infinity();
+  MegatronConfig arg;
+  for (const MegatronCandidate& c : grid.fitting) {
+    const SimResult r = p.simulator.run(megatron_plan(p.graph, c.config));
+    if (!r.oom && r.step_time < best) best = r.step_time, arg = c.config;
+  }
+  return {best, arg};
+}
+
+/// The plan's Megatron-LM arguments read back (on the same devices) give the same plan.
+void expect_megatron_round_trip(const Plan& plan, const Graph& g, const Cluster& c) {
+  const std::string args = export_plan(plan, g, c, ExportFormat::kMegatron);
+  const MegatronConfig m = megatron_config_of(plan, g);
+  FrameworkConfig f = parse_megatron_arguments(args, m.tp * m.cp * m.pp * m.dp);
+  f.config.first_device = m.first_device;
+  Plan back = plan_of_framework_config(f, g);
+  back.method = plan.method;
+  back.predicted = plan.predicted;
+  EXPECT_EQ(plan_to_yaml(back, g, c), plan_to_yaml(plan, g, c)) << args;
+  EXPECT_EQ(back.context_parallel.degree, plan.context_parallel.degree);
+  EXPECT_EQ(back.expert_parallel.degree, plan.expert_parallel.degree);
+}
+
+TEST(Rainbow3D, ReachesTheOptimumOfTheMegatronSpaceWithExpertParallelism) {
+  // Two hosts of 8 GPUs with a slow network between, batch 16, wide experts: the experts'
+  // gradients dominate the data-parallel all-reduce, and spreading the experts over EP ranks
+  // shrinks them (each expert's gradient is reduced over its expert-data-parallel ranks only).
+  Fixture f(small_moe(16, 2048), cluster(2, 8));
+  Problem p = f.problem();
+  const auto [optimum, arg] = grid_optimum(p);
+  ASSERT_GT(arg.ep, 1) << describe(arg);  // the space's optimum uses expert parallelism
+  Rainbow3DOptions o;
+  o.grid_seconds = 600;  // the whole grid, whatever the machine's load
+  Rainbow3DPlacer placer(o);
+  const SearchOutcome out = placer.search_outcome(p, runs(60, 1));
+  const SimResult r = f.sim.run(out.plan);
+  EXPECT_FALSE(r.oom);
+  EXPECT_LE(r.step_time, optimum * (1 + 1e-9));
+  EXPECT_LE(r.step_time, out.stats.value("grid_step_time") * (1 + 1e-9));
+  EXPECT_GT(out.plan.expert_parallel.degree, 1);
+  EXPECT_EQ(out.stats.value("ep"), double(out.plan.expert_parallel.degree));
+  EXPECT_NEAR(r.step_time, out.stats.value("step_time"), 1e-9 * r.step_time);
+  expect_megatron_round_trip(out.plan, f.g, f.c);
+  // Seeded: the same plan again.
+  Rainbow3DPlacer again(o);
+  EXPECT_EQ(plan_to_yaml(again.search_outcome(p, runs(60, 1)).plan, f.g, f.c),
+            plan_to_yaml(out.plan, f.g, f.c));
+  // Without the warm start its own search reaches the optimum too (tp 1, pp 2, dp 8, ep 8,
+  // 2 micro-batches: 1.681 ms): the optimum's shape is among the 64 of 105 shapes the grid's
+  // estimate ranks first (not among the first 32).
+  Rainbow3DPlacer own = without_grid();
+  const SearchOutcome alone = own.search_outcome(p, runs(300, 1));
+  EXPECT_EQ(alone.plan.expert_parallel.degree, 8);
+  EXPECT_LE(alone.stats.value("step_time"), optimum * (1 + 1e-9));
+}
+
+/// A long-sequence Llama with fused attention: 2 heads (tp <= 2) and 2 layers (pp <= 2), so
+/// on 4 devices only context parallelism divides the activations by 4.
+Graph long_llama() {
+  LlamaOptions o;
+  o.layers = 2, o.hidden = 128, o.heads = 2, o.kv_heads = 2, o.seq_len = 4096, o.batch = 4;
+  o.vocab = 1000, o.dtype = DType::kF16, o.attention = AttentionImpl::kFlash;
+  return expand_training_step(make_llama(o));
+}
+
+TEST(Rainbow3D, FindsContextParallelismWhereOnlyItFits) {
+  // Devices between the smallest memory estimate with and without context parallelism (the
+  // megatron grid's test case): rainbow-3d's own search, without the grid's plan, finds a
+  // plan with cp > 1 that fits; it exports to Megatron-LM and reads back the same.
+  Fixture roomy(long_llama(), cluster(1, 4));
+  Problem pr = roomy.problem();
+  double with_cp = std::numeric_limits<double>::infinity(), without = with_cp;
+  for (const MegatronCandidate& c : megatron_grid(pr).fitting) {
+    double& m = c.config.cp > 1 ? with_cp : without;
+    m = std::min(m, c.memory_bytes);
+  }
+  ASSERT_LT(with_cp, without);
+  Fixture tight(long_llama(), cluster(1, 4, uint64_t((with_cp + without) / 2)));
+  Problem pt = tight.problem();
+  Rainbow3DPlacer own = without_grid();
+  const SearchOutcome out = own.search_outcome(pt, runs(80, 1));
+  EXPECT_GT(out.plan.context_parallel.degree, 1);
+  EXPECT_EQ(out.stats.value("cp"), double(out.plan.context_parallel.degree));
+  EXPECT_FALSE(tight.sim.run(out.plan).oom);
+  expect_megatron_round_trip(out.plan, tight.g, tight.c);
 }
 
 TEST(Rainbow3D, ClearErrors) {
