@@ -56,7 +56,7 @@ struct Row {
   int devices = 0;  ///< the cluster's first `devices` GPUs (whole hosts); 0 = all of them
   /// A Hugging Face config.json: the graph is that model's (bf16) at seq_len and batch, and
   /// layers / hidden / heads are unused.
-  std::string hf_config;
+  std::string hf_config = "";
 };
 
 MegatronConfig config(int tp, int pp, int dp, int mb, Recompute rc, int zero) {

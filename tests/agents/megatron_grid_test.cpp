@@ -9,9 +9,10 @@
 #include <string>
 
 #include "agents/classical/megatron_grid.h"
-#include "one_host_cluster.h"
 #include "datasets/gpt.h"
 #include "datasets/synthetic.h"
+#include "long_llama.h"
+#include "one_host_cluster.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -163,14 +164,7 @@ TEST(MegatronGrid, DefaultBudgetFinishesTheGridWhateverTheTimeLimit) {
   EXPECT_EQ(f.sim.run(timed.plan).step_time, f.sim.run(by_default.plan).step_time);
 }
 
-// A long-sequence Llama with fused attention: 2 heads (tp <= 2) and 2 layers (pp <= 2), so
-// on 4 devices only context parallelism divides the activations by 4.
-Graph long_llama() {
-  LlamaOptions o;
-  o.layers = 2, o.hidden = 128, o.heads = 2, o.kv_heads = 2, o.seq_len = 4096, o.batch = 4;
-  o.vocab = 1000, o.dtype = DType::kF16, o.attention = AttentionImpl::kFlash;
-  return expand_training_step(make_llama(o));
-}
+using testing::long_llama;
 
 TEST(MegatronGrid, ShapeOfAFusedAttentionLlama) {
   const TransformerShape s = transformer_shape(long_llama());

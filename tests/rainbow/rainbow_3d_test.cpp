@@ -35,6 +35,7 @@
 #include "src/plan/megatron_plan.h"
 #include "src/plan/tensor_parallel.h"
 #include "src/util/error.h"
+#include "tests/agents/long_llama.h"
 #include "tests/agents/problem_fixture.h"
 
 namespace placer {
@@ -436,14 +437,7 @@ TEST(Rainbow3D, ReachesTheOptimumOfTheMegatronSpaceWithExpertParallelism) {
   EXPECT_LE(alone.stats.value("step_time"), optimum * (1 + 1e-9));
 }
 
-/// A long-sequence Llama with fused attention: 2 heads (tp <= 2) and 2 layers (pp <= 2), so
-/// on 4 devices only context parallelism divides the activations by 4.
-Graph long_llama() {
-  LlamaOptions o;
-  o.layers = 2, o.hidden = 128, o.heads = 2, o.kv_heads = 2, o.seq_len = 4096, o.batch = 4;
-  o.vocab = 1000, o.dtype = DType::kF16, o.attention = AttentionImpl::kFlash;
-  return expand_training_step(make_llama(o));
-}
+using testing::long_llama;
 
 TEST(Rainbow3D, FindsContextParallelismWhereOnlyItFits) {
   // Devices between the smallest memory estimate with and without context parallelism (the
