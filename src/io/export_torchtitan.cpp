@@ -77,7 +77,10 @@ std::string module_lists(const Plan& p, const Graph& g) {
 
 /// torchtitan shards with FSDP2: the per-block schedule prefetching one block each way,
 /// parameters resharded after forward ("never" reads back as ZeRO-2), its dtypes those of
-/// [training]. Returns the shard degree (the HSDP group, else dp).
+/// [training]. Returns the shard degree (the HSDP group, else dp). With context parallelism
+/// torchtitan's FSDP shards over data_parallel_shard_degree x context_parallel_degree ranks
+/// (its dp_shard_cp mesh, CP fastest as in Megatron's order), so a plan's HSDP shard group
+/// of data-parallel copies spans whole CP groups: shard degree = shard_group / cp.
 int fsdp_shard_degree(const MegatronConfig& m) {
   const FsdpConfig& fs = m.fsdp;
   if (m.zero_stage == 3 && !fs.enabled) {
@@ -101,7 +104,15 @@ int fsdp_shard_degree(const MegatronConfig& m) {
          "param_dtype / reduce_dtype: torchtitan takes them from "
          "training.mixed_precision_param / mixed_precision_reduce");
   }
-  return fs.shard_group > 0 ? fs.shard_group : m.dp;
+  if (fs.shard_group <= 0) return m.dp;
+  if (fs.shard_group % m.cp != 0) {
+    fail("data_parallel.fsdp.shard_group",
+         std::to_string(fs.shard_group) + " with context_parallel.degree " + std::to_string(m.cp) +
+             ": torchtitan's HSDP shard groups hold whole context-parallel groups (a multiple "
+             "of " +
+             std::to_string(m.cp) + " copies)");
+  }
+  return fs.shard_group / m.cp;
 }
 
 /// [activation_checkpoint]: whole layers ("full", or "selective" every k-th layer) or
@@ -139,9 +150,6 @@ std::string context_and_expert_keys(const MegatronConfig& m) {
       fail("context_parallel.comm",
            "a2a: torchtitan's context parallelism is ring attention "
            "(p2p or allgather), not the Ulysses head split");
-    }
-    if (m.fsdp.enabled && m.fsdp.shard_group > 0) {
-      fail("data_parallel.fsdp.shard_group", "HSDP with context parallelism is not modelled");
     }
     out += "context_parallel_degree = " + std::to_string(m.cp) + "\n";
     out += "context_parallel_rotate_method = " +

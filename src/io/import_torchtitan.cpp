@@ -230,7 +230,8 @@ std::vector<int> layers_per_part(const toml::array& parts) {
 }
 
 /// FSDP2 (zero_stage 3) runs the per-block schedule, one block prefetched each way; HSDP
-/// shards inside groups of `shard` consecutive data-parallel ranks, replicated across.
+/// shards inside groups of `shard` consecutive data-parallel ranks, replicated across (with
+/// context parallelism each group also spans the cp ranks: shard x cp data-parallel copies).
 void read_fsdp(int64_t replicate, int64_t shard, MegatronConfig* m) {
   if (replicate > 1 && shard > 1 && m->zero_stage != 3) {
     fail("parallelism.fsdp_reshard_after_forward",
@@ -240,7 +241,7 @@ void read_fsdp(int64_t replicate, int64_t shard, MegatronConfig* m) {
   }
   if (m->zero_stage != 3) return;
   m->fsdp.enabled = true;
-  if (replicate > 1) m->fsdp.shard_group = int(shard);
+  if (replicate > 1) m->fsdp.shard_group = int(shard) * m->cp;
 }
 
 /// Context parallelism (ring attention: rotate method alltoall = placer's p2p ring,

@@ -66,6 +66,12 @@ INSTANTIATE_TEST_SUITE_P(
                                                [](MegatronConfig& m) { m.recompute_every = 2; })),
         std::make_pair("cp_ring",
                        with(titan(config(2, 1, 2, 1), 3), [](MegatronConfig& m) { m.cp = 2; })),
+        // replicate 2 x shard 2, each shard group spanning the 2 CP ranks (4 copies)
+        std::make_pair("hsdp_cp", with(titan(config(1, 1, 4, 1), 3),
+                                       [](MegatronConfig& m) {
+                                         m.cp = 2;
+                                         m.fsdp.shard_group = 4;
+                                       })),
         std::make_pair("cp_allgather", with(titan(config(1, 2, 1, 2), 0),
                                             [](MegatronConfig& m) {
                                               m.cp = 4;
@@ -193,6 +199,31 @@ TEST(TorchtitanJob, HsdpFloat8AndCheckpointingModesReadAsPlanFields) {
   EXPECT_EQ(c.config.recompute, Recompute::kFull);
   EXPECT_EQ(c.config.recompute_every, 2);
   EXPECT_FALSE(c.config.fp8);
+}
+
+// HSDP with context parallelism: torchtitan's FSDP shards over its dp_shard x cp ranks, so
+// replicate 2 x shard 2 x cp 2 on 8 ranks is a plan with dp 4 whose FSDP shard groups hold
+// 2 x 2 = 4 of the stage's cp x dp = 8 data-parallel copies; it exports back to those keys.
+TEST(TorchtitanJob, HsdpShardGroupsSpanTheContextParallelRanks) {
+  const FrameworkConfig f = parse_torchtitan_config(
+      "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 2\n"
+      "context_parallel_degree = 2\ncontext_parallel_rotate_method = \"alltoall\"\n",
+      8);
+  EXPECT_EQ(f.config.dp, 4);
+  EXPECT_EQ(f.config.cp, 2);
+  EXPECT_EQ(f.config.cp_comm, ContextParallelComm::kP2P);
+  EXPECT_EQ(f.config.zero_stage, 3);
+  EXPECT_EQ(f.config.fsdp.shard_group, 4);
+  const Graph g = export_test::gpt(4, DType::kBF16, true);
+  const Cluster c = export_test::dgx();
+  MegatronConfig m = titan(config(1, 1, 4, 1), 3);
+  m.cp = 2;
+  m.fsdp.shard_group = 4;
+  const std::string text = export_plan(megatron_plan(g, m), g, c, ExportFormat::kTorchTitan);
+  EXPECT_NE(text.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("context_parallel_degree = 2\n"), std::string::npos) << text;
 }
 
 }  // namespace
