@@ -482,6 +482,14 @@ TEST(Rainbow3D, ClearErrors) {
   o.pp_share = 0.5;
   Rainbow3DPlacer bad(o);
   EXPECT_THROW(bad.search(q, runs(10)), ValidationError);
+  Rainbow3DOptions no_shapes;
+  no_shapes.max_shapes = 0;
+  try {
+    Rainbow3DPlacer(no_shapes).search(q, runs(10));
+    FAIL() << "expected a ValidationError";
+  } catch (const ValidationError& e) {
+    EXPECT_NE(std::string(e.what()).find("max_shapes"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
