@@ -685,10 +685,12 @@ class Search {
     return best;
   }
 
-  /// Step 4's switches on `given`, each kept when it beats the plan without: sequence
-  /// parallelism when the sharding is Megatron's, then, under context parallelism, the other
-  /// key-value exchanges (Ulysses' all-to-all of heads, the all-gather).
-  Plan switched(const Scored& given) {
+  /// Step 4's switches on `given` (of shape s), each kept when it beats the plan without:
+  /// sequence parallelism when the sharding is Megatron's, under context parallelism the other
+  /// key-value exchanges (Ulysses' all-to-all of heads, the all-gather), and on an MoE graph
+  /// the shape's other expert layouts (ep, etp), which the estimate's ranking may have left
+  /// unprobed.
+  Plan switched(const Scored& given, const Shape& s) {
     std::vector<std::function<void(Plan*)>> moves;
     const Plan& g = given.plan;
     if (g.tensor_parallel.enabled() && !g.tensor_parallel.sequence_parallel) {
@@ -701,6 +703,16 @@ class Search {
           moves.emplace_back([c](Plan* p) { p->context_parallel.comm = c; });
         }
       }
+    }
+    const std::vector<std::pair<int, int>> experts =
+        space_ ? expert_layouts(space_->shape(), s.tp, s.cp, s.dp)
+               : std::vector<std::pair<int, int>>{};
+    for (const auto& [ep, etp] : experts) {
+      if (ep == s.ep && etp == s.etp) continue;
+      moves.emplace_back([ep = ep, etp = etp](Plan* p) {
+        p->expert_parallel.degree = ep;
+        p->expert_parallel.tensor_parallel = etp;
+      });
     }
     Scored base = given;
     for (const std::function<void(Plan*)>& move : moves) {
@@ -722,7 +734,7 @@ class Search {
   /// on the plan `given` of shape s.
   void layout(const Scored& given, const Shape& s, bool warm) {
     if (given.plan.pipeline.stages.empty() || !clock_.time_left()) return;
-    const Plan base = switched(given);
+    const Plan base = switched(given, s);
     const int64_t samples = batch_ > 0 ? batch_ / s.dp : 64;
     std::vector<int> ms;
     for (int64_t m = 1; m <= std::min<int64_t>(samples, 64); m *= 2) {
