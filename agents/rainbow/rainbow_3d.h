@@ -23,19 +23,19 @@
 //     of memory, every cut set is scored with the first memory savers that make the balanced cuts
 //     fit (SP and ZeRO-1, then selective, then full recomputation).
 //  4. Data parallelism and micro-batches: for the best plans (the cut-searched ones, then the
-//     other probed shapes), the key-value exchange of context parallelism (p2p ring,
-//     Ulysses' a2a, allgather), sequence parallelism (Korthikanti et al. 2022) when the sharding
+//     other probed shapes), sequence parallelism (Korthikanti et al. 2022) when the sharding
 //     found is Megatron's (the plan then holds the tensor_parallel shorthand,
-//     as_tensor_parallel_shorthand in src/plan/tensor_parallel.h), micro-batch counts, ZeRO-1
-//     and selective then full recomputation (only while no plan fits), while runs are left.
+//     as_tensor_parallel_shorthand in src/plan/tensor_parallel.h), the other key-value
+//     exchanges of context parallelism (Ulysses' a2a, allgather) and the shape's other expert
+//     layouts (each kept when faster), micro-batch counts, ZeRO-1 and selective then full
+//     recomputation (only while no plan fits), while runs are left.
 //  0. Warm start (before 1-4), when the `megatron` method applies (a layered transformer with
 //     Megatron op names on consecutive devices): the megatron grid (agents/classical/
 //     megatron_grid.h) runs first, for `grid_seconds` (and at most `grid_runs` simulations).
 //     Its plan is the incumbent and its shape (tp, cp, pp, v, dp, ep, etp, micro-batches,
-//     savers) comes
-//     first: at its TP degree the sharding is Megatron's (no sharding search there), its
-//     shape gets the first cut search (scored with its micro-batches and savers) and the first
-//     step 4; then the other shapes as in 1-4. The result is never slower than the grid's plan.
+//     savers) comes first: at its TP degree the sharding is Megatron's (no sharding search
+//     there), its shape gets the first cut search (scored with its micro-batches and savers)
+//     and the first step 4; then the other shapes as in 1-4. The result is never slower than the grid's plan.
 //     Elsewhere (e.g. CNNs) the grid does not apply and the search is 1-4 alone.
 // Budgets are simulator runs (SearchBudget::max_evaluations, default `runs`), split over the
 // stages by `opp_share` and `pp_share` (the rest: probes and step 4); a stage's unspent share
