@@ -205,6 +205,34 @@ double versus_rainbow_3d(const Row& row, int64_t runs, uint64_t seed, bool warm_
   return ratio;
 }
 
+/// rainbow-3d against the grid on `rows` (those called `only` when given): the table, then
+/// the geomean ratio; the exit status.
+int rainbow_table(const std::vector<Row>& rows, const std::string& only, int64_t runs,
+                  uint64_t seed, bool warm_start) {
+  std::printf(
+      "| model | GPUs | megatron ms | grid search s (runs) | megatron's choice | rainbow-3d ms "
+      "| ratio | rainbow-3d search s | simulator runs | runs to 5%% | rainbow-3d's shape | its "
+      "layers per stage |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  double log_sum = 0;
+  int n = 0;
+  try {
+    for (const Row& r : rows) {
+      if (!only.empty() && only != r.label) continue;
+      log_sum += std::log(versus_rainbow_3d(r, runs, seed, warm_start));
+      ++n;
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "megatron_grid: %s\n", e.what());
+    return 1;
+  }
+  if (n > 0) {
+    std::printf("\ngeomean ratio rainbow-3d / megatron: %.3f over %d rows\n", std::exp(log_sum / n),
+                n);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,28 +310,7 @@ int main(int argc, char** argv) {
         {"llama3-8b-128k", h100x64, h100p, 0, 0, 0, 131072, 16, none, "", 64,
          "datasets/models/hf/llama3_8b.config.json"},
     };
-    std::printf(
-        "| model | GPUs | megatron ms | grid search s (runs) | megatron's choice | rainbow-3d ms "
-        "| ratio | rainbow-3d search s | simulator runs | runs to 5%% | rainbow-3d's shape | its "
-        "layers per stage |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    double log_sum = 0;
-    int n = 0;
-    try {
-      for (const Row& r : cp_ep ? cp_ep_rows : r3rows) {
-        if (!only.empty() && only != r.label) continue;
-        log_sum += std::log(versus_rainbow_3d(r, runs, seed, warm_start));
-        ++n;
-      }
-    } catch (const Error& e) {
-      std::fprintf(stderr, "megatron_grid: %s\n", e.what());
-      return 1;
-    }
-    if (n > 0) {
-      std::printf("\ngeomean ratio rainbow-3d / megatron: %.3f over %d rows\n",
-                  std::exp(log_sum / n), n);
-    }
-    return 0;
+    return rainbow_table(cp_ep ? cp_ep_rows : r3rows, only, runs, seed, warm_start);
   }
   std::printf("| model | GPUs | enumerated / fit memory / simulated | search s | megatron's choice "
               "| its step ms | reference: ms | pipeline-dp ms |\n|---|---|---|---|---|---|---|---|\n");
