@@ -3,7 +3,8 @@
 derivations of docs/calibration.md, "Which profile for which GPU").
 
   python3 scripts/gpu_profiles.py        # rewrites datasets/clusters/{a100_ib400,
-                                         # h100_sxm_ib400,h100_sxm_ib200,b200_ib400,b200_ib200}.profile.yaml
+                                         # h100_sxm_ib400,h100_sxm_ib200,b200_ib400,b200_ib200,
+                                         # b300_ib800,gb200_nvl72,gb300_nvl72}.profile.yaml
 
 Inputs (all in datasets/clusters/): b200_a4.profile.yaml (below), dgx_a100.profile.yaml (A100 intra-node all-reduce curve
 fitted to vTrain's 2/4/8-GPU nccl-tests tables; inter-node all-reduce curve fitted to
@@ -127,6 +128,26 @@ def main():
         write(f"b200_ib{fabric}.profile.yaml",
               nvswitch_profile(f"b200-ib{fabric}", desc, h100, a100, a4["intra_host"], 740,
                                fabric, inter[0]))
+    write_blackwell_variants(load("b200_ib400.profile.yaml"))
+
+
+# Blackwell systems without collective measurements of their own: the 400 Gb/s B200 profile's
+# op and collective curves, as fractions of each cluster file's own peaks (docs/calibration.md).
+BLACKWELL_VARIANTS = [
+    ("b300_ib800", "B300 (HGX / DGX B300), 8 per node on NVSwitch, 800 Gb/s per GPU between nodes"),
+    ("gb200_nvl72", "GB200 NVL72, 72 GPUs per NVLink domain, 400 Gb/s per GPU between racks"),
+    ("gb300_nvl72", "GB300 NVL72, 72 GPUs per NVLink domain, 800 Gb/s per GPU between racks"),
+]
+
+
+def write_blackwell_variants(b200):
+    for name, what in BLACKWELL_VARIANTS:
+        p = copy.deepcopy(b200)
+        p["name"] = name.replace("_", "-")
+        p["description"] = (f"{what}: op and collective curves of b200_ib400.profile.yaml "
+                            "(no collective measurement of this system is shipped; "
+                            "scripts/gpu_profiles.py)")
+        write(f"{name}.profile.yaml", p)
 
 
 if __name__ == "__main__":
