@@ -177,7 +177,10 @@ DenseDevice load_dense_device(const Options& o, const std::string& gpu,
   const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
   d.cluster = on_nodes(load_cluster_yaml(dir + cluster_file), gpus);
   d.profile_file = shipped_profile_file(d.cluster);
-  d.profile = load_cost_profile(dir + d.profile_file);
+  // The shipped profile before its generation's scales: their fit starts from the H100
+  // curves the scales multiply (scripts/gpu_profiles.py).
+  d.profile = with_reference_compute_curves(load_cost_profile(dir + d.profile_file),
+                                            load_cost_profile(dir + "h100.profile.yaml"));
   if (!d.runs.empty()) d.responses = scale_responses(d.cluster, d.profile, d.runs);
   return d;
 }

@@ -70,6 +70,16 @@ CostProfile with_tensor_scales(const CostProfile& profile, const TensorScales& s
   return out;
 }
 
+CostProfile with_reference_compute_curves(const CostProfile& profile,
+                                          const CostProfile& reference) {
+  CostProfile out = profile;
+  for (OpCategory c : {OpCategory::kMatMul, OpCategory::kAttention}) {
+    out.op(c).compute = reference.op(c).compute;
+    out.op(c).compute_by_dtype = reference.op(c).compute_by_dtype;
+  }
+  return out;
+}
+
 ScaleResponse scale_response(double t, double t_gemm, double t_attention) {
   // t - t_x = part_x (1 - 1 / k)  =>  part_x = (t - t_x) k / (k - 1).
   const double k = kProbeScale / (kProbeScale - 1);

@@ -37,6 +37,11 @@ struct TensorScales {
 /// f64 curves (CUDA cores) are kept. Efficiencies are capped at 1.
 CostProfile with_tensor_scales(const CostProfile& profile, const TensorScales& s);
 
+/// `profile` with the compute curves of matmul and attention (every dtype) of `reference`:
+/// the curves a generation's scales multiply (h100.profile.yaml's for the shipped profiles).
+CostProfile with_reference_compute_curves(const CostProfile& profile,
+                                          const CostProfile& reference);
+
 /// A run's step time as a function of the scales: fixed + gemm / s.gemm + attention /
 /// s.attention (seconds).
 struct ScaleResponse {
