@@ -35,8 +35,7 @@ double Simulator::Impl::fp8_scaling_time(OpId o, double frac) const {
   // (tensor-parallel) share, once per step, or once per micro-batch under FSDP.
   const double micro_batches = op_multi[o] ? double(M) : 1.0;
   const double weight_frac = frac * op_bdiv[o] / (fsdp ? 1.0 : micro_batches);
-  const double bytes = activations * frac +
-                       double(g.op(linear_of(g, o)).param_bytes) * weight_frac;
+  const double bytes = activations * frac + double(g.op(linear_of(g, o)).param_bytes) * weight_frac;
   Op cast;
   cast.category = OpCategory::kElementwise;
   cast.dtype = op.dtype;

@@ -91,8 +91,7 @@ ScaleResponse scale_response(double t, double t_gemm, double t_attention) {
 }
 
 std::vector<ScaleResponse> scale_responses(const Cluster& cluster, const CostProfile& profile,
-                                           const std::vector<IterationRun>& runs,
-                                           int threads) {
+                                           const std::vector<IterationRun>& runs, int threads) {
   const std::vector<double> t = predict_runs(cluster, profile, runs, threads);
   const std::vector<double> tg =
       predict_runs(cluster, with_tensor_scales(profile, {kProbeScale, 1}), runs, threads);

@@ -39,8 +39,7 @@ CostProfile with_tensor_scales(const CostProfile& profile, const TensorScales& s
 
 /// `profile` with the compute curves of matmul and attention (every dtype) of `reference`:
 /// the curves a generation's scales multiply (h100.profile.yaml's for the shipped profiles).
-CostProfile with_reference_compute_curves(const CostProfile& profile,
-                                          const CostProfile& reference);
+CostProfile with_reference_compute_curves(const CostProfile& profile, const CostProfile& reference);
 
 /// A run's step time as a function of the scales: fixed + gemm / s.gemm + attention /
 /// s.attention (seconds).
@@ -56,8 +55,7 @@ ScaleResponse scale_response(double t, double t_gemm, double t_attention);
 /// The responses of `runs` on `cluster` from `profile` (three simulations each, on `threads`
 /// threads).
 std::vector<ScaleResponse> scale_responses(const Cluster& cluster, const CostProfile& profile,
-                                           const std::vector<IterationRun>& runs,
-                                           int threads = 2);
+                                           const std::vector<IterationRun>& runs, int threads = 2);
 
 /// The scales in [kMinTensorScale, kMaxTensorScale] minimising the squared log error of
 /// responses[i].at(s) against measured[i] plus `prior` x (log s.gemm - log s.attention)^2,

@@ -7,9 +7,9 @@
 
 #include "simulator/calibration/shipped_profiles.h"
 #include "simulator/simulator.h"
-#include "tests/simulator/sim_fixtures.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
+#include "tests/simulator/sim_fixtures.h"
 
 namespace placer {
 namespace {
@@ -85,8 +85,7 @@ TEST(TensorScaleFit, OneGemmOnTheShippedB200Profile) {
   EXPECT_NEAR(sim.run(p).step_time, 40e-6 + 3.824e-6 + 1 / (2250 * 0.679491), 1e-9);
   p.precision.fp8 = true;
   EXPECT_NEAR(sim.run(p).step_time,
-              40e-6 + 3.824e-6 + 1 / (4500 * 0.630924) + 3.824e-6 + 2e7 / (8e12 * 0.851),
-              1e-9);
+              40e-6 + 3.824e-6 + 1 / (4500 * 0.630924) + 3.824e-6 + 2e7 / (8e12 * 0.851), 1e-9);
 }
 
 }  // namespace
