@@ -250,7 +250,7 @@ void print_dense_rows(const std::vector<DenseDevice>& devices) {
       continue;
     }
     print_row(family + " (" + d.profile_file + ")", d.runs, d.predicted,
-              "LOMO, " + d.generation + " scale; " + std::to_string(d.skipped) + " left out",
+              "leave one model out, " + d.generation + "; " + std::to_string(d.skipped) + " left out",
               "MAPE <= 10%");
     for (size_t i = 0; i < d.runs.size(); ++i) {
       const IterationRun& r = d.runs[i];
