@@ -249,9 +249,10 @@ void print_dense_rows(const std::vector<DenseDevice>& devices) {
       print_not_run(family, "no dense rows (" + std::to_string(d.skipped) + " left out)");
       continue;
     }
-    print_row(family + " (" + d.profile_file + ")", d.runs, d.predicted,
-              "leave one model out, " + d.generation + "; " + std::to_string(d.skipped) + " left out",
-              "MAPE <= 10%");
+    print_row(
+        family + " (" + d.profile_file + ")", d.runs, d.predicted,
+        "leave one model out, " + d.generation + "; " + std::to_string(d.skipped) + " left out",
+        "MAPE <= 10%");
     for (size_t i = 0; i < d.runs.size(); ++i) {
       const IterationRun& r = d.runs[i];
       std::fprintf(stderr, "stack_fidelity: %s %s: measured %.3f s, predicted %.3f s (%+.1f%%)\n",
