@@ -47,6 +47,9 @@ const std::vector<ShippedProfile>& shipped_profiles() {
        "h100_sxm_ib200.profile.yaml"},
       {{"B200-SXM-180GB", "B200"}, 400, "b200_ib400.profile.yaml"},
       {{"B200-SXM-180GB", "B200"}, 200, "b200_ib200.profile.yaml"},
+      {{"B300-SXM-288GB", "B300"}, 800, "b300_ib800.profile.yaml"},
+      {{"GB200"}, 400, "gb200_nvl72.profile.yaml"},
+      {{"GB300"}, 800, "gb300_nvl72.profile.yaml"},
   };
   return table;
 }

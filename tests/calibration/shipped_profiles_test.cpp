@@ -33,6 +33,11 @@ TEST(ShippedProfiles, PickedByDeviceModelAndFabric) {
       {"b200_1node.cluster.yaml", "b200_ib400.profile.yaml"},
       {"b200_4node_ib400.cluster.yaml", "b200_ib400.profile.yaml"},
       {"b200_4node_ib200.cluster.yaml", "b200_ib200.profile.yaml"},
+      {"b200_32node_ib400.cluster.yaml", "b200_ib400.profile.yaml"},
+      {"b300_32node_ib800.cluster.yaml", "b300_ib800.profile.yaml"},
+      {"gb200_nvl72_4rack.cluster.yaml", "gb200_nvl72.profile.yaml"},
+      {"gb300_nvl72_4rack.cluster.yaml", "gb300_nvl72.profile.yaml"},
+      {"gb200_nvl72_2rack.cluster.yaml", "b200_ib400.profile.yaml"},  // B200 model name
       {"dgx1_p100.cluster.yaml", ""},
       {"automap_config_a.cluster.yaml", ""},
   };
