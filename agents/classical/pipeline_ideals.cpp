@@ -450,11 +450,19 @@ IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int ne
   return p;
 }
 
+bool transfers_overlap(const Cluster& cluster, const std::vector<int>& devices) {
+  for (int d : devices) {
+    if (!cluster.device(d).spec.overlap_transfers) return false;
+  }
+  return true;
+}
+
 Plan pipeline_ideals_plan(const Problem& problem, IdealSplit* split) {
   const Graph& g = problem.graph;
   const std::vector<int> devices = problem_devices(problem);
   const int next = devices.size() > 1 ? devices[1] : devices[0];
-  const IdealSplitProblem p = ideal_split_problem(problem, devices[0], next);
+  IdealSplitProblem p = ideal_split_problem(problem, devices[0], next);
+  p.overlap = transfers_overlap(problem.cluster, devices);
   if (p.size() == 0) throw Error("pipeline-ideals: graph '" + g.name() + "' has no forward ops");
   const IdealSplit s = solve_ideal_split(p, static_cast<int>(devices.size()));
   if (split) *split = s;
