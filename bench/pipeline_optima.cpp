@@ -50,7 +50,7 @@ struct Args {
                                        "gnmt",      "transformer", "wavenet",   "rec",
                                        "resnet",    "vit",         "encdec",    "gnn"};
   int seeds = 1;
-  int groups = 16;
+  int groups = 12;
   int finetune = 20;
   int64_t max_visits = 50'000'000;  // partial assignments of the exhaustive search
 };

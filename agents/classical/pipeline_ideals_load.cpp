@@ -57,10 +57,13 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
   return t;
 }
 
-double label_load(const StageLoadModel& m, const LabelSums& t, size_t label, int replicas) {
+/// The load of `label` on `replicas` devices (without the gradient all-reduce when
+/// `allreduce` is false: a lower bound for the search).
+double label_load(const StageLoadModel& m, const LabelSums& t, size_t label, int replicas,
+                  bool allreduce = true) {
   const double r = replicas;
-  return m.split.stage_load(t.work[label] / r, t.xfer[label]) +
-         m.allreduce_time(replicas, t.params[label]);
+  const double load = m.split.stage_load(t.work[label] / r, t.xfer[label]);
+  return allreduce ? load + m.allreduce_time(replicas, t.params[label]) : load;
 }
 
 constexpr int kMaxLabels = 64;  // label_sums keeps a stage's borders in a 64-bit mask
@@ -155,9 +158,9 @@ double plan_stage_load(const StageLoadModel& m, const Graph& g, const Plan& plan
 namespace {
 
 /// The best device counts of the used labels of `t` (sum <= `devices`, each >= 1 and one the
-/// model allows): their largest load and the counts.
+/// model allows): their largest load (label_load with `allreduce`) and the counts.
 double best_replicas(const StageLoadModel& m, const LabelSums& t, int devices,
-                     std::vector<int>* best) {
+                     std::vector<int>* best, bool allreduce = true) {
   std::vector<size_t> used;
   for (size_t l = 0; l < t.used.size(); ++l) {
     if (t.used[l]) used.push_back(l);
@@ -176,7 +179,7 @@ double best_replicas(const StageLoadModel& m, const LabelSums& t, int devices,
     for (int k = 1; k <= spare; ++k) {
       if (!m.allows(k)) continue;
       r[used[i]] = k;
-      self(self, i + 1, left - k, std::max(worst, label_load(m, t, used[i], k)));
+      self(self, i + 1, left - k, std::max(worst, label_load(m, t, used[i], k, allreduce)));
     }
     r[used[i]] = 0;
   };
@@ -189,10 +192,10 @@ double best_replicas(const StageLoadModel& m, const LabelSums& t, int devices,
 namespace {
 
 /// Depth-first search over the nodes in order (topological), each given a label; partial
-/// sums per label grow with every node, so a partial assignment whose lower bound (each used
-/// label on as many devices as the other used labels leave it) is not below the best found
-/// is cut. Without extra work the labels are interchangeable (one host of equal devices),
-/// so node u only opens the next unused label.
+/// sums per label grow with every node, so a partial assignment whose lower bound (the best
+/// device counts for its sums, without the all-reduce) is not below the best found is cut. Without
+/// extra work the labels are interchangeable (one host of equal devices), so node u only opens the
+/// next unused label.
 class StageLoadSearch {
  public:
   StageLoadSearch(const StageLoadModel& m, int labels, int64_t max_visits)
@@ -275,16 +278,11 @@ class StageLoadSearch {
     stage_of_[static_cast<size_t>(u)] = -1;
   }
 
-  double lower_bound() const {
-    int used = 0;
-    for (int c : used_count_) used += c > 0;
-    const double r = labels_ - (used - 1);
-    double bound = 0;
-    for (size_t l = 0; l < used_count_.size(); ++l) {
-      if (used_count_[l] > 0)
-        bound = std::max(bound, m_.split.stage_load(sums_.work[l] / r, sums_.xfer[l]));
-    }
-    return bound;
+  /// The best device counts for the labels so far, their transfers so far, no all-reduce:
+  /// work and transfers only grow with more nodes, so no completion does better.
+  double lower_bound() {
+    for (size_t l = 0; l < used_count_.size(); ++l) sums_.used[l] = used_count_[l] > 0;
+    return best_replicas(m_, sums_, labels_, &scratch_, false);
   }
 
   /// A complete assignment: the extra work joins its labels, then the best device counts.
@@ -315,9 +313,10 @@ class StageLoadSearch {
   std::vector<std::vector<int>> preds_;
   std::vector<int> stage_of_;
   std::vector<uint64_t> charged_;  // per node: labels its output's transfer is charged to
-  LabelSums sums_;                 // work, xfer, params per label (used: unused here)
+  LabelSums sums_;                 // work, xfer, params per label (used: set by lower_bound)
   std::vector<int> used_count_ = std::vector<int>(static_cast<size_t>(labels_), 0);
   std::vector<Change> changes_;
+  std::vector<int> scratch_;  // lower_bound's device counts (unused)
   bool symmetric_ = false;
   int64_t visits_ = 0;
   StageLoadOptimum best_;

@@ -66,9 +66,9 @@ struct StageLoadOptimum {
 /// The exact optimum over every assignment of the nodes to `labels` labels (labels <= the
 /// model's devices) and every device count per used label (sum <= labels, each one the
 /// model allows: dividing the batch): a depth-first
-/// search over the nodes in order that cuts a partial assignment when its lower bound (every
-/// used label on as many devices as the others leave, transfers so far, no all-reduce)
-/// reaches the best plan found, starting from the best contiguous split and the whole graph
+/// search over the nodes in order that cuts a partial assignment when its lower bound (the
+/// best device counts for the work and transfers so far, no all-reduce) reaches the best
+/// plan found, starting from the best contiguous split and the whole graph
 /// on every device. Without extra work (IdealSplitExtra) the labels are interchangeable and
 /// only one labelling of each partition is visited. Throws Error past `max_visits` partial
 /// assignments.
