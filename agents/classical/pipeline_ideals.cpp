@@ -278,15 +278,19 @@ IdealSplit expand(IdealSplit s, const std::vector<int>& group) {
 
 }  // namespace
 
+int extra_stage(const IdealSplitExtra& e, const std::vector<int>& stage_of) {
+  int at = e.nodes.empty() ? 0 : stage_of[static_cast<size_t>(e.nodes[0])];
+  for (int u : e.nodes) {
+    const int su = stage_of[static_cast<size_t>(u)];
+    at = e.latest ? std::max(at, su) : std::min(at, su);
+  }
+  return at;
+}
+
 double ideal_stage_load(const IdealSplitProblem& p, const std::vector<int>& stage_of, int stage) {
   double load = 0, xfer = 0;
   for (const IdealSplitExtra& e : p.extra) {
-    int at = e.nodes.empty() ? 0 : stage_of[static_cast<size_t>(e.nodes[0])];
-    for (int u : e.nodes) {
-      const int su = stage_of[static_cast<size_t>(u)];
-      at = e.latest ? std::max(at, su) : std::min(at, su);
-    }
-    if (at == stage) load += e.work;
+    if (extra_stage(e, stage_of) == stage) load += e.work;
   }
   for (int u = 0; u < p.size(); ++u) {
     const bool in = stage_of[static_cast<size_t>(u)] == stage;

@@ -36,6 +36,10 @@ struct IdealSplitExtra {
   double work = 0;
 };
 
+/// The stage `e` runs on under `stage_of` (a stage per node): the latest (or earliest) of
+/// its nodes' stages, stage 0 when it has no nodes.
+int extra_stage(const IdealSplitExtra& e, const std::vector<int>& stage_of);
+
 /// The abstract problem (tests build it by hand; ideal_split_problem builds it from a graph).
 struct IdealSplitProblem {
   std::vector<double> work;               ///< per node

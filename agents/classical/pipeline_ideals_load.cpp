@@ -21,6 +21,15 @@ struct LabelSums {
   std::vector<char> used;
 };
 
+/// The extra work of `p` on the labels that run it (extra_stage), which become used.
+void add_extra_work(const IdealSplitProblem& p, const std::vector<int>& stage_of, LabelSums* t) {
+  for (const IdealSplitExtra& e : p.extra) {
+    const size_t at = static_cast<size_t>(extra_stage(e, stage_of));
+    t->work[at] += e.work;
+    t->used[at] = 1;
+  }
+}
+
 LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, int labels) {
   const IdealSplitProblem& p = m.split;
   LabelSums t;
@@ -45,15 +54,7 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
       if (crossed & 1) t.xfer[l] += p.send[static_cast<size_t>(u)];
     }
   }
-  for (const IdealSplitExtra& e : p.extra) {
-    int at = e.nodes.empty() ? 0 : stage_of[static_cast<size_t>(e.nodes[0])];
-    for (int u : e.nodes) {
-      const int su = stage_of[static_cast<size_t>(u)];
-      at = e.latest ? std::max(at, su) : std::min(at, su);
-    }
-    t.work[static_cast<size_t>(at)] += e.work;
-    t.used[static_cast<size_t>(at)] = 1;
-  }
+  add_extra_work(p, stage_of, &t);
   return t;
 }
 
@@ -289,15 +290,7 @@ class StageLoadSearch {
   void leaf() {
     LabelSums t = sums_;
     for (size_t l = 0; l < t.used.size(); ++l) t.used[l] = used_count_[l] > 0;
-    for (const IdealSplitExtra& e : m_.split.extra) {
-      int at = e.nodes.empty() ? 0 : stage_of_[static_cast<size_t>(e.nodes[0])];
-      for (int u : e.nodes) {
-        const int su = stage_of_[static_cast<size_t>(u)];
-        at = e.latest ? std::max(at, su) : std::min(at, su);
-      }
-      t.work[static_cast<size_t>(at)] += e.work;
-      t.used[static_cast<size_t>(at)] = 1;
-    }
+    add_extra_work(m_.split, stage_of_, &t);
     std::vector<int> replicas;
     const double load = best_replicas(m_, t, labels_, &replicas);
     if (load < best_.load) {
