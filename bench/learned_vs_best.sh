@@ -49,16 +49,17 @@ ratio() {  # ratio A B -> A / B with 3 decimals, or "-" when either is missing
 # The rows: "split|path" (split "real" for the shipped real models).
 rows=()
 if [ -n "${BY_FAMILY:-}" ]; then
-  gen() {  # gen SPLIT FAMILIES SEED RATIOS: the first BY_FAMILY graphs of each family
-    local n=$(( $(tr ',' '\n' <<< "$2" | wc -l) * BY_FAMILY ))
-    "$placer" corpus generate --family "$2" --count "$n" --seed "$3" -o "$tmp/$1" --name "$1" \
+  gen() {  # gen SPLIT FAMILIES SEED RATIOS [DIR]: the first BY_FAMILY graphs of each family
+    local n=$(( $(tr ',' '\n' <<< "$2" | wc -l) * BY_FAMILY )) dir=${5:-$1}
+    "$placer" corpus generate --family "$2" --count "$n" --seed "$3" -o "$tmp/$dir" --name "$dir" \
       --split "$4" > /dev/null 2>&1 || { echo "learned_vs_best.sh: corpus generate failed" >&2; exit 2; }
-    for f in "$tmp/$1"/graphs/*.graph.json; do rows+=("$1|$f"); done
+    for f in "$tmp/$dir"/graphs/*.graph.json; do rows+=("$1|$f"); done
   }
   # The families and seeds of datasets/corpora/by_family.corpus.yaml.
   gen train enas_cnn,amoebanet,enas_rnn,rnnlm,gnmt,wavenet,rec,resnet,layered_random 3801 1,0,0
   gen val transformer_xl,gnn 3802 0,1,0
   gen test inception,transformer,vit,encdec 3803 0,0,1
+  gen test swin 3804 0,0,1 test_swin
 else
   for m in "$src"/datasets/models/onnx/*.onnx; do rows+=("real|$m"); done
 fi

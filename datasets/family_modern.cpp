@@ -1,5 +1,6 @@
 #include "datasets/family_modern.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "datasets/family_util.h"
@@ -154,6 +155,94 @@ Graph make_vit(const VitOptions& o) {
   const TensorId logits =
       m.op("head.fc", "MatMul", "head", last, {first}, {b, o.classes},
            2 * d(b) * d(dm) * d(o.classes), static_cast<uint64_t>(dm * o.classes + o.classes));
+  m.loss({logits}, labels, d(b) * d(o.classes));
+  return m.build();
+}
+
+namespace {
+
+/// One Swin block on a `side` x `side` token grid: LayerNorm, windowed attention (scores
+/// per window of w^2 tokens, the relative position bias table on them), residual Add,
+/// LayerNorm, MLP, residual Add. Shifted windows cost the same as unshifted ones here.
+TensorId swin_block(GraphMaker& m, const std::string& p, int layer, TensorId x, const Seq& t,
+                    int64_t side, int64_t window) {
+  const int64_t w = std::min(window, side), windows = ((side + w - 1) / w) * ((side + w - 1) / w);
+  const uint64_t proj_w = static_cast<uint64_t>(t.dm * t.dm + t.dm);
+  const double proj = 2 * t.elems() * d(t.dm);
+  const TensorId n1 = m.op(p + ".ln1", "LayerNormalization", p, layer, {x}, t.shape(),
+                           kFlopsPerElemLayerNorm * t.elems(), static_cast<uint64_t>(2 * t.dm));
+  const TensorId q = m.op(p + ".attn.q", "MatMul", p, layer, {n1}, t.shape(), proj, proj_w);
+  const TensorId k = m.op(p + ".attn.k", "MatMul", p, layer, {n1}, t.shape(), proj, proj_w);
+  const TensorId v = m.op(p + ".attn.v", "MatMul", p, layer, {n1}, t.shape(), proj, proj_w);
+  const std::vector<int64_t> scores = {t.b * windows, t.heads, w * w, w * w};
+  const double qk = 2 * t.elems() * d(w * w);
+  const uint64_t bias_table = static_cast<uint64_t>((2 * window - 1) * (2 * window - 1) * t.heads);
+  const TensorId sc = m.op(p + ".attn.scores", "MatMul", p, layer, {q, k}, scores, qk, bias_table);
+  const TensorId pr = m.op(p + ".attn.softmax", "Softmax", p, layer, {sc}, scores,
+                           kFlopsPerElemSoftmax * d(t.b * windows) * d(t.heads) * d(w * w * w * w));
+  const TensorId ctx = m.op(p + ".attn.context", "MatMul", p, layer, {pr, v}, t.shape(), qk);
+  const TensorId out = m.op(p + ".attn.out", "MatMul", p, layer, {ctx}, t.shape(), proj, proj_w);
+  x = add_norm(m, p + ".attn", layer, x, out, t, false);
+  const TensorId n2 = m.op(p + ".ln2", "LayerNormalization", p, layer, {x}, t.shape(),
+                           kFlopsPerElemLayerNorm * t.elems(), static_cast<uint64_t>(2 * t.dm));
+  return add_norm(m, p + ".mlp", layer, x, ffn(m, p + ".mlp", layer, n2, t, "Gelu"), t, false);
+}
+
+/// Patch merging: the 2 x 2 neighbours of a `side` grid of `dim` channels concatenated
+/// (4 dim), a LayerNorm and a bias-free reduction to 2 dim on the halved grid.
+TensorId patch_merge(GraphMaker& m, const std::string& p, int layer, TensorId x, int64_t b,
+                     int64_t side, int64_t dim) {
+  const int64_t half = (side + 1) / 2;
+  const std::vector<int64_t> wide = {b, half * half, 4 * dim};
+  const double e = d(b) * d(half * half) * d(4 * dim);
+  x = m.op(p + ".concat", "Concat", p, layer, {x}, wide, 0);
+  x = m.op(p + ".norm", "LayerNormalization", p, layer, {x}, wide, kFlopsPerElemLayerNorm * e,
+           static_cast<uint64_t>(8 * dim));
+  return m.op(p + ".reduction", "MatMul", p, layer, {x}, {b, half * half, 2 * dim},
+              2 * e * d(2 * dim), static_cast<uint64_t>(8 * dim * dim));
+}
+
+}  // namespace
+
+Graph make_swin(const SwinOptions& o) {
+  PLACER_CHECK(o.depths.size() == 4 && o.heads.size() == 4,
+               o.name << ": four stages of depths and heads expected");
+  PLACER_CHECK(o.embed > 0 && o.window > 0 && o.patch > 0 && o.image >= 8 * o.patch &&
+                   o.classes > 0 && o.batch > 0,
+               o.name << ": embed, window, patch, classes and batch > 0, image >= 8 x patch");
+  const int64_t b = o.batch;
+  int64_t side = o.image / o.patch, dim = o.embed;
+  GraphMaker m(o.name, b, o.dtype);
+  const TensorId image = m.act("image", {b, 3, o.image, o.image});
+  const TensorId labels = m.tensor("labels", {b}, DType::kI64);
+  TensorId x = m.op("patch_embed", "Conv", "embed", 0, {image}, {b, dim, side, side},
+                    conv2d_flops(b, 3, dim, side, side, o.patch, o.patch),
+                    static_cast<uint64_t>(dim * 3 * o.patch * o.patch + dim));
+  x = m.op("patch_norm", "LayerNormalization", "embed", 0, {x}, {b, side * side, dim},
+           kFlopsPerElemLayerNorm * d(b) * d(side * side) * d(dim), static_cast<uint64_t>(2 * dim));
+  int layer = 1;
+  for (size_t s = 0; s < 4; ++s) {
+    const int64_t heads = o.heads[s];
+    check_seq(o.name, dim, heads);
+    const Seq t{b, side * side, dim, heads};
+    for (int k = 0; k < o.depths[s]; ++k, ++layer) {
+      const std::string p = "stages." + std::to_string(s) + ".blocks." + std::to_string(k);
+      x = swin_block(m, p, layer, x, t, side, o.window);
+    }
+    if (s + 1 < 4) {
+      x = patch_merge(m, "stages." + std::to_string(s) + ".merge", layer, x, b, side, dim);
+      side = (side + 1) / 2;
+      dim *= 2;
+    }
+  }
+  const std::vector<int64_t> tokens = {b, side * side, dim};
+  x = m.op("norm", "LayerNormalization", "head", layer, {x}, tokens,
+           kFlopsPerElemLayerNorm * d(b) * d(side * side) * d(dim), static_cast<uint64_t>(2 * dim));
+  x = m.op("head.pool", "GlobalAveragePool", "head", layer, {x}, {b, dim},
+           d(b) * d(side * side) * d(dim));
+  const TensorId logits =
+      m.op("head.fc", "MatMul", "head", layer, {x}, {b, o.classes},
+           2 * d(b) * d(dim) * d(o.classes), static_cast<uint64_t>(dim * o.classes + o.classes));
   m.loss({logits}, labels, d(b) * d(o.classes));
   return m.build();
 }

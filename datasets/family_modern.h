@@ -1,11 +1,12 @@
 #pragma once
 // Generators for architecture families that the placement literature's suites lack but
 // real training fleets run: ResNet-style CNNs with bottleneck blocks (He et al. 2016),
-// Vision Transformers (Dosovitskiy et al. 2021), encoder-decoder Transformers with cross
-// attention (Vaswani et al. 2017) and message-passing GNNs over batches of graphs
-// (GCN / GAT-style, Kipf & Welling 2017, Velickovic et al. 2018). They mirror the models
-// scripts/export_corpus_models.py exports (torchvision ResNets, ViT, nn.Transformer, GCNs), so a
-// corpus can be split by family without torch on the machine. Costs follow datasets/synthetic.h's
+// Vision Transformers (Dosovitskiy et al. 2021), windowed Swin Transformers (Liu et al.
+// 2021), encoder-decoder Transformers with cross attention (Vaswani et al. 2017) and
+// message-passing GNNs over batches of graphs (GCN / GAT-style, Kipf & Welling 2017,
+// Velickovic et al. 2018). They mirror the models scripts/export_corpus_models.py exports
+// (torchvision ResNets, ViT, nn.Transformer, GCNs) and torchvision's swin_t, so a corpus can
+// be split by family without torch on the machine. Costs follow datasets/synthetic.h's
 // conventions.
 
 #include <cstdint>
@@ -48,6 +49,27 @@ struct VitOptions {
   std::string name = "vit";
 };
 Graph make_vit(const VitOptions& options = {});
+
+/// Swin Transformer (Liu et al. 2021): a patch-embedding Conv and LayerNorm, four stages of
+/// pre-norm blocks of windowed multi-head attention (Q / K / V over windows of window^2
+/// tokens, a relative position bias table of (2 window - 1)^2 x heads per block, the odd
+/// blocks' windows shifted) and a 4x MLP with Gelu, stages joined by patch merging (the 2x2
+/// neighbours concatenated, a LayerNorm over 4 dim, a bias-free reduction to 2 dim); a final
+/// LayerNorm, average pool, classifier and the loss. Swin-T: embed 96, depths {2, 2, 6, 2},
+/// heads {3, 6, 12, 24}, window 7, patch 4 (28,288,354 parameters, as torchvision's swin_t).
+struct SwinOptions {
+  int64_t embed = 96;  ///< width of stage 0 (doubling per stage)
+  std::vector<int> depths = {2, 2, 6, 2};
+  std::vector<int64_t> heads = {3, 6, 12, 24};
+  int64_t window = 7;
+  int64_t patch = 4;
+  int64_t image = 224;
+  int64_t classes = 1000;
+  int64_t batch = 32;
+  DType dtype = DType::kF32;
+  std::string name = "swin";
+};
+Graph make_swin(const SwinOptions& options = {});
 
 /// Source and target embeddings, `encoder_layers` post-norm encoder blocks, then
 /// `decoder_layers` decoder blocks of self attention, cross attention over the encoder's

@@ -444,6 +444,28 @@ Entry gnn_entry() {
       }};
 }
 
+Entry swin_entry() {
+  return {{"swin",
+           "Swin Transformer: patch embedding, four stages of windowed-attention blocks joined "
+           "by patch merging, pooled head (depths 2, 2, d, 2; heads = width / 32)",
+           "Liu et al. 2021; torchvision's swin_t (d = 6, embed 96)",
+           {{"embed", R::choice({64, 96, 128}), R::choice({128, 192}), "width of stage 0"},
+            {"depth", R::uniform(2, 6), R::uniform(6, 18), "blocks of stage 2 (d)"},
+            {"image", R::choice({224}), R::choice({224, 384}), "input height = width"},
+            {"batch", R::log_uniform(8, 64), R::log_uniform(8, 64), "batch size"}}},
+          [](const Values& v, uint64_t, const std::string& name) {
+            SwinOptions o;
+            o.embed = get(v, "embed");
+            o.depths = {2, 2, geti(v, "depth"), 2};
+            o.heads.clear();
+            for (int s = 0; s < 4; ++s) o.heads.push_back((o.embed << s) / 32);
+            o.image = get(v, "image");
+            o.batch = get(v, "batch");
+            o.name = name;
+            return make_swin(o);
+          }};
+}
+
 Entry layered_random_entry() {
   return {
       {"layered_random",
@@ -470,10 +492,22 @@ Entry layered_random_entry() {
 // The families in registry order, one entry function each (a constant table: no
 // initialization-order issue for callers during static initialization).
 using EntryFn = Entry (*)();
-constexpr EntryFn kFamilies[] = {
-    enas_cnn_entry,       amoebanet_entry,      inception_entry, enas_rnn_entry,    rnnlm_entry,
-    gnmt_entry,           transformer_xl_entry, wavenet_entry,   transformer_entry, rec_entry,
-    layered_random_entry, resnet_entry,         vit_entry,       encdec_entry,      gnn_entry};
+constexpr EntryFn kFamilies[] = {enas_cnn_entry,
+                                 amoebanet_entry,
+                                 inception_entry,
+                                 enas_rnn_entry,
+                                 rnnlm_entry,
+                                 gnmt_entry,
+                                 transformer_xl_entry,
+                                 wavenet_entry,
+                                 transformer_entry,
+                                 rec_entry,
+                                 layered_random_entry,
+                                 resnet_entry,
+                                 vit_entry,
+                                 encdec_entry,
+                                 gnn_entry,
+                                 swin_entry};
 
 std::vector<Entry> make_registry() {
   std::vector<Entry> r;

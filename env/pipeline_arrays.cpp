@@ -268,16 +268,15 @@ double pipeline_length(const ArrayProblem& p, const std::vector<int>& cuts) {
   }
   const auto& A = p.arrays;
   const double m = p.micro_batches;
-  double sum = 0, bottleneck = 0, max_ar = 0;
+  std::vector<double> t(static_cast<size_t>(S), 0), x(static_cast<size_t>(S), 0);  // x[S-1] = 0
+  double max_ar = 0;
   int off = 0, prev = -1;
   for (int s = 0; s < S; ++s) {
     const int end = s + 1 < S ? cuts[static_cast<size_t>(s)] : kCoarsePoints - 1;
     const double c = A.C[static_cast<size_t>(end)] - (prev >= 0 ? A.C[static_cast<size_t>(prev)] : 0.0f);
     const double w = A.W[static_cast<size_t>(end)] - (prev >= 0 ? A.W[static_cast<size_t>(prev)] : 0.0f);
     const int d = p.stage_devices[static_cast<size_t>(s)];
-    const double t = std::max(0.0, c) / (d * m);
-    sum += t;
-    bottleneck = std::max(bottleneck, t);
+    t[static_cast<size_t>(s)] = std::max(0.0, c) / (d * m);
     if (d >= 2 && w > 0) {
       double ring = std::numeric_limits<double>::infinity();
       for (int i = 0; i < d; ++i) {
@@ -289,13 +288,21 @@ double pipeline_length(const ArrayProblem& p, const std::vector<int>& cuts) {
     if (s + 1 < S) {
       const int nxt = off + d;
       const double bw = p.topology.bw(nxt - 1, nxt);
-      const double x = 2.0 * A.A[static_cast<size_t>(end)] /
-                       (p.stage_devices[static_cast<size_t>(s) + 1] * m * bw);
-      sum += x;
-      bottleneck = std::max(bottleneck, x);
+      x[static_cast<size_t>(s)] = 2.0 * A.A[static_cast<size_t>(end)] /
+                                  (p.stage_devices[static_cast<size_t>(s) + 1] * m * bw);
     }
     off += d;
     prev = end;
+  }
+  double sum = 0, bottleneck = 0;
+  for (int s = 0; s < S; ++s) {
+    const size_t k = static_cast<size_t>(s);
+    sum += t[k] + x[k];
+    if (p.overlap) {
+      bottleneck = std::max({bottleneck, t[k], x[k]});
+    } else {  // the stage's devices also carry the cut in and the cut out
+      bottleneck = std::max(bottleneck, t[k] + x[k] + (s > 0 ? x[k - 1] : 0.0));
+    }
   }
   return sum + (m - 1) * bottleneck + max_ar;
 }

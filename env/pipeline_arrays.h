@@ -94,6 +94,9 @@ struct ArrayProblem {
   ArrayTopology topology;
   std::vector<int> stage_devices;  ///< S entries summing to <= topology.num_devices()
   int micro_batches = 1;           ///< m >= 1
+  /// false: the devices carry their cut transfers themselves (cluster key `overlap: false`),
+  /// so a stage's steady-state time is t_s + x_{s-1} + x_s (pipeline_length).
+  bool overlap = true;
   int stages() const { return static_cast<int>(stage_devices.size()); }
 };
 
@@ -106,6 +109,8 @@ struct ArrayProblem {
 ///   L = sum t_s + sum x_s + (m - 1) max(t, x) + max r_s
 /// (fill and drain traverse every stage and link once; the steady state repeats the
 /// bottleneck m - 1 times; the stages' all-reduces run in parallel after the last backward).
+/// Without overlap (ArrayProblem::overlap false) the bottleneck is max_s (t_s + x_{s-1} +
+/// x_s): a stage's devices are busy with its transfers too.
 /// ValidationError on a bad cut set.
 double pipeline_length(const ArrayProblem& p, const std::vector<int>& cuts);
 

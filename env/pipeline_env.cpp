@@ -640,15 +640,34 @@ double PipelineEnv::estimate_bottleneck(const std::vector<int>& cuts,
                                        static_cast<uint64_t>(grad_[j] - grad_[i]),
                                        SyncScheme::kAuto);
     }
+    const int prev = s > 0 ? groups[static_cast<size_t>(s) - 1].back() : -1;
+    t += blocking_transfers(b, s, prev, g.front(), static_cast<int>(g.size()),
+                            next_device(g.back()));
     worst = std::max(worst, t);
-    if (s > 0) {
-      const auto& prev = groups[static_cast<size_t>(s) - 1];
-      const double bytes = std::ceil(cross_[i] / r);
-      worst = std::max(worst, 2 * cost_.transfer_time(prev.back(), g.front(),
-                                                      static_cast<uint64_t>(bytes)));
-    }
+    if (s > 0) worst = std::max(worst, cut_transfer(b, s, prev, g.front(), g.size()));
   }
   return worst;
+}
+
+double PipelineEnv::cut_transfer(const std::vector<int>& b, int s, int from, int to,
+                                 size_t replicas) const {
+  const double bytes = std::ceil(cross_[static_cast<size_t>(b[static_cast<size_t>(s)])] /
+                                 static_cast<double>(replicas));
+  return 2 * cost_.transfer_time(from, to, static_cast<uint64_t>(bytes));
+}
+
+int PipelineEnv::next_device(int device) const {
+  const auto& dev = options_.devices;
+  const auto it = std::find(dev.begin(), dev.end(), device);
+  return it == dev.end() || it + 1 == dev.end() ? device : *(it + 1);
+}
+
+double PipelineEnv::blocking_transfers(const std::vector<int>& b, int s, int prev, int first,
+                                       int replicas, int next) const {
+  if (cluster_.device(first).spec.overlap_transfers) return 0;
+  double t = s > 0 ? cut_transfer(b, s, prev, first, static_cast<size_t>(replicas)) : 0;
+  if (s + 1 < stages_) t += cut_transfer(b, s + 1, first, next, 1);
+  return t;
 }
 
 std::vector<std::vector<int>> PipelineEnv::best_groups(const std::vector<int>& cuts) const {
@@ -683,9 +702,16 @@ std::vector<std::vector<int>> PipelineEnv::best_groups(const std::vector<int>& c
     return t;
   };
   auto boundary = [&](int s, int prev_last, int first, int r) {
-    const double bytes = std::ceil(cross_[static_cast<size_t>(b[static_cast<size_t>(s)])] / r);
-    return 2 * cost_.transfer_time(dev[static_cast<size_t>(prev_last)],
-                                   dev[static_cast<size_t>(first)], static_cast<uint64_t>(bytes));
+    return cut_transfer(b, s, dev[static_cast<size_t>(prev_last)], dev[static_cast<size_t>(first)],
+                        static_cast<size_t>(r));
+  };
+  // A stage's own time, with its cut transfers when its first device has no copy engines.
+  auto stage_cost = [&](int s, int prev_last, int first, int r) {
+    const int prev = s > 0 ? dev[static_cast<size_t>(prev_last)] : -1;
+    const int last = first + r - 1;
+    return stage_time(s, first, r) +
+           blocking_transfers(b, s, prev, dev[static_cast<size_t>(first)], r,
+                              dev[static_cast<size_t>(std::min(last + 1, N - 1))]);
   };
   // State (s, d): stages 0 .. s-1 placed on slots [0, d). Value: (bottleneck, sum of stage
   // times), compared lexicographically (the sum breaks near-ties: shorter fill and drain).
@@ -714,7 +740,7 @@ std::vector<std::vector<int>> PipelineEnv::best_groups(const std::vector<int>& c
       }
       for (int first : starts) {
         for (int r = 1; first + r <= N - (S - 1 - s); ++r) {
-          const double t = stage_time(s, first, r);
+          const double t = stage_cost(s, d_prev - 1, first, r);
           double w = std::max(from.worst, t);
           if (s > 0) w = std::max(w, boundary(s, d_prev - 1, first, r));
           const double sm = from.sum + t;

@@ -138,7 +138,9 @@ class PipelineEnv final : public RlEnv<std::vector<float>, int, PipelineStepResu
   /// Estimated bottleneck of cut set `cuts` on `groups` (contiguous or not): the largest
   /// per-mini-batch stage time (compute of the stage's batch-scaled ops / replicas + its
   /// once-per-step ops + the gradient all-reduce among the replicas) and cut transfer time
-  /// (2 x activations / replicas of the receiving stage), as pipeline-dp's cost table.
+  /// (2 x activations / replicas of the receiving stage), as pipeline-dp's cost table. A
+  /// stage whose first device has no copy engines (`overlap: false`) adds its cut in and its
+  /// cut out (whole, to the device after its last in the device list) to its time.
   double estimate_bottleneck(const std::vector<int>& cuts,
                              const std::vector<std::vector<int>>& groups) const;
   /// Device-group sizes for fixed cuts: contiguous slices of the device list, stage 0 first,
@@ -184,6 +186,16 @@ class PipelineEnv final : public RlEnv<std::vector<float>, int, PipelineStepResu
 
   void update_features();
   double transfer_time(int pivot, int cut_index) const;
+  /// Activations and their gradients across cut s (bounds b) from device `from` to the
+  /// stage starting at `to` with `replicas` replicas.
+  double cut_transfer(const std::vector<int>& b, int s, int from, int to, size_t replicas) const;
+  /// The device after `device` in the device list (itself when last).
+  int next_device(int device) const;
+  /// What stage s adds for its cut transfers when its first device has no copy engines
+  /// (cluster key `overlap: false`; 0 otherwise): the cut in from `prev` (s > 0) and the
+  /// cut out to `next` whole, one replica, as pipeline-dp counts it.
+  double blocking_transfers(const std::vector<int>& b, int s, int prev, int first, int replicas,
+                            int next) const;
   double stage_allreduce(int stage, double bytes) const;
   void check_cuts(const std::vector<int>& cuts) const;
   std::vector<int> bounds(const std::vector<int>& cuts) const;  // S + 1 positions

@@ -278,15 +278,19 @@ IdealSplit expand(IdealSplit s, const std::vector<int>& group) {
 
 }  // namespace
 
+int extra_stage(const IdealSplitExtra& e, const std::vector<int>& stage_of) {
+  int at = e.nodes.empty() ? 0 : stage_of[static_cast<size_t>(e.nodes[0])];
+  for (int u : e.nodes) {
+    const int su = stage_of[static_cast<size_t>(u)];
+    at = e.latest ? std::max(at, su) : std::min(at, su);
+  }
+  return at;
+}
+
 double ideal_stage_load(const IdealSplitProblem& p, const std::vector<int>& stage_of, int stage) {
   double load = 0, xfer = 0;
   for (const IdealSplitExtra& e : p.extra) {
-    int at = e.nodes.empty() ? 0 : stage_of[static_cast<size_t>(e.nodes[0])];
-    for (int u : e.nodes) {
-      const int su = stage_of[static_cast<size_t>(u)];
-      at = e.latest ? std::max(at, su) : std::min(at, su);
-    }
-    if (at == stage) load += e.work;
+    if (extra_stage(e, stage_of) == stage) load += e.work;
   }
   for (int u = 0; u < p.size(); ++u) {
     const bool in = stage_of[static_cast<size_t>(u)] == stage;
@@ -450,11 +454,19 @@ IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int ne
   return p;
 }
 
+bool transfers_overlap(const Cluster& cluster, const std::vector<int>& devices) {
+  for (int d : devices) {
+    if (!cluster.device(d).spec.overlap_transfers) return false;
+  }
+  return true;
+}
+
 Plan pipeline_ideals_plan(const Problem& problem, IdealSplit* split) {
   const Graph& g = problem.graph;
   const std::vector<int> devices = problem_devices(problem);
   const int next = devices.size() > 1 ? devices[1] : devices[0];
-  const IdealSplitProblem p = ideal_split_problem(problem, devices[0], next);
+  IdealSplitProblem p = ideal_split_problem(problem, devices[0], next);
+  p.overlap = transfers_overlap(problem.cluster, devices);
   if (p.size() == 0) throw Error("pipeline-ideals: graph '" + g.name() + "' has no forward ops");
   const IdealSplit s = solve_ideal_split(p, static_cast<int>(devices.size()));
   if (split) *split = s;

@@ -7,8 +7,9 @@
 // prefixes of that order; a branching graph has many more ideals, and the best split may
 // need one that no single order has (Tarnawski et al., "Efficient Algorithms for Device
 // Placement of DNN Graph Operators", NeurIPS 2020, use the same DP over ideals). The load of
-// a stage is its work plus the transfers that cross its border, both directions, because
-// the simulator charges a stage for transfers it does not overlap.
+// a stage is its work and the transfers that cross its border, both directions: added to
+// the work on devices whose transfers occupy them (cluster key `overlap: false`), the larger
+// of the two where copy engines overlap them with the compute.
 //
 // The DP: f(I, 1) = load(I), f(I, k) = min over ideals J < I of max(f(J, k - 1),
 // load(I \ J)); O(ideals^2 x k). When the graph has more than `max_ideals` ideals, chains of
@@ -35,14 +36,19 @@ struct IdealSplitExtra {
   double work = 0;
 };
 
+/// The stage `e` runs on under `stage_of` (a stage per node): the latest (or earliest) of
+/// its nodes' stages, stage 0 when it has no nodes.
+int extra_stage(const IdealSplitExtra& e, const std::vector<int>& stage_of);
+
 /// The abstract problem (tests build it by hand; ideal_split_problem builds it from a graph).
 struct IdealSplitProblem {
   std::vector<double> work;               ///< per node
   std::vector<double> send;               ///< per node: cost of moving its output across a cut
   std::vector<std::vector<int>> succs;    ///< per node: successors (the DAG's edges)
   std::vector<IdealSplitExtra> extra;     ///< work placed by a node set's stages
-  /// false: a stage's transfers add to its work (devices without copy engines, and what
-  /// pipeline-ideals assumes everywhere); true: they overlap it (load = the larger).
+  /// false: a stage's transfers add to its work (devices without copy engines, cluster key
+  /// `overlap: false`); true: they overlap it (load = the larger). pipeline_ideals_plan
+  /// sets it from the cluster (transfers_overlap).
   bool overlap = false;
   int size() const { return static_cast<int>(work.size()); }
   double stage_load(double work_part, double transfers) const {
@@ -79,8 +85,14 @@ IdealSplit solve_prefix_split(const IdealSplitProblem& p, int max_stages);
 /// among their successors).
 IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int next);
 
+/// Whether every device of `devices` overlaps its transfers with its compute
+/// (DeviceSpec::overlap_transfers); one device without copy engines makes the stage loads
+/// of the whole split additive.
+bool transfers_overlap(const Cluster& cluster, const std::vector<int>& devices);
+
 /// `placer place --method pipeline-ideals`: the split over the problem's devices in order,
-/// one device per stage, micro-batches chosen by simulation as pipeline-dp does.
+/// one device per stage, stage loads overlapped or added as transfers_overlap says,
+/// micro-batches chosen by simulation as pipeline-dp does.
 Plan pipeline_ideals_plan(const Problem& problem, IdealSplit* split = nullptr);
 
 }  // namespace placer

@@ -2,8 +2,8 @@
 // small random DAGs (with and without extra work placed by node sets), beats every split
 // along one topological order on two parallel chains (hand-computed), keeps a 300-node
 // branching graph balanced when its ideals exceed the cap, charges forward graphs one
-// transfer per cut, places backward ops without a forward op where the simulator runs
-// them, and its plan is a valid pipeline the simulator runs.
+// transfer per cut, adds or overlaps transfers as the cluster says, places backward ops without a
+// forward op where the simulator runs them, and its plan is a valid pipeline the simulator runs.
 
 #include <gtest/gtest.h>
 
@@ -163,6 +163,53 @@ TEST(PipelineIdeals, TransfersAcrossACutAddToBothStages) {
   s = solve_ideal_split(p, 2);
   EXPECT_DOUBLE_EQ(s.bottleneck, 5);
   EXPECT_EQ(s.stages, 2);
+}
+
+TEST(PipelineIdeals, OverlapDecidesTheSplitOfAThreeNodeChain) {
+  // Chain a -> b -> c of work 4 each, a and b sending 5 across a cut. Added to the work:
+  // three stages hold 4 + 5, 4 + 5 + 5, 4 + 5 (14), two stages 8 + 5 and 4 + 5 (13), one
+  // stage 12, the best. Overlapped: three stages max(4, 5), max(4, 10), max(4, 5) (10), two
+  // stages max(8, 5) and max(4, 5) (8), the best, one stage 12.
+  IdealSplitProblem p;
+  p.work = {4, 4, 4};
+  p.send = {5, 5, 0};
+  p.succs = {{1}, {2}, {}};
+  IdealSplit s = solve_ideal_split(p, 3);
+  EXPECT_DOUBLE_EQ(s.bottleneck, 12);
+  EXPECT_EQ(s.stages, 1);
+  p.overlap = true;
+  s = solve_ideal_split(p, 3);
+  EXPECT_DOUBLE_EQ(s.bottleneck, 8);
+  EXPECT_EQ(s.stages, 2);
+  EXPECT_DOUBLE_EQ(ideal_stage_load(p, {0, 1, 1}, 1), 8);
+  EXPECT_DOUBLE_EQ(ideal_stage_load(p, {0, 1, 2}, 1), 10);
+}
+
+TEST(PipelineIdeals, PlanHonoursTheClusterOverlapKey) {
+  // The same chain as a forward graph: 4e10 FLOPs (4 ms at 10 TFLOP/s) per op, outputs of
+  // 50 MB (5 ms over 10 GB/s). On devices that overlap their transfers the split has two
+  // stages of 8 ms; with `overlap: false` one stage of 12 ms.
+  ChainOptions o;
+  o.per_op_flops = {4e10, 4e10, 4e10};
+  o.activation_bytes = 50'000'000;
+  const Graph g = make_chain(o);
+  for (const bool overlap : {true, false}) {
+    const Cluster c = testing::one_host_cluster(
+        3, 16ull << 30, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair}, 0, overlap);
+    EXPECT_EQ(transfers_overlap(c, {0, 1, 2}), overlap);
+    const CostModel cost(c, uniform_profile(1.0));
+    Simulator sim(g, c, cost);
+    const Problem problem{g, c, cost, sim, {}};
+    const IdealSplitProblem p = ideal_split_problem(problem, 0, 1);
+    ASSERT_EQ(p.size(), 3);
+    ASSERT_NEAR(p.work[0], 4e-3, 1e-4);
+    ASSERT_NEAR(p.send[0], 5e-3, 1e-4);
+    IdealSplit split;
+    const Plan plan = pipeline_ideals_plan(problem, &split);
+    EXPECT_EQ(split.stages, overlap ? 2 : 1) << "overlap " << overlap;
+    EXPECT_DOUBLE_EQ(split.bottleneck, overlap ? p.work[0] + p.work[1] : p.work[0] * 3);
+    EXPECT_NO_THROW(plan.validate(g, c));
+  }
 }
 
 TEST(PipelineIdeals, FallsBackWhenTheIdealsExceedTheCap) {

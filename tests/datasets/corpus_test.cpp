@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "datasets/synthetic.h"
 #include "src/io/graph_json.h"
@@ -169,20 +170,20 @@ TEST_F(CorpusTest, GenerateWritesFilesThatLoad) {
   c.manifest_path = path("out/files.corpus.yaml");
   CorpusGenerateOptions o;
   o.families = {"all"};
-  o.count = 16;
+  o.count = 17;
   size_t calls = 0;
   o.progress = [&](size_t done, size_t total, const Graph&) {
     ++calls;
-    EXPECT_EQ(total, 16u);
+    EXPECT_EQ(total, 17u);
     EXPECT_EQ(done, calls);
   };
   generate_corpus_entries(&c, o);
   save_corpus(c, c.manifest_path);
-  EXPECT_EQ(calls, 16u);
+  EXPECT_EQ(calls, 17u);
   const Corpus back = load_corpus(c.manifest_path);
-  ASSERT_EQ(back.size(), 16u);
+  ASSERT_EQ(back.size(), 17u);
   EXPECT_EQ(back.entries[0].file, "graphs/enas_cnn_000.graph.json");
-  EXPECT_EQ(back.entries[15].name, "enas_cnn_001");  // after one of each of the 15 families
+  EXPECT_EQ(back.entries[16].name, "enas_cnn_001");  // after one of each of the 16 families
   EXPECT_TRUE(fs::exists(path("out/graphs/layered_random_000.graph.json")));
   for (size_t i = 0; i < back.size(); ++i) {
     const Graph g = back.load_graph(i);
@@ -195,7 +196,7 @@ TEST_F(CorpusTest, GenerateWritesFilesThatLoad) {
   o.progress = nullptr;
   o.write_files = false;
   generate_corpus_entries(&again, o);
-  for (size_t i = 0; i < 16; ++i)
+  for (size_t i = 0; i < 17; ++i)
     EXPECT_EQ(again.entries[i].fingerprint, back.entries[i].fingerprint);
   o.families = {"nope"};
   EXPECT_THROW(generate_corpus_entries(&again, o), Error);
@@ -305,7 +306,8 @@ TEST(DefaultCorpus, CountsAndEveryEntryLoads) {
   }
   for (const std::string& f : family_names()) {  // 30 + 1 large (+ GNMT-8 over 256 steps)
     // Added after the shipped corpus was generated.
-    if (f == "rec" || f == "resnet" || f == "vit" || f == "encdec" || f == "gnn") continue;
+    if (f == "rec" || f == "resnet" || f == "vit" || f == "encdec" || f == "gnn" || f == "swin")
+      continue;
     EXPECT_EQ(per_family[f], f == "gnmt" ? 32u : 31u) << f;
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -321,6 +323,30 @@ TEST(DefaultCorpus, CountsAndEveryEntryLoads) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("default corpus: %zu graphs, %zu ops, loaded in %.2f s\n", c.size(), ops, secs);
   EXPECT_GE(over_50k, 1u);
+}
+
+// The shipped by-family corpus: each family in one split (swin among the test families),
+// 12 graphs each, and every entry regenerates to its recorded op count and fingerprint.
+TEST(ByFamilyCorpus, EveryFamilyInOneSplitAndEveryEntryLoads) {
+  const Corpus c =
+      load_corpus(std::string(PLACER_SOURCE_DIR) + "/datasets/corpora/by_family.corpus.yaml");
+  std::map<std::string, std::set<std::string>> splits;
+  std::map<std::string, size_t> count;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const CorpusEntry& e = c.entries[i];
+    splits[e.family()].insert(to_string(e.split));
+    ++count[e.family()];
+    EXPECT_NO_THROW(c.load_graph(i)) << e.name;
+  }
+  EXPECT_EQ(c.size(), 192u);
+  EXPECT_EQ(splits.size(), 16u);
+  for (const auto& [family, s] : splits) {
+    EXPECT_EQ(s.size(), 1u) << family;
+    EXPECT_EQ(count[family], 12u) << family;
+  }
+  EXPECT_EQ(*splits["swin"].begin(), "test");
+  EXPECT_EQ(*splits["gnn"].begin(), "val");
+  EXPECT_EQ(*splits["resnet"].begin(), "train");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// The modern families: parameter counts of the reference models (torchvision's resnet50 and
-// vit_b_16), op counts by hand, the FLOPs of ResNet-50, the branches of the GNN and of the
-// encoder-decoder's cross attention.
+// The modern families: parameter counts of the reference models (torchvision's resnet50,
+// vit_b_16 and swin_t), op counts by hand, the FLOPs of ResNet-50 and of Swin's windowed
+// scores, the branches of the GNN and of the encoder-decoder's cross attention.
 
 #include "datasets/family_modern.h"
 
@@ -35,6 +35,32 @@ TEST(FamilyModern, VitB16MatchesTorchvision) {
   EXPECT_EQ(params(g), 86567656u);
   // Class token, patch Conv, Concat, positions; 14 ops a block; final norm, Slice, fc, loss.
   EXPECT_EQ(g.num_ops(), 4u + 12 * 14 + 4);
+}
+
+TEST(FamilyModern, SwinTMatchesTorchvision) {
+  // By hand: the patch Conv (3 x 4 x 4 x 96 + 96) and its LayerNorm (2 x 96); per block of
+  // width c with h heads 12 c^2 + 13 c + 169 h (Q, K, V, output and the 4x MLP with biases,
+  // two LayerNorms, a 13 x 13 bias table per head); per merge 8 c^2 + 8 c (LayerNorm over
+  // 4 c, bias-free reduction to 2 c); the final LayerNorm over 768 and the 1000-way head.
+  const int64_t depths[] = {2, 2, 6, 2}, heads[] = {3, 6, 12, 24};
+  int64_t want = 3 * 16 * 96 + 96 + 2 * 96, c = 96;
+  for (int s = 0; s < 4; ++s) {
+    want += depths[s] * (12 * c * c + 13 * c + 169 * heads[s]);
+    if (s < 3) {
+      want += 8 * c * c + 8 * c;
+      c *= 2;
+    }
+  }
+  want += 2 * c + c * 1000 + 1000;
+  EXPECT_EQ(want, 28288354);  // torchvision's swin_t
+  const Graph g = make_swin();
+  EXPECT_EQ(params(g), static_cast<uint64_t>(want));
+  // Patch Conv and norm; 14 ops a block; 3 ops a merge; final norm, pool, fc, loss.
+  EXPECT_EQ(g.num_ops(), 2u + 12 * 14 + 3 * 3 + 4);
+  // Stage 0's scores: 64 windows of 49 tokens per image, 3 heads.
+  const OpId sc = g.find_op("stages.0.blocks.0.attn.scores");
+  ASSERT_NE(sc, kNoOp);
+  EXPECT_DOUBLE_EQ(g.op(sc).flops, 2.0 * 32 * 56 * 56 * 49 * 96);
 }
 
 TEST(FamilyModern, EncoderDecoderCrossAttendsTheEncoderOutput) {

@@ -25,9 +25,9 @@ int64_t param(const std::vector<std::pair<std::string, int64_t>>& v, const std::
 
 TEST(FamilyRegistry, NamesAndInfo) {
   const std::vector<std::string> want = {
-      "enas_cnn",       "amoebanet",      "inception", "enas_rnn",    "rnnlm",
-      "gnmt",           "transformer_xl", "wavenet",   "transformer", "rec",
-      "layered_random", "resnet",         "vit",       "encdec",      "gnn"};
+      "enas_cnn", "amoebanet",   "inception", "enas_rnn",       "rnnlm",  "gnmt", "transformer_xl",
+      "wavenet",  "transformer", "rec",       "layered_random", "resnet", "vit",  "encdec",
+      "gnn",      "swin"};
   EXPECT_EQ(family_names(), want);
   for (const FamilyInfo& f : family_infos()) {
     EXPECT_FALSE(f.models.empty()) << f.name;

@@ -190,6 +190,21 @@ TEST(PipelineArraysTest, AnalyticLengthByHand) {
   EXPECT_THROW(pipeline_length(r, {50, 40}), ValidationError);
 }
 
+TEST(PipelineArraysTest, WithoutOverlapTheMiddleStageCarriesBothCuts) {
+  // Three stages of one device, links 1, m = 3, A' = 0.1: x = 2 x 0.1 / 3 = 1/15 per cut.
+  // Cuts {42, 84}: t = 43/384, 42/384, 43/384; L = 1/3 + 2/15 + 2 x bottleneck.
+  //   overlap: bottleneck 43/384, L = 221/320; without: 42/384 + 2/15, L = 457/480.
+  // Cuts {50, 76}: t = 51/384, 26/384, 51/384.
+  //   overlap: bottleneck 51/384, L = 703/960 (worse); without: 26/384 + 2/15 (the smaller
+  //   middle stage carries both cuts), L = 139/160 (better).
+  ArrayProblem p = linear_problem({0, 1, 2}, 1.0, {1, 1, 1}, 3, 0.0);
+  EXPECT_NEAR(pipeline_length(p, {42, 84}), 221.0 / 320, 1e-6);
+  EXPECT_NEAR(pipeline_length(p, {50, 76}), 703.0 / 960, 1e-6);
+  p.overlap = false;
+  EXPECT_NEAR(pipeline_length(p, {42, 84}), 457.0 / 480, 1e-6);
+  EXPECT_NEAR(pipeline_length(p, {50, 76}), 139.0 / 160, 1e-6);
+}
+
 TEST(PipelineArraysTest, ArrayEnvMasksAndRewards) {
   ArrayPipelineEnv env(linear_problem({0, 1, 2}, 1.0, {1, 1, 1}, 3, 0.0), 4);
   EXPECT_EQ(static_cast<int>(env.observation().size()), ArrayPipelineEnv::state_dim(3, 4));

@@ -539,6 +539,47 @@ TEST(PipelineEnvTest, BestGroupsMinimiseTheBottleneck) {
   }
 }
 
+// `hosts` hosts of `per_host` test devices that carry their transfers themselves
+// (`overlap: false`).
+Cluster blocking_cluster(int hosts, int per_host, const LinkSpec& intra, const LinkSpec& inter) {
+  DeviceSpec spec = testing::test_spec();
+  spec.overlap_transfers = false;
+  Cluster c;
+  c.name = "blocking";
+  for (int h = 0; h < hosts; ++h) c.add_host("host" + std::to_string(h), spec, per_host);
+  c.set_link(LinkLevel::kIntraHost, intra);
+  c.set_link(LinkLevel::kInterHost, inter);
+  return c;
+}
+
+TEST(PipelineEnvTest, BestGroupsAddTheCutsOnDevicesWithoutOverlap) {
+  // Cuts at positions 2 and 4 (pivots 1, 3): stages of 3, 7 and 10 ms; 2 MB and 4 MB cross
+  // the cuts (4 ms and 8 ms there and back over 1 GB/s, halved into a stage of 2). On 4
+  // devices, overlapped: 1 + 1 + 2 -> max(3, 7, 5 + all-reduce, 4, 4) = 7 ms (1 + 2 + 1
+  // and 2 + 1 + 1 hold the 10 ms stage). Without overlap a stage adds its cut in and its
+  // cut out (whole): 1 + 1 + 2 -> stage 1 = 7 + 4 + 8 = 19; 2 + 1 + 1 -> 19 too;
+  // 1 + 2 + 1 -> 3 + 4, 3.5 + all-reduce + 2 + 8, 10 + 8 = 18 ms, the best.
+  const std::vector<int> cuts{1, 3};
+  PipelineEnvOptions o;
+  o.stages = 3;
+  o.prune = false;
+  {
+    Fixture f(six(), host_of(4));
+    PipelineEnv env(f.graph, f.cluster, f.cost, o);
+    const auto g = env.best_groups(cuts);
+    EXPECT_EQ(g, (std::vector<std::vector<int>>{{0}, {1}, {2, 3}}));
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, g), 7e-3, 1e-12);
+  }
+  {
+    Fixture f(six(), blocking_cluster(1, 4, link(0, 1e9), link(0, 1e9)));
+    PipelineEnv env(f.graph, f.cluster, f.cost, o);
+    const auto g = env.best_groups(cuts);
+    EXPECT_EQ(g, (std::vector<std::vector<int>>{{0}, {1, 2}, {3}}));
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, g), 18e-3, 1e-12);
+    EXPECT_NEAR(env.estimate_bottleneck(cuts, {{0}, {1}, {2, 3}}), 19e-3, 1e-12);
+  }
+}
+
 // Every split of the device list into S contiguous groups, stage 0 first, where a stage may
 // skip to the next host boundary (the DP's search space), with its estimated bottleneck.
 void all_splits(const PipelineEnv& env, const std::vector<int>& cuts, const Cluster& c, int s,
@@ -577,11 +618,14 @@ Graph heavy_params() {
 }
 
 TEST(PipelineEnvTest, BestGroupsMatchBruteForce) {
-  // Two hosts of 3 devices (fast inside, slower between), 3 stages: for every cut set, the
-  // DP's groups have the lowest estimate over all contiguous splits with host skips.
-  for (bool heavy : {false, true}) {
+  // Two hosts of 3 devices (fast inside, slower between), 3 stages, devices with and without
+  // overlap: for every cut set, the DP's groups have the lowest estimate over all
+  // contiguous splits with host skips.
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool heavy = variant % 2 == 1, blocking = variant >= 2;
     Fixture f(heavy ? heavy_params() : six(),
-              make_cluster(2, 3, link(1e-6, 1e10), link(1e-5, 1e9)));
+              blocking ? blocking_cluster(2, 3, link(1e-6, 1e10), link(1e-5, 1e9))
+                       : make_cluster(2, 3, link(1e-6, 1e10), link(1e-5, 1e9)));
     PipelineEnvOptions o;
     o.stages = 3;
     o.prune = false;
@@ -595,7 +639,7 @@ TEST(PipelineEnvTest, BestGroupsMatchBruteForce) {
         all_splits(env, cuts, f.cluster, 0, 0, &work, &best, &arg);
         const auto dp = env.best_groups(cuts);
         EXPECT_NEAR(env.estimate_bottleneck(cuts, dp), best, best * 1e-9)
-            << "heavy " << heavy << " cuts " << a << "," << b;
+            << "heavy " << heavy << " blocking " << blocking << " cuts " << a << "," << b;
         ++cases;
       }
     }

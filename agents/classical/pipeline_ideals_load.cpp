@@ -1,0 +1,351 @@
+#include "agents/classical/pipeline_ideals_load.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "src/util/error.h"
+
+namespace placer {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Per label: work, transfers across its border and parameter bytes of an assignment.
+struct LabelSums {
+  std::vector<double> work, xfer;
+  std::vector<uint64_t> params;
+  std::vector<char> used;
+};
+
+/// The extra work of `p` on the labels that run it (extra_stage), which become used.
+void add_extra_work(const IdealSplitProblem& p, const std::vector<int>& stage_of, LabelSums* t) {
+  for (const IdealSplitExtra& e : p.extra) {
+    const size_t at = static_cast<size_t>(extra_stage(e, stage_of));
+    t->work[at] += e.work;
+    t->used[at] = 1;
+  }
+}
+
+LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, int labels) {
+  const IdealSplitProblem& p = m.split;
+  LabelSums t;
+  const size_t L = static_cast<size_t>(labels);
+  t.work.assign(L, 0);
+  t.xfer.assign(L, 0);
+  t.params.assign(L, 0);
+  t.used.assign(L, 0);
+  for (int u = 0; u < p.size(); ++u) {
+    const size_t su = static_cast<size_t>(stage_of[static_cast<size_t>(u)]);
+    t.used[su] = 1;
+    t.work[su] += p.work[static_cast<size_t>(u)];
+    t.params[su] += m.params[static_cast<size_t>(u)];
+    // u's output crosses the border of its own stage and of every other stage it feeds,
+    // once per stage (ideal_stage_load's rule).
+    uint64_t crossed = 0;
+    for (int v : p.succs[static_cast<size_t>(u)]) {
+      const int sv = stage_of[static_cast<size_t>(v)];
+      if (static_cast<size_t>(sv) != su) crossed |= (uint64_t(1) << sv) | (uint64_t(1) << su);
+    }
+    for (size_t l = 0; crossed != 0; ++l, crossed >>= 1) {
+      if (crossed & 1) t.xfer[l] += p.send[static_cast<size_t>(u)];
+    }
+  }
+  add_extra_work(p, stage_of, &t);
+  return t;
+}
+
+/// The load of `label` on `replicas` devices (without the gradient all-reduce when
+/// `allreduce` is false: a lower bound for the search).
+double label_load(const StageLoadModel& m, const LabelSums& t, size_t label, int replicas,
+                  bool allreduce = true) {
+  const double r = replicas;
+  const double load = m.split.stage_load(t.work[label] / r, t.xfer[label]);
+  return allreduce ? load + m.allreduce_time(replicas, t.params[label]) : load;
+}
+
+constexpr int kMaxLabels = 64;  // label_sums keeps a stage's borders in a 64-bit mask
+
+int label_count(const std::vector<int>& stage_of) {
+  int labels = 1;
+  for (int s : stage_of) labels = std::max(labels, s + 1);
+  if (labels > kMaxLabels) {
+    throw Error("stage load: " + std::to_string(labels) + " stages (at most " +
+                std::to_string(kMaxLabels) + ")");
+  }
+  return labels;
+}
+
+}  // namespace
+
+double StageLoadModel::allreduce_time(int replicas, uint64_t bytes) const {
+  if (replicas < 2 || bytes == 0) return 0;
+  if (replicas > max_replicas()) {
+    throw Error("stage load: " + std::to_string(replicas) + " replicas on a problem of " +
+                std::to_string(max_replicas()) + " devices");
+  }
+  return cost->group_collective_time(
+      CollectiveKind::kAllReduce, groups[static_cast<size_t>(replicas)], bytes, SyncScheme::kAuto);
+}
+
+StageLoadModel stage_load_model(const Problem& problem) {
+  const std::vector<int> devices = problem_devices(problem);
+  StageLoadModel m;
+  m.split = ideal_split_problem(problem, devices[0], devices.size() > 1 ? devices[1] : devices[0]);
+  m.split.overlap = transfers_overlap(problem.cluster, devices);
+  m.cost = &problem.cost;
+  const Graph& g = problem.graph;
+  m.batch = g.batch_size();
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase == Phase::kForward) m.params.push_back(g.op(o).param_bytes);
+  }
+  m.groups.resize(devices.size() + 1);
+  for (size_t r = 2; r <= devices.size(); ++r) {
+    std::vector<int> members(devices.begin(), devices.begin() + static_cast<long>(r));
+    std::sort(members.begin(), members.end());
+    m.groups[r] = problem.cost.make_group(members);
+  }
+  return m;
+}
+
+double assignment_load(const StageLoadModel& m, const std::vector<int>& stage_of,
+                       const std::vector<int>& replicas) {
+  const LabelSums t = label_sums(m, stage_of, label_count(stage_of));
+  double worst = 0;
+  for (size_t l = 0; l < t.used.size(); ++l) {
+    if (!t.used[l]) continue;
+    const int r = l < replicas.size() ? std::max(1, replicas[l]) : 1;
+    worst = std::max(worst, label_load(m, t, l, r));
+  }
+  return worst;
+}
+
+void plan_assignment(const Graph& g, const Plan& plan, std::vector<int>* stage_of,
+                     std::vector<int>* replicas) {
+  std::vector<int> stage_of_op(g.num_ops(), -1);
+  std::map<int, int> devices;  // label -> device count
+  for (size_t s = 0; s < plan.pipeline.stages.size(); ++s) {
+    for (OpId o : plan.pipeline.stages[s].ops) stage_of_op[o] = static_cast<int>(s);
+    devices[static_cast<int>(s)] = static_cast<int>(plan.pipeline.stages[s].devices.size());
+  }
+  stage_of->clear();
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase != Phase::kForward) continue;
+    int s = stage_of_op[o];
+    if (s < 0) {
+      s = plan.placement[o];
+      devices.emplace(s, 1);
+    }
+    stage_of->push_back(s);
+  }
+  const int R = std::max(1, plan.data_parallel.replicas);
+  replicas->assign(static_cast<size_t>(label_count(*stage_of)), 1);
+  for (const auto& [label, count] : devices) {
+    if (static_cast<size_t>(label) < replicas->size()) {
+      (*replicas)[static_cast<size_t>(label)] = std::max(1, count) * R;
+    }
+  }
+}
+
+double plan_stage_load(const StageLoadModel& m, const Graph& g, const Plan& plan) {
+  std::vector<int> stage_of, replicas;
+  plan_assignment(g, plan, &stage_of, &replicas);
+  return assignment_load(m, stage_of, replicas);
+}
+
+namespace {
+
+/// The best device counts of the used labels of `t` (sum <= `devices`, each >= 1 and one the
+/// model allows): their largest load (label_load with `allreduce`) and the counts.
+double best_replicas(const StageLoadModel& m, const LabelSums& t, int devices,
+                     std::vector<int>* best, bool allreduce = true) {
+  std::vector<size_t> used;
+  for (size_t l = 0; l < t.used.size(); ++l) {
+    if (t.used[l]) used.push_back(l);
+  }
+  std::vector<int> r(t.used.size(), 0);
+  double best_load = kInf;
+  // Depth-first over the used labels; `left` devices remain, `worst` so far.
+  auto visit = [&](auto&& self, size_t i, int left, double worst) -> void {
+    if (worst >= best_load) return;
+    if (i == used.size()) {
+      best_load = worst;
+      *best = r;
+      return;
+    }
+    const int spare = left - static_cast<int>(used.size() - i - 1);  // one for each after
+    for (int k = 1; k <= spare; ++k) {
+      if (!m.allows(k)) continue;
+      r[used[i]] = k;
+      self(self, i + 1, left - k, std::max(worst, label_load(m, t, used[i], k, allreduce)));
+    }
+    r[used[i]] = 0;
+  };
+  visit(visit, 0, devices, 0.0);
+  return best_load;
+}
+
+}  // namespace
+
+namespace {
+
+/// Depth-first search over the nodes in order (topological), each given a label; partial
+/// sums per label grow with every node, so a partial assignment whose lower bound (the best
+/// device counts for its sums, without the all-reduce) is not below the best found is cut. Without
+/// extra work the labels are interchangeable (one host of equal devices), so node u only opens the
+/// next unused label.
+class StageLoadSearch {
+ public:
+  StageLoadSearch(const StageLoadModel& m, int labels, int64_t max_visits)
+      : m_(m), labels_(labels), max_visits_(max_visits), preds_(m.split.size()) {
+    const IdealSplitProblem& p = m.split;
+    for (int u = 0; u < p.size(); ++u) {
+      for (int v : p.succs[static_cast<size_t>(u)]) preds_[static_cast<size_t>(v)].push_back(u);
+    }
+    stage_of_.assign(static_cast<size_t>(p.size()), -1);
+    charged_.assign(static_cast<size_t>(p.size()), 0);
+    sums_.work.assign(static_cast<size_t>(labels), 0);
+    sums_.xfer.assign(static_cast<size_t>(labels), 0);
+    sums_.params.assign(static_cast<size_t>(labels), 0);
+    sums_.used.assign(static_cast<size_t>(labels), 0);
+    symmetric_ = p.extra.empty();
+  }
+
+  /// Starts from `incumbent` (a valid assignment and its replicas) and returns the optimum.
+  StageLoadOptimum run(StageLoadOptimum incumbent) {
+    best_ = std::move(incumbent);
+    visit(0, 0);
+    best_.assignments = visits_;
+    return best_;
+  }
+
+ private:
+  struct Change {
+    int node, label;
+    double xfer;
+  };
+
+  void visit(int u, int open) {
+    if (++visits_ > max_visits_) {
+      throw Error("stage load: the search passed " + std::to_string(max_visits_) +
+                  " partial assignments");
+    }
+    if (u == m_.split.size()) return leaf();
+    const int top = symmetric_ ? std::min(labels_, open + 1) : labels_;
+    for (int l = 0; l < top; ++l) {
+      const size_t trail = assign(u, l);
+      if (lower_bound() < best_.load) visit(u + 1, std::max(open, l + 1));
+      undo(u, l, trail);
+    }
+  }
+
+  /// Gives node u label l: its work and parameters, and the transfers of its predecessors'
+  /// outputs that now cross a border (once per node and label, as label_sums counts them).
+  size_t assign(int u, int l) {
+    const size_t trail = changes_.size();
+    const IdealSplitProblem& p = m_.split;
+    stage_of_[static_cast<size_t>(u)] = l;
+    sums_.work[static_cast<size_t>(l)] += p.work[static_cast<size_t>(u)];
+    sums_.params[static_cast<size_t>(l)] += m_.params[static_cast<size_t>(u)];
+    ++used_count_[static_cast<size_t>(l)];
+    for (int q : preds_[static_cast<size_t>(u)]) {
+      const int lq = stage_of_[static_cast<size_t>(q)];
+      if (lq == l) continue;
+      for (int side : {lq, l}) {
+        const uint64_t bit = uint64_t(1) << side;
+        if (charged_[static_cast<size_t>(q)] & bit) continue;
+        charged_[static_cast<size_t>(q)] |= bit;
+        sums_.xfer[static_cast<size_t>(side)] += p.send[static_cast<size_t>(q)];
+        changes_.push_back({q, side, p.send[static_cast<size_t>(q)]});
+      }
+    }
+    return trail;
+  }
+
+  void undo(int u, int l, size_t trail) {
+    const IdealSplitProblem& p = m_.split;
+    while (changes_.size() > trail) {
+      const Change& c = changes_.back();
+      charged_[static_cast<size_t>(c.node)] &= ~(uint64_t(1) << c.label);
+      sums_.xfer[static_cast<size_t>(c.label)] -= c.xfer;
+      changes_.pop_back();
+    }
+    sums_.work[static_cast<size_t>(l)] -= p.work[static_cast<size_t>(u)];
+    sums_.params[static_cast<size_t>(l)] -= m_.params[static_cast<size_t>(u)];
+    --used_count_[static_cast<size_t>(l)];
+    stage_of_[static_cast<size_t>(u)] = -1;
+  }
+
+  /// The best device counts for the labels so far, their transfers so far, no all-reduce:
+  /// work and transfers only grow with more nodes, so no completion does better.
+  double lower_bound() {
+    for (size_t l = 0; l < used_count_.size(); ++l) sums_.used[l] = used_count_[l] > 0;
+    return best_replicas(m_, sums_, labels_, &scratch_, false);
+  }
+
+  /// A complete assignment: the extra work joins its labels, then the best device counts.
+  void leaf() {
+    LabelSums t = sums_;
+    for (size_t l = 0; l < t.used.size(); ++l) t.used[l] = used_count_[l] > 0;
+    add_extra_work(m_.split, stage_of_, &t);
+    std::vector<int> replicas;
+    const double load = best_replicas(m_, t, labels_, &replicas);
+    if (load < best_.load) {
+      best_.load = load;
+      best_.stage_of = stage_of_;
+      best_.replicas = std::move(replicas);
+    }
+  }
+
+  const StageLoadModel& m_;
+  const int labels_;
+  const int64_t max_visits_;
+  std::vector<std::vector<int>> preds_;
+  std::vector<int> stage_of_;
+  std::vector<uint64_t> charged_;  // per node: labels its output's transfer is charged to
+  LabelSums sums_;                 // work, xfer, params per label (used: set by lower_bound)
+  std::vector<int> used_count_ = std::vector<int>(static_cast<size_t>(labels_), 0);
+  std::vector<Change> changes_;
+  std::vector<int> scratch_;  // lower_bound's device counts (unused)
+  bool symmetric_ = false;
+  int64_t visits_ = 0;
+  StageLoadOptimum best_;
+};
+
+}  // namespace
+
+StageLoadOptimum exhaustive_stage_load(const StageLoadModel& m, int labels, int64_t max_visits) {
+  if (labels < 1 || labels > m.max_replicas() || labels > kMaxLabels) {
+    throw Error("stage load: " + std::to_string(labels) + " labels for " +
+                std::to_string(m.max_replicas()) + " devices");
+  }
+  // Incumbents: the best contiguous split on one device per stage, and one stage on as
+  // many devices as the batch allows.
+  StageLoadOptimum start;
+  const IdealSplit split = solve_ideal_split(m.split, labels);
+  start.stage_of = split.stage_of;
+  start.replicas.assign(static_cast<size_t>(labels), 1);
+  start.load = assignment_load(m, start.stage_of, start.replicas);
+  const std::vector<int> one(static_cast<size_t>(m.split.size()), 0);
+  int all = labels;
+  while (!m.allows(all)) --all;
+  const double whole = assignment_load(m, one, {all});
+  if (whole < start.load) {
+    start.stage_of = one;
+    start.replicas.assign(static_cast<size_t>(labels), 0);
+    start.replicas[0] = all;
+    start.load = whole;
+  }
+  if (m.split.size() == 0) return start;
+  // Strictly below the incumbent is searched; nudge it so that equal plans are found too.
+  const double incumbent = start.load;
+  start.load = std::nextafter(incumbent, std::numeric_limits<double>::infinity());
+  StageLoadOptimum best = StageLoadSearch(m, labels, max_visits).run(std::move(start));
+  best.load = std::min(best.load, incumbent);
+  return best;
+}
+
+}  // namespace placer

@@ -1,0 +1,78 @@
+#pragma once
+// The stage-load objective of the pipeline-split literature, extended to every plan a placer
+// emits, and its exact optimum by exhaustive search on small graphs.
+//
+// A plan is read as an assignment of the forward nodes of an IdealSplitProblem (the forward
+// ops of a training step) to stage labels 0..D-1 (pipeline stages, or the devices of a plain
+// placement) and a device count per label (its replicas; data-parallel replicas of the whole
+// plan multiply every stage's). The load of a stage on r devices is stage_load(work / r,
+// transfers) plus, when r > 1 and the stage holds parameters, the all-reduce of their
+// gradients among r devices; the objective is the largest load. Every plan scored by
+// plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
+// nodes to D labels, every device count per used label summing to at most D), so its optimum
+// is <= every plan's score by construction, not only <= the contiguous splits'
+// (solve_ideal_split).
+#include <cstdint>
+#include <vector>
+
+#include "agents/api/placer.h"
+#include "agents/classical/pipeline_ideals.h"
+#include "simulator/cost_model.h"
+
+namespace placer {
+
+/// The objective's data: the split problem of a graph and what replicas cost.
+struct StageLoadModel {
+  IdealSplitProblem split;       ///< work, transfers and edges of the forward nodes
+  std::vector<uint64_t> params;  ///< per node: parameter bytes of its forward op
+  const CostModel* cost = nullptr;
+  /// groups[r]: the problem's first r devices, where a stage of r replicas all-reduces
+  /// (index 0 and 1 unused).
+  std::vector<CollectiveGroup> groups;
+  int max_replicas() const { return static_cast<int>(groups.size()) - 1; }
+  /// The samples of a step (> 0: a stage's replicas must divide it, as every method's plan
+  /// splits the batch evenly; 0: any count).
+  int64_t batch = 0;
+  bool allows(int replicas) const { return replicas == 1 || batch <= 0 || batch % replicas == 0; }
+  /// The gradient all-reduce of `bytes` among `replicas` devices (0 for one device).
+  double allreduce_time(int replicas, uint64_t bytes) const;
+};
+
+/// The model of a problem: ideal_split_problem on its first two devices, `overlap` as the
+/// devices say (transfers_overlap), parameter bytes of every forward op, the graph's batch.
+StageLoadModel stage_load_model(const Problem& problem);
+
+/// The largest stage load of `stage_of` (a label per node) with replicas[label] devices
+/// per label (labels absent from stage_of are ignored).
+double assignment_load(const StageLoadModel& m, const std::vector<int>& stage_of,
+                       const std::vector<int>& replicas);
+
+/// A plan read as an assignment (stage_of, replicas per label): a pipeline's stages in order
+/// (ops of no stage and plain placements: the device of the op), devices per stage, times
+/// the data-parallel replicas.
+void plan_assignment(const Graph& g, const Plan& plan, std::vector<int>* stage_of,
+                     std::vector<int>* replicas);
+
+/// assignment_load of plan_assignment.
+double plan_stage_load(const StageLoadModel& m, const Graph& g, const Plan& plan);
+
+struct StageLoadOptimum {
+  double load = 0;
+  std::vector<int> stage_of;  ///< per node
+  std::vector<int> replicas;  ///< per label (0: unused)
+  int64_t assignments = 0;    ///< partial assignments the search visited
+};
+
+/// The exact optimum over every assignment of the nodes to `labels` labels (labels <= the
+/// model's devices) and every device count per used label (sum <= labels, each one the
+/// model allows: dividing the batch): a depth-first
+/// search over the nodes in order that cuts a partial assignment when its lower bound (the
+/// best device counts for the work and transfers so far, no all-reduce) reaches the best
+/// plan found, starting from the best contiguous split and the whole graph
+/// on every device. Without extra work (IdealSplitExtra) the labels are interchangeable and
+/// only one labelling of each partition is visited. Throws Error past `max_visits` partial
+/// assignments.
+StageLoadOptimum exhaustive_stage_load(const StageLoadModel& m, int labels,
+                                       int64_t max_visits = 50'000'000);
+
+}  // namespace placer

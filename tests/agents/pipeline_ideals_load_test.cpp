@@ -1,0 +1,156 @@
+// The stage-load objective and its exhaustive optimum: hand-computed loads of a diamond
+// (replicas, transfers added or overlapped), the exhaustive optimum below the contiguous
+// split's when a replicated stage wins, the branch-and-bound search equal to brute force on
+// random DAGs (with and without extra work), and on a small branching training graph the
+// exhaustive optimum <= the load of every fast method's plan (with and without overlap).
+
+#include "agents/classical/pipeline_ideals_load.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "agents/api/placer.h"
+#include "agents/portfolio/method_run.h"
+#include "datasets/synthetic.h"
+#include "one_host_cluster.h"
+#include "simulator/cost_profile.h"
+#include "src/graph/training_step.h"
+#include "src/util/error.h"
+
+namespace placer {
+namespace {
+
+/// a (2) -> {b (6), c (6)} -> d (2), every node sending 1 across a cut, no parameters.
+StageLoadModel diamond(bool overlap) {
+  StageLoadModel m;
+  m.split.work = {2, 6, 6, 2};
+  m.split.send = {1, 1, 1, 0};
+  m.split.succs = {{1, 2}, {3}, {3}, {}};
+  m.split.overlap = overlap;
+  m.params = {0, 0, 0, 0};
+  m.groups.resize(3);  // two devices; no parameters, so no all-reduce is costed
+  return m;
+}
+
+TEST(StageLoad, HandComputedLoadsOfADiamond) {
+  const StageLoadModel m = diamond(false);
+  // {a, b} | {c, d}: a -> c and b -> d cross: each stage 8 + 1 + 1 = 10.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 1}, {1, 1}), 10);
+  // {a, b, d} | {c}: a -> c and c -> d cross: 10 + 2 = 12 and 6 + 2 = 8.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 0}, {1, 1}), 12);
+  // One stage on two replicas: 16 / 2, nothing crosses.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 0, 0}, {2}), 8);
+  // Overlapped, {a, b, d} | {c}: max(10, 2) and max(6, 2).
+  EXPECT_DOUBLE_EQ(assignment_load(diamond(true), {0, 0, 1, 0}, {1, 1}), 10);
+}
+
+TEST(StageLoad, ExhaustiveOptimumCoversReplicatedStages) {
+  // The best contiguous split on two devices is {a, b} | {c, d} (10, or {a, c} | {b, d});
+  // one stage replicated on both devices is 8, the exact optimum.
+  const StageLoadModel m = diamond(false);
+  EXPECT_DOUBLE_EQ(solve_ideal_split(m.split, 2).bottleneck, 10);
+  const StageLoadOptimum opt = exhaustive_stage_load(m, 2);
+  EXPECT_DOUBLE_EQ(opt.load, 8);
+  EXPECT_DOUBLE_EQ(assignment_load(m, opt.stage_of, opt.replicas), 8);
+  EXPECT_THROW(exhaustive_stage_load(m, 2, 2), Error);
+  // A batch of 3 samples cannot be split over two replicas: the contiguous split is best.
+  StageLoadModel odd = diamond(false);
+  odd.batch = 3;
+  EXPECT_DOUBLE_EQ(exhaustive_stage_load(odd, 2).load, 10);
+}
+
+/// The optimum by brute force: every labelling of the nodes and every device count per
+/// label (sum <= labels, dividing the batch), scored by assignment_load.
+double brute_force(const StageLoadModel& m, int labels) {
+  const int n = m.split.size();
+  int64_t total = 1;
+  for (int i = 0; i < n; ++i) total *= labels;
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int> stage_of(static_cast<size_t>(n)), r(static_cast<size_t>(labels));
+  int64_t counts = 1;
+  for (int i = 0; i < labels; ++i) counts *= labels;
+  for (int64_t a = 0; a < total; ++a) {
+    for (int u = 0, code = static_cast<int>(a); u < n; ++u, code /= labels) {
+      stage_of[static_cast<size_t>(u)] = code % labels;
+    }
+    for (int64_t c = 0; c < counts; ++c) {
+      int sum = 0;
+      for (int l = 0, code = static_cast<int>(c); l < labels; ++l, code /= labels) {
+        const bool used = std::find(stage_of.begin(), stage_of.end(), l) != stage_of.end();
+        r[static_cast<size_t>(l)] = code % labels + 1;
+        sum += used ? r[static_cast<size_t>(l)] : 0;
+        if (used && !m.allows(r[static_cast<size_t>(l)])) sum = labels + 1;
+      }
+      if (sum <= labels) best = std::min(best, assignment_load(m, stage_of, r));
+    }
+  }
+  return best;
+}
+
+TEST(StageLoad, SearchEqualsBruteForceOnRandomDags) {
+  // Random DAGs of 3-6 nodes, random work and transfers, extra work on some (labels then not
+  // interchangeable), transfers added or overlapped; no parameters (no cost model needed).
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> w(0.5, 5), x(0, 2);
+  for (int trial = 0; trial < 40; ++trial) {
+    StageLoadModel m;
+    const int n = 3 + trial % 4;
+    m.split.overlap = trial % 2 == 1;
+    for (int u = 0; u < n; ++u) {
+      m.split.work.push_back(w(rng));
+      m.split.send.push_back(x(rng));
+      m.split.succs.emplace_back();
+      for (int v = u + 1; v < n; ++v) {
+        if (rng() % 3 == 0) m.split.succs.back().push_back(v);
+      }
+    }
+    if (trial % 3 == 0) m.split.extra = {{{0, n - 1}, trial % 2 == 0, w(rng)}};
+    m.params.assign(static_cast<size_t>(n), 0);
+    m.groups.resize(4);
+    m.batch = trial % 5 == 0 ? 3 : 0;  // sometimes two replicas do not divide the batch
+    const StageLoadOptimum opt = exhaustive_stage_load(m, 3);
+    EXPECT_NEAR(opt.load, brute_force(m, 3), 1e-12) << "trial " << trial;
+    EXPECT_NEAR(assignment_load(m, opt.stage_of, opt.replicas), opt.load, 1e-12);
+  }
+}
+
+TEST(StageLoad, ExhaustiveOptimumIsAtMostEveryFastMethodsPlan) {
+  LayeredRandomOptions o;
+  o.n_ops = 8;
+  o.width = 3;
+  o.seed = 7;
+  o.batch = 16;
+  for (const bool overlap : {true, false}) {
+    ProblemSetup s;
+    s.graph = expand_training_step(make_layered_random(o));
+    s.cluster = testing::one_host_cluster(
+        4, 16ull << 30, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair}, 0, overlap);
+    s.cost = std::make_unique<CostModel>(s.cluster, uniform_profile(1.0));
+    s.simulator = std::make_unique<Simulator>(s.graph, s.cluster, *s.cost);
+    const Problem problem = s.problem();
+    const StageLoadModel m = stage_load_model(problem);
+    ASSERT_EQ(m.split.overlap, overlap);
+    ASSERT_LE(m.split.size(), 10);
+    const StageLoadOptimum opt = exhaustive_stage_load(m, 4);
+    EXPECT_LE(opt.load, solve_ideal_split(m.split, 4).bottleneck * (1 + 1e-12));
+    SearchBudget budget;
+    budget.seed = 1;
+    int scored = 0;
+    for (const MethodInfo& info : placer_methods()) {
+      if (!info.fast) continue;
+      const MethodRun run = run_method(info.name, s, budget);
+      if (!run.ok) continue;
+      EXPECT_GE(plan_stage_load(m, s.graph, run.plan), opt.load * (1 - 1e-12))
+          << info.name << " overlap " << overlap;
+      ++scored;
+    }
+    EXPECT_GE(scored, 5);
+  }
+}
+
+}  // namespace
+}  // namespace placer
