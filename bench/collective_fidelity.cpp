@@ -49,6 +49,54 @@ const Source kSources[] = {
      "b200_4node_ib400.cluster.yaml", "b200_ib400.profile.yaml", 8},
 };
 
+// A single published figure (datasets/clusters/measurements/nccl_published_figures.csv):
+// all-reduce busbw of a group of hosts x local GPUs at one size.
+struct Figure {
+  const char* label;
+  const char* profile;
+  int hosts, local;
+  double bytes;
+  double busbw;  // GB/s, as published
+};
+
+const Figure kFigures[] = {
+    // github.com/NVIDIA/nccl-tests/issues/283: 248 x 8 H200, 8 NDR NICs each, 512 MiB,
+    // "typically around 350" GB/s busbw (default algorithm).
+    {"H200 248x8 NDR, 512 MiB (nccl-tests #283)", "h100_sxm_ib400.profile.yaml", 248, 8,
+     536870912.0, 350},
+    // github.com/NVIDIA/nccl/issues/1649 (GTC 2024): multi-node NVLS tree on NDR, 370-380 GB/s
+    // busbw at large sizes; taken here as 32 nodes, 8 GiB, 375.
+    {"H100 NDR multi-node NVLS tree (nccl #1649), 32x8, 8 GiB", "h100_sxm_ib400.profile.yaml", 32,
+     8, 8589934592.0, 375},
+};
+
+// The model's all-reduce busbw for a figure's group (whole hosts, one GPU per NIC); 0 when the
+// profile has no NCCL model.
+double figure_busbw(const Figure& f, const CostProfile& p, std::string* algorithm) {
+  if (!p.nccl.enabled()) return 0;
+  const int ranks = f.hosts * f.local;
+  double t = 0;
+  *algorithm = to_string(nccl_fastest(p.nccl, CollectiveKind::kAllReduce,
+                                      {ranks, f.hosts, f.local, f.local}, f.bytes, &t));
+  return f.bytes * bus_factor(CollectiveKind::kAllReduce, ranks) / t / 1e9;
+}
+
+void print_figures(const std::string& profiles) {
+  std::printf("\n| published figure | profile | busbw GB/s | predicted | error | algorithm |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const Figure& f : kFigures) {
+    const CostProfile p = load_cost_profile(profiles + "/" + f.profile);
+    std::string algorithm = "-";
+    const double bw = figure_busbw(f, p, &algorithm);
+    if (bw == 0) {
+      std::printf("| %s | %s | %.0f | - | - | no NCCL model |\n", f.label, f.profile, f.busbw);
+      continue;
+    }
+    std::printf("| %s | %s | %.0f | %.1f | %+.1f%% | %s |\n", f.label, f.profile, f.busbw, bw,
+                100 * (bw - f.busbw) / f.busbw, algorithm.c_str());
+  }
+}
+
 // The devices of a published run of `ranks` ranks, `per_host` per host, on the cluster.
 std::vector<int> group_of(const Cluster& c, int ranks, int per_host) {
   std::vector<int> devices;
@@ -132,6 +180,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < mape.size(); ++i) {
       std::printf("| %s | %s | %.1f%% |\n", kSources[i].label, kSources[i].profile, 100 * mape[i]);
     }
+    print_figures(profiles);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collective_fidelity: %s\n", e.what());
     return 1;

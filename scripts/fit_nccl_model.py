@@ -7,7 +7,7 @@ nccl-tests logs in datasets/clusters/measurements/, one level at a time, the oth
 
 For one log, the algorithm NCCL runs at large sizes and the level that binds it are given
 (below, with the reason); the time of size n is then
-    t(n) = alpha + moved(n) / (X * efficiency(n))
+    t(n) = alpha + hops * 2.7 us + moved(n) / (X * efficiency(n))
 with moved(n) the bytes through the binding level (ring: n * bus factor; NVLS inside a host:
 n; tree between two hosts: n over the rails' NICs) and X the level's bandwidth (rails x one
 NIC between hosts). The fit:
@@ -39,16 +39,24 @@ def read_log(name):
     return rows
 
 
-def fit(rows, moved_factor, alpha=None):
-    """alpha, X (bytes/s), efficiency knots [(log10 size, e)] for t = alpha + f n / (X e)."""
+# Latency of one host-to-host hop: NCCL's tuner's network step of a ring with the LL protocol
+# (src/graph/tuning.cc, hwLat NET ring LL, 2.7 us; its tree level is 5.0, about two hops).
+HOP_S = 2.7e-6
+
+
+def fit(rows, moved_factor, alpha=None, small_hops=0, large_hops=0):
+    """alpha, X (bytes/s), efficiency knots [(log10 size, e)] for t = alpha + hops * HOP_S +
+    f n / (X e), with `small_hops` the hops of the algorithm small sizes run (the tree's)
+    and `large_hops` those of the one whose bandwidth is fitted."""
     if alpha is None:
         small = [t for n, t in rows if n <= 1024]
         assert small, "no small sizes: give alpha"
-        alpha = min(small)
+        alpha = min(small) - small_hops * HOP_S
     implied = []
     for n, t in rows:
-        if t > alpha:
-            implied.append((math.log10(n), moved_factor * n / (t - alpha)))
+        lat = alpha + large_hops * HOP_S
+        if t > lat:
+            implied.append((math.log10(n), moved_factor * n / (t - lat)))
     x_bw = implied[-1][1]
     eff = [(x, bw / x_bw) for x, bw in implied]
     knots = []
@@ -67,23 +75,26 @@ def fit(rows, moved_factor, alpha=None):
     return alpha, x_bw, knots
 
 
-# (log, what binds and why, bus factor of the bytes through it, rails, given alpha or None)
+# (log, what binds and why, bus factor of the bytes through it, rails, given alpha or None,
+#  hops of small sizes' algorithm, hops of the fitted one)
 SOURCES = [
     # 2 whole A3 Mega VMs (8 NICs each): NVLS inside, a tree between the two hosts, which moves
     # n through each host's 8 NICs (docs/simulator.md); the 338.8 GB/s busbw is above what a
     # ring over 8 NICs of 200 Gb/s could carry, so NCCL ran the tree.
-    ("h100_a3mega_2x8.all_reduce_perf.log", "inter, NVLS tree over 8 NICs", 1.0, 8, None),
+    ("h100_a3mega_2x8.all_reduce_perf.log", "inter, NVLS tree over 8 NICs", 1.0, 8, None, 0, 0),
     # 2 whole A4 VMs (8 RDMA NICs each): the same; the log starts at 8 MiB, alpha = the
     # 2-node H20 NVLS-tree run's 46 us (github.com/NVIDIA/nccl issue 1244).
-    ("b200_gke_a4_2x8.all_reduce_perf.log", "inter, NVLS tree over 8 NICs", 1.0, 8, 46e-6),
-    # 4 CoreWeave HGX A100 nodes, 32 ranks, no NVLS: the ring over 8 HDR NICs per node.
-    ("a100_coreweave_32.all_reduce_perf.log", "inter, ring over 8 NICs", 2 * 31 / 32, 8, None),
+    ("b200_gke_a4_2x8.all_reduce_perf.log", "inter, NVLS tree over 8 NICs", 1.0, 8, 46e-6, 0, 0),
+    # 4 CoreWeave HGX A100 nodes, 32 ranks, no NVLS: the ring over 8 HDR NICs per node at
+    # large sizes (2 x 2 hops beyond two hosts), the tree at small ones (2 x 1 hops).
+    ("a100_coreweave_32.all_reduce_perf.log", "inter, ring over 8 NICs", 2 * 31 / 32, 8, None,
+     2, 4),
 ]
 
 
 def main():
-    for name, what, factor, rails, alpha in SOURCES:
-        a, x_bw, knots = fit(read_log(name), factor, alpha)
+    for name, what, factor, rails, alpha, small_hops, large_hops in SOURCES:
+        a, x_bw, knots = fit(read_log(name), factor, alpha, small_hops, large_hops)
         per = x_bw / rails
         print(f"{name}: {what}")
         print(f"  latency {a * 1e6:.2f} us, bandwidth {x_bw / 1e9:.1f} GB/s"

@@ -20,11 +20,12 @@ docs/calibration.md, "Hierarchical NCCL model"):
   212, nccl issue 1455), B200 740 GB/s (the H100 figure doubled for NVLink 5: a scaling);
   NVLS all-reduce algorithm bandwidth H100 / H200 275 GB/s (the same sources), B200 455 GB/s
   (the 8 x B200 Google Cloud A4 run, 480-484 GB/s at 8-16 GiB, over the ramp's 1.06 there).
-- Between nodes, one NIC: HDR 200 Gb/s 14.46 GB/s and 54.4 us with its ramp (fitted by
+- Between nodes, one NIC: HDR 200 Gb/s 14.46 GB/s and 49.0 us with its ramp (fitted by
   scripts/fit_nccl_model.py to CoreWeave's 32-rank A100 run); NDR 400 Gb/s for H100 / H200
   47 GB/s (NVIDIA: 46-48, nccl-tests issue 290), 46 us (a 2-node NVLS-tree run, nccl issue
   1244) on the A4 run's ramp; B200 45.68 GB/s fitted to the 2 x 8 A4 run; A100 on 400 Gb/s
-  the HDR fit x 47/24 (NVIDIA's per-NIC figures, NDR over HDR).
+  the HDR fit x 47/24 (NVIDIA's per-NIC figures, NDR over HDR). Every fabric: 2.7 us per
+  host hop beyond two hosts (NCCL's tuner's network ring step, LL protocol).
 """
 import copy
 import os
@@ -43,8 +44,8 @@ def load(name):
 # sources in docs/calibration.md, "Hierarchical NCCL model"). Ramps: fractions of the
 # bandwidth vs log10(bytes), fitted by scripts/fit_nccl_model.py where a log is named.
 A100_NVSWITCH_RAMP = [[6, 0.47], [7, 0.8608], [8, 0.8747], [9, 0.9361], [10, 1.063]]
-CW_HDR_RAMP = [[3, 0.0073], [4, 0.0136], [5, 0.0386], [6, 0.1916], [7, 0.6126], [8, 0.8591],
-               [9, 0.985], [9.934, 1]]   # a100_coreweave_32 (ring over 8 HDR NICs per node)
+CW_HDR_RAMP = [[3.311, 0.052], [4, 0.0244], [5, 0.0439], [6, 0.2041], [7, 0.6249],
+               [8, 0.8616], [9, 0.9853], [9.934, 1]]   # a100_coreweave_32 (ring, 8 HDR NICs)
 A4_RAMP = [[6.924, 0.2035], [7, 0.231], [8, 0.4947], [9, 0.8888], [10, 0.9906],
            [10.235, 1]]                 # b200_gke_a4_2x8 (NVLS tree over 8 NICs per node)
 
@@ -59,21 +60,26 @@ def nccl_intra(bus_gbps, nvls_gbps=None):
     return out
 
 
+# Latency per host-to-host hop beyond two hosts: NCCL's tuner's network step of a ring with
+# the LL protocol (src/graph/tuning.cc, hwLat NET ring LL).
+HOP_US = 2.7
+
+
 def nccl_inter(nic_gbps, latency_us, ramp):
     """Between hosts: one NIC's bus bandwidth, the latency and the ramp."""
-    return {"latency": f"{latency_us:.4g} us", "bus_bandwidth": f"{nic_gbps:.4g} GB/s",
-            "efficiency": copy.deepcopy(ramp)}
+    return {"latency": f"{latency_us:.4g} us", "latency_per_rank": f"{HOP_US:g} us",
+            "bus_bandwidth": f"{nic_gbps:.4g} GB/s", "efficiency": copy.deepcopy(ramp)}
 
 
 # One NIC's bus bandwidth (GB/s): HDR 200 Gb/s fitted to the CoreWeave A100 run (14.46); NDR
 # 400 Gb/s for H100 / H200 as NVIDIA states it (46-48, nccl-tests issue 290); the A100 on
 # 400 Gb/s the HDR fit x 47/24 (NVIDIA's per-NIC figures, NDR over HDR); B200 fitted to A4.
 NCCL_INTER = {
-    ("a100", 200): nccl_inter(14.46, 54.42, CW_HDR_RAMP),
-    ("a100", 400): nccl_inter(14.46 * 47 / 24, 54.42, CW_HDR_RAMP),
-    ("h100", 200): nccl_inter(14.46, 54.42, CW_HDR_RAMP),
+    ("a100", 200): nccl_inter(14.46, 49.02, CW_HDR_RAMP),
+    ("a100", 400): nccl_inter(14.46 * 47 / 24, 49.02, CW_HDR_RAMP),
+    ("h100", 200): nccl_inter(14.46, 49.02, CW_HDR_RAMP),
     ("h100", 400): nccl_inter(47.0, 46.0, A4_RAMP),
-    ("b200", 200): nccl_inter(14.46, 54.42, CW_HDR_RAMP),
+    ("b200", 200): nccl_inter(14.46, 49.02, CW_HDR_RAMP),
     ("b200", 400): nccl_inter(45.68, 46.0, A4_RAMP),
 }
 NCCL_INTRA = {

@@ -39,7 +39,7 @@ struct NcclShape {
 double nccl_algorithm_time(const NcclModel& m, CollectiveKind kind, NcclAlgorithm algorithm,
                            const NcclShape& g, double bytes);
 
-/// The fastest algorithm for the call (ties to the earlier of ring, tree, nvls, nvls_tree)
+/// The fastest algorithm for the call (ties to the earlier of nvls, nvls_tree, ring, tree)
 /// and its time in *seconds.
 NcclAlgorithm nccl_fastest(const NcclModel& m, CollectiveKind kind, const NcclShape& g,
                            double bytes, double* seconds);

@@ -22,7 +22,8 @@ using testing::make_cluster;
 constexpr double kUs = 1e-6, kGB = 1e9;
 
 // Inside a host: latency 10 us + 1 us per rank beyond two, ring 300 GB/s, NVLS 250 GB/s.
-// Between hosts: latency 20 us + 2 us per rank beyond two, 50 GB/s per NIC. Efficiency 1.
+// Between hosts: latency 20 us + 2 us per host hop beyond two hosts, 50 GB/s per NIC.
+// Efficiency 1.
 CostProfile nccl_profile(double intra_gbps = 300, double nvls_gbps = 250) {
   CostProfile p = uniform_profile();
   p.all_reduce = CollectiveAlgorithm::kAuto;
@@ -59,12 +60,13 @@ TEST(NcclModel, TwoHostsOfEightRingTreeAndNvlsTree) {
   EXPECT_EQ(g.rails, 8);
   const NcclShape s = shape_of(g);
   const double n = 1e9;
-  // Ring: 20 + 2 x 14 us; min(8 NICs x 50, 300) = 300 GB/s; 2 x 15/16 x 1 GB.
+  // Ring: 20 us (two hosts); min(8 NICs x 50, 300) = 300 GB/s; 2 x 15/16 x 1 GB.
   EXPECT_NEAR(nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kRing, s, n),
-              48 * kUs + 1.875 / 300.0, 1e-12);
-  // Tree: depth 1 (20 us); each NIC 2 GB / 400 GB/s = 5 ms > the chain's 1 GB / 300 GB/s.
+              20 * kUs + 1.875 / 300.0, 1e-12);
+  // Tree: depth 1 (20 us); two hosts, so each NIC 1 GB / 400 GB/s = 2.5 ms < the chain's
+  // 2 x 1 GB / 300 GB/s.
   EXPECT_NEAR(nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kTree, s, n),
-              20 * kUs + 5e-3, 1e-12);
+              20 * kUs + 2.0 / 300.0, 1e-12);
   // NVLS tree: two hosts, so 1 GB / 400 GB/s over the NICs < 1 GB / 250 GB/s NVLS: 4 ms.
   EXPECT_NEAR(
       nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kNvlsTree, s, n),
@@ -79,15 +81,15 @@ TEST(NcclModel, TwoHostsOfEightRingTreeAndNvlsTree) {
   // An explicit scheme runs its algorithm: ring, tree.
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000,
                                    SyncScheme::kRing),
-              48 * kUs + 1.875 / 300.0, 1e-12);
+              20 * kUs + 1.875 / 300.0, 1e-12);
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000,
                                    SyncScheme::kTree),
-              20 * kUs + 5e-3, 1e-12);
+              20 * kUs + 2.0 / 300.0, 1e-12);
   // All-to-all: each rank's 8/16 off-host share, 8 ranks' worth over 8 NICs: 1 GB / 100 GB/s,
   // slower than the on-host 7/16 GB at 300 GB/s.
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllToAll, iota(16), 1000000000,
                                    SyncScheme::kAuto),
-              48 * kUs + 1e-2, 1e-12);
+              20 * kUs + 1e-2, 1e-12);
 }
 
 TEST(NcclModel, SixteenHostsOfOneRingAndTree) {
@@ -98,36 +100,37 @@ TEST(NcclModel, SixteenHostsOfOneRingAndTree) {
   EXPECT_EQ(g.rails, 1);
   const NcclShape s = shape_of(g);
   const double n = 1e8;
-  // Ring: 20 + 2 x 14 us, one NIC: 2 x 15/16 x 100 MB / 50 GB/s.
+  // Ring: 20 us + 2 us x 2 x 14 hops beyond two hosts; one NIC: 2 x 15/16 x 100 MB / 50 GB/s.
   EXPECT_NEAR(nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kRing, s, n),
-              48 * kUs + 1.875 * 1e8 / 50e9, 1e-12);
+              76 * kUs + 1.875 * 1e8 / 50e9, 1e-12);
   // Tree: depth 4, 20 + 2 us x 2 x 3; 2 x 100 MB through the one NIC.
   EXPECT_NEAR(nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kTree, s, n),
               32 * kUs + 2 * 1e8 / 50e9, 1e-12);
   // One GPU per host: no NVLS.
   EXPECT_TRUE(std::isinf(
       nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kNvlsTree, s, n)));
-  // All-gather runs the ring only: 20 + 2 x 14 us + 15/16 x 100 MB / 50 GB/s.
+  // All-gather runs the ring only (one pass: 14 hops): 20 + 2 x 14 us + 15/16 x 100 MB /
+  // 50 GB/s.
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllGather, iota(16), 100000000,
                                    SyncScheme::kTree),
               48 * kUs + 0.9375 * 1e8 / 50e9, 1e-12);
 }
 
 TEST(NcclModel, ChoiceBySizeSwitchesAtTheCrossover) {
-  // 16 hosts x 1: ring 48 us + 1.875 n / 50 GB/s, tree 32 us + 2 n / 50 GB/s; equal at
-  // 16 us = 0.125 n / 50 GB/s, n = 6.4 MB. Below it the tree wins, above it the ring.
+  // 16 hosts x 1: ring 76 us + 1.875 n / 50 GB/s, tree 32 us + 2 n / 50 GB/s; equal at
+  // 44 us = 0.125 n / 50 GB/s, n = 17.6 MB. Below it the tree wins, above it the ring.
   const CostProfile p = nccl_profile();
   const CostModel cost(cluster(16, 1), p);
   const NcclShape s = shape_of(cost.make_group(iota(16)));
   double t = 0;
-  EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, 6.3e6, &t), NcclAlgorithm::kTree);
-  EXPECT_NEAR(t, 32 * kUs + 2 * 6.3e6 / 50e9, 1e-12);
-  EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, 6.5e6, &t), NcclAlgorithm::kRing);
-  EXPECT_NEAR(t, 48 * kUs + 1.875 * 6.5e6 / 50e9, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 6300000, SyncScheme::kAuto),
-              32 * kUs + 2 * 6.3e6 / 50e9, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 6500000, SyncScheme::kAuto),
-              48 * kUs + 1.875 * 6.5e6 / 50e9, 1e-12);
+  EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, 17.5e6, &t), NcclAlgorithm::kTree);
+  EXPECT_NEAR(t, 32 * kUs + 2 * 17.5e6 / 50e9, 1e-12);
+  EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, 17.7e6, &t), NcclAlgorithm::kRing);
+  EXPECT_NEAR(t, 76 * kUs + 1.875 * 17.7e6 / 50e9, 1e-12);
+  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 17500000, SyncScheme::kAuto),
+              32 * kUs + 2 * 17.5e6 / 50e9, 1e-12);
+  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 17700000, SyncScheme::kAuto),
+              76 * kUs + 1.875 * 17.7e6 / 50e9, 1e-12);
 }
 
 TEST(NcclModel, OneGpuPerHostUsesOneNicAWholeHostEight) {
@@ -138,13 +141,13 @@ TEST(NcclModel, OneGpuPerHostUsesOneNicAWholeHostEight) {
   const CollectiveGroup all = cost.make_group(iota(16));
   EXPECT_EQ(one.rails, 1);
   EXPECT_EQ(all.rails, 8);
-  // All-gather of 1 GB: 20 us + 1/2 GB over one NIC; 20 + 2 x 14 us + 15/16 GB over 8 NICs.
+  // All-gather of 1 GB (two hosts: 20 us): 1/2 GB over one NIC; 15/16 GB over 8 NICs.
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllGather, {0, 8}, 1000000000,
                                    SyncScheme::kAuto),
               20 * kUs + 0.5 / 50.0, 1e-12);
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllGather, iota(16), 1000000000,
                                    SyncScheme::kAuto),
-              48 * kUs + 0.9375 / 400.0, 1e-12);
+              20 * kUs + 0.9375 / 400.0, 1e-12);
   // Two GPUs per NIC: a whole host uses 4 NICs, GPUs 0 and 1 of each host one.
   CostProfile shared = p;
   shared.nccl.gpus_per_nic = 2;
