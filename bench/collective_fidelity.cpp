@@ -33,14 +33,15 @@ struct Source {
 };
 
 const Source kSources[] = {
-    {"A100 HDR, CoreWeave 4x8 (fitted)", "datasets/clusters/measurements/a100_coreweave_32.all_reduce_perf.log",
+    {"A100 HDR, CoreWeave 4x8 (fitted)",
+     "datasets/clusters/measurements/a100_coreweave_32.all_reduce_perf.log",
      "measurements/coreweave_hgx_a100_4node.cluster.yaml", "dgx_a100.profile.yaml", 8},
     {"H100 A3 Mega 2x8, a3mega profile (fitted)",
-     "datasets/clusters/measurements/h100_a3mega_2x8.all_reduce_perf.log", "h100_ib_4node.cluster.yaml",
-     "h100_a3mega.profile.yaml", 8},
+     "datasets/clusters/measurements/h100_a3mega_2x8.all_reduce_perf.log",
+     "h100_ib_4node.cluster.yaml", "h100_a3mega.profile.yaml", 8},
     {"H100 A3 Mega 2x8, h100_sxm_ib400 (NDR, not A3 Mega's NICs)",
-     "datasets/clusters/measurements/h100_a3mega_2x8.all_reduce_perf.log", "h100_ib_4node.cluster.yaml",
-     "h100_sxm_ib400.profile.yaml", 8},
+     "datasets/clusters/measurements/h100_a3mega_2x8.all_reduce_perf.log",
+     "h100_ib_4node.cluster.yaml", "h100_sxm_ib400.profile.yaml", 8},
     {"H100 NVSwitch 2-8 GPUs, NVIDIA figures", "datasets/measurements/nccl_published_h100.csv",
      "h100_sxm_1node.cluster.yaml", "h100_sxm_ib400.profile.yaml", 8},
     {"B200 A4 1x8", "datasets/clusters/measurements/b200_gke_a4_8.all_reduce_perf.log",
@@ -125,8 +126,7 @@ bool shown(double bytes, bool all) {
          static_cast<int>(std::round(l)) % 2 == 0;
 }
 
-double run_source(const Source& s, const std::string& root, const std::string& profiles,
-                  bool all) {
+double run_source(const Source& s, const std::string& root, const std::string& profiles, bool all) {
   const Cluster cluster = load_cluster_yaml(root + "/datasets/clusters/" + s.cluster);
   const CostProfile profile = load_cost_profile(profiles + "/" + s.profile);
   const CostModel cost(cluster, profile);
@@ -138,8 +138,8 @@ double run_source(const Source& s, const std::string& root, const std::string& p
     if (r.kind != MeasureKind::kCollective || !parse_collective_kind(r.op, &kind)) continue;
     const std::vector<int> devices = group_of(cluster, r.devices, s.ranks_per_host);
     const CollectiveGroup g = cost.make_group(devices);
-    const double t = cost.group_collective_time(kind, g, static_cast<uint64_t>(r.bytes),
-                                                SyncScheme::kAuto);
+    const double t =
+        cost.group_collective_time(kind, g, static_cast<uint64_t>(r.bytes), SyncScheme::kAuto);
     const double moved = r.bytes * bus_factor(kind, r.devices);
     const double meas_bw = moved / r.time_s / 1e9, pred_bw = moved / t / 1e9;
     const double err = std::fabs(pred_bw - meas_bw) / meas_bw;
@@ -166,13 +166,16 @@ int main(int argc, char** argv) {
     } else if (a == "--all-sizes") {
       all = true;
     } else {
-      std::fprintf(stderr, "collective_fidelity: unknown argument '%s' (--profiles DIR, --all-sizes)\n",
+      std::fprintf(stderr,
+                   "collective_fidelity: unknown argument '%s' (--profiles DIR, --all-sizes)\n",
                    a.c_str());
       return 2;
     }
   }
   try {
-    std::printf("| source | profile | ranks | size B | published busbw GB/s | predicted | error | algorithm |\n");
+    std::printf(
+        "| source | profile | ranks | size B | published busbw GB/s | predicted | error | "
+        "algorithm |\n");
     std::printf("|---|---|---|---|---|---|---|---|\n");
     std::vector<double> mape;
     for (const Source& s : kSources) mape.push_back(run_source(s, root, profiles, all));

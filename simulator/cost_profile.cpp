@@ -149,19 +149,18 @@ void validate_curve(const EfficiencyCurve& c, const std::string& where, const st
 void validate_collective_curve(const CollectiveCurve& c, const std::string& where,
                                const std::string& base) {
   if (!(c.latency_per_rank >= 0) || std::isinf(c.latency_per_rank)) {
-    throw ValidationError(format_context(where, base + ".latency_per_rank",
-                                         "must be finite and >= 0, got " +
-                                             format_double(c.latency_per_rank)));
+    throw ValidationError(
+        format_context(where, base + ".latency_per_rank",
+                       "must be finite and >= 0, got " + format_double(c.latency_per_rank)));
   }
   if (!(c.latency >= 0) || std::isinf(c.latency)) {
-    throw ValidationError(format_context(where, base + ".latency",
-                                         "must be finite and >= 0, got " +
-                                             format_double(c.latency)));
+    throw ValidationError(format_context(
+        where, base + ".latency", "must be finite and >= 0, got " + format_double(c.latency)));
   }
   if (!(c.bus_bandwidth > 0) || std::isinf(c.bus_bandwidth)) {
-    throw ValidationError(format_context(where, base + ".bus_bandwidth",
-                                         "must be finite and > 0, got " +
-                                             format_double(c.bus_bandwidth)));
+    throw ValidationError(
+        format_context(where, base + ".bus_bandwidth",
+                       "must be finite and > 0, got " + format_double(c.bus_bandwidth)));
   }
   validate_curve(c.efficiency, where, base + ".efficiency");
 }
@@ -170,9 +169,9 @@ void validate_nccl_model(const NcclModel& m, const std::string& where) {
   validate_collective_curve(m.intra, where, "nccl.intra_host");
   validate_collective_curve(m.inter, where, "nccl.inter_host");
   if (!(m.nvls_bandwidth >= 0) || std::isinf(m.nvls_bandwidth)) {
-    throw ValidationError(format_context(where, "nccl.intra_host.nvls_bandwidth",
-                                         "must be finite and >= 0, got " +
-                                             format_double(m.nvls_bandwidth)));
+    throw ValidationError(
+        format_context(where, "nccl.intra_host.nvls_bandwidth",
+                       "must be finite and >= 0, got " + format_double(m.nvls_bandwidth)));
   }
   if (m.gpus_per_nic < 1) {
     throw ValidationError(format_context(where, "nccl.inter_host.gpus_per_nic", "must be >= 1"));
@@ -488,7 +487,8 @@ CollectiveCurve read_collective_curve(const YamlReader& r, const YAML::Node& n,
     r.check_keys(n, lfield,
                  {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks", extra});
   } else {
-    r.check_keys(n, lfield, {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
+    r.check_keys(n, lfield,
+                 {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
   }
   CollectiveCurve c;
   if (const YAML::Node lr = n["latency_per_rank"]) {
@@ -554,8 +554,7 @@ void read_nccl(const YamlReader& r, const YAML::Node& n, CostProfile* p) {
   }
   p->nccl.inter = read_collective_curve(r, inter, "nccl.inter_host", "gpus_per_nic");
   if (const YAML::Node v = inter["gpus_per_nic"]) {
-    p->nccl.gpus_per_nic =
-        static_cast<int>(r.to_int(v, "nccl.inter_host.gpus_per_nic", 1, 1024));
+    p->nccl.gpus_per_nic = static_cast<int>(r.to_int(v, "nccl.inter_host.gpus_per_nic", 1, 1024));
   }
 }
 
@@ -686,7 +685,8 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
   }
   if (p.nccl.enabled()) {
     nlohmann::ordered_json intra = write_collective_curve(p.nccl.intra);
-    if (p.nccl.nvls_bandwidth > 0) intra["nvls_bandwidth"] = format_bandwidth(p.nccl.nvls_bandwidth);
+    if (p.nccl.nvls_bandwidth > 0)
+      intra["nvls_bandwidth"] = format_bandwidth(p.nccl.nvls_bandwidth);
     nlohmann::ordered_json inter = write_collective_curve(p.nccl.inter);
     if (p.nccl.gpus_per_nic != 1) inter["gpus_per_nic"] = p.nccl.gpus_per_nic;
     j["nccl"] = {{"intra_host", intra}, {"inter_host", inter}};

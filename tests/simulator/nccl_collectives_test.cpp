@@ -9,8 +9,8 @@
 #include <numeric>
 #include <vector>
 
-#include "simulator/cost_model.h"
 #include "sim_fixtures.h"
+#include "simulator/cost_model.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -50,15 +50,18 @@ Cluster cluster(int hosts, int per_host) {
   return make_cluster(hosts, per_host, link(1, 1), link(1, 1));
 }
 
-NcclShape shape_of(const CollectiveGroup& g) { return {g.size, g.hosts, g.local_max, g.rails}; }
+// The shape of devices 0 .. n-1, after checking the hosts and rails make_group counts.
+NcclShape shape_of(const CostModel& cost, int n, int hosts, int rails) {
+  const CollectiveGroup g = cost.make_group(iota(n));
+  EXPECT_EQ(g.hosts, hosts);
+  EXPECT_EQ(g.rails, rails);
+  return {g.size, g.hosts, g.local_max, g.rails};
+}
 
 TEST(NcclModel, TwoHostsOfEightRingTreeAndNvlsTree) {
   const CostProfile p = nccl_profile();
   const CostModel cost(cluster(2, 8), p);
-  const CollectiveGroup g = cost.make_group(iota(16));
-  EXPECT_EQ(g.hosts, 2);
-  EXPECT_EQ(g.rails, 8);
-  const NcclShape s = shape_of(g);
+  const NcclShape s = shape_of(cost, 16, 2, 8);
   const double n = 1e9;
   // Ring: 20 us (two hosts); min(8 NICs x 50, 300) = 300 GB/s; 2 x 15/16 x 1 GB.
   EXPECT_NEAR(nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kRing, s, n),
@@ -75,30 +78,27 @@ TEST(NcclModel, TwoHostsOfEightRingTreeAndNvlsTree) {
       nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kNvls, s, n)));
   double t = 0;
   EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, n, &t), NcclAlgorithm::kNvlsTree);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000,
-                                   SyncScheme::kAuto),
-              20 * kUs + 4e-3, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000, SyncScheme::kAuto),
+      20 * kUs + 4e-3, 1e-12);
   // An explicit scheme runs its algorithm: ring, tree.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000,
-                                   SyncScheme::kRing),
-              20 * kUs + 1.875 / 300.0, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000,
-                                   SyncScheme::kTree),
-              20 * kUs + 2.0 / 300.0, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000, SyncScheme::kRing),
+      20 * kUs + 1.875 / 300.0, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000, SyncScheme::kTree),
+      20 * kUs + 2.0 / 300.0, 1e-12);
   // All-to-all: each rank's 8/16 off-host share, 8 ranks' worth over 8 NICs: 1 GB / 100 GB/s,
   // slower than the on-host 7/16 GB at 300 GB/s.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllToAll, iota(16), 1000000000,
-                                   SyncScheme::kAuto),
-              20 * kUs + 1e-2, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllToAll, iota(16), 1000000000, SyncScheme::kAuto),
+      20 * kUs + 1e-2, 1e-12);
 }
 
 TEST(NcclModel, SixteenHostsOfOneRingAndTree) {
   const CostProfile p = nccl_profile();
   const CostModel cost(cluster(16, 1), p);
-  const CollectiveGroup g = cost.make_group(iota(16));
-  EXPECT_EQ(g.hosts, 16);
-  EXPECT_EQ(g.rails, 1);
-  const NcclShape s = shape_of(g);
+  const NcclShape s = shape_of(cost, 16, 16, 1);
   const double n = 1e8;
   // Ring: 20 us + 2 us x 2 x 14 hops beyond two hosts; one NIC: 2 x 15/16 x 100 MB / 50 GB/s.
   EXPECT_NEAR(nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kRing, s, n),
@@ -111,9 +111,9 @@ TEST(NcclModel, SixteenHostsOfOneRingAndTree) {
       nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kNvlsTree, s, n)));
   // All-gather runs the ring only (one pass: 14 hops): 20 + 2 x 14 us + 15/16 x 100 MB /
   // 50 GB/s.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllGather, iota(16), 100000000,
-                                   SyncScheme::kTree),
-              48 * kUs + 0.9375 * 1e8 / 50e9, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllGather, iota(16), 100000000, SyncScheme::kTree),
+      48 * kUs + 0.9375 * 1e8 / 50e9, 1e-12);
 }
 
 TEST(NcclModel, ChoiceBySizeSwitchesAtTheCrossover) {
@@ -121,16 +121,18 @@ TEST(NcclModel, ChoiceBySizeSwitchesAtTheCrossover) {
   // 44 us = 0.125 n / 50 GB/s, n = 17.6 MB. Below it the tree wins, above it the ring.
   const CostProfile p = nccl_profile();
   const CostModel cost(cluster(16, 1), p);
-  const NcclShape s = shape_of(cost.make_group(iota(16)));
+  const NcclShape s = shape_of(cost, 16, 16, 1);
   double t = 0;
   EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, 17.5e6, &t), NcclAlgorithm::kTree);
   EXPECT_NEAR(t, 32 * kUs + 2 * 17.5e6 / 50e9, 1e-12);
   EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, 17.7e6, &t), NcclAlgorithm::kRing);
   EXPECT_NEAR(t, 76 * kUs + 1.875 * 17.7e6 / 50e9, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 17500000, SyncScheme::kAuto),
-              32 * kUs + 2 * 17.5e6 / 50e9, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 17700000, SyncScheme::kAuto),
-              76 * kUs + 1.875 * 17.7e6 / 50e9, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 17500000, SyncScheme::kAuto),
+      32 * kUs + 2 * 17.5e6 / 50e9, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 17700000, SyncScheme::kAuto),
+      76 * kUs + 1.875 * 17.7e6 / 50e9, 1e-12);
 }
 
 TEST(NcclModel, OneGpuPerHostUsesOneNicAWholeHostEight) {
@@ -142,12 +144,12 @@ TEST(NcclModel, OneGpuPerHostUsesOneNicAWholeHostEight) {
   EXPECT_EQ(one.rails, 1);
   EXPECT_EQ(all.rails, 8);
   // All-gather of 1 GB (two hosts: 20 us): 1/2 GB over one NIC; 15/16 GB over 8 NICs.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllGather, {0, 8}, 1000000000,
-                                   SyncScheme::kAuto),
-              20 * kUs + 0.5 / 50.0, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllGather, iota(16), 1000000000,
-                                   SyncScheme::kAuto),
-              20 * kUs + 0.9375 / 400.0, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllGather, {0, 8}, 1000000000, SyncScheme::kAuto),
+      20 * kUs + 0.5 / 50.0, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllGather, iota(16), 1000000000, SyncScheme::kAuto),
+      20 * kUs + 0.9375 / 400.0, 1e-12);
   // Two GPUs per NIC: a whole host uses 4 NICs, GPUs 0 and 1 of each host one.
   CostProfile shared = p;
   shared.nccl.gpus_per_nic = 2;
@@ -161,24 +163,24 @@ TEST(NcclModel, NvlsInsideOneHost) {
   const CostProfile p = nccl_profile();
   const CostModel cost(cluster(1, 8), p);
   // NVLS: 10 + 6 x 1 us + 1 GB / 250 GB/s; the ring's 1.75 GB / 300 GB/s is slower.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000,
-                                   SyncScheme::kAuto),
-              16 * kUs + 4e-3, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000, SyncScheme::kAuto),
+      16 * kUs + 4e-3, 1e-12);
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000,
                                    SyncScheme::kHierarchical),
               16 * kUs + 4e-3, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000,
-                                   SyncScheme::kRing),
-              16 * kUs + 1.75 / 300.0, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000, SyncScheme::kRing),
+      16 * kUs + 1.75 / 300.0, 1e-12);
   // Reduce-scatter has no NVLS: the ring, 7/8 GB / 300 GB/s.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kReduceScatter, iota(8), 1000000000,
-                                   SyncScheme::kAuto),
-              16 * kUs + 0.875 / 300.0, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kReduceScatter, iota(8), 1000000000, SyncScheme::kAuto),
+      16 * kUs + 0.875 / 300.0, 1e-12);
   // Without NVLS the all-reduce is the ring.
   const CostModel plain(cluster(1, 8), nccl_profile(300, 0));
-  EXPECT_NEAR(plain.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000,
-                                    SyncScheme::kAuto),
-              16 * kUs + 1.75 / 300.0, 1e-12);
+  EXPECT_NEAR(
+      plain.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000, SyncScheme::kAuto),
+      16 * kUs + 1.75 / 300.0, 1e-12);
 }
 
 TEST(NcclModel, MeasuredCurveWinsAndParameterServerKeepsItsFormula) {
@@ -189,9 +191,9 @@ TEST(NcclModel, MeasuredCurveWinsAndParameterServerKeepsItsFormula) {
   p.curve(CollectiveKind::kAllReduce, LinkLevel::kIntraHost) = c;
   const CostModel cost(make_cluster(1, 4, link(2 * kUs, 10 * kGB), link(1, 1)), p);
   // The curve: 5 us + 1.5 GB / 100 GB/s.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(4), 1000000000,
-                                   SyncScheme::kAuto),
-              5 * kUs + 1.5e-2, 1e-12);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(4), 1000000000, SyncScheme::kAuto),
+      5 * kUs + 1.5e-2, 1e-12);
   // The parameter server: 2 x 3/4 GB / 10 GB/s + 2 x 3 x 2 us, from the links.
   EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(4), 1000000000,
                                    SyncScheme::kParameterServer),
@@ -218,8 +220,7 @@ TEST(NcclModel, ProfileRoundTripAndErrors) {
         << e.what();
   }
   try {
-    parse_cost_profile(head + intra +
-                           "  inter_host: {bus_bandwidth: 50 GB/s, gpus_per_nic: 0}\n",
+    parse_cost_profile(head + intra + "  inter_host: {bus_bandwidth: 50 GB/s, gpus_per_nic: 0}\n",
                        "x.profile.yaml");
     FAIL() << "accepted gpus_per_nic 0";
   } catch (const Error& e) {
@@ -232,19 +233,18 @@ TEST(NcclModel, ShippedH100ProfileOnWholeNodesAndOneGpuPerNode) {
   // h100_sxm_ib400: 47 GB/s per NIC, NVLS 275 GB/s. Two whole nodes all-reduce 8 GiB over the
   // NVLS tree (the slower of 8 NICs and NVLS, each at its ramp's efficiency); one GPU per
   // node over one NIC's ring.
-  const CostProfile p =
-      load_cost_profile(std::string(PLACER_SOURCE_DIR) +
-                        "/datasets/clusters/h100_sxm_ib400.profile.yaml");
+  const CostProfile p = load_cost_profile(std::string(PLACER_SOURCE_DIR) +
+                                          "/datasets/clusters/h100_sxm_ib400.profile.yaml");
   ASSERT_TRUE(p.nccl.enabled());
   const CostModel cost(cluster(2, 8), p);
   const double n = 8589934592.0;
   const double e = p.nccl.inter.efficiency.at(n), e_host = p.nccl.intra.efficiency.at(n);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(16), 8589934592ull,
-                                   SyncScheme::kAuto),
-              46 * kUs + std::max(n / (8 * 47e9 * e), n / (275e9 * e_host)), 1e-9);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, {0, 8}, 8589934592ull,
-                                   SyncScheme::kAuto),
-              46 * kUs + n / (47e9 * e), 1e-9);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 8589934592ull, SyncScheme::kAuto),
+      46 * kUs + std::max(n / (8 * 47e9 * e), n / (275e9 * e_host)), 1e-9);
+  EXPECT_NEAR(
+      cost.collective_time(CollectiveKind::kAllReduce, {0, 8}, 8589934592ull, SyncScheme::kAuto),
+      46 * kUs + n / (47e9 * e), 1e-9);
 }
 
 }  // namespace
