@@ -50,6 +50,11 @@ Cluster cluster(int hosts, int per_host) {
   return make_cluster(hosts, per_host, link(1, 1), link(1, 1));
 }
 
+// Seconds for `kind` of 1 GB among devices 0 .. n-1.
+double one_gb(const CostModel& cost, CollectiveKind kind, int n, SyncScheme scheme) {
+  return cost.collective_time(kind, iota(n), 1000000000, scheme);
+}
+
 // The shape of devices 0 .. n-1, after checking the hosts and rails make_group counts.
 NcclShape shape_of(const CostModel& cost, int n, int hosts, int rails) {
   const CollectiveGroup g = cost.make_group(iota(n));
@@ -78,21 +83,17 @@ TEST(NcclModel, TwoHostsOfEightRingTreeAndNvlsTree) {
       nccl_algorithm_time(p.nccl, CollectiveKind::kAllReduce, NcclAlgorithm::kNvls, s, n)));
   double t = 0;
   EXPECT_EQ(nccl_fastest(p.nccl, CollectiveKind::kAllReduce, s, n, &t), NcclAlgorithm::kNvlsTree);
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000, SyncScheme::kAuto),
-      20 * kUs + 4e-3, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 16, SyncScheme::kAuto), 20 * kUs + 4e-3,
+              1e-12);
   // An explicit scheme runs its algorithm: ring, tree.
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000, SyncScheme::kRing),
-      20 * kUs + 1.875 / 300.0, 1e-12);
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllReduce, iota(16), 1000000000, SyncScheme::kTree),
-      20 * kUs + 2.0 / 300.0, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 16, SyncScheme::kRing),
+              20 * kUs + 1.875 / 300.0, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 16, SyncScheme::kTree),
+              20 * kUs + 2.0 / 300.0, 1e-12);
   // All-to-all: each rank's 8/16 off-host share, 8 ranks' worth over 8 NICs: 1 GB / 100 GB/s,
   // slower than the on-host 7/16 GB at 300 GB/s.
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllToAll, iota(16), 1000000000, SyncScheme::kAuto),
-      20 * kUs + 1e-2, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllToAll, 16, SyncScheme::kAuto), 20 * kUs + 1e-2,
+              1e-12);
 }
 
 TEST(NcclModel, SixteenHostsOfOneRingAndTree) {
@@ -147,9 +148,8 @@ TEST(NcclModel, OneGpuPerHostUsesOneNicAWholeHostEight) {
   EXPECT_NEAR(
       cost.collective_time(CollectiveKind::kAllGather, {0, 8}, 1000000000, SyncScheme::kAuto),
       20 * kUs + 0.5 / 50.0, 1e-12);
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllGather, iota(16), 1000000000, SyncScheme::kAuto),
-      20 * kUs + 0.9375 / 400.0, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllGather, 16, SyncScheme::kAuto),
+              20 * kUs + 0.9375 / 400.0, 1e-12);
   // Two GPUs per NIC: a whole host uses 4 NICs, GPUs 0 and 1 of each host one.
   CostProfile shared = p;
   shared.nccl.gpus_per_nic = 2;
@@ -163,24 +163,19 @@ TEST(NcclModel, NvlsInsideOneHost) {
   const CostProfile p = nccl_profile();
   const CostModel cost(cluster(1, 8), p);
   // NVLS: 10 + 6 x 1 us + 1 GB / 250 GB/s; the ring's 1.75 GB / 300 GB/s is slower.
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000, SyncScheme::kAuto),
-      16 * kUs + 4e-3, 1e-12);
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000,
-                                   SyncScheme::kHierarchical),
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 8, SyncScheme::kAuto), 16 * kUs + 4e-3,
+              1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 8, SyncScheme::kHierarchical),
               16 * kUs + 4e-3, 1e-12);
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000, SyncScheme::kRing),
-      16 * kUs + 1.75 / 300.0, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 8, SyncScheme::kRing),
+              16 * kUs + 1.75 / 300.0, 1e-12);
   // Reduce-scatter has no NVLS: the ring, 7/8 GB / 300 GB/s.
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kReduceScatter, iota(8), 1000000000, SyncScheme::kAuto),
-      16 * kUs + 0.875 / 300.0, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kReduceScatter, 8, SyncScheme::kAuto),
+              16 * kUs + 0.875 / 300.0, 1e-12);
   // Without NVLS the all-reduce is the ring.
   const CostModel plain(cluster(1, 8), nccl_profile(300, 0));
-  EXPECT_NEAR(
-      plain.collective_time(CollectiveKind::kAllReduce, iota(8), 1000000000, SyncScheme::kAuto),
-      16 * kUs + 1.75 / 300.0, 1e-12);
+  EXPECT_NEAR(one_gb(plain, CollectiveKind::kAllReduce, 8, SyncScheme::kAuto),
+              16 * kUs + 1.75 / 300.0, 1e-12);
 }
 
 TEST(NcclModel, MeasuredCurveWinsAndParameterServerKeepsItsFormula) {
@@ -191,12 +186,10 @@ TEST(NcclModel, MeasuredCurveWinsAndParameterServerKeepsItsFormula) {
   p.curve(CollectiveKind::kAllReduce, LinkLevel::kIntraHost) = c;
   const CostModel cost(make_cluster(1, 4, link(2 * kUs, 10 * kGB), link(1, 1)), p);
   // The curve: 5 us + 1.5 GB / 100 GB/s.
-  EXPECT_NEAR(
-      cost.collective_time(CollectiveKind::kAllReduce, iota(4), 1000000000, SyncScheme::kAuto),
-      5 * kUs + 1.5e-2, 1e-12);
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 4, SyncScheme::kAuto), 5 * kUs + 1.5e-2,
+              1e-12);
   // The parameter server: 2 x 3/4 GB / 10 GB/s + 2 x 3 x 2 us, from the links.
-  EXPECT_NEAR(cost.collective_time(CollectiveKind::kAllReduce, iota(4), 1000000000,
-                                   SyncScheme::kParameterServer),
+  EXPECT_NEAR(one_gb(cost, CollectiveKind::kAllReduce, 4, SyncScheme::kParameterServer),
               0.15 + 12 * kUs, 1e-12);
 }
 
