@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "simulator/nccl_collectives.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -65,6 +66,31 @@ TopologyTiers topology_tiers(const std::vector<int>& devices, const std::vector<
   }
   tiers.spine = tiers.inter && two_keys;
   return tiers;
+}
+
+// The NCCL algorithm family a plan's explicit scheme names (kParameterServer never gets here).
+CollectiveAlgorithm to_collective_algorithm(SyncScheme s) {
+  switch (s) {
+    case SyncScheme::kTree:
+      return CollectiveAlgorithm::kTree;
+    case SyncScheme::kHierarchical:
+      return CollectiveAlgorithm::kHierarchical;
+    case SyncScheme::kAuto:
+      return CollectiveAlgorithm::kAuto;
+    default:
+      return CollectiveAlgorithm::kRing;
+  }
+}
+
+// The NICs `devices` (one host's, or one NVLink domain's) use: distinct (host, local index /
+// gpus_per_nic).
+int distinct_nics(const std::vector<int>& devices, const std::vector<int>& host,
+                  const std::vector<int>& local, int gpus_per_nic) {
+  std::vector<std::pair<int, int>> nics;
+  nics.reserve(devices.size());
+  for (int d : devices) nics.emplace_back(host[d], local[d] / gpus_per_nic);
+  std::sort(nics.begin(), nics.end());
+  return static_cast<int>(std::unique(nics.begin(), nics.end()) - nics.begin());
 }
 
 }  // namespace
@@ -173,7 +199,9 @@ CollectiveGroup CostModel::make_group(const std::vector<int>& devices) const {
   g.intra_alpha = 0;
   g.intra_beta = kInf;
   std::vector<int> leaders;
+  g.rails = per_host.empty() ? 0 : p;
   for (const std::vector<int>& h : per_host) {
+    g.rails = std::min(g.rails, distinct_nics(h, host_, local_, profile_.nccl.gpus_per_nic));
     g.local_max = std::max(g.local_max, static_cast<int>(h.size()));
     g.local_min = std::min(g.local_min, static_cast<int>(h.size()));
     double a = 0, b = kInf;
@@ -346,17 +374,53 @@ double CostModel::group_collective_time(CollectiveKind kind, const CollectiveGro
     const LinkLevel level = group.hosts > 1 ? LinkLevel::kInterHost : LinkLevel::kIntraHost;
     if (const auto& c = profile_.curve(kind, level)) {
       const double t = c->time(kind, group.size, static_cast<double>(bytes));
-      // Across an oversubscribed spine (level_bounds gave the group exactly the spine's
-      // bandwidth) the bandwidth term, the curve's time less that of 0 bytes, grows by
-      // the oversubscription.
-      const double r = topology_.oversubscription;
-      const double spine_bw = level_bw_[static_cast<int>(LinkLevel::kInterHost)] / r;
-      if (!has_topology_ || r == 1 || group.all_beta != spine_bw) return t;
+      // Across an oversubscribed spine the bandwidth term, the curve's time less that of 0
+      // bytes, grows by the oversubscription.
+      const double r = spine_slowdown(group);
+      if (r == 1) return t;
       return r * t - (r - 1) * c->time(kind, group.size, 0.0);
     }
   }
+  if (profile_.nccl.enabled() && scheme != SyncScheme::kParameterServer) {
+    return nccl_time(kind, group, static_cast<double>(bytes), scheme);
+  }
   const SyncScheme s = resolve_scheme(kind, group, bytes, scheme);
   return scheme_time(kind, group, static_cast<double>(bytes), s);
+}
+
+double CostModel::spine_slowdown(const CollectiveGroup& g) const {
+  const double r = topology_.oversubscription;
+  const double spine_bw = level_bw_[static_cast<int>(LinkLevel::kInterHost)] / r;
+  return has_topology_ && r != 1 && g.all_beta == spine_bw ? r : 1.0;
+}
+
+double CostModel::nccl_time(CollectiveKind kind, const CollectiveGroup& g, double n,
+                            SyncScheme s) const {
+  const NcclModel& m = profile_.nccl;
+  const NcclShape shape{g.size, g.hosts, g.local_max, g.rails, spine_slowdown(g)};
+  // An explicit scheme names NCCL's algorithm (hierarchical: NVLS inside the hosts where they
+  // have it, else the tree); one that does not run this call falls back to the ring.
+  const CollectiveAlgorithm choice =
+      s != SyncScheme::kAuto ? to_collective_algorithm(s) : profile_.all_reduce;
+  NcclAlgorithm a = NcclAlgorithm::kRing;
+  switch (choice) {
+    case CollectiveAlgorithm::kAuto: {
+      double t = 0;
+      nccl_fastest(m, kind, shape, n, &t);
+      return t;
+    }
+    case CollectiveAlgorithm::kRing:
+      break;
+    case CollectiveAlgorithm::kTree:
+      a = NcclAlgorithm::kTree;
+      break;
+    case CollectiveAlgorithm::kHierarchical:
+      a = m.nvls_bandwidth > 0 ? (g.hosts > 1 ? NcclAlgorithm::kNvlsTree : NcclAlgorithm::kNvls)
+                               : NcclAlgorithm::kTree;
+      break;
+  }
+  const double t = nccl_algorithm_time(m, kind, a, shape, n);
+  return std::isinf(t) ? nccl_algorithm_time(m, kind, NcclAlgorithm::kRing, shape, n) : t;
 }
 
 double CostModel::collective_time(CollectiveKind kind, const std::vector<int>& devices,

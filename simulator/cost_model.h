@@ -8,7 +8,9 @@
 //  - Transfers: latency + bytes / bandwidth of the pair (cluster numbers, profile overrides).
 //  - Collectives: alpha-beta formulas for ring, tree, hierarchical and parameter server
 //    (docs/simulator.md lists them); a measured curve of the profile
-//    (CostProfile::collective_curves) replaces them for its kind and link level.
+//    (CostProfile::collective_curves) replaces them for its kind and link level, and else
+//    the profile's hierarchical NCCL model (CostProfile::nccl, simulator/nccl_collectives.h)
+//    when it has one.
 //
 // The model copies what it needs from the cluster, so it does not depend on the Cluster's
 // lifetime. It is immutable after construction and safe to share between threads.
@@ -38,6 +40,9 @@ struct CollectiveGroup {
   double intra_alpha = 0, intra_beta = 0;
   double inter_alpha = 0, inter_beta = 0;
   bool inter_nic_shared = false;  ///< inter-host links shared per host (LinkSharing::kPerHost)
+  /// Fewest distinct NICs the group's devices use on one host (NcclModel::gpus_per_nic GPUs
+  /// share one), for the hierarchical NCCL model.
+  int rails = 0;
 };
 
 class CostModel {
@@ -107,6 +112,11 @@ class CostModel {
 
  private:
   double scheme_time(CollectiveKind kind, const CollectiveGroup& g, double n, SyncScheme s) const;
+  /// The hierarchical NCCL model's time (profile_.nccl enabled).
+  double nccl_time(CollectiveKind kind, const CollectiveGroup& g, double n, SyncScheme s) const;
+  /// How much slower the inter-host bandwidth is for `g`: the spine's oversubscription when
+  /// level_bounds gave the group exactly the spine's bandwidth, else 1.
+  double spine_slowdown(const CollectiveGroup& g) const;
   /// Worst latency and bandwidth over all pairs of `devices`, from the levels they cross.
   void level_bounds(const std::vector<int>& devices, double* alpha, double* beta) const;
 

@@ -144,6 +144,40 @@ void validate_curve(const EfficiencyCurve& c, const std::string& where, const st
   }
 }
 
+// The latency, bandwidth and efficiency of one collective curve (also the NCCL model's
+// levels), fields named under `base`.
+void validate_collective_curve(const CollectiveCurve& c, const std::string& where,
+                               const std::string& base) {
+  if (!(c.latency_per_rank >= 0) || std::isinf(c.latency_per_rank)) {
+    throw ValidationError(
+        format_context(where, base + ".latency_per_rank",
+                       "must be finite and >= 0, got " + format_double(c.latency_per_rank)));
+  }
+  if (!(c.latency >= 0) || std::isinf(c.latency)) {
+    throw ValidationError(format_context(
+        where, base + ".latency", "must be finite and >= 0, got " + format_double(c.latency)));
+  }
+  if (!(c.bus_bandwidth > 0) || std::isinf(c.bus_bandwidth)) {
+    throw ValidationError(
+        format_context(where, base + ".bus_bandwidth",
+                       "must be finite and > 0, got " + format_double(c.bus_bandwidth)));
+  }
+  validate_curve(c.efficiency, where, base + ".efficiency");
+}
+
+void validate_nccl_model(const NcclModel& m, const std::string& where) {
+  validate_collective_curve(m.intra, where, "nccl.intra_host");
+  validate_collective_curve(m.inter, where, "nccl.inter_host");
+  if (!(m.nvls_bandwidth >= 0) || std::isinf(m.nvls_bandwidth)) {
+    throw ValidationError(
+        format_context(where, "nccl.intra_host.nvls_bandwidth",
+                       "must be finite and >= 0, got " + format_double(m.nvls_bandwidth)));
+  }
+  if (m.gpus_per_nic < 1) {
+    throw ValidationError(format_context(where, "nccl.inter_host.gpus_per_nic", "must be >= 1"));
+  }
+}
+
 }  // namespace
 
 void CostProfile::validate(const std::string& where) const {
@@ -204,27 +238,13 @@ void CostProfile::validate(const std::string& where) const {
         throw ValidationError(
             format_context(where, base, "curves exist only for intra_host and inter_host"));
       }
-      if (!(c->latency_per_rank >= 0) || std::isinf(c->latency_per_rank)) {
-        throw ValidationError(format_context(where, base + ".latency_per_rank",
-                                             "must be finite and >= 0, got " +
-                                                 format_double(c->latency_per_rank)));
-      }
-      if (!(c->latency >= 0) || std::isinf(c->latency)) {
-        throw ValidationError(format_context(where, base + ".latency",
-                                             "must be finite and >= 0, got " +
-                                                 format_double(c->latency)));
-      }
-      if (!(c->bus_bandwidth > 0) || std::isinf(c->bus_bandwidth)) {
-        throw ValidationError(format_context(where, base + ".bus_bandwidth",
-                                             "must be finite and > 0, got " +
-                                                 format_double(c->bus_bandwidth)));
-      }
-      validate_curve(c->efficiency, where, base + ".efficiency");
+      validate_collective_curve(*c, where, base);
       if (c->ranks < 0) {
         throw ValidationError(format_context(where, base + ".ranks", "must be >= 0"));
       }
     }
   }
+  if (nccl.enabled()) validate_nccl_model(nccl, where);
   for (const auto& [term, e] : fit_errors) {
     if (!(e.median >= 0) || !(e.p90 >= 0) || std::isinf(e.median) || std::isinf(e.p90) ||
         e.points < 0) {
@@ -249,7 +269,7 @@ bool CostProfile::operator==(const CostProfile& o) const {
          all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
          micro_batch_overhead == o.micro_batch_overhead &&
-         collective_curves == o.collective_curves && fit_errors == o.fit_errors;
+         collective_curves == o.collective_curves && nccl == o.nccl && fit_errors == o.fit_errors;
 }
 
 CostProfile uniform_profile(double efficiency) {
@@ -460,9 +480,16 @@ void read_collectives(const YamlReader& r, const YAML::Node& coll, CostProfile* 
 }
 
 // One curve of `collective_curves.KIND` (the map `n` under `lfield`).
+// `extra`, when set, names one further key the caller reads.
 CollectiveCurve read_collective_curve(const YamlReader& r, const YAML::Node& n,
-                                      const std::string& lfield) {
-  r.check_keys(n, lfield, {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
+                                      const std::string& lfield, const char* extra = nullptr) {
+  if (extra) {
+    r.check_keys(n, lfield,
+                 {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks", extra});
+  } else {
+    r.check_keys(n, lfield,
+                 {"latency", "latency_per_rank", "bus_bandwidth", "efficiency", "ranks"});
+  }
   CollectiveCurve c;
   if (const YAML::Node lr = n["latency_per_rank"]) {
     c.latency_per_rank =
@@ -511,6 +538,26 @@ void read_collective_curves(const YamlReader& r, const std::string& key, const Y
   }
 }
 
+// The `nccl` section: both levels required.
+void read_nccl(const YamlReader& r, const YAML::Node& n, CostProfile* p) {
+  r.expect_map(n, "nccl");
+  r.check_keys(n, "nccl", {"intra_host", "inter_host"});
+  const YAML::Node intra = n["intra_host"], inter = n["inter_host"];
+  if (!intra) r.fail("nccl.intra_host", "missing (a host's ring bus bandwidth and latency)");
+  if (!inter) r.fail("nccl.inter_host", "missing (one NIC's bus bandwidth and the latency)");
+  r.expect_map(intra, "nccl.intra_host");
+  r.expect_map(inter, "nccl.inter_host");
+  p->nccl.intra = read_collective_curve(r, intra, "nccl.intra_host", "nvls_bandwidth");
+  if (const YAML::Node v = intra["nvls_bandwidth"]) {
+    p->nccl.nvls_bandwidth =
+        r.to_quantity(v, QuantityKind::kBandwidth, "nccl.intra_host.nvls_bandwidth");
+  }
+  p->nccl.inter = read_collective_curve(r, inter, "nccl.inter_host", "gpus_per_nic");
+  if (const YAML::Node v = inter["gpus_per_nic"]) {
+    p->nccl.gpus_per_nic = static_cast<int>(r.to_int(v, "nccl.inter_host.gpus_per_nic", 1, 1024));
+  }
+}
+
 // One entry of `fit_errors`: `key` names the term, `n` holds its errors.
 void read_fit_error(const YamlReader& r, const std::string& key, const YAML::Node& n,
                     CostProfile* p) {
@@ -543,7 +590,7 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
                 "p2p_host_sync", "micro_batch_overhead", "ops", "links", "collectives",
-                "collective_curves", "fit_errors"});
+                "collective_curves", "nccl", "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);
@@ -559,9 +606,20 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
     read_collectives(r, coll, &p);
   }
   read_map_section(r, root, "collective_curves", &p, read_collective_curves);
+  if (const YAML::Node n = root["nccl"]; n && !n.IsNull()) read_nccl(r, n, &p);
   read_map_section(r, root, "fit_errors", &p, read_fit_error);
   p.validate(file);
   return p;
+}
+
+nlohmann::ordered_json write_collective_curve(const CollectiveCurve& c) {
+  nlohmann::ordered_json o;
+  o["latency"] = format_time(c.latency);
+  if (c.latency_per_rank > 0) o["latency_per_rank"] = format_time(c.latency_per_rank);
+  o["bus_bandwidth"] = format_bandwidth(c.bus_bandwidth);
+  o["efficiency"] = write_curve(c.efficiency);
+  if (c.ranks > 0) o["ranks"] = c.ranks;
+  return o;
 }
 
 }  // namespace
@@ -619,17 +677,19 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
       for (int l = 0; l < kNumLinkLevels; ++l) {
         const std::optional<CollectiveCurve>& c = p.collective_curves[k][l];
         if (!c) continue;
-        nlohmann::ordered_json o;
-        o["latency"] = format_time(c->latency);
-        if (c->latency_per_rank > 0) o["latency_per_rank"] = format_time(c->latency_per_rank);
-        o["bus_bandwidth"] = format_bandwidth(c->bus_bandwidth);
-        o["efficiency"] = write_curve(c->efficiency);
-        if (c->ranks > 0) o["ranks"] = c->ranks;
-        per[to_string(static_cast<LinkLevel>(l))] = o;
+        per[to_string(static_cast<LinkLevel>(l))] = write_collective_curve(*c);
       }
       if (!per.empty()) curves[to_string(static_cast<CollectiveKind>(k))] = per;
     }
     j["collective_curves"] = curves;
+  }
+  if (p.nccl.enabled()) {
+    nlohmann::ordered_json intra = write_collective_curve(p.nccl.intra);
+    if (p.nccl.nvls_bandwidth > 0)
+      intra["nvls_bandwidth"] = format_bandwidth(p.nccl.nvls_bandwidth);
+    nlohmann::ordered_json inter = write_collective_curve(p.nccl.inter);
+    if (p.nccl.gpus_per_nic != 1) inter["gpus_per_nic"] = p.nccl.gpus_per_nic;
+    j["nccl"] = {{"intra_host", intra}, {"inter_host", inter}};
   }
   if (!p.fit_errors.empty()) {
     nlohmann::ordered_json fe = nlohmann::ordered_json::object();

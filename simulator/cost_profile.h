@@ -145,6 +145,30 @@ struct CollectiveCurve {
   bool operator!=(const CollectiveCurve& o) const { return !(*this == o); }
 };
 
+/// The hierarchical NCCL model (simulator/nccl_collectives.h, docs/simulator.md
+/// "Hierarchical NCCL model"): the numbers NCCL's ring, tree and NVLS algorithms run at on
+/// each level. Enabled when `intra.bus_bandwidth` > 0; then every collective without a
+/// measured curve of its kind and level is timed by it instead of the link formulas.
+struct NcclModel {
+  /// One host (an NVLink domain under a topology): ring bus bandwidth between its GPUs, the
+  /// latency (latency + latency_per_rank * (p - 2)) and the efficiency ramp vs message size.
+  CollectiveCurve intra;
+  /// Between hosts: bus_bandwidth is what ONE NIC carries; a group uses as many NICs per host
+  /// as it has GPUs on distinct NICs there. Latency as above with p the group's ranks.
+  CollectiveCurve inter;
+  /// All-reduce algorithm bandwidth (bytes / s of the buffer) with in-switch reduction
+  /// (NVLink SHARP) inside a host; 0 = the level has no NVLS.
+  double nvls_bandwidth = 0;
+  int gpus_per_nic = 1;  ///< GPUs of a host that share one NIC (rail)
+
+  bool enabled() const { return intra.bus_bandwidth > 0; }
+  bool operator==(const NcclModel& o) const {
+    return intra == o.intra && inter == o.inter && nvls_bandwidth == o.nvls_bandwidth &&
+           gpus_per_nic == o.gpus_per_nic;
+  }
+  bool operator!=(const NcclModel& o) const { return !(*this == o); }
+};
+
 /// How well one fitted term reproduces its measurements (relative errors |pred - meas| / meas).
 struct FitError {
   double median = 0;
@@ -180,6 +204,8 @@ struct CostProfile {
   /// with the curve instead of its alpha-beta formulas (docs/formats/profile.md).
   std::array<std::array<std::optional<CollectiveCurve>, kNumLinkLevels>, kNumCollectiveKinds>
       collective_curves{};
+  /// The hierarchical NCCL model; disabled (the default) = curves and link formulas only.
+  NcclModel nccl;
   /// Fit quality per term ("collective_curves.all_reduce.intra_host", "ops.matmul.compute",
   /// "links.inter_host", "launch_overhead", ...); informational, written by calibration.
   std::map<std::string, FitError> fit_errors;

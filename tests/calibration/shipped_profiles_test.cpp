@@ -67,22 +67,25 @@ TEST(ShippedProfiles, EveryShippedProfileLoads) {
   for (const ShippedProfile& p : shipped_profiles()) {
     SCOPED_TRACE(p.file);
     const CostProfile profile = load_cost_profile(clusters(p.file));
-    EXPECT_TRUE(profile.curve(CollectiveKind::kAllReduce, LinkLevel::kIntraHost).has_value());
-    EXPECT_TRUE(profile.curve(CollectiveKind::kAllReduce, LinkLevel::kInterHost).has_value());
+    // Collectives by the hierarchical NCCL model (measured curves may add to it), no inter-host
+    // all-reduce curve: one per level cannot tell one NIC from a whole node's.
+    EXPECT_TRUE(profile.nccl.enabled());
+    EXPECT_GT(profile.nccl.inter.bus_bandwidth, 0);
+    EXPECT_FALSE(profile.curve(CollectiveKind::kAllReduce, LinkLevel::kInterHost).has_value());
   }
 }
 
 TEST(ShippedProfiles, H100ProfileMeetsThePublishedNvlinkFigures) {
-  // 12 all-reduce figures (2-8 GPUs, 2 and 4 GiB) from NVIDIA's nccl issues: the profile's
-  // curve puts the 8-GPU bus bandwidth at 480 GB/s x efficiency, so the 2-4 GPU rows
-  // (370 GB/s measured) are predicted too fast; the median stays within 15%.
+  // 12 all-reduce figures (2-8 GPUs, 2 and 4 GiB) from NVIDIA's nccl issues: the NCCL model
+  // runs the ring (370 GB/s) on 2-3 GPUs and NVLS (275 GB/s algorithm bandwidth, so busbw
+  // grows with the group to ~480 on 8) above: median 2.9% (one 480 GB/s curve: 9.7%).
   const Cluster cluster = load_cluster_yaml(clusters("h100_sxm_1node.cluster.yaml"));
   const std::vector<MeasurementSet> m = {load_measurements(
       std::string(PLACER_SOURCE_DIR) + "/datasets/measurements/nccl_published_h100.csv")};
   ASSERT_EQ(m[0].rows.size(), 12u);
   const CheckReport r =
       check_profile(cluster, load_cost_profile(clusters("h100_sxm_ib400.profile.yaml")), m);
-  EXPECT_LE(r.collectives.median, 0.15);
+  EXPECT_LE(r.collectives.median, 0.05);
 }
 
 }  // namespace
