@@ -180,6 +180,36 @@ TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
   EXPECT_EQ(a2a, 8);
 }
 
+// Megatron's token dispatcher under sequence parallelism: each TP rank routes its own 1/tp
+// of the sequence, so the all-to-all moves half the bytes of the tp 1 layer above. tp 2 x
+// dp 2 on 4 GPUs, ep 2 (etp 1), one 8-token sequence per data-parallel rank: a TP rank
+// dispatches 4 tokens x 2 experts x 64 x 2 bytes = 1024 bytes each way.
+TEST(ExpertParallel, SequenceParallelRanksDispatchTheirOwnTokens) {
+  const Graph g = tiny_mixtral();
+  const Cluster c = make_cluster(1, 4, testing::link(0, 100e9), testing::link(0, 10e9));
+  MegatronConfig mc;
+  mc.tp = 2;
+  mc.dp = 2;
+  mc.sequence_parallel = true;
+  mc.global_batch = 2;
+  Plan p = megatron_plan(g, mc);
+  p.expert_parallel.degree = 2;
+  p.expert_parallel.tensor_parallel = 1;
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  SimOptions opts;
+  opts.record_events = true;
+  const SimResult r = sim.run(p, opts);
+  int a2a = 0;
+  for (const SimEvent& e : r.events) {
+    if (e.kind != SimEvent::kCollective || e.device != 0) continue;
+    if (e.collective != static_cast<uint8_t>(CollectiveKind::kAllToAll)) continue;
+    ++a2a;
+    EXPECT_EQ(e.bytes, 1024u) << g.op(e.op).name;
+  }
+  EXPECT_EQ(a2a, 8);  // dispatch and combine, forward and backward, 2 layers
+}
+
 // Tensor parallelism 2 with sequence parallelism over a tiny Mixtral: the MoE ops split on
 // the sequence as the other replicated ops, and the load-balancing loss (a scalar) reduces
 // its sequence shard, its partial results all-reduced (one all-reduce of the scalar per MoE
