@@ -11,8 +11,11 @@
 //    file grown to the largest run's node count. Files whose columns the
 //    iteration-runs reader does not accept yet are reported so, not failed.
 //
+//  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
+//    leave one model out where a GPU has two or more models (moe_family below).
+//
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
-//       [--modern DIR] [--skip-a100]
+//       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <cstdio>
@@ -36,7 +39,8 @@ namespace {
 struct Options {
   int folds = 5, fit_every = 4, fit_iterations = 20;
   std::string modern;
-  bool skip_a100 = false;
+  bool skip_a100 = false, skip_dense = false, skip_moe = false;
+  std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
 };
 
 void print_header() {
@@ -184,6 +188,136 @@ void modern_family(const Options& o, const std::string& gpu, const std::string& 
             "MAPE <= 10%");
 }
 
+// ---- Megatron-Bridge MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) ----
+// Per GPU: datasets/measurements/modern/moe_<gpu>.csv on the shipped cluster file of the
+// rows' size (the NVL72 files keep their 72-GPU NVLink domains) and the profile shipped for
+// its GPU. With two or more models on a GPU the parameters of kMoeFitParameters are fitted
+// leave one model out (each model predicted by a fit to the others); with one model the
+// shipped profile predicts it unfitted. Qwen3 rows are held out: moe_rows() drops any row of
+// their shape should one ever appear in the files.
+
+// Physical parameters fitted for the MoE rows: the per-micro-batch host overhead and the
+// slowdown of compute running beside communication.
+const std::vector<std::string> kMoeFitParameters = {
+    "micro_batch_overhead", "overlap_slowdown", "ops.matmul.dispatch", "ops.matmul.compute@1e10",
+    "ops.matmul.compute@1e11", "ops.matmul.compute@1e12"};
+
+std::string moe_model(const IterationRun& r) {
+  if (r.num_experts == 128 && r.hidden == 2880) return "GPT-OSS 120B";
+  if (r.num_experts == 256 && r.hidden == 7168) return "DeepSeek-V3";
+  if (r.num_experts == 384 && r.hidden == 7168) return "Kimi-K2";
+  return "";
+}
+
+std::vector<IterationRun> moe_rows(const std::string& file) {
+  std::vector<IterationRun> runs;
+  for (const IterationRun& r : load_iteration_runs(file)) {
+    if (!moe_model(r).empty() && r.cp == 1) runs.push_back(r);
+  }
+  return runs;
+}
+
+// One table row per model and one for all rows of the GPU.
+void print_moe_rows(const std::string& gpu, const std::vector<IterationRun>& runs,
+                    const std::vector<double>& predicted, const std::string& evaluation) {
+  std::map<std::string, std::pair<std::vector<IterationRun>, std::vector<double>>> by_model;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto& m = by_model[moe_model(runs[i])];
+    m.first.push_back(runs[i]);
+    m.second.push_back(predicted[i]);
+  }
+  for (const auto& [model, rp] : by_model) {
+    print_row("MoE " + gpu + ": " + model, rp.first, rp.second, evaluation, "MAPE <= 15%");
+  }
+  if (by_model.size() > 1) {
+    print_row("MoE " + gpu + ": all models", runs, predicted, evaluation, "MAPE <= 15%");
+  }
+}
+
+// The GPUs a job gets on NVL72 racks: 64 of each 72-GPU NVLink domain (16 of its 18 trays),
+// the power-of-two share the runs' ep 64 groups need to stay inside one rack; rank r runs on
+// rack r / 64. Other clusters are returned as they are.
+Cluster power_of_two_domains(const Cluster& cluster) {
+  constexpr int kJobGpusPerDomain = 64;
+  const Topology& t = cluster.topology();
+  const int per_host = static_cast<int>(cluster.host(0).devices.size());
+  if (t.nvlink_domain_hosts * per_host <= kJobGpusPerDomain || kJobGpusPerDomain % per_host != 0)
+    return cluster;
+  const int used = kJobGpusPerDomain / per_host;
+  Cluster c;
+  c.name = cluster.name + " (" + std::to_string(kJobGpusPerDomain) + " GPUs per NVLink domain)";
+  const int domains = cluster.num_hosts() / t.nvlink_domain_hosts;
+  for (int h = 0; h < domains * used; ++h) {
+    c.add_host("tray" + std::to_string(h), cluster.device(0).spec, per_host);
+  }
+  for (int l = 1; l < kNumLinkLevels; ++l) c.set_link(LinkLevel(l), cluster.link(LinkLevel(l)));
+  Topology job = t;
+  job.nvlink_domain_hosts = used;
+  c.set_topology(job);
+  return c;
+}
+
+// The GPU's rows and their predictions (none when they cannot be run).
+using MoePredictions = std::pair<std::vector<IterationRun>, std::vector<double>>;
+
+MoePredictions moe_family(const Options& o, const std::string& gpu,
+                          const std::string& cluster_file) {
+  const std::string family = "MoE " + gpu;
+  const std::string file = o.modern + "/moe_" + gpu + ".csv";
+  const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
+  const bool have_file = fs::exists(file), have_cluster = fs::exists(dir + cluster_file);
+  const std::vector<IterationRun> runs = have_file ? moe_rows(file) : std::vector<IterationRun>{};
+  if (!have_cluster || runs.empty()) {
+    print_not_run(family, !have_file      ? "no file " + file
+                          : !have_cluster ? "no cluster " + cluster_file
+                                          : "no MoE rows");
+    return {};
+  }
+  const Cluster cluster = power_of_two_domains(load_cluster_yaml(dir + cluster_file));
+  const std::string profile = shipped_profile_file(cluster);
+  const CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
+  std::map<std::string, int> model_index;  // leave one model out: fold = model
+  std::vector<int> fold_of;
+  for (const IterationRun& r : runs) {
+    fold_of.push_back(model_index.emplace(moe_model(r), int(model_index.size())).first->second);
+  }
+  std::printf("# %s: %s on %s: %s, %d GPUs\n", family.c_str(), profile.c_str(),
+              cluster_file.c_str(), cluster.name.c_str(), cluster.num_devices());
+  if (model_index.size() < 2) {
+    const std::vector<double> p = predict_runs(cluster, start, runs);
+    print_moe_rows(gpu, runs, p, "shipped profile, unfitted (one model)");
+    return {runs, p};
+  }
+  IterationFitOptions fo = fit_options(o);
+  fo.only = kMoeFitParameters;
+  const std::vector<double> p = cross_validated_predictions(cluster, start, runs, fold_of, 1, fo);
+  print_moe_rows(gpu, runs, p,
+                 "leave one model out (" + std::to_string(model_index.size()) + " models)");
+  return {runs, p};
+}
+
+// Every GPU's MoE rows, then each model over all GPUs.
+void moe_families(const Options& o) {
+  MoePredictions all;
+  for (const auto& [gpu, cluster] :
+       {std::pair<const char*, const char*>{"h100", "h100_ib_64node.cluster.yaml"},
+        {"b200", "b200_32node_ib400.cluster.yaml"},
+        {"b300", "b300_32node_ib800.cluster.yaml"},
+        {"gb200", "gb200_nvl72_4rack.cluster.yaml"},
+        {"gb300", "gb300_nvl72_4rack.cluster.yaml"}}) {
+    if (!o.moe_gpu.empty() && o.moe_gpu != gpu) continue;
+    try {
+      const MoePredictions p = moe_family(o, gpu, cluster);
+      all.first.insert(all.first.end(), p.first.begin(), p.first.end());
+      all.second.insert(all.second.end(), p.second.begin(), p.second.end());
+    } catch (const Error& e) {
+      print_not_run(std::string("MoE ") + gpu, "error (stderr)");
+      std::fprintf(stderr, "stack_fidelity: MoE %s: %s\n", gpu, e.what());
+    }
+  }
+  if (!all.first.empty()) print_moe_rows("every GPU", all.first, all.second, "as above, per GPU");
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -199,10 +333,17 @@ Options parse(int argc, char** argv) {
       o.modern = argv[++i];
     else if (a == "--skip-a100")
       o.skip_a100 = true;
+    else if (a == "--skip-dense")
+      o.skip_dense = true;
+    else if (a == "--skip-moe")
+      o.skip_moe = true;
+    else if (a == "--moe-gpu" && has_value)
+      o.moe_gpu = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
-                   "[--fit-iterations N] [--modern DIR] [--skip-a100]\n");
+                   "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
+                   "[--skip-moe] [--moe-gpu GPU]\n");
       std::exit(2);
     }
   }
@@ -225,6 +366,7 @@ int main(int argc, char** argv) {
     for (const auto& [gpu, cluster] :
          {std::pair<const char*, const char*>{"h100", "h100_ib_4node.cluster.yaml"},
           {"b200", "b200_4node_ib400.cluster.yaml"}}) {
+      if (o.skip_dense) break;
       try {
         modern_family(o, gpu, cluster);
       } catch (const Error& e) {
@@ -232,6 +374,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "stack_fidelity: %s: %s\n", gpu, e.what());
       }
     }
+    if (!o.skip_moe) moe_families(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "stack_fidelity: %s\n", e.what());
     return 1;
