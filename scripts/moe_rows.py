@@ -9,8 +9,9 @@ def model_of(r, comment):
     if m.startswith('DeepSeekV3'): return 'dsv3', m
     if m.startswith('Kimi'): return 'kimi', m
     return None, m
-def shape(kind, comment):
-    if kind == 'gptoss': return [64,128,2,0,0,0,0,0,0]
+def shape(kind, comment, precision):
+    if kind == 'gptoss':
+        return [64,0,0,0,0,0,0,0,0] if precision == 'bf16' else [64,128,2,0,0,0,0,0,0]
     mla = [128,0,0,1536,512,64,128]
     if kind == 'dsv3': return mla + [3, 0 if 'w/o MTP' in comment else 1]
     return mla + [1, 0]
@@ -35,11 +36,15 @@ for gpu in ['h100','b200','b300','gb200','gb300']:
             fields=l.split(','); cols=h.split(',')
             assert fields[cols.index('recompute')]==''
             fields[cols.index('recompute')]='none'
-            out.append(','.join(fields) + ',' + ','.join(str(v) for v in shape(kind, prev)))
+            if kind == 'gptoss' and r['precision'] == 'bf16':
+                # The sink attention's unfused fallback: every pair scored, the window masked.
+                fields[cols.index('attention')]='unfused'
+            out.append(','.join(fields) + ',' + ','.join(str(v) for v in shape(kind, prev, r['precision'])))
     if not out: continue
     head = [f'# MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2; cp 1) of the DGX-{gpu.upper()} files in this folder, copied',
             '# verbatim, each after the line of its file that names its source, with the attention / layer-stack',
-            '# columns appended and recompute set to none (values and sources in README.md, "MoE shape columns").',
+            '# columns appended, recompute set to none and GPT-OSS bf16 rows set to unfused attention (values and',
+            '# sources in README.md, "MoE shape columns").',
             '# Qwen3 rows are not copied.',
             hdr + ',' + ','.join(NEW)]
     open(f'moe_{gpu}.csv','w').write('\n'.join(head+out)+'\n')

@@ -209,6 +209,33 @@ TEST(IterationRunsModern, AttentionColumnSelectsTheGraphsAttention) {
   EXPECT_EQ(count(runs[2], "Softmax"), 12);  // no column: unfused, as before the column
 }
 
+// The shipped MoE files state each model's shape (datasets/measurements/modern/README.md,
+// "MoE shape columns"): GPT-OSS 120B bf16 on H100 with 64-wide heads and the unfused sink
+// attention; DeepSeek-V3 on GB300 with MLA, 3 dense layers and (25.11, "w/o MTP") no MTP.
+TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
+  const std::string dir = kSrc + "/datasets/measurements/modern/";
+  const std::vector<IterationRun> h100 = load_iteration_runs(dir + "moe_h100.csv");
+  ASSERT_EQ(h100.size(), 4u);
+  EXPECT_EQ(h100[0].head_dim, 64);
+  EXPECT_EQ(h100[0].attention, "unfused");
+  EXPECT_EQ(h100[0].config.recompute, Recompute::kNone);
+  EXPECT_EQ(h100[0].ep, 8);
+  const std::vector<IterationRun> gb300 = load_iteration_runs(dir + "moe_gb300.csv");
+  ASSERT_EQ(gb300.size(), 22u);
+  const IterationRun& ds = gb300[0];
+  EXPECT_EQ(ds.num_experts, 256);
+  EXPECT_EQ(ds.kv_lora_rank, 512);
+  EXPECT_EQ(ds.q_lora_rank, 1536);
+  EXPECT_EQ(ds.qk_rope_head_dim, 64);
+  EXPECT_EQ(ds.dense_layers, 3);
+  EXPECT_EQ(ds.mtp_layers, 0);
+  int gpt_oss_windowed = 0;
+  for (const IterationRun& r : gb300) {
+    gpt_oss_windowed += r.hidden == 2880 && r.sliding_window == 128 && r.full_attention_every == 2;
+  }
+  EXPECT_EQ(gpt_oss_windowed, 3);  // the MXFP8 rows of 26.06, 26.06.01 and 26.08
+}
+
 // The shape columns reach the llama graph. GPT-OSS-like: 4 heads of 16 on hidden 96 (q
 // width 64), 2 kv heads, a window of 8 on layers 0 and 2, full attention on 1 and 3 (every
 // 2nd); dense_layers 1 and mtp_layers 1 make layer 0 dense and add a fifth (MoE) layer.
