@@ -6,10 +6,14 @@
 //  - Megatron-DeepSpeed GPT on one 8x A100 node (datasets/measurements/
 //    megatron_gpt_a100_1node.csv): K-fold cross-validation (fold = row index mod K) from
 //    dgx_a100_base.profile.yaml, as `placer calibrate fit --iterations --folds K` does.
-//  - Megatron-Bridge Llama 3 (8B / 70B / 405B: the dense models) per GPU (H100, B200):
-//    leave one model out, from the profile shipped for that GPU, on its 400 Gb/s cluster
-//    file grown to the largest run's node count. Files whose columns the
-//    iteration-runs reader does not accept yet are reported so, not failed.
+//  - Megatron-Bridge Llama 3 (8B / 70B / 405B: the dense models) on H100, B200, GB200, B300
+//    and GB300: leave one model out per GPU generation (Hopper; Blackwell = B200 and GB200;
+//    Blackwell Ultra = B300 and GB300). The shipped profile of each GPU's cluster file
+//    (grown to the largest run's node count where it is smaller) with two fitted parameters,
+//    the generation's tensor-core efficiency scales of GEMMs and of fused attention
+//    (simulator/calibration/tensor_scale_fit.h),
+//    fitted on the generation's runs of the other models; rows whose recomputation the
+//    sources leave unstated, or with context parallelism, are left out and counted.
 //
 //  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
 //    leave one model out where a GPU has two or more models (moe_family below).
@@ -18,15 +22,18 @@
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "simulator/calibration/iteration_fit.h"
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/shipped_profiles.h"
+#include "simulator/calibration/tensor_scale_fit.h"
 #include "simulator/cost_profile.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
@@ -92,16 +99,24 @@ void a100_family(const Options& o) {
       "MAPE <= 7.5%");
 }
 
-// The Llama 3 dense shapes of the Megatron-Bridge tables (hidden, layers), without context
-// parallelism (which the plans cannot express yet).
+// The Llama 3 dense shapes of the Megatron-Bridge tables (hidden, layers).
 bool dense_llama(const IterationRun& r) {
-  return r.model == "llama" && r.num_experts == 0 && r.cp == 1 && r.ep == 1 &&
+  return r.model == "llama" && r.num_experts == 0 && r.ep == 1 &&
          ((r.hidden == 4096 && r.layers == 32) || (r.hidden == 8192 && r.layers == 80) ||
           (r.hidden == 16384 && r.layers == 126));
 }
 
-// The nodes, devices and links of `cluster` on as many nodes as `gpus` needs.
+// Dense rows the plans express: the recomputation the recipes state (an empty column means
+// an unknown one), no context parallelism, and at least one layer per pipeline chunk (the
+// 405B presets at pp x v = 128 count the embedding and the loss as layers of the split).
+bool expressible(const IterationRun& r) {
+  return r.recompute_given && r.cp == 1 && r.config.pp * r.config.virtual_stages <= r.layers;
+}
+
+// `cluster` as is when it has `gpus` devices, else its first host's nodes and links grown to
+// as many nodes as `gpus` needs.
 Cluster on_nodes(const Cluster& cluster, int gpus) {
+  if (cluster.num_devices() >= gpus) return cluster;
   Cluster c;
   c.name = cluster.name;
   const int per_node = static_cast<int>(cluster.host(0).devices.size());
@@ -114,10 +129,10 @@ Cluster on_nodes(const Cluster& cluster, int gpus) {
   return c;
 }
 
-// Every Megatron-Bridge file of `dir` for `gpu` (megatron-bridge_<release>_<gpu>.csv): dense
-// Llama rows, or the reader's first error.
+// Every Megatron-Bridge file of `dir` for `gpu` (megatron-bridge_<release>_<gpu>.csv): its
+// dense Llama rows the plans express; `skipped` counts the others.
 std::vector<IterationRun> modern_runs(const std::string& dir, const std::string& gpu,
-                                      std::string* error) {
+                                      int* skipped) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string n = e.path().filename().string();
@@ -130,77 +145,162 @@ std::vector<IterationRun> modern_runs(const std::string& dir, const std::string&
   std::sort(files.begin(), files.end());
   std::vector<IterationRun> runs;
   for (const fs::path& f : files) {
-    try {
-      for (const IterationRun& r : load_iteration_runs(f.string())) {
-        if (dense_llama(r)) runs.push_back(r);
-      }
-    } catch (const Error& e) {
-      *error = e.what();
-      return {};
+    for (const IterationRun& r : load_iteration_runs(f.string())) {
+      if (!dense_llama(r)) continue;
+      if (expressible(r))
+        runs.push_back(r);
+      else
+        ++*skipped;
     }
   }
   return runs;
 }
 
-// The first run the simulator cannot express yet (check_modelled's message), "" for none.
-std::string unmodelled(const std::vector<IterationRun>& runs) {
-  for (const IterationRun& r : runs) {
-    try {
-      check_modelled(r);
-    } catch (const Error& e) {
-      return e.what();
-    }
-  }
-  return "";
+// One GPU of the dense evaluation: its runs, the cluster they run on, its shipped profile and
+// the generation whose tensor scales it shares.
+struct DenseDevice {
+  std::string gpu, cluster_file, generation;
+  std::vector<IterationRun> runs;
+  int skipped = 0;
+  Cluster cluster;
+  std::string profile_file;
+  CostProfile profile;
+  std::vector<ScaleResponse> responses;  // per run
+  std::vector<double> predicted;         // held out, per run
+};
+
+DenseDevice load_dense_device(const Options& o, const std::string& gpu,
+                              const std::string& cluster_file, const std::string& generation) {
+  DenseDevice d;
+  d.gpu = gpu;
+  d.cluster_file = cluster_file;
+  d.generation = generation;
+  d.runs = modern_runs(o.modern, gpu, &d.skipped);
+  int gpus = 1;
+  for (const IterationRun& r : d.runs) gpus = std::max(gpus, r.gpus);
+  const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
+  d.cluster = on_nodes(load_cluster_yaml(dir + cluster_file), gpus);
+  d.profile_file = shipped_profile_file(d.cluster);
+  // The shipped profile before its generation's scales: their fit starts from the H100
+  // curves the scales multiply (scripts/gpu_profiles.py).
+  d.profile = with_reference_compute_curves(load_cost_profile(dir + d.profile_file),
+                                            load_cost_profile(dir + "h100.profile.yaml"));
+  if (!d.runs.empty()) d.responses = scale_responses(d.cluster, d.profile, d.runs);
+  return d;
 }
 
-void modern_family(const Options& o, const std::string& gpu, const std::string& cluster_file) {
-  std::string family = "Megatron-Bridge Llama 3 dense, " + gpu;
-  std::string error;
-  std::vector<IterationRun> runs = modern_runs(o.modern, gpu, &error);
-  if (!error.empty()) {
-    print_not_run(family, "reader does not accept yet");
-    std::fprintf(stderr, "stack_fidelity: %s: %s\n", family.c_str(), error.c_str());
-    return;
+// Model key of a dense Llama run: its hidden size (8B 4096, 70B 8192, 405B 16384).
+int64_t model_of(const IterationRun& r) { return r.hidden; }
+
+// Leave one model out within each generation: the tensor scales fitted on the generation's
+// runs of the other models (every device of it), the held-out model's runs simulated with it.
+void predict_held_out(std::vector<DenseDevice>& devices, const std::string& generation,
+                      int64_t model) {
+  std::vector<ScaleResponse> train;
+  std::vector<double> measured;
+  for (const DenseDevice& d : devices) {
+    if (d.generation != generation) continue;
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+      if (model_of(d.runs[i]) == model) continue;
+      train.push_back(d.responses[i]);
+      measured.push_back(d.runs[i].measured);
+    }
   }
-  if (runs.empty()) return print_not_run(family, "no dense Llama rows");
-  if (const std::string why = unmodelled(runs); !why.empty()) {
-    print_not_run(family, "not modelled yet (stderr)");
-    std::fprintf(stderr, "stack_fidelity: %s: %s\n", family.c_str(), why.c_str());
-    return;
+  for (DenseDevice& d : devices) {
+    if (d.generation != generation) continue;
+    std::vector<IterationRun> test;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+      if (model_of(d.runs[i]) == model) {
+        test.push_back(d.runs[i]);
+        index.push_back(i);
+      }
+    }
+    if (test.empty()) continue;
+    if (train.empty()) throw Error(generation + ": one model only, none to fit on");
+    const TensorScales s = fit_tensor_scales(train, measured);
+    std::fprintf(stderr,
+                 "stack_fidelity: %s, hidden %s held out: GEMM scale %.3f, attention %.3f "
+                 "(fitted on %zu runs)\n",
+                 d.gpu.c_str(), std::to_string(model).c_str(), s.gemm, s.attention, train.size());
+    const std::vector<double> p = predict_runs(d.cluster, with_tensor_scales(d.profile, s), test);
+    for (size_t j = 0; j < p.size(); ++j) d.predicted[index[j]] = p[j];
   }
-  int gpus = 0;
-  std::map<int64_t, int> model_index;  // leave one model out: fold = model
-  std::vector<int> fold_of;
-  for (const IterationRun& r : runs) {
-    gpus = std::max(gpus, r.gpus);
-    fold_of.push_back(model_index.emplace(r.hidden, int(model_index.size())).first->second);
+}
+
+// The tensor scales of each generation fitted on all its runs.
+void print_generation_scales(const std::vector<DenseDevice>& devices) {
+  std::map<std::string, std::pair<std::vector<ScaleResponse>, std::vector<double>>> all;
+  for (const DenseDevice& d : devices) {
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+      all[d.generation].first.push_back(d.responses[i]);
+      all[d.generation].second.push_back(d.runs[i].measured);
+    }
   }
-  if (model_index.size() < 2) return print_not_run(family, "one model: none to hold out");
-  const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
-  const Cluster cluster = on_nodes(load_cluster_yaml(dir + cluster_file), gpus);
-  const std::string profile = shipped_profile_file(cluster);
-  const CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
-  const std::vector<double> p =
-      cross_validated_predictions(cluster, start, runs, fold_of, 1, fit_options(o));
-  print_row(family + " (" + profile + ")", runs, p,
-            "leave one model out (" + std::to_string(model_index.size()) + " models)",
-            "MAPE <= 10%");
+  for (const auto& [generation, fit] : all) {
+    const TensorScales s = fit_tensor_scales(fit.first, fit.second);
+    std::printf("# %s: GEMM scale %.3f, attention scale %.3f, fitted on all %zu dense runs\n",
+                generation.c_str(), s.gemm, s.attention, fit.first.size());
+  }
+}
+
+void print_dense_rows(const std::vector<DenseDevice>& devices) {
+  std::vector<IterationRun> all_runs;
+  std::vector<double> all_predicted;
+  for (const DenseDevice& d : devices) {
+    const std::string family = "Megatron-Bridge Llama 3 dense, " + d.gpu;
+    if (d.runs.empty()) {
+      print_not_run(family, "no dense rows (" + std::to_string(d.skipped) + " left out)");
+      continue;
+    }
+    print_row(
+        family + " (" + d.profile_file + ")", d.runs, d.predicted,
+        "leave one model out, " + d.generation + "; " + std::to_string(d.skipped) + " left out",
+        "MAPE <= 10%");
+    for (size_t i = 0; i < d.runs.size(); ++i) {
+      const IterationRun& r = d.runs[i];
+      std::fprintf(stderr, "stack_fidelity: %s %s: measured %.3f s, predicted %.3f s (%+.1f%%)\n",
+                   d.gpu.c_str(), r.where().c_str(), r.measured, d.predicted[i],
+                   100 * (d.predicted[i] / r.measured - 1));
+    }
+    all_runs.insert(all_runs.end(), d.runs.begin(), d.runs.end());
+    all_predicted.insert(all_predicted.end(), d.predicted.begin(), d.predicted.end());
+  }
+  print_row("Megatron-Bridge Llama 3 dense, every GPU", all_runs, all_predicted,
+            "leave one model out per generation", "MAPE <= 10%");
+}
+
+// The dense Llama rows of every GPU, each model held out in turn (docs/results.md).
+void dense_families(const Options& o) {
+  const std::vector<std::array<const char*, 3>> table = {
+      {"h100", "h100_ib_4node.cluster.yaml", "Hopper"},
+      {"b200", "b200_32node_ib400.cluster.yaml", "Blackwell"},
+      {"gb200", "gb200_nvl72_4rack.cluster.yaml", "Blackwell"},
+      {"b300", "b300_32node_ib800.cluster.yaml", "Blackwell Ultra"},
+      {"gb300", "gb300_nvl72_4rack.cluster.yaml", "Blackwell Ultra"},
+  };
+  std::vector<DenseDevice> devices;
+  std::map<std::string, std::set<int64_t>> models;  // per generation
+  for (const auto& [gpu, cluster, generation] : table) {
+    devices.push_back(load_dense_device(o, gpu, cluster, generation));
+    devices.back().predicted.assign(devices.back().runs.size(), 0);
+    for (const IterationRun& r : devices.back().runs) models[generation].insert(model_of(r));
+  }
+  for (const auto& [generation, held_out] : models) {
+    for (int64_t model : held_out) predict_held_out(devices, generation, model);
+  }
+  print_dense_rows(devices);
+  print_generation_scales(devices);
 }
 
 // ---- Megatron-Bridge MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) ----
 // Per GPU: datasets/measurements/modern/moe_<gpu>.csv on the shipped cluster file of the
-// rows' size (the NVL72 files keep their 72-GPU NVLink domains) and the profile shipped for
-// its GPU. With two or more models on a GPU the parameters of kMoeFitParameters are fitted
-// leave one model out (each model predicted by a fit to the others); with one model the
-// shipped profile predicts it unfitted. Qwen3 rows are held out: moe_rows() drops any row of
-// their shape should one ever appear in the files.
-
-// Physical parameters fitted for the MoE rows: the per-micro-batch host overhead and the
-// slowdown of compute running beside communication.
-const std::vector<std::string> kMoeFitParameters = {
-    "micro_batch_overhead", "overlap_slowdown", "ops.matmul.dispatch", "ops.matmul.compute@1e10",
-    "ops.matmul.compute@1e11", "ops.matmul.compute@1e12"};
+// rows' size (NVL72 racks as a job gets them: power_of_two_domains) and the profile shipped
+// for its GPU. With two or more models on a GPU, each model is predicted with the two
+// tensor-core scales (GEMM, attention; simulator/calibration/tensor_scale_fit.h) fitted on
+// the GPU's rows of the other models, from the H100 curves the scales multiply; with one
+// model the shipped profile predicts it unfitted. Qwen3 rows are held out: moe_rows() drops
+// any row of their shape should one ever appear in the files.
 
 std::string moe_model(const IterationRun& r) {
   if (r.num_experts == 128 && r.hidden == 2880) return "GPT-OSS 120B";
@@ -257,6 +357,43 @@ Cluster power_of_two_domains(const Cluster& cluster) {
   return c;
 }
 
+// Leave one model out on one GPU: the tensor-core scales fitted on the responses of the other
+// models' rows, each held-out model's rows simulated with them.
+// One model's rows cannot tell the GEMM scale from the attention scale of another model's
+// kernels (MLA's fused attention against GPT-OSS's unfused core): the prior holds them
+// together.
+constexpr double kMoeScalePrior = 1.0;
+
+std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
+                                 const CostProfile& reference,
+                                 const std::vector<IterationRun>& runs) {
+  const std::vector<ScaleResponse> responses = scale_responses(cluster, reference, runs);
+  std::set<std::string> models;
+  for (const IterationRun& r : runs) models.insert(moe_model(r));
+  std::vector<double> predicted(runs.size(), 0.0);
+  for (const std::string& model : models) {
+    std::vector<ScaleResponse> train;
+    std::vector<double> measured;
+    std::vector<IterationRun> test;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (moe_model(runs[i]) == model) {
+        test.push_back(runs[i]);
+        index.push_back(i);
+      } else {
+        train.push_back(responses[i]);
+        measured.push_back(runs[i].measured);
+      }
+    }
+    const TensorScales s = fit_tensor_scales(train, measured, kMoeScalePrior);
+    std::printf("# MoE %s, %s held out: GEMM scale %.3f, attention %.3f (fitted on %zu rows)\n",
+                gpu.c_str(), model.c_str(), s.gemm, s.attention, train.size());
+    const std::vector<double> p = predict_runs(cluster, with_tensor_scales(reference, s), test);
+    for (size_t j = 0; j < p.size(); ++j) predicted[index[j]] = p[j];
+  }
+  return predicted;
+}
+
 // The GPU's rows and their predictions (none when they cannot be run).
 using MoePredictions = std::pair<std::vector<IterationRun>, std::vector<double>>;
 
@@ -288,9 +425,9 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
     print_moe_rows(gpu, runs, p, "shipped profile, unfitted (one model)");
     return {runs, p};
   }
-  IterationFitOptions fo = fit_options(o);
-  fo.only = kMoeFitParameters;
-  const std::vector<double> p = cross_validated_predictions(cluster, start, runs, fold_of, 1, fo);
+  const CostProfile reference = with_reference_compute_curves(
+      load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
+  const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs);
   print_moe_rows(gpu, runs, p,
                  "leave one model out (" + std::to_string(model_index.size()) + " models)");
   return {runs, p};
@@ -363,17 +500,7 @@ int main(int argc, char** argv) {
       print_not_run("Megatron-Bridge Llama 3 dense", "no folder " + o.modern);
       return 0;
     }
-    for (const auto& [gpu, cluster] :
-         {std::pair<const char*, const char*>{"h100", "h100_ib_4node.cluster.yaml"},
-          {"b200", "b200_4node_ib400.cluster.yaml"}}) {
-      if (o.skip_dense) break;
-      try {
-        modern_family(o, gpu, cluster);
-      } catch (const Error& e) {
-        print_not_run(std::string("Megatron-Bridge Llama 3 dense, ") + gpu, "error (stderr)");
-        std::fprintf(stderr, "stack_fidelity: %s: %s\n", gpu, e.what());
-      }
-    }
+    if (!o.skip_dense) dense_families(o);
     if (!o.skip_moe) moe_families(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "stack_fidelity: %s\n", e.what());

@@ -118,33 +118,61 @@ def main():
         write(f"h100_sxm_ib{fabric}.profile.yaml",
               nvswitch_profile(f"h100-sxm-ib{fabric}", desc, h100, a100, 480, 370, fabric))
     a4 = load("b200_a4.profile.yaml")["collective_curves"]["all_reduce"]
+    b200 = {}
     for fabric in (400, 200):
         inter = (a4["inter_host"], "fitted to a 2 x 8 B200 Google Cloud A4 run") if fabric == 400 \
             else (None, "the HDR curve")
         desc = (f"B200, 8 per node on NVSwitch, {fabric} Gb/s per GPU between nodes: op curves "
-                "of h100.profile.yaml, intra-node all-reduce fitted to an 8 x B200 Google Cloud "
-                "A4 run, all-gather / reduce-scatter 740 GB/s bus bandwidth on the A100 curve's "
-                f"ramp, inter-node all-reduce {inter[1]} (scripts/gpu_profiles.py)")
-        write(f"b200_ib{fabric}.profile.yaml",
-              nvswitch_profile(f"b200-ib{fabric}", desc, h100, a100, a4["intra_host"], 740,
-                               fabric, inter[0]))
-    write_blackwell_variants(load("b200_ib400.profile.yaml"))
+                "of h100.profile.yaml with the Blackwell tensor-core scales, intra-node "
+                "all-reduce fitted to an 8 x B200 Google Cloud A4 run, all-gather / "
+                "reduce-scatter 740 GB/s bus bandwidth on the A100 curve's ramp, inter-node "
+                f"all-reduce {inter[1]} (scripts/gpu_profiles.py)")
+        b200[fabric] = nvswitch_profile(f"b200-ib{fabric}", desc, h100, a100, a4["intra_host"],
+                                        740, fabric, inter[0])
+        write(f"b200_ib{fabric}.profile.yaml", with_tensor_scales(b200[fabric], "Blackwell"))
+    write_blackwell_variants(b200[400])
+
+
+# Tensor-core efficiency scales per GPU generation (GEMM, fused attention): the factors on
+# h100.profile.yaml's 16- and 8-bit compute curves fitted to every dense Llama run of the
+# generation's Megatron-Bridge tables; `./build/bench/stack_fidelity` prints them
+# (docs/calibration.md, "Tensor-core efficiency per GPU generation").
+TENSOR_SCALES = {"Blackwell": (0.888, 0.543), "Blackwell Ultra": (1.164, 0.563)}
+
+
+def with_tensor_scales(profile, generation):
+    """The profile with its matmul and attention compute curves (every dtype but f32 / f64)
+    multiplied by the generation's scales, capped at 1."""
+    p = copy.deepcopy(profile)
+    for category, scale in zip(("matmul", "attention"), TENSOR_SCALES[generation]):
+        op = p["ops"][category]
+        curves = [op["compute_efficiency"]] + [
+            c for d, c in op.get("compute_efficiency_by_dtype", {}).items() if d not in ("f32", "f64")]
+        for curve in curves:
+            for point in curve:
+                point[1] = min(1.0, round(point[1] * scale, 6))
+    return p
 
 
 # Blackwell systems without collective measurements of their own: the 400 Gb/s B200 profile's
-# op and collective curves, as fractions of each cluster file's own peaks (docs/calibration.md).
+# op and collective curves, as fractions of each cluster file's own peaks, with their
+# generation's tensor-core scales (docs/calibration.md).
 BLACKWELL_VARIANTS = [
-    ("b300_ib800", "B300 (HGX / DGX B300), 8 per node on NVSwitch, 800 Gb/s per GPU between nodes"),
-    ("gb200_nvl72", "GB200 NVL72, 72 GPUs per NVLink domain, 400 Gb/s per GPU between racks"),
-    ("gb300_nvl72", "GB300 NVL72, 72 GPUs per NVLink domain, 800 Gb/s per GPU between racks"),
+    ("b300_ib800", "Blackwell Ultra",
+     "B300 (HGX / DGX B300), 8 per node on NVSwitch, 800 Gb/s per GPU between nodes"),
+    ("gb200_nvl72", "Blackwell",
+     "GB200 NVL72, 72 GPUs per NVLink domain, 400 Gb/s per GPU between racks"),
+    ("gb300_nvl72", "Blackwell Ultra",
+     "GB300 NVL72, 72 GPUs per NVLink domain, 800 Gb/s per GPU between racks"),
 ]
 
 
 def write_blackwell_variants(b200):
-    for name, what in BLACKWELL_VARIANTS:
-        p = copy.deepcopy(b200)
+    for name, generation, what in BLACKWELL_VARIANTS:
+        p = with_tensor_scales(b200, generation)
         p["name"] = name.replace("_", "-")
-        p["description"] = (f"{what}: op and collective curves of b200_ib400.profile.yaml "
+        p["description"] = (f"{what}: op curves of h100.profile.yaml with the {generation} "
+                            "tensor-core scales, collective curves of b200_ib400.profile.yaml "
                             "(no collective measurement of this system is shipped; "
                             "scripts/gpu_profiles.py)")
         write(f"{name}.profile.yaml", p)

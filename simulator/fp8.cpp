@@ -5,7 +5,11 @@
 // Transformer Engine and torchao float8 do: one pass reads
 // each input for its amax, a second reads it again and writes the FP8 copy (1 byte per
 // element), i.e. 2 + 2 + 1 = 5 bytes per 2-byte input element = 2.5 x the input bytes,
-// run as a memory-bound elementwise kernel (with its launch).
+// run as a memory-bound elementwise kernel (with its launch). The activations are split by
+// the batch like the GEMM; the weights are not: each device casts its whole share of them
+// once per step and keeps the FP8 copy across micro-batches (Transformer Engine's
+// first-micro-batch cast, charged as 1/M of it per micro-batch), except under FSDP, where
+// the weights are gathered again for every micro-batch and cast again in full.
 #include "simulator/simulator_impl.h"
 
 namespace placer {
@@ -25,12 +29,17 @@ bool Simulator::Impl::runs_fp8(OpId o) const {
 
 double Simulator::Impl::fp8_scaling_time(OpId o, double frac) const {
   const Op& op = g.op(o);
-  uint64_t in_bytes = g.op(linear_of(g, o)).param_bytes;  // the weights, then the activations
-  for (TensorId t : op.inputs) in_bytes += g.tensor(t).bytes;
+  double activations = 0;
+  for (TensorId t : op.inputs) activations += double(g.tensor(t).bytes);
+  // The weights are not split by the batch: every data-parallel replica casts its whole
+  // (tensor-parallel) share, once per step, or once per micro-batch under FSDP.
+  const double micro_batches = op_multi[o] ? double(M) : 1.0;
+  const double weight_frac = frac * op_bdiv[o] / (fsdp ? 1.0 : micro_batches);
+  const double bytes = activations * frac + double(g.op(linear_of(g, o)).param_bytes) * weight_frac;
   Op cast;
   cast.category = OpCategory::kElementwise;
   cast.dtype = op.dtype;
-  return cost.op_time(cast, in_bytes * 5 / 2, op_dev[o], frac, op.dtype);
+  return cost.op_time(cast, static_cast<uint64_t>(bytes * 2.5), op_dev[o], 1.0, op.dtype);
 }
 
 }  // namespace placer

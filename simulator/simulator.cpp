@@ -494,10 +494,10 @@ void Simulator::Impl::assign_devices_and_durations(const Plan& p) {
       dur_cache_dev[o] = op_dev[o];
       dur_cache_frac[o] = frac;
       dur_cache_dtype[o] = static_cast<int8_t>(dt);
-      dur_cache_val[o] = cost.op_time(op, op_bytes[o], op_dev[o], frac, dt) +
-                         (fp8 ? fp8_scaling_time(o, frac) : 0.0);
+      dur_cache_val[o] = cost.op_time(op, op_bytes[o], op_dev[o], frac, dt);
     }
-    op_dur[o] = dur_cache_val[o];
+    // The FP8 scaling depends on the plan's micro-batches and FSDP too: not cached.
+    op_dur[o] = dur_cache_val[o] + (fp8 ? fp8_scaling_time(o, frac) : 0.0);
     op_disp[o] = op.category == OpCategory::kInput ? 0.0 : cost.profile().op(op.category).dispatch;
   }
   number_instances();

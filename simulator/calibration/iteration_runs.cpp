@@ -273,7 +273,8 @@ IterationRun read_run(const RowReader& r, const std::string& file, int n) {
   m.overlap_grad_reduce = r.integer_or("overlap_grad_reduce", 0, 0, 1) == 1;
   m.sequence_parallel = r.integer_or("sequence_parallel", 0, 0, 1) == 1;
   m.recompute = Recompute::kFull;
-  if (r.has("recompute") && !parse_recompute(r.text("recompute"), &m.recompute)) {
+  run.recompute_given = r.has("recompute");
+  if (run.recompute_given && !parse_recompute(r.text("recompute"), &m.recompute)) {
     r.fail("recompute", "'" + r.text("recompute") + "' is not none, selective or full");
   }
   read_precision(r, &run);

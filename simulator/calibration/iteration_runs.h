@@ -62,6 +62,7 @@ struct IterationRun {
   /// config.virtual_stages: the virtual_stages column; config.fp8: precision fp8 (FP8 GEMMs,
   /// weights and the other ops in bf16).
   MegatronConfig config;
+  bool recompute_given = false;  ///< recompute column filled (else full is the default)
   double measured = 0;  ///< seconds per iteration
 
   std::string where() const { return source + ":" + std::to_string(line); }

@@ -36,6 +36,7 @@ TEST(IterationRunsModern, ShippedFilesReadEveryColumn) {
   // FP8-CS,1: the recipes' recomputation (none) and Megatron-FSDP's per-block schedule.
   const IterationRun& a = runs[0];
   EXPECT_EQ(a.config.recompute, Recompute::kNone);
+  EXPECT_TRUE(a.recompute_given);
   EXPECT_TRUE(a.config.fsdp.enabled);
   EXPECT_TRUE(a.config.fp8);
   EXPECT_EQ(a.dtype, DType::kBF16);
@@ -55,6 +56,8 @@ TEST(IterationRunsModern, AbsentColumnsKeepTheirOldMeaning) {
   const IterationRun r =
       parse_iteration_runs(kHeader + "\n8,64,4,1024,16,12,1024,2,4,1,100\n", "runs.csv")[0];
   EXPECT_EQ(r.attention, "unfused");
+  EXPECT_EQ(r.config.recompute, Recompute::kFull);
+  EXPECT_FALSE(r.recompute_given);  // the default, not stated
   EXPECT_TRUE(r.master_weights);
   EXPECT_FALSE(r.config.fp8);
   EXPECT_EQ(r.dtype, DType::kF16);

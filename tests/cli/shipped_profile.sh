@@ -25,6 +25,10 @@ check override-changes-result test "$(grep '^step time' "$tmp/auto.txt")" != "$(
 
 sim --cluster "$clusters/b200_4node_ib200.cluster.yaml" > /dev/null 2> "$tmp/b200.err"
 check fabric-picks-ib200 grep -q "b200_ib200.profile.yaml (shipped for B200-SXM-180GB" "$tmp/b200.err"
+sim --cluster "$clusters/gb200_nvl72_4rack.cluster.yaml" > /dev/null 2> "$tmp/gb200.err"
+check gb200-picks-nvl72 grep -q "gb200_nvl72.profile.yaml (shipped for GB200;" "$tmp/gb200.err"
+sim --cluster "$clusters/b300_32node_ib800.cluster.yaml" > /dev/null 2> "$tmp/b300.err"
+check b300-picks-ib800 grep -q "b300_ib800.profile.yaml (shipped for B300-SXM-288GB;" "$tmp/b300.err"
 check report-names-shipped grep -q "^profile      .*/h100_sxm_ib400.profile.yaml$" "$tmp/auto.txt"
 sim --cluster "$clusters/dgx1_p100.cluster.yaml" > "$tmp/p100.txt" 2> "$tmp/p100.err"
 check no-profile-for-p100 test "$(grep -c 'placer: profile' "$tmp/p100.err")" = 0

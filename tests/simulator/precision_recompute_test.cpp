@@ -51,6 +51,37 @@ TEST(Fp8, GemmsOfLayersRunAtTheF8PeakAndPayTheirScaling) {
   EXPECT_NEAR(sim.run(p).step_time, 1e-3 + (1e-3 + 5e-6) + 2e-3, 1e-15);
 }
 
+// One stage on two data-parallel devices, two micro-batches: each device runs a quarter of
+// the batch per micro-batch, so `mm` takes 2 GFLOP / 4 at 2 PFLOP/s = 0.25 ms and casts a
+// quarter of the 1 MB input; the 1 MB of weights is not split by the batch: each device
+// casts all of it once per step (half per micro-batch), or all of it every micro-batch under
+// FSDP, whose gathered weights are cast again each time.
+Plan data_parallel_fp8_plan() {
+  Plan p;
+  p.pipeline.micro_batches = 2;
+  p.pipeline.stages = {PipelineStage{{0, 1, 2}, {0, 1}}};
+  p.precision.fp8 = true;
+  return p;
+}
+
+TEST(Fp8, WeightsAreCastOncePerStepOrPerMicroBatchUnderFsdp) {
+  const Graph g = fp8_graph();
+  DeviceSpec s = bf16_cluster(2e12).device(0).spec;
+  Cluster cl;
+  cl.add_host("host0", s, 2);
+  cl.set_link(LinkLevel::kIntraHost, testing::link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p = data_parallel_fp8_plan();
+  // Per micro-batch: a 0.25 ms, mm 0.25 ms, bmm 0.5 ms; two of them: 2 ms of compute.
+  // Scaling per micro-batch: 2.5 x (0.25 MB input + 0.5 MB weights) at 1 TB/s = 1.875 us.
+  EXPECT_NEAR(sim.run(p).step_time, 2e-3 + 2 * 1.875e-6, 1e-12);
+  p.data_parallel.fsdp.enabled = true;
+  p.data_parallel.zero_stage = 3;
+  // FSDP: 2.5 x (0.25 MB + 1 MB) = 3.125 us per micro-batch.
+  EXPECT_NEAR(sim.run(p).step_time, 2e-3 + 2 * 3.125e-6, 1e-12);
+}
+
 TEST(Fp8, WithoutAnF8PeakTheGemmKeepsTheBf16One) {
   const Graph g = fp8_graph();
   const Cluster cl = bf16_cluster(0);
