@@ -226,12 +226,10 @@ TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
   const std::vector<IterationRun> gb300 = load_iteration_runs(dir + "moe_gb300.csv");
   ASSERT_EQ(gb300.size(), 22u);
   const IterationRun& ds = gb300[0];
-  EXPECT_EQ(ds.num_experts, 256);
-  EXPECT_EQ(ds.kv_lora_rank, 512);
-  EXPECT_EQ(ds.q_lora_rank, 1536);
-  EXPECT_EQ(ds.qk_rope_head_dim, 64);
-  EXPECT_EQ(ds.dense_layers, 3);
-  EXPECT_EQ(ds.mtp_layers, 0);
+  // experts, kv / q latent ranks, rotary head part, dense layers, MTP layers
+  const std::vector<int64_t> shape{ds.num_experts,      ds.kv_lora_rank,  ds.q_lora_rank,
+                                   ds.qk_rope_head_dim, ds.dense_layers, ds.mtp_layers};
+  EXPECT_EQ(shape, (std::vector<int64_t>{256, 512, 1536, 64, 3, 0}));
   int gpt_oss_windowed = 0;
   for (const IterationRun& r : gb300) {
     gpt_oss_windowed += r.hidden == 2880 && r.sliding_window == 128 && r.full_attention_every == 2;
