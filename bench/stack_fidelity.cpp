@@ -16,7 +16,8 @@
 //    sources leave unstated, or with context parallelism, are left out and counted.
 //
 //  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
-//    leave one model out where a GPU has two or more models (moe_family below).
+//    leave one model out where a GPU has two or more models (moe_family below); results in
+//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2".
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU]
