@@ -264,6 +264,9 @@ TEST(IterationRunsModern, ShapeColumnsReachTheGraph) {
     ASSERT_NE(fa, kNoOp) << i;
     const std::string* w = find_op_attr(g.op(fa), "window");
     EXPECT_EQ(w != nullptr, i % 2 == 0) << i;
+    // 4 b a d x causal pairs: through the window of 8, 8 x 9 / 2 + 24 x 8 = 228 pairs of the
+    // 32-token sequence; fully, 32 x 33 / 2 = 528.
+    EXPECT_DOUBLE_EQ(g.op(fa).flops, 4.0 * 16 * 4 * 16 * (i % 2 == 0 ? 228 : 528)) << i;
     EXPECT_EQ(g.find_op(L + std::to_string(i) + ".mlp.router") != kNoOp, i >= 1) << i;
   }
   EXPECT_EQ(g.find_op(L + "5.self_attention.dense"), kNoOp);
