@@ -122,9 +122,11 @@ TEST(ClusterYaml, EveryShippedClusterLoads) {
       {"h100_sxm_4node_ib200.cluster.yaml", 32},  {"h200_1node.cluster.yaml", 8},
       {"h200_4node_ib200.cluster.yaml", 32},      {"h200_4node_ib400.cluster.yaml", 32},
       {"b200_1node.cluster.yaml", 8},             {"b200_4node_ib200.cluster.yaml", 32},
-      {"b200_4node_ib400.cluster.yaml", 32},
-      // Topology: an NVL72 domain, a leaf / spine fabric, rails.
-      {"gb200_nvl72_2rack.cluster.yaml", 144},    {"h100_leaf_spine_2to1.cluster.yaml", 64},
+      {"b200_4node_ib400.cluster.yaml", 32},      {"b200_32node_ib400.cluster.yaml", 256},
+      {"b300_32node_ib800.cluster.yaml", 256},
+      // Topology: NVL72 domains, a leaf / spine fabric, rails.
+      {"gb200_nvl72_2rack.cluster.yaml", 144},    {"gb200_nvl72_4rack.cluster.yaml", 288},
+      {"gb300_nvl72_4rack.cluster.yaml", 288},    {"h100_leaf_spine_2to1.cluster.yaml", 64},
       {"h100_rail_optimized.cluster.yaml", 32}};
   int seen = 0;
   for (const auto& entry : fs::directory_iterator(kClusters)) {
