@@ -15,8 +15,12 @@
 //    fitted on the generation's runs of the other models; rows whose recomputation the
 //    sources leave unstated, or with context parallelism, are left out and counted.
 //
+//  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
+//    leave one model out where a GPU has two or more models (moe_family below); results in
+//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2".
+//
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
-//       [--modern DIR] [--skip-a100]
+//       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -43,7 +47,8 @@ namespace {
 struct Options {
   int folds = 5, fit_every = 4, fit_iterations = 20;
   std::string modern;
-  bool skip_a100 = false;
+  bool skip_a100 = false, skip_dense = false, skip_moe = false;
+  std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
 };
 
 void print_header() {
@@ -289,6 +294,168 @@ void dense_families(const Options& o) {
   print_generation_scales(devices);
 }
 
+// ---- Megatron-Bridge MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) ----
+// Per GPU: datasets/measurements/modern/moe_<gpu>.csv on the shipped cluster file of the
+// rows' size (NVL72 racks as a job gets them: power_of_two_domains) and the profile shipped
+// for its GPU. With two or more models on a GPU, each model is predicted with the two
+// tensor-core scales (GEMM, attention; simulator/calibration/tensor_scale_fit.h) fitted on
+// the GPU's rows of the other models, from the H100 curves the scales multiply; with one
+// model the shipped profile predicts it unfitted. Qwen3 rows are held out: moe_rows() drops
+// any row of their shape should one ever appear in the files.
+
+std::string moe_model(const IterationRun& r) {
+  if (r.num_experts == 128 && r.hidden == 2880) return "GPT-OSS 120B";
+  if (r.num_experts == 256 && r.hidden == 7168) return "DeepSeek-V3";
+  if (r.num_experts == 384 && r.hidden == 7168) return "Kimi-K2";
+  return "";
+}
+
+std::vector<IterationRun> moe_rows(const std::string& file) {
+  std::vector<IterationRun> runs;
+  for (const IterationRun& r : load_iteration_runs(file)) {
+    if (!moe_model(r).empty() && r.cp == 1) runs.push_back(r);
+  }
+  return runs;
+}
+
+// One table row per model and one for all rows of the GPU.
+void print_moe_rows(const std::string& gpu, const std::vector<IterationRun>& runs,
+                    const std::vector<double>& predicted, const std::string& evaluation) {
+  std::map<std::string, std::pair<std::vector<IterationRun>, std::vector<double>>> by_model;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto& m = by_model[moe_model(runs[i])];
+    m.first.push_back(runs[i]);
+    m.second.push_back(predicted[i]);
+  }
+  for (const auto& [model, rp] : by_model) {
+    print_row("MoE " + gpu + ": " + model, rp.first, rp.second, evaluation, "MAPE <= 15%");
+  }
+  if (by_model.size() > 1) {
+    print_row("MoE " + gpu + ": all models", runs, predicted, evaluation, "MAPE <= 15%");
+  }
+}
+
+// The GPUs a job gets on NVL72 racks: 64 of each 72-GPU NVLink domain (16 of its 18 trays),
+// the power-of-two share the runs' ep 64 groups need to stay inside one rack; rank r runs on
+// rack r / 64. Other clusters are returned as they are.
+Cluster power_of_two_domains(const Cluster& cluster) {
+  constexpr int kJobGpusPerDomain = 64;
+  const Topology& t = cluster.topology();
+  const int per_host = static_cast<int>(cluster.host(0).devices.size());
+  if (t.nvlink_domain_hosts * per_host <= kJobGpusPerDomain || kJobGpusPerDomain % per_host != 0)
+    return cluster;
+  const int used = kJobGpusPerDomain / per_host;
+  Cluster c;
+  c.name = cluster.name + " (" + std::to_string(kJobGpusPerDomain) + " GPUs per NVLink domain)";
+  const int domains = cluster.num_hosts() / t.nvlink_domain_hosts;
+  for (int h = 0; h < domains * used; ++h) {
+    c.add_host("tray" + std::to_string(h), cluster.device(0).spec, per_host);
+  }
+  for (int l = 1; l < kNumLinkLevels; ++l) c.set_link(LinkLevel(l), cluster.link(LinkLevel(l)));
+  Topology job = t;
+  job.nvlink_domain_hosts = used;
+  c.set_topology(job);
+  return c;
+}
+
+// Leave one model out on one GPU: the tensor-core scales fitted on the responses of the other
+// models' rows, each held-out model's rows simulated with them.
+// One model's rows cannot tell the GEMM scale from the attention scale of another model's
+// kernels (MLA's fused attention against GPT-OSS's unfused core): the prior holds them
+// together.
+constexpr double kMoeScalePrior = 1.0;
+
+std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
+                                 const CostProfile& reference,
+                                 const std::vector<IterationRun>& runs) {
+  const std::vector<ScaleResponse> responses = scale_responses(cluster, reference, runs);
+  std::set<std::string> models;
+  for (const IterationRun& r : runs) models.insert(moe_model(r));
+  std::vector<double> predicted(runs.size(), 0.0);
+  for (const std::string& model : models) {
+    std::vector<ScaleResponse> train;
+    std::vector<double> measured;
+    std::vector<IterationRun> test;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (moe_model(runs[i]) == model) {
+        test.push_back(runs[i]);
+        index.push_back(i);
+      } else {
+        train.push_back(responses[i]);
+        measured.push_back(runs[i].measured);
+      }
+    }
+    const TensorScales s = fit_tensor_scales(train, measured, kMoeScalePrior);
+    std::printf("# MoE %s, %s held out: GEMM scale %.3f, attention %.3f (fitted on %zu rows)\n",
+                gpu.c_str(), model.c_str(), s.gemm, s.attention, train.size());
+    const std::vector<double> p = predict_runs(cluster, with_tensor_scales(reference, s), test);
+    for (size_t j = 0; j < p.size(); ++j) predicted[index[j]] = p[j];
+  }
+  return predicted;
+}
+
+// The GPU's rows and their predictions (none when they cannot be run).
+using MoePredictions = std::pair<std::vector<IterationRun>, std::vector<double>>;
+
+MoePredictions moe_family(const Options& o, const std::string& gpu,
+                          const std::string& cluster_file) {
+  const std::string family = "MoE " + gpu;
+  const std::string file = o.modern + "/moe_" + gpu + ".csv";
+  const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
+  const bool have_file = fs::exists(file), have_cluster = fs::exists(dir + cluster_file);
+  const std::vector<IterationRun> runs = have_file ? moe_rows(file) : std::vector<IterationRun>{};
+  if (!have_cluster || runs.empty()) {
+    print_not_run(family, !have_file      ? "no file " + file
+                          : !have_cluster ? "no cluster " + cluster_file
+                                          : "no MoE rows");
+    return {};
+  }
+  const Cluster cluster = power_of_two_domains(load_cluster_yaml(dir + cluster_file));
+  const std::string profile = shipped_profile_file(cluster);
+  const CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
+  std::map<std::string, int> model_index;  // leave one model out: fold = model
+  std::vector<int> fold_of;
+  for (const IterationRun& r : runs) {
+    fold_of.push_back(model_index.emplace(moe_model(r), int(model_index.size())).first->second);
+  }
+  std::printf("# %s: %s on %s: %s, %d GPUs\n", family.c_str(), profile.c_str(),
+              cluster_file.c_str(), cluster.name.c_str(), cluster.num_devices());
+  if (model_index.size() < 2) {
+    const std::vector<double> p = predict_runs(cluster, start, runs);
+    print_moe_rows(gpu, runs, p, "shipped profile, unfitted (one model)");
+    return {runs, p};
+  }
+  const CostProfile reference = with_reference_compute_curves(
+      load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
+  const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs);
+  print_moe_rows(gpu, runs, p,
+                 "leave one model out (" + std::to_string(model_index.size()) + " models)");
+  return {runs, p};
+}
+
+// Every GPU's MoE rows, then each model over all GPUs.
+void moe_families(const Options& o) {
+  MoePredictions all;
+  for (const auto& [gpu, cluster] :
+       {std::pair<const char*, const char*>{"h100", "h100_ib_64node.cluster.yaml"},
+        {"b200", "b200_32node_ib400.cluster.yaml"},
+        {"b300", "b300_32node_ib800.cluster.yaml"},
+        {"gb200", "gb200_nvl72_4rack.cluster.yaml"},
+        {"gb300", "gb300_nvl72_4rack.cluster.yaml"}}) {
+    if (!o.moe_gpu.empty() && o.moe_gpu != gpu) continue;
+    try {
+      const MoePredictions p = moe_family(o, gpu, cluster);
+      all.first.insert(all.first.end(), p.first.begin(), p.first.end());
+      all.second.insert(all.second.end(), p.second.begin(), p.second.end());
+    } catch (const Error& e) {
+      print_not_run(std::string("MoE ") + gpu, "error (stderr)");
+      std::fprintf(stderr, "stack_fidelity: MoE %s: %s\n", gpu, e.what());
+    }
+  }
+  if (!all.first.empty()) print_moe_rows("every GPU", all.first, all.second, "as above, per GPU");
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -304,10 +471,17 @@ Options parse(int argc, char** argv) {
       o.modern = argv[++i];
     else if (a == "--skip-a100")
       o.skip_a100 = true;
+    else if (a == "--skip-dense")
+      o.skip_dense = true;
+    else if (a == "--skip-moe")
+      o.skip_moe = true;
+    else if (a == "--moe-gpu" && has_value)
+      o.moe_gpu = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
-                   "[--fit-iterations N] [--modern DIR] [--skip-a100]\n");
+                   "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
+                   "[--skip-moe] [--moe-gpu GPU]\n");
       std::exit(2);
     }
   }
@@ -327,7 +501,8 @@ int main(int argc, char** argv) {
       print_not_run("Megatron-Bridge Llama 3 dense", "no folder " + o.modern);
       return 0;
     }
-    dense_families(o);
+    if (!o.skip_dense) dense_families(o);
+    if (!o.skip_moe) moe_families(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "stack_fidelity: %s\n", e.what());
     return 1;

@@ -37,6 +37,7 @@ struct Spec {
   int64_t sliding_window = 0;
   KernelPreset kernels = KernelPreset::kMegatron2021;
   int64_t head_dim = 0;  // 0 = hidden / heads
+  std::vector<bool> window_layer;  // empty = every layer windowed
   MlaOptions mla;
   MoeOptions moe;
 };
@@ -158,6 +159,9 @@ void validate(const Spec& o) {
   PLACER_CHECK(o.sliding_window == 0 || o.attention == AttentionImpl::kFlash,
                f << ": sliding_window needs attention = flash (the unfused core scores every "
                     "pair and masks)");
+  PLACER_CHECK(o.window_layer.empty() || o.window_layer.size() == static_cast<size_t>(o.layers),
+               f << ": window_layer has " << o.window_layer.size() << " entries for " << o.layers
+                 << " layers");
   validate_mla(o);
   validate_moe(o);
 }
@@ -315,7 +319,7 @@ class DecoderBuilder {
   Residual attention(const std::string& p, int i, TensorId x, TensorId ln1) {
     const std::string att = p + ".self_attention";
     const TensorId ctx = o_.mla.enabled()
-                             ? add_mla_core(blocks_, o_.mla, a_, o_.sliding_window, att, i, ln1)
+                             ? add_mla_core(blocks_, o_.mla, a_, window(i), att, i, ln1)
                              : gqa_core(att, i, ln1);
     const TensorId dense = m_.op(att + ".dense", "MatMul", att, i, {ctx}, bsh_shape_,
                                  2 * (d(b_) * d(s_) * d(ctx_width_)) * d(h_),
@@ -362,12 +366,17 @@ class DecoderBuilder {
   // One FlashAttention op: reads q, k (rotated for LLaMA) and v, writes the context and the
   // fp32 logsumexp its backward needs; dropout on the probabilities happens inside it.
   TensorId flash_core(const std::string& core, int i, TensorId qk, TensorId qkv) {
-    const AttentionShape shape{b_, s_, a_, kv_, dh_, true, o_.sliding_window};
+    const AttentionShape shape{b_, s_, a_, kv_, dh_, true, window(i)};
     std::vector<TensorId> in{qkv};
     if (qk != qkv) in = {qk, qkv};
     return add_flash_attention(blocks_, core + ".flash_attention", core, i, std::move(in),
                                ctx_width_, shape, flash_attention_flops(shape),
                                flash_attention_bytes(shape, dtype_bytes(o_.dtype)));
+  }
+
+  // Layer i's sliding window (0 = full attention).
+  int64_t window(int i) const {
+    return o_.window_layer.empty() || o_.window_layer[size_t(i)] ? o_.sliding_window : 0;
   }
 
   bool is_moe_layer(int i) const {
@@ -478,6 +487,7 @@ Graph make_llama(const LlamaOptions& o) {
   Spec s = shared_spec("llama", o);
   s.kv_heads = o.kv_heads;
   s.head_dim = o.head_dim;
+  s.window_layer = o.window_layer;
   s.mla = o.mla;
   s.moe = o.moe;
   s.llama = true;

@@ -196,6 +196,9 @@ struct LlamaOptions {
   AttentionImpl attention = AttentionImpl::kFlash;
   /// Sliding-window attention (keys per query, 0 = none; Mistral's 4096); flash only.
   int64_t sliding_window = 0;
+  /// Per layer: sliding-window (true) or full attention (false); empty = every layer
+  /// windowed. GPT-OSS alternates, windowed first.
+  std::vector<bool> window_layer;
   /// The kernels of the other ops (megatron-2021 = the op contract above).
   KernelPreset kernels = KernelPreset::kMegatron2021;
   /// Width of one attention head; 0 = hidden / heads (Qwen3 and Gemma use other widths).

@@ -104,7 +104,16 @@ const char* const kOptional[] = {"model",
                                  "shared_experts",
                                  "precision_variant",
                                  "scatter_gather",
-                                 "fsdp"};
+                                 "fsdp",
+                                 "head_dim",
+                                 "sliding_window",
+                                 "full_attention_every",
+                                 "q_lora_rank",
+                                 "kv_lora_rank",
+                                 "qk_rope_head_dim",
+                                 "v_head_dim",
+                                 "dense_layers",
+                                 "mtp_layers"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -171,6 +180,33 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
   }
 }
 
+// The attention and layer-stack shape beyond hidden / heads: head width, sliding windows,
+// multi-head latent attention, dense leading layers and multi-token prediction.
+void read_shape_columns(const RowReader& r, IterationRun* run) {
+  run->head_dim = r.integer_or("head_dim", 0, 0, 1 << 16);
+  run->sliding_window = r.integer_or("sliding_window", 0, 0, 1 << 24);
+  run->full_attention_every = int(r.integer_or("full_attention_every", 0, 0, 1 << 12));
+  if (run->sliding_window > 0 && run->attention != "flash") {
+    r.fail("sliding_window", "needs attention flash");
+  }
+  run->q_lora_rank = r.integer_or("q_lora_rank", 0, 0, 1 << 20);
+  run->kv_lora_rank = r.integer_or("kv_lora_rank", 0, 0, 1 << 20);
+  run->qk_rope_head_dim = r.integer_or("qk_rope_head_dim", 0, 0, 1 << 16);
+  run->v_head_dim = r.integer_or("v_head_dim", 0, 0, 1 << 16);
+  if (run->kv_lora_rank > 0) {
+    if (run->attention != "flash") r.fail("kv_lora_rank", "MLA needs attention flash");
+    if (run->head_dim + run->qk_rope_head_dim < 1 || run->v_head_dim < 1) {
+      r.fail("v_head_dim", "MLA needs head_dim + qk_rope_head_dim > 0 and v_head_dim > 0");
+    }
+  }
+  run->dense_layers = int(r.integer_or("dense_layers", 0, 0, 1 << 12));
+  if (run->dense_layers >= run->layers) {
+    r.fail("dense_layers", std::to_string(run->dense_layers) + " is not below layers " +
+                               std::to_string(run->layers));
+  }
+  run->mtp_layers = int(r.integer_or("mtp_layers", 0, 0, 64));
+}
+
 // The configuration must be one Megatron can run.
 void check_megatron_config(const RowReader& r, const IterationRun& run) {
   const MegatronConfig& m = run.config;
@@ -183,7 +219,7 @@ void check_megatron_config(const RowReader& r, const IterationRun& run) {
                            std::to_string(run.heads) + " and be a multiple of tp " +
                            std::to_string(m.tp));
   }
-  if (run.hidden % run.heads != 0) {
+  if (run.head_dim == 0 && run.kv_lora_rank == 0 && run.hidden % run.heads != 0) {
     r.fail("heads",
            std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
   }
@@ -243,6 +279,7 @@ IterationRun read_run(const RowReader& r, const std::string& file, int n) {
   }
   read_precision(r, &run);
   read_stack_columns(r, &run);
+  read_shape_columns(r, &run);
   // Megatron uses dynamic loss scaling with fp16 only.
   m.loss_scaling = run.dtype == DType::kF16;
   const double ms = r.number("iteration_ms");
@@ -292,6 +329,13 @@ void check_modelled(const IterationRun& run) {
   if (run.num_experts > 0 && run.model != "llama") {
     refuse("num_experts", std::to_string(run.num_experts), "MoE layers need model llama");
   }
+  if (run.model == "llama") return;
+  for (const auto& [column, value] : {std::pair<const char*, int64_t>{"head_dim", run.head_dim},
+                                      {"kv_lora_rank", run.kv_lora_rank},
+                                      {"dense_layers", run.dense_layers},
+                                      {"mtp_layers", run.mtp_layers}}) {
+    if (value > 0) refuse(column, std::to_string(value), "the gpt generator has no such option");
+  }
 }
 
 namespace {
@@ -307,6 +351,70 @@ Plan run_plan(const Graph& g, const IterationRun& run) {
   return plan;
 }
 
+// Every column the training-step graph depends on (not the plan's), as one cache key.
+std::string graph_key(const IterationRun& run) {
+  std::ostringstream k;
+  k << run.model << ',' << run.hidden << ',' << run.heads << ',' << run.kv_heads << ',' << run.ffn
+    << ',' << run.seq_len << ',' << run.vocab << ',' << run.layers << ',' << run.config.global_batch
+    << ',' << run.config.tp << ',' << static_cast<int>(run.dtype) << ',' << run.master_weights
+    << ',' << run.attention << ',' << run.num_experts << ',' << run.moe_topk << ',' << run.moe_ffn
+    << ',' << run.shared_experts << ',' << run.head_dim << ',' << run.sliding_window << ','
+    << run.full_attention_every << ',' << run.q_lora_rank << ',' << run.kv_lora_rank << ','
+    << run.qk_rope_head_dim << ',' << run.v_head_dim << ',' << run.dense_layers << ','
+    << run.mtp_layers;
+  return k.str();
+}
+
+// The sizes both generators share.
+template <class Options>
+void fill_shared(const IterationRun& run, Options* o) {
+  o->layers = run.layers;
+  o->hidden = run.hidden;
+  o->heads = run.heads;
+  o->ffn = run.ffn;
+  o->seq_len = run.seq_len;
+  o->batch = run.config.global_batch;
+  o->vocab = run.vocab;
+  o->tp = run.config.tp;
+  o->dtype = run.dtype;
+  // The column's value was checked when the row was read.
+  parse_attention_impl(run.attention, &o->attention);
+}
+
+// The llama generator's options for `run`: attention shape (head width, windows, MLA), MoE
+// layers after the dense leading ones (shared experts as wide as a routed one), and the
+// multi-token-prediction layers as further MoE layers at the end.
+LlamaOptions llama_options(const IterationRun& run) {
+  LlamaOptions o;
+  fill_shared(run, &o);
+  o.layers = run.layers + run.mtp_layers;
+  o.kv_heads = run.kv_heads;
+  o.sliding_window = run.sliding_window;
+  if (run.sliding_window > 0 && run.full_attention_every > 0) {
+    for (int i = 0; i < o.layers; ++i)
+      o.window_layer.push_back(i % run.full_attention_every != run.full_attention_every - 1);
+  }
+  if (run.kv_lora_rank > 0) {
+    o.mla.q_lora_rank = run.q_lora_rank;
+    o.mla.kv_lora_rank = run.kv_lora_rank;
+    o.mla.nope_head_dim = run.head_dim;
+    o.mla.rope_head_dim = run.qk_rope_head_dim;
+    o.mla.v_head_dim = run.v_head_dim;
+  } else {
+    o.head_dim = run.head_dim;
+  }
+  if (run.num_experts > 0) {
+    o.moe.experts = run.num_experts;
+    o.moe.top_k = run.moe_topk;
+    o.moe.expert_ffn = run.moe_ffn > 0 ? run.moe_ffn : o.ffn;
+    o.moe.shared_ffn = int64_t(run.shared_experts) * o.moe.expert_ffn;
+    if (run.dense_layers > 0) {
+      for (int i = 0; i < o.layers; ++i) o.moe.moe_layer.push_back(i >= run.dense_layers);
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 RunPredictor::RunPredictor(const Cluster& cluster) : cluster_(cluster) {}
@@ -314,41 +422,14 @@ RunPredictor::~RunPredictor() = default;
 
 const Graph& RunPredictor::graph(const IterationRun& run) {
   check_modelled(run);
-  const auto key = std::make_tuple(
-      run.model, run.hidden, run.heads, run.kv_heads, run.ffn, run.seq_len, run.vocab, run.layers,
-      run.config.global_batch, run.config.tp, static_cast<int>(run.dtype), run.master_weights,
-      run.attention, run.num_experts, run.moe_topk, run.moe_ffn, run.shared_experts);
-  std::unique_ptr<Graph>& g = graphs_[key];
+  std::unique_ptr<Graph>& g = graphs_[graph_key(run)];
   if (!g) {
-    // The sizes both generators share.
-    auto fill = [&](auto& o) {
-      o.layers = run.layers;
-      o.hidden = run.hidden;
-      o.heads = run.heads;
-      o.ffn = run.ffn;
-      o.seq_len = run.seq_len;
-      o.batch = run.config.global_batch;
-      o.vocab = run.vocab;
-      o.tp = run.config.tp;
-      o.dtype = run.dtype;
-      // The column's value was checked when the row was read.
-      parse_attention_impl(run.attention, &o.attention);
-    };
     Graph forward;
     if (run.model == "llama") {
-      LlamaOptions o;
-      fill(o);
-      o.kv_heads = run.kv_heads;
-      if (run.num_experts > 0) {  // every layer MoE; shared experts as wide as a routed one
-        o.moe.experts = run.num_experts;
-        o.moe.top_k = run.moe_topk;
-        o.moe.expert_ffn = run.moe_ffn > 0 ? run.moe_ffn : o.ffn;
-        o.moe.shared_ffn = int64_t(run.shared_experts) * o.moe.expert_ffn;
-      }
-      forward = make_llama(o);
+      forward = make_llama(llama_options(run));
     } else {
       GptOptions o;
-      fill(o);
+      fill_shared(run, &o);
       forward = make_gpt(o);
     }
     TrainingOptions t;

@@ -16,14 +16,15 @@
 // (fp16 | bf16 | fp8, fp16), zero_stage (0), overlap_grad_reduce (0), sequence_parallel (0),
 // virtual_stages (1), attention (unfused | flash, unfused), master_weights (1), cp (1), ep (1),
 // etp (empty), num_experts (0), moe_topk (0), moe_ffn (0), shared_experts (0),
-// precision_variant (free text), scatter_gather (1). Every column is kept in IterationRun; the
+// precision_variant (free text), scatter_gather (1), fsdp (0), head_dim (0), sliding_window
+// (0), full_attention_every (0), q_lora_rank (0), kv_lora_rank (0), qk_rope_head_dim (0),
+// v_head_dim (0), dense_layers (0), mtp_layers (0). Every column is kept in IterationRun; the
 // prediction refuses, naming the column, what the graph and plan cannot express yet
 // (check_modelled).
 
 #include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "simulator/cost_profile.h"
@@ -48,6 +49,16 @@ struct IterationRun {
   int etp = 0;                 ///< expert tensor-parallel size; 0 = not given
   int num_experts = 0, moe_topk = 0, shared_experts = 0;  ///< 0 experts = dense
   int64_t moe_ffn = 0;
+  /// Attention shape beyond hidden / heads: the head width (0 = hidden / heads; under MLA the
+  /// query / key head's non-rotary part), a sliding window (keys per query, 0 = none) and
+  /// every full_attention_every-th layer (N-1, 2N-1, ...) attending fully (0 = every layer
+  /// windowed); multi-head latent attention when kv_lora_rank > 0.
+  int64_t head_dim = 0, sliding_window = 0;
+  int full_attention_every = 0;
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  /// Leading layers with a dense MLP (ffn wide) before the MoE layers; multi-token-prediction
+  /// layers after the last one (each simulated as one more decoder layer of the MoE kind).
+  int dense_layers = 0, mtp_layers = 0;
   /// config.virtual_stages: the virtual_stages column; config.fp8: precision fp8 (FP8 GEMMs,
   /// weights and the other ops in bf16).
   MegatronConfig config;
@@ -102,10 +113,7 @@ class RunPredictor {
 
  private:
   const Cluster& cluster_;
-  std::map<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
-                      int, int, bool, std::string, int, int, int64_t, int>,
-           std::unique_ptr<Graph>>
-      graphs_;
+  std::map<std::string, std::unique_ptr<Graph>> graphs_;  ///< by graph_key(run)
 };
 
 }  // namespace placer

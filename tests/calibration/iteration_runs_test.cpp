@@ -9,6 +9,7 @@
 
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/cost_profile.h"
+#include "src/graph/moe_attrs.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
 
@@ -209,6 +210,113 @@ TEST(IterationRunsModern, AttentionColumnSelectsTheGraphsAttention) {
   EXPECT_EQ(count(runs[1], "FlashAttention"), 0);
   EXPECT_EQ(count(runs[1], "Softmax"), 12);
   EXPECT_EQ(count(runs[2], "Softmax"), 12);  // no column: unfused, as before the column
+}
+
+// The shipped MoE files state each model's shape (datasets/measurements/modern/README.md,
+// "MoE shape columns"): GPT-OSS 120B bf16 on H100 with 64-wide heads and the unfused sink
+// attention; DeepSeek-V3 on GB300 with MLA, 3 dense layers and (25.11, "w/o MTP") no MTP.
+TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
+  const std::string dir = kSrc + "/datasets/measurements/modern/";
+  const std::vector<IterationRun> h100 = load_iteration_runs(dir + "moe_h100.csv");
+  ASSERT_EQ(h100.size(), 4u);
+  EXPECT_EQ(h100[0].head_dim, 64);
+  EXPECT_EQ(h100[0].attention, "unfused");
+  EXPECT_EQ(h100[0].config.recompute, Recompute::kNone);
+  EXPECT_EQ(h100[0].ep, 8);
+  const std::vector<IterationRun> gb300 = load_iteration_runs(dir + "moe_gb300.csv");
+  ASSERT_EQ(gb300.size(), 22u);
+  const IterationRun& ds = gb300[0];
+  // experts, kv / q latent ranks, rotary head part, dense layers, MTP layers
+  const std::vector<int64_t> shape{ds.num_experts,      ds.kv_lora_rank,  ds.q_lora_rank,
+                                   ds.qk_rope_head_dim, ds.dense_layers, ds.mtp_layers};
+  EXPECT_EQ(shape, (std::vector<int64_t>{256, 512, 1536, 64, 3, 0}));
+  int gpt_oss_windowed = 0;
+  for (const IterationRun& r : gb300) {
+    gpt_oss_windowed += r.hidden == 2880 && r.sliding_window == 128 && r.full_attention_every == 2;
+  }
+  EXPECT_EQ(gpt_oss_windowed, 3);  // the MXFP8 rows of 26.06, 26.06.01 and 26.08
+}
+
+// The shape columns reach the llama graph. GPT-OSS-like: 4 heads of 16 on hidden 96 (q
+// width 64), 2 kv heads, a window of 8 on layers 0 and 2, full attention on 1 and 3 (every
+// 2nd); dense_layers 1 and mtp_layers 1 make layer 0 dense and add a fifth (MoE) layer.
+TEST(IterationRunsModern, ShapeColumnsReachTheGraph) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::string cols =
+      ",model,attention,kv_heads,num_experts,moe_topk,moe_ffn,head_dim,sliding_window,"
+      "full_attention_every,dense_layers,mtp_layers";
+  const IterationRun r = parse_iteration_runs(
+      kHeader + cols + "\n8,16,1,96,4,4,32,1,8,1,100,llama,flash,2,8,2,32,16,8,2,1,1\n",
+      "runs.csv")[0];
+  EXPECT_EQ(r.head_dim, 16);
+  RunPredictor pred(c);
+  const Graph& g = pred.graph(r);
+  const std::string L = "language_model.encoder.layers.";
+  const OpId qkv = g.find_op(L + "0.self_attention.query_key_value");
+  ASSERT_NE(qkv, kNoOp);
+  // (4 + 2 x 2) heads x 16 = 128 outputs of 96 inputs: 2 x b s x 96 x 128 FLOPs (b 16, s 32).
+  EXPECT_DOUBLE_EQ(g.op(qkv).flops, 2.0 * 16 * 32 * 96 * 128);
+  // The output projection reads 4 x 16 = 64 wide contexts.
+  EXPECT_DOUBLE_EQ(g.op(g.find_op(L + "0.self_attention.dense")).flops, 2.0 * 16 * 32 * 64 * 96);
+  for (int i = 0; i < 5; ++i) {
+    const OpId fa =
+        g.find_op(L + std::to_string(i) + ".self_attention.core_attention.flash_attention");
+    ASSERT_NE(fa, kNoOp) << i;
+    const std::string* w = find_op_attr(g.op(fa), "window");
+    EXPECT_EQ(w != nullptr, i % 2 == 0) << i;
+    // 4 b a d x causal pairs: through the window of 8, 8 x 9 / 2 + 24 x 8 = 228 pairs of the
+    // 32-token sequence; fully, 32 x 33 / 2 = 528.
+    EXPECT_DOUBLE_EQ(g.op(fa).flops, 4.0 * 16 * 4 * 16 * (i % 2 == 0 ? 228 : 528)) << i;
+    EXPECT_EQ(g.find_op(L + std::to_string(i) + ".mlp.router") != kNoOp, i >= 1) << i;
+  }
+  EXPECT_EQ(g.find_op(L + "5.self_attention.dense"), kNoOp);
+}
+
+// MLA columns build Megatron-core's latent projections: q through a rank-24 bottleneck to 4
+// heads of 16 + 8 rotary, keys / values through a rank-12 latent (+ 8 rotary) to 16-wide values.
+TEST(IterationRunsModern, MlaColumnsBuildLatentAttention) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const IterationRun r = parse_iteration_runs(
+      kHeader +
+          ",model,attention,head_dim,q_lora_rank,kv_lora_rank,qk_rope_head_dim,v_head_dim\n"
+          "8,16,1,102,4,2,32,1,8,1,100,llama,flash,16,24,12,8,16\n",
+      "runs.csv")[0];
+  RunPredictor pred(c);
+  const Graph& g = pred.graph(r);
+  const std::string P = "language_model.encoder.layers.0.self_attention.";
+  const OpId up = g.find_op(P + "linear_q_up_proj");
+  ASSERT_NE(up, kNoOp);
+  EXPECT_DOUBLE_EQ(g.op(up).flops, 2.0 * 16 * 32 * 24 * (4 * (16 + 8)));
+  const OpId kv_down = g.find_op(P + "linear_kv_down_proj");
+  ASSERT_NE(kv_down, kNoOp);
+  EXPECT_DOUBLE_EQ(g.op(kv_down).flops, 2.0 * 16 * 32 * 102 * (12 + 8));
+  EXPECT_DOUBLE_EQ(g.op(g.find_op(P + "dense")).flops, 2.0 * 16 * 32 * (4 * 16) * 102);
+  // hidden 102 is not a multiple of 4 heads: accepted above because MLA sets the head
+  // widths, refused without.
+  EXPECT_THROW(
+      parse_iteration_runs(kHeader + ",model\n8,16,1,102,4,2,32,1,8,1,100,llama\n", "r.csv"),
+      FormatError);
+}
+
+TEST(IterationRunsModern, ShapeColumnErrorsNameTheColumn) {
+  auto message = [](const std::string& cols, const std::string& vals) {
+    try {
+      parse_iteration_runs(kHeader + cols + "\n8,16,1,96,4,4,32,1,8,1,100" + vals + "\n", "r.csv");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(",sliding_window", ",8"),
+            "r.csv:2: column 'sliding_window': needs attention flash");
+  EXPECT_EQ(message(",attention,kv_lora_rank", ",flash,12"),
+            "r.csv:2: column 'v_head_dim': MLA needs head_dim + qk_rope_head_dim > 0 and "
+            "v_head_dim > 0");
+  EXPECT_EQ(message(",dense_layers", ",4"),
+            "r.csv:2: column 'dense_layers': 4 is not below layers 4");
+  expect_refused(
+      "head_dim", "32",
+      "column 'head_dim': 32 is not modelled yet (the gpt generator has no such option)");
 }
 
 // The same row in bf16 and fp8. On an H100 (f8 peak 1979 TFLOPS, twice the bf16 989) the

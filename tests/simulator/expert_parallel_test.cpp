@@ -156,28 +156,56 @@ double expert_up_time(const Graph& g, const SimResult& r) {
   return -1;
 }
 
+// The bytes of every all-to-all device 0 runs, in event order.
+std::vector<uint64_t> all_to_all_bytes(const SimResult& r) {
+  std::vector<uint64_t> bytes;
+  for (const SimEvent& e : r.events) {
+    if (e.kind == SimEvent::kCollective && e.device == 0 &&
+        e.collective == static_cast<uint8_t>(CollectiveKind::kAllToAll)) {
+      bytes.push_back(e.bytes);
+    }
+  }
+  return bytes;
+}
+
+// The all-to-all bytes device 0 runs for `p` on `c` (uniform profile).
+std::vector<uint64_t> all_to_all_bytes(const Graph& g, const Cluster& c, const Plan& p) {
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  SimOptions opts;
+  opts.record_events = true;
+  return all_to_all_bytes(sim.run(p, opts));
+}
+
 TEST(ExpertParallel, AllToAllBytesOfAGeneratedLayer) {
   // Tiny Mixtral, bf16, 2 ranks.
   const Graph g = tiny_mixtral();
-  const Cluster c = make_cluster(1, 2, testing::link(0, 100e9), testing::link(0, 10e9));
-  const CostModel cost(c, uniform_profile());
-  Simulator sim(g, c, cost);
   Plan p = testing::place(g, std::vector<int>(g.num_ops(), 0));
   p.data_parallel.replicas = 2;
   p.expert_parallel.degree = 2;
-  SimOptions opts;
-  opts.record_events = true;
-  const SimResult r = sim.run(p, opts);
   // Per rank one sequence: 8 tokens x 2 experts x 64 x 2 bytes = 2048 bytes each way, for
   // dispatch and combine, forward and backward, in both layers.
-  int a2a = 0;
-  for (const SimEvent& e : r.events) {
-    if (e.kind != SimEvent::kCollective || e.device != 0) continue;
-    if (e.collective != static_cast<uint8_t>(CollectiveKind::kAllToAll)) continue;
-    ++a2a;
-    EXPECT_EQ(e.bytes, 2048u) << g.op(e.op).name;
-  }
-  EXPECT_EQ(a2a, 8);
+  EXPECT_EQ(all_to_all_bytes(g, make_cluster(1, 2, testing::link(0, 100e9), testing::link(0, 10e9)), p),
+            std::vector<uint64_t>(8, 2048));
+}
+
+// Megatron's token dispatcher under sequence parallelism: each TP rank routes its own 1/tp
+// of the sequence, so the all-to-all moves half the bytes of the tp 1 layer above. tp 2 x
+// dp 2 on 4 GPUs, ep 2 (etp 1), one 8-token sequence per data-parallel rank: a TP rank
+// dispatches 4 tokens x 2 experts x 64 x 2 bytes = 1024 bytes each way.
+TEST(ExpertParallel, SequenceParallelRanksDispatchTheirOwnTokens) {
+  const Graph g = tiny_mixtral();
+  const Cluster c = make_cluster(1, 4, testing::link(0, 100e9), testing::link(0, 10e9));
+  MegatronConfig mc;
+  mc.tp = 2;
+  mc.dp = 2;
+  mc.sequence_parallel = true;
+  mc.global_batch = 2;
+  Plan p = megatron_plan(g, mc);
+  p.expert_parallel.degree = 2;
+  p.expert_parallel.tensor_parallel = 1;
+  // Dispatch and combine, forward and backward, 2 layers.
+  EXPECT_EQ(all_to_all_bytes(g, c, p), std::vector<uint64_t>(8, 1024));
 }
 
 // Tensor parallelism 2 with sequence parallelism over a tiny Mixtral: the MoE ops split on

@@ -1,0 +1,51 @@
+# Run in datasets/measurements/modern. Builds moe_<gpu>.csv from the megatron-bridge_*_<gpu>.csv files: the GPT-OSS 120B,
+# DeepSeek-V3 and Kimi-K2 rows (Qwen3 rows never copied), with the shape columns appended.
+import glob, re, sys
+NEW = ['head_dim','sliding_window','full_attention_every','q_lora_rank','kv_lora_rank',
+       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers']
+def model_of(r, comment):
+    m = re.search(r'model "([^"]*)"', comment).group(1)
+    if m.startswith('GPT OSS'): return 'gptoss', m
+    if m.startswith('DeepSeekV3'): return 'dsv3', m
+    if m.startswith('Kimi'): return 'kimi', m
+    return None, m
+def shape(kind, comment, precision):
+    if kind == 'gptoss':
+        return [64,0,0,0,0,0,0,0,0] if precision == 'bf16' else [64,128,2,0,0,0,0,0,0]
+    mla = [128,0,0,1536,512,64,128]
+    if kind == 'dsv3': return mla + [3, 0 if 'w/o MTP' in comment else 1]
+    return mla + [1, 0]
+for gpu in ['h100','b200','b300','gb200','gb300']:
+    out=[]; hdr=None
+    for f in sorted(glob.glob(f'megatron-bridge_*_{gpu}.csv')):
+        lines=open(f).read().splitlines(); h=None
+        notes=[l for l in lines if re.match(r'# \S+ line \d+ \|', l)]
+        for l in lines:
+            if l.startswith('#'): continue
+            if h is None: h=l; continue
+            r=dict(zip(h.split(','), l.split(',')))
+            tps=int(r['global_batch'])*int(r['seq_len'])/(float(r['iteration_ms'])/1000*int(r['gpus']))
+            m=[n for n in notes if abs(float(re.search(r'tokens/s/GPU=([0-9.]+)',n).group(1))-tps)<0.01
+               and f'precision "{r["precision_variant"]}' in n]
+            assert len(m)==1, (f, l, m)
+            prev=m[0]
+            kind, name = model_of(None, prev)
+            if kind is None: continue
+            assert hdr in (None, h); hdr=h
+            out.append(f'# from {f}:'); out.append(prev)
+            fields=l.split(','); cols=h.split(',')
+            assert fields[cols.index('recompute')]==''
+            fields[cols.index('recompute')]='none'
+            if kind == 'gptoss' and r['precision'] == 'bf16':
+                # The sink attention's unfused fallback: every pair scored, the window masked.
+                fields[cols.index('attention')]='unfused'
+            out.append(','.join(fields) + ',' + ','.join(str(v) for v in shape(kind, prev, r['precision'])))
+    if not out: continue
+    head = [f'# MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2; cp 1) of the DGX-{gpu.upper()} files in this folder, copied',
+            '# verbatim, each after the line of its file that names its source, with the attention / layer-stack',
+            '# columns appended, recompute set to none and GPT-OSS bf16 rows set to unfused attention (values and',
+            '# sources in README.md, "MoE shape columns").',
+            '# Qwen3 rows are not copied.',
+            hdr + ',' + ','.join(NEW)]
+    open(f'moe_{gpu}.csv','w').write('\n'.join(head+out)+'\n')
+    print(gpu, len(out)//3)
