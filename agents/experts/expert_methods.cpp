@@ -120,7 +120,7 @@ class LearnedExpertPlacer : public OutcomePlacer {
 MethodInfo expert_method(const char* name, const char* doc,
                          std::unique_ptr<Placer> (*make)(const ExpertMethodOptions&)) {
   MethodInfo m{name, doc, /*fast=*/false, [make] { return make(ExpertMethodOptions{}); }};
-  return with_options(m, expert_method_option_table(), ExpertMethodOptions{}, make);
+  return with_options(m, expert_method_option_table(name), ExpertMethodOptions{}, make);
 }
 
 }  // namespace
