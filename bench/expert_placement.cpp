@@ -1,7 +1,12 @@
 // Expert placement on held-out routing distributions (docs/expert_placement.md): the step of
-// round-robin, EPLB, annealing over maps (from EPLB's) and expert-rl (the shipped policy
-// zero-shot, and fine-tuned with as many evaluations as annealing) on the test split and on
-// the families no policy is trained on, as geometric means of the ratio to EPLB; how often
+// round-robin, EPLB, annealing over maps (from EPLB's) and expert-rl (the shipped policy,
+// which chooses the replica counts, zero-shot and fine-tuned with as many evaluations as
+// annealing; and models/pretrained/expert_rl_eplb_counts.pt, which places EPLB's copies) on
+// the test split and on the families no policy is trained on, as geometric means of the
+// ratio to EPLB; a lower bound on any map's step (under the simulator: EPLB's step less its
+// experts' imbalance and all its all-to-alls; under the layer model expert_step_bound) and,
+// under the simulator, the step of a perfectly balanced load and the share of EPLB's step in
+// the experts' GEMMs and the all-to-alls; how often
 // expert-rl ends above round-robin; the evaluations annealing and fine-tuning take to come
 // within 5% of their final best; and the time EPLB and expert-rl take to place a
 // 256-expert x 61-layer model. Two objectives: the simulated step of the whole plan (a
@@ -65,6 +70,7 @@ std::vector<ExpertLayerMap> maps_of(const RoutingStats& r, const Setup& s, bool 
 
 struct SplitRow {
   std::vector<double> rr, anneal, zero, tuned;  // ratios to EPLB (zero, tuned: expert-rl)
+  std::vector<double> eplb_counts;              // the policy on EPLB's copy counts, zero-shot
   std::vector<double> bound;                    // a lower bound on any map's step, over EPLB's
   std::vector<double> balanced;                 // simulator: a perfectly balanced load, over EPLB's
   std::vector<double> gemm, all_to_all;         // simulator: their share of EPLB's step
@@ -107,6 +113,10 @@ void add_learned(SplitRow* row, const Evaluator& ev, int64_t evaluations, double
   const std::vector<std::vector<int>> copies = copies_of(ev.maps(true));
   std::unique_ptr<ExpertPolicy> policy = shipped_policy();
   const double zero = ev.step(policy->place(ev.routing->share, copies, ev.topo, ev.slots_per_rank));
+  const std::unique_ptr<ExpertPolicy> counts = ExpertPolicy::load(
+      std::string(PLACER_SOURCE_DIR) + "/models/pretrained/expert_rl_eplb_counts.pt");
+  row->eplb_counts.push_back(
+      ev.step(counts->place(ev.routing->share, copies, ev.topo, ev.slots_per_rank)) / eplb);
   std::vector<double> curve;
   const int samples = 8;
   const std::vector<ExpertLayerMap> tuned =
@@ -304,12 +314,13 @@ std::pair<double, double> learned_time_256x61() {
 }
 
 void print_row(const char* objective, RoutingSplit split, const SplitRow& r) {
-  std::printf("%-12s %-8s %10.3f %10.3f %10.3f %10.3f %10.3f %8lld %8lld %6d/%zu %8.3f %8s\n",
-              objective, to_string(split), geomean(r.rr), geomean(r.anneal),
-              *std::max_element(r.anneal.begin(), r.anneal.end()), geomean(r.zero),
-              geomean(r.tuned), (long long)median(r.samples), (long long)median(r.tuned_samples),
-              r.worse_than_rr, r.rr.size(), geomean(r.bound),
-              r.balanced.empty() ? "-" : std::to_string(geomean(r.balanced)).substr(0, 5).c_str());
+  std::printf(
+      "%-12s %-8s %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %8lld %8lld %6d/%zu %8.3f %8s\n",
+      objective, to_string(split), geomean(r.rr), geomean(r.anneal),
+      *std::max_element(r.anneal.begin(), r.anneal.end()), geomean(r.eplb_counts), geomean(r.zero),
+      geomean(r.tuned), (long long)median(r.samples), (long long)median(r.tuned_samples),
+      r.worse_than_rr, r.rr.size(), geomean(r.bound),
+      r.balanced.empty() ? "-" : std::to_string(geomean(r.balanced)).substr(0, 5).c_str());
 }
 
 double mean(const std::vector<double>& x) {
@@ -347,9 +358,9 @@ int main(int argc, char** argv) {
       "evaluations (simulator: %lld)\n",
       s.shape.layers, s.shape.experts, s.shape.top_k, s.topo.ranks, s.topo.nodes(),
       s.eplb.redundant, count, (long long)evaluations, (long long)sim_evaluations);
-  std::printf("%-12s %-8s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s\n", "objective", "split",
-              "rr/eplb", "anneal", "anneal max", "rl zero", "rl tuned", "ann 5%", "rl 5%", "rl>rr",
-              "bound", "balanced");
+  std::printf("%-12s %-8s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s\n", "objective",
+              "split", "rr/eplb", "anneal", "anneal max", "rl n=eplb", "rl zero", "rl tuned",
+              "ann 5%", "rl 5%", "rl>rr", "bound", "balanced");
   std::vector<std::pair<RoutingSplit, SplitRow>> sim_rows;
   for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
     sim_rows.emplace_back(split, run_plan_split(split, count, sim_evaluations, ps, s));
