@@ -76,8 +76,9 @@ class AnnealExpertPlacer : public OutcomePlacer {
   ExpertMethodOptions o_;
 };
 
-/// The learned placer: the policy's greedy map of every layer (EPLB's copy counts), or with
-/// `finetune` the best of its REINFORCE fine-tuning on the simulated step.
+/// The learned placer: the policy's greedy map of every layer (its own replica counts, or EPLB's
+/// for a policy without the replica head), or with `finetune` the best of its REINFORCE fine-tuning
+/// on the simulated step.
 class LearnedExpertPlacer : public OutcomePlacer {
  public:
   explicit LearnedExpertPlacer(ExpertMethodOptions o) : o_(std::move(o)) {}
