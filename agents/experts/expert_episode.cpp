@@ -9,7 +9,8 @@
 namespace placer {
 
 ExpertEpisode::ExpertEpisode(const std::vector<double>& share, const std::vector<int>& copies,
-                             const ExpertTopology& topo, int slots_per_rank, double layer_position)
+                             const ExpertTopology& topo, int slots_per_rank, double layer_position,
+                             bool choose_replicas)
     : share_(share),
       copies_(copies),
       topo_(topo),
@@ -24,6 +25,17 @@ ExpertEpisode::ExpertEpisode(const std::vector<double>& share, const std::vector
     throw ValidationError("expert-rl: the copies must fill the ranks' slots and shares sum > 0");
   }
   for (double& s : share_) s /= total;
+  map_.replicas.resize(share_.size());
+  if (choose_replicas) {
+    replica_steps_ = replicas_left_ = slots - int(share_.size());
+    std::fill(copies_.begin(), copies_.end(), 1);
+  }
+  if (replicas_left_ == 0) order_copies();
+}
+
+size_t ExpertEpisode::order_size() const { return size_t(topo_.ranks) * size_t(slots_); }
+
+void ExpertEpisode::order_copies() {
   std::vector<double> weight;
   for (size_t e = 0; e < share_.size(); ++e) {
     for (int c = 0; c < copies_[e]; ++c) {
@@ -37,11 +49,29 @@ ExpertEpisode::ExpertEpisode(const std::vector<double>& share, const std::vector
   std::vector<int> sorted;
   for (int i : idx) sorted.push_back(order_[i]);
   order_ = std::move(sorted);
-  map_.replicas.resize(share_.size());
+}
+
+void ExpertEpisode::observe_replicas(std::vector<float>* x, std::vector<uint8_t>* mask) const {
+  const double ranks = topo_.ranks;
+  const double experts = double(share_.size());
+  for (size_t e = 0; e < share_.size(); ++e) {
+    const double c = copies_[e];
+    mask->push_back(copies_[e] < topo_.ranks ? 1 : 0);
+    const float row[kReplicaFeatures] = {
+        float(share_[e] * experts), float(c), float(share_[e] / c * ranks),
+        float(share_[e] / (c + 1) * ranks), float(layer_position_)};
+    x->insert(x->end(), row, row + kReplicaFeatures);
+  }
+}
+
+void ExpertEpisode::add_replica(int e) {
+  ++copies_[size_t(e)];
+  ++step_;
+  if (--replicas_left_ == 0) order_copies();
 }
 
 void ExpertEpisode::observe(std::vector<float>* x, std::vector<uint8_t>* mask) const {
-  const int e = order_[size_t(step_)];
+  const int e = order_[size_t(step_ - replica_steps_)];
   const double copy = share_[size_t(e)] / copies_[size_t(e)];
   const std::vector<int>& held = map_.replicas[size_t(e)];
   std::vector<uint8_t> node_has(node_load_.size(), 0);
@@ -77,7 +107,7 @@ void ExpertEpisode::describe_experts(std::vector<float>* x) const {
 }
 
 void ExpertEpisode::place(int rank) {
-  const int e = order_[size_t(step_)];
+  const int e = order_[size_t(step_ - replica_steps_)];
   const double copy = share_[size_t(e)] / copies_[size_t(e)];
   map_.replicas[size_t(e)].push_back(rank);
   rank_load_[size_t(rank)] += copy;

@@ -76,8 +76,9 @@ class AnnealExpertPlacer : public OutcomePlacer {
   ExpertMethodOptions o_;
 };
 
-/// The learned placer: the policy's greedy map of every layer (EPLB's copy counts), or with
-/// `finetune` the best of its REINFORCE fine-tuning on the simulated step.
+/// The learned placer: the policy's greedy map of every layer (its own replica counts, or EPLB's
+/// for a policy without the replica head), or with `finetune` the best of its REINFORCE fine-tuning
+/// on the simulated step.
 class LearnedExpertPlacer : public OutcomePlacer {
  public:
   explicit LearnedExpertPlacer(ExpertMethodOptions o) : o_(std::move(o)) {}
@@ -120,7 +121,7 @@ class LearnedExpertPlacer : public OutcomePlacer {
 MethodInfo expert_method(const char* name, const char* doc,
                          std::unique_ptr<Placer> (*make)(const ExpertMethodOptions&)) {
   MethodInfo m{name, doc, /*fast=*/false, [make] { return make(ExpertMethodOptions{}); }};
-  return with_options(m, expert_method_option_table(), ExpertMethodOptions{}, make);
+  return with_options(m, expert_method_option_table(name), ExpertMethodOptions{}, make);
 }
 
 }  // namespace

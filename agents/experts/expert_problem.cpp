@@ -2,6 +2,8 @@
 #include "agents/experts/expert_problem.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include "agents/common/option_fields.h"
 #include "simulator/simulator.h"
@@ -13,14 +15,40 @@
 
 namespace placer {
 
-const OptionTable<ExpertMethodOptions>& expert_method_option_table() {
-  static const OptionTable<ExpertMethodOptions> t = [] {
-    using O = ExpertMethodOptions;
-    OptionTable<O> v("expert placers");
-    v.path(
-        "routing", "routing statistics (*.routing.json); placer place --routing sets it",
-        [](auto& o) -> auto& { return o.routing; });
-    add_fields(&v, R"(
+namespace {
+
+/// The keys one method does not read, each refused naming the methods that do.
+struct UnusedKeys {
+  const char* method;
+  std::vector<std::pair<const char*, const char*>> keys;  // key, the methods that read it
+};
+
+const std::vector<UnusedKeys>& unused_keys() {
+  static const std::vector<UnusedKeys> u = {
+      {"round-robin",
+       {{"groups", "eplb, expert-anneal and expert-rl"},
+        {"evaluations", "expert-anneal"},
+        {"policy", "expert-rl"},
+        {"finetune", "expert-rl"},
+        {"samples", "expert-rl"}}},
+      {"eplb",
+       {{"evaluations", "expert-anneal"},
+        {"policy", "expert-rl"},
+        {"finetune", "expert-rl"},
+        {"samples", "expert-rl"}}},
+      {"expert-anneal",
+       {{"policy", "expert-rl"}, {"finetune", "expert-rl"}, {"samples", "expert-rl"}}},
+      {"expert-rl", {{"evaluations", "expert-anneal"}}}};
+  return u;
+}
+
+OptionTable<ExpertMethodOptions> all_expert_options(const std::string& owner) {
+  using O = ExpertMethodOptions;
+  OptionTable<O> v(owner);
+  v.path(
+      "routing", "routing statistics (*.routing.json); placer place --routing sets it",
+      [](auto& o) -> auto& { return o.routing; });
+  add_fields(&v, R"(
       ep           expert-parallel degree (0: every device of the problem)
       redundant    extra expert copies per layer, spread over the ranks (EPLB's redundant experts)
       groups       EPLB's expert groups (0: one per node)
@@ -28,17 +56,51 @@ const OptionTable<ExpertMethodOptions>& expert_method_option_table() {
       evaluations  expert-anneal: simulator runs (0: the budget's, else 500)
       finetune     expert-rl: REINFORCE updates on the problem's routing (0: zero-shot)
       samples      expert-rl: sampled maps (simulator runs) per fine-tuning update)",
-               &O::ep, &O::redundant, &O::groups, &O::micro_batch, &O::evaluations, &O::finetune,
-               &O::samples);
-    v.path(
-        "policy", "expert-rl: policy file (default: models/pretrained/expert_rl.pt)",
-        [](auto& o) -> auto& { return o.policy; });
+             &O::ep, &O::redundant, &O::groups, &O::micro_batch, &O::evaluations, &O::finetune,
+             &O::samples);
+  v.path(
+      "policy", "expert-rl: policy file (default: models/pretrained/expert_rl.pt)",
+      [](auto& o) -> auto& { return o.policy; });
+  v.add(
+      "map", "path", "also write the chosen expert map to this file (*.expert_map.json)",
+      [](O* o, const std::string& x) { o->map = x; }, [](const O& o) { return o.map; });
+  return v;
+}
+
+/// The method's table: every key it reads (through `all`, which outlives it), the others
+/// refused by name.
+OptionTable<ExpertMethodOptions> method_options(const OptionTable<ExpertMethodOptions>& all,
+                                                const UnusedKeys& u) {
+  OptionTable<ExpertMethodOptions> v(u.method);
+  for (const OptionSpec& spec : all.schema(ExpertMethodOptions{})) {
+    const std::string key = spec.key;
+    const auto unused = std::find_if(u.keys.begin(), u.keys.end(),
+                                     [&key](const auto& k) { return key == k.first; });
+    if (unused != u.keys.end()) {
+      v.refuse(key, std::string(u.method) + " does not use it (read by " + unused->second + ")");
+      continue;
+    }
     v.add(
-        "map", "path", "also write the chosen expert map to this file (*.expert_map.json)",
-        [](O* o, const std::string& x) { o->map = x; }, [](const O& o) { return o.map; });
-    return v;
+        key, spec.type, spec.doc,
+        [&all, key](ExpertMethodOptions* o, const std::string& x) { all.set_value(o, key, x); },
+        [&all, key](const ExpertMethodOptions& o) { return all.value(o, key); });
+  }
+  return v;
+}
+
+}  // namespace
+
+const OptionTable<ExpertMethodOptions>& expert_method_option_table(const std::string& method) {
+  static const OptionTable<ExpertMethodOptions> all = all_expert_options("expert placers");
+  static const std::vector<OptionTable<ExpertMethodOptions>> tables = [] {
+    std::vector<OptionTable<ExpertMethodOptions>> t;
+    for (const UnusedKeys& u : unused_keys()) t.push_back(method_options(all, u));
+    return t;
   }();
-  return t;
+  for (const OptionTable<ExpertMethodOptions>& t : tables) {
+    if (t.owner() == method) return t;
+  }
+  throw std::logic_error("expert_method_option_table: no expert placer '" + method + "'");
 }
 
 namespace {

@@ -34,7 +34,10 @@ struct ExpertMethodOptions {
   int64_t samples = 8;      ///< expert-rl: sampled maps per fine-tuning update
 };
 
-const OptionTable<ExpertMethodOptions>& expert_method_option_table();
+/// The options `method` (round-robin, eplb, expert-anneal, expert-rl) reads; the keys it
+/// does not read are refused naming the methods that do ("--set policy (eplb): eplb does not
+/// use it (read by expert-rl)").
+const OptionTable<ExpertMethodOptions>& expert_method_option_table(const std::string& method);
 
 /// The base plan, the routing and the ranks, and the simulated step of a map.
 class ExpertProblem {

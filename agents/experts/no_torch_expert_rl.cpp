@@ -15,7 +15,7 @@ namespace {
 
 struct ExpertPolicy::Impl {};
 
-ExpertPolicy::ExpertPolicy(int) { no_torch(); }
+ExpertPolicy::ExpertPolicy(int, bool) { no_torch(); }
 ExpertPolicy::~ExpertPolicy() = default;
 std::unique_ptr<ExpertPolicy> ExpertPolicy::load(const std::string&) { no_torch(); }
 void ExpertPolicy::save(const std::string&, const std::string&) const { no_torch(); }
@@ -24,11 +24,14 @@ std::vector<ExpertLayerMap> ExpertPolicy::place(const std::vector<std::vector<do
                                                 const ExpertTopology&, int) const {
   no_torch();
 }
-void ExpertPolicy::pretrain(const std::vector<std::vector<double>>&, const std::vector<double>&,
-                            const ExpertRlTrainOptions&,
-                            const std::function<void(int64_t, double)>&) {
+bool ExpertPolicy::chooses_replicas() const { no_torch(); }
+int ExpertPolicy::start_from(const ExpertPolicy&) { no_torch(); }
+double ExpertPolicy::pretrain(const std::vector<ExpertRlLayers>&,
+                              const std::vector<ExpertRlLayers>&, const ExpertRlTrainOptions&,
+                              const std::function<void(int64_t, double, double)>&) {
   no_torch();
 }
+double ExpertPolicy::validate(const std::vector<ExpertRlLayers>&) const { no_torch(); }
 std::vector<ExpertLayerMap> ExpertPolicy::finetune(
     const std::vector<std::vector<double>>&, const std::vector<std::vector<int>>&,
     const ExpertTopology&, int, const std::function<double(const std::vector<ExpertLayerMap>&)>&,
@@ -36,6 +39,5 @@ std::vector<ExpertLayerMap> ExpertPolicy::finetune(
   no_torch();
 }
 std::string default_expert_policy_path() { return ""; }
-ExpertStepCost ExpertRlTrainOptions::deepseek_layer_cost() { return ExpertStepCost{}; }
 
 }  // namespace placer

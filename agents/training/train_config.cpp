@@ -221,7 +221,7 @@ std::string train_config_file_agent(const std::string& path) {
   if (!root.IsMap() || !root["agent"]) return "";
   const YamlReader r(path);
   const std::string a = r.scalar(root["agent"], "agent");
-  check_name(r, "agent", a, {"gdp", "rainbow-pp", "placeto"}, "agent");
+  check_name(r, "agent", a, {"gdp", "rainbow-pp", "placeto", "expert-rl"}, "agent");
   return a;
 }
 

@@ -226,4 +226,21 @@ double expert_step(const RoutingStats& routing, const std::vector<ExpertLayerMap
   return total;
 }
 
+double expert_step_bound(const RoutingStats& routing, const ExpertTopology& topo,
+                         const ExpertStepCost& cost, int slots_per_rank) {
+  const double per_rank = cost.assignments / topo.ranks;
+  double total = 0;
+  for (const std::vector<double>& row : routing.share) {
+    std::vector<double> share = row;
+    const double sum = std::accumulate(share.begin(), share.end(), 0.0);
+    std::sort(share.begin(), share.end());  // lightest first
+    const size_t held = size_t(topo.ranks_per_node) * size_t(slots_per_rank);
+    double off_node = 0;
+    for (size_t e = 0; topo.nodes() > 1 && e + held < share.size(); ++e) off_node += share[e] / sum;
+    const double inter = per_rank * off_node * cost.bytes_per_assignment / cost.inter_bandwidth;
+    total += 3 * per_rank * cost.seconds_per_assignment + 4 * (cost.latency + inter);
+  }
+  return total;
+}
+
 }  // namespace placer

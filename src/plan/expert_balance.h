@@ -79,6 +79,14 @@ ExpertLayerStep expert_layer_step(const std::vector<double>& share, const Expert
 double expert_step(const RoutingStats& routing, const std::vector<ExpertLayerMap>& maps,
                    const ExpertTopology& topo, const ExpertStepCost& cost);
 
+/// A lower bound on expert_step(routing, maps, topo, cost) over every map that holds
+/// `slots_per_rank` copies on each rank: per layer, 3 x the compute of an even share (each
+/// rank assignments / ranks) + 4 x (latency + the inter-node time of the tokens a rank must
+/// send off its node: a node holds at most ranks_per_node x slots_per_rank distinct experts,
+/// at best the heaviest, so each rank's tokens for the others cross).
+double expert_step_bound(const RoutingStats& routing, const ExpertTopology& topo,
+                         const ExpertStepCost& cost, int slots_per_rank);
+
 /// ValidationError unless every expert has 1 .. ranks copies on distinct ranks in [0, ranks).
 void validate_expert_layer(const ExpertLayerMap& map, int experts, int ranks);
 

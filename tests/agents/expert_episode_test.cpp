@@ -70,5 +70,37 @@ TEST(ExpertEpisode, EplbCopyCountsFillTheSlots) {
   EXPECT_EQ(c, (std::vector<int>{2, 1, 1, 2, 1, 1}));
 }
 
+// The replica phase: 4 ranks x 2 slots, 6 experts, 2 redundant slots to give out. Replica
+// rows of expert 0 (share 0.36): 0.36 x 6 = 2.16, 1 copy, 0.36 x 4 = 1.44 per copy, 0.72
+// with a second copy; the placement order follows the chosen counts.
+TEST(ExpertEpisode, ReplicaPhaseGivesOutTheRedundantSlotsFirst) {
+  const ExpertTopology topo{4, 2};
+  ExpertEpisode ep({0.36, 0.2, 0.15, 0.13, 0.09, 0.07}, {3, 1, 1, 1, 1, 1}, topo, 2, 0.5, true);
+  ASSERT_EQ(ep.steps(), 2 + 8);
+  ASSERT_TRUE(ep.choosing_replicas());
+  EXPECT_EQ(ep.copies(), (std::vector<int>{1, 1, 1, 1, 1, 1}));
+  std::vector<float> x;
+  std::vector<uint8_t> mask;
+  ep.observe_replicas(&x, &mask);
+  ASSERT_EQ(x.size(), 6u * kReplicaFeatures);
+  const float expert0[kReplicaFeatures] = {2.16f, 1.0f, 1.44f, 0.72f, 0.5f};
+  for (int f = 0; f < kReplicaFeatures; ++f) EXPECT_FLOAT_EQ(x[size_t(f)], expert0[f]) << f;
+  EXPECT_EQ(mask, (std::vector<uint8_t>(6, 1)));
+  ep.add_replica(1);
+  ep.add_replica(0);
+  EXPECT_FALSE(ep.choosing_replicas());
+  EXPECT_EQ(ep.copies(), (std::vector<int>{2, 2, 1, 1, 1, 1}));
+  // Copies by weight: 0 (0.18) twice, 2 (0.15), 3 (0.13), 1 (0.1) twice, 4, 5.
+  x.clear();
+  mask.clear();
+  ep.observe(&x, &mask);
+  EXPECT_FLOAT_EQ(x[0], 0.72f);  // expert 0's copy, 0.18 x 4
+  for (int r : {0, 1, 2, 3, 0, 1, 2, 3}) ep.place(r);
+  ASSERT_TRUE(ep.done());
+  EXPECT_EQ(ep.map().replicas[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(ep.map().replicas[1], (std::vector<int>{0, 1}));
+  validate_expert_layer(ep.map(), 6, 4);
+}
+
 }  // namespace
 }  // namespace placer

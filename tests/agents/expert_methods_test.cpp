@@ -125,5 +125,24 @@ TEST(ExpertMethods, RefusedWithoutRoutingOrWithSlotsThatDoNotDivide) {
   EXPECT_THROW(place_with(f, "round-robin", {"ep=3"}), ValidationError);
 }
 
+TEST(ExpertMethods, OptionsAMethodDoesNotUseAreRefusedByName) {
+  MoeFixture f;
+  try {
+    place_with(f, "eplb", {"redundant=8", "policy=p.pt"});
+    FAIL();
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--set policy (eplb): eplb does not use it (read by expert-rl)");
+  }
+  EXPECT_THROW(place_with(f, "eplb", {"redundant=8", "finetune=2"}), ValidationError);
+  EXPECT_THROW(place_with(f, "expert-anneal", {"redundant=8", "samples=2"}), ValidationError);
+  EXPECT_THROW(place_with(f, "expert-rl", {"redundant=8", "evaluations=9"}), ValidationError);
+  EXPECT_THROW(place_with(f, "round-robin", {"groups=2"}), ValidationError);
+  // A key the method reads still goes through (and a bad value is named).
+  EXPECT_THROW(place_with(f, "eplb", {"redundant=many"}), ValidationError);
+  EXPECT_EQ(place_with(f, "expert-anneal", {"redundant=8", "evaluations=3"}).expert_parallel.degree,
+            8);
+}
+
 }  // namespace
 }  // namespace placer

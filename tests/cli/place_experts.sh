@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `placer place --method eplb|round-robin|expert-anneal|expert-rl --routing FILE`: expert maps of a tiny
 # Mixtral-shaped model over 2 nodes x 8 H100, the map written as JSON, and one error line
-# when the routing is missing or does not fit the graph.
+# when the routing is missing or does not fit the graph, or an option the method does not use is
+# given.
 # Usage: place_experts.sh PLACER SOURCE_DIR TEST_DATA_DIR
 set -u
 placer=$1; src=$2
@@ -39,6 +40,9 @@ refuse no-routing "placer: error: eplb: needs the routing statistics of the MoE 
   -- place "${problem[@]}" --method eplb -o "$tmp/out/p.plan.json"
 expect wrong-layers "eplb: the routing statistics have 3 MoE layers, the graph 2" \
   -- place "${problem[@]}" --routing "$tmp/three.routing.json" --method eplb --set redundant=8 -o "$tmp/p.plan.json"
+expect unused-option "placer: error: --set policy (eplb): eplb does not use it (read by expert-rl)" \
+  -- place "${problem[@]}" --routing "$tmp/r.routing.json" --method eplb --set redundant=8 \
+  --set "policy=$tmp/none.pt" -o "$tmp/p.plan.json"
 expect bad-redundant "experts + redundant (11) must be a multiple of ep (16)" \
   -- place "${problem[@]}" --routing "$tmp/r.routing.json" --method eplb --set redundant=3 -o "$tmp/p.plan.json"
 

@@ -114,6 +114,25 @@ TEST(ExpertStep, ReplicaServesItsOwnNodeByHand) {
   EXPECT_NEAR(expert_step(r, {m, m}, kTwoNodes, hand_cost()), 4.86, 1e-12);
 }
 
+// The bound with 3 slots per rank: 100 assignments per rank -> compute 0.1 s; a node holds
+// at most 6 of the 8 experts, so at least the two lightest (0.1 + 0.1) of a rank's 100 cross:
+// 20 x 1000 B / 1e5 B/s = 0.2 s. Layer: 0.3 + 4 x 0.21 = 1.14 s, below the replica map's
+// 2.43 s above. With 4 slots a node can hold every expert: 0.3 + 4 x 0.01 = 0.34 s.
+TEST(ExpertStep, LowerBoundByHand) {
+  RoutingStats r;
+  r.share = {kShares};
+  EXPECT_NEAR(expert_step_bound(r, kTwoNodes, hand_cost(), 3), 1.14, 1e-12);
+  EXPECT_NEAR(expert_step_bound(r, kTwoNodes, hand_cost(), 4), 0.34, 1e-12);
+  r.share = {kShares, kShares};
+  EXPECT_NEAR(expert_step_bound(r, kTwoNodes, hand_cost(), 3), 2.28, 1e-12);
+  ExpertLayerMap m = round_robin_layer(8, 4);
+  m.replicas[0] = {0, 2};
+  m.replicas[1] = {1, 3};
+  m.replicas[2] = {0, 3};
+  m.replicas[3] = {1, 2};
+  EXPECT_GT(expert_step(r, {m, m}, kTwoNodes, hand_cost()), 2.28);
+}
+
 TEST(ExpertSearch, SlotsRoundTripAndAnnealingFindsTheKnownOptimum) {
   ExpertLayerMap m = round_robin_layer(8, 4);
   m.replicas[0] = {0, 2};
