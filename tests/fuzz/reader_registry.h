@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/training/expert_rl_train_config.h"
 #include "agents/training/placeto_train_config.h"
 #include "agents/training/train_config.h"
 #include "datasets/corpus.h"
@@ -258,6 +259,12 @@ inline std::vector<RegisteredReader> training_config_readers() {
        {file_seed("examples/train_placeto.yaml")},
        2000,
        [](const std::string& t, const std::string& f) { parse_placeto_train_config(t, f); }},
+      {"train-policy config (expert-rl)",
+       {"parse_expert_rl_train_config"},
+       {file_seed("models/pretrained/expert_rl.train.yaml"),
+        file_seed("models/pretrained/expert_rl_eplb_counts.train.yaml")},
+       2000,
+       [](const std::string& t, const std::string& f) { parse_expert_rl_train_config(t, f); }},
   };
 }
 
