@@ -168,6 +168,7 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
   run->config.virtual_stages = int(r.integer_or("virtual_stages", 1, 1, 1 << 12));
   run->config.scatter_gather = r.integer_or("scatter_gather", 1, 0, 1) == 1;
   run->cp = int(r.integer_or("cp", 1, 1, 1 << 14));
+  run->config.cp = run->cp;  // Megatron-core's default exchange, the p2p ring
   run->ep = int(r.integer_or("ep", 1, 1, 1 << 14));
   run->etp = int(r.integer_or("etp", 0, 1, 1 << 14));
   run->num_experts = int(r.integer_or("num_experts", 0, 0, 1 << 16));
@@ -325,7 +326,6 @@ void check_modelled(const IterationRun& run) {
     throw ValidationError(run.where() + ": column '" + column + "': " + value +
                           " is not modelled yet (" + why + ")");
   };
-  if (run.cp > 1) refuse("cp", std::to_string(run.cp), "plans have no context parallelism");
   if (run.num_experts > 0 && run.model != "llama") {
     refuse("num_experts", std::to_string(run.num_experts), "MoE layers need model llama");
   }

@@ -89,9 +89,10 @@ constexpr double kMaxSimulatedOpsPerRun = 2e7;
 /// ValidationError "<file>:<line>: ...". Returns the largest estimate.
 double check_runs_before_simulating(const std::vector<IterationRun>& runs, const Cluster& cluster);
 
-/// Throws ValidationError ("file:line: column 'cp': 2 is not modelled yet ...") when `run`
-/// sets a column the graph generators or plans cannot express yet: cp > 1, or experts in a
-/// gpt model. RunPredictor calls it. (`attention flash` builds the generators' fused
+/// Throws ValidationError ("file:line: column 'num_experts': 8 is not modelled yet ...") when
+/// `run` sets a column the graph generators or plans cannot express yet: experts or the
+/// llama shape columns in a gpt model. (cp > 1 runs the plan's context parallelism with the
+/// p2p ring.) RunPredictor calls it. (`attention flash` builds the generators' fused
 /// FlashAttention op; `precision fp8` runs the plan's FP8 GEMMs; experts build the llama
 /// generator's MoE layers in every layer, simulated with the run's ep and etp.)
 void check_modelled(const IterationRun& run);

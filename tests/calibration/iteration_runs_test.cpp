@@ -132,10 +132,6 @@ void expect_refused(const std::string& columns, const std::string& values,
 TEST(IterationRunsModern, UnmodelledColumnsAreNamedErrors) {
   expect_refused("num_experts,moe_topk,moe_ffn", "8,2,512",
                  "column 'num_experts': 8 is not modelled yet (MoE layers need model llama)");
-  // cp counts in the ranks: 8 GPUs = tp 2 x dp 2 x cp 2.
-  const IterationRun cp =
-      parse_iteration_runs(kHeader + ",cp\n8,64,4,1024,16,12,1024,2,2,1,100,2\n", "runs.csv")[0];
-  EXPECT_THROW(check_modelled(cp), ValidationError);
   EXPECT_THROW(parse_iteration_runs(kHeader + ",attention\n8,64,4,1024,16,12,1024,2,4,1,100,fast\n",
                                     "r.csv"),
                FormatError);
@@ -160,6 +156,21 @@ TEST(IterationRunsModern, FlashAndFp8AreModelled) {
 
 // An MoE row builds the llama generator's MoE layers and a plan with the row's ep and etp
 // (Megatron-core's default etp: tp).
+// cp counts in the ranks (8 GPUs = tp 2 x dp 2 x cp 2) and reaches the plan as Megatron-core's
+// default exchange, the p2p ring.
+TEST(IterationRunsModern, CpRowsRunContextParallelPlans) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::vector<IterationRun> runs = parse_iteration_runs(
+      kHeader + ",model,attention,cp\n8,64,4,1024,16,4,1024,2,2,1,100,llama,flash,2\n",
+      "runs.csv");
+  EXPECT_EQ(runs[0].config.cp, 2);
+  RunPredictor pred(c);
+  const Plan p = pred.plan(runs[0]);
+  EXPECT_EQ(p.context_parallel.degree, 2);
+  EXPECT_EQ(p.context_parallel.comm, ContextParallelComm::kP2P);
+  EXPECT_GT(pred.predict(runs[0], default_profile()), 0);
+}
+
 TEST(IterationRunsModern, MoeRowsBuildExpertLayersAndExpertParallelPlans) {
   const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
   const std::vector<IterationRun> runs = parse_iteration_runs(
