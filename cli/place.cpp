@@ -301,7 +301,7 @@ void run_place(PlaceArgs a) {
   const std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
   const MethodRun chosen = run_chosen(a, placer.get(), *s, budget_of(a));
   report(*s, chosen, simulate_single_device(*s), profile_label(a.problem.profile, s->cluster));
-  warn_unexportable(chosen.plan, s->graph, "the plan found");
+  warn_unexportable(chosen.plan, s->graph, a.output);
   write_outputs(a, *s, chosen);
 }
 

@@ -30,7 +30,7 @@ std::vector<std::string> plan_export_warnings(const Plan& p, const Graph& g) {
   std::vector<std::string> lines;
   const PlanExportCheck check = check_plan_exports(p, g);
   if (!check.not_megatron_style.empty()) {
-    lines.push_back("is no Megatron-LM, DeepSpeed or torchtitan configuration: " +
+    lines.push_back("no Megatron-LM, DeepSpeed or torchtitan configuration can express it: " +
                     check.not_megatron_style);
   }
   for (const auto& [format, why] : check.refusals) {

@@ -33,8 +33,8 @@ PlanExportCheck check_plan_exports(const Plan& p, const Graph& g);
 
 /// One line per framework that refuses a Megatron-style plan, as the export would say it:
 /// "does not export to deepspeed: tensor_parallel.degree: 2: a DeepSpeed config has ...";
-/// for a pipeline no framework configuration describes, one line "is no Megatron-LM,
-/// DeepSpeed or torchtitan configuration: <field>: <why>". Empty for op-level plans and for
+/// for a pipeline no framework configuration describes, one line "no Megatron-LM,
+/// DeepSpeed or torchtitan configuration can express it: <field>: <why>". Empty for op-level plans and for
 /// plans every framework writes.
 std::vector<std::string> plan_export_warnings(const Plan& p, const Graph& g);
 
