@@ -111,7 +111,7 @@ bool dense_llama(const IterationRun& r) {
 // an unknown one), no context parallelism, and at least one layer per pipeline chunk (the
 // 405B presets at pp x v = 128 count the embedding and the loss as layers of the split).
 bool expressible(const IterationRun& r) {
-  return r.recompute_given && r.cp == 1 && r.config.pp * r.config.virtual_stages <= r.layers;
+  return r.recompute_given && r.config.cp == 1 && r.config.pp * r.config.virtual_stages <= r.layers;
 }
 
 // `cluster` as is when it has `gpus` devices, else its first host's nodes and links grown to
@@ -313,7 +313,7 @@ std::string moe_model(const IterationRun& r) {
 std::vector<IterationRun> moe_rows(const std::string& file) {
   std::vector<IterationRun> runs;
   for (const IterationRun& r : load_iteration_runs(file)) {
-    if (!moe_model(r).empty() && r.cp == 1) runs.push_back(r);
+    if (!moe_model(r).empty() && r.config.cp == 1) runs.push_back(r);
   }
   return runs;
 }

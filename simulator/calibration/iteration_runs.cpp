@@ -167,8 +167,8 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
   run->master_weights = r.integer_or("master_weights", 1, 0, 1) == 1;
   run->config.virtual_stages = int(r.integer_or("virtual_stages", 1, 1, 1 << 12));
   run->config.scatter_gather = r.integer_or("scatter_gather", 1, 0, 1) == 1;
-  run->cp = int(r.integer_or("cp", 1, 1, 1 << 14));
-  run->config.cp = run->cp;  // Megatron-core's default exchange, the p2p ring
+  // Megatron-core's default exchange, the p2p ring (MegatronConfig::cp_comm's default).
+  run->config.cp = int(r.integer_or("cp", 1, 1, 1 << 14));
   run->ep = int(r.integer_or("ep", 1, 1, 1 << 14));
   run->etp = int(r.integer_or("etp", 0, 1, 1 << 14));
   run->num_experts = int(r.integer_or("num_experts", 0, 0, 1 << 16));
@@ -225,12 +225,12 @@ void check_megatron_config(const RowReader& r, const IterationRun& run) {
            std::to_string(run.heads) + " heads do not divide hidden " + std::to_string(run.hidden));
   }
   // Megatron-core folds expert parallelism into tp x cp x dp (its dp is gpus / (tp pp cp)).
-  const int64_t ranks = int64_t(m.tp) * m.dp * m.pp * run.cp;
+  const int64_t ranks = int64_t(m.tp) * m.dp * m.pp * m.cp;
   if (ranks != run.gpus) {
-    r.fail("gpus", std::string(run.cp > 1 ? "dp x tp x pp x cp" : "dp x tp x pp") + " = " +
+    r.fail("gpus", std::string(m.cp > 1 ? "dp x tp x pp x cp" : "dp x tp x pp") + " = " +
                        std::to_string(ranks) + ", not gpus " + std::to_string(run.gpus));
   }
-  if ((int64_t(m.tp) * m.dp * run.cp) % run.ep != 0) {
+  if ((int64_t(m.tp) * m.dp * m.cp) % run.ep != 0) {
     r.fail("ep", "ep " + std::to_string(run.ep) + " does not divide tp x cp x dp");
   }
   if (m.global_batch % (int64_t(m.micro_batch) * m.dp) != 0) {

@@ -45,7 +45,7 @@ struct IterationRun {
   std::string precision_variant;  ///< the source's precision label, verbatim (FP8-CS, MXFP8, ...)
   std::string attention = "unfused";  ///< unfused (scores materialised) | flash
   bool master_weights = true;  ///< fp32 master weights and optimizer state for 16-bit weights
-  int cp = 1, ep = 1;          ///< context / expert parallel sizes
+  int ep = 1;                  ///< expert-parallel size (the cp column is config.cp)
   int etp = 0;                 ///< expert tensor-parallel size; 0 = not given
   int num_experts = 0, moe_topk = 0, shared_experts = 0;  ///< 0 experts = dense
   int64_t moe_ffn = 0;

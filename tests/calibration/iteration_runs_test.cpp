@@ -49,7 +49,7 @@ TEST(IterationRunsModern, ShippedFilesReadEveryColumn) {
   // 64,128,1,8192,64,80,8192,4,2,8,...,flash,1,5,1,1,...: tp 4, pp 8, 5 virtual stages.
   EXPECT_EQ(runs[1].config.virtual_stages, 5);
   EXPECT_EQ(runs[1].config.tp, 4);
-  EXPECT_EQ(runs[1].cp, 1);
+  EXPECT_EQ(runs[1].config.cp, 1);
 }
 
 TEST(IterationRunsModern, AbsentColumnsKeepTheirOldMeaning) {
@@ -63,7 +63,7 @@ TEST(IterationRunsModern, AbsentColumnsKeepTheirOldMeaning) {
   EXPECT_EQ(r.dtype, DType::kF16);
   EXPECT_EQ(r.config.virtual_stages, 1);
   EXPECT_TRUE(r.config.scatter_gather);
-  EXPECT_EQ(r.cp, 1);
+  EXPECT_EQ(r.config.cp, 1);
   EXPECT_EQ(r.ep, 1);
   EXPECT_NO_THROW(check_modelled(r));
 }
