@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "datasets/gpt.h"
+#include "datasets/hf_config.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
@@ -124,6 +125,7 @@ struct Row {
   uint64_t peak0 = 0;
   bool oom = false;
   bool symmetric = false;  ///< the timed runs were symmetric simulations
+  std::string full_reason;  ///< why they were not (SimResult::full_reason)
   // With `full`: one run of the full simulation (SimOptions::exact), and whether its step
   // time (to 1e-9) and every device's peak memory equal the timed run's.
   double t_full = 0, cpu_full = 0;
@@ -167,6 +169,7 @@ void time_runs(const Graph& g, const Plan& plan, const Cluster& cluster, const C
     row->peak0 = res.peak_memory.empty() ? 0 : res.peak_memory[0];
     row->oom = res.oom;
     row->symmetric = res.symmetric;
+    row->full_reason = res.full_reason;
   }
   if (full) compare_full(sim, plan, res, row);
 }
@@ -236,6 +239,7 @@ struct LargeJob {
   std::string cluster_path, profile_path, args;
   Graph (*forward)(int64_t batch);
   double target_s;  ///< the run-time target (seconds)
+  bool torchtitan = false;  ///< args is a torchtitan job file (TOML), not Megatron-LM arguments
 };
 
 Graph gpt_1t(int64_t batch) {
@@ -254,6 +258,22 @@ Graph llama3_405b(int64_t batch) {
   return make_llama(o);
 }
 
+// DeepSeek-V3 (datasets/models/hf/deepseek_v3.config.json: 61 layers, the first 3 dense, 256
+// routed experts of which 8 per token, 1 shared expert, MLA), sequence 4096.
+Graph deepseek_v3(int64_t batch) {
+  HfGraphOptions o;
+  o.name = "deepseek-v3", o.seq_len = 4096, o.batch = batch;
+  return make_hf_graph(load_hf_config("datasets/models/hf/deepseek_v3.config.json"), o);
+}
+
+Graph llama3_70b(int64_t batch) {
+  LlamaOptions o;
+  o.name = "llama3-70b";
+  o.layers = 80, o.hidden = 8192, o.heads = 64, o.kv_heads = 8, o.ffn = 28672;
+  o.vocab = 128256, o.seq_len = 8192, o.batch = batch, o.tp = 8;
+  return make_llama(o);
+}
+
 const char* const kGpt1tArgs =
     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --num-layers 128 "
     "--micro-batch-size 1 --fp16 --recompute-granularity full --recompute-method uniform "
@@ -262,6 +282,34 @@ const char* const kLlama405bArgs =
     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --num-layers 126 "
     "--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7 "
     "--micro-batch-size 1 --bf16 --sequence-parallel --use-distributed-optimizer";
+
+// DeepSeek-V3 on 2,048 H100: pp 16 (3 layers on the first stage, 2 on the last, 4 on the
+// others), ep 64, tp 1 or 2 (dp 128 or 64), global batch 4096.
+const char* const kDeepSeekArgs =
+    "--pipeline-model-parallel-size 16 --num-layers 61 --decoder-first-pipeline-num-layers 3 "
+    "--decoder-last-pipeline-num-layers 2 --num-experts 256 --moe-router-topk 8 "
+    "--expert-model-parallel-size 64 --expert-tensor-parallel-size 1 --micro-batch-size 1 "
+    "--bf16 --use-distributed-optimizer ";
+const std::string kDeepSeekTp1Args =
+    std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 1";
+const std::string kDeepSeekTp2Args =
+    std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 2 --sequence-parallel";
+// The 405B job with context parallelism (ring attention) on 16,384 GPUs: cp 2 (dp 64) and
+// cp 8 (dp 16), full recomputation so that it fits.
+const std::string kLlama405bCp2Args = std::string(kLlama405bArgs) +
+                                      " --context-parallel-size 2 --recompute-granularity full "
+                                      "--recompute-method uniform --recompute-num-layers 1";
+const std::string kLlama405bCp8Args = std::string(kLlama405bArgs) +
+                                      " --context-parallel-size 8 --recompute-granularity full "
+                                      "--recompute-method uniform --recompute-num-layers 1";
+// Llama-3-70B as torchtitan trains it on 4,096 GPUs: tp 8, HSDP with shard groups of 64 data-
+// parallel ranks replicated 8 times, local batch 1 (global batch 512), bf16 all-gathers and
+// fp32 reductions, full activation checkpointing.
+const char* const kLlama70bHsdp =
+    "[training]\nlocal_batch_size = 1\nglobal_batch_size = 512\nseq_len = 8192\n"
+    "mixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"\n"
+    "[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 64\n"
+    "tensor_parallel_degree = 8\n[activation_checkpoint]\nmode = \"full\"\n";
 
 // 405b-1k: the 405B job on 1,024 GPUs (dp 8, the same global batch: 256 micro-batches per
 // replica instead of 16); 405b-100k: on 100,352 GPUs (dp 784, 16 micro-batches per replica).
@@ -274,6 +322,16 @@ const LargeJob kLargeJobs[] = {
      "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 2.0},
     {"405b-100k", "llama3-405b", 100352, 12544, "datasets/clusters/h100_ib_64node.cluster.yaml",
      "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 10.0},
+    {"dsv3-tp1", "deepseek-v3", 2048, 4096, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kDeepSeekTp1Args, deepseek_v3, 10.0},
+    {"dsv3-tp2", "deepseek-v3", 2048, 4096, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kDeepSeekTp2Args, deepseek_v3, 10.0},
+    {"405b-cp2", "llama3-405b cp2", 16384, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kLlama405bCp2Args, llama3_405b, 2.0},
+    {"405b-cp8", "llama3-405b cp8", 16384, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kLlama405bCp8Args, llama3_405b, 2.0},
+    {"70b-hsdp", "llama3-70b hsdp", 4096, 512, "datasets/clusters/h100_ib_64node.cluster.yaml",
+     "datasets/clusters/h100.profile.yaml", kLlama70bHsdp, llama3_70b, 2.0, true},
 };
 
 /// One large job, timed as run_config times a row, then simulated once in full; `error` is
@@ -292,8 +350,12 @@ Row run_large(const LargeJob& job, int reps, std::string* error) {
     const int per_host = static_cast<int>(base.host(0).devices.size());
     const Cluster cluster = make_hosts(base, job.gpus / per_host);
     t0 = Clock::now();
-    const std::string args = job.args + " --global-batch-size " + std::to_string(job.global_batch);
-    const Plan plan = plan_of_framework_config(parse_megatron_arguments(args, job.gpus), g);
+    const FrameworkConfig f =
+        job.torchtitan
+            ? parse_torchtitan_config(job.args, job.gpus)
+            : parse_megatron_arguments(
+                  job.args + " --global-batch-size " + std::to_string(job.global_batch), job.gpus);
+    const Plan plan = plan_of_framework_config(f, g);
     row.t_plan = seconds_since(t0);
     time_runs(g, plan, cluster, load_cost_profile(job.profile_path), reps, &row, true);
   } catch (const Error& e) {
@@ -342,7 +404,7 @@ void print_large(const std::string& only, int reps) {
         job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
         r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, r.cpu_run, double(r.simulated) / r.t_run / 1e6,
         rss, r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "",
-        r.symmetric ? "symmetric" : "full", r.t_full, r.cpu_full, r.same_as_full ? "yes" : "NO",
+        r.symmetric ? "symmetric" : ("full: " + r.full_reason).c_str(), r.t_full, r.cpu_full, r.same_as_full ? "yes" : "NO",
         targets.c_str());
     std::fflush(stdout);
   }
@@ -375,7 +437,8 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: megatron_scale [--cluster C] [--profile P] [--reps N] "
-                   "[--only 175b|small|large|1t|405b|405b-1k|405b-100k|405b-ratio]\n");
+                   "[--only 175b|small|large|1t|405b|405b-1k|405b-100k|405b-ratio|dsv3-tp1|"
+                   "dsv3-tp2|405b-cp2|405b-cp8|70b-hsdp]\n");
       return 2;
     }
   }
@@ -384,8 +447,8 @@ int main(int argc, char** argv) {
                                  [&](const LargeJob& j) { return j.key == only; });
   if (!only.empty() && only != "175b" && only != "small" && !large) {
     std::fprintf(stderr,
-                 "megatron_scale: --only takes 175b, small, large, 1t, 405b, 405b-1k, 405b-100k "
-                 "or 405b-ratio, not '%s'\n",
+                 "megatron_scale: --only takes 175b, small, large, 1t, 405b, 405b-1k, 405b-100k, "
+                 "405b-ratio, dsv3-tp1, dsv3-tp2, 405b-cp2, 405b-cp8 or 70b-hsdp, not '%s'\n",
                  only.c_str());
     return 2;
   }

@@ -67,6 +67,7 @@ struct Simulator::Impl {
   // and if so the two ranks of each group that are simulated (part_run, dev_mult).
   void choose_symmetry(const Plan& plan);
   std::string asymmetry(const Plan& plan) const;  // why not symmetric; empty when it is
+  std::string asymmetric_expert_groups(const Plan& plan) const;
   std::string asymmetric_stage_ops(const Plan& plan) const;
   std::string asymmetric_transfers(const Plan& plan) const;
   void mirror_folded_ranks(SimResult* r) const;         // ranks 2.. of each group take rank 1's

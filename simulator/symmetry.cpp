@@ -43,14 +43,34 @@ std::string Simulator::Impl::asymmetry(const Plan& p) const {
   const bool wide = std::any_of(p.pipeline.stages.begin(), p.pipeline.stages.end(),
                                 [](const PipelineStage& s) { return s.tensor_parallel > 2; });
   if (!wide) return "no tensor-parallel group of more than 2 ranks";
-  if (p.expert_parallel.enabled()) return "expert parallelism";
-  if (p.context_parallel.enabled()) return "context parallelism";
   if (p.synchronization.enabled) return "per-variable synchronization";
-  if (fsdp) return "FSDP";
   if (all_per_pair) return "per-pair link matrix";
-  std::string why = asymmetric_stage_ops(p);
+  std::string why = asymmetric_expert_groups(p);
+  if (why.empty()) why = asymmetric_stage_ops(p);
   if (why.empty()) why = asymmetric_transfers(p);
   return why;
+}
+
+// Expert parallelism adds groups over a stage's grid (expert_parallel.cpp). The dispatch and
+// combine all-to-alls run on the ops' own partitions (asymmetric_stage_ops checks those), so
+// only their time comes from the EP group; the routed experts' gradients are all-reduced
+// over the expert-data-parallel group, the first rank of every ep x etp block of the grid,
+// which must hold TP rank 0 alone (ep x etp >= tp), as the stage's other syncs do. Every EP
+// rank must run alike: the even routing and contiguous expert blocks of the default, not a
+// routing file's shares or a plan's expert map.
+std::string Simulator::Impl::asymmetric_expert_groups(const Plan& p) const {
+  const ExpertParallelConfig& cfg = p.expert_parallel;
+  if (!cfg.enabled() || moe_experts.empty()) return {};
+  if (opts.routing != nullptr && !opts.routing->empty()) return "uneven routing (routing statistics)";
+  if (!cfg.layers.empty()) return "an expert map (EP ranks may hold unlike experts)";
+  const int grid = std::max(1, cfg.degree) * std::max(1, cfg.tensor_parallel);
+  for (const PipelineStage& st : p.pipeline.stages) {
+    if (st.tensor_parallel > 2 && grid < st.tensor_parallel) {
+      return "expert parallelism: the expert-data-parallel group holds several tensor-parallel "
+             "ranks (ep x etp < tp)";
+    }
+  }
+  return {};
 }
 
 // Every op of a stage with tensor parallelism runs on the whole TP group of the stage (the

@@ -49,6 +49,7 @@ struct Case {
   int micro_batches;
   int layers;
   bool symmetric;  ///< the default simulation folds the TP ranks
+  int experts = 0;  ///< a Llama with this many routed experts (top 2) in every layer
 };
 
 void PrintTo(const Case& k, std::ostream* os) { *os << k.name; }
@@ -61,6 +62,7 @@ Graph model_of(const Case& k) {
     LlamaOptions o;
     o.layers = k.layers, o.hidden = 256, o.heads = 8, o.kv_heads = 2, o.ffn = 512;
     o.seq_len = 128, o.batch = batch, o.vocab = 2048, o.tp = k.m.tp;
+    if (k.experts > 0) o.moe.experts = k.experts, o.moe.top_k = 2, o.moe.expert_ffn = 256;
     return expand_training_step(make_llama(o), t);
   }
   GptOptions o;
@@ -114,7 +116,7 @@ TEST_P(SymmetricPlans, AgreeWithTheFullSimulation) {
   MegatronConfig m = k.m;
   m.global_batch = m.micro_batch * m.dp * k.micro_batches;
   const Graph g = model_of(k);
-  const Cluster c = dgx_hosts((m.tp * m.pp * m.dp + 7) / 8);
+  const Cluster c = dgx_hosts((m.tp * m.cp * m.pp * m.dp + 7) / 8);
   const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
   const Plan plan = megatron_plan(g, m);
   plan.validate(g, c);
@@ -156,6 +158,35 @@ std::vector<Case> cases() {
   m = config(4, 1, 4);
   add("llama_tp4_no_pipeline_split", true, m, 1, 2, true);
   add("gpt_tp2_falls_back", false, config(2, 2, 2), 4, 2, false);
+  // Context parallelism (ring attention over the Llama's fused attention): cp x dp copies.
+  m = config(4, 2, 1);
+  m.cp = 4, m.zero_stage = 1, m.sequence_parallel = true;
+  add("llama_tp4_pp2_cp4_p2p", true, m, 4, 2, true);
+  m = config(8, 4, 2);
+  m.cp = 8, m.cp_comm = ContextParallelComm::kAllGather, m.recompute = Recompute::kFull;
+  add("llama_tp8_pp4_cp8_dp2_allgather_512_devices", true, m, 4, 4, true);
+  m = config(4, 2, 2);
+  m.cp = 2, m.cp_comm = ContextParallelComm::kAllToAll;
+  add("llama_tp4_pp2_cp2_dp2_a2a", true, m, 4, 2, true);
+  // FSDP / HSDP per-block schedules over each stage's data-parallel copies.
+  m = config(4, 2, 8);
+  m.zero_stage = 3, m.fsdp.enabled = true;
+  add("llama_tp4_pp2_fsdp8", true, m, 4, 2, true);
+  m = config(8, 2, 8);
+  m.zero_stage = 3, m.fsdp.enabled = true, m.fsdp.shard_group = 4, m.recompute = Recompute::kFull;
+  m.fsdp.param_dtype_set = true, m.fsdp.reduce_dtype_set = true;
+  add("llama_tp8_pp2_hsdp_4x2", true, m, 4, 2, true);
+  // Expert parallelism with even routing: the expert-data-parallel group of the routed
+  // experts holds TP rank 0 alone when ep x etp >= tp.
+  m = config(4, 2, 4);
+  m.ep = 4, m.etp = 1, m.sequence_parallel = true, m.zero_stage = 1;
+  v.push_back(Case{"moe_tp4_pp2_ep4", true, m, 4, 2, true, 8});
+  m = config(8, 2, 4);
+  m.ep = 4, m.etp = 2, m.sequence_parallel = true;
+  v.push_back(Case{"moe_tp8_pp2_ep4_etp2", true, m, 4, 2, true, 8});
+  m = config(4, 2, 4);
+  m.ep = 2, m.etp = 1, m.sequence_parallel = true;
+  v.push_back(Case{"moe_ep2_below_tp4_falls_back", true, m, 4, 2, false, 8});
   return v;
 }
 
@@ -187,8 +218,8 @@ TEST(SymmetricSimulation, SharedHostPortRunsInFull) {
   EXPECT_NE(r.full_reason.find("each host's devices share"), std::string::npos) << r.full_reason;
 }
 
-// Recorded events (traces, breakdowns) need every device's timeline; expert and context
-// parallelism are features the detector does not know: each runs in full.
+// Recorded events (traces, breakdowns) need every device's timeline; per-variable
+// synchronization is a feature the detector does not know: each runs in full.
 TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
   const SmallJob job(8, 2);
   Simulator sim(job.g, job.c, job.cost);
@@ -199,15 +230,39 @@ TEST(SymmetricSimulation, EventsAndUnknownFeaturesRunInFull) {
   const SimResult traced = sim.run(plan, events);
   EXPECT_FALSE(traced.symmetric);
   EXPECT_EQ(traced.full_reason, "events recorded (trace or breakdown)");
-  plan.context_parallel.degree = 2;
-  EXPECT_EQ(plan.context_parallel.enabled(), true);
-  try {
-    const SimResult r = sim.run(plan);
-    EXPECT_FALSE(r.symmetric);
-    EXPECT_EQ(r.full_reason, "context parallelism");
-  } catch (const ValidationError&) {
-    // A simulator that checks context parallelism may refuse this dense plan: nothing ran.
-  }
+  plan.synchronization.enabled = true;
+  const SimResult r = sim.run(plan);
+  EXPECT_FALSE(r.symmetric);
+  EXPECT_EQ(r.full_reason, "per-variable synchronization");
+}
+
+// Routing statistics make the EP ranks' loads uneven (expert 0 takes 30% of the tokens, so
+// rank 0, which holds experts 0 and 1, computes 0.4 x 4 ranks' tokens = 1.6 even shares):
+// the detector does not fold them, and the plan runs in full.
+TEST(SymmetricSimulation, UnevenRoutingRunsInFull) {
+  MegatronConfig m = config(4, 2, 4);
+  m.ep = 4, m.sequence_parallel = true, m.global_batch = 16;
+  const Case k{"moe", true, m, 4, 2, true, 8};
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts(4);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  const Plan plan = megatron_plan(g, m);
+  RoutingStats skewed;
+  skewed.share.assign(2, {0.3, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1});
+  Simulator sim(g, c, cost);
+  SimOptions uneven, exact;
+  uneven.routing = &skewed;
+  exact.routing = &skewed;
+  exact.exact = true;
+  const SimResult even = sim.run(plan);
+  EXPECT_TRUE(even.symmetric) << even.full_reason;
+  const SimResult r = sim.run(plan, uneven);
+  EXPECT_FALSE(r.symmetric);
+  EXPECT_EQ(r.full_reason, "uneven routing (routing statistics)");
+  expect_same(sim.run(plan, exact), r);
+  ASSERT_EQ(r.expert_load.size(), 2u);
+  EXPECT_NEAR(r.expert_load[0][0], 1.6, 1e-12);
+  EXPECT_NEAR(even.expert_load[0][0], 1.0, 1e-12);
 }
 
 // An op left on the first rank of its tensor-parallel group (its partition removed) makes
