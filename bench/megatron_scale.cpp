@@ -310,6 +310,16 @@ const char* const kLlama70bHsdp =
     "mixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"\n"
     "[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 64\n"
     "tensor_parallel_degree = 8\n[activation_checkpoint]\nmode = \"full\"\n";
+// The same model with 4 pipeline stages (1F1B, 8 micro-batches of 1): tp 8, pp 4, HSDP with
+// shard groups of 16 replicated 8 times (global batch 1024).
+const char* const kLlama70bHsdpPp4 =
+    "[training]\nlocal_batch_size = 8\nglobal_batch_size = 1024\nseq_len = 8192\n"
+    "mixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"\n"
+    "[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 16\n"
+    "tensor_parallel_degree = 8\npipeline_parallel_degree = 4\n"
+    "pipeline_parallel_schedule = \"1F1B\"\npipeline_parallel_microbatch_size = 1\n"
+    "fsdp_reshard_after_forward = \"always\"\n"
+    "[activation_checkpoint]\nmode = \"full\"\n";
 
 // 405b-1k: the 405B job on 1,024 GPUs (dp 8, the same global batch: 256 micro-batches per
 // replica instead of 16); 405b-100k: on 100,352 GPUs (dp 784, 16 micro-batches per replica).
@@ -332,6 +342,9 @@ const LargeJob kLargeJobs[] = {
      "datasets/clusters/h100.profile.yaml", kLlama405bCp8Args, llama3_405b, 2.0},
     {"70b-hsdp", "llama3-70b hsdp", 4096, 512, "datasets/clusters/h100_ib_64node.cluster.yaml",
      "datasets/clusters/h100.profile.yaml", kLlama70bHsdp, llama3_70b, 2.0, true},
+    {"70b-hsdp-pp4", "llama3-70b hsdp pp4", 4096, 1024,
+     "datasets/clusters/h100_ib_64node.cluster.yaml", "datasets/clusters/h100.profile.yaml",
+     kLlama70bHsdpPp4, llama3_70b, 2.0, true},
 };
 
 /// One large job, timed as run_config times a row, then simulated once in full; `error` is
@@ -438,7 +451,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: megatron_scale [--cluster C] [--profile P] [--reps N] "
                    "[--only 175b|small|large|1t|405b|405b-1k|405b-100k|405b-ratio|dsv3-tp1|"
-                   "dsv3-tp2|405b-cp2|405b-cp8|70b-hsdp]\n");
+                   "dsv3-tp2|405b-cp2|405b-cp8|70b-hsdp|70b-hsdp-pp4]\n");
       return 2;
     }
   }
@@ -448,7 +461,8 @@ int main(int argc, char** argv) {
   if (!only.empty() && only != "175b" && only != "small" && !large) {
     std::fprintf(stderr,
                  "megatron_scale: --only takes 175b, small, large, 1t, 405b, 405b-1k, 405b-100k, "
-                 "405b-ratio, dsv3-tp1, dsv3-tp2, 405b-cp2, 405b-cp8 or 70b-hsdp, not '%s'\n",
+                 "405b-ratio, dsv3-tp1, dsv3-tp2, 405b-cp2, 405b-cp8, 70b-hsdp or 70b-hsdp-pp4, "
+                 "not '%s'\n",
                  only.c_str());
     return 2;
   }
