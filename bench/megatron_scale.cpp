@@ -290,8 +290,7 @@ const char* const kDeepSeekArgs =
     "--decoder-last-pipeline-num-layers 2 --num-experts 256 --moe-router-topk 8 "
     "--expert-model-parallel-size 64 --expert-tensor-parallel-size 1 --micro-batch-size 1 "
     "--bf16 --use-distributed-optimizer ";
-const std::string kDeepSeekTp1Args =
-    std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 1";
+const std::string kDeepSeekTp1Args = std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 1";
 const std::string kDeepSeekTp2Args =
     std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 2 --sequence-parallel";
 // The 405B job with context parallelism (ring attention) on 16,384 GPUs: cp 2 (dp 64) and
@@ -417,8 +416,8 @@ void print_large(const std::string& only, int reps) {
         job.label.c_str(), job.gpus, r.ops, static_cast<unsigned long long>(r.simulated),
         r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, r.cpu_run, double(r.simulated) / r.t_run / 1e6,
         rss, r.step, double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "",
-        r.symmetric ? "symmetric" : ("full: " + r.full_reason).c_str(), r.t_full, r.cpu_full, r.same_as_full ? "yes" : "NO",
-        targets.c_str());
+        r.symmetric ? "symmetric" : ("full: " + r.full_reason).c_str(), r.t_full, r.cpu_full,
+        r.same_as_full ? "yes" : "NO", targets.c_str());
     std::fflush(stdout);
   }
   if (t_1k > 0 && t_16k > 0) {

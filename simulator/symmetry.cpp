@@ -61,7 +61,8 @@ std::string Simulator::Impl::asymmetry(const Plan& p) const {
 std::string Simulator::Impl::asymmetric_expert_groups(const Plan& p) const {
   const ExpertParallelConfig& cfg = p.expert_parallel;
   if (!cfg.enabled() || moe_experts.empty()) return {};
-  if (opts.routing != nullptr && !opts.routing->empty()) return "uneven routing (routing statistics)";
+  if (opts.routing != nullptr && !opts.routing->empty())
+    return "uneven routing (routing statistics)";
   if (!cfg.layers.empty()) return "an expert map (EP ranks may hold unlike experts)";
   const int grid = std::max(1, cfg.degree) * std::max(1, cfg.tensor_parallel);
   for (const PipelineStage& st : p.pipeline.stages) {

@@ -265,6 +265,80 @@ TEST(SymmetricSimulation, UnevenRoutingRunsInFull) {
   EXPECT_NEAR(even.expert_load[0][0], 1.0, 1e-12);
 }
 
+/// Per pipeline stage (device stage.devices[0] of `plan`): the forward micro-batches it
+/// started before its first backward op, the end of its last forward op before that
+/// backward and the backward's start, from a recorded full simulation.
+struct StageStart {
+  int forwards_before_backward = 0;
+  double last_forward_end = 0, first_backward_start = 0;
+};
+
+std::vector<StageStart> stage_starts(const Graph& g, const Plan& plan, const SimResult& r) {
+  std::vector<StageStart> out;
+  for (const PipelineStage& st : plan.pipeline.stages) {
+    std::vector<const SimEvent*> ev;
+    for (const SimEvent& e : r.events) {
+      if (e.kind == SimEvent::kCompute && e.device == st.devices[0] && e.op != kNoOp)
+        ev.push_back(&e);
+    }
+    std::sort(ev.begin(), ev.end(),
+              [](const SimEvent* a, const SimEvent* b) { return a->start < b->start; });
+    StageStart s;
+    std::vector<int> seen;
+    for (const SimEvent* e : ev) {
+      const Phase ph = g.op(e->op).phase;
+      if (ph == Phase::kBackward) {
+        s.first_backward_start = e->start;
+        break;
+      }
+      if (ph != Phase::kForward) continue;
+      s.last_forward_end = std::max(s.last_forward_end, e->end);
+      if (std::find(seen.begin(), seen.end(), e->micro_batch) == seen.end())
+        seen.push_back(e->micro_batch);
+    }
+    s.forwards_before_backward = static_cast<int>(seen.size());
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Pipeline stages are not folded: with identical middle stages (a 6-layer GPT on pp 4,
+// stages 1 and 2 hold 2 layers each), 1F1B runs pp - s forwards on stage s before its first
+// backward (3 on stage 1, 2 on stage 2), so stage 1 holds one micro-batch's activations more
+// at its peak; under GPipe every stage runs all 8 forwards first, but stage 1 waits longer
+// for its first gradient than stage 2 (the gradient passes stage 2 first). Neither stage's
+// timeline is a shift of the other's, so no stage can take another's results.
+TEST(SymmetricSimulation, MiddlePipelineStagesDiffer) {
+  MegatronConfig m = config(1, 4, 1);
+  m.global_batch = 8;
+  m.first_stage_layers = 1, m.last_stage_layers = 1;
+  const Case k{"pp", false, m, 8, 6, false};
+  const Graph g = model_of(k);
+  const Cluster c = dgx_hosts(1);
+  const CostModel cost(c, load_cost_profile(kData + "dgx_a100.profile.yaml"));
+  SimOptions events;
+  events.record_events = true;
+  Simulator sim(g, c, cost);
+  const Plan one_f_one_b = megatron_plan(g, m);
+  const SimResult r = sim.run(one_f_one_b, events);
+  const std::vector<StageStart> a = stage_starts(g, one_f_one_b, r);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[1].forwards_before_backward, 3);
+  EXPECT_EQ(a[2].forwards_before_backward, 2);
+  const int d1 = one_f_one_b.pipeline.stages[1].devices[0],
+            d2 = one_f_one_b.pipeline.stages[2].devices[0];
+  EXPECT_GT(r.peak_memory[d1], r.peak_memory[d2]);
+  EXPECT_NEAR(r.compute_time[d1], r.compute_time[d2], 1e-12);
+  m.schedule = PipelineSchedule::kGPipe;
+  const Plan gpipe = megatron_plan(g, m);
+  const std::vector<StageStart> b = stage_starts(g, gpipe, sim.run(gpipe, events));
+  EXPECT_EQ(b[1].forwards_before_backward, 8);
+  EXPECT_EQ(b[2].forwards_before_backward, 8);
+  const double gap1 = b[1].first_backward_start - b[1].last_forward_end;
+  const double gap2 = b[2].first_backward_start - b[2].last_forward_end;
+  EXPECT_GT(gap1, gap2);
+}
+
 // An op left on the first rank of its tensor-parallel group (its partition removed) makes
 // rank 0 unlike the others: the full simulation runs and names the op.
 // Under a topology the stage boundary goes rank k to rank k: over NVLink inside one NVLink
