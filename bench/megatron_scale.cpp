@@ -19,7 +19,12 @@
 // the row says whether both give the same step time and per-device peak memory.
 // `--only 1t|405b|405b-1k|405b-100k` runs one of them, so that the peak RSS (getrusage: the
 // process's maximum) is that row's alone; `--only 405b-ratio` runs the 1,024 and 16,384
-// GPU jobs and prints their run-time ratio.
+// GPU jobs and prints their run-time ratio. Large plans with expert, context parallelism
+// and FSDP: `dsv3-tp1|dsv3-tp2` (DeepSeek-V3 on 2,048 H100: pp 16, ep 64, tp 1 or 2),
+// `405b-cp2|405b-cp8` (the 405B job with context parallelism 2 or 8), `70b-hsdp` and
+// `70b-hsdp-pp4` (Llama-3-70B as a torchtitan HSDP job on 4,096 H100, tp 8, without
+// pipeline or with pp 4). The `simulation` column says which simulation ran, and why in
+// full when it did.
 //
 //   ./build/bench/megatron_scale [--cluster datasets/clusters/dgx_a100.cluster.yaml]
 //       [--profile datasets/clusters/dgx_a100.profile.yaml] [--reps 3]
