@@ -129,7 +129,7 @@ struct Row {
   double step = 0;
   uint64_t peak0 = 0;
   bool oom = false;
-  bool symmetric = false;  ///< the timed runs were symmetric simulations
+  bool symmetric = false;   ///< the timed runs were symmetric simulations
   std::string full_reason;  ///< why they were not (SimResult::full_reason)
   // With `full`: one run of the full simulation (SimOptions::exact), and whether its step
   // time (to 1e-9) and every device's peak memory equal the timed run's.
@@ -243,7 +243,7 @@ struct LargeJob {
   int64_t global_batch;
   std::string cluster_path, profile_path, args;
   Graph (*forward)(int64_t batch);
-  double target_s;  ///< the run-time target (seconds)
+  double target_s;          ///< the run-time target (seconds)
   bool torchtitan = false;  ///< args is a torchtitan job file (TOML), not Megatron-LM arguments
 };
 
@@ -255,13 +255,17 @@ Graph gpt_1t(int64_t batch) {
   return make_gpt(o);
 }
 
-Graph llama3_405b(int64_t batch) {
+/// A Llama-3 shape: 8 KV heads, vocabulary 128256, sequence 8192, as trained with tp 8.
+Graph llama3(const char* name, int layers, int64_t hidden, int64_t heads, int64_t ffn,
+             int64_t batch) {
   LlamaOptions o;
-  o.name = "llama3-405b";
-  o.layers = 126, o.hidden = 16384, o.heads = 128, o.kv_heads = 8, o.ffn = 53248;
+  o.name = name;
+  o.layers = layers, o.hidden = hidden, o.heads = heads, o.kv_heads = 8, o.ffn = ffn;
   o.vocab = 128256, o.seq_len = 8192, o.batch = batch, o.tp = 8;
   return make_llama(o);
 }
+
+Graph llama3_405b(int64_t batch) { return llama3("llama3-405b", 126, 16384, 128, 53248, batch); }
 
 // DeepSeek-V3 (datasets/models/hf/deepseek_v3.config.json: 61 layers, the first 3 dense, 256
 // routed experts of which 8 per token, 1 shared expert, MLA), sequence 4096.
@@ -271,13 +275,7 @@ Graph deepseek_v3(int64_t batch) {
   return make_hf_graph(load_hf_config("datasets/models/hf/deepseek_v3.config.json"), o);
 }
 
-Graph llama3_70b(int64_t batch) {
-  LlamaOptions o;
-  o.name = "llama3-70b";
-  o.layers = 80, o.hidden = 8192, o.heads = 64, o.kv_heads = 8, o.ffn = 28672;
-  o.vocab = 128256, o.seq_len = 8192, o.batch = batch, o.tp = 8;
-  return make_llama(o);
-}
+Graph llama3_70b(int64_t batch) { return llama3("llama3-70b", 80, 8192, 64, 28672, batch); }
 
 const char* const kGpt1tArgs =
     "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 64 --num-layers 128 "
@@ -298,56 +296,59 @@ const char* const kDeepSeekArgs =
 const std::string kDeepSeekTp1Args = std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 1";
 const std::string kDeepSeekTp2Args =
     std::string(kDeepSeekArgs) + "--tensor-model-parallel-size 2 --sequence-parallel";
-// The 405B job with context parallelism (ring attention) on 16,384 GPUs: cp 2 (dp 64) and
-// cp 8 (dp 16), full recomputation so that it fits.
-const std::string kLlama405bCp2Args = std::string(kLlama405bArgs) +
-                                      " --context-parallel-size 2 --recompute-granularity full "
-                                      "--recompute-method uniform --recompute-num-layers 1";
-const std::string kLlama405bCp8Args = std::string(kLlama405bArgs) +
-                                      " --context-parallel-size 8 --recompute-granularity full "
-                                      "--recompute-method uniform --recompute-num-layers 1";
-// Llama-3-70B as torchtitan trains it on 4,096 GPUs: tp 8, HSDP with shard groups of 64 data-
-// parallel ranks replicated 8 times, local batch 1 (global batch 512), bf16 all-gathers and
-// fp32 reductions, full activation checkpointing.
-const char* const kLlama70bHsdp =
-    "[training]\nlocal_batch_size = 1\nglobal_batch_size = 512\nseq_len = 8192\n"
-    "mixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"\n"
-    "[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 64\n"
-    "tensor_parallel_degree = 8\n[activation_checkpoint]\nmode = \"full\"\n";
-// The same model with 4 pipeline stages (1F1B, 8 micro-batches of 1): tp 8, pp 4, HSDP with
-// shard groups of 16 replicated 8 times (global batch 1024).
-const char* const kLlama70bHsdpPp4 =
-    "[training]\nlocal_batch_size = 8\nglobal_batch_size = 1024\nseq_len = 8192\n"
-    "mixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"\n"
-    "[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 16\n"
-    "tensor_parallel_degree = 8\npipeline_parallel_degree = 4\n"
-    "pipeline_parallel_schedule = \"1F1B\"\npipeline_parallel_microbatch_size = 1\n"
-    "fsdp_reshard_after_forward = \"always\"\n"
-    "[activation_checkpoint]\nmode = \"full\"\n";
+// The 405B job with context parallelism `cp` (ring attention) on 16,384 GPUs: cp 2 (dp 64)
+// or cp 8 (dp 16), full recomputation so that it fits.
+std::string llama405b_cp_args(int cp) {
+  return std::string(kLlama405bArgs) + " --context-parallel-size " + std::to_string(cp) +
+         " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+}
+
+// Llama-3-70B as torchtitan trains it on 4,096 GPUs: tp 8, HSDP of 8 replicas of shard
+// groups of `shard` data-parallel ranks, `local` sequences per rank and step, bf16
+// all-gathers, fp32 reductions, full activation checkpointing; `pipeline` adds its keys.
+std::string llama70b_hsdp_job(int local, int shard, const std::string& pipeline) {
+  const int dp = 8 * shard;
+  return "[training]\nlocal_batch_size = " + std::to_string(local) +
+         "\nglobal_batch_size = " + std::to_string(local * dp) +
+         "\nseq_len = 8192\nmixed_precision_param = \"bfloat16\"\n"
+         "mixed_precision_reduce = \"float32\"\n[parallelism]\n"
+         "data_parallel_replicate_degree = 8\ndata_parallel_shard_degree = " +
+         std::to_string(shard) + "\ntensor_parallel_degree = 8\n" + pipeline +
+         "[activation_checkpoint]\nmode = \"full\"\n";
+}
+// Without pipeline: shard groups of 64, local batch 1 (global batch 512). With pp 4 (1F1B,
+// 8 micro-batches of 1): shard groups of 16, global batch 1024.
+const std::string kLlama70bHsdp = llama70b_hsdp_job(1, 64, "");
+const std::string kLlama70bHsdpPp4 = llama70b_hsdp_job(
+    8, 16,
+    "pipeline_parallel_degree = 4\npipeline_parallel_schedule = \"1F1B\"\n"
+    "pipeline_parallel_microbatch_size = 1\nfsdp_reshard_after_forward = \"always\"\n");
+
+const char* const kH100Cluster = "datasets/clusters/h100_ib_64node.cluster.yaml";
+const char* const kH100Profile = "datasets/clusters/h100.profile.yaml";
 
 // 405b-1k: the 405B job on 1,024 GPUs (dp 8, the same global batch: 256 micro-batches per
 // replica instead of 16); 405b-100k: on 100,352 GPUs (dp 784, 16 micro-batches per replica).
 const LargeJob kLargeJobs[] = {
     {"1t", "gpt-1t", 3072, 3072, "datasets/clusters/dgx_a100.cluster.yaml",
      "datasets/clusters/dgx_a100.profile.yaml", kGpt1tArgs, gpt_1t, 1.0},
-    {"405b", "llama3-405b", 16384, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 2.0},
-    {"405b-1k", "llama3-405b", 1024, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 2.0},
-    {"405b-100k", "llama3-405b", 100352, 12544, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kLlama405bArgs, llama3_405b, 10.0},
-    {"dsv3-tp1", "deepseek-v3", 2048, 4096, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kDeepSeekTp1Args, deepseek_v3, 10.0},
-    {"dsv3-tp2", "deepseek-v3", 2048, 4096, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kDeepSeekTp2Args, deepseek_v3, 10.0},
-    {"405b-cp2", "llama3-405b cp2", 16384, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kLlama405bCp2Args, llama3_405b, 2.0},
-    {"405b-cp8", "llama3-405b cp8", 16384, 2048, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kLlama405bCp8Args, llama3_405b, 2.0},
-    {"70b-hsdp", "llama3-70b hsdp", 4096, 512, "datasets/clusters/h100_ib_64node.cluster.yaml",
-     "datasets/clusters/h100.profile.yaml", kLlama70bHsdp, llama3_70b, 2.0, true},
-    {"70b-hsdp-pp4", "llama3-70b hsdp pp4", 4096, 1024,
-     "datasets/clusters/h100_ib_64node.cluster.yaml", "datasets/clusters/h100.profile.yaml",
+    {"405b", "llama3-405b", 16384, 2048, kH100Cluster, kH100Profile, kLlama405bArgs, llama3_405b,
+     2.0},
+    {"405b-1k", "llama3-405b", 1024, 2048, kH100Cluster, kH100Profile, kLlama405bArgs, llama3_405b,
+     2.0},
+    {"405b-100k", "llama3-405b", 100352, 12544, kH100Cluster, kH100Profile, kLlama405bArgs,
+     llama3_405b, 10.0},
+    {"dsv3-tp1", "deepseek-v3", 2048, 4096, kH100Cluster, kH100Profile, kDeepSeekTp1Args,
+     deepseek_v3, 10.0},
+    {"dsv3-tp2", "deepseek-v3", 2048, 4096, kH100Cluster, kH100Profile, kDeepSeekTp2Args,
+     deepseek_v3, 10.0},
+    {"405b-cp2", "llama3-405b cp2", 16384, 2048, kH100Cluster, kH100Profile, llama405b_cp_args(2),
+     llama3_405b, 2.0},
+    {"405b-cp8", "llama3-405b cp8", 16384, 2048, kH100Cluster, kH100Profile, llama405b_cp_args(8),
+     llama3_405b, 2.0},
+    {"70b-hsdp", "llama3-70b hsdp", 4096, 512, kH100Cluster, kH100Profile, kLlama70bHsdp,
+     llama3_70b, 2.0, true},
+    {"70b-hsdp-pp4", "llama3-70b hsdp pp4", 4096, 1024, kH100Cluster, kH100Profile,
      kLlama70bHsdpPp4, llama3_70b, 2.0, true},
 };
 
@@ -447,10 +448,14 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--cluster") cluster_path = next();
-    else if (a == "--profile") profile_path = next();
-    else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--only") only = next();
+    if (a == "--cluster")
+      cluster_path = next();
+    else if (a == "--profile")
+      profile_path = next();
+    else if (a == "--reps")
+      reps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--only")
+      only = next();
     else {
       std::fprintf(stderr,
                    "usage: megatron_scale [--cluster C] [--profile P] [--reps N] "
@@ -486,13 +491,15 @@ int main(int argc, char** argv) {
   try {
     const Cluster base = load_cluster_yaml(cluster_path);
     const CostProfile profile = load_cost_profile(profile_path);
-    std::printf("# megatron_scale: cluster %s repeated per row (+ IB 200 Gbit/s per GPU), "
-                "profile %s; fp16, Adam + fp32 master weights, recompute full, ZeRO-1, 1F1B; "
-                "run = best of %d\n",
-                cluster_path.c_str(), profile_path.c_str(), reps);
-    std::printf("| config | GPUs tp/pp/dp | m x mb | ops | simulated ops | make_gpt s | "
-                "expand s | plan s | Simulator() s | run s | sim ops/s | peak RSS MB | "
-                "step s | dev0 peak GiB | targets |\n");
+    std::printf(
+        "# megatron_scale: cluster %s repeated per row (+ IB 200 Gbit/s per GPU), "
+        "profile %s; fp16, Adam + fp32 master weights, recompute full, ZeRO-1, 1F1B; "
+        "run = best of %d\n",
+        cluster_path.c_str(), profile_path.c_str(), reps);
+    std::printf(
+        "| config | GPUs tp/pp/dp | m x mb | ops | simulated ops | make_gpt s | "
+        "expand s | plan s | Simulator() s | run s | sim ops/s | peak RSS MB | "
+        "step s | dev0 peak GiB | targets |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Config& c : configs) {
       if (only == "175b" && !c.big) continue;
@@ -505,13 +512,13 @@ int main(int argc, char** argv) {
         targets = std::string(pass(r.t_run <= 2.0)) + " <=2 s, " +
                   pass(rss_mb >= 0 && rss_mb <= 2000) + " <=2 GB, " + targets;
       }
-      std::printf("| %s | %d %d/%d/%d | %d x %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | "
-                  "%.3f | %.2fM | %.0f | %.3f | %.2f%s | %s |\n",
-                  c.label.c_str(), c.tp * c.pp * c.dp, c.tp, c.pp, c.dp, c.micro_batches,
-                  c.micro_batch, r.ops, static_cast<unsigned long long>(r.simulated), r.t_gpt,
-                  r.t_expand, r.t_plan, r.t_sim_ctor, r.t_run, rate / 1e6, rss_mb, r.step,
-                  double(r.peak0) / double(1ull << 30), r.oom ? " (OOM)" : "",
-                  targets.c_str());
+      std::printf(
+          "| %s | %d %d/%d/%d | %d x %d | %zu | %llu | %.3f | %.3f | %.3f | %.3f | "
+          "%.3f | %.2fM | %.0f | %.3f | %.2f%s | %s |\n",
+          c.label.c_str(), c.tp * c.pp * c.dp, c.tp, c.pp, c.dp, c.micro_batches, c.micro_batch,
+          r.ops, static_cast<unsigned long long>(r.simulated), r.t_gpt, r.t_expand, r.t_plan,
+          r.t_sim_ctor, r.t_run, rate / 1e6, rss_mb, r.step, double(r.peak0) / double(1ull << 30),
+          r.oom ? " (OOM)" : "", targets.c_str());
       std::fflush(stdout);
     }
   } catch (const Error& e) {
