@@ -306,8 +306,9 @@ std::vector<StageStart> stage_starts(const Graph& g, const Plan& plan, const Sim
 // stages 1 and 2 hold 2 layers each), 1F1B runs pp - s forwards on stage s before its first
 // backward (3 on stage 1, 2 on stage 2), so stage 1 holds one micro-batch's activations more
 // at its peak; under GPipe every stage runs all 8 forwards first, but stage 1 waits longer
-// for its first gradient than stage 2 (the gradient passes stage 2 first). Neither stage's
-// timeline is a shift of the other's, so no stage can take another's results.
+// for its first gradient than stage 2 (the gradient passes stage 2 first), and the stages'
+// peak memories and host waits differ too. Neither stage's timeline is a shift of the
+// other's, so no stage can take another's results.
 TEST(SymmetricSimulation, MiddlePipelineStagesDiffer) {
   MegatronConfig m = config(1, 4, 1);
   m.global_batch = 8;
@@ -331,12 +332,17 @@ TEST(SymmetricSimulation, MiddlePipelineStagesDiffer) {
   EXPECT_NEAR(r.compute_time[d1], r.compute_time[d2], 1e-12);
   m.schedule = PipelineSchedule::kGPipe;
   const Plan gpipe = megatron_plan(g, m);
-  const std::vector<StageStart> b = stage_starts(g, gpipe, sim.run(gpipe, events));
+  const SimResult rg = sim.run(gpipe, events);
+  const std::vector<StageStart> b = stage_starts(g, gpipe, rg);
   EXPECT_EQ(b[1].forwards_before_backward, 8);
   EXPECT_EQ(b[2].forwards_before_backward, 8);
   const double gap1 = b[1].first_backward_start - b[1].last_forward_end;
   const double gap2 = b[2].first_backward_start - b[2].last_forward_end;
   EXPECT_GT(gap1, gap2);
+  // Same ops, same compute time, but not the same peak memory or host waits.
+  EXPECT_NEAR(rg.compute_time[d1], rg.compute_time[d2], 1e-12);
+  EXPECT_EQ(rg.peak_memory[d2] - rg.peak_memory[d1], 65536u);
+  EXPECT_GT(std::abs(rg.host_wait[d1] - rg.host_wait[d2]), 1e-6);
 }
 
 // An op left on the first rank of its tensor-parallel group (its partition removed) makes
