@@ -6,6 +6,11 @@
 // the whole group; a transfer to rank 1 counts for every rank it stands for. Data-parallel
 // replicas are simulated once in every simulation (finish_result mirrors them).
 //
+// Context parallelism and FSDP fold as they are (their exchanges and all-gathers are charged
+// into op durations, alike on every TP rank, and their groups hold TP rank 0's copies only);
+// expert parallelism folds under even routing when its expert-data-parallel group holds TP
+// rank 0 alone. Pipeline stages are not folded (they do not run alike: docs/simulator.md).
+//
 // The detection is conservative: anything it does not know to be symmetric (a plan feature,
 // a shared host port, a transfer between unlike groups) runs the full simulation, and the
 // result says why (SimResult::full_reason). docs/simulator.md, "Symmetric simulation".
