@@ -20,7 +20,7 @@
 //    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2".
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
-//       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU]
+//       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -49,6 +49,7 @@ struct Options {
   std::string modern;
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
+  bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
 };
 
 void print_header() {
@@ -434,6 +435,18 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   return {runs, p};
 }
 
+// One comment line per MoE row: where it is, its expert and pipeline layout, measured and
+// predicted time.
+void print_moe_predictions(const MoePredictions& p) {
+  for (size_t i = 0; i < p.first.size(); ++i) {
+    const IterationRun& r = p.first[i];
+    std::printf("# %s %s ep %d pp %d vp %d %s: measured %.0f ms, predicted %.0f ms (%+.1f%%)\n",
+                r.where().c_str(), moe_model(r).c_str(), r.ep, r.config.pp, r.config.virtual_stages,
+                to_string(r.config.dispatcher), 1e3 * r.measured, 1e3 * p.second[i],
+                100 * (p.second[i] / r.measured - 1));
+  }
+}
+
 // Every GPU's MoE rows, then each model over all GPUs.
 void moe_families(const Options& o) {
   MoePredictions all;
@@ -446,6 +459,7 @@ void moe_families(const Options& o) {
     if (!o.moe_gpu.empty() && o.moe_gpu != gpu) continue;
     try {
       const MoePredictions p = moe_family(o, gpu, cluster);
+      if (o.show_rows) print_moe_predictions(p);
       all.first.insert(all.first.end(), p.first.begin(), p.first.end());
       all.second.insert(all.second.end(), p.second.begin(), p.second.end());
     } catch (const Error& e) {
@@ -477,11 +491,13 @@ Options parse(int argc, char** argv) {
       o.skip_moe = true;
     else if (a == "--moe-gpu" && has_value)
       o.moe_gpu = argv[++i];
+    else if (a == "--moe-rows")
+      o.show_rows = true;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
-                   "[--skip-moe] [--moe-gpu GPU]\n");
+                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows]\n");
       std::exit(2);
     }
   }

@@ -2,7 +2,7 @@
 # DeepSeek-V3 and Kimi-K2 rows (Qwen3 rows never copied), with the shape columns appended.
 import glob, re, sys
 NEW = ['head_dim','sliding_window','full_attention_every','q_lora_rank','kv_lora_rank',
-       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers']
+       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers','moe_dispatcher']
 def model_of(r, comment):
     m = re.search(r'model "([^"]*)"', comment).group(1)
     if m.startswith('GPT OSS'): return 'gptoss', m
@@ -15,6 +15,14 @@ def shape(kind, comment, precision):
     mla = [128,0,0,1536,512,64,128]
     if kind == 'dsv3': return mla + [3, 0 if 'w/o MTP' in comment else 1]
     return mla + [1, 0]
+def dispatcher(kind, gpu, r):
+    # The recipes' moe_flex_dispatcher_backend (README.md, "Token dispatcher").
+    ep, fp8 = int(r['ep']), r['precision'] == 'fp8'
+    if kind == 'dsv3': return 'deepep' if gpu == 'b200' and ep == 32 else 'hybridep'
+    if kind == 'kimi': return 'hybridep' if gpu in ('gb200', 'gb300') else 'alltoall'
+    if gpu == 'b300' and ep == 8: return 'hybridep'
+    if gpu in ('gb200', 'gb300') and fp8 and r['global_batch'] == '1280': return 'hybridep'
+    return 'alltoall'
 for gpu in ['h100','b200','b300','gb200','gb300']:
     out=[]; hdr=None
     for f in sorted(glob.glob(f'megatron-bridge_*_{gpu}.csv')):
@@ -39,12 +47,13 @@ for gpu in ['h100','b200','b300','gb200','gb300']:
             if kind == 'gptoss' and r['precision'] == 'bf16':
                 # The sink attention's unfused fallback: every pair scored, the window masked.
                 fields[cols.index('attention')]='unfused'
-            out.append(','.join(fields) + ',' + ','.join(str(v) for v in shape(kind, prev, r['precision'])))
+            extra = shape(kind, prev, r['precision']) + [dispatcher(kind, gpu, r)]
+            out.append(','.join(fields) + ',' + ','.join(str(v) for v in extra))
     if not out: continue
     head = [f'# MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2; cp 1) of the DGX-{gpu.upper()} files in this folder, copied',
             '# verbatim, each after the line of its file that names its source, with the attention / layer-stack',
-            '# columns appended, recompute set to none and GPT-OSS bf16 rows set to unfused attention (values and',
-            '# sources in README.md, "MoE shape columns").',
+            '# columns and the token dispatcher appended, recompute set to none and GPT-OSS bf16 rows set to',
+            '# unfused attention (values and sources in README.md, "MoE shape columns", "Token dispatcher").',
             '# Qwen3 rows are not copied.',
             hdr + ',' + ','.join(NEW)]
     open(f'moe_{gpu}.csv','w').write('\n'.join(head+out)+'\n')

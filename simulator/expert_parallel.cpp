@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "simulator/expert_dispatch.h"
 #include "simulator/simulator_impl.h"
 #include "src/graph/moe_attrs.h"
 #include "src/util/error.h"
@@ -43,6 +44,18 @@ constexpr const char* kRoleNames[] = {kMoeRouter,    kMoeAuxLoss,    kMoeDispatc
 
 bool is_expert(int8_t role) { return role == kUp || role == kAct || role == kDown; }
 
+}  // namespace
+
+double routed_to_any(double q, int top_k, int experts) {
+  double miss = 1.0;
+  for (int i = 0; i < top_k && i < experts; ++i) {
+    miss *= std::max(0.0, 1.0 - q * experts / static_cast<double>(experts - i));
+  }
+  return 1.0 - miss;
+}
+
+namespace {
+
 uint64_t scaled(uint64_t bytes, double factor) {
   return static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * factor));
 }
@@ -53,9 +66,11 @@ void Simulator::Impl::index_moe_ops() {
   op_moe_role.assign(n_ops, kNoRole);
   op_moe_layer.assign(n_ops, -1);
   moe_experts.clear();
+  moe_topk.clear();
   moe_padded.clear();
   for (const MoeLayerInfo& layer : moe_layers(g)) {
     moe_experts.push_back(std::max(1, layer.experts));
+    moe_topk.push_back(std::max(1, layer.top_k));
     moe_padded.push_back(layer.padded ? 1 : 0);
   }
   for (OpId o = 0; o < n_ops; ++o) {
@@ -85,6 +100,8 @@ struct ExpertFlow {
   std::vector<double> load, sent_intra, sent_inter, recv_intra, recv_inter;
   std::vector<int> node;  // node of each EP rank (0 .. nodes - 1)
   int nodes = 0;
+  // to_rank[h][d]: the share of a routed token copy of a sender on node h that goes to rank d.
+  std::vector<std::vector<double>> to_rank;
 
   explicit ExpertFlow(const std::vector<int>& node_of_rank)
       : load(node_of_rank.size(), 0.0),
@@ -94,6 +111,7 @@ struct ExpertFlow {
         recv_inter(node_of_rank.size(), 0.0),
         node(node_of_rank) {
     for (int h : node) nodes = std::max(nodes, h + 1);
+    to_rank.assign(size_t(nodes), std::vector<double>(node.size(), 0.0));
   }
 
   // The tokens of one expert (share of every sender's n) to its copies `reps`.
@@ -110,6 +128,7 @@ struct ExpertFlow {
       const double each = share / static_cast<double>(targets.size());
       const int count = senders[size_t(h)];
       for (int d : targets) {
+        to_rank[size_t(h)][size_t(d)] += each;
         load[size_t(d)] += count * each;
         (node[size_t(d)] == h ? recv_intra : recv_inter)[size_t(d)] +=
             (node[size_t(d)] == h ? count - 1 : count) * each;
@@ -118,6 +137,51 @@ struct ExpertFlow {
           (node[size_t(d)] == h ? sent_intra : sent_inter)[s] += each;
         }
       }
+    }
+  }
+
+  // The flex dispatcher (DeepEP / HybridEP) instead of the all-to-all: the traffic again,
+  // per token. A token goes within its node once per other rank it has an expert on, to
+  // another node once per node it has an expert on (to the GPU of the sender's local index
+  // there), and that GPU forwards it over NVLink once per other rank of its node it has an
+  // expert on. Which of the sender's k copies share a rank or node follows from the shares
+  // (routed_to_any). Loads stay as routed.
+  void deduplicate(int top_k, int experts) {
+    for (auto* v : {&sent_intra, &sent_inter, &recv_intra, &recv_inter})
+      std::fill(v->begin(), v->end(), 0.0);
+    std::vector<int> ranks_on(size_t(nodes), 0);
+    for (int h : node) ++ranks_on[size_t(h)];
+    // What reaches each node from others, and what its relays forward, spread over its ranks.
+    std::vector<double> node_in(size_t(nodes), 0.0), node_forwards(size_t(nodes), 0.0);
+    const double per_copy = 1.0 / top_k;  // the units of n: k copies per token
+    for (size_t s = 0; s < node.size(); ++s) {
+      const std::vector<double>& q = to_rank[size_t(node[s])];
+      std::vector<double> to_node(size_t(nodes), 0.0);
+      for (size_t r = 0; r < node.size(); ++r) to_node[size_t(node[r])] += q[r];
+      for (size_t r = 0; r < node.size(); ++r) {
+        if (r == s) continue;
+        const double p = routed_to_any(q[r], top_k, experts) * per_copy;
+        if (node[r] == node[s]) {
+          sent_intra[s] += p;
+          recv_intra[r] += p;
+          continue;
+        }
+        // Forwarded by the relay unless the relay is r itself (1 in ranks_on of the cases).
+        const int there = ranks_on[size_t(node[r])];
+        recv_intra[r] += p * (there - 1) / there;
+        node_forwards[size_t(node[r])] += p * (there - 1) / there;
+      }
+      for (int d = 0; d < nodes; ++d) {
+        if (d == node[s]) continue;
+        const double p = routed_to_any(to_node[size_t(d)], top_k, experts) * per_copy;
+        sent_inter[s] += p;
+        node_in[size_t(d)] += p;
+      }
+    }
+    for (size_t r = 0; r < node.size(); ++r) {
+      const size_t h = size_t(node[r]);
+      recv_inter[r] = node_in[h] / ranks_on[h];
+      sent_intra[r] += node_forwards[h] / ranks_on[h];
     }
   }
 
@@ -202,6 +266,7 @@ void Simulator::Impl::expert_layer_loads(const Plan& p) {
     // Drop-and-pad: every expert computes its full capacity whatever it is routed.
     moe_factor[l] = moe_padded[l] ? 1.0 : *std::max_element(flow.load.begin(), flow.load.end());
     moe_keep[l] = static_cast<double>(*std::max_element(held.begin(), held.end())) / E;
+    if (cfg.dispatcher != ExpertDispatcher::kAllToAll) flow.deduplicate(moe_topk[l], E);
     moe_a2a_frac[l] = flow.busiest();
     expert_load[l] = std::move(flow.load);
   }

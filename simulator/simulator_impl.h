@@ -236,6 +236,7 @@ struct Simulator::Impl {
   std::vector<int8_t> op_moe_role;
   std::vector<int32_t> op_moe_layer;
   std::vector<int> moe_experts;
+  std::vector<int> moe_topk;        // per MoE layer: experts per token
   std::vector<uint8_t> moe_padded;  // per MoE layer: experts padded to a capacity (same work)
   // Per run, under expert parallelism (ep_on): per MoE layer the slowest rank's tokens
   // relative to an even share (ep x its share), the largest fraction of the experts' weights a

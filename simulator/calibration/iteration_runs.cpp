@@ -113,7 +113,8 @@ const char* const kOptional[] = {"model",
                                  "qk_rope_head_dim",
                                  "v_head_dim",
                                  "dense_layers",
-                                 "mtp_layers"};
+                                 "mtp_layers",
+                                 "moe_dispatcher"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -178,6 +179,11 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
   if (run->num_experts > 0 && (run->moe_topk < 1 || run->moe_topk > run->num_experts)) {
     r.fail("moe_topk", std::to_string(run->moe_topk) + " is not in [1, num_experts " +
                            std::to_string(run->num_experts) + "]");
+  }
+  if (r.has("moe_dispatcher") &&
+      !parse_expert_dispatcher(r.text("moe_dispatcher"), &run->config.dispatcher)) {
+    r.fail("moe_dispatcher",
+           quote_short(r.text("moe_dispatcher")) + " is not alltoall, deepep or hybridep");
   }
 }
 
@@ -347,6 +353,7 @@ Plan run_plan(const Graph& g, const IterationRun& run) {
   if (run.num_experts > 0) {
     plan.expert_parallel.degree = run.ep;
     plan.expert_parallel.tensor_parallel = run.etp > 0 ? run.etp : run.config.tp;
+    plan.expert_parallel.dispatcher = run.config.dispatcher;
   }
   return plan;
 }

@@ -18,7 +18,8 @@
 // etp (empty), num_experts (0), moe_topk (0), moe_ffn (0), shared_experts (0),
 // precision_variant (free text), scatter_gather (1), fsdp (0), head_dim (0), sliding_window
 // (0), full_attention_every (0), q_lora_rank (0), kv_lora_rank (0), qk_rope_head_dim (0),
-// v_head_dim (0), dense_layers (0), mtp_layers (0). Every column is kept in IterationRun; the
+// v_head_dim (0), dense_layers (0), mtp_layers (0), moe_dispatcher (alltoall | deepep |
+// hybridep, alltoall; config.dispatcher). Every column is kept in IterationRun; the
 // prediction refuses, naming the column, what the graph and plan cannot express yet
 // (check_modelled).
 

@@ -32,6 +32,10 @@ void add_context_and_expert_arguments(const MegatronConfig& m, const MoeShape& m
   args->push_back("--moe-router-topk " + std::to_string(moe.top_k));
   args->push_back("--expert-model-parallel-size " + std::to_string(m.ep));
   args->push_back("--expert-tensor-parallel-size " + std::to_string(m.etp));
+  if (m.dispatcher != ExpertDispatcher::kAllToAll) {
+    args->push_back("--moe-token-dispatcher-type flex");
+    args->push_back(std::string("--moe-flex-dispatcher-backend ") + to_string(m.dispatcher));
+  }
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ const char* const kValued[] = {
     "--num-experts",
     "--moe-router-topk",
     "--expert-tensor-parallel-size",
+    "--moe-token-dispatcher-type",
+    "--moe-flex-dispatcher-backend",
 };
 /// Flags placer reads.
 const char* const kFlags[] = {"--sequence-parallel",
@@ -155,6 +157,27 @@ std::string attention_of(const Args& a) {
   fail("--attention-backend", "'" + b + "' (use flash, fused, unfused, local or auto)");
 }
 
+// --moe-token-dispatcher-type (alltoall by default; allgather is not modelled) and, for flex,
+// --moe-flex-dispatcher-backend (deepep or hybridep; Megatron-core's default is deepep).
+ExpertDispatcher read_token_dispatcher(const Args& a) {
+  const std::string type = a.text("--moe-token-dispatcher-type", "alltoall");
+  if (type != "alltoall" && type != "flex") {
+    fail("--moe-token-dispatcher-type", quote_short(type) + " (use alltoall or flex)");
+  }
+  if (type == "alltoall") {
+    if (a.has("--moe-flex-dispatcher-backend")) {
+      fail("--moe-flex-dispatcher-backend", "needs --moe-token-dispatcher-type flex");
+    }
+    return ExpertDispatcher::kAllToAll;
+  }
+  const std::string backend = a.text("--moe-flex-dispatcher-backend", "deepep");
+  ExpertDispatcher d = ExpertDispatcher::kAllToAll;
+  if (!parse_expert_dispatcher(backend, &d) || d == ExpertDispatcher::kAllToAll) {
+    fail("--moe-flex-dispatcher-backend", quote_short(backend) + " (use deepep or hybridep)");
+  }
+  return d;
+}
+
 // --context-parallel-size, --cp-comm-type and the mixture-of-experts arguments; Megatron-LM's
 // expert tensor-parallel size defaults to the tensor-parallel size.
 void read_context_and_expert_parallel(const Args& a, FrameworkConfig* f) {
@@ -175,6 +198,7 @@ void read_context_and_expert_parallel(const Args& a, FrameworkConfig* f) {
   if (f->experts == 0 && (m.ep > 1 || a.has("--expert-tensor-parallel-size"))) {
     fail("--expert-model-parallel-size", "needs --num-experts (a mixture-of-experts model)");
   }
+  m.dispatcher = read_token_dispatcher(a);
 }
 
 }  // namespace

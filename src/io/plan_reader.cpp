@@ -477,11 +477,18 @@ class PlanReader {
 
   void read_expert_parallel(const YAML::Node& n, ExpertParallelConfig* ep) {
     const std::string f = "expert_parallel";
-    r_.check_keys(n, f, {"degree", "tensor_parallel", "layers"});
+    r_.check_keys(n, f, {"degree", "tensor_parallel", "dispatcher", "layers"});
     ep->degree = int(r_.to_int(r_.required(n, "degree", f), field_join(f, "degree"), 1, 1 << 16));
     if (n["tensor_parallel"]) {
       ep->tensor_parallel =
           int(r_.to_int(n["tensor_parallel"], field_join(f, "tensor_parallel"), 1, 1 << 16));
+    }
+    if (n["dispatcher"]) {
+      const std::string v = r_.scalar(n["dispatcher"], field_join(f, "dispatcher"));
+      if (!parse_expert_dispatcher(v, &ep->dispatcher)) {
+        r_.fail(field_join(f, "dispatcher"),
+                "unknown dispatcher '" + v + "' (use alltoall, deepep or hybridep)");
+      }
     }
     if (!n["layers"]) return;
     const std::string lf = field_join(f, "layers");

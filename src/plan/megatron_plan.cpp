@@ -186,6 +186,7 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
   if (m.ep > 1 || m.etp > 1) {
     p.expert_parallel.degree = m.ep;
     p.expert_parallel.tensor_parallel = m.etp;
+    p.expert_parallel.dispatcher = m.dispatcher;
   }
   return p;
 }

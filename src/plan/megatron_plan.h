@@ -30,6 +30,8 @@ struct MegatronConfig {
   int cp = 1;
   ContextParallelComm cp_comm = ContextParallelComm::kP2P;
   int ep = 1, etp = 1;
+  /// --moe-token-dispatcher-type alltoall, or flex with --moe-flex-dispatcher-backend.
+  ExpertDispatcher dispatcher = ExpertDispatcher::kAllToAll;
   int micro_batch = 1;    ///< samples per micro-batch per data-parallel rank
   int global_batch = 1;   ///< samples per step; the graph's batch size must equal it
   Recompute recompute = Recompute::kNone;

@@ -26,12 +26,23 @@ struct ExpertLayerMap {
   std::vector<std::vector<int>> replicas;
 };
 
+/// How tokens reach their experts (Megatron-core's --moe-token-dispatcher-type and
+/// --moe-flex-dispatcher-backend). The all-to-all sends one copy of a token per routed expert.
+/// The flex dispatcher with DeepEP or HybridEP sends one copy per destination node over the
+/// inter-node network, which the receiving GPU forwards over NVLink, one copy per destination
+/// rank; within a node it sends one copy per destination rank (docs/simulator.md, "Expert
+/// parallelism").
+enum class ExpertDispatcher : uint8_t { kAllToAll, kDeepEP, kHybridEP };
+const char* to_string(ExpertDispatcher d);  // "alltoall", "deepep", "hybridep"
+bool parse_expert_dispatcher(const std::string& s, ExpertDispatcher* out);
+
 struct ExpertParallelConfig {
   int degree = 1;           ///< EP ranks per MoE layer; 1 = off
   int tensor_parallel = 1;  ///< ETP: ranks each expert's GEMMs are split over
   /// One entry per MoE layer in graph order; empty = the default layout (expert e on rank
   /// e / (experts / degree), no replicas).
   std::vector<ExpertLayerMap> layers;
+  ExpertDispatcher dispatcher = ExpertDispatcher::kAllToAll;
   bool enabled() const { return degree > 1 || tensor_parallel > 1 || !layers.empty(); }
 };
 

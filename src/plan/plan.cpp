@@ -88,6 +88,24 @@ bool parse_context_parallel_comm(const std::string& s, ContextParallelComm* out)
   return true;
 }
 
+const char* to_string(ExpertDispatcher d) {
+  switch (d) {
+    case ExpertDispatcher::kAllToAll: return "alltoall";
+    case ExpertDispatcher::kDeepEP: return "deepep";
+    case ExpertDispatcher::kHybridEP: return "hybridep";
+  }
+  return "?";
+}
+
+bool parse_expert_dispatcher(const std::string& s, ExpertDispatcher* out) {
+  const std::string l = lower(s);
+  if (l == "alltoall") *out = ExpertDispatcher::kAllToAll;
+  else if (l == "deepep") *out = ExpertDispatcher::kDeepEP;
+  else if (l == "hybridep") *out = ExpertDispatcher::kHybridEP;
+  else return false;
+  return true;
+}
+
 const char* to_string(PartitionCollective c) {
   switch (c) {
     case PartitionCollective::kAuto: return "auto";

@@ -37,6 +37,8 @@ TEST(ShippedProfiles, PickedByDeviceModelAndFabric) {
       {"b300_32node_ib800.cluster.yaml", "b300_ib800.profile.yaml"},
       {"gb200_nvl72_4rack.cluster.yaml", "gb200_nvl72.profile.yaml"},
       {"gb300_nvl72_4rack.cluster.yaml", "gb300_nvl72.profile.yaml"},
+      {"gb200_nvl72_4rack_64gpu.cluster.yaml", "gb200_nvl72.profile.yaml"},
+      {"gb300_nvl72_4rack_64gpu.cluster.yaml", "gb300_nvl72.profile.yaml"},
       {"gb200_nvl72_2rack.cluster.yaml", "b200_ib400.profile.yaml"},  // B200 model name
       {"dgx1_p100.cluster.yaml", ""},
       {"automap_config_a.cluster.yaml", ""},

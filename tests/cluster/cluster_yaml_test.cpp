@@ -127,6 +127,7 @@ TEST(ClusterYaml, EveryShippedClusterLoads) {
       // Topology: NVL72 domains, a leaf / spine fabric, rails.
       {"gb200_nvl72_2rack.cluster.yaml", 144},    {"gb200_nvl72_4rack.cluster.yaml", 288},
       {"gb300_nvl72_4rack.cluster.yaml", 288},    {"h100_leaf_spine_2to1.cluster.yaml", 64},
+      {"gb200_nvl72_4rack_64gpu.cluster.yaml", 256}, {"gb300_nvl72_4rack_64gpu.cluster.yaml", 256},
       {"h100_rail_optimized.cluster.yaml", 32}};
   int seen = 0;
   for (const auto& entry : fs::directory_iterator(kClusters)) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "export_fixture.h"
 #include "src/io/plan_export.h"
@@ -235,11 +236,17 @@ namespace {
 // The mixture-of-experts arguments read back as the configuration that wrote them;
 // Megatron-LM's defaults (top-2 routing, expert tensor parallelism = tp) fill what is left
 // out, and the configuration's experts must be the graph's.
-TEST(MegatronArguments, ExpertParallelArgumentsReadBack) {
+// tp 2, dp 4, ep 4, etp 1, bf16.
+MegatronConfig expert_parallel_config() {
   MegatronConfig m = export_test::config(2, 1, 4, 2);
   m.ep = 4;
   m.etp = 1;
   m.loss_scaling = false;  // bf16
+  return m;
+}
+
+TEST(MegatronArguments, ExpertParallelArgumentsReadBack) {
+  const MegatronConfig m = expert_parallel_config();
   const MoeShape moe{8, 2, 4};
   const std::string text = megatron_arguments(m, 4, DType::kBF16, moe);
   for (const char* arg :
@@ -272,6 +279,43 @@ TEST(MegatronArguments, ExpertParallelArgumentsReadBack) {
     EXPECT_STREQ(e.what(),
                  "expert_parallel: the graph has no mixture-of-experts layers to spread "
                  "over 4 expert-parallel ranks");
+  }
+}
+
+// The flex token dispatcher: --moe-token-dispatcher-type flex with its backend, read back;
+// alltoall (Megatron-core's default) writes neither; unknown values are named errors.
+TEST(MegatronArguments, FlexTokenDispatcherReadsBack) {
+  MegatronConfig m = expert_parallel_config();
+  const MoeShape moe{8, 2, 4};
+  EXPECT_EQ(megatron_arguments(m, 4, DType::kBF16, moe).find("dispatcher"), std::string::npos);
+  for (const ExpertDispatcher d : {ExpertDispatcher::kDeepEP, ExpertDispatcher::kHybridEP}) {
+    m.dispatcher = d;
+    const std::string text = megatron_arguments(m, 4, DType::kBF16, moe);
+    EXPECT_NE(text.find("--moe-token-dispatcher-type flex \\"), std::string::npos) << text;
+    EXPECT_NE(text.find(std::string("--moe-flex-dispatcher-backend ") + to_string(d)),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(parse_megatron_arguments(text, 8).config.dispatcher, d);
+  }
+  const std::string base = "--micro-batch-size 1 --num-experts 8 --expert-model-parallel-size 4 ";
+  EXPECT_EQ(
+      parse_megatron_arguments(base + "--moe-token-dispatcher-type flex", 8).config.dispatcher,
+      ExpertDispatcher::kDeepEP);  // Megatron-core's default flex backend
+  EXPECT_EQ(parse_megatron_arguments(base, 8).config.dispatcher, ExpertDispatcher::kAllToAll);
+  for (const auto& [args, message] :
+       {std::pair<const char*, const char*>{
+            "--moe-token-dispatcher-type allgather",
+            "--moe-token-dispatcher-type: 'allgather' (use alltoall or flex)"},
+        {"--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend nccl",
+         "--moe-flex-dispatcher-backend: 'nccl' (use deepep or hybridep)"},
+        {"--moe-flex-dispatcher-backend deepep",
+         "--moe-flex-dispatcher-backend: needs --moe-token-dispatcher-type flex"}}) {
+    try {
+      parse_megatron_arguments(base + args, 8);
+      FAIL() << "no error: " << args;
+    } catch (const ValidationError& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
   }
 }
 

@@ -683,6 +683,7 @@ TEST_F(PlanIo12, ContextAndExpertParallelRoundTrip) {
       "expert_parallel:\n"
       "  degree: 2\n"
       "  tensor_parallel: 2\n"
+      "  dispatcher: hybridep\n"
       "  layers:\n"
       "    - [0, 1, [0, 1]]\n"
       "    - [1, 0, 0]\n");
@@ -690,6 +691,7 @@ TEST_F(PlanIo12, ContextAndExpertParallelRoundTrip) {
   EXPECT_EQ(p.context_parallel.comm, ContextParallelComm::kAllGather);
   EXPECT_EQ(p.expert_parallel.degree, 2);
   EXPECT_EQ(p.expert_parallel.tensor_parallel, 2);
+  EXPECT_EQ(p.expert_parallel.dispatcher, ExpertDispatcher::kHybridEP);
   ASSERT_EQ(p.expert_parallel.layers.size(), 2u);
   const std::vector<std::vector<int>> layer0 = {{0}, {1}, {0, 1}};
   EXPECT_EQ(p.expert_parallel.layers[0].replicas, layer0);
@@ -699,6 +701,7 @@ TEST_F(PlanIo12, ContextAndExpertParallelRoundTrip) {
     const Plan q =
         json ? parse_plan_json(text, "p.json", g, c) : parse_plan_yaml(text, "p.yaml", g, c);
     testing_plan::expect_same_plan(p, q);
+    EXPECT_NE(text.find("hybridep"), std::string::npos) << text;
   }
   // The comm defaults to p2p; without either section the plan stays 1.1 / 1.0.
   EXPECT_EQ(parse("context_parallel: {degree: 4}\n").context_parallel.comm,
@@ -731,6 +734,9 @@ TEST_F(PlanIo12, BadFieldsAreNamed) {
       "p.yaml: expert_parallel.layers[0]: rank 1 holds no expert");
   err("expert_parallel: {degree: 2, layers: [[0, []]]}\n",
       "p.yaml: expert_parallel.layers[0][1]: expert 1 is on no rank");
+  err("expert_parallel: {degree: 2, dispatcher: nvshmem}\n",
+      "p.yaml: expert_parallel.dispatcher: unknown dispatcher 'nvshmem' (use alltoall, deepep or "
+      "hybridep)");
   err("expert_parallel: {degree: 2, experts: 4}\n",
       "p.yaml: expert_parallel: unknown key 'experts'");
   // Context parallelism needs stages.

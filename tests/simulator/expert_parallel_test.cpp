@@ -13,6 +13,7 @@
 #include "datasets/hf_config.h"
 #include "sim_fixtures.h"
 #include "simulator/breakdown.h"
+#include "simulator/expert_dispatch.h"
 #include "src/graph/moe_attrs.h"
 #include "src/graph/training_step.h"
 #include "src/plan/megatron_plan.h"
@@ -130,6 +131,58 @@ TEST(ExpertParallel, TwoNodeEightExpertLayerUnderAGivenMap) {
   // Without expert parallelism the routing changes nothing: every rank runs its own tokens.
   Plan dense = ep_plan(g, 1);
   EXPECT_NEAR(sim.run(dense, opts).step_time, 1.0e-3, 1e-9);
+}
+
+// The chance that top-k routing reaches a set of experts: hypergeometric under uniform
+// routing. DeepSeek-V3 (256 experts, top-8) on 4 nodes of 64 experts: 1 - C(192, 8) / C(256, 8)
+// = 0.903554 per node, 3.61 destination nodes per token where the all-to-all sends 8 copies.
+TEST(ExpertParallel, RoutedToAnyIsTheHypergeometricChance) {
+  EXPECT_NEAR(routed_to_any(0.125, 2, 8), 1 - 21.0 / 28, 1e-15);  // 1 of 8: 1 - C(7,2)/C(8,2)
+  EXPECT_NEAR(routed_to_any(0.5, 2, 8), 1 - 6.0 / 28, 1e-15);     // 4 of 8: 1 - C(4,2)/C(8,2)
+  EXPECT_NEAR(routed_to_any(0.25, 8, 256), 0.9035535763916283, 1e-12);
+  EXPECT_NEAR(routed_to_any(4.0 / 256, 8, 256), 0.11993359674640758, 1e-12);  // one ep-64 rank
+  EXPECT_EQ(routed_to_any(0.0, 8, 256), 0.0);
+  EXPECT_EQ(routed_to_any(1.0, 8, 256), 1.0);
+  EXPECT_NEAR(routed_to_any(0.75, 2, 8), 1 - 1.0 / 28, 1e-15);  // 6 of 8: 1 - C(2,2)/C(8,2)
+  EXPECT_EQ(routed_to_any(0.875, 2, 8), 1.0);                   // 7 of 8: every pair of 2 holds one
+}
+
+// The flex dispatcher (DeepEP / HybridEP) on the 2-node layer, uniform routing, expert e on
+// rank e, top-2 of 8 (1 MB of routed copies per rank: 0.5 MB per copy slot of its tokens). A
+// token reaches another node with chance 1 - C(4,2)/C(8,2) = 11/14 and one other rank with
+// chance 1 - C(7,2)/C(8,2) = 1/4. Per rank, in MB: across the nodes 11/14 / 2 = 11/28 sent and
+// received (0.5 with the all-to-all); within the node 3 x 1/4 / 2 = 3/8 to its own node's ranks
+// plus the relayed tokens, 4 senders x 4 ranks x 1/8 x 3/4 (not to the relay) / 4 = 3/8: 3/4.
+// Per all-to-all max(0.75 MB / 100 GB/s, 11/28 MB / 10 GB/s) = 39.29 us, twice.
+TEST(ExpertParallel, FlexDispatcherSendsATokenOncePerNode) {
+  const Graph g = ep_layer();
+  const Cluster c = two_nodes();
+  const CostModel cost(c, uniform_profile());
+  Simulator sim(g, c, cost);
+  Plan p = ep_plan(g, 8);
+  for (const ExpertDispatcher d : {ExpertDispatcher::kDeepEP, ExpertDispatcher::kHybridEP}) {
+    p.expert_parallel.dispatcher = d;
+    EXPECT_NEAR(sim.run(p).step_time, 1.0e-3 + 2 * (11.0 / 28) * 1e6 / 10e9, 1e-9);
+  }
+  // On one node: only the per-rank copies, 7 x 1/4 / 2 = 7/8 MB at 100 GB/s (8.75 us, against
+  // the all-to-all's 7/8 of 1 MB: the same, each rank holding one of the 8 experts).
+  const Cluster one = make_cluster(1, 8, testing::link(0, 100e9), testing::link(0, 10e9));
+  const CostModel cost1(one, uniform_profile());
+  Simulator sim1(g, one, cost1);
+  EXPECT_NEAR(sim1.run(p).step_time, 1.0e-3 + 2 * 7 * 0.125 * 1e6 / 100e9, 1e-9);
+  // Two experts per rank (ep 4 on one host of 4): a token reaches another rank with chance
+  // 1 - C(6,2)/C(8,2) = 13/28, the all-to-all's 2/8 copy share per rank; 3 x 13/56 MB.
+  const Cluster four = make_cluster(1, 4, testing::link(0, 100e9), testing::link(0, 10e9));
+  const CostModel cost4(four, uniform_profile());
+  Simulator sim4(g, four, cost4);
+  Plan p4 = testing::place(g, std::vector<int>(g.num_ops(), 0));
+  p4.data_parallel.replicas = 4;
+  p4.expert_parallel.degree = 4;
+  p4.expert_parallel.dispatcher = ExpertDispatcher::kDeepEP;
+  const double per_rank = 2e6;  // 8 MB over 4 ranks
+  EXPECT_NEAR(sim4.run(p4).step_time, 2.0e-3 + 2 * 3 * (13.0 / 28) / 2 * per_rank / 100e9, 1e-9);
+  p4.expert_parallel.dispatcher = ExpertDispatcher::kAllToAll;
+  EXPECT_NEAR(sim4.run(p4).step_time, 2.0e-3 + 2 * 0.75 * per_rank / 100e9, 1e-9);
 }
 
 // The tiny Mixtral (h 64, 4 experts of 128, top-2), 2 layers, batch 2 of 8 tokens.
