@@ -399,12 +399,14 @@ int main(int argc, char** argv) {
     if (!wanted(shape == &kToyShape ? "toy" : "dsv3")) continue;
     PlanSetup ps(*shape);
     for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
-      sim_rows.push_back({shape->name, split, run_plan_split(split, count, sim_evaluations, ps, s)});
+      sim_rows.push_back(
+          {shape->name, split, run_plan_split(split, count, sim_evaluations, ps, s)});
       print_row(shape->name, split, sim_rows.back().row);
     }
   }
   for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
-    if (wanted("layer")) print_row("layer model", split, run_model_split(split, count, evaluations, s));
+    if (wanted("layer"))
+      print_row("layer model", split, run_model_split(split, count, evaluations, s));
   }
   for (const SimRow& r : sim_rows) print_shares(r.problem, r.split, r.row);
   std::printf(

@@ -114,7 +114,7 @@ std::vector<int64_t> decide(torch::nn::Sequential& head, std::vector<float>& x,
   const auto acc = p.accessor<float, 2>();
   for (int64_t i = 0; i < b; ++i) {
     pick[size_t(i)] = greedy[size_t(i)] ? argmax_allowed(acc[i], mask, i * n, n)
-                             : sample_allowed(acc[i], mask, i * n, n, rng);
+                                        : sample_allowed(acc[i], mask, i * n, n, rng);
   }
   if (torch::GradMode::is_enabled()) {
     const torch::Tensor idx = torch::tensor(pick, torch::kInt64).unsqueeze(1);
@@ -466,8 +466,8 @@ std::vector<ExpertLayerMap> ExpertPolicy::finetune(
     std::vector<uint8_t> greedy;
     for (int k = 0; k < samples; ++k) {
       const int sampled = sampled_layer(u, k, samples, layers);
-      for (const ExpertEpisode& e : episodes(shares, copies, topo, slots_per_rank,
-                                             impl_->choose_replicas, positions)) {
+      for (const ExpertEpisode& e :
+           episodes(shares, copies, topo, slots_per_rank, impl_->choose_replicas, positions)) {
         greedy.push_back(int(eps.size()) % layers == sampled ? 0 : 1);
         eps.push_back(e);
       }
