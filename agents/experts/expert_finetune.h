@@ -1,13 +1,14 @@
 #pragma once
 // Fine-tuning expert-rl on one model's routing (docs/expert_placement.md "Fine-tuning"): the
-// parts of the search that need no LibTorch. Each update rolls the policy out `samples`
-// times over every layer: rollout 0 takes the greedy choice everywhere (the baseline), rollout
-// k >= 1 samples one layer and takes the greedy choice in the others, the layers taking turns,
-// so a change of the objective is that layer's doing (whole-map samples would blame every
-// layer for one layer's luck). A sampled rollout's advantage is the greedy map's objective
-// less its own, over the spread of the update's sampled objectives. Adam's learning rate and
-// the entropy bonus fall linearly over the evaluation budget. Maps judged once are not judged
-// again (a sample equal to the greedy map costs nothing). Torch-free.
+// parts of the search that need no LibTorch. The search keeps the best map so far (the
+// incumbent; at first the policy's greedy map). Each update rolls the policy out `samples`
+// times over every layer: rollout 0 proposes the policy's greedy map of every layer, rollout
+// k >= 1 the incumbent with one layer as the policy sampled it, the layers taking turns, so a
+// change of the objective is that layer's doing (whole-map samples would credit every layer
+// with one layer's luck). A sampled rollout's advantage is the incumbent's objective less its
+// own, over the spread of the update's sampled objectives; the layer's decisions are pushed
+// towards it by REINFORCE. Adam's learning rate and the entropy bonus fall linearly over the
+// evaluation budget. Maps judged once are not judged again. Torch-free.
 
 #include <cstdint>
 #include <map>
@@ -30,9 +31,9 @@ struct ExpertFinetuneSchedule {
 /// 0, else (update x (samples - 1) + k - 1) mod layers.
 int sampled_layer(int64_t update, int k, int samples, int layers);
 
-/// `steps[0]` the greedy rollout's objective, steps[k] the k-th sampled one's: the advantage
-/// of rollout k >= 1 is (steps[0] - steps[k]) / the standard deviation of steps[1..] (0 when
-/// they are all equal); rollout 0's is 0.
+/// `steps[0]` the baseline (the incumbent's objective), steps[k] the k-th sampled rollout's:
+/// the advantage of rollout k >= 1 is (steps[0] - steps[k]) / the standard deviation of
+/// steps[1..] (0 when they are all equal); rollout 0's is 0.
 std::vector<double> self_critical_advantages(const std::vector<double>& steps);
 
 /// The objective of the maps judged so far, keyed by their content.

@@ -425,6 +425,17 @@ struct JudgedMaps {
   }
 };
 
+/// The map rollout `k` proposes: rollout 0 the policy's greedy map of every layer; rollout
+/// k >= 1 the best map so far (`incumbent`) with layer `sampled` as the policy sampled it.
+std::vector<ExpertLayerMap> rollout_maps(const std::vector<ExpertLayerMap>& all, int k,
+                                         int sampled, const std::vector<ExpertLayerMap>& incumbent) {
+  const size_t layers = incumbent.size();
+  if (k == 0) return {all.begin(), all.begin() + long(layers)};
+  std::vector<ExpertLayerMap> maps = incumbent;
+  maps[size_t(sampled)] = all[size_t(k) * layers + size_t(sampled)];
+  return maps;
+}
+
 /// The loss of one fine-tuning update: the sampled episodes' advantages times their
 /// log-probabilities, less the entropy bonus, over the sampled episodes.
 void finetune_step(torch::optim::Adam& opt, const Rollout& r, const std::vector<double>& adv,
@@ -473,11 +484,15 @@ std::vector<ExpertLayerMap> ExpertPolicy::finetune(
       }
     }
     Rollout r = rollout(impl_->net, eps, greedy, &rng);
-    std::vector<double> steps(size_t(samples), 0.0);
+    const std::vector<ExpertLayerMap> incumbent = judged.best;
+    std::vector<double> steps(size_t(samples), judged.best_step);
     for (int k = 0; k < samples; ++k) {
-      const std::vector<ExpertLayerMap> maps(r.maps.begin() + long(k) * layers,
-                                             r.maps.begin() + long(k + 1) * layers);
-      if (!judged.judge(maps, &steps[size_t(k)])) return judged.best;
+      double step_k = 0;
+      if (!judged.judge(rollout_maps(r.maps, k, sampled_layer(u, k, samples, layers), incumbent),
+                        &step_k)) {
+        return judged.best;
+      }
+      if (k > 0) steps[size_t(k)] = step_k;  // steps[0]: the incumbent's, the baseline
     }
     const std::vector<double> per_rollout = self_critical_advantages(steps);
     std::vector<double> adv(eps.size(), 0.0);
