@@ -9,14 +9,17 @@
 // the experts' GEMMs and the all-to-alls; how often
 // expert-rl ends above round-robin; the evaluations annealing and fine-tuning take to come
 // within 5% of their final best; and the time EPLB and expert-rl take to place a
-// 256-expert x 61-layer model. Two objectives: the simulated step of the whole plan (a
-// 4-layer Llama with 64-expert MoE MLPs, data parallel over 2 nodes x 8 H100 with expert
-// parallelism 16, through the expert placers' problem of agents/experts/), and the expert
-// layer's step model of src/plan/expert_balance.h (slowest rank's expert compute plus the
-// all-to-alls within and across nodes, with replicas serving their own node) on a
-// DeepSeek-V3-shaped layer.
+// 256-expert x 61-layer model. Three objectives: the simulated step of the whole plan of two
+// models (4-layer Llamas with 64-expert MoE MLPs, data parallel over 2 nodes x 8 H100 with
+// expert parallelism 16, through the expert placers' problem of agents/experts/): "sim toy"
+// (hidden 1024, experts of width 512: the experts' GEMMs a twentieth of the step) and "sim
+// dsv3" (MoE layers shaped as DeepSeek-V3's: hidden 7168, MLA, experts of width 2048 and a
+// shared one, 4096 tokens per GPU); and the expert layer's step model of
+// src/plan/expert_balance.h (slowest rank's expert compute plus the all-to-alls within and
+// across nodes, with replicas serving their own node) on a DeepSeek-V3-shaped layer.
 //
 //   expert_placement [--count N] [--evaluations N] [--sim-evaluations N]
+//                    [--problems toy,dsv3,layer]   (which rows; default all)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -164,27 +167,49 @@ SplitRow run_model_split(RoutingSplit split, int count, int64_t evaluations, con
   return row;
 }
 
-/// The whole-plan problem: a 4-layer Llama with 64-expert MoE MLPs (top 8), data parallel
-/// over devices 0-15 of h100_ib_4node with expert parallelism 16.
+/// A whole-plan problem: a 4-layer Llama with 64-expert MoE MLPs (top 8), data parallel over
+/// devices 0-15 of h100_ib_4node (2 nodes x 8 H100, the shipped profile) with expert
+/// parallelism 16, one sample of `seq_len` tokens per GPU.
+struct PlanShape {
+  const char* name;
+  int64_t hidden, heads, expert_ffn, seq_len;
+  bool deepseek;  ///< DeepSeek-V3's attention (MLA), shared expert and router biases
+};
+
+/// The small model: the routed experts' GEMMs are a twentieth of the step.
+constexpr PlanShape kToyShape{"sim toy", 1024, 8, 512, 1024, false};
+/// MoE layers shaped as DeepSeek-V3's (hidden 7168, 128 MLA heads, experts of width 2048,
+/// a shared expert of width 2048, 4096 tokens per GPU): the layer of the layer model.
+constexpr PlanShape kDeepSeekShape{"sim dsv3", 7168, 128, 2048, 4096, true};
+
+Graph plan_graph(const PlanShape& shape) {
+  LlamaOptions o;
+  o.layers = 4;
+  o.hidden = shape.hidden;
+  o.heads = shape.heads;
+  o.seq_len = shape.seq_len;
+  o.batch = 16;
+  o.vocab = 32000;
+  o.moe.experts = 64;
+  o.moe.top_k = 8;
+  o.moe.expert_ffn = shape.expert_ffn;
+  if (shape.deepseek) {
+    o.mla = MlaOptions{1536, 512, 64, 128, 128};
+    o.moe.shared_ffn = 2048;
+    o.moe.router_bias = true;
+  }
+  return expand_training_step(make_llama(o));
+}
+
 struct PlanSetup {
+  const PlanShape& shape;
   Graph graph;
   Cluster cluster = load_cluster_yaml(std::string(PLACER_SOURCE_DIR) +
                                       "/datasets/clusters/h100_ib_4node.cluster.yaml");
   CostModel cost{cluster, load_cost_profile(std::string(PLACER_SOURCE_DIR) +
                                             "/datasets/clusters/h100.profile.yaml")};
   std::unique_ptr<Simulator> sim;
-  PlanSetup() {
-    LlamaOptions o;
-    o.layers = 4;
-    o.hidden = 1024;
-    o.heads = 8;
-    o.seq_len = 1024;
-    o.batch = 16;
-    o.vocab = 32000;
-    o.moe.experts = 64;
-    o.moe.top_k = 8;
-    o.moe.expert_ffn = 512;
-    graph = expand_training_step(make_llama(o));
+  explicit PlanSetup(const PlanShape& s) : shape(s), graph(plan_graph(s)) {
     sim = std::make_unique<Simulator>(graph, cluster, cost);
   }
 };
@@ -330,12 +355,18 @@ double mean(const std::vector<double>& x) {
 }
 
 /// How much of EPLB's simulated step the map can touch.
-void print_shares(RoutingSplit split, const SplitRow& r) {
+void print_shares(const char* problem, RoutingSplit split, const SplitRow& r) {
   std::printf(
-      "simulator %s: under EPLB the routed experts' GEMMs take %.1f%% and the all-to-alls "
+      "%s %s: under EPLB the routed experts' GEMMs take %.1f%% and the all-to-alls "
       "%.1f%% of the step (mean over distributions, device 0's intervals)\n",
-      to_string(split), 100 * mean(r.gemm), 100 * mean(r.all_to_all));
+      problem, to_string(split), 100 * mean(r.gemm), 100 * mean(r.all_to_all));
 }
+
+struct SimRow {
+  const char* problem;
+  RoutingSplit split;
+  SplitRow row;
+};
 
 }  // namespace
 }  // namespace placer
@@ -344,14 +375,16 @@ int main(int argc, char** argv) {
   using namespace placer;
   int count = 12;
   int64_t evaluations = 2000, sim_evaluations = 300;
+  std::string problems = "toy,dsv3,layer";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--count") count = std::atoi(argv[i + 1]);
     if (a == "--evaluations") evaluations = std::atoll(argv[i + 1]);
     if (a == "--sim-evaluations") sim_evaluations = std::atoll(argv[i + 1]);
+    if (a == "--problems") problems = argv[i + 1];
   }
+  const auto wanted = [&](const char* p) { return problems.find(p) != std::string::npos; };
   const Setup s;
-  PlanSetup ps;
   std::printf(
       "expert placement: %d MoE layers x %d experts (top %d), %d EP ranks on %d nodes, "
       "EPLB with %d redundant copies; %d distributions per split; annealing %lld "
@@ -361,15 +394,21 @@ int main(int argc, char** argv) {
   std::printf("%-12s %-8s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s %8s\n", "objective",
               "split", "rr/eplb", "anneal", "anneal max", "rl n=eplb", "rl zero", "rl tuned",
               "ann 5%", "rl 5%", "rl>rr", "bound", "balanced");
-  std::vector<std::pair<RoutingSplit, SplitRow>> sim_rows;
-  for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
-    sim_rows.emplace_back(split, run_plan_split(split, count, sim_evaluations, ps, s));
-    print_row("simulator", split, sim_rows.back().second);
+  std::vector<SimRow> sim_rows;
+  for (const PlanShape* shape : {&kToyShape, &kDeepSeekShape}) {
+    if (!wanted(shape == &kToyShape ? "toy" : "dsv3")) continue;
+    PlanSetup ps(*shape);
+    for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
+      sim_rows.push_back(
+          {shape->name, split, run_plan_split(split, count, sim_evaluations, ps, s)});
+      print_row(shape->name, split, sim_rows.back().row);
+    }
   }
   for (RoutingSplit split : {RoutingSplit::kTest, RoutingSplit::kUnseen}) {
-    print_row("layer model", split, run_model_split(split, count, evaluations, s));
+    if (wanted("layer"))
+      print_row("layer model", split, run_model_split(split, count, evaluations, s));
   }
-  for (const auto& [split, row] : sim_rows) print_shares(split, row);
+  for (const SimRow& r : sim_rows) print_shares(r.problem, r.split, r.row);
   std::printf(
       "EPLB placement of 256 experts x 61 layers on 64 ranks (8 nodes, 64 redundant): "
       "%.3f s\n",

@@ -87,8 +87,10 @@ class LearnedExpertPlacer : public OutcomePlacer {
   SearchOutcome search_outcome(const Problem& p, const SearchBudget& budget) override {
     const auto t0 = std::chrono::steady_clock::now();
     ExpertProblem ep(p, o_, name());
-    if (o_.finetune < 0 || o_.samples < 1) {
-      throw ValidationError("expert-rl: finetune must be >= 0 and samples >= 1");
+    if (o_.finetune < 0 || (o_.finetune > 0 && o_.samples < 2)) {
+      throw ValidationError(
+          "expert-rl: finetune must be >= 0, and samples >= 2 with finetune (the greedy "
+          "rollout and at least one sampled)");
     }
     const std::unique_ptr<ExpertPolicy> policy =
         ExpertPolicy::load(o_.policy.empty() ? default_expert_policy_path() : o_.policy);

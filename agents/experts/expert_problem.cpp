@@ -55,7 +55,7 @@ OptionTable<ExpertMethodOptions> all_expert_options(const std::string& owner) {
       micro_batch  samples per micro-batch per data-parallel rank
       evaluations  expert-anneal: simulator runs (0: the budget's, else 500)
       finetune     expert-rl: REINFORCE updates on the problem's routing (0: zero-shot)
-      samples      expert-rl: sampled maps (simulator runs) per fine-tuning update)",
+      samples      expert-rl: rollouts per fine-tuning update (the greedy map and samples - 1 with one layer sampled))",
              &O::ep, &O::redundant, &O::groups, &O::micro_batch, &O::evaluations, &O::finetune,
              &O::samples);
   v.path(
@@ -109,24 +109,40 @@ int devices_per_host(const Cluster& c, int device) {
   return int(c.host(c.device(device).host).devices.size());
 }
 
-RoutingStats routing_of(const ExpertMethodOptions& o, const std::string& method) {
+RoutingTrace routing_of(const ExpertMethodOptions& o, const std::string& method) {
   if (o.routing.empty()) {
     throw ValidationError(method +
                           ": needs the routing statistics of the MoE layers (--routing "
                           "FILE, docs/formats/routing.md)");
   }
-  return load_routing(o.routing).stats();
+  return load_routing(o.routing);
 }
 
 }  // namespace
+
+std::vector<RoutingStats> routing_windows(const RoutingTrace& t) {
+  std::vector<RoutingStats> w;
+  for (const LayerTokens& table : t.micro_batches.empty() ? t.steps : t.micro_batches)
+    w.push_back(shares_of(table));
+  return w;
+}
 
 ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
                              const std::string& method)
     : ExpertProblem(p, o, method, routing_of(o, method)) {}
 
 ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
-                             const std::string& method, RoutingStats routing)
-    : problem_(p), method_(method), map_file_(o.map), routing_(std::move(routing)) {
+                             const std::string& method, const RoutingTrace& trace)
+    : ExpertProblem(p, o, method, trace.stats(), routing_windows(trace)) {}
+
+ExpertProblem::ExpertProblem(const Problem& p, const ExpertMethodOptions& o,
+                             const std::string& method, RoutingStats routing,
+                             std::vector<RoutingStats> windows)
+    : problem_(p),
+      method_(method),
+      map_file_(o.map),
+      routing_(std::move(routing)),
+      windows_(std::move(windows)) {
   const size_t graph_layers = moe_layers(p.graph).size();
   if (routing_.empty() || graph_layers != size_t(layers())) {
     throw ValidationError(method + ": the routing statistics have " + std::to_string(layers()) +
@@ -164,11 +180,21 @@ Plan ExpertProblem::plan_with(const std::vector<ExpertLayerMap>& maps) const {
 }
 
 double ExpertProblem::step(const std::vector<ExpertLayerMap>& maps) {
+  const Plan plan = plan_with(maps);
   SimOptions o;
   o.critical_path = false;
-  o.routing = &routing_;
-  ++runs_;
-  return problem_.simulator.run(plan_with(maps), o).step_time;
+  if (windows_.empty()) {
+    o.routing = &routing_;
+    ++runs_;
+    return problem_.simulator.run(plan, o).step_time;
+  }
+  double sum = 0;
+  for (const RoutingStats& w : windows_) {
+    o.routing = &w;
+    ++runs_;
+    sum += problem_.simulator.run(plan, o).step_time;
+  }
+  return sum / double(windows_.size());
 }
 
 Plan ExpertProblem::finish(const std::vector<ExpertLayerMap>& maps) const {

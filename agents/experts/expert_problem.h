@@ -15,6 +15,7 @@
 #include "agents/api/placer.h"
 #include "agents/common/option_table.h"
 #include "src/graph/routing_stats.h"
+#include "src/io/routing_io.h"
 #include "src/plan/expert_balance.h"
 #include "src/plan/expert_search.h"
 
@@ -31,7 +32,7 @@ struct ExpertMethodOptions {
   std::string map;          ///< also write the chosen map here (*.expert_map.json)
   std::string policy;       ///< expert-rl: policy file ("" = the shipped one)
   int64_t finetune = 0;     ///< expert-rl: REINFORCE updates on the problem (0 = zero-shot)
-  int64_t samples = 8;      ///< expert-rl: sampled maps per fine-tuning update
+  int64_t samples = 8;      ///< expert-rl: rollouts per fine-tuning update (>= 2)
 };
 
 /// The options `method` (round-robin, eplb, expert-anneal, expert-rl) reads; the keys it
@@ -39,15 +40,25 @@ struct ExpertMethodOptions {
 /// use it (read by expert-rl)").
 const OptionTable<ExpertMethodOptions>& expert_method_option_table(const std::string& method);
 
-/// The base plan, the routing and the ranks, and the simulated step of a map.
+/// The routing windows the objective averages over: the shares of each micro-batch table of
+/// `t` when it has them, else of each training step's table, else none (the window's table
+/// alone, RoutingTrace::stats()).
+std::vector<RoutingStats> routing_windows(const RoutingTrace& t);
+
+/// The base plan, the routing and the ranks, and the simulated step of a map. The placers
+/// place from the window's shares; with routing windows (per micro-batch or per training
+/// step) the step of a map is the mean of its simulated steps under each window's shares.
 class ExpertProblem {
  public:
   /// The routing of option `routing`. ValidationError naming the method when it is not
   /// given or the options do not fit the problem's devices and the routing's experts.
   ExpertProblem(const Problem& p, const ExpertMethodOptions& o, const std::string& method);
-  /// The routing given (option `routing` is not read).
+  /// The window's shares of `trace` and its routing windows (option `routing` is not read).
   ExpertProblem(const Problem& p, const ExpertMethodOptions& o, const std::string& method,
-                RoutingStats routing);
+                const RoutingTrace& trace);
+  /// The routing given (option `routing` is not read), optionally with its windows.
+  ExpertProblem(const Problem& p, const ExpertMethodOptions& o, const std::string& method,
+                RoutingStats routing, std::vector<RoutingStats> windows = {});
 
   const RoutingStats& routing() const { return routing_; }
   int layers() const { return int(routing_.share.size()); }
@@ -56,7 +67,9 @@ class ExpertProblem {
   int slots_per_rank() const { return slots_per_rank_; }
   /// The base plan with `maps` as its expert map (method set to the placer's name).
   Plan plan_with(const std::vector<ExpertLayerMap>& maps) const;
-  /// The simulated step of plan_with(maps), seconds (runs() counts the calls).
+  const std::vector<RoutingStats>& windows() const { return windows_; }
+  /// The simulated step of plan_with(maps), seconds, under the window's shares, or the mean
+  /// over the routing windows when there are any (runs() counts the simulator runs).
   double step(const std::vector<ExpertLayerMap>& maps);
   int64_t runs() const { return runs_; }
   /// EPLB's map of every layer (redundant and groups from the options).
@@ -69,6 +82,7 @@ class ExpertProblem {
   std::string method_;
   std::string map_file_;
   RoutingStats routing_;
+  std::vector<RoutingStats> windows_;
   ExpertTopology topo_;
   EplbOptions eplb_;
   int slots_per_rank_ = 1;

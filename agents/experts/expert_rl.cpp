@@ -16,6 +16,7 @@
 
 #include "agents/common/policy_file.h"
 #include "agents/experts/expert_episode.h"
+#include "agents/experts/expert_finetune.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -95,12 +96,12 @@ int64_t sample_allowed(const Row& p, const std::vector<uint8_t>& mask, int64_t f
 }
 
 /// One decision of every episode of a batch: a masked softmax over `rows` ([B, N, F]) scored
-/// by `head`; the picks (greedy or sampled), with their log-probabilities and entropies
-/// appended to `lp` / `ent` when gradients are on.
+/// by `head`; the picks (greedy where `greedy[i]`, else sampled), with their
+/// log-probabilities and entropies appended to `lp` / `ent` when gradients are on.
 std::vector<int64_t> decide(torch::nn::Sequential& head, std::vector<float>& x,
                             std::vector<uint8_t>& mask, int64_t features, const torch::Tensor& ctx,
-                            bool greedy, std::mt19937_64* rng, std::vector<torch::Tensor>* lp,
-                            std::vector<torch::Tensor>* ent) {
+                            const std::vector<uint8_t>& greedy, std::mt19937_64* rng,
+                            std::vector<torch::Tensor>* lp, std::vector<torch::Tensor>* ent) {
   const int64_t b = ctx.size(0);
   const int64_t n = int64_t(mask.size()) / b;
   const torch::Tensor rows = torch::from_blob(x.data(), {b, n, features}, torch::kFloat32).clone();
@@ -112,8 +113,8 @@ std::vector<int64_t> decide(torch::nn::Sequential& head, std::vector<float>& x,
   std::vector<int64_t> pick(size_t(b), 0);
   const auto acc = p.accessor<float, 2>();
   for (int64_t i = 0; i < b; ++i) {
-    pick[size_t(i)] = greedy ? argmax_allowed(acc[i], mask, i * n, n)
-                             : sample_allowed(acc[i], mask, i * n, n, rng);
+    pick[size_t(i)] = greedy[size_t(i)] ? argmax_allowed(acc[i], mask, i * n, n)
+                                        : sample_allowed(acc[i], mask, i * n, n, rng);
   }
   if (torch::GradMode::is_enabled()) {
     const torch::Tensor idx = torch::tensor(pick, torch::kInt64).unsqueeze(1);
@@ -124,8 +125,8 @@ std::vector<int64_t> decide(torch::nn::Sequential& head, std::vector<float>& x,
 }
 
 /// Runs the episodes to the end in one batch (the replica phase first, when they have one):
-/// greedy (argmax) or sampled from `rng`.
-Rollout rollout(ExpertNet& net, std::vector<ExpertEpisode>& eps, bool greedy,
+/// episode i greedy (argmax) where `greedy[i]`, else sampled from `rng`.
+Rollout rollout(ExpertNet& net, std::vector<ExpertEpisode>& eps, const std::vector<uint8_t>& greedy,
                 std::mt19937_64* rng) {
   std::vector<torch::Tensor> lp, ent;
   std::vector<float> x;
@@ -157,6 +158,11 @@ Rollout rollout(ExpertNet& net, std::vector<ExpertEpisode>& eps, bool greedy,
     out.entropy = torch::stack(ent, 1).mean(1);
   }
   return out;
+}
+
+Rollout rollout(ExpertNet& net, std::vector<ExpertEpisode>& eps, bool greedy,
+                std::mt19937_64* rng) {
+  return rollout(net, eps, std::vector<uint8_t>(eps.size(), greedy ? 1 : 0), rng);
 }
 
 /// The layers of one model: layer l of n at position l / (n - 1).
@@ -394,40 +400,108 @@ double ExpertPolicy::validate(const std::vector<ExpertRlLayers>& layers) const {
   return n > 0 ? std::exp(log_sum / double(n)) : 0;
 }
 
+namespace {
+
+/// The maps fine-tuning judges: each judged once (within the budget of evaluations), the best
+/// kept, `curve` the best objective after each evaluation.
+struct JudgedMaps {
+  const std::function<double(const std::vector<ExpertLayerMap>&)>& objective;
+  std::vector<double>* curve;
+  int64_t budget;
+  ExpertMapCache cache;
+  std::vector<ExpertLayerMap> best;
+  double best_step = std::numeric_limits<double>::infinity();
+
+  int64_t evaluations() const { return int64_t(curve->size()); }
+  /// False when `maps` are new and the budget is spent.
+  bool judge(const std::vector<ExpertLayerMap>& maps, double* step) {
+    if (const double* seen = cache.find(maps)) return *step = *seen, true;
+    if (evaluations() >= budget) return false;
+    *step = objective(maps);
+    cache.add(maps, *step);
+    if (*step < best_step) best_step = *step, best = maps;
+    curve->push_back(best_step);
+    return true;
+  }
+};
+
+/// The map rollout `k` proposes: rollout 0 the policy's greedy map of every layer; rollout
+/// k >= 1 the best map so far (`incumbent`) with layer `sampled` as the policy sampled it.
+std::vector<ExpertLayerMap> rollout_maps(const std::vector<ExpertLayerMap>& all, int k,
+                                         int sampled, const std::vector<ExpertLayerMap>& incumbent) {
+  const size_t layers = incumbent.size();
+  if (k == 0) return {all.begin(), all.begin() + long(layers)};
+  std::vector<ExpertLayerMap> maps = incumbent;
+  maps[size_t(sampled)] = all[size_t(k) * layers + size_t(sampled)];
+  return maps;
+}
+
+/// The loss of one fine-tuning update: the sampled episodes' advantages times their
+/// log-probabilities, less the entropy bonus, over the sampled episodes.
+void finetune_step(torch::optim::Adam& opt, const Rollout& r, const std::vector<double>& adv,
+                   const std::vector<uint8_t>& greedy, double entropy) {
+  std::vector<float> sampled(greedy.size());
+  for (size_t i = 0; i < greedy.size(); ++i) sampled[i] = greedy[i] ? 0.0f : 1.0f;
+  const torch::Tensor w = torch::tensor(sampled);
+  const double n = std::max(1.0, double(w.sum().item<float>()));
+  const torch::Tensor a = torch::tensor(adv, torch::kFloat32);
+  const torch::Tensor loss = (-(a * r.log_prob).sum() - entropy * (w * r.entropy).sum()) / n;
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+}
+
+}  // namespace
+
 std::vector<ExpertLayerMap> ExpertPolicy::finetune(
     const std::vector<std::vector<double>>& shares, const std::vector<std::vector<int>>& copies,
     const ExpertTopology& topo, int slots_per_rank,
     const std::function<double(const std::vector<ExpertLayerMap>&)>& objective, int64_t updates,
     int samples, uint64_t seed, std::vector<double>* curve) {
-  std::vector<ExpertLayerMap> best = place(shares, copies, topo, slots_per_rank);
-  double best_step = objective(best);
-  curve->assign(1, best_step);
+  curve->clear();
+  JudgedMaps judged{objective, curve, 1 + updates * samples, {}, {}};
+  double step = 0;
+  judged.judge(place(shares, copies, topo, slots_per_rank), &step);
+  const ExpertFinetuneSchedule schedule;
   std::mt19937_64 rng(seed);
-  torch::optim::Adam opt(impl_->net->parameters(), torch::optim::AdamOptions(1e-3));
-  const size_t layers = shares.size();
-  for (int64_t u = 0; u < updates; ++u) {
+  torch::optim::Adam opt(impl_->net->parameters(),
+                         torch::optim::AdamOptions(schedule.learning_rate));
+  const int layers = int(shares.size());
+  const std::vector<double> positions = model_positions(shares.size());
+  // Updates whose maps were all judged before cost nothing: at most 4 x updates in all.
+  for (int64_t u = 0; u < 4 * updates && samples > 1; ++u) {
+    const double progress = double(judged.evaluations() - 1) / double(updates * samples);
+    static_cast<torch::optim::AdamOptions&>(opt.param_groups().front().options())
+        .lr(schedule.learning_rate_at(progress));
     std::vector<ExpertEpisode> eps;
+    std::vector<uint8_t> greedy;
     for (int k = 0; k < samples; ++k) {
-      for (ExpertEpisode& e : episodes(shares, copies, topo, slots_per_rank, impl_->choose_replicas,
-                                       model_positions(layers))) {
+      const int sampled = sampled_layer(u, k, samples, layers);
+      for (const ExpertEpisode& e :
+           episodes(shares, copies, topo, slots_per_rank, impl_->choose_replicas, positions)) {
+        greedy.push_back(int(eps.size()) % layers == sampled ? 0 : 1);
         eps.push_back(e);
       }
     }
-    Rollout r = rollout(impl_->net, eps, false, &rng);
-    std::vector<double> step(static_cast<size_t>(samples), 0.0);
+    Rollout r = rollout(impl_->net, eps, greedy, &rng);
+    const std::vector<ExpertLayerMap> incumbent = judged.best;
+    std::vector<double> steps(size_t(samples), judged.best_step);
     for (int k = 0; k < samples; ++k) {
-      const std::vector<ExpertLayerMap> maps(r.maps.begin() + long(size_t(k) * layers),
-                                             r.maps.begin() + long(size_t(k + 1) * layers));
-      step[size_t(k)] = objective(maps);
-      if (step[size_t(k)] < best_step) best_step = step[size_t(k)], best = maps;
-      curve->push_back(best_step);
+      double step_k = 0;
+      if (!judged.judge(rollout_maps(r.maps, k, sampled_layer(u, k, samples, layers), incumbent),
+                        &step_k)) {
+        return judged.best;
+      }
+      if (k > 0) steps[size_t(k)] = step_k;  // steps[0]: the incumbent's, the baseline
     }
-    const double mean = std::accumulate(step.begin(), step.end(), 0.0) / samples;
-    std::vector<double> adv(eps.size());
-    for (size_t i = 0; i < eps.size(); ++i) adv[i] = (mean - step[i / layers]) / mean;
-    reinforce_step(opt, r, adv, 0.0);
+    const std::vector<double> per_rollout = self_critical_advantages(steps);
+    std::vector<double> adv(eps.size(), 0.0);
+    for (size_t i = 0; i < eps.size(); ++i) {
+      if (!greedy[i]) adv[i] = per_rollout[i / size_t(layers)];
+    }
+    finetune_step(opt, r, adv, greedy, schedule.entropy_at(progress));
   }
-  return best;
+  return judged.best;
 }
 
 std::string default_expert_policy_path() {

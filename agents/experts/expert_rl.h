@@ -89,9 +89,10 @@ class ExpertPolicy {
                   const std::function<void(int64_t, double, double)>& progress = nullptr);
   /// The geometric mean over `layers` of the greedy map's step over EPLB's (layer model).
   double validate(const std::vector<ExpertRlLayers>& layers) const;
-  /// Fine-tuning on one model: `samples` whole maps per update judged by `objective` (lower
-  /// is better), for `updates` updates; returns the best maps seen (the greedy map first)
-  /// and fills `curve` with the best objective after each evaluation.
+  /// Fine-tuning on one model (expert_finetune.h): 1 + updates x samples evaluations of
+  /// `objective` (lower is better; the greedy map first), each update `samples` rollouts (the
+  /// greedy map, and the best map so far with one layer sampled); returns the best maps seen
+  /// and fills `curve` with the best objective after each evaluation. samples >= 2.
   std::vector<ExpertLayerMap> finetune(
       const std::vector<std::vector<double>>& shares, const std::vector<std::vector<int>>& copies,
       const ExpertTopology& topo, int slots_per_rank,

@@ -2,7 +2,8 @@
 // training step over 2 hosts x 4 GPUs with skewed routing, eplb's plan carries EPLB's map
 // and beats round-robin's simulated step, expert-anneal never ends worse than its EPLB
 // start, the map file reads back as the plan's map, and a problem without routing is
-// refused naming the method.
+// refused naming the method; with per-micro-batch routing the objective is the mean of the
+// simulated steps under each micro-batch's shares.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "agents/api/placer.h"
+#include "agents/experts/expert_problem.h"
 #include "datasets/hf_config.h"
 #include "simulator/cost_profile.h"
 #include "src/graph/training_step.h"
@@ -142,6 +144,52 @@ TEST(ExpertMethods, OptionsAMethodDoesNotUseAreRefusedByName) {
   EXPECT_THROW(place_with(f, "eplb", {"redundant=many"}), ValidationError);
   EXPECT_EQ(place_with(f, "expert-anneal", {"redundant=8", "evaluations=3"}).expert_parallel.degree,
             8);
+}
+
+TEST(ExpertMethods, RoutingWindowsAreTheMicroBatchesElseTheSteps) {
+  RoutingTrace t = skewed_routing();
+  t.micro_batches = {{{80, 40, 20, 20, 10, 10, 10, 10}, {10, 10, 10, 10, 10, 10, 10, 10}},
+                     {{10, 10, 10, 10, 10, 10, 10, 10}, {10, 10, 10, 10, 20, 20, 40, 80}}};
+  const std::vector<RoutingStats> w = routing_windows(t);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_DOUBLE_EQ(w[0].share[0][0], 0.4);  // 80 / 200
+  EXPECT_DOUBLE_EQ(w[0].share[1][3], 0.125);
+  EXPECT_DOUBLE_EQ(w[1].share[1][7], 0.4);
+  RoutingTrace steps = skewed_routing();
+  steps.step_index = {0};
+  steps.steps = {t.micro_batches[1]};
+  ASSERT_EQ(routing_windows(steps).size(), 1u);
+  EXPECT_DOUBLE_EQ(routing_windows(steps)[0].share[1][6], 0.2);  // 40 / 200
+  EXPECT_TRUE(routing_windows(skewed_routing()).empty());
+}
+
+TEST(ExpertMethods, MicroBatchRoutingStepIsTheMeanOverItsWindows) {
+  MoeFixture f;
+  RoutingTrace t = skewed_routing();
+  // A skewed micro-batch and a uniform one.
+  t.micro_batches = {{{80, 40, 20, 20, 10, 10, 10, 10}, {10, 10, 10, 10, 20, 20, 40, 80}},
+                     {{10, 10, 10, 10, 10, 10, 10, 10}, {10, 10, 10, 10, 10, 10, 10, 10}}};
+  const Problem p = f.problem();
+  ExpertMethodOptions o;
+  o.redundant = 8;
+  ExpertProblem ep(p, o, "test", t);
+  const std::vector<ExpertLayerMap> maps = ep.eplb_maps();
+  const double step = ep.step(maps);
+  EXPECT_EQ(ep.runs(), 2);  // one simulator run per micro-batch
+  const std::vector<RoutingStats> w = routing_windows(t);
+  SimOptions so;
+  so.critical_path = false;
+  so.routing = &w[0];
+  const double first = f.sim.run(ep.plan_with(maps), so).step_time;
+  so.routing = &w[1];
+  const double second = f.sim.run(ep.plan_with(maps), so).step_time;
+  EXPECT_DOUBLE_EQ(step, (first + second) / 2);
+  EXPECT_NE(first, second);
+  // Without windows: one run under the window's shares.
+  ExpertProblem mean(p, o, "test", skewed_routing());
+  so.routing = &f.routing;
+  EXPECT_DOUBLE_EQ(mean.step(maps), f.sim.run(ep.plan_with(maps), so).step_time);
+  EXPECT_EQ(mean.runs(), 1);
 }
 
 }  // namespace
