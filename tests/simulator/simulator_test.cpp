@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim_fixtures.h"
+#include "simulator/steady_state.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -138,6 +139,33 @@ TEST(Simulator, TransfersOccupyDevicesWithoutCopyEngines) {
   // Both: the transfer waits for d (4..5) and holds device 0 from its issue (a
   // rendezvous), so c runs 5..8.
   EXPECT_NEAR(step(true, true), 8e-3, 1e-12);
+}
+
+TEST(Simulator, SteadyStateAddsTransfersOnlyWithoutCopyEngines) {
+  // As above: device 0 computes a (2 ms) and c (3 ms) and sends x (1 ms); device 1 computes
+  // b (0.5 ms) and d (4 ms) and receives x.
+  TestGraph tg;
+  const TensorId x = tg.tensor("x", 1000000);
+  const TensorId y = tg.tensor("y", 10), z = tg.tensor("z", 10), w = tg.tensor("w", 10);
+  tg.op("a", 2e9, {}, {x});
+  tg.op("b", 0.5e9, {x}, {y});
+  tg.op("c", 3e9, {x}, {z});
+  tg.op("d", 4e9, {}, {w});
+  const Graph g = tg.build();
+  const Plan p = place(g, {0, 1, 0, 1});
+  auto steady = [&](bool blocking0, bool blocking1) {
+    const Cluster cl = overlap_cluster(blocking0, blocking1);
+    const CostModel cost(cl, uniform_profile(1.0));
+    Simulator sim(g, cl, cost);
+    return steady_state_time(sim.run(p), cl);
+  };
+  // Copy engines: the larger of compute and transfer, max(5, 1) on device 0.
+  EXPECT_NEAR(steady(false, false), 5e-3, 1e-12);
+  // Device 0 without: 5 + 1 ms (the step takes 6 ms then, 8 ms when both block).
+  EXPECT_NEAR(steady(true, false), 6e-3, 1e-12);
+  EXPECT_NEAR(steady(true, true), 6e-3, 1e-12);
+  // Device 1 without: 4.5 + 1 ms, below device 0's 5 ms.
+  EXPECT_NEAR(steady(false, true), 5.5e-3, 1e-12);
 }
 
 TEST(Simulator, TransfersBetweenHostsQueueOnTheHostNic) {
