@@ -28,29 +28,6 @@ Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
   return plan;
 }
 
-namespace {
-
-/// Under the throughput objective, `staged` or the same stages with one micro-batch,
-/// whichever streams faster (micro-batches only shorten the fill and drain the steady state
-/// leaves out, and each costs its smaller kernels); its objective time in *time.
-Plan steadier_pipeline(const Problem& problem, Plan staged, Objective objective, double* time) {
-  SimOptions so;
-  so.critical_path = false;
-  const SimResult r = problem.simulator.run(staged, so);
-  *time = objective_time(objective, r, problem.cluster);
-  if (staged.pipeline.micro_batches == 1) return staged;
-  Plan whole = staged;
-  whole.pipeline.micro_batches = 1;
-  const SimResult r1 = problem.simulator.run(whole, so);
-  const double t1 = objective_time(objective, r1, problem.cluster);
-  if (r1.oom || (!r.oom && t1 >= *time)) return staged;
-  record_prediction(r1, &whole);
-  *time = t1;
-  return whole;
-}
-
-}  // namespace
-
 Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Objective objective) {
   Plan flat = placement;
   const SimResult as_placed = predict(problem, &flat);
@@ -63,7 +40,11 @@ Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Object
   }
   double staged_time = staged.predicted.step_time;
   if (objective != Objective::kStepTime) {
-    staged = steadier_pipeline(problem, std::move(staged), objective, &staged_time);
+    SimOptions so;
+    so.critical_path = false;
+    SimResult r = problem.simulator.run(staged, so);
+    stream_whole_batches(objective, problem.simulator, problem.cluster, so, &staged, &r);
+    staged_time = objective_time(objective, r, problem.cluster);
   }
   const bool flat_wins =
       !as_placed.oom &&

@@ -6,13 +6,15 @@
 //               steady_state.h): the busiest device's occupancy, as when inputs stream
 //               through the plan without a flush, the objective of the device-placement
 //               literature's pipeline problems.
-// A plan that runs out of memory loses either way. Torch-free.
+// A plan that runs out of memory loses either way; under throughput a pipelined plan is also
+// tried with one micro-batch (stream_whole_batches). Torch-free.
 
 #include <string>
 
 #include "agents/common/option_table.h"
 #include "simulator/simulator.h"
 #include "src/cluster/cluster.h"
+#include "src/plan/plan.h"
 
 namespace placer {
 
@@ -25,6 +27,14 @@ Objective parse_objective(const std::string& v);
 
 /// The time `objective` minimises for a simulation `r` of a plan on `c`.
 double objective_time(Objective objective, const SimResult& r, const Cluster& c);
+
+/// Under the throughput objective inputs stream through the plan, and micro-batches only
+/// shorten the fill and drain its steady state leaves out while each costs its smaller
+/// kernels: `*plan` with one micro-batch replaces it (its simulation with `options` in *r,
+/// its prediction recorded) when that fits and streams faster. Returns whether it did;
+/// nothing for the step-time objective or a plan of one micro-batch.
+bool stream_whole_batches(Objective objective, Simulator& sim, const Cluster& c,
+                          const SimOptions& options, Plan* plan, SimResult* r);
 
 /// Adds the key `objective` (step|throughput) to `table`; `field` returns the options'
 /// Objective member.

@@ -76,6 +76,12 @@ bool better_run(const MethodRun& a, const MethodRun& b, const Cluster& c, Object
   return objective_time(objective, a.result, c) < objective_time(objective, b.result, c);
 }
 
+void as_compared(const ProblemSetup& s, Objective objective, MethodRun* run) {
+  if (!run->ok) return;
+  stream_whole_batches(objective, *s.simulator, s.cluster, s.sim_options(), &run->plan,
+                       &run->result);
+}
+
 MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std::string& label,
                    std::ostream& log, const PortfolioOptions& options) {
   MethodRun chosen;
@@ -84,6 +90,7 @@ MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std:
     if (!m.fast) continue;
     MethodRun run = run_method(m.name, s, budget);
     run.method = m.name;
+    as_compared(s, options.objective, &run);
     log_run(label, run, s, options.objective, log);
     if (!run.ok) continue;
     if (!have || better_run(run, chosen, s.cluster, options.objective)) {
@@ -125,6 +132,7 @@ MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double sec
     learned.max_seconds = budget.max_seconds > 0 ? std::min(budget.max_seconds, left) : left;
     MethodRun run = run_method(name, s, learned, learned_settings(name, options));
     run.method = name;
+    as_compared(s, options.objective, &run);
     log_run("auto", run, s, options.objective, log);
     if (run.ok && better_run(run, chosen, s.cluster, options.objective)) chosen = std::move(run);
   }

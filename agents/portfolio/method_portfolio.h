@@ -35,6 +35,10 @@ bool better_run(const MethodRun& a, const MethodRun& b);
 /// As above, comparing objective_time(objective) of the runs on `c`.
 bool better_run(const MethodRun& a, const MethodRun& b, const Cluster& c, Objective objective);
 
+/// `run` as the portfolio compares it under `objective`: under throughput, a pipelined plan
+/// with one micro-batch when that fits and streams faster (stream_whole_batches).
+void as_compared(const ProblemSetup& s, Objective objective, MethodRun* run);
+
 /// Every fast method under `budget`; throws Error when all of them failed. `label` names the
 /// portfolio in the log lines ("best", "auto").
 MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std::string& label,
