@@ -8,7 +8,8 @@
 //         best on the same seed.
 // Both take one option, `--set objective=step|throughput` (agents/common/objective.h): what
 // "fastest" means, the simulated step time (the default) or the steady-state time per step
-// of pipelined execution. The learned methods `auto` adds search by their own objective.
+// of pipelined execution; `auto` passes it on to the learned methods that take the key
+// (gdp+stages), the others search by their own.
 
 #include <ostream>
 #include <string>
