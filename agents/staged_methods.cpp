@@ -28,7 +28,7 @@ Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
   return plan;
 }
 
-Plan placement_or_pipeline(const Problem& problem, const Plan& placement) {
+Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Objective objective) {
   Plan flat = placement;
   const SimResult as_placed = predict(problem, &flat);
   Plan staged;
@@ -38,8 +38,17 @@ Plan placement_or_pipeline(const Problem& problem, const Plan& placement) {
     if (as_placed.oom) throw;
     return flat;  // no pipeline of its groups fits, the placement does
   }
+  double staged_time = staged.predicted.step_time;
+  if (objective != Objective::kStepTime) {
+    SimOptions so;
+    so.critical_path = false;
+    SimResult r = problem.simulator.run(staged, so);
+    stream_whole_batches(objective, problem.simulator, problem.cluster, so, &staged, &r);
+    staged_time = objective_time(objective, r, problem.cluster);
+  }
   const bool flat_wins =
-      !as_placed.oom && (staged.predicted.oom || as_placed.step_time < staged.predicted.step_time);
+      !as_placed.oom &&
+      (staged.predicted.oom || objective_time(objective, as_placed, problem.cluster) < staged_time);
   return flat_wins ? flat : staged;
 }
 
@@ -47,7 +56,9 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   if (!gdp_available()) return;
   auto make = [](const GdpMethodOptions& o) {
     GdpPlaceOptions place = o.place;
-    place.shape = placement_or_pipeline;
+    place.shape = [objective = o.place.objective](const Problem& p, const Plan& placement) {
+      return placement_or_pipeline(p, placement, objective);
+    };
     // Its own shipped policy, trained with the staged reward (`stages: true`).
     const std::string policy = o.policy.empty() ? staged_policy_path() : o.policy;
     return make_gdp_placer(policy, place, "gdp+stages");
@@ -56,7 +67,13 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   // sets, and each costs milliseconds (128 found alexnet's 6.70 ms plan, 16 did not).
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
-  static const OptionTable<GdpMethodOptions> options = gdp_option_table().with_owner("gdp+stages");
+  // gdp's options, and what each sample is scored by.
+  static const OptionTable<GdpMethodOptions> options = [] {
+    OptionTable<GdpMethodOptions> t = gdp_option_table().with_owner("gdp+stages");
+    add_objective_option(
+        t, [](auto& o) -> auto& { return o.place.objective; });
+    return t;
+  }();
   out->push_back(with_options(
       MethodInfo{"gdp+stages",
                  "GDP's placement read as pipeline stages (its device groups, contiguous), "

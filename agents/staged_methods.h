@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/objective.h"
 
 namespace placer {
 
@@ -17,10 +18,11 @@ namespace placer {
 Plan placement_as_pipeline(const Problem& problem, const Plan& placement);
 
 /// The better of `placement` run as placed (branches in parallel on their devices) and
-/// placement_as_pipeline (the same groups as stages): what `gdp+stages` scores each
-/// sample with. Throws placer::Error only when neither runs (the pipeline fits nowhere and
-/// the placement runs out of memory).
-Plan placement_or_pipeline(const Problem& problem, const Plan& placement);
+/// placement_as_pipeline (the same groups as stages) by `objective`'s time: what
+/// `gdp+stages` scores each sample with. Throws placer::Error only when neither runs (the
+/// pipeline fits nowhere and the placement runs out of memory).
+Plan placement_or_pipeline(const Problem& problem, const Plan& placement,
+                           Objective objective = Objective::kStepTime);
 
 /// The shipped policy of `gdp+stages`: models/pretrained/stages.pt (trained with
 /// `placer train-policy --set stages=true`, docs/gdp.md).

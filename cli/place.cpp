@@ -124,7 +124,7 @@ std::unique_ptr<Placer> configured_placer(const PlaceArgs& a) {
   check_sugar(a);
   const MethodSettings settings = method_settings(a);
   if (is_portfolio(a.method)) {
-    if (!settings.sets.empty()) throw ValidationError(options_not_taken(settings.flag, a.method));
+    portfolio_options(a.method, settings);  // its one key, objective, checked here
     return nullptr;
   }
   return make_placer(a.method, settings);
@@ -143,7 +143,10 @@ SearchBudget budget_of(const PlaceArgs& a) {
 /// Runs the method (or the portfolio) on the problem; a failing method is an error.
 MethodRun run_chosen(const PlaceArgs& a, Placer* placer, const ProblemSetup& s,
                      const SearchBudget& budget) {
-  if (!placer) return run_portfolio(a.method, s, budget, std::cerr);
+  if (!placer) {
+    return run_portfolio(a.method, s, budget, std::cerr,
+                         portfolio_options(a.method, method_settings(a)));
+  }
   MethodRun chosen = run_placer(*placer, s, budget);
   if (!chosen.ok) {
     // Methods usually name themselves in their messages; don't say it twice.
@@ -176,7 +179,13 @@ std::string yaml_quote(const std::string& s) {
 /// The method's options with the values this run used, as "  key: value" lines (paths and
 /// text quoted); nothing for a method without options or a portfolio.
 std::string options_yaml(const PlaceArgs& a) {
-  if (is_portfolio(a.method)) return "";
+  if (is_portfolio(a.method)) {
+    // Written when given: a portfolio has one option, `objective` (step by default).
+    const Objective objective = portfolio_options(a.method, method_settings(a)).objective;
+    if (objective == Objective::kStepTime) return "";
+    return std::string("options:  # the portfolio's (docs/cli.md)\n  objective: ") +
+           to_string(objective) + "\n";
+  }
   const MethodInfo& m = method_info(a.method);
   if (!m.effective_options) return "";
   std::string out =

@@ -553,6 +553,12 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
       if (std::find(candidates.begin(), candidates.end(), m) == candidates.end())
         candidates.push_back(m);
     }
+    // A batch with few divisors (19, 2 x 23) can round every count below the stage count,
+    // where the pipeline never fills: then the smallest divisor from 4 x stages up is tried
+    // too, when it is at most 16 x stages.
+    const bool fills = *std::max_element(candidates.begin(), candidates.end()) >= s;
+    const int64_t up = per_replica > 0 && !fills ? divisor_at_least(per_replica, 4 * s) : 0;
+    if (up > 0 && up <= 16 * s) candidates.push_back(static_cast<int>(up));
   }
   plan->pipeline.micro_batches = candidates[0];
   SimOptions so;

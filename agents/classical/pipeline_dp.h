@@ -134,8 +134,9 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
 
 /// Picks the micro-batch count of a pipelined plan by simulation: 4, 2 and 8 x stages (or
 /// `fixed` when > 0), each rounded down to a divisor of `per_replica` (samples per stage
-/// replica; 0 = no rounding); on OOM doubles it (to the next divisor) up to 4 times. Sets
-/// plan->pipeline.micro_batches and returns the chosen plan's simulation.
+/// replica; 0 = no rounding), and when all of them fall below the stage count the smallest
+/// divisor >= 4 x stages (if <= 16 x stages); on OOM doubles it (to the next divisor) up to 4
+/// times. Sets plan->pipeline.micro_batches and returns the chosen plan's simulation.
 SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_replica, int fixed);
 
 /// Runs the DP on a problem and returns the plan (pipeline, placement filled by stage).

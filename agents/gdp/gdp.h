@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/objective.h"
 #include "agents/common/option_table.h"
 
 namespace placer {
@@ -124,9 +125,11 @@ class GdpPolicy {
 using GdpShape = std::function<Plan(const Problem&, const Plan& placement)>;
 
 /// `placement` as the plan `shape` makes of it on `problem` (left in *shaped), simulated
-/// unless `shape` already filled its prediction. Throws what `shape` throws.
+/// unless `shape` already filled its prediction; its step_time is the time `objective`
+/// minimises (the throughput objective simulates the shaped plan for its devices' busy
+/// times). Throws what `shape` throws.
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
-                        Plan* shaped);
+                        Plan* shaped, Objective objective = Objective::kStepTime);
 
 /// Options of `placer place --policy`.
 struct GdpPlaceOptions {
@@ -139,6 +142,9 @@ struct GdpPlaceOptions {
   /// lets pipeline-dp choose their replicas (agents/staged_methods.cpp). It throws
   /// placer::Error for a placement it cannot shape (scored as out of memory).
   GdpShape shape;
+  /// What the shaped plans are scored by (agents/common/objective.h; `gdp+stages`' key
+  /// `objective`): their step time, or their steady-state time per step.
+  Objective objective = Objective::kStepTime;
 };
 
 /// The `gdp` method's options (`placer place --method gdp --set KEY=VALUE`; the table is

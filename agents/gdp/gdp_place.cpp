@@ -151,7 +151,8 @@ class GdpPlaceRun {
     o.frame = problem_.frame;
     if (options_.shape) {
       o.score = [this](const Plan& placement) {
-        return shaped_result(problem_, options_.shape, placement, &last_shaped_);
+        return shaped_result(problem_, options_.shape, placement, &last_shaped_,
+                             options_.objective);
       };
     }
     return o;
@@ -246,8 +247,15 @@ GdpPlaceResult GdpPlaceRun::finish() {
 }  // namespace
 
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
-                        Plan* shaped) {
+                        Plan* shaped, Objective objective) {
   *shaped = shape(problem, placement);
+  if (objective == Objective::kThroughput) {
+    SimOptions so;
+    so.critical_path = false;
+    SimResult r = problem.simulator.run(*shaped, so);
+    r.step_time = objective_time(objective, r, problem.cluster);
+    return r;
+  }
   if (!shaped->predicted.valid) return predict(problem, shaped);
   SimResult r;
   r.step_time = shaped->predicted.step_time;

@@ -41,7 +41,11 @@ TrainConfig effective_config(const TrainArgs& a) {
   if (a.was_given("--dist-timeout")) c.dist.timeout_seconds = a.dist_timeout;
   c.threads = a.threads;
   c.device = a.device;
-  if (c.stages) c.shape = placement_or_pipeline;  // what `gdp+stages` scores
+  if (c.stages) {  // what `gdp+stages` scores
+    c.shape = [](const Problem& p, const Plan& placement) {
+      return placement_or_pipeline(p, placement);
+    };
+  }
   c.command = command_line();
   return c;
 }

@@ -323,6 +323,34 @@ TEST(PipelineDp, BeatsEvenSplitInSimulator) {
   EXPECT_LT(t_dp, t_even);
 }
 
+TEST(PipelineDp, PrimeBatchTriesMicroBatchesAboveItsOnlyDivisors) {
+  // Batch 19 on two equal stages: 4, 2 and 8 x 2 all round down to 1 micro-batch, which runs
+  // the stages in turn; 19 (the smallest divisor >= 8) overlaps them and is chosen.
+  Fixture f(chain_step({4e9, 4e9}, 4 << 20, 8 << 20, 19), make_cluster(1, 2));
+  Problem p = f.problem();
+  Plan plan;
+  plan.placement.assign(static_cast<size_t>(f.g.num_ops()), 0);
+  plan.pipeline.stages.resize(2);
+  plan.pipeline.stages[0].devices = {0};
+  plan.pipeline.stages[1].devices = {1};
+  for (OpId o = 0; o < f.g.num_ops(); ++o) {
+    const Op& op = f.g.op(o);
+    if (op.phase != Phase::kForward) continue;
+    plan.pipeline.stages[op.name == "chain.1" ? 1 : 0].ops.push_back(o);
+  }
+  Plan one = plan;
+  one.pipeline.micro_batches = 1;
+  const double t_one = f.sim.run(one).step_time;
+  const SimResult chosen = choose_micro_batches(p, &plan, 19, 0);
+  EXPECT_EQ(plan.pipeline.micro_batches, 19);
+  EXPECT_LT(chosen.step_time, t_one);
+  // A batch of 20 keeps the rounded counts (8 -> 5, 4, 16 -> 10): 19 is no candidate there.
+  Fixture g(chain_step({4e9, 4e9}, 4 << 20, 8 << 20, 20), make_cluster(1, 2));
+  Problem q = g.problem();
+  choose_micro_batches(q, &one, 20, 0);
+  EXPECT_NE(one.pipeline.micro_batches, 19);
+}
+
 TEST(PipelineDp, StagesOnHostBoundaries) {
   // 2 hosts x 2 devices, slow network: a 2-way replicated stage stays inside one host.
   Fixture f(chain_step({2e9, 2e9, 2e9, 2e9}, 1 << 20, 64 << 20), make_cluster(2, 2));

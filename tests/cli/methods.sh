@@ -72,9 +72,9 @@ rc=$?
 expect "methods with an unknown name" "unknown method 'nope'" -- methods nope
 expect "--set with a method without options" "--set applies to the Rainbow placers" "not to --method m-etf" \
   -- place --graph "$graph" --cluster "$cluster" --method m-etf --set episodes=3 -o x.plan.yaml
-expect "--set with best" "--set applies to" "not to --method best" \
+expect "--set with best" "--set episodes (best): unknown option (known: objective)" \
   -- place --graph "$graph" --cluster "$cluster" --method best --set episodes=3 -o x.plan.yaml
-expect "--set without --method (auto)" "--set applies to" "not to --method auto" \
+expect "--set without --method (auto)" "--set episodes (auto): unknown option (known: objective)" \
   -- place --graph "$graph" --cluster "$cluster" --set episodes=3 -o x.plan.yaml
 
 if [ -z "$with" ]; then echo "$n checks, $fail failed"; [ $fail = 0 ]; exit; fi

@@ -55,6 +55,21 @@ else
   bad "place --method best failed: $(cat "$tmp/best.err")"
 fi
 
+# best by throughput: each line adds the plan's steady state, the configuration records the
+# objective; a bad value is one line naming the key, exit 1.
+if "$placer" place --graph $graph --cluster $cluster --method best --set objective=throughput \
+    --budget-evals 100 -o "$tmp/thr.plan.yaml" > /dev/null 2> "$tmp/thr.err"; then
+  grep -q '^placer: best: .*(throughput: .* per step)' "$tmp/thr.err" && ok ||
+    bad "best throughput: no steady state in $(cat "$tmp/thr.err")"
+  grep -q '^  objective: throughput' "$tmp/thr.place.yaml" && ok || bad "best throughput: not recorded"
+else
+  bad "place --method best --set objective=throughput failed: $(cat "$tmp/thr.err")"
+fi
+"$placer" place --graph $graph --cluster $cluster --method best --set objective=fast \
+    -o "$tmp/bad.plan.yaml" > /dev/null 2> "$tmp/bad.err"
+[ $? = 1 ] && grep -q "objective (best): expected step or throughput, got 'fast'" "$tmp/bad.err" &&
+  [ ! -e "$tmp/bad.plan.yaml" ] && ok || bad "best bad objective: $(cat "$tmp/bad.err")"
+
 # compare: a row per method (table and CSV).
 methods=$("$placer" place --graph $graph --cluster $cluster --method no-such-method -o "$tmp/x.yaml" 2>&1 |
   sed -n 's/.*(known: \(.*\))$/\1/p')

@@ -20,6 +20,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
+#include "simulator/steady_state.h"
 #include "src/graph/training_step.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
@@ -322,6 +323,45 @@ TEST_F(GdpPlace, ShapedSearchScoresEveryPlacementAsItsPipeline) {
   } catch (const ValidationError& e) {
     EXPECT_NE(std::string(e.what()).find("(gdp+stages)"), std::string::npos) << e.what();
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(GdpPlace, ThroughputObjectiveKeepsTheSampleThatStreamsFastest) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 3);
+  auto steady = [&f](const Plan& plan) {
+    SimOptions so;
+    so.critical_path = false;
+    return steady_state_time(f.sim.run(plan, so), f.cluster);
+  };
+  GdpPlaceOptions o;
+  o.samples = 5;
+  o.objective = Objective::kThroughput;
+  std::vector<double> times;
+  o.shape = [&](const Problem& p, const Plan& placement) {
+    Plan chosen = placement_or_pipeline(p, placement, Objective::kThroughput);
+    // Never slower to stream than the placement as placed or its pipeline as pipeline-dp
+    // times it.
+    times.push_back(steady(chosen));
+    EXPECT_LE(times.back(), steady(placement) * (1 + 1e-12));
+    EXPECT_LE(times.back(), steady(placement_as_pipeline(p, placement)) * (1 + 1e-12));
+    return chosen;
+  };
+  SearchBudget b;
+  b.seed = 5;
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  ASSERT_EQ(times.size(), 6u);
+  EXPECT_DOUBLE_EQ(steady(r.plan), *std::min_element(times.begin(), times.end()));
+  // The plan reports its step time, whatever it was chosen by.
+  EXPECT_DOUBLE_EQ(r.best_time, f.sim.run(r.plan).step_time);
+  // gdp+stages --set objective=throughput is this search.
+  const std::string dir = temp_dir("throughput");
+  policy.save(dir + "/p.pt", PolicyMeta{});
+  const Plan via_registry =
+      make_placer("gdp+stages",
+                  MethodSettings{{"policy=" + dir + "/p.pt", "samples=5", "objective=throughput"}})
+          ->search(f.problem(), b);
+  EXPECT_DOUBLE_EQ(steady(via_registry), steady(r.plan));
   std::filesystem::remove_all(dir);
 }
 

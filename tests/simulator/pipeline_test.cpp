@@ -5,6 +5,7 @@
 
 #include "sim_fixtures.h"
 #include "simulator/simulator.h"
+#include "simulator/steady_state.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -133,6 +134,24 @@ TEST(Pipeline, GPipeBackwardWaitsForTheFlush) {
   // stage 0: B0 [3.5,5.5] B1 [5.5,7.5].
   EXPECT_DOUBLE_EQ(r.step_time, 7.5e-3);
   EXPECT_EQ(r.peak_memory[1], 2u * 2000000);  // both micro-batches held until the flush
+}
+
+// The steady state of the same two stages (simulator/steady_state.h): the busier stage's
+// work per step, without the fill and drain the step pays.
+TEST(Pipeline, SteadyStateIsTheBusiestStagesWorkPerStep) {
+  const int s = 2;
+  const PipeGraph pg = pipe_graph(s, 1e9, 4000000, 0, {1.0, 0.5});
+  const Cluster cl = make_cluster(1, s, link(0, 1e10), link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(pg.g, cl, cost);
+  // Stage 0 per step: forward 2 x 1e9 FLOPs (2 ms), backward twice that (4 ms); stage 1 half.
+  const SimResult two = sim.run(pipe_plan(pg, 2, PipelineSchedule::kGPipe));
+  EXPECT_DOUBLE_EQ(two.step_time, 7.5e-3);
+  EXPECT_DOUBLE_EQ(steady_state_time(two, cl), 6e-3);
+  // One micro-batch: the stages in turn (2 + 1 + 2 + 4 ms), the same steady state.
+  const SimResult one = sim.run(pipe_plan(pg, 1, PipelineSchedule::kGPipe));
+  EXPECT_DOUBLE_EQ(one.step_time, 9e-3);
+  EXPECT_DOUBLE_EQ(steady_state_time(one, cl), 6e-3);
 }
 
 TEST(Pipeline, ReplicatedStagesSyncGradientsAfterTheLastBackward) {

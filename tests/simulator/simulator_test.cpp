@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "sim_fixtures.h"
+#include "simulator/steady_state.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -111,9 +114,9 @@ Cluster overlap_cluster(bool blocking0, bool blocking1) {
   return cl;
 }
 
-TEST(Simulator, TransfersOccupyDevicesWithoutCopyEngines) {
-  // a (2 ms, device 0) -> x (1 MB: 1 ms) -> b (0.5 ms, device 1) and c (3 ms, device 0);
-  // d (4 ms, device 1) has no inputs.
+// a (2 ms, device 0) -> x (1 MB: 1 ms) -> b (0.5 ms, device 1) and c (3 ms, device 0);
+// d (4 ms, device 1) has no inputs.
+Graph one_transfer_graph() {
   TestGraph tg;
   const TensorId x = tg.tensor("x", 1000000);
   const TensorId y = tg.tensor("y", 10), z = tg.tensor("z", 10), w = tg.tensor("w", 10);
@@ -121,13 +124,23 @@ TEST(Simulator, TransfersOccupyDevicesWithoutCopyEngines) {
   tg.op("b", 0.5e9, {x}, {y});
   tg.op("c", 3e9, {x}, {z});
   tg.op("d", 4e9, {}, {w});
-  const Graph g = tg.build();
-  const Plan p = place(g, {0, 1, 0, 1});
-  auto step = [&](bool blocking0, bool blocking1) {
-    const Cluster cl = overlap_cluster(blocking0, blocking1);
-    const CostModel cost(cl, uniform_profile(1.0));
-    Simulator sim(g, cl, cost);
-    return sim.run(p).step_time;
+  return tg.build();
+}
+
+/// That graph placed {0, 1, 0, 1} on overlap_cluster(blocking0, blocking1): its step time
+/// and its steady-state time per step.
+std::pair<double, double> one_transfer_times(bool blocking0, bool blocking1) {
+  const Graph g = one_transfer_graph();
+  const Cluster cl = overlap_cluster(blocking0, blocking1);
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  const SimResult r = sim.run(place(g, {0, 1, 0, 1}));
+  return {r.step_time, steady_state_time(r, cl)};
+}
+
+TEST(Simulator, TransfersOccupyDevicesWithoutCopyEngines) {
+  auto step = [](bool blocking0, bool blocking1) {
+    return one_transfer_times(blocking0, blocking1).first;
   };
   // Overlapped: x travels 2..3 ms beside c (2..5); b waits for d, 4..4.5.
   EXPECT_NEAR(step(false, false), 5e-3, 1e-12);
@@ -138,6 +151,24 @@ TEST(Simulator, TransfersOccupyDevicesWithoutCopyEngines) {
   // Both: the transfer waits for d (4..5) and holds device 0 from its issue (a
   // rendezvous), so c runs 5..8.
   EXPECT_NEAR(step(true, true), 8e-3, 1e-12);
+}
+
+TEST(Simulator, SteadyStateAddsTransfersOnlyWithoutCopyEngines) {
+  // Device 0 computes a (2 ms) and c (3 ms) and sends x (1 ms); device 1 computes b (0.5 ms)
+  // and d (4 ms) and receives x.
+  const struct {
+    bool blocking0, blocking1;
+    double steady;
+  } cases[] = {
+      {false, false, 5e-3},   // copy engines: the larger of compute and transfer, max(5, 1)
+      {true, false, 6e-3},    // device 0 without: 5 + 1 ms
+      {true, true, 6e-3},     // and device 1's 4.5 + 1 ms
+      {false, true, 5.5e-3},  // device 1 without: 4.5 + 1 ms, above device 0's 5 ms
+  };
+  for (const auto& c : cases) {
+    EXPECT_NEAR(one_transfer_times(c.blocking0, c.blocking1).second, c.steady, 1e-12)
+        << c.blocking0 << c.blocking1;
+  }
 }
 
 TEST(Simulator, TransfersBetweenHostsQueueOnTheHostNic) {
