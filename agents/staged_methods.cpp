@@ -56,6 +56,7 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   // sets, and each costs milliseconds (128 found alexnet's 6.70 ms plan, 16 did not).
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
+  defaults.place.refine = 256;
   static const OptionTable<GdpMethodOptions> options = gdp_option_table().with_owner("gdp+stages");
   out->push_back(with_options(
       MethodInfo{"gdp+stages",

@@ -21,6 +21,7 @@
 #include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_net.h"
+#include "agents/gdp/gdp_refine.h"
 #include "agents/api/methods.h"
 #include "env/placement_env.h"
 #include "src/util/error.h"
@@ -136,6 +137,8 @@ class GdpPlaceRun {
 
   /// Greedy + samples from the policy as it is.
   void zero_shot(const GdpPolicy& policy);
+  /// Block moves around the best placement, drawn from `probs` (the policy's [U, D]).
+  void refine(const torch::Tensor& probs, int moves);
   /// PPO on this graph alone, from a copy of the policy.
   void finetune(const GdpPolicy& policy);
   /// The best plan, predicted.
@@ -170,6 +173,7 @@ class GdpPlaceRun {
   GdpPlaceResult result_;
   Scored best_;
   Plan best_shaped_;  // with options.shape: the plan of `best_`
+  std::vector<std::vector<int>> neighbours_;  // unit_neighbours, built on the first refine
 };
 
 StepResult GdpPlaceRun::evaluate(std::vector<int> action) {
@@ -199,7 +203,27 @@ void GdpPlaceRun::zero_shot(const GdpPolicy& policy) {
       evaluate(sample_action(probs, rng_));
     }
   }
+  if (options_.refine > 0) refine(torch::softmax(logits, -1), options_.refine);
   result_.zero_shot_time = best_.time;
+}
+
+void GdpPlaceRun::refine(const torch::Tensor& probs, int moves) {
+  // Half the policy, half uniform over the unit's allowed devices: a peaked policy leaves
+  // the other devices a probability that rounds to 0, and block moves need them.
+  const torch::Tensor allowed = tensors_.mask.to(torch::kFloat);
+  const torch::Tensor uniform = allowed / allowed.sum(-1, true);
+  const torch::Tensor p =
+      (0.5 * probs.detach() + 0.5 * uniform).to(torch::kCPU, torch::kFloat).contiguous();
+  const std::vector<float> rows(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+  const int devices = int(p.size(1));
+  if (neighbours_.empty()) {
+    neighbours_ = unit_neighbours(env_.graph(), env_.unit_of_op(), env_.num_units());
+  }
+  for (int i = 0; i < moves && !out_of_budget() && best_.valid; ++i) {
+    std::vector<int> next = propose_block_move(best_.action, rows, devices, neighbours_, rng_);
+    if (next == best_.action) break;  // no unit has another device
+    evaluate(std::move(next));
+  }
 }
 
 void GdpPlaceRun::finetune(const GdpPolicy& policy) {
