@@ -57,6 +57,7 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
   defaults.place.refine = 256;
+  defaults.place.finetune_refine = 64;
   static const OptionTable<GdpMethodOptions> options = gdp_option_table().with_owner("gdp+stages");
   out->push_back(with_options(
       MethodInfo{"gdp+stages",

@@ -134,6 +134,8 @@ struct GdpPlaceOptions {
   /// Block moves around the best placement after the samples (agents/gdp/gdp_refine.h),
   /// each kept when it scores better.
   int refine = 0;
+  /// Block moves after each fine-tuning update, drawn from the policy being tuned.
+  int finetune_refine = 0;
   int finetune_updates = 0;  ///< PPO updates on this graph after zero-shot (0 = zero-shot)
   PpoConfig ppo;             ///< fine-tuning options (graphs_per_update is ignored: 1 graph)
   bool colocate = true;      ///< act on colocation units (see env/placement_env.h)

@@ -22,6 +22,11 @@ const OptionTable<GdpMethodOptions>& gdp_option_table() {
             "policy and kept when faster",
             [](auto& o) -> auto& { return o.place.refine; })
         .integer(
+            "finetune_refine",
+            "block moves around the best placement after each fine-tuning update, drawn from "
+            "the policy being tuned",
+            [](auto& o) -> auto& { return o.place.finetune_refine; })
+        .integer(
             "finetune",
             "PPO updates on this graph after zero-shot (0 = zero-shot; "
             "--budget-seconds / --budget-evals stop them early)",

@@ -16,7 +16,8 @@ Graph diamond() {
   GraphBuilder b("diamond");
   const TensorId x = b.add_tensor("x", 1000);
   std::vector<TensorId> out;
-  for (const char* n : {"a", "b", "c", "d"}) out.push_back(b.add_tensor(std::string(n) + ".out", 1000));
+  for (const char* n : {"a", "b", "c", "d"})
+    out.push_back(b.add_tensor(std::string(n) + ".out", 1000));
   auto op = [&](const std::string& name, std::vector<TensorId> in, TensorId o) {
     Op op;
     op.name = name;
