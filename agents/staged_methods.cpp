@@ -56,15 +56,19 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   // sets, and each costs milliseconds (128 found alexnet's 6.70 ms plan, 16 did not).
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
-  defaults.place.refine = 256;
+  // Then block moves around the best (agents/gdp/gdp_refine.h): the policy draws each unit
+  // independently, so its samples seldom move a chain of ops together, which is where it
+  // lost to m-etf and anneal on branchy graphs (rec, rnnlm, gnn, enas_cnn).
+  defaults.place.refine = 1024;
   defaults.place.finetune_refine = 64;
   static const OptionTable<GdpMethodOptions> options = gdp_option_table().with_owner("gdp+stages");
   out->push_back(with_options(
       MethodInfo{"gdp+stages",
                  "GDP's placement read as pipeline stages (its device groups, contiguous), "
                  "pipeline-dp choosing each stage's replicas and the micro-batches, or run as "
-                 "placed when that is faster; greedy + 128 samples scored so, with the policy "
-                 "trained for it (models/pretrained/stages.pt)",
+                 "placed when that is faster; greedy + 128 samples scored so, then 1024 block "
+                 "moves drawn from the policy around the best (64 after each fine-tuning "
+                 "update), with the policy trained for it (models/pretrained/stages.pt)",
                  false, [make, defaults] { return make(defaults); }},
       options, defaults, make));
 }
