@@ -67,6 +67,11 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   // sets, and each costs milliseconds (128 found alexnet's 6.70 ms plan, 16 did not).
   GdpMethodOptions defaults;
   defaults.place.samples = 128;
+  // Then block moves around the best (agents/gdp/gdp_refine.h): the policy draws each unit
+  // independently, so its samples seldom move a chain of ops together, which is where it
+  // lost to m-etf and anneal on branchy graphs (rec, rnnlm, gnn, enas_cnn).
+  defaults.place.refine = 1024;
+  defaults.place.finetune_refine = 64;
   // gdp's options, and what each sample is scored by.
   static const OptionTable<GdpMethodOptions> options = [] {
     OptionTable<GdpMethodOptions> t = gdp_option_table().with_owner("gdp+stages");
@@ -78,8 +83,9 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
       MethodInfo{"gdp+stages",
                  "GDP's placement read as pipeline stages (its device groups, contiguous), "
                  "pipeline-dp choosing each stage's replicas and the micro-batches, or run as "
-                 "placed when that is faster; greedy + 128 samples scored so, with the policy "
-                 "trained for it (models/pretrained/stages.pt)",
+                 "placed when that is faster; greedy + 128 samples scored so, then 1024 block "
+                 "moves drawn from the policy around the best (64 after each fine-tuning "
+                 "update), with the policy trained for it (models/pretrained/stages.pt)",
                  false, [make, defaults] { return make(defaults); }},
       options, defaults, make));
 }

@@ -13,8 +13,12 @@
 # One `placer place` per (model, method), seed 1; prints a markdown table of step times, the
 # ratios to best, and per column the geomean ratio and the rows better than best.
 # BY_FAMILY=N: instead of the real models, the first N graphs of each family of
-# datasets/corpora/by_family.corpus.yaml (regenerated from its seeds), with the split of
-# their family (train / val / test families); the geomeans are given per split.
+# datasets/corpora/by_family.corpus.yaml (regenerated from its seeds; test families inception,
+# transformer, vit, encdec, swin), with the split of their family (train / val / test
+# families); the geomeans and worst ratios are given per split, METHODS defaults to
+# "gdp+stages gdp+stages-ft", and a last line says how many graphs of the test families the
+# policy's training corpus held (read from the policy's .meta.json and, through the
+# init_policy of its .train.yaml, its initial policy's).
 # Results: docs/results.md.
 # Usage: [METHODS="..."] [CANDIDATE=P] [BY_FAMILY=N] bench/learned_vs_best.sh [PLACER] [BATCH (16)] [CLUSTER] [FT (60)]
 set -u
@@ -24,7 +28,9 @@ placer=${1:-$src/build/placer}
 batch=${2:-16}
 cluster=${3:-$src/datasets/clusters/dgx1_p100.cluster.yaml}
 ft=${4:-60}
-read -r -a methods <<< "${METHODS:-gdp gdp+hybrid gdp+stages gdp+stages-ft}"
+default_methods="gdp gdp+hybrid gdp+stages gdp+stages-ft"
+[ -n "${BY_FAMILY:-}" ] && default_methods="gdp+stages gdp+stages-ft"
+read -r -a methods <<< "${METHODS:-$default_methods}"
 candidate=${CANDIDATE:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -44,6 +50,43 @@ step_ms() {  # step_ms MODEL LABEL -> the step time in ms (with the winner for b
 
 ratio() {  # ratio A B -> A / B with 3 decimals, or "-" when either is missing
   awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0>0 && b+0>0) printf "%.3f", a/b; else print "-" }'
+}
+
+# The families of by_family's test split, as a corpus entry shows them: a generated entry by
+# its family, a real model's graph file by its name (GoogLeNet is Inception v1).
+test_family_of() {  # test_family_of ENTRY-LINE -> the test family, or nothing
+  local fam
+  fam=$(sed -n 's/.*generate: {family: \([a-z_]*\).*/\1/p' <<< "$1")
+  if [ -z "$fam" ]; then
+    case $(sed -n 's/.*name: \([^,]*\),.*/\1/p' <<< "$1") in
+      inception*|googlenet*) fam=inception ;; vit*) fam=vit ;; swin*) fam=swin ;;
+      *encdec*) fam=encdec ;; transformer_enc[0-9]*|transformer_small) fam=transformer ;;
+    esac
+  fi
+  case $fam in inception|transformer|vit|encdec|swin) echo "$fam" ;; esac
+}
+
+seen_test_families() {  # seen_test_families POLICY: test-family graphs in its training corpora
+  local policy=$1 chain="" corpora=() corpus init line fam n=0 parts=""
+  while [ -n "$policy" ] && [ -f "$policy.meta.json" ]; do  # the policy, its init_policy, ...
+    chain+="${chain:+ <- }$(basename "$policy")"
+    corpus=$(sed -n 's/.*"corpus": "\(.*\)".*/\1/p' "$policy.meta.json")
+    [ -f "$corpus" ] || corpus=$src/datasets/corpora/$(basename "$corpus")
+    [[ " ${corpora[*]} " == *" $corpus "* ]] || corpora+=("$corpus")
+    init=$(sed -n 's/^init_policy: *//p' "${policy%.pt}.train.yaml" 2>/dev/null)
+    [ -n "$init" ] && [ ! -f "$init" ] && init=$(dirname "$policy")/$(basename "$init")
+    [ "$init" = "$policy" ] && break
+    policy=$init
+  done
+  declare -A count=()
+  while IFS= read -r line; do
+    fam=$(test_family_of "$line"); [ -n "$fam" ] && count[$fam]=$(( ${count[$fam]:-0} + 1 ))
+  done < <(cat "${corpora[@]}" 2>/dev/null | grep 'split: train')
+  for fam in inception transformer vit encdec swin; do
+    n=$(( n + ${count[$fam]:-0} )); parts+="${parts:+, }$fam ${count[$fam]:-0}"
+  done
+  echo "policy $chain trained on $n graphs of the test families ($parts) in" \
+       "$(for c in "${corpora[@]}"; do basename "$c"; done | paste -sd' ')"
 }
 
 # The rows: "split|path" (split "real" for the shipped real models).
@@ -87,3 +130,4 @@ for meth in "${methods[@]}"; do
     END { for (k in n) printf "%s (%s): geomean over %d graphs %.3f of best, worst %.3f, better than best on %d\n",
           m, k, n[k], exp(s[k]/n[k]), x[k], w[k] + 0 }' "$tmp/ratios.$meth" | sort
 done
+[ -n "${BY_FAMILY:-}" ] && seen_test_families "${candidate:-$src/models/pretrained/stages.pt}"

@@ -134,6 +134,11 @@ SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Pla
 /// Options of `placer place --policy`.
 struct GdpPlaceOptions {
   int samples = 16;          ///< sampled placements scored besides the greedy one
+  /// Block moves around the best placement after the samples (agents/gdp/gdp_refine.h),
+  /// each kept when it scores better.
+  int refine = 0;
+  /// Block moves after each fine-tuning update, drawn from the policy being tuned.
+  int finetune_refine = 0;
   int finetune_updates = 0;  ///< PPO updates on this graph after zero-shot (0 = zero-shot)
   PpoConfig ppo;             ///< fine-tuning options (graphs_per_update is ignored: 1 graph)
   bool colocate = true;      ///< act on colocation units (see env/placement_env.h)

@@ -17,6 +17,16 @@ const OptionTable<GdpMethodOptions>& gdp_option_table() {
          "samples", "sampled placements scored besides the greedy one",
          [](auto& o) -> auto& { return o.place.samples; })
         .integer(
+            "refine",
+            "block moves around the best placement after the samples, each drawn from the "
+            "policy and kept when faster",
+            [](auto& o) -> auto& { return o.place.refine; })
+        .integer(
+            "finetune_refine",
+            "block moves around the best placement after each fine-tuning update, drawn from "
+            "the policy being tuned",
+            [](auto& o) -> auto& { return o.place.finetune_refine; })
+        .integer(
             "finetune",
             "PPO updates on this graph after zero-shot (0 = zero-shot; "
             "--budget-seconds / --budget-evals stop them early)",

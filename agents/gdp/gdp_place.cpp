@@ -1,6 +1,7 @@
 // Placing one graph with a GDP policy (zero-shot, optionally fine-tuned with PPO) and the
 // "gdp" entry of the method registry. The network and PPO live in gdp_net.cpp / gdp_ppo.cpp.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_net.h"
+#include "agents/gdp/gdp_refine.h"
 #include "agents/api/methods.h"
 #include "env/placement_env.h"
 #include "src/util/error.h"
@@ -136,6 +138,8 @@ class GdpPlaceRun {
 
   /// Greedy + samples from the policy as it is.
   void zero_shot(const GdpPolicy& policy);
+  /// Block moves around the best placement, drawn from `probs` (the policy's [U, D]).
+  void refine(const torch::Tensor& probs, int moves);
   /// PPO on this graph alone, from a copy of the policy.
   void finetune(const GdpPolicy& policy);
   /// The best plan, predicted.
@@ -151,13 +155,22 @@ class GdpPlaceRun {
     o.frame = problem_.frame;
     if (options_.shape) {
       o.score = [this](const Plan& placement) {
-        return shaped_result(problem_, options_.shape, placement, &last_shaped_,
-                             options_.objective);
+        if (!score_as_placed_)
+          return shaped_result(problem_, options_.shape, placement, &last_shaped_,
+                               options_.objective);
+        last_shaped_ = placement;
+        SimResult r = predict(problem_, &last_shaped_);
+        r.step_time = objective_time(options_.objective, r, problem_.cluster);
+        return r;
       };
     }
     return o;
   }
   StepResult evaluate(std::vector<int> action);
+  /// The as-placed chain of refine: its first placements.
+  void start_as_placed_chain();
+  /// evaluate, the placement scored as placed even with options.shape.
+  void evaluate_as_placed(std::vector<int> action);
   bool out_of_budget() const { return clock_.exhausted(result_.evaluations); }
 
   const Problem& problem_;
@@ -165,19 +178,35 @@ class GdpPlaceRun {
   const SearchBudget& budget_;
   const BudgetClock& clock_;
   Plan last_shaped_;  // with options.shape: the plan of the placement env.step just scored
+  bool score_as_placed_ = false;    // with options.shape: score the next step as placed
+  bool as_placed_started_ = false;  // start_as_placed_chain ran
   PlacementEnv env_;
   const GraphTensors tensors_;
   std::mt19937_64 rng_;
   GdpPlaceResult result_;
   Scored best_;
   Plan best_shaped_;  // with options.shape: the plan of `best_`
+  // The best placement whose plan ran as placed [0] / as pipeline stages [1] (with
+  // options.shape; without, only [0]).
+  std::array<Scored, 2> incumbents_;
+  std::vector<std::vector<int>> neighbours_;  // unit_neighbours, built on the first refine
 };
+
+void GdpPlaceRun::evaluate_as_placed(std::vector<int> action) {
+  score_as_placed_ = true;
+  evaluate(std::move(action));
+  score_as_placed_ = false;
+}
 
 StepResult GdpPlaceRun::evaluate(std::vector<int> action) {
   last_shaped_ = Plan{};
   const StepResult r = env_.step(action);
   ++result_.evaluations;
   Scored s{std::move(action), r.step_time, r.oom, true};
+  // The incumbent of the plan's kind (a shaped plan with stages, or run as placed): block
+  // moves start from each in turn.
+  Scored& of_kind = incumbents_[last_shaped_.pipeline.stages.empty() ? 0 : 1];
+  if (s.better_than(of_kind)) of_kind = s;
   if (s.better_than(best_)) {
     best_ = std::move(s);
     best_shaped_ = std::move(last_shaped_);
@@ -200,7 +229,55 @@ void GdpPlaceRun::zero_shot(const GdpPolicy& policy) {
       evaluate(sample_action(probs, rng_));
     }
   }
+  if (options_.refine > 0) refine(torch::softmax(logits, -1), options_.refine);
   result_.zero_shot_time = best_.time;
+}
+
+void GdpPlaceRun::start_as_placed_chain() {
+  as_placed_started_ = true;
+  evaluate_as_placed(best_.action);
+  // And the fastest single device that fits (the env's reference runs): a policy trained on
+  // pipeline scores may put no good placement as placed among its samples.
+  const std::vector<double>& times = env_.single_device_times();
+  int fastest = -1;
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (env_.single_device_oom()[i]) continue;
+    if (fastest < 0 || times[i] < times[size_t(fastest)]) fastest = int(i);
+  }
+  if (fastest >= 0) {
+    evaluate_as_placed(
+        std::vector<int>(size_t(env_.num_units()), env_.allowed_devices()[size_t(fastest)]));
+  }
+}
+
+void GdpPlaceRun::refine(const torch::Tensor& probs, int moves) {
+  // Half the policy, half uniform over the unit's allowed devices: a peaked policy leaves
+  // the other devices a probability that rounds to 0, and block moves need them.
+  const torch::Tensor allowed = tensors_.mask.to(torch::kFloat);
+  const torch::Tensor uniform = allowed / allowed.sum(-1, true);
+  const torch::Tensor p =
+      (0.5 * probs.detach() + 0.5 * uniform).to(torch::kCPU, torch::kFloat).contiguous();
+  const std::vector<float> rows(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+  const int devices = int(p.size(1));
+  if (neighbours_.empty()) {
+    neighbours_ = unit_neighbours(env_.graph(), env_.unit_of_op(), env_.num_units());
+  }
+  // With a shape, two chains in turn: moves from the best placement run as placed, scored
+  // as placed (the shaped score, the better of both, would hide a placement that improves on
+  // the as-placed side while a pipeline wins), and moves from the best shaped plan.
+  const bool two_chains = bool(options_.shape);
+  if (two_chains && !as_placed_started_ && best_.valid) start_as_placed_chain();
+  for (int i = 0; i < moves && !out_of_budget() && best_.valid; ++i) {
+    const size_t chain = two_chains ? size_t(i) % 2 : 0;
+    const Scored& from = incumbents_[chain].valid ? incumbents_[chain] : best_;
+    std::vector<int> next = propose_block_move(from.action, rows, devices, neighbours_, rng_);
+    if (next == from.action) break;  // no unit has another device
+    if (two_chains && chain == 0) {
+      evaluate_as_placed(std::move(next));
+    } else {
+      evaluate(std::move(next));
+    }
+  }
 }
 
 void GdpPlaceRun::finetune(const GdpPolicy& policy) {
@@ -214,10 +291,11 @@ void GdpPlaceRun::finetune(const GdpPolicy& policy) {
     std::vector<PpoEpisode> batch(1);
     PpoEpisode& ep = batch[0];
     ep.tensors = &tensors_;
+    torch::Tensor probs;
     {
       torch::NoGradGuard no_grad;
       const torch::Tensor logits = net->forward(tensors_);
-      const torch::Tensor probs = torch::softmax(logits, -1);
+      probs = torch::softmax(logits, -1);
       std::vector<torch::Tensor> old;
       for (int k = 0; k < options_.ppo.samples; ++k) {
         ep.actions.push_back(sample_action(probs, rng_));
@@ -228,6 +306,7 @@ void GdpPlaceRun::finetune(const GdpPolicy& policy) {
     for (const std::vector<int>& a : ep.actions) ep.rewards.push_back(evaluate(a).reward);
     compute_advantages(batch, options_.ppo, {&ema});
     ppo_update(net, adam, batch, options_.ppo);
+    if (options_.finetune_refine > 0) refine(probs, options_.finetune_refine);
     result_.finetune_curve.push_back(best_.time);
     if (budget_.progress) budget_.progress(u, total, "best " + format_ms(best_.time));
   }

@@ -256,6 +256,36 @@ TEST_F(GdpPlace, RegisteredMethodUsesThePolicyFromTheEnvironment) {
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(GdpPlace, RefineCountsItsMovesAndKeepsTheBest) {
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 3);
+  SearchBudget b;
+  b.seed = 5;
+  for (const bool shaped : {false, true}) {
+    GdpPlaceOptions o;
+    o.samples = 5;
+    if (shaped) o.shape = placement_or_pipeline;
+    const GdpPlaceResult plain = gdp_place(policy, f.problem(), o, b);
+    o.refine = 20;
+    const GdpPlaceResult refined = gdp_place(policy, f.problem(), o, b);
+    // Greedy + 5 samples, then 20 moves; shaped, the as-placed chain first scores the best
+    // placement as placed and the fastest single device.
+    EXPECT_EQ(plain.evaluations, 6);
+    EXPECT_EQ(refined.evaluations, 6 + (shaped ? 2 : 0) + 20) << shaped;
+    EXPECT_LE(refined.best_time, plain.best_time);
+    EXPECT_EQ(refined.zero_shot_time, refined.best_time);
+    EXPECT_NO_THROW(refined.plan.validate(f.graph, f.cluster));
+    Plan again = refined.plan;
+    EXPECT_DOUBLE_EQ(predict(f.problem(), &again).step_time, refined.best_time);
+    // Fine-tuning: each update's 8 samples, then 3 moves from the policy being tuned.
+    o.finetune_updates = 2;
+    o.finetune_refine = 3;
+    const GdpPlaceResult tuned = gdp_place(policy, f.problem(), o, b);
+    EXPECT_EQ(tuned.evaluations, refined.evaluations + 2 * (8 + 3));
+    EXPECT_LE(tuned.best_time, refined.best_time);
+  }
+}
+
 TEST_F(GdpPlace, ShapedSearchScoresEveryPlacementAsItsPipeline) {
   Fixture f;
   const GdpPolicy policy(tiny_net(), 3);
@@ -311,11 +341,17 @@ TEST_F(GdpPlace, ShapedSearchScoresEveryPlacementAsItsPipeline) {
   const std::string dir = temp_dir("staged");
   policy.save(dir + "/p.pt", PolicyMeta{});
   const Plan via_registry =
-      make_placer("gdp+stages", MethodSettings{{"policy=" + dir + "/p.pt", "samples=5"}})
+      make_placer("gdp+stages",
+                  MethodSettings{{"policy=" + dir + "/p.pt", "samples=5", "refine=0"}})
           ->search(f.problem(), b);
   EXPECT_EQ(via_registry.method, "gdp+stages");
   EXPECT_EQ(via_registry.predicted.step_time, rb.best_time);
   EXPECT_EQ(via_registry.placement, rb.plan.placement);
+  // Its default block moves after the samples keep the best: never slower.
+  const Plan refined =
+      make_placer("gdp+stages", MethodSettings{{"policy=" + dir + "/p.pt", "samples=5"}})
+          ->search(f.problem(), b);
+  EXPECT_LE(refined.predicted.step_time, rb.best_time);
   // Its option errors name it, not gdp.
   try {
     make_placer("gdp+stages", MethodSettings{{"nope=1"}});
