@@ -264,7 +264,10 @@ TEST_F(GdpPlace, RefineCountsItsMovesAndKeepsTheBest) {
   for (const bool shaped : {false, true}) {
     GdpPlaceOptions o;
     o.samples = 5;
-    if (shaped) o.shape = placement_or_pipeline;
+    if (shaped)
+      o.shape = [](const Problem& p, const Plan& placement) {
+        return placement_or_pipeline(p, placement);
+      };
     const GdpPlaceResult plain = gdp_place(policy, f.problem(), o, b);
     o.refine = 20;
     const GdpPlaceResult refined = gdp_place(policy, f.problem(), o, b);
