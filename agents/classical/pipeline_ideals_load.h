@@ -8,8 +8,8 @@
 // plan multiply every stage's). The load of a stage on r devices is stage_load(work / r,
 // transfers + all-reduce), the all-reduce being that of its parameters' gradients among its
 // r devices (0 for one device or no parameters): the sum under `overlap: false`, the larger
-// of compute and communication with copy engines; the objective is the largest load. Every plan scored by
-// plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
+// of compute and communication with copy engines; the objective is the largest load. Every plan
+// scored by plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
 // nodes to D labels, every device count per used label summing to at most D), so its optimum
 // is <= every plan's score by construction, not only <= the contiguous splits'
 // (solve_ideal_split).
