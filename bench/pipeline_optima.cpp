@@ -5,12 +5,12 @@
 // load of the placement literature's DP benchmarks, extended to every plan a method emits
 // (agents/classical/pipeline_ideals_load.h): a plan is an assignment of the forward groups to
 // stages (pipeline stages, or a plain placement's devices) with a device count per stage; a
-// stage's load is its compute / devices plus the transfers crossing its border (added under
-// `overlap: false`, the larger of the two otherwise) plus the all-reduce of its gradients
-// among its devices; the plan's score is its largest stage load. The exact optimum searches
-// every assignment of the groups to 4 stages and every device count per stage (branch and
-// bound, exhaustive_stage_load), a space that holds every plan the methods emit, so every
-// ratio is >= 1.
+// stage's load is its compute / devices and its communication, the transfers crossing its
+// border plus the all-reduce of its gradients among its devices (added under `overlap:
+// false`, the larger of the two otherwise); the plan's score is its largest stage load. The exact
+// optimum searches every assignment of the groups to 4 stages and every device count per stage
+// (branch and bound, exhaustive_stage_load), a space that holds every plan the methods emit, so
+// every ratio is >= 1.
 //
 // These are throughput problems (inputs stream through the plan, as the literature's
 // objective assumes), so the methods that compare plans are told so: `best` and gdp+stages

@@ -6,9 +6,10 @@
 // ops of a training step) to stage labels 0..D-1 (pipeline stages, or the devices of a plain
 // placement) and a device count per label (its replicas; data-parallel replicas of the whole
 // plan multiply every stage's). The load of a stage on r devices is stage_load(work / r,
-// transfers) plus, when r > 1 and the stage holds parameters, the all-reduce of their
-// gradients among r devices; the objective is the largest load. Every plan scored by
-// plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
+// transfers + all-reduce), the all-reduce being that of its parameters' gradients among its
+// r devices (0 for one device or no parameters): the sum under `overlap: false`, the larger
+// of compute and communication with copy engines; the objective is the largest load. Every plan
+// scored by plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
 // nodes to D labels, every device count per used label summing to at most D), so its optimum
 // is <= every plan's score by construction, not only <= the contiguous splits'
 // (solve_ideal_split).

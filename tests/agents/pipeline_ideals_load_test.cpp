@@ -48,6 +48,32 @@ TEST(StageLoad, HandComputedLoadsOfADiamond) {
   EXPECT_DOUBLE_EQ(assignment_load(diamond(true), {0, 0, 1, 0}, {1, 1}), 10);
 }
 
+TEST(StageLoad, HandComputedLoadsOfAReplicatedStage) {
+  // The diamond on three devices of the test host (10 us, 10 GB/s links), b holding 40 GB
+  // of parameters. A two-device ring all-reduce of B bytes: 2 (p - 1) / p x B / bw + 2 (p -
+  // 1) x latency = 4 s + 20 us.
+  constexpr uint64_t kParams = 40ull * 1000 * 1000 * 1000;
+  for (const bool overlap : {false, true}) {
+    const Cluster cluster = testing::one_host_cluster(
+        3, 16ull << 30, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair}, 0, overlap);
+    const CostModel cost(cluster, uniform_profile(1.0));
+    StageLoadModel m = diamond(overlap);
+    m.params = {0, kParams, 0, 0};
+    m.cost = &cost;
+    m.groups.resize(4);
+    m.groups[2] = cost.make_group({0, 1});
+    m.groups[3] = cost.make_group({0, 1, 2});
+    const double ar = 4 + 20e-6;
+    ASSERT_NEAR(m.allreduce_time(2, kParams), ar, 1e-9);
+    // The whole graph on two replicas: compute 16 / 2 = 8, communication the all-reduce.
+    // Added without copy engines, overlapped with them (the compute is longer).
+    EXPECT_NEAR(assignment_load(m, {0, 0, 0, 0}, {2}), overlap ? 8 : 8 + ar, 1e-9);
+    // {a, b, d} on two replicas, {c} on one: a -> c and c -> d cross. Stage 0 computes
+    // 10 / 2 = 5 and communicates 2 + ar (longer than its compute); stage 1 6 and 2.
+    EXPECT_NEAR(assignment_load(m, {0, 0, 1, 0}, {2, 1}), overlap ? 2 + ar : 5 + 2 + ar, 1e-9);
+  }
+}
+
 TEST(StageLoad, ExhaustiveOptimumCoversReplicatedStages) {
   // The best contiguous split on two devices is {a, b} | {c, d} (10, or {a, c} | {b, d});
   // one stage replicated on both devices is 8, the exact optimum.
