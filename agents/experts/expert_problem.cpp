@@ -183,17 +183,14 @@ double ExpertProblem::step(const std::vector<ExpertLayerMap>& maps) {
   const Plan plan = plan_with(maps);
   SimOptions o;
   o.critical_path = false;
-  if (windows_.empty()) {
-    o.routing = &routing_;
+  auto step_under = [&](const RoutingStats& routing) {
+    o.routing = &routing;
     ++runs_;
     return problem_.simulator.run(plan, o).step_time;
-  }
+  };
+  if (windows_.empty()) return step_under(routing_);
   double sum = 0;
-  for (const RoutingStats& w : windows_) {
-    o.routing = &w;
-    ++runs_;
-    sum += problem_.simulator.run(plan, o).step_time;
-  }
+  for (const RoutingStats& w : windows_) sum += step_under(w);
   return sum / double(windows_.size());
 }
 
