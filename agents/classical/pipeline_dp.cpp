@@ -354,6 +354,7 @@ struct PipelineCostData {
                     min_memory[static_cast<size_t>(k)][static_cast<size_t>(first + r - (1 << k))]);
   }
   double stage_time(const CostModel& cm, int i, int j, int first, int r);
+  double steady_stage_time(const CostModel& cm, int i, int j, int first, int r, bool overlap);
   double boundary_time(const CostModel& cm, int j, int prev_last, int first, int r) const;
   bool fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const;
 
@@ -364,6 +365,8 @@ struct PipelineCostData {
               std::vector<double>& diff);
   void make_prefix_sums(const std::vector<double>& diff);
   void make_min_memory(const Cluster& cluster);
+  double compute_time(int i, int j, int first, int r) const;
+  double allreduce_time(const CostModel& cm, int i, int j, int first, int r);
 };
 
 PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& chain,
@@ -454,25 +457,46 @@ void PipelineCostData::make_min_memory(const Cluster& cluster) {
   }
 }
 
-double PipelineCostData::stage_time(const CostModel& cm, int i, int j, int first, int r) {
+/// Layers [i, j)'s compute share on one of r replicas starting at `first`, with the work
+/// every replica does once.
+double PipelineCostData::compute_time(int i, int j, int first, int r) const {
   const auto& c = comp[static_cast<size_t>(first)];
   const auto& o = once[static_cast<size_t>(first)];
-  double v = (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
-             (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
-  if (r > 1) {
-    const double g = grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)];
-    const size_t key = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
-    auto it = groups.find(key);
-    if (it == groups.end()) {
-      // The simulator sorts sync groups by device id.
-      std::vector<int> members(devices.begin() + first, devices.begin() + first + r);
-      std::sort(members.begin(), members.end());
-      it = groups.emplace(key, cm.make_group(members)).first;
-    }
-    v += cm.group_collective_time(CollectiveKind::kAllReduce, it->second, static_cast<uint64_t>(g),
-                                  SyncScheme::kAuto);
+  return (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
+         (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
+}
+
+/// The all-reduce of layers [i, j)'s gradients among slots [first, first + r) (0 for r = 1).
+double PipelineCostData::allreduce_time(const CostModel& cm, int i, int j, int first, int r) {
+  if (r <= 1) return 0;
+  const double g = grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)];
+  const size_t key = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
+  auto it = groups.find(key);
+  if (it == groups.end()) {
+    // The simulator sorts sync groups by device id.
+    std::vector<int> members(devices.begin() + first, devices.begin() + first + r);
+    std::sort(members.begin(), members.end());
+    it = groups.emplace(key, cm.make_group(members)).first;
   }
-  return v;
+  return cm.group_collective_time(CollectiveKind::kAllReduce, it->second, static_cast<uint64_t>(g),
+                                  SyncScheme::kAuto);
+}
+
+double PipelineCostData::stage_time(const CostModel& cm, int i, int j, int first, int r) {
+  return compute_time(i, j, first, r) + allreduce_time(cm, i, j, first, r);
+}
+
+/// The steady-state occupancy of a replica of stage [i, j) on slots [first, first + r): its
+/// compute share, and its communication (the all-reduce, its share of the boundary in from
+/// the slot before and of the boundary out to the slot after), the longer of the two when
+/// `overlap`, else their sum.
+double PipelineCostData::steady_stage_time(const CostModel& cm, int i, int j, int first, int r,
+                                           bool overlap) {
+  double comm = allreduce_time(cm, i, j, first, r);
+  if (i > 0 && first > 0) comm += boundary_time(cm, i, first - 1, first, r);
+  if (j < L) comm += boundary_time(cm, j, first, std::min(first + r, N - 1), r);
+  const double compute = compute_time(i, j, first, r);
+  return overlap ? std::max(compute, comm) : compute + comm;
 }
 
 double PipelineCostData::boundary_time(const CostModel& cm, int j, int prev_last, int first,
@@ -524,9 +548,19 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
   }
   if (!any_blocking) t.blocking.clear();
   const CostModel* cm = &problem.cost;
-  t.stage_time = [D, cm](int i, int j, int first, int r) {
-    return D->stage_time(*cm, i, j, first, r);
-  };
+  if (options.objective == Objective::kThroughput) {
+    // The steady state counts a stage's boundaries in its own occupancy.
+    std::vector<char> blocking = t.blocking;
+    blocking.resize(static_cast<size_t>(N), 0);
+    t.blocking.clear();
+    t.stage_time = [D, cm, blocking](int i, int j, int first, int r) {
+      return D->steady_stage_time(*cm, i, j, first, r, !blocking[static_cast<size_t>(first)]);
+    };
+  } else {
+    t.stage_time = [D, cm](int i, int j, int first, int r) {
+      return D->stage_time(*cm, i, j, first, r);
+    };
+  }
   t.boundary_time = [D, cm](int j, int prev_last, int first, int r) {
     return D->boundary_time(*cm, j, prev_last, first, r);
   };

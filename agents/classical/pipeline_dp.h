@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/objective.h"
 
 namespace placer {
 
@@ -112,6 +113,14 @@ struct PipelinePlacerOptions {
   /// the DP may only cut where they change (it may still merge neighbours and chooses the
   /// replicas and the device slots). Used by `gdp+stages` (agents/staged_methods.cpp).
   std::vector<int> cut_groups;
+  /// What the stage costs model (`--set objective=`): the step (kStepTime: a stage's
+  /// gradient all-reduce adds to its compute, boundaries are links of their own) or the
+  /// steady state of pipelined execution (kThroughput: a stage's devices are occupied by
+  /// its compute share and by its communication, the all-reduce among its replicas plus its
+  /// boundary transfers in and out, each replica moving its share of the samples; the longer
+  /// of the two with copy engines, their sum without, as simulator/steady_state.h counts a
+  /// device's occupancy).
+  Objective objective = Objective::kStepTime;
 };
 
 /// The cut points (ascending, with 0 and chain.units.size()) of `group_of_op` read as

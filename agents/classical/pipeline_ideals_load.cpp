@@ -58,16 +58,16 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
   return t;
 }
 
-/// The load of `label` on `replicas` devices: its compute share with its communication (the
-/// border transfers and the gradient all-reduce), added or overlapped as the devices say
-/// (stage_load). The all-reduce overlaps the whole compute share, as the simulator's steady
+/// The load of `label` on `replicas` devices: its compute share with its communication (its
+/// share of the border transfers, each replica moving the samples it runs, and the gradient
+/// all-reduce), added or overlapped as the devices say (stage_load). The all-reduce overlaps the whole compute share, as the simulator's steady
 /// state counts it (docs/dp_placers.md). Without the all-reduce when `allreduce` is false:
 /// a lower bound for the search.
 double label_load(const StageLoadModel& m, const LabelSums& t, size_t label, int replicas,
                   bool allreduce = true) {
   const double r = replicas;
   const double sync = allreduce ? m.allreduce_time(replicas, t.params[label]) : 0;
-  return m.split.stage_load(t.work[label] / r, t.xfer[label] + sync);
+  return m.split.stage_load(t.work[label] / r, t.xfer[label] / r + sync);
 }
 
 constexpr int kMaxLabels = 64;  // label_sums keeps a stage's borders in a 64-bit mask

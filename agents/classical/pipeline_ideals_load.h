@@ -6,7 +6,8 @@
 // ops of a training step) to stage labels 0..D-1 (pipeline stages, or the devices of a plain
 // placement) and a device count per label (its replicas; data-parallel replicas of the whole
 // plan multiply every stage's). The load of a stage on r devices is stage_load(work / r,
-// transfers + all-reduce), the all-reduce being that of its parameters' gradients among its
+// transfers / r + all-reduce) (each replica runs, and moves, its share of the samples), the
+// all-reduce being that of its parameters' gradients among its
 // r devices (0 for one device or no parameters): the sum under `overlap: false`, the larger
 // of compute and communication with copy engines; the objective is the largest load. Every plan
 // scored by plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n

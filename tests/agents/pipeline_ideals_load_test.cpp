@@ -69,8 +69,11 @@ TEST(StageLoad, HandComputedLoadsOfAReplicatedStage) {
     // Added without copy engines, overlapped with them (the compute is longer).
     EXPECT_NEAR(assignment_load(m, {0, 0, 0, 0}, {2}), overlap ? 8 : 8 + ar, 1e-9);
     // {a, b, d} on two replicas, {c} on one: a -> c and c -> d cross. Stage 0 computes
-    // 10 / 2 = 5 and communicates 2 + ar (longer than its compute); stage 1 6 and 2.
-    EXPECT_NEAR(assignment_load(m, {0, 0, 1, 0}, {2, 1}), overlap ? 2 + ar : 5 + 2 + ar, 1e-9);
+    // 10 / 2 = 5 and communicates its half of the two transfers, 1, and ar; stage 1
+    // computes 6 and communicates 2. Overlapped, stage 1's 6 is the largest (stage 0:
+    // 1 + ar); added, stage 0's 5 + 1 + ar.
+    EXPECT_NEAR(assignment_load(m, {0, 0, 1, 0}, {2, 1}), overlap ? 6 : 5 + 1 + ar, 1e-9);
+    EXPECT_NEAR(assignment_load(m, {1, 1, 0, 1}, {1, 2}), overlap ? 6 : 5 + 1 + ar, 1e-9);
   }
 }
 
