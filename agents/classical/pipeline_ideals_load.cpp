@@ -46,12 +46,17 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
     // u's output crosses the border of its own stage and of every other stage it feeds,
     // once per stage (ideal_stage_load's rule).
     uint64_t crossed = 0;
-    for (int v : p.succs[static_cast<size_t>(u)]) {
-      const int sv = stage_of[static_cast<size_t>(v)];
-      if (static_cast<size_t>(sv) != su) crossed |= (uint64_t(1) << sv) | (uint64_t(1) << su);
+    const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+    for (size_t k = 0; k < succs.size(); ++k) {
+      const int sv = stage_of[static_cast<size_t>(succs[k])];
+      if (static_cast<size_t>(sv) == su) continue;
+      crossed |= (uint64_t(1) << sv) | (uint64_t(1) << su);
+      if (m.back.empty()) continue;
+      t.xfer[su] += m.back[static_cast<size_t>(u)][k];
+      t.xfer[static_cast<size_t>(sv)] += m.back[static_cast<size_t>(u)][k];
     }
     for (size_t l = 0; crossed != 0; ++l, crossed >>= 1) {
-      if (crossed & 1) t.xfer[l] += p.send[static_cast<size_t>(u)];
+      if (crossed & 1) t.xfer[l] += m.send(u);
     }
   }
   add_extra_work(p, stage_of, &t);
@@ -84,6 +89,61 @@ int label_count(const std::vector<int>& stage_of) {
 
 }  // namespace
 
+namespace {
+
+/// The node of every op of a training step: forward ops numbered in topological order (as
+/// ideal_split_problem numbers them), the others their forward op's, -1 without one.
+std::vector<int> nodes_of_ops(const Graph& g) {
+  std::vector<int> node(g.num_ops(), -1);
+  int n = 0;
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase == Phase::kForward) node[o] = n++;
+  }
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const OpId f = g.op(o).forward_op;
+    if (node[o] < 0 && f < g.num_ops()) node[o] = node[f];
+  }
+  return node;
+}
+
+/// StageLoadModel::forward and ::back of a training step, transfers from `device` to `next`
+/// and back: each node's activations with forward consumers, and per edge u -> v each
+/// gradient tensor v's backward ops send to u's (one transfer each).
+void add_edge_transfers(const Problem& problem, int device, int next, StageLoadModel* m) {
+  const Graph& g = problem.graph;
+  const std::vector<int> node = nodes_of_ops(g);
+  const IdealSplitProblem& p = m->split;
+  m->forward.assign(static_cast<size_t>(p.size()), 0);
+  m->back.assign(static_cast<size_t>(p.size()), {});
+  for (int u = 0; u < p.size(); ++u) m->back[static_cast<size_t>(u)].assign(p.succs[static_cast<size_t>(u)].size(), 0);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const int v = node[o];
+    if (v < 0) continue;
+    const Op& op = g.op(o);
+    for (TensorId t : op.outputs) {
+      const uint64_t bytes = g.tensor(t).bytes;
+      for (OpId c : g.consumers(t)) {
+        const int u = node[c];
+        if (op.phase == Phase::kForward && g.op(c).phase == Phase::kForward && u != v) {
+          m->forward[static_cast<size_t>(v)] += problem.cost.transfer_time(device, next, bytes);
+          break;  // once per tensor
+        }
+        if (op.phase != Phase::kBackward || g.op(c).phase != Phase::kBackward || u < 0 || u == v)
+          continue;
+        const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+        const auto k = std::lower_bound(succs.begin(), succs.end(), v);
+        if (k != succs.end() && *k == v) {
+          m->back[static_cast<size_t>(u)][static_cast<size_t>(k - succs.begin())] +=
+              problem.cost.transfer_time(next, device, bytes);
+        }
+        break;  // once per tensor
+      }
+    }
+  }
+}
+
+}  // namespace
+
 double StageLoadModel::allreduce_time(int replicas, uint64_t bytes) const {
   if (replicas < 2 || bytes == 0) return 0;
   if (replicas > max_replicas()) {
@@ -97,7 +157,8 @@ double StageLoadModel::allreduce_time(int replicas, uint64_t bytes) const {
 StageLoadModel stage_load_model(const Problem& problem) {
   const std::vector<int> devices = problem_devices(problem);
   StageLoadModel m;
-  m.split = ideal_split_problem(problem, devices[0], devices.size() > 1 ? devices[1] : devices[0]);
+  const int next = devices.size() > 1 ? devices[1] : devices[0];
+  m.split = ideal_split_problem(problem, devices[0], next);
   m.split.overlap = transfers_overlap(problem.cluster, devices);
   m.cost = &problem.cost;
   const Graph& g = problem.graph;
@@ -105,6 +166,7 @@ StageLoadModel stage_load_model(const Problem& problem) {
   for (OpId o : g.topo_order()) {
     if (g.op(o).phase == Phase::kForward) m.params.push_back(g.op(o).param_bytes);
   }
+  if (g.is_training_step()) add_edge_transfers(problem, devices[0], next, &m);
   m.groups.resize(devices.size() + 1);
   for (size_t r = 2; r <= devices.size(); ++r) {
     std::vector<int> members(devices.begin(), devices.begin() + static_cast<long>(r));
@@ -206,7 +268,12 @@ class StageLoadSearch {
       : m_(m), labels_(labels), max_visits_(max_visits), preds_(m.split.size()) {
     const IdealSplitProblem& p = m.split;
     for (int u = 0; u < p.size(); ++u) {
-      for (int v : p.succs[static_cast<size_t>(u)]) preds_[static_cast<size_t>(v)].push_back(u);
+      const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+      for (size_t k = 0; k < succs.size(); ++k) {
+        preds_[static_cast<size_t>(succs[k])].push_back(u);
+        preds_back_[static_cast<size_t>(succs[k])].push_back(
+            m.back.empty() ? 0 : m.back[static_cast<size_t>(u)][k]);
+      }
     }
     stage_of_.assign(static_cast<size_t>(p.size()), -1);
     charged_.assign(static_cast<size_t>(p.size()), 0);
@@ -229,6 +296,7 @@ class StageLoadSearch {
   struct Change {
     int node, label;
     double xfer;
+    bool activations;  // node's activations charged to label (else an edge's gradients)
   };
 
   void visit(int u, int open) {
@@ -246,7 +314,8 @@ class StageLoadSearch {
   }
 
   /// Gives node u label l: its work and parameters, and the transfers of its predecessors'
-  /// outputs that now cross a border (once per node and label, as label_sums counts them).
+  /// outputs that now cross a border (once per node and label, as label_sums counts them),
+  /// with the gradients of each edge into u that crosses (both sides).
   size_t assign(int u, int l) {
     const size_t trail = changes_.size();
     const IdealSplitProblem& p = m_.split;
@@ -254,15 +323,21 @@ class StageLoadSearch {
     sums_.work[static_cast<size_t>(l)] += p.work[static_cast<size_t>(u)];
     sums_.params[static_cast<size_t>(l)] += m_.params[static_cast<size_t>(u)];
     ++used_count_[static_cast<size_t>(l)];
-    for (int q : preds_[static_cast<size_t>(u)]) {
-      const int lq = stage_of_[static_cast<size_t>(q)];
+    const std::vector<int>& preds = preds_[static_cast<size_t>(u)];
+    for (size_t k = 0; k < preds.size(); ++k) {
+      const int q = preds[k], lq = stage_of_[static_cast<size_t>(q)];
       if (lq == l) continue;
+      const double back = preds_back_[static_cast<size_t>(u)][k];
       for (int side : {lq, l}) {
+        if (back > 0) {
+          sums_.xfer[static_cast<size_t>(side)] += back;
+          changes_.push_back({q, side, back, false});
+        }
         const uint64_t bit = uint64_t(1) << side;
         if (charged_[static_cast<size_t>(q)] & bit) continue;
         charged_[static_cast<size_t>(q)] |= bit;
-        sums_.xfer[static_cast<size_t>(side)] += p.send[static_cast<size_t>(q)];
-        changes_.push_back({q, side, p.send[static_cast<size_t>(q)]});
+        sums_.xfer[static_cast<size_t>(side)] += m_.send(q);
+        changes_.push_back({q, side, m_.send(q), true});
       }
     }
     return trail;
@@ -272,7 +347,7 @@ class StageLoadSearch {
     const IdealSplitProblem& p = m_.split;
     while (changes_.size() > trail) {
       const Change& c = changes_.back();
-      charged_[static_cast<size_t>(c.node)] &= ~(uint64_t(1) << c.label);
+      if (c.activations) charged_[static_cast<size_t>(c.node)] &= ~(uint64_t(1) << c.label);
       sums_.xfer[static_cast<size_t>(c.label)] -= c.xfer;
       changes_.pop_back();
     }
@@ -307,6 +382,8 @@ class StageLoadSearch {
   const int labels_;
   const int64_t max_visits_;
   std::vector<std::vector<int>> preds_;
+  std::vector<std::vector<double>> preds_back_ =
+      std::vector<std::vector<double>>(static_cast<size_t>(m_.split.size()));  // with preds_
   std::vector<int> stage_of_;
   std::vector<uint64_t> charged_;  // per node: labels its output's transfer is charged to
   LabelSums sums_;                 // work, xfer, params per label (used: set by lower_bound)

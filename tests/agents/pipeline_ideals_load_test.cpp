@@ -77,6 +77,53 @@ TEST(StageLoad, HandComputedLoadsOfAReplicatedStage) {
   }
 }
 
+TEST(StageLoad, HandComputedGradientsPerEdge) {
+  // The diamond with activations of 1 per node and the gradients of each edge apart: c
+  // sends a 2 back over a -> c (a coarse op's partial gradients), every other edge 0.5.
+  StageLoadModel m = diamond(false);
+  m.forward = {1, 1, 1, 0};
+  m.back = {{0.5, 2}, {0.5}, {0.5}, {}};  // aligned with succs {b, c}, {d}, {d}, {}
+  EXPECT_DOUBLE_EQ(m.send(0), 1);
+  // {a, b} | {c, d}: a and b's activations cross (1 + 1 each side), and the gradients of
+  // a -> c (2) and b -> d (0.5): each stage 8 + 2 + 2.5 = 12.5.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 1}, {1, 1}), 12.5);
+  // {a, b, d} | {c}: a -> c (1 + 2) and c -> d (1 + 0.5) cross: 10 + 4.5 and 6 + 4.5.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 0}, {1, 1}), 14.5);
+  // The search charges them as assignment_load does: {a, c} | {b, d} (a -> b 0.5, c -> d
+  // 0.5, activations of a and c: 8 + 3 each side) beats the rest, and so does one
+  // stage on two replicas (16 / 2 = 8).
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 1, 0, 1}, {1, 1}), 11);
+  EXPECT_DOUBLE_EQ(exhaustive_stage_load(m, 2).load, 8);
+  StageLoadModel odd = m;
+  odd.batch = 3;
+  EXPECT_DOUBLE_EQ(exhaustive_stage_load(odd, 2).load, 11);
+}
+
+TEST(StageLoad, OneGradientPerActivationChargesAsBefore) {
+  // On a chain's training step every activation gets one gradient of its size back: the
+  // activations and the edge's gradients cost what split.send (activation and gradient,
+  // twice the transfer) charges.
+  ChainOptions o;
+  o.per_op_flops = {1e9, 2e9, 1e9};
+  o.activation_bytes = 4 << 20;
+  ProblemSetup s;
+  s.graph = expand_training_step(make_chain(o));
+  s.cluster = testing::one_host_cluster(2);
+  s.cost = std::make_unique<CostModel>(s.cluster, uniform_profile(1.0));
+  s.simulator = std::make_unique<Simulator>(s.graph, s.cluster, *s.cost);
+  const StageLoadModel m = stage_load_model(s.problem());
+  ASSERT_EQ(m.back.size(), static_cast<size_t>(m.split.size()));
+  int edges = 0;
+  for (int u = 0; u < m.split.size(); ++u) {
+    if (m.split.succs[static_cast<size_t>(u)].size() != 1) continue;
+    EXPECT_NEAR(m.forward[static_cast<size_t>(u)] + m.back[static_cast<size_t>(u)][0],
+                m.split.send[static_cast<size_t>(u)], 1e-12)
+        << u;
+    ++edges;
+  }
+  EXPECT_EQ(edges, 2);  // op 0 -> op 1 -> op 2
+}
+
 TEST(StageLoad, ExhaustiveOptimumCoversReplicatedStages) {
   // The best contiguous split on two devices is {a, b} | {c, d} (10, or {a, c} | {b, d});
   // one stage replicated on both devices is 8, the exact optimum.
@@ -138,6 +185,13 @@ TEST(StageLoad, SearchEqualsBruteForceOnRandomDags) {
       }
     }
     if (trial % 3 == 0) m.split.extra = {{{0, n - 1}, trial % 2 == 0, w(rng)}};
+    if (trial % 4 == 2) {  // gradients per edge, apart from the activations
+      m.forward = m.split.send;
+      for (const std::vector<int>& succs : m.split.succs) {
+        m.back.emplace_back();
+        for (size_t k = 0; k < succs.size(); ++k) m.back.back().push_back(x(rng));
+      }
+    }
     m.params.assign(static_cast<size_t>(n), 0);
     m.groups.resize(4);
     m.batch = trial % 5 == 0 ? 3 : 0;  // sometimes two replicas do not divide the batch
