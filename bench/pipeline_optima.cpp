@@ -30,8 +30,6 @@
 // the graph), both with objective=throughput. The last rows are geomeans.
 
 #include <algorithm>
-#include <cstdlib>
-#include "simulator/steady_state.h"
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -170,44 +168,6 @@ void score_portfolio(const ProblemSetup& s, const StageLoadModel& m, Row* row) {
   };
   for (size_t k = 0; k < runs.size(); ++k) {
     const MethodRun &run = runs[k], &steady = streamed[k];
-    if (steady.ok && std::getenv("PO_DEBUG")) {
-      const SimResult& r = steady.result;
-      std::fprintf(stderr, "DBG %s %s steady=%.4f load=%.4f m=%d stages=%zu dp=%d |", row->label.c_str(), run.method.c_str(),
-                   steady_state_time(r, s.cluster) * 1e3, plan_stage_load(m, s.graph, steady.plan) * 1e3,
-                   steady.plan.pipeline.micro_batches, steady.plan.pipeline.stages.size(), steady.plan.data_parallel.replicas);
-      for (size_t d = 0; d < r.compute_time.size(); ++d)
-        std::fprintf(stderr, " %.3f/%.3f", r.compute_time[d] * 1e3, r.comm_time[d] * 1e3);
-      std::vector<int> so, rep;
-      plan_assignment(s.graph, steady.plan, &so, &rep);
-      std::fprintf(stderr, " | so");
-      for (int x : so) std::fprintf(stderr, " %d", x);
-      std::fprintf(stderr, " rep");
-      for (int x : rep) std::fprintf(stderr, " %d", x);
-      std::fprintf(stderr, "\n");
-      if (std::getenv("PO_EV") && run.method == std::getenv("PO_EV")) {
-        for (OpId o = 0; o < s.graph.num_ops(); ++o) {
-          const Op& op = s.graph.op(o);
-          std::fprintf(stderr, "  OP %s phase=%d in:", op.name.c_str(), int(op.phase));
-          for (TensorId t : op.inputs) std::fprintf(stderr, " %lld", (long long)t);
-          std::fprintf(stderr, " out:");
-          for (TensorId t : op.outputs) std::fprintf(stderr, " %lld(%llu)", (long long)t, (unsigned long long)s.graph.tensor(t).bytes);
-          std::fprintf(stderr, "\n");
-        }
-        SimOptions so;
-        so.record_events = true;
-        so.critical_path = false;
-        const SimResult ev = s.simulator->run(steady.plan, so);
-        for (const SimEvent& e : ev.events) {
-          if (e.kind == SimEvent::kCompute) continue;
-          const Op* op = e.op < s.graph.num_ops() ? &s.graph.op(e.op) : nullptr;
-          std::fprintf(stderr, "  EV k=%d dev=%d->%d op=%s phase=%d t=%lld bytes=%llu dur=%.4f consumers=", int(e.kind), e.device, e.peer,
-                       op ? op->name.c_str() : "-", op ? int(op->phase) : -1, (long long)e.tensor,
-                       (unsigned long long)e.bytes, (e.end - e.start) * 1e3);
-          if (e.tensor != kNoTensor) for (OpId c : s.graph.consumers(e.tensor)) std::fprintf(stderr, "%s(%d,dev%d) ", s.graph.op(c).name.c_str(), int(s.graph.op(c).phase), steady.plan.placement[c]);
-          std::fprintf(stderr, "\n");
-        }
-      }
-    }
     if (steady.ok) {
       const double ratio = ratio_of(m, s, steady, *row, run.method);
       if (run.method == "pipeline-dp") row->ratio["pipeline-dp thr"] = ratio;

@@ -17,7 +17,11 @@ void add_dynamic_programming_methods(std::vector<MethodInfo>* out) {
   static const OptionTable<PipelinePlacerOptions> pipeline_options = [] {
     OptionTable<PipelinePlacerOptions> t("pipeline-dp");
     add_objective_option(
-        t, [](auto& o) -> auto& { return o.objective; });
+        t, [](auto& o) -> auto& { return o.objective; },
+        "what the stage costs model: the step (a replica's gradient all-reduce added to its "
+        "compute), or the steady state of pipelined execution (each device busy for the longer "
+        "of its compute share and its communication, all-reduce and its share of the boundary "
+        "transfers; their sum without copy engines; docs/dp_placers.md)");
     return t;
   }();
   auto pipeline_dp = [](const PipelinePlacerOptions& o) {
