@@ -115,8 +115,9 @@ struct Row {
 };
 
 const std::vector<std::string> kColumns = {
-    "contiguous split", "best",        "best by step", "best by load",
-    "pipeline-ideals",  "pipeline-dp", "pipeline-dp thr", "gdp+stages",   "gdp+stages ft"};
+    "contiguous split", "best",        "best by step",    "best by load",
+    "pipeline-ideals",  "pipeline-dp", "pipeline-dp thr", "gdp+stages",
+    "gdp+stages ft"};
 
 /// A plan's score over the optimum; a score below it (impossible by construction: the
 /// exhaustive search holds every plan) is an error, not a row.

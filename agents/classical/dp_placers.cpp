@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "agents/api/methods.h"
+#include "agents/classical/partition_dp.h"
+#include "agents/classical/pipeline_dp.h"
 #include "agents/common/function_placer.h"
 #include "agents/common/method_options.h"
 #include "agents/common/objective.h"
-#include "agents/classical/partition_dp.h"
-#include "agents/classical/pipeline_dp.h"
 
 namespace placer {
 
@@ -26,7 +26,8 @@ void add_dynamic_programming_methods(std::vector<MethodInfo>* out) {
   }();
   auto pipeline_dp = [](const PipelinePlacerOptions& o) {
     return std::unique_ptr<Placer>(new FunctionPlacer(
-        "pipeline-dp", [o](const Problem& p, const SearchBudget&) { return pipeline_dp_plan(p, o); }));
+        "pipeline-dp",
+        [o](const Problem& p, const SearchBudget&) { return pipeline_dp_plan(p, o); }));
   };
   out->push_back(with_options(
       function_method(

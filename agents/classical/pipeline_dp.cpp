@@ -337,7 +337,7 @@ struct PipelineCostData {
   std::vector<double> grad, resident, saved;    // prefix over units
   std::vector<uint64_t> workspace;              // per unit
   std::vector<double> cross;                    // bytes over the cut before unit j
-  std::vector<double> cross_back;  // gradient bytes back over the cut before unit j
+  std::vector<double> cross_back;               // gradient bytes back over the cut before unit j
   double trips = 2;  // crossings per cut: activations, and gradients when there is a backward
   /// Boundaries move cross forward and cross_back back (the gradients the backward ops
   /// send, as the simulator moves them), instead of trips x cross.
@@ -526,7 +526,8 @@ double PipelineCostData::boundary_time(const CostModel& cm, int j, int prev_last
                                        int r) const {
   if (prev_last < 0) return 0.0;
   const uint64_t bytes = static_cast<uint64_t>(std::ceil(cross[static_cast<size_t>(j)] / r));
-  const int from = devices[static_cast<size_t>(prev_last)], to = devices[static_cast<size_t>(first)];
+  const int from = devices[static_cast<size_t>(prev_last)],
+            to = devices[static_cast<size_t>(first)];
   if (gradients_as_sent) {
     const auto back = static_cast<uint64_t>(std::ceil(cross_back[static_cast<size_t>(j)] / r));
     return cm.transfer_time(from, to, bytes) + (back > 0 ? cm.transfer_time(to, from, back) : 0);

@@ -65,9 +65,9 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
 
 /// The load of `label` on `replicas` devices: its compute share with its communication (its
 /// share of the border transfers, each replica moving the samples it runs, and the gradient
-/// all-reduce), added or overlapped as the devices say (stage_load). The all-reduce overlaps the whole compute share, as the simulator's steady
-/// state counts it (docs/dp_placers.md). Without the all-reduce when `allreduce` is false:
-/// a lower bound for the search.
+/// all-reduce), added or overlapped as the devices say (stage_load). The all-reduce overlaps the
+/// whole compute share, as the simulator's steady state counts it (docs/dp_placers.md). Without the
+/// all-reduce when `allreduce` is false: a lower bound for the search.
 double label_load(const StageLoadModel& m, const LabelSums& t, size_t label, int replicas,
                   bool allreduce = true) {
   const double r = replicas;
@@ -115,7 +115,8 @@ void add_edge_transfers(const Problem& problem, int device, int next, StageLoadM
   const IdealSplitProblem& p = m->split;
   m->forward.assign(static_cast<size_t>(p.size()), 0);
   m->back.assign(static_cast<size_t>(p.size()), {});
-  for (int u = 0; u < p.size(); ++u) m->back[static_cast<size_t>(u)].assign(p.succs[static_cast<size_t>(u)].size(), 0);
+  for (int u = 0; u < p.size(); ++u)
+    m->back[static_cast<size_t>(u)].assign(p.succs[static_cast<size_t>(u)].size(), 0);
   for (OpId o = 0; o < g.num_ops(); ++o) {
     const int v = node[o];
     if (v < 0) continue;

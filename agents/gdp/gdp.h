@@ -128,15 +128,16 @@ class GdpPolicy {
 /// path off) in *sim when it made one, so that scoring does not simulate it again.
 class GdpShape {
  public:
-  using Fn = std::function<Plan(const Problem&, const Plan& placement,
-                                std::optional<SimResult>* sim)>;
+  using Fn =
+      std::function<Plan(const Problem&, const Plan& placement, std::optional<SimResult>* sim)>;
   GdpShape() = default;
-  template <class F, std::enable_if_t<std::is_invocable_r_v<Plan, const F&, const Problem&,
-                                                            const Plan&>,
-                                      int> = 0>
+  template <class F,
+            std::enable_if_t<std::is_invocable_r_v<Plan, const F&, const Problem&, const Plan&>,
+                             int> = 0>
   GdpShape(F f)  // NOLINT(google-explicit-constructor): assigned from lambdas
-      : fn_([f = std::move(f)](const Problem& p, const Plan& placement,
-                               std::optional<SimResult>*) { return f(p, placement); }) {}
+      : fn_([f = std::move(f)](const Problem& p, const Plan& placement, std::optional<SimResult>*) {
+          return f(p, placement);
+        }) {}
   template <class F, std::enable_if_t<std::is_invocable_r_v<Plan, const F&, const Problem&,
                                                             const Plan&, std::optional<SimResult>*>,
                                       int> = 0>

@@ -606,9 +606,8 @@ TEST(PipelineDp, SteadyStateReplicatesTheHeavyStageWhenItsAllReduceOverlaps) {
   ASSERT_EQ(chain.units.size(), 3u);
   const PipelineCostTable t_step = make_pipeline_cost_table(p, chain, {0, 1, 2, 3}, step);
   const PipelineCostTable t_steady = make_pipeline_cost_table(p, chain, {0, 1, 2, 3}, steady);
-  const double ar = f.cost.group_collective_time(CollectiveKind::kAllReduce,
-                                                 f.cost.make_group({1, 2}), 8 << 20,
-                                                 SyncScheme::kAuto);
+  const double ar = f.cost.group_collective_time(
+      CollectiveKind::kAllReduce, f.cost.make_group({1, 2}), 8 << 20, SyncScheme::kAuto);
   EXPECT_NEAR(ar, 2 * 0.5 * (8 << 20) / 10e9 + 2 * 10e-6, 1e-6);
   const double c1 = t_step.stage_time(1, 2, 1, 1);  // the middle layer on one device
   EXPECT_NEAR(c1, 1.2e-3, 0.1e-3);
@@ -621,8 +620,7 @@ TEST(PipelineDp, SteadyStateReplicatesTheHeavyStageWhenItsAllReduceOverlaps) {
   // Steady-state costs: the longer of the compute share and the communication, the
   // all-reduce plus the replica's half of the boundaries in (from slot 0) and out (to
   // slot 3), activations and their gradients.
-  const double comm =
-      ar + t_step.boundary_time(1, 0, 1, 2) + t_step.boundary_time(2, 1, 3, 2);
+  const double comm = ar + t_step.boundary_time(1, 0, 1, 2) + t_step.boundary_time(2, 1, 3, 2);
   EXPECT_NEAR(t_steady.stage_time(1, 2, 1, 2), std::max(share, comm), 1e-12);
   EXPECT_LT(comm, c1);
   // So the steady-state DP replicates the middle layer over two devices (1 + 2 + 1), the

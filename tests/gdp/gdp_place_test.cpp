@@ -376,8 +376,7 @@ TEST_F(GdpPlace, ShapedResultReadsTheSimulationTheShapeMade) {
   made.compute_time = {0.25, 0.5, 0, 0, 0, 0, 0, 0};
   made.comm_time = {0.1, 0.75, 0, 0, 0, 0, 0, 0};
   int shapes = 0;
-  const GdpShape shape = [&](const Problem&, const Plan& placement,
-                             std::optional<SimResult>* sim) {
+  const GdpShape shape = [&](const Problem&, const Plan& placement, std::optional<SimResult>* sim) {
     ++shapes;
     if (sim) *sim = made;
     Plan shaped = placement;
