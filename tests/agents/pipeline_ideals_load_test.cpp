@@ -78,12 +78,12 @@ TEST(StageLoad, HandComputedLoadsOfAReplicatedStage) {
 }
 
 TEST(StageLoad, HandComputedGradientsPerEdge) {
-  // The diamond with activations of 1 per node and the gradients of each edge apart: c
-  // sends a 2 back over a -> c (a coarse op's partial gradients), every other edge 0.5.
+  // The diamond with one activation of 1 per node (a's read by b and c) and the gradients
+  // of each edge apart: c sends a 2 back over a -> c (a coarse op's partial gradients),
+  // every other edge 0.5.
   StageLoadModel m = diamond(false);
-  m.forward = {1, 1, 1, 0};
+  m.activations = {{{1, {1, 2}}}, {{1, {3}}}, {{1, {3}}}, {}};
   m.back = {{0.5, 2}, {0.5}, {0.5}, {}};  // aligned with succs {b, c}, {d}, {d}, {}
-  EXPECT_DOUBLE_EQ(m.send(0), 1);
   // {a, b} | {c, d}: a and b's activations cross (1 + 1 each side), and the gradients of
   // a -> c (2) and b -> d (0.5): each stage 8 + 2 + 2.5 = 12.5.
   EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 1}, {1, 1}), 12.5);
@@ -97,6 +97,16 @@ TEST(StageLoad, HandComputedGradientsPerEdge) {
   StageLoadModel odd = m;
   odd.batch = 3;
   EXPECT_DOUBLE_EQ(exhaustive_stage_load(odd, 2).load, 11);
+  // a's output as two tensors, 1 read by b and 3 read by c: {a, b} | {c, d} moves only the
+  // 3 (and b's 1, and the gradients 2 and 0.5): 8 + 3 + 1 + 2.5 = 14.5 each side, where the
+  // split problem's rule charges a node's whole output once a border cuts it.
+  m.activations[0] = {{1, {1}}, {3, {2}}};
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 1}, {1, 1}), 14.5);
+  // Read on two other labels, an activation goes to each: {a} | {b} | {c, d} on three
+  // devices, a's tensors to b and c (4 on a's side, 1 and 3 on theirs).
+  m.activations[0] = {{1, {1}}, {3, {2}}};
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 1, 2, 2}, {1, 1, 1}),
+                   std::max({2 + 4 + 0.5 + 2, 6 + 1 + 1 + 0.5 + 0.5, 8 + 3 + 1 + 2 + 0.5}));
 }
 
 TEST(StageLoad, OneGradientPerActivationChargesAsBefore) {
@@ -116,7 +126,11 @@ TEST(StageLoad, OneGradientPerActivationChargesAsBefore) {
   int edges = 0;
   for (int u = 0; u < m.split.size(); ++u) {
     if (m.split.succs[static_cast<size_t>(u)].size() != 1) continue;
-    EXPECT_NEAR(m.forward[static_cast<size_t>(u)] + m.back[static_cast<size_t>(u)][0],
+    double activations = 0;
+    for (const StageLoadModel::Activation& a : m.activations[static_cast<size_t>(u)]) {
+      activations += a.time;
+    }
+    EXPECT_NEAR(activations + m.back[static_cast<size_t>(u)][0],
                 m.split.send[static_cast<size_t>(u)], 1e-12)
         << u;
     ++edges;
@@ -185,11 +199,15 @@ TEST(StageLoad, SearchEqualsBruteForceOnRandomDags) {
       }
     }
     if (trial % 3 == 0) m.split.extra = {{{0, n - 1}, trial % 2 == 0, w(rng)}};
-    if (trial % 4 == 2) {  // gradients per edge, apart from the activations
-      m.forward = m.split.send;
-      for (const std::vector<int>& succs : m.split.succs) {
+    if (trial % 4 == 2) {  // activations per tensor and gradients per edge
+      for (size_t u = 0; u < m.split.succs.size(); ++u) {
+        const std::vector<int>& succs = m.split.succs[u];
         m.back.emplace_back();
+        m.activations.emplace_back();
         for (size_t k = 0; k < succs.size(); ++k) m.back.back().push_back(x(rng));
+        if (succs.empty()) continue;
+        m.activations.back().push_back({x(rng), succs});  // one read by every successor
+        m.activations.back().push_back({x(rng), {succs.back()}});  // one by the last
       }
     }
     m.params.assign(static_cast<size_t>(n), 0);
