@@ -5,16 +5,19 @@
 // load of the placement literature's DP benchmarks, extended to every plan a method emits
 // (agents/classical/pipeline_ideals_load.h): a plan is an assignment of the forward groups to
 // stages (pipeline stages, or a plain placement's devices) with a device count per stage; a
-// stage's load is its compute / devices and its communication, the transfers crossing its
-// border plus the all-reduce of its gradients among its devices (added under `overlap:
-// false`, the larger of the two otherwise); the plan's score is its largest stage load. The exact
+// stage's load is its compute / devices and its communication, its devices' share of the
+// transfers crossing its border (each activation to the stages that read it, the gradients
+// each crossing edge sends back) plus the all-reduce of its gradients among its devices
+// (added under `overlap: false`, the larger of the two otherwise); the plan's score is its
+// largest stage load. The exact
 // optimum searches every assignment of the groups to 4 stages and every device count per stage
 // (branch and bound, exhaustive_stage_load), a space that holds every plan the methods emit, so
 // every ratio is >= 1.
 //
 // These are throughput problems (inputs stream through the plan, as the literature's
 // objective assumes), so the methods that compare plans are told so: `best` and gdp+stages
-// run with `objective=throughput` (agents/common/objective.h), comparing the simulator's
+// run with `objective=throughput` (agents/common/objective.h; `best` passes it on to
+// pipeline-dp, whose stage costs are then the steady state's), comparing the simulator's
 // steady-state time per step (the busiest device's occupancy, simulator/steady_state.h)
 // instead of its step time, which adds pipeline fill and drain, and trying each pipelined
 // plan with one micro-batch as well.
@@ -24,10 +27,11 @@
 // Columns: the optimum (ms), the best contiguous split with one device per stage (the DP over
 // ideals, solve_ideal_split) over it, and each method's score over it: `best` (every fast
 // method, chosen by the simulator's steady state, as `--method best --set
-// objective=throughput`), `best by step` (the same candidates chosen by the simulated step
-// time, `--method best`), `best by load` (chosen by this objective), pipeline-ideals,
-// pipeline-dp, gdp+stages zero-shot (the shipped policy) and fine-tuned (U PPO updates on
-// the graph), both with objective=throughput. The last rows are geomeans.
+// objective=throughput`), `best by step` (the methods run and chosen by the simulated step
+// time, `--method best`), `best by load` (the best of either by this objective),
+// pipeline-ideals, pipeline-dp (step costs) and `pipeline-dp thr` (objective=throughput),
+// gdp+stages zero-shot (the shipped policy) and fine-tuned (U PPO updates on the graph),
+// both with objective=throughput. The last rows are geomeans.
 
 #include <algorithm>
 #include <cstdio>
