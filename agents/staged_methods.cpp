@@ -10,22 +10,26 @@ namespace placer {
 
 std::string staged_policy_path() { return shipped_policy_path("stages.pt"); }
 
-Plan placement_as_pipeline(const Problem& problem, const Plan& placement, Objective objective) {
+Plan placement_as_pipeline(const Problem& problem, const Plan& placement, Objective objective,
+                           SimResult* sim) {
   PipelinePlacerOptions options;
   options.cut_groups = placement.placement;
   options.objective = objective;
-  Plan plan = pipeline_dp_plan(problem, options);
+  SimResult planned;
+  Plan plan = pipeline_dp_plan(problem, options, nullptr, &planned);
   // One stage is plain data parallelism: nothing to overlap, and micro-batches only add
   // smaller, more numerous kernels. pipeline-dp tries 2, 4 and 8 micro-batches per stage, so
   // one is tried here as well.
   if (plan.pipeline.stages.size() == 1 && plan.pipeline.micro_batches > 1) {
     Plan whole = plan;
-    const SimResult r = choose_micro_batches(problem, &whole, 0, 1);
+    SimResult r = choose_micro_batches(problem, &whole, 0, 1);
     if (!r.oom && r.step_time < plan.predicted.step_time) {
       record_prediction(r, &whole);
+      if (sim) *sim = std::move(r);
       return whole;
     }
   }
+  if (sim) *sim = std::move(planned);
   return plan;
 }
 
@@ -34,8 +38,9 @@ Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Object
   Plan flat = placement;
   SimResult as_placed = predict(problem, &flat);
   Plan staged;
+  SimResult staged_run;
   try {
-    staged = placement_as_pipeline(problem, placement, objective);
+    staged = placement_as_pipeline(problem, placement, objective, &staged_run);
   } catch (const Error&) {
     if (as_placed.oom) throw;
     if (sim) *sim = std::move(as_placed);
@@ -46,7 +51,7 @@ Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Object
   if (objective != Objective::kStepTime) {
     SimOptions so;
     so.critical_path = false;
-    staged_sim = problem.simulator.run(staged, so);
+    staged_sim = std::move(staged_run);
     stream_whole_batches(objective, problem.simulator, problem.cluster, so, &staged, &*staged_sim);
     staged_time = objective_time(objective, *staged_sim, problem.cluster);
   }

@@ -16,9 +16,10 @@ namespace placer {
 /// pipeline-dp picks which of those cuts to keep, each stage's replica count, the device
 /// slots and the micro-batches (agents/classical/pipeline_dp.h, cut_groups), its stage costs
 /// those of `objective` (PipelinePlacerOptions::objective). Throws placer::Error when no such
-/// pipeline fits in memory.
+/// pipeline fits in memory. *sim (when not null) gets the returned plan's simulation
+/// (critical path off).
 Plan placement_as_pipeline(const Problem& problem, const Plan& placement,
-                           Objective objective = Objective::kStepTime);
+                           Objective objective = Objective::kStepTime, SimResult* sim = nullptr);
 
 /// The better of `placement` run as placed (branches in parallel on their devices) and
 /// placement_as_pipeline (the same groups as stages) by `objective`'s time: what

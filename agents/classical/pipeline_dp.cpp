@@ -654,7 +654,7 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
 }
 
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options,
-                      PipelineDpSolution* solution) {
+                      PipelineDpSolution* solution, SimResult* sim) {
   const Graph& g = problem.graph;
   const std::vector<int> devices = problem_devices(problem);
   PLACER_CHECK(!devices.empty(), "pipeline-dp: no devices to place on");
@@ -724,8 +724,9 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
   }
   const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
   plan.validate(g, problem.cluster);
-  const SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
+  SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
   record_prediction(res, &plan);
+  if (sim) *sim = std::move(res);
   return plan;
 }
 

@@ -154,8 +154,9 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
 /// DP only considers r | B / m (only r = 1 when m does not divide B); otherwise r | B, and
 /// m is then chosen among the divisors of B / lcm(replicas) (the largest <= 4 s, 2 s, 8 s).
 /// Simulates it; on OOM moves to more micro-batches (the next such divisor >= 2 m) a few
-/// times. Throws placer::Error when no configuration fits in memory.
+/// times. Throws placer::Error when no configuration fits in memory. *sim (when not null)
+/// gets the returned plan's simulation (critical path off).
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options = {},
-                      PipelineDpSolution* solution = nullptr);
+                      PipelineDpSolution* solution = nullptr, SimResult* sim = nullptr);
 
 }  // namespace placer

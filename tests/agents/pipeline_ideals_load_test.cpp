@@ -206,7 +206,7 @@ TEST(StageLoad, SearchEqualsBruteForceOnRandomDags) {
         m.activations.emplace_back();
         for (size_t k = 0; k < succs.size(); ++k) m.back.back().push_back(x(rng));
         if (succs.empty()) continue;
-        m.activations.back().push_back({x(rng), succs});  // one read by every successor
+        m.activations.back().push_back({x(rng), succs});           // one read by every successor
         m.activations.back().push_back({x(rng), {succs.back()}});  // one by the last
       }
     }
