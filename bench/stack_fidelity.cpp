@@ -21,6 +21,7 @@
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
+//       [--gpt-oss-fused]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -35,7 +36,9 @@
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/shipped_profiles.h"
 #include "simulator/calibration/tensor_scale_fit.h"
+#include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
 
@@ -50,6 +53,7 @@ struct Options {
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
+  bool gpt_oss_fused = false;  ///< GPT-OSS bf16 rows with the fused attention core
 };
 
 void print_header() {
@@ -311,10 +315,26 @@ std::string moe_model(const IterationRun& r) {
   return "";
 }
 
-std::vector<IterationRun> moe_rows(const std::string& file) {
+// GPT-OSS's attention as the provider defines it (Megatron-Bridge GPTOSSProvider:
+// window_size (128, 0), window_attn_skip_freq 2): a 128-key window on every other layer.
+constexpr int64_t kGptOssWindow = 128;
+constexpr int kGptOssFullAttentionEvery = 2;
+
+// `r` with the fused attention core (the generators' FlashAttention op) and GPT-OSS's window
+// where the row states the unfused one (docs/results.md, "GPT-OSS attention and memory").
+IterationRun with_fused_core(IterationRun r) {
+  if (moe_model(r) != "GPT-OSS 120B" || r.attention != "unfused") return r;
+  r.attention = "flash";
+  r.sliding_window = kGptOssWindow;
+  r.full_attention_every = kGptOssFullAttentionEvery;
+  return r;
+}
+
+std::vector<IterationRun> moe_rows(const Options& o, const std::string& file) {
   std::vector<IterationRun> runs;
   for (const IterationRun& r : load_iteration_runs(file)) {
-    if (!moe_model(r).empty() && r.config.cp == 1) runs.push_back(r);
+    if (moe_model(r).empty() || r.config.cp != 1) continue;
+    runs.push_back(o.gpt_oss_fused ? with_fused_core(r) : r);
   }
   return runs;
 }
@@ -399,13 +419,54 @@ std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
 // The GPU's rows and their predictions (none when they cannot be run).
 using MoePredictions = std::pair<std::vector<IterationRun>, std::vector<double>>;
 
+// The largest simulated peak memory of any device of `r` (bytes), from `profile`.
+uint64_t peak_memory(const Cluster& cluster, const CostProfile& profile, const IterationRun& r) {
+  RunPredictor predictor(cluster);
+  const Graph& g = predictor.graph(r);
+  const CostModel cost(cluster, profile);
+  Simulator sim(g, cluster, cost);
+  SimOptions opt;
+  opt.critical_path = false;
+  const SimResult result = sim.run(predictor.plan(r), opt);
+  return *std::max_element(result.peak_memory.begin(), result.peak_memory.end());
+}
+
+// Decoder-layer passes one device runs per step: its layers (with the MTP layers, split over
+// the pipeline) times the micro-batches.
+double layer_micro_batches(const IterationRun& r) {
+  const int per_device = (r.layers + r.mtp_layers + r.config.pp - 1) / r.config.pp;
+  return double(per_device) * megatron_micro_batches(r.config);
+}
+
+// One comment line per MoE row: where it is, its expert and pipeline layout, measured and
+// predicted time, the difference per layer pass (layer_micro_batches) and the simulated peak
+// memory against the device's.
+void print_moe_predictions(const Cluster& cluster, const CostProfile& profile,
+                           const MoePredictions& p) {
+  const double capacity = double(cluster.device(0).spec.memory_bytes);
+  for (size_t i = 0; i < p.first.size(); ++i) {
+    const IterationRun& r = p.first[i];
+    const double peak = double(peak_memory(cluster, profile, r));
+    std::printf(
+        "# %s %s %s ep %d pp %d vp %d %s: measured %.0f ms, predicted %.0f ms (%+.1f%%, %+.2f ms "
+        "per layer pass); peak memory %.0f of %.0f GB%s\n",
+        r.where().c_str(), moe_model(r).c_str(), r.attention.c_str(), r.ep, r.config.pp,
+        r.config.virtual_stages, to_string(r.config.dispatcher), 1e3 * r.measured,
+        1e3 * p.second[i], 100 * (p.second[i] / r.measured - 1),
+        1e3 * (r.measured - p.second[i]) / layer_micro_batches(r), peak / 1e9, capacity / 1e9,
+        peak > capacity ? " (out of memory)" : "");
+  }
+}
+
+
 MoePredictions moe_family(const Options& o, const std::string& gpu,
                           const std::string& cluster_file) {
   const std::string family = "MoE " + gpu;
   const std::string file = o.modern + "/moe_" + gpu + ".csv";
   const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
   const bool have_file = fs::exists(file), have_cluster = fs::exists(dir + cluster_file);
-  const std::vector<IterationRun> runs = have_file ? moe_rows(file) : std::vector<IterationRun>{};
+  const std::vector<IterationRun> runs =
+      have_file ? moe_rows(o, file) : std::vector<IterationRun>{};
   if (!have_cluster || runs.empty()) {
     print_not_run(family, !have_file      ? "no file " + file
                           : !have_cluster ? "no cluster " + cluster_file
@@ -425,6 +486,7 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   if (model_index.size() < 2) {
     const std::vector<double> p = predict_runs(cluster, start, runs);
     print_moe_rows(gpu, runs, p, "shipped profile, unfitted (one model)");
+    if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
     return {runs, p};
   }
   const CostProfile reference = with_reference_compute_curves(
@@ -432,19 +494,8 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs);
   print_moe_rows(gpu, runs, p,
                  "leave one model out (" + std::to_string(model_index.size()) + " models)");
+  if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
   return {runs, p};
-}
-
-// One comment line per MoE row: where it is, its expert and pipeline layout, measured and
-// predicted time.
-void print_moe_predictions(const MoePredictions& p) {
-  for (size_t i = 0; i < p.first.size(); ++i) {
-    const IterationRun& r = p.first[i];
-    std::printf("# %s %s ep %d pp %d vp %d %s: measured %.0f ms, predicted %.0f ms (%+.1f%%)\n",
-                r.where().c_str(), moe_model(r).c_str(), r.ep, r.config.pp, r.config.virtual_stages,
-                to_string(r.config.dispatcher), 1e3 * r.measured, 1e3 * p.second[i],
-                100 * (p.second[i] / r.measured - 1));
-  }
 }
 
 // Every GPU's MoE rows, then each model over all GPUs.
@@ -459,7 +510,6 @@ void moe_families(const Options& o) {
     if (!o.moe_gpu.empty() && o.moe_gpu != gpu) continue;
     try {
       const MoePredictions p = moe_family(o, gpu, cluster);
-      if (o.show_rows) print_moe_predictions(p);
       all.first.insert(all.first.end(), p.first.begin(), p.first.end());
       all.second.insert(all.second.end(), p.second.begin(), p.second.end());
     } catch (const Error& e) {
@@ -493,11 +543,13 @@ Options parse(int argc, char** argv) {
       o.moe_gpu = argv[++i];
     else if (a == "--moe-rows")
       o.show_rows = true;
+    else if (a == "--gpt-oss-fused")
+      o.gpt_oss_fused = true;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
-                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows]\n");
+                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-fused]\n");
       std::exit(2);
     }
   }
