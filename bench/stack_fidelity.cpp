@@ -458,7 +458,6 @@ void print_moe_predictions(const Cluster& cluster, const CostProfile& profile,
   }
 }
 
-
 MoePredictions moe_family(const Options& o, const std::string& gpu,
                           const std::string& cluster_file) {
   const std::string family = "MoE " + gpu;
