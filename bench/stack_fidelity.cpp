@@ -54,6 +54,7 @@ struct Options {
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_fused = false;  ///< GPT-OSS bf16 rows with the fused attention core
+  bool moe_host_sync = false;  ///< eager MoE host model (CostProfile::moe_host_sync)
 };
 
 void print_header() {
@@ -474,7 +475,8 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   }
   const Cluster cluster = power_of_two_domains(load_cluster_yaml(dir + cluster_file));
   const std::string profile = shipped_profile_file(cluster);
-  const CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
+  CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
+  start.moe_host_sync = o.moe_host_sync;
   std::map<std::string, int> model_index;  // leave one model out: fold = model
   std::vector<int> fold_of;
   for (const IterationRun& r : runs) {
@@ -488,8 +490,9 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
     if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
     return {runs, p};
   }
-  const CostProfile reference = with_reference_compute_curves(
+  CostProfile reference = with_reference_compute_curves(
       load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
+  reference.moe_host_sync = o.moe_host_sync;
   const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs);
   print_moe_rows(gpu, runs, p,
                  "leave one model out (" + std::to_string(model_index.size()) + " models)");
@@ -544,11 +547,14 @@ Options parse(int argc, char** argv) {
       o.show_rows = true;
     else if (a == "--gpt-oss-fused")
       o.gpt_oss_fused = true;
+    else if (a == "--moe-host-sync")
+      o.moe_host_sync = true;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
-                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-fused]\n");
+                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-fused] "
+                   "[--moe-host-sync]\n");
       std::exit(2);
     }
   }
