@@ -17,11 +17,13 @@
 //
 //  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
 //    leave one model out where a GPU has two or more models (moe_family below); results in
-//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2".
+//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
+//    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
+//    --no-moe-host-sync); --gpt-oss-unfused puts the GPT-OSS bf16 rows back on the unfused core.
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
-//       [--gpt-oss-fused]
+//       [--gpt-oss-unfused] [--no-moe-host-sync]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -53,8 +55,8 @@ struct Options {
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
-  bool gpt_oss_fused = false;  ///< GPT-OSS bf16 rows with the fused attention core
-  bool moe_host_sync = false;  ///< eager MoE host model (CostProfile::moe_host_sync)
+  bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
+  bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
 };
 
 void print_header() {
@@ -316,18 +318,14 @@ std::string moe_model(const IterationRun& r) {
   return "";
 }
 
-// GPT-OSS's attention as the provider defines it (Megatron-Bridge GPTOSSProvider:
-// window_size (128, 0), window_attn_skip_freq 2): a 128-key window on every other layer.
-constexpr int64_t kGptOssWindow = 128;
-constexpr int kGptOssFullAttentionEvery = 2;
-
-// `r` with the fused attention core (the generators' FlashAttention op) and GPT-OSS's window
-// where the row states the unfused one (docs/results.md, "GPT-OSS attention and memory").
-IterationRun with_fused_core(IterationRun r) {
-  if (moe_model(r) != "GPT-OSS 120B" || r.attention != "unfused") return r;
-  r.attention = "flash";
-  r.sliding_window = kGptOssWindow;
-  r.full_attention_every = kGptOssFullAttentionEvery;
+// The rows as simulated before the fused core: GPT-OSS bf16 rows on Megatron-core's local
+// (unfused) attention without the window, which cannot have run (its s^2 probabilities do not
+// fit; docs/results.md, "GPT-OSS attention and memory"), kept to compare with.
+IterationRun with_unfused_core(IterationRun r) {
+  if (moe_model(r) != "GPT-OSS 120B" || r.config.fp8) return r;
+  r.attention = "unfused";
+  r.sliding_window = 0;
+  r.full_attention_every = 0;
   return r;
 }
 
@@ -335,7 +333,7 @@ std::vector<IterationRun> moe_rows(const Options& o, const std::string& file) {
   std::vector<IterationRun> runs;
   for (const IterationRun& r : load_iteration_runs(file)) {
     if (moe_model(r).empty() || r.config.cp != 1) continue;
-    runs.push_back(o.gpt_oss_fused ? with_fused_core(r) : r);
+    runs.push_back(o.gpt_oss_unfused ? with_unfused_core(r) : r);
   }
   return runs;
 }
@@ -383,7 +381,7 @@ Cluster power_of_two_domains(const Cluster& cluster) {
 // Leave one model out on one GPU: the tensor-core scales fitted on the responses of the other
 // models' rows, each held-out model's rows simulated with them.
 // One model's rows cannot tell the GEMM scale from the attention scale of another model's
-// kernels (MLA's fused attention against GPT-OSS's unfused core): the prior holds them
+// kernels (MLA's fused attention against GPT-OSS's windowed one): the prior holds them
 // together.
 constexpr double kMoeScalePrior = 1.0;
 
@@ -545,16 +543,16 @@ Options parse(int argc, char** argv) {
       o.moe_gpu = argv[++i];
     else if (a == "--moe-rows")
       o.show_rows = true;
-    else if (a == "--gpt-oss-fused")
-      o.gpt_oss_fused = true;
-    else if (a == "--moe-host-sync")
-      o.moe_host_sync = true;
+    else if (a == "--gpt-oss-unfused")
+      o.gpt_oss_unfused = true;
+    else if (a == "--no-moe-host-sync")
+      o.moe_host_sync = false;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
-                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-fused] "
-                   "[--moe-host-sync]\n");
+                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
+                   "[--no-moe-host-sync]\n");
       std::exit(2);
     }
   }

@@ -182,9 +182,8 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
                            std::to_string(run->num_experts) + "]");
   }
   run->cuda_graph = r.has("cuda_graph") ? r.text("cuda_graph") : "none";
-  if (run->cuda_graph != "none" && run->cuda_graph != "partial" &&
-      run->cuda_graph != "full_iteration") {
-    r.fail("cuda_graph", quote_short(run->cuda_graph) + " is not none, partial or full_iteration");
+  if (run->cuda_graph != "none" && run->cuda_graph != "full_iteration") {
+    r.fail("cuda_graph", quote_short(run->cuda_graph) + " is not none or full_iteration");
   }
   if (r.has("moe_dispatcher") &&
       !parse_expert_dispatcher(r.text("moe_dispatcher"), &run->config.dispatcher)) {

@@ -19,9 +19,9 @@
 // precision_variant (free text), scatter_gather (1), fsdp (0), head_dim (0), sliding_window
 // (0), full_attention_every (0), q_lora_rank (0), kv_lora_rank (0), qk_rope_head_dim (0),
 // v_head_dim (0), dense_layers (0), mtp_layers (0), moe_dispatcher (alltoall | deepep |
-// hybridep, alltoall; config.dispatcher), cuda_graph (none | partial | full_iteration, none:
+// hybridep, alltoall; config.dispatcher), cuda_graph (none | full_iteration, none:
 // full_iteration = the whole step captured in one CUDA graph, simulated without host issue
-// costs, without_host_issue; partial = some modules captured, simulated as eager). Every column is kept in IterationRun; the
+// costs, without_host_issue; none = eager, module-level graphs included). Every column is kept in IterationRun; the
 // prediction refuses, naming the column, what the graph and plan cannot express yet
 // (check_modelled).
 
@@ -65,7 +65,7 @@ struct IterationRun {
   /// config.virtual_stages: the virtual_stages column; config.fp8: precision fp8 (FP8 GEMMs,
   /// weights and the other ops in bf16).
   MegatronConfig config;
-  std::string cuda_graph = "none";  ///< none | partial | full_iteration (the cuda_graph column)
+  std::string cuda_graph = "none";  ///< none | full_iteration (the cuda_graph column)
   bool recompute_given = false;  ///< recompute column filled (else full is the default)
   double measured = 0;  ///< seconds per iteration
 

@@ -1,4 +1,4 @@
-// The eager MoE host model (simulator/moe_host.cpp, CostProfile::moe_host_sync): kernel counts
+// The eager MoE host model (simulator/moe_host.cpp, CostProfile::moe_host_sync): host calls
 // per MoE op, and the host's wait for the token counts once per MoE layer forward, which
 // exposes the host's issue of small layers and hides behind long expert GEMMs. By hand.
 #include <gtest/gtest.h>
@@ -18,17 +18,17 @@ using testing::make_cluster;
 using testing::place;
 using testing::TestGraph;
 
-TEST(MoeHost, KernelCountsPerPass) {
-  // Forward dispatch: 12 kernels, 2 more to sort by local expert when a rank has several.
-  EXPECT_EQ(moe_op_kernels(kMoeDispatch, "MoeDispatch", false, 1), 12);
-  EXPECT_EQ(moe_op_kernels(kMoeDispatch, "MoeDispatch", false, 2), 14);
-  // A grouped GEMM: one GEMM per local expert forward, two backward, and one split.
-  EXPECT_EQ(moe_op_kernels(kMoeExpertUp, "MatMul", false, 4), 5);
-  EXPECT_EQ(moe_op_kernels(kMoeExpertUp, "MatMul", true, 4), 9);
+TEST(MoeHost, HostCallsPerPass) {
+  // Forward dispatch: 12 calls, 2 more to sort by local expert when a rank has several.
+  EXPECT_EQ(moe_op_host_calls(kMoeDispatch, "MoeDispatch", false, 1), 12);
+  EXPECT_EQ(moe_op_host_calls(kMoeDispatch, "MoeDispatch", false, 2), 14);
+  // A grouped linear is one call from Python (and its split) for any number of experts.
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertUp, "MatMul", false, 4), 2);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertUp, "MatMul", true, 16), 3);
   // The router's gate GEMM and its top-k are told apart by the op type.
-  EXPECT_EQ(moe_op_kernels(kMoeRouter, "MatMul", false, 4), 3);
-  EXPECT_EQ(moe_op_kernels(kMoeRouter, "MoeTopK", false, 4), 5);
-  EXPECT_EQ(moe_op_kernels("no_such_role", "MatMul", false, 4), 1);
+  EXPECT_EQ(moe_op_host_calls(kMoeRouter, "MatMul", false, 4), 3);
+  EXPECT_EQ(moe_op_host_calls(kMoeRouter, "MoeTopK", false, 4), 5);
+  EXPECT_EQ(moe_op_host_calls("no_such_role", "MatMul", false, 4), 1);
 }
 
 void mark(Op& op, const char* role, int layer) {
@@ -42,7 +42,7 @@ void mark(Op& op, const char* role, int layer) {
 
 // Two MoE layers, forward only, one device: router -> dispatch -> experts -> combine, each
 // op's GPU time in microseconds as given (uniform profile: FLOPs / 1e12 s). One local expert:
-// the host issues 3, 12, 2 and 3 kernels of 10 us = 30, 120, 20 and 30 us per op.
+// the host issues 3, 12, 2 and 3 calls of 10 us = 30, 120, 20 and 30 us per op.
 double two_layer_step(double router_us, double experts_us, bool sync) {
   TestGraph t;
   TensorId x = t.tensor("x", 8);
@@ -68,7 +68,7 @@ double two_layer_step(double router_us, double experts_us, bool sync) {
   return sim.run(place(g, std::vector<int>(g.num_ops(), 0))).step_time;
 }
 
-// Without the kernel counts (moe_host_sync off) every op is one 10 us dispatch.
+// Without the call counts (moe_host_sync off) every op is one 10 us dispatch.
 TEST(MoeHost, OffIsOneDispatchPerOp) {
   // Router 300 us: the host is ahead; ops run back to back after the first issue.
   EXPECT_NEAR(two_layer_step(300, 1, false), 10e-6 + 2 * 303e-6, 1e-12);
