@@ -268,8 +268,7 @@ bool CostProfile::operator==(const CostProfile& o) const {
   return name == o.name && description == o.description && ops == o.ops && links == o.links &&
          all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
-         moe_host_sync == o.moe_host_sync &&
-         micro_batch_overhead == o.micro_batch_overhead &&
+         moe_host_sync == o.moe_host_sync && micro_batch_overhead == o.micro_batch_overhead &&
          collective_curves == o.collective_curves && nccl == o.nccl && fit_errors == o.fit_errors;
 }
 
@@ -591,8 +590,8 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_format_version(root, 1, 0);
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
-                "p2p_host_sync", "moe_host_sync", "micro_batch_overhead", "ops", "links", "collectives",
-                "collective_curves", "nccl", "fit_errors"});
+                "p2p_host_sync", "moe_host_sync", "micro_batch_overhead", "ops", "links",
+                "collectives", "collective_curves", "nccl", "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);

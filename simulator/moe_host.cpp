@@ -4,8 +4,10 @@
 // per-expert token counts to the host and synchronise once per MoE layer forward, so the host
 // cannot run ahead of the device across MoE layers.
 
-#include <algorithm>
 #include "simulator/moe_host.h"
+
+#include <algorithm>
+
 #include "simulator/simulator_impl.h"
 #include "src/graph/moe_attrs.h"
 
@@ -51,7 +53,7 @@ constexpr MoeCalls kMoeCalls[] = {
 }  // namespace
 
 int moe_op_host_calls(const std::string& role, const std::string& type, bool backward,
-                   int local_experts) {
+                      int local_experts) {
   for (const MoeCalls& k : kMoeCalls) {
     if (role != k.role || (k.type != nullptr && type != k.type)) continue;
     return (backward ? k.backward : k.forward) + (local_experts > 1 ? k.sort : 0);

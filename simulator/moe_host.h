@@ -9,6 +9,6 @@ namespace placer {
 /// op): `role` its forward op's `moe` attribute, `type` its forward op's type, `local_experts`
 /// the routed experts one rank holds. 1 for a role the table does not know.
 int moe_op_host_calls(const std::string& role, const std::string& type, bool backward,
-                   int local_experts);
+                      int local_experts);
 
 }  // namespace placer

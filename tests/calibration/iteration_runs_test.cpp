@@ -258,19 +258,20 @@ TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
 // (1 ms per op).
 TEST(IterationRunsModern, FullIterationGraphRowsRunWithoutHostCost) {
   const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
-  const std::vector<IterationRun> runs = parse_iteration_runs(
-      kHeader + ",cuda_graph\n8,64,4,1024,16,2,1024,2,4,1,100,full_iteration\n"
-                "8,64,4,1024,16,2,1024,2,4,1,100,none\n",
-      "runs.csv");
+  const std::vector<IterationRun> runs =
+      parse_iteration_runs(kHeader +
+                               ",cuda_graph\n8,64,4,1024,16,2,1024,2,4,1,100,full_iteration\n"
+                               "8,64,4,1024,16,2,1024,2,4,1,100,none\n",
+                           "runs.csv");
   CostProfile slow_host = default_profile();
   for (OpCostProfile& op : slow_host.ops) op.dispatch = 1e-3;
   RunPredictor pred(c);
   const double graphed = pred.predict(runs[0], slow_host);
   EXPECT_DOUBLE_EQ(graphed, pred.predict(runs[1], without_host_issue(slow_host)));
   EXPECT_LT(graphed, pred.predict(runs[1], slow_host));
-  EXPECT_THROW(parse_iteration_runs(kHeader + ",cuda_graph\n8,64,4,1024,16,2,1024,2,4,1,100,all\n",
-                                    "r.csv"),
-               FormatError);
+  EXPECT_THROW(
+      parse_iteration_runs(kHeader + ",cuda_graph\n8,64,4,1024,16,2,1024,2,4,1,100,all\n", "r.csv"),
+      FormatError);
 }
 
 // The shape columns reach the llama graph. GPT-OSS-like: 4 heads of 16 on hidden 96 (q

@@ -13,11 +13,6 @@
 namespace placer {
 namespace {
 
-using testing::link;
-using testing::make_cluster;
-using testing::place;
-using testing::TestGraph;
-
 TEST(MoeHost, HostCallsPerPass) {
   // Forward dispatch: 12 calls, 2 more to sort by local expert when a rank has several.
   EXPECT_EQ(moe_op_host_calls(kMoeDispatch, "MoeDispatch", false, 1), 12);
@@ -44,7 +39,7 @@ void mark(Op& op, const char* role, int layer) {
 // op's GPU time in microseconds as given (uniform profile: FLOPs / 1e12 s). One local expert:
 // the host issues 3, 12, 2 and 3 calls of 10 us = 30, 120, 20 and 30 us per op.
 double two_layer_step(double router_us, double experts_us, bool sync) {
-  TestGraph t;
+  testing::TestGraph t;
   TensorId x = t.tensor("x", 8);
   for (int l = 0; l < 2; ++l) {
     const std::string n = "l" + std::to_string(l);
@@ -59,13 +54,13 @@ double two_layer_step(double router_us, double experts_us, bool sync) {
     x = y;
   }
   const Graph g = t.build();
-  const Cluster cl = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
   CostProfile prof = uniform_profile(1.0);
   prof.op(OpCategory::kMatMul).dispatch = 10e-6;
   prof.moe_host_sync = sync;
   const CostModel cost(cl, prof);
   Simulator sim(g, cl, cost);
-  return sim.run(place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
 }
 
 // Without the call counts (moe_host_sync off) every op is one 10 us dispatch.
