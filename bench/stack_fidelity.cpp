@@ -17,10 +17,13 @@
 //
 //  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
 //    leave one model out where a GPU has two or more models (moe_family below); results in
-//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2".
+//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
+//    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
+//    --no-moe-host-sync); --gpt-oss-unfused puts the GPT-OSS bf16 rows back on the unfused core.
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
+//       [--gpt-oss-unfused] [--no-moe-host-sync]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -35,7 +38,9 @@
 #include "simulator/calibration/iteration_runs.h"
 #include "simulator/calibration/shipped_profiles.h"
 #include "simulator/calibration/tensor_scale_fit.h"
+#include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
+#include "simulator/simulator.h"
 #include "src/io/cluster_yaml.h"
 #include "src/util/error.h"
 
@@ -50,6 +55,8 @@ struct Options {
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
+  bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
+  bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
 };
 
 void print_header() {
@@ -311,10 +318,22 @@ std::string moe_model(const IterationRun& r) {
   return "";
 }
 
-std::vector<IterationRun> moe_rows(const std::string& file) {
+// The rows as simulated before the fused core: GPT-OSS bf16 rows on Megatron-core's local
+// (unfused) attention without the window, which cannot have run (its s^2 probabilities do not
+// fit; docs/results.md, "GPT-OSS attention and memory"), kept to compare with.
+IterationRun with_unfused_core(IterationRun r) {
+  if (moe_model(r) != "GPT-OSS 120B" || r.config.fp8) return r;
+  r.attention = "unfused";
+  r.sliding_window = 0;
+  r.full_attention_every = 0;
+  return r;
+}
+
+std::vector<IterationRun> moe_rows(const Options& o, const std::string& file) {
   std::vector<IterationRun> runs;
   for (const IterationRun& r : load_iteration_runs(file)) {
-    if (!moe_model(r).empty() && r.config.cp == 1) runs.push_back(r);
+    if (moe_model(r).empty() || r.config.cp != 1) continue;
+    runs.push_back(o.gpt_oss_unfused ? with_unfused_core(r) : r);
   }
   return runs;
 }
@@ -362,7 +381,7 @@ Cluster power_of_two_domains(const Cluster& cluster) {
 // Leave one model out on one GPU: the tensor-core scales fitted on the responses of the other
 // models' rows, each held-out model's rows simulated with them.
 // One model's rows cannot tell the GEMM scale from the attention scale of another model's
-// kernels (MLA's fused attention against GPT-OSS's unfused core): the prior holds them
+// kernels (MLA's fused attention against GPT-OSS's windowed one): the prior holds them
 // together.
 constexpr double kMoeScalePrior = 1.0;
 
@@ -399,13 +418,53 @@ std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
 // The GPU's rows and their predictions (none when they cannot be run).
 using MoePredictions = std::pair<std::vector<IterationRun>, std::vector<double>>;
 
+// The largest simulated peak memory of any device of `r` (bytes), from `profile`.
+uint64_t peak_memory(const Cluster& cluster, const CostProfile& profile, const IterationRun& r) {
+  RunPredictor predictor(cluster);
+  const Graph& g = predictor.graph(r);
+  const CostModel cost(cluster, profile);
+  Simulator sim(g, cluster, cost);
+  SimOptions opt;
+  opt.critical_path = false;
+  const SimResult result = sim.run(predictor.plan(r), opt);
+  return *std::max_element(result.peak_memory.begin(), result.peak_memory.end());
+}
+
+// Decoder-layer passes one device runs per step: its layers (with the MTP layers, split over
+// the pipeline) times the micro-batches.
+double layer_micro_batches(const IterationRun& r) {
+  const int per_device = (r.layers + r.mtp_layers + r.config.pp - 1) / r.config.pp;
+  return double(per_device) * megatron_micro_batches(r.config);
+}
+
+// One comment line per MoE row: where it is, its expert and pipeline layout, measured and
+// predicted time, the difference per layer pass (layer_micro_batches) and the simulated peak
+// memory against the device's.
+void print_moe_predictions(const Cluster& cluster, const CostProfile& profile,
+                           const MoePredictions& p) {
+  const double capacity = double(cluster.device(0).spec.memory_bytes);
+  for (size_t i = 0; i < p.first.size(); ++i) {
+    const IterationRun& r = p.first[i];
+    const double peak = double(peak_memory(cluster, profile, r));
+    std::printf(
+        "# %s %s %s ep %d pp %d vp %d %s: measured %.0f ms, predicted %.0f ms (%+.1f%%, %+.2f ms "
+        "per layer pass); peak memory %.0f of %.0f GB%s\n",
+        r.where().c_str(), moe_model(r).c_str(), r.attention.c_str(), r.ep, r.config.pp,
+        r.config.virtual_stages, to_string(r.config.dispatcher), 1e3 * r.measured,
+        1e3 * p.second[i], 100 * (p.second[i] / r.measured - 1),
+        1e3 * (r.measured - p.second[i]) / layer_micro_batches(r), peak / 1e9, capacity / 1e9,
+        peak > capacity ? " (out of memory)" : "");
+  }
+}
+
 MoePredictions moe_family(const Options& o, const std::string& gpu,
                           const std::string& cluster_file) {
   const std::string family = "MoE " + gpu;
   const std::string file = o.modern + "/moe_" + gpu + ".csv";
   const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
   const bool have_file = fs::exists(file), have_cluster = fs::exists(dir + cluster_file);
-  const std::vector<IterationRun> runs = have_file ? moe_rows(file) : std::vector<IterationRun>{};
+  const std::vector<IterationRun> runs =
+      have_file ? moe_rows(o, file) : std::vector<IterationRun>{};
   if (!have_cluster || runs.empty()) {
     print_not_run(family, !have_file      ? "no file " + file
                           : !have_cluster ? "no cluster " + cluster_file
@@ -414,7 +473,8 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   }
   const Cluster cluster = power_of_two_domains(load_cluster_yaml(dir + cluster_file));
   const std::string profile = shipped_profile_file(cluster);
-  const CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
+  CostProfile start = iteration_fit_start(load_cost_profile(dir + profile));
+  start.moe_host_sync = o.moe_host_sync;
   std::map<std::string, int> model_index;  // leave one model out: fold = model
   std::vector<int> fold_of;
   for (const IterationRun& r : runs) {
@@ -425,26 +485,17 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   if (model_index.size() < 2) {
     const std::vector<double> p = predict_runs(cluster, start, runs);
     print_moe_rows(gpu, runs, p, "shipped profile, unfitted (one model)");
+    if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
     return {runs, p};
   }
-  const CostProfile reference = with_reference_compute_curves(
+  CostProfile reference = with_reference_compute_curves(
       load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
+  reference.moe_host_sync = o.moe_host_sync;
   const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs);
   print_moe_rows(gpu, runs, p,
                  "leave one model out (" + std::to_string(model_index.size()) + " models)");
+  if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
   return {runs, p};
-}
-
-// One comment line per MoE row: where it is, its expert and pipeline layout, measured and
-// predicted time.
-void print_moe_predictions(const MoePredictions& p) {
-  for (size_t i = 0; i < p.first.size(); ++i) {
-    const IterationRun& r = p.first[i];
-    std::printf("# %s %s ep %d pp %d vp %d %s: measured %.0f ms, predicted %.0f ms (%+.1f%%)\n",
-                r.where().c_str(), moe_model(r).c_str(), r.ep, r.config.pp, r.config.virtual_stages,
-                to_string(r.config.dispatcher), 1e3 * r.measured, 1e3 * p.second[i],
-                100 * (p.second[i] / r.measured - 1));
-  }
 }
 
 // Every GPU's MoE rows, then each model over all GPUs.
@@ -459,7 +510,6 @@ void moe_families(const Options& o) {
     if (!o.moe_gpu.empty() && o.moe_gpu != gpu) continue;
     try {
       const MoePredictions p = moe_family(o, gpu, cluster);
-      if (o.show_rows) print_moe_predictions(p);
       all.first.insert(all.first.end(), p.first.begin(), p.first.end());
       all.second.insert(all.second.end(), p.second.begin(), p.second.end());
     } catch (const Error& e) {
@@ -493,11 +543,16 @@ Options parse(int argc, char** argv) {
       o.moe_gpu = argv[++i];
     else if (a == "--moe-rows")
       o.show_rows = true;
+    else if (a == "--gpt-oss-unfused")
+      o.gpt_oss_unfused = true;
+    else if (a == "--no-moe-host-sync")
+      o.moe_host_sync = false;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
-                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows]\n");
+                   "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
+                   "[--no-moe-host-sync]\n");
       std::exit(2);
     }
   }

@@ -2,7 +2,7 @@
 # DeepSeek-V3 and Kimi-K2 rows (Qwen3 rows never copied), with the shape columns appended.
 import glob, re, sys
 NEW = ['head_dim','sliding_window','full_attention_every','q_lora_rank','kv_lora_rank',
-       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers','moe_dispatcher']
+       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers','moe_dispatcher','cuda_graph']
 def model_of(r, comment):
     m = re.search(r'model "([^"]*)"', comment).group(1)
     if m.startswith('GPT OSS'): return 'gptoss', m
@@ -11,7 +11,7 @@ def model_of(r, comment):
     return None, m
 def shape(kind, comment, precision):
     if kind == 'gptoss':
-        return [64,0,0,0,0,0,0,0,0] if precision == 'bf16' else [64,128,2,0,0,0,0,0,0]
+        return [64,128,2,0,0,0,0,0,0]
     mla = [128,0,0,1536,512,64,128]
     if kind == 'dsv3': return mla + [3, 0 if 'w/o MTP' in comment else 1]
     return mla + [1, 0]
@@ -23,6 +23,13 @@ def dispatcher(kind, gpu, r):
     if gpu == 'b300' and ep == 8: return 'hybridep'
     if gpu in ('gb200', 'gb300') and fp8 and r['global_batch'] == '1280': return 'hybridep'
     return 'alltoall'
+def cuda_graph(kind, gpu, r):
+    # The presets with cuda_graph_impl="full_iteration" (README.md, "CUDA graphs").
+    mx = r['precision_variant'] == 'MXFP8'
+    if kind == 'gptoss' and mx and gpu in ('gb200', 'gb300'): return 'full_iteration'
+    if kind == 'dsv3' and mx and gpu in ('gb200', 'b300', 'gb300') and r['micro_batch'] == '1':
+        return 'full_iteration'
+    return 'none'
 for gpu in ['h100','b200','b300','gb200','gb300']:
     out=[]; hdr=None
     for f in sorted(glob.glob(f'megatron-bridge_*_{gpu}.csv')):
@@ -44,16 +51,17 @@ for gpu in ['h100','b200','b300','gb200','gb300']:
             fields=l.split(','); cols=h.split(',')
             assert fields[cols.index('recompute')]==''
             fields[cols.index('recompute')]='none'
-            if kind == 'gptoss' and r['precision'] == 'bf16':
-                # The sink attention's unfused fallback: every pair scored, the window masked.
-                fields[cols.index('attention')]='unfused'
-            extra = shape(kind, prev, r['precision']) + [dispatcher(kind, gpu, r)]
+            if kind == 'gptoss':
+                # The fused sink attention of the containers' cuDNN, with the provider's window.
+                fields[cols.index('attention')]='flash'
+            extra = shape(kind, prev, r['precision']) + [dispatcher(kind, gpu, r), cuda_graph(kind, gpu, r)]
             out.append(','.join(fields) + ',' + ','.join(str(v) for v in extra))
     if not out: continue
     head = [f'# MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2; cp 1) of the DGX-{gpu.upper()} files in this folder, copied',
             '# verbatim, each after the line of its file that names its source, with the attention / layer-stack',
-            '# columns and the token dispatcher appended, recompute set to none and GPT-OSS bf16 rows set to',
-            '# unfused attention (values and sources in README.md, "MoE shape columns", "Token dispatcher").',
+            '# columns, the token dispatcher and the CUDA graph scope appended, recompute set to none and GPT-OSS',
+            '# rows on flash attention (values and sources in README.md, "MoE shape columns", "Token dispatcher",',
+            '# "CUDA graphs").',
             '# Qwen3 rows are not copied.',
             hdr + ',' + ','.join(NEW)]
     open(f'moe_{gpu}.csv','w').write('\n'.join(head+out)+'\n')

@@ -268,7 +268,7 @@ bool CostProfile::operator==(const CostProfile& o) const {
   return name == o.name && description == o.description && ops == o.ops && links == o.links &&
          all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
-         micro_batch_overhead == o.micro_batch_overhead &&
+         moe_host_sync == o.moe_host_sync && micro_batch_overhead == o.micro_batch_overhead &&
          collective_curves == o.collective_curves && nccl == o.nccl && fit_errors == o.fit_errors;
 }
 
@@ -410,6 +410,7 @@ void read_scalars(const YamlReader& r, const YAML::Node& root, CostProfile* p) {
     p->overlap_slowdown = r.to_double(n, "overlap_slowdown");
   }
   if (const YAML::Node n = root["p2p_host_sync"]) p->p2p_host_sync = r.to_bool(n, "p2p_host_sync");
+  if (const YAML::Node n = root["moe_host_sync"]) p->moe_host_sync = r.to_bool(n, "moe_host_sync");
   if (const YAML::Node n = root["micro_batch_overhead"]) {
     p->micro_batch_overhead = r.to_quantity(n, QuantityKind::kTime, "micro_batch_overhead");
   }
@@ -589,8 +590,8 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_format_version(root, 1, 0);
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
-                "p2p_host_sync", "micro_batch_overhead", "ops", "links", "collectives",
-                "collective_curves", "nccl", "fit_errors"});
+                "p2p_host_sync", "moe_host_sync", "micro_batch_overhead", "ops", "links",
+                "collectives", "collective_curves", "nccl", "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);
@@ -642,6 +643,7 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
       p.launch_overhead < 0 ? std::string("device") : format_time(p.launch_overhead);
   if (p.overlap_slowdown != 1.0) j["overlap_slowdown"] = p.overlap_slowdown;
   if (p.p2p_host_sync) j["p2p_host_sync"] = true;
+  if (p.moe_host_sync) j["moe_host_sync"] = true;
   if (p.micro_batch_overhead > 0) j["micro_batch_overhead"] = format_time(p.micro_batch_overhead);
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (int c = 0; c < kNumOpCategories; ++c) {

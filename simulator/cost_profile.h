@@ -195,6 +195,11 @@ struct CostProfile {
   /// The host waits for each point-to-point transfer it sends or receives (Megatron's
   /// pipeline p2p synchronises after batch_isend_irecv), so later ops are issued after it.
   bool p2p_host_sync = false;
+  /// Eager MoE layers (Megatron-core's token dispatchers): each MoE op's host dispatch is its
+  /// count of host-issued calls (simulator/moe_host.cpp) times its category's `dispatch`, and the
+  /// host waits once per MoE layer forward for the dispatch op's device work (the per-expert token
+  /// counts copied to the host before the all-to-all).
+  bool moe_host_sync = false;
   /// Host time per micro-batch per pipeline stage outside the ops (the framework's
   /// schedule: fetching and broadcasting the batch, loss bookkeeping, p2p set-up), seconds.
   /// Charged to the host before the stage's first forward op of each micro-batch.

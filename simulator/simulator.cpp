@@ -350,6 +350,7 @@ void Simulator::Impl::prepare(const Plan& p, const SimOptions& options) {
   prepare_instances();
   prepare_partition_collectives(p);
   prepare_expert_parallel(p);
+  prepare_moe_host();
   prepare_gradient_syncs(p);
   prepare_expert_gradient_syncs(p);
   prepare_fsdp_groups(p);

@@ -180,6 +180,7 @@ void Simulator::Impl::start_single(uint32_t inst, int d) {
   dev_busy_until[d] = end;
   dev_cur[d] = inst;
   compute_time[d] += dur;
+  host_waits_for(o, end, &d, 1);
   alloc_outputs(o);
   record_compute(inst, d);
   push_event(end, kFinish, inst);
@@ -211,6 +212,7 @@ void Simulator::Impl::start_gang(uint32_t inst, int d) {
   start_time[inst] = start;
   end_time[inst] = end;
   cause[inst] = start > ready_time[inst] ? dev_cur[last] : ready_cause[inst];
+  host_waits_for(o, end, devs, nd);
   for (int k = 0; k < nd; ++k) {
     const int e = devs[k];
     if (e != d) ++dev_lock[e];

@@ -308,6 +308,9 @@ struct Simulator::Impl {
   std::vector<double> host_wait;    // per device: idle time waiting for the host to issue
   double overlap_slowdown = 1.0;
   bool p2p_host_sync = false;
+  // Eager MoE host (moe_host.cpp): per op, the host waits for its instance's end before it
+  // issues anything else (the forward dispatch op under CostProfile::moe_host_sync).
+  std::vector<uint8_t> op_host_sync;
   // Step barrier before the optimizer (loss-scale found-inf / gradient-norm all-reduces).
   uint32_t barrier_pending = 0;  // gradients not yet synchronised; 0 = no barrier
   double barrier_time = 0;       // seconds of the barrier's collectives
@@ -434,6 +437,8 @@ struct Simulator::Impl {
   void make_ready(uint32_t inst);
   void dec_pending(uint32_t inst, uint32_t producer);
   void dispatch(int d);
+  void prepare_moe_host();
+  void host_waits_for(OpId o, double end, const int* devs, int n);
   void start_single(uint32_t inst, int d);
   void start_gang(uint32_t inst, int d);
   void begin_gang(uint32_t inst);

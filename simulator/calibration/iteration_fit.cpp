@@ -211,6 +211,7 @@ CostProfile iteration_fit_start(const CostProfile& base) {
     }
   }
   start.p2p_host_sync = true;
+  start.moe_host_sync = true;
   for (int c = 0; c < kNumOpCategories; ++c) {
     if (start.ops[size_t(c)].dispatch == 0) start.ops[size_t(c)].dispatch = 12e-6;
   }

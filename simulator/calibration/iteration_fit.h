@@ -75,8 +75,9 @@ struct IterationFitResult {
 
 /// The starting profile of an iteration fit from `base`: intra-host all-gather and
 /// reduce-scatter take the intra-host all-reduce curve when they have none (NVLink rings
-/// reach the same bus bandwidth for the three), the host synchronises on pipeline p2p (the
-/// runs are Megatron's), and parameters the base leaves at zero start from typical values
+/// reach the same bus bandwidth for the three), the host synchronises on pipeline p2p and
+/// runs MoE layers eagerly with the token dispatcher's sync (the runs are Megatron's:
+/// p2p_host_sync, moe_host_sync), and parameters the base leaves at zero start from typical values
 /// (12 us dispatch per op, 200 us per micro-batch).
 CostProfile iteration_fit_start(const CostProfile& base);
 

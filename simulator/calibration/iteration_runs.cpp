@@ -114,7 +114,8 @@ const char* const kOptional[] = {"model",
                                  "v_head_dim",
                                  "dense_layers",
                                  "mtp_layers",
-                                 "moe_dispatcher"};
+                                 "moe_dispatcher",
+                                 "cuda_graph"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -179,6 +180,10 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
   if (run->num_experts > 0 && (run->moe_topk < 1 || run->moe_topk > run->num_experts)) {
     r.fail("moe_topk", std::to_string(run->moe_topk) + " is not in [1, num_experts " +
                            std::to_string(run->num_experts) + "]");
+  }
+  run->cuda_graph = r.has("cuda_graph") ? r.text("cuda_graph") : "none";
+  if (run->cuda_graph != "none" && run->cuda_graph != "full_iteration") {
+    r.fail("cuda_graph", quote_short(run->cuda_graph) + " is not none or full_iteration");
   }
   if (r.has("moe_dispatcher") &&
       !parse_expert_dispatcher(r.text("moe_dispatcher"), &run->config.dispatcher)) {
@@ -447,6 +452,15 @@ const Graph& RunPredictor::graph(const IterationRun& run) {
   return *g;
 }
 
+CostProfile without_host_issue(const CostProfile& profile) {
+  CostProfile p = profile;
+  for (OpCostProfile& op : p.ops) op.dispatch = 0;
+  p.micro_batch_overhead = 0;
+  p.moe_host_sync = false;
+  p.p2p_host_sync = false;
+  return p;
+}
+
 Plan RunPredictor::plan(const IterationRun& run) { return run_plan(graph(run), run); }
 
 double RunPredictor::predict(const IterationRun& run, const CostProfile& profile) {
@@ -462,7 +476,9 @@ double RunPredictor::predict(const IterationRun& run, const CostProfile& profile
     throw ValidationError(run.where() + ": " + e.what());
   }
   const Graph& g = *g_built;
-  const CostModel cost(cluster_, profile);
+  // A step captured in one CUDA graph replays without the host issuing its kernels.
+  const CostModel cost(cluster_,
+                       run.cuda_graph == "full_iteration" ? without_host_issue(profile) : profile);
   Simulator sim(g, cluster_, cost);
   SimOptions opt;
   opt.critical_path = false;

@@ -19,9 +19,11 @@
 // precision_variant (free text), scatter_gather (1), fsdp (0), head_dim (0), sliding_window
 // (0), full_attention_every (0), q_lora_rank (0), kv_lora_rank (0), qk_rope_head_dim (0),
 // v_head_dim (0), dense_layers (0), mtp_layers (0), moe_dispatcher (alltoall | deepep |
-// hybridep, alltoall; config.dispatcher). Every column is kept in IterationRun; the
-// prediction refuses, naming the column, what the graph and plan cannot express yet
-// (check_modelled).
+// hybridep, alltoall; config.dispatcher), cuda_graph (none | full_iteration, none:
+// full_iteration = the whole step captured in one CUDA graph, simulated without host issue
+// costs, without_host_issue; none = eager, module-level graphs included). Every column is kept in
+// IterationRun; the prediction refuses, naming the column, what the graph and plan cannot express
+// yet (check_modelled).
 
 #include <map>
 #include <memory>
@@ -63,6 +65,7 @@ struct IterationRun {
   /// config.virtual_stages: the virtual_stages column; config.fp8: precision fp8 (FP8 GEMMs,
   /// weights and the other ops in bf16).
   MegatronConfig config;
+  std::string cuda_graph = "none";  ///< none | full_iteration (the cuda_graph column)
   bool recompute_given = false;  ///< recompute column filled (else full is the default)
   double measured = 0;  ///< seconds per iteration
 
@@ -97,6 +100,10 @@ double check_runs_before_simulating(const std::vector<IterationRun>& runs, const
 /// FlashAttention op; `precision fp8` runs the plan's FP8 GEMMs; experts build the llama
 /// generator's MoE layers in every layer, simulated with the run's ep and etp.)
 void check_modelled(const IterationRun& run);
+
+/// `profile` with no host cost: every op's dispatch, the micro-batch overhead and the host
+/// syncs off (a step replayed from one CUDA graph).
+CostProfile without_host_issue(const CostProfile& profile);
 
 /// Builds (and caches) the training-step graph of each distinct model of the runs and
 /// simulates a run under a cost profile on `cluster` (devices 0 .. gpus-1).

@@ -224,14 +224,16 @@ TEST(IterationRunsModern, AttentionColumnSelectsTheGraphsAttention) {
 }
 
 // The shipped MoE files state each model's shape (datasets/measurements/modern/README.md,
-// "MoE shape columns"): GPT-OSS 120B bf16 on H100 with 64-wide heads and the unfused sink
-// attention; DeepSeek-V3 on GB300 with MLA, 3 dense layers and (25.11, "w/o MTP") no MTP.
+// "MoE shape columns"): GPT-OSS 120B bf16 on H100 with 64-wide heads and the fused sink
+// attention; DeepSeek-V3 on GB300 with MLA, 3 dense layers and (25.11, "w/o MTP") no MTP;
+// the presets' whole-iteration CUDA graphs ("CUDA graphs").
 TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
   const std::string dir = kSrc + "/datasets/measurements/modern/";
   const std::vector<IterationRun> h100 = load_iteration_runs(dir + "moe_h100.csv");
   ASSERT_EQ(h100.size(), 4u);
   EXPECT_EQ(h100[0].head_dim, 64);
-  EXPECT_EQ(h100[0].attention, "unfused");
+  EXPECT_EQ(h100[0].attention, "flash");
+  EXPECT_EQ(h100[0].cuda_graph, "none");
   EXPECT_EQ(h100[0].config.recompute, Recompute::kNone);
   EXPECT_EQ(h100[0].ep, 8);
   const std::vector<IterationRun> gb300 = load_iteration_runs(dir + "moe_gb300.csv");
@@ -241,11 +243,35 @@ TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
   const std::vector<int64_t> shape{ds.num_experts,      ds.kv_lora_rank,  ds.q_lora_rank,
                                    ds.qk_rope_head_dim, ds.dense_layers, ds.mtp_layers};
   EXPECT_EQ(shape, (std::vector<int64_t>{256, 512, 1536, 64, 3, 0}));
-  int gpt_oss_windowed = 0;
+  int gpt_oss_windowed = 0, full_iteration = 0;
   for (const IterationRun& r : gb300) {
     gpt_oss_windowed += r.hidden == 2880 && r.sliding_window == 128 && r.full_attention_every == 2;
+    full_iteration += r.cuda_graph == "full_iteration";
   }
-  EXPECT_EQ(gpt_oss_windowed, 3);  // the MXFP8 rows of 26.06, 26.06.01 and 26.08
+  EXPECT_EQ(gpt_oss_windowed, 8);  // every GPT-OSS row, bf16 and MXFP8
+  // GPT-OSS MXFP8 (3 rows) and DeepSeek-V3 MXFP8 at micro-batch 1 (4 rows).
+  EXPECT_EQ(full_iteration, 7);
+}
+
+// A row captured in one CUDA graph is simulated without host costs: the same as its eager
+// twin under without_host_issue, and faster than the eager twin where the host is the bound
+// (1 ms per op).
+TEST(IterationRunsModern, FullIterationGraphRowsRunWithoutHostCost) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::vector<IterationRun> runs =
+      parse_iteration_runs(kHeader +
+                               ",cuda_graph\n8,64,4,1024,16,2,1024,2,4,1,100,full_iteration\n"
+                               "8,64,4,1024,16,2,1024,2,4,1,100,none\n",
+                           "runs.csv");
+  CostProfile slow_host = default_profile();
+  for (OpCostProfile& op : slow_host.ops) op.dispatch = 1e-3;
+  RunPredictor pred(c);
+  const double graphed = pred.predict(runs[0], slow_host);
+  EXPECT_DOUBLE_EQ(graphed, pred.predict(runs[1], without_host_issue(slow_host)));
+  EXPECT_LT(graphed, pred.predict(runs[1], slow_host));
+  EXPECT_THROW(
+      parse_iteration_runs(kHeader + ",cuda_graph\n8,64,4,1024,16,2,1024,2,4,1,100,all\n", "r.csv"),
+      FormatError);
 }
 
 // The shape columns reach the llama graph. GPT-OSS-like: 4 heads of 16 on hidden 96 (q

@@ -1,0 +1,88 @@
+// The host side of eager MoE layers (CostProfile::moe_host_sync; docs/simulator.md, "MoE host
+// issue and the token-count sync"). A graph's MoE op stands for several calls that the
+// framework's host issues one by one, and Megatron-core's token dispatchers copy the
+// per-expert token counts to the host and synchronise once per MoE layer forward, so the host
+// cannot run ahead of the device across MoE layers.
+
+#include "simulator/moe_host.h"
+
+#include <algorithm>
+
+#include "simulator/simulator_impl.h"
+#include "src/graph/moe_attrs.h"
+
+namespace placer {
+
+namespace {
+
+// Host-issued calls of one eager Megatron-core MoE op, forward and backward: each PyTorch or
+// Transformer Engine call from Python, NCCL collective and device-to-host copy counts once,
+// the unit the profile's per-op `dispatch` was measured in (an eager PyTorch op). Counted from
+// megatron/core/transformer/moe/: router.py (TopKRouter.gating: the input and weight cast to
+// the router dtype and the gate GEMM; the score function, top-k and the scatter into the
+// routing map; the load-balancing loss of switch_load_balancing_loss_func with its routing
+// scores), token_dispatcher.py (MoEAlltoAllTokenDispatcher.preprocess: the routing map's
+// sums, the count all-gather, the local slice and its sums, the device-to-host copies of the
+// splits and the tokens per expert; permute; the token and probability all-to-alls;
+// sort_chunks_by_idxs when a rank holds more than one expert), experts.py (TEGroupedMLP: two
+// grouped linears, the activation and the probability weighting). A grouped linear is one
+// call from Python however many local experts it holds (Transformer Engine loops over the
+// experts' GEMMs in C++): its split, GEMMs and (backward) weight-gradient GEMMs count as 2
+// forward and 3 backward calls. The measured rows agree: their unexplained time does not
+// grow with the local experts (docs/results.md, "MoE host issue"). The shared experts are one
+// graph op per call already.
+struct MoeCalls {
+  const char* role;
+  const char* type;  // op type within the role; nullptr = any
+  int forward, backward;
+  int sort;  // extra calls per pass with more than one local expert (sort_chunks_by_idxs)
+};
+
+constexpr MoeCalls kMoeCalls[] = {
+    {kMoeRouter, "MatMul", 3, 4, 0},
+    {kMoeRouter, nullptr, 5, 3, 0},  // score function, top-k, routing map
+    {kMoeAuxLoss, nullptr, 8, 4, 0},
+    {kMoeDispatch, nullptr, 12, 4, 2},
+    {kMoeExpertUp, nullptr, 2, 3, 0},
+    {kMoeExpertAct, nullptr, 2, 2, 0},
+    {kMoeExpertDown, nullptr, 2, 3, 0},
+    {kMoeCombine, nullptr, 3, 3, 2},
+    {kMoeShared, nullptr, 1, 1, 0},
+};
+
+}  // namespace
+
+int moe_op_host_calls(const std::string& role, const std::string& type, bool backward,
+                      int local_experts) {
+  for (const MoeCalls& k : kMoeCalls) {
+    if (role != k.role || (k.type != nullptr && type != k.type)) continue;
+    return (backward ? k.backward : k.forward) + (local_experts > 1 ? k.sort : 0);
+  }
+  return 1;
+}
+
+// Under moe_host_sync: each MoE forward / backward op's dispatch becomes its calls times its
+// category's dispatch, and every forward dispatch op makes its host wait for its end.
+void Simulator::Impl::prepare_moe_host() {
+  op_host_sync.assign(n_ops, 0);
+  if (!cost.profile().moe_host_sync) return;
+  const int ep = ep_on ? ep_degree : 1;
+  for (OpId o = 0; o < n_ops; ++o) {
+    const int l = op_moe_layer[o];
+    const Phase ph = op_phase[o];
+    if (l < 0 || (ph != Phase::kForward && ph != Phase::kBackward)) continue;
+    const Op& fo = g.op(ph == Phase::kForward ? o : g.op(o).forward_op);
+    const std::string* role = find_op_attr(fo, kMoeRoleAttr);
+    const int local = std::max(1, moe_experts[size_t(l)] / ep);
+    op_disp[o] *= moe_op_host_calls(*role, fo.type, ph == Phase::kBackward, local);
+    op_host_sync[o] = ph == Phase::kForward && *role == kMoeDispatch;
+  }
+}
+
+// The host of each of `o`'s devices waits until `o`'s instance ends (it reads the counts).
+void Simulator::Impl::host_waits_for(OpId o, double end, const int* devs, int n) {
+  if (!op_host_sync[o]) return;
+  for (int k = 0; k < n; ++k) host_issued[devs[k]] = std::max(host_issued[devs[k]], end);
+}
+
+}  // namespace placer

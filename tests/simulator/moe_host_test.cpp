@@ -1,0 +1,91 @@
+// The eager MoE host model (simulator/moe_host.cpp, CostProfile::moe_host_sync): host calls
+// per MoE op, and the host's wait for the token counts once per MoE layer forward, which
+// exposes the host's issue of small layers and hides behind long expert GEMMs. By hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim_fixtures.h"
+#include "simulator/moe_host.h"
+#include "src/graph/moe_attrs.h"
+
+namespace placer {
+namespace {
+
+TEST(MoeHost, HostCallsPerPass) {
+  // Forward dispatch: 12 calls, 2 more to sort by local expert when a rank has several.
+  EXPECT_EQ(moe_op_host_calls(kMoeDispatch, "MoeDispatch", false, 1), 12);
+  EXPECT_EQ(moe_op_host_calls(kMoeDispatch, "MoeDispatch", false, 2), 14);
+  // A grouped linear is one call from Python (and its split) for any number of experts.
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertUp, "MatMul", false, 4), 2);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertUp, "MatMul", true, 16), 3);
+  // The router's gate GEMM and its top-k are told apart by the op type.
+  EXPECT_EQ(moe_op_host_calls(kMoeRouter, "MatMul", false, 4), 3);
+  EXPECT_EQ(moe_op_host_calls(kMoeRouter, "MoeTopK", false, 4), 5);
+  EXPECT_EQ(moe_op_host_calls("no_such_role", "MatMul", false, 4), 1);
+}
+
+void mark(Op& op, const char* role, int layer) {
+  op.attrs.emplace_back(kMoeLayerAttr, std::to_string(layer));
+  op.attrs.emplace_back(kMoeRoleAttr, role);
+  if (std::string(role) == kMoeExpertUp) {
+    op.attrs.emplace_back(kMoeExpertsAttr, "1");
+    op.attrs.emplace_back(kMoeTopKAttr, "1");
+  }
+}
+
+// Two MoE layers, forward only, one device: router -> dispatch -> experts -> combine, each
+// op's GPU time in microseconds as given (uniform profile: FLOPs / 1e12 s). One local expert:
+// the host issues 3, 12, 2 and 3 calls of 10 us = 30, 120, 20 and 30 us per op.
+double two_layer_step(double router_us, double experts_us, bool sync) {
+  testing::TestGraph t;
+  TensorId x = t.tensor("x", 8);
+  for (int l = 0; l < 2; ++l) {
+    const std::string n = "l" + std::to_string(l);
+    const TensorId logits = t.tensor(n + ".logits", 8);
+    const TensorId routed = t.tensor(n + ".routed", 8);
+    const TensorId out = t.tensor(n + ".out", 8);
+    const TensorId y = t.tensor(n + ".y", 8);
+    mark(t.at(t.op(n + ".router", router_us * 1e6, {x}, {logits})), kMoeRouter, l);
+    mark(t.at(t.op(n + ".dispatch", 1e6, {x, logits}, {routed})), kMoeDispatch, l);
+    mark(t.at(t.op(n + ".experts", experts_us * 1e6, {routed}, {out})), kMoeExpertUp, l);
+    mark(t.at(t.op(n + ".combine", 1e6, {out}, {y})), kMoeCombine, l);
+    x = y;
+  }
+  const Graph g = t.build();
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
+  CostProfile prof = uniform_profile(1.0);
+  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
+  prof.moe_host_sync = sync;
+  const CostModel cost(cl, prof);
+  Simulator sim(g, cl, cost);
+  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+}
+
+// Without the call counts (moe_host_sync off) every op is one 10 us dispatch.
+TEST(MoeHost, OffIsOneDispatchPerOp) {
+  // Router 300 us: the host is ahead; ops run back to back after the first issue.
+  EXPECT_NEAR(two_layer_step(300, 1, false), 10e-6 + 2 * 303e-6, 1e-12);
+}
+
+TEST(MoeHost, SyncExposesTheIssueOfSmallLayers) {
+  // Router 300 us, every other op 1 us. Issue clock without waits: r0 30, d0 150, e0 170,
+  // c0 200, r1 230, d1 350, e1 370, c1 400 (us): the device runs r0 30-330, d0 .. c0 to 333,
+  // r1 333-633, the rest to 636.
+  // With the sync: d0 ends at 331 and the host waits: e0 issued 351 (351-352), c0 381-382,
+  // r1 411-711, d1 issued 531 runs 711-712, the host waits: e1 732-733, c1 762-763.
+  // 127 us more than the 636 us the same issue costs would take without the waits.
+  EXPECT_NEAR(two_layer_step(300, 1, true), 763e-6, 1e-12);
+}
+
+TEST(MoeHost, LongExpertGemmsHideAllButTheFirstIssueAfterEachSync) {
+  // Router 300 us, experts 500 us. With the sync: r0 30-330, d0 330-331 (host waits to 331),
+  // e0 issued 351 runs 351-851, c0 (issued 381) 851-852, r1 (issued 411) 852-1152, d1
+  // (issued 531) 1152-1153, the host waits: e1 issued 1173 runs 1173-1673, c1 1673-1674.
+  // Each sync exposes only the 20 us issue of the expert GEMM after it.
+  EXPECT_NEAR(two_layer_step(300, 500, true), 1674e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace placer
