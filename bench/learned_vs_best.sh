@@ -45,7 +45,7 @@ step_ms() {  # step_ms MODEL LABEL -> the step time in ms (with the winner for b
   local label=$2 meth=$2 args=(--model "$1" --batch-size "$batch")
   case "$1" in *.graph.json) args=(--graph "$1") ;; esac
   case "$label" in *-cand) meth=${meth%-cand}; args+=(--set "policy=$candidate") ;; esac
-  case "$label" in *-ft) meth=${meth%-ft}; args+=(--set finetune=100000 --budget-seconds "$ft") ;; esac
+  case "$meth" in *-ft) meth=${meth%-ft}; args+=(--set finetune=100000 --budget-seconds "$ft") ;; esac
   local out
   out=$("$placer" place --cluster "$cluster" --method "$meth" \
         "${args[@]}" --seed 1 -o "$tmp/p.plan.yaml" 2>&1) || { echo fail; return; }
