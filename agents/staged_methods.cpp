@@ -10,54 +10,69 @@ namespace placer {
 
 std::string staged_policy_path() { return shipped_policy_path("stages.pt"); }
 
-Plan placement_as_pipeline(const Problem& problem, const Plan& placement) {
+Plan placement_as_pipeline(const Problem& problem, const Plan& placement, Objective objective,
+                           SimResult* sim) {
   PipelinePlacerOptions options;
   options.cut_groups = placement.placement;
-  Plan plan = pipeline_dp_plan(problem, options);
+  options.objective = objective;
+  SimResult planned;
+  Plan plan = pipeline_dp_plan(problem, options, nullptr, &planned);
   // One stage is plain data parallelism: nothing to overlap, and micro-batches only add
   // smaller, more numerous kernels. pipeline-dp tries 2, 4 and 8 micro-batches per stage, so
   // one is tried here as well.
   if (plan.pipeline.stages.size() == 1 && plan.pipeline.micro_batches > 1) {
     Plan whole = plan;
-    const SimResult r = choose_micro_batches(problem, &whole, 0, 1);
+    SimResult r = choose_micro_batches(problem, &whole, 0, 1);
     if (!r.oom && r.step_time < plan.predicted.step_time) {
       record_prediction(r, &whole);
+      if (sim) *sim = std::move(r);
       return whole;
     }
   }
+  if (sim) *sim = std::move(planned);
   return plan;
 }
 
-Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Objective objective) {
+Plan placement_or_pipeline(const Problem& problem, const Plan& placement, Objective objective,
+                           std::optional<SimResult>* sim) {
   Plan flat = placement;
-  const SimResult as_placed = predict(problem, &flat);
+  SimResult as_placed = predict(problem, &flat);
   Plan staged;
+  SimResult staged_run;
   try {
-    staged = placement_as_pipeline(problem, placement);
+    staged = placement_as_pipeline(problem, placement, objective, &staged_run);
   } catch (const Error&) {
     if (as_placed.oom) throw;
+    if (sim) *sim = std::move(as_placed);
     return flat;  // no pipeline of its groups fits, the placement does
   }
   double staged_time = staged.predicted.step_time;
+  std::optional<SimResult> staged_sim;
   if (objective != Objective::kStepTime) {
     SimOptions so;
     so.critical_path = false;
-    SimResult r = problem.simulator.run(staged, so);
-    stream_whole_batches(objective, problem.simulator, problem.cluster, so, &staged, &r);
-    staged_time = objective_time(objective, r, problem.cluster);
+    staged_sim = std::move(staged_run);
+    stream_whole_batches(objective, problem.simulator, problem.cluster, so, &staged, &*staged_sim);
+    staged_time = objective_time(objective, *staged_sim, problem.cluster);
   }
   const bool flat_wins =
       !as_placed.oom &&
       (staged.predicted.oom || objective_time(objective, as_placed, problem.cluster) < staged_time);
-  return flat_wins ? flat : staged;
+  if (flat_wins) {
+    if (sim) *sim = std::move(as_placed);
+    return flat;
+  }
+  if (sim && staged_sim) *sim = std::move(staged_sim);
+  return staged;
 }
 
 void add_staged_methods(std::vector<MethodInfo>* out) {
   if (!gdp_available()) return;
   auto make = [](const GdpMethodOptions& o) {
     GdpPlaceOptions place = o.place;
-    place.shape = [objective = o.place.objective](const Problem& p, const Plan& placement) {
-      return placement_or_pipeline(p, placement, objective);
+    place.shape = [objective = o.place.objective](const Problem& p, const Plan& placement,
+                                                  std::optional<SimResult>* sim) {
+      return placement_or_pipeline(p, placement, objective, sim);
     };
     // Its own shipped policy, trained with the staged reward (`stages: true`).
     const std::string policy = o.policy.empty() ? staged_policy_path() : o.policy;

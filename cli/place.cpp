@@ -118,16 +118,23 @@ void check_sugar(const PlaceArgs& a) {
   }
 }
 
-/// The placer with its options (checked, and a policy file found) before anything is loaded;
-/// null for a portfolio.
-std::unique_ptr<Placer> configured_placer(const PlaceArgs& a) {
+/// --method with its options, read once: the placer, or for a portfolio its options.
+struct ConfiguredMethod {
+  std::unique_ptr<Placer> placer;  ///< null for a portfolio
+  PortfolioOptions portfolio;      ///< a portfolio's options (`objective`)
+};
+
+/// The method with its options (checked, and a policy file found) before anything is loaded.
+ConfiguredMethod configured_method(const PlaceArgs& a) {
   check_sugar(a);
   const MethodSettings settings = method_settings(a);
+  ConfiguredMethod m;
   if (is_portfolio(a.method)) {
-    portfolio_options(a.method, settings);  // its one key, objective, checked here
-    return nullptr;
+    m.portfolio = portfolio_options(a.method, settings);
+  } else {
+    m.placer = make_placer(a.method, settings);
   }
-  return make_placer(a.method, settings);
+  return m;
 }
 
 SearchBudget budget_of(const PlaceArgs& a) {
@@ -141,13 +148,10 @@ SearchBudget budget_of(const PlaceArgs& a) {
 }
 
 /// Runs the method (or the portfolio) on the problem; a failing method is an error.
-MethodRun run_chosen(const PlaceArgs& a, Placer* placer, const ProblemSetup& s,
+MethodRun run_chosen(const PlaceArgs& a, const ConfiguredMethod& method, const ProblemSetup& s,
                      const SearchBudget& budget) {
-  if (!placer) {
-    return run_portfolio(a.method, s, budget, std::cerr,
-                         portfolio_options(a.method, method_settings(a)));
-  }
-  MethodRun chosen = run_placer(*placer, s, budget);
+  if (!method.placer) return run_portfolio(a.method, s, budget, std::cerr, method.portfolio);
+  MethodRun chosen = run_placer(*method.placer, s, budget);
   if (!chosen.ok) {
     // Methods usually name themselves in their messages; don't say it twice.
     const std::string prefix = a.method + ":";
@@ -177,11 +181,11 @@ std::string yaml_quote(const std::string& s) {
 }
 
 /// The method's options with the values this run used, as "  key: value" lines (paths and
-/// text quoted); nothing for a method without options or a portfolio.
-std::string options_yaml(const PlaceArgs& a) {
+/// text quoted; a portfolio's from `portfolio`); nothing for a method without options.
+std::string options_yaml(const PlaceArgs& a, const PortfolioOptions& portfolio) {
   if (is_portfolio(a.method)) {
     // Written when given: a portfolio has one option, `objective` (step by default).
-    const Objective objective = portfolio_options(a.method, method_settings(a)).objective;
+    const Objective objective = portfolio.objective;
     if (objective == Objective::kStepTime) return "";
     return std::string("options:  # the portfolio's (docs/cli.md)\n  objective: ") +
            to_string(objective) + "\n";
@@ -206,7 +210,7 @@ void write_list(std::ostream& f, const char* key, const std::vector<std::string>
 
 // Written atomically (write_text_atomic): a failed write leaves no partial file.
 void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& run,
-                  const std::string& path) {
+                  const PortfolioOptions& portfolio, const std::string& path) {
   std::ostringstream f;
   f << "# Effective configuration of the `placer place` run that wrote " << a.output << "\n";
   f << "format_version: \"1.0\"\n";
@@ -229,7 +233,7 @@ void write_config(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& ru
   f << "]  # empty = all " << s.cluster.num_devices() << " devices\n";
   f << "method: " << a.method << "\n";
   f << "chosen_method: " << run.method << "\n";
-  f << options_yaml(a);
+  f << options_yaml(a, portfolio);
   write_list(f, "set", a.set);
   write_list(f, "agent_set", a.agent_set);
   f << "budget: {evaluations: " << a.budget_evals << ", seconds: " << a.budget_seconds
@@ -284,7 +288,8 @@ void report(const ProblemSetup& s, const MethodRun& run, const SimResult& single
 }
 
 /// The trace, the plan and the effective configuration, each path printed.
-void write_outputs(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& chosen) {
+void write_outputs(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& chosen,
+                   const PortfolioOptions& portfolio) {
   if (!a.trace.empty()) {
     SimOptions opts = s.sim_options();
     opts.critical_path = true;
@@ -298,7 +303,7 @@ void write_outputs(const PlaceArgs& a, const ProblemSetup& s, const MethodRun& c
   save_plan(chosen.plan, s.graph, s.cluster, a.output);
   std::cout << "plan         " << a.output << " (with the predicted step time and memory)\n";
   const std::string config = config_path_for(a.output);
-  write_config(a, s, chosen, config);
+  write_config(a, s, chosen, portfolio, config);
   std::cout << "config       " << config << "\n";
 }
 
@@ -306,12 +311,12 @@ void run_place(PlaceArgs a) {
   if (a.method.empty()) a.method = a.policy.empty() ? kDefaultMethod : kPolicyMethod;
   onnx_model_of(a.problem);  // a model is named, once (before any policy is loaded)
   // The method name, its options and its policy file are checked before loading anything.
-  const std::unique_ptr<Placer> placer = configured_placer(a);
+  const ConfiguredMethod method = configured_method(a);
   const std::unique_ptr<ProblemSetup> s = load_problem(a.problem);
-  const MethodRun chosen = run_chosen(a, placer.get(), *s, budget_of(a));
+  const MethodRun chosen = run_chosen(a, method, *s, budget_of(a));
   report(*s, chosen, simulate_single_device(*s), profile_label(a.problem.profile, s->cluster));
   warn_unexportable(chosen.plan, s->graph, a.output);
-  write_outputs(a, *s, chosen);
+  write_outputs(a, *s, chosen, method.portfolio);
 }
 
 void place_options(CLI::App* sub, PlaceArgs& a) {

@@ -4,18 +4,38 @@
 #include <memory>
 
 #include "agents/api/methods.h"
-#include "agents/common/function_placer.h"
 #include "agents/classical/partition_dp.h"
 #include "agents/classical/pipeline_dp.h"
+#include "agents/common/function_placer.h"
+#include "agents/common/method_options.h"
+#include "agents/common/objective.h"
 
 namespace placer {
 
 void add_dynamic_programming_methods(std::vector<MethodInfo>* out) {
-  out->push_back(function_method(
-      "pipeline-dp",
-      "PipeDream/DAPPLE dynamic program: stage cuts, per-stage replication, stages on "
-      "consecutive devices aligned to hosts where it pays, 1F1B",
-      [](const Problem& p, const SearchBudget&) { return pipeline_dp_plan(p); }));
+  // One key, `objective`: what its stage costs model (PipelinePlacerOptions::objective).
+  static const OptionTable<PipelinePlacerOptions> pipeline_options = [] {
+    OptionTable<PipelinePlacerOptions> t("pipeline-dp");
+    add_objective_option(
+        t, [](auto& o) -> auto& { return o.objective; },
+        "what the stage costs model: the step (a replica's gradient all-reduce added to its "
+        "compute), or the steady state of pipelined execution (each device busy for the longer "
+        "of its compute share and its communication, all-reduce and its share of the boundary "
+        "transfers; their sum without copy engines; docs/dp_placers.md)");
+    return t;
+  }();
+  auto pipeline_dp = [](const PipelinePlacerOptions& o) {
+    return std::unique_ptr<Placer>(new FunctionPlacer(
+        "pipeline-dp",
+        [o](const Problem& p, const SearchBudget&) { return pipeline_dp_plan(p, o); }));
+  };
+  out->push_back(with_options(
+      function_method(
+          "pipeline-dp",
+          "PipeDream/DAPPLE dynamic program: stage cuts, per-stage replication, stages on "
+          "consecutive devices aligned to hosts where it pays, 1F1B",
+          [](const Problem& p, const SearchBudget&) { return pipeline_dp_plan(p); }),
+      pipeline_options, PipelinePlacerOptions{}, pipeline_dp));
   PartitionPlacerOptions levels;
   levels.try_levels = true;
   out->push_back(function_method(

@@ -337,7 +337,11 @@ struct PipelineCostData {
   std::vector<double> grad, resident, saved;    // prefix over units
   std::vector<uint64_t> workspace;              // per unit
   std::vector<double> cross;                    // bytes over the cut before unit j
+  std::vector<double> cross_back;               // gradient bytes back over the cut before unit j
   double trips = 2;  // crossings per cut: activations, and gradients when there is a backward
+  /// Boundaries move cross forward and cross_back back (the gradients the backward ops
+  /// send, as the simulator moves them), instead of trips x cross.
+  bool gradients_as_sent = false;
   // Sync groups of the (first, r) pairs the DP asks for, made on first use: making all
   // N^2 of them up front took minutes on 1024 devices.
   std::unordered_map<size_t, CollectiveGroup> groups;  // key first * N + r - 1
@@ -354,6 +358,7 @@ struct PipelineCostData {
                     min_memory[static_cast<size_t>(k)][static_cast<size_t>(first + r - (1 << k))]);
   }
   double stage_time(const CostModel& cm, int i, int j, int first, int r);
+  double steady_stage_time(const CostModel& cm, int i, int j, int first, int r, bool overlap);
   double boundary_time(const CostModel& cm, int j, int prev_last, int first, int r) const;
   bool fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const;
 
@@ -361,9 +366,11 @@ struct PipelineCostData {
   /// Adds op o's times, bytes and cut crossings to unit u's entries (before the prefix sums);
   /// `diff` collects the crossings as differences.
   void add_op(const Graph& g, const CostModel& cost, const LayerChain& chain, OpId o,
-              std::vector<double>& diff);
-  void make_prefix_sums(const std::vector<double>& diff);
+              std::vector<double>& diff, std::vector<double>& diff_back);
+  void make_prefix_sums(const std::vector<double>& diff, const std::vector<double>& diff_back);
   void make_min_memory(const Cluster& cluster);
+  double compute_time(int i, int j, int first, int r) const;
+  double allreduce_time(const CostModel& cm, int i, int j, int first, int r);
 };
 
 PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& chain,
@@ -375,19 +382,33 @@ PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& cha
   resident = grad;
   saved = grad;
   workspace.assign(static_cast<size_t>(L), 0);
-  std::vector<double> diff(static_cast<size_t>(L) + 1, 0);
+  std::vector<double> diff(static_cast<size_t>(L) + 1, 0), diff_back = diff;
   bool backward = false;
   for (OpId o = 0; o < problem.graph.num_ops(); ++o) {
-    add_op(problem.graph, problem.cost, chain, o, diff);
+    add_op(problem.graph, problem.cost, chain, o, diff, diff_back);
     backward = backward || problem.graph.op(o).phase == Phase::kBackward;
   }
   trips = backward ? 2 : 1;
-  make_prefix_sums(diff);
+  make_prefix_sums(diff, diff_back);
   make_min_memory(problem.cluster);
 }
 
+/// A backward op's output t in unit u sent back to the earliest unit that consumes it in
+/// its backward pass: it crosses every cut in between (diff_back, as differences).
+void add_gradient_back(const Graph& g, const LayerChain& chain, TensorId t, size_t u,
+                       std::vector<double>& diff_back) {
+  size_t earliest = u;
+  for (OpId c : g.consumers(t)) {
+    if (g.op(c).phase != Phase::kBackward) continue;
+    earliest = std::min(earliest, static_cast<size_t>(chain.unit_of[c]));
+  }
+  if (earliest >= u) return;
+  diff_back[earliest + 1] += static_cast<double>(g.tensor(t).bytes);
+  diff_back[u + 1] -= static_cast<double>(g.tensor(t).bytes);
+}
+
 void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const LayerChain& chain,
-                              OpId o, std::vector<double>& diff) {
+                              OpId o, std::vector<double>& diff, std::vector<double>& diff_back) {
   const Op& op = g.op(o);
   const size_t u = static_cast<size_t>(chain.unit_of[o]);
   const bool per_batch =
@@ -402,6 +423,7 @@ void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const Layer
   for (TensorId t : op.outputs) {
     const Tensor& ten = g.tensor(t);
     if (ten.is_param_grad) grad[u + 1] += static_cast<double>(ten.bytes);
+    if (op.phase == Phase::kBackward) add_gradient_back(g, chain, t, u, diff_back);
     if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
     if (ten.batch_scaled) saved[u + 1] += static_cast<double>(ten.bytes);
     int cmax = -1;
@@ -417,7 +439,8 @@ void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const Layer
   }
 }
 
-void PipelineCostData::make_prefix_sums(const std::vector<double>& diff) {
+void PipelineCostData::make_prefix_sums(const std::vector<double>& diff,
+                                        const std::vector<double>& diff_back) {
   for (int s = 0; s < N; ++s) {
     for (int u = 0; u < L; ++u) {
       comp[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
@@ -432,10 +455,13 @@ void PipelineCostData::make_prefix_sums(const std::vector<double>& diff) {
     saved[static_cast<size_t>(u) + 1] += saved[static_cast<size_t>(u)];
   }
   cross.assign(static_cast<size_t>(L) + 1, 0);
-  double run = 0;
+  cross_back = cross;
+  double run = 0, back = 0;
   for (int j = 0; j <= L; ++j) {
     run += diff[static_cast<size_t>(j)];
+    back += diff_back[static_cast<size_t>(j)];
     cross[static_cast<size_t>(j)] = run;
+    cross_back[static_cast<size_t>(j)] = back;
   }
 }
 
@@ -454,34 +480,60 @@ void PipelineCostData::make_min_memory(const Cluster& cluster) {
   }
 }
 
-double PipelineCostData::stage_time(const CostModel& cm, int i, int j, int first, int r) {
+/// Layers [i, j)'s compute share on one of r replicas starting at `first`, with the work
+/// every replica does once.
+double PipelineCostData::compute_time(int i, int j, int first, int r) const {
   const auto& c = comp[static_cast<size_t>(first)];
   const auto& o = once[static_cast<size_t>(first)];
-  double v = (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
-             (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
-  if (r > 1) {
-    const double g = grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)];
-    const size_t key = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
-    auto it = groups.find(key);
-    if (it == groups.end()) {
-      // The simulator sorts sync groups by device id.
-      std::vector<int> members(devices.begin() + first, devices.begin() + first + r);
-      std::sort(members.begin(), members.end());
-      it = groups.emplace(key, cm.make_group(members)).first;
-    }
-    v += cm.group_collective_time(CollectiveKind::kAllReduce, it->second, static_cast<uint64_t>(g),
-                                  SyncScheme::kAuto);
+  return (c[static_cast<size_t>(j)] - c[static_cast<size_t>(i)]) / r +
+         (o[static_cast<size_t>(j)] - o[static_cast<size_t>(i)]);
+}
+
+/// The all-reduce of layers [i, j)'s gradients among slots [first, first + r) (0 for r = 1).
+double PipelineCostData::allreduce_time(const CostModel& cm, int i, int j, int first, int r) {
+  if (r <= 1) return 0;
+  const double g = grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)];
+  const size_t key = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
+  auto it = groups.find(key);
+  if (it == groups.end()) {
+    // The simulator sorts sync groups by device id.
+    std::vector<int> members(devices.begin() + first, devices.begin() + first + r);
+    std::sort(members.begin(), members.end());
+    it = groups.emplace(key, cm.make_group(members)).first;
   }
-  return v;
+  return cm.group_collective_time(CollectiveKind::kAllReduce, it->second, static_cast<uint64_t>(g),
+                                  SyncScheme::kAuto);
+}
+
+double PipelineCostData::stage_time(const CostModel& cm, int i, int j, int first, int r) {
+  return compute_time(i, j, first, r) + allreduce_time(cm, i, j, first, r);
+}
+
+/// The steady-state occupancy of a replica of stage [i, j) on slots [first, first + r): its
+/// compute share, and its communication (the all-reduce, its share of the boundary in from
+/// the slot before and of the boundary out to the slot after), the longer of the two when
+/// `overlap`, else their sum.
+double PipelineCostData::steady_stage_time(const CostModel& cm, int i, int j, int first, int r,
+                                           bool overlap) {
+  double comm = allreduce_time(cm, i, j, first, r);
+  if (i > 0 && first > 0) comm += boundary_time(cm, i, first - 1, first, r);
+  if (j < L) comm += boundary_time(cm, j, first, std::min(first + r, N - 1), r);
+  const double compute = compute_time(i, j, first, r);
+  return overlap ? std::max(compute, comm) : compute + comm;
 }
 
 double PipelineCostData::boundary_time(const CostModel& cm, int j, int prev_last, int first,
                                        int r) const {
   if (prev_last < 0) return 0.0;
   const uint64_t bytes = static_cast<uint64_t>(std::ceil(cross[static_cast<size_t>(j)] / r));
+  const int from = devices[static_cast<size_t>(prev_last)],
+            to = devices[static_cast<size_t>(first)];
+  if (gradients_as_sent) {
+    const auto back = static_cast<uint64_t>(std::ceil(cross_back[static_cast<size_t>(j)] / r));
+    return cm.transfer_time(from, to, bytes) + (back > 0 ? cm.transfer_time(to, from, back) : 0);
+  }
   // Activations forward and their gradients backward over the same link pair.
-  return trips * cm.transfer_time(devices[static_cast<size_t>(prev_last)],
-                                  devices[static_cast<size_t>(first)], bytes);
+  return trips * cm.transfer_time(from, to, bytes);
 }
 
 bool PipelineCostData::fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const {
@@ -524,9 +576,21 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
   }
   if (!any_blocking) t.blocking.clear();
   const CostModel* cm = &problem.cost;
-  t.stage_time = [D, cm](int i, int j, int first, int r) {
-    return D->stage_time(*cm, i, j, first, r);
-  };
+  if (options.objective == Objective::kThroughput) {
+    // The steady state counts a stage's boundaries in its own occupancy, and the gradients
+    // as the backward ops send them.
+    D->gradients_as_sent = true;
+    std::vector<char> blocking = t.blocking;
+    blocking.resize(static_cast<size_t>(N), 0);
+    t.blocking.clear();
+    t.stage_time = [D, cm, blocking](int i, int j, int first, int r) {
+      return D->steady_stage_time(*cm, i, j, first, r, !blocking[static_cast<size_t>(first)]);
+    };
+  } else {
+    t.stage_time = [D, cm](int i, int j, int first, int r) {
+      return D->stage_time(*cm, i, j, first, r);
+    };
+  }
   t.boundary_time = [D, cm](int j, int prev_last, int first, int r) {
     return D->boundary_time(*cm, j, prev_last, first, r);
   };
@@ -590,7 +654,7 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
 }
 
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options,
-                      PipelineDpSolution* solution) {
+                      PipelineDpSolution* solution, SimResult* sim) {
   const Graph& g = problem.graph;
   const std::vector<int> devices = problem_devices(problem);
   PLACER_CHECK(!devices.empty(), "pipeline-dp: no devices to place on");
@@ -660,8 +724,9 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
   }
   const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
   plan.validate(g, problem.cluster);
-  const SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
+  SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
   record_prediction(res, &plan);
+  if (sim) *sim = std::move(res);
   return plan;
 }
 

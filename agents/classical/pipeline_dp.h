@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agents/api/placer.h"
+#include "agents/common/objective.h"
 
 namespace placer {
 
@@ -112,6 +113,14 @@ struct PipelinePlacerOptions {
   /// the DP may only cut where they change (it may still merge neighbours and chooses the
   /// replicas and the device slots). Used by `gdp+stages` (agents/staged_methods.cpp).
   std::vector<int> cut_groups;
+  /// What the stage costs model (`--set objective=`): the step (kStepTime: a stage's
+  /// gradient all-reduce adds to its compute, boundaries are links of their own) or the
+  /// steady state of pipelined execution (kThroughput: a stage's devices are occupied by
+  /// its compute share and by its communication, the all-reduce among its replicas plus its
+  /// boundary transfers in and out, each replica moving its share of the samples; the longer
+  /// of the two with copy engines, their sum without, as simulator/steady_state.h counts a
+  /// device's occupancy).
+  Objective objective = Objective::kStepTime;
 };
 
 /// The cut points (ascending, with 0 and chain.units.size()) of `group_of_op` read as
@@ -145,8 +154,9 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
 /// DP only considers r | B / m (only r = 1 when m does not divide B); otherwise r | B, and
 /// m is then chosen among the divisors of B / lcm(replicas) (the largest <= 4 s, 2 s, 8 s).
 /// Simulates it; on OOM moves to more micro-batches (the next such divisor >= 2 m) a few
-/// times. Throws placer::Error when no configuration fits in memory.
+/// times. Throws placer::Error when no configuration fits in memory. *sim (when not null)
+/// gets the returned plan's simulation (critical path off).
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options = {},
-                      PipelineDpSolution* solution = nullptr);
+                      PipelineDpSolution* solution = nullptr, SimResult* sim = nullptr);
 
 }  // namespace placer

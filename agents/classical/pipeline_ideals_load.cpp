@@ -30,6 +30,23 @@ void add_extra_work(const IdealSplitProblem& p, const std::vector<int>& stage_of
   }
 }
 
+/// Node u's activations (StageLoadModel::activations): each to every other label that reads
+/// it, charged there and to u's label.
+void charge_activations(const StageLoadModel& m, int u, const std::vector<int>& stage_of,
+                        LabelSums* t) {
+  const size_t su = static_cast<size_t>(stage_of[static_cast<size_t>(u)]);
+  for (const StageLoadModel::Activation& a : m.activations[static_cast<size_t>(u)]) {
+    uint64_t to = 0;
+    for (int v : a.readers) to |= uint64_t(1) << stage_of[static_cast<size_t>(v)];
+    to &= ~(uint64_t(1) << su);
+    for (size_t l = 0; to != 0; ++l, to >>= 1) {
+      if (!(to & 1)) continue;
+      t->xfer[l] += a.time;
+      t->xfer[su] += a.time;
+    }
+  }
+}
+
 LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, int labels) {
   const IdealSplitProblem& p = m.split;
   LabelSums t;
@@ -46,9 +63,18 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
     // u's output crosses the border of its own stage and of every other stage it feeds,
     // once per stage (ideal_stage_load's rule).
     uint64_t crossed = 0;
-    for (int v : p.succs[static_cast<size_t>(u)]) {
-      const int sv = stage_of[static_cast<size_t>(v)];
-      if (static_cast<size_t>(sv) != su) crossed |= (uint64_t(1) << sv) | (uint64_t(1) << su);
+    const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+    for (size_t k = 0; k < succs.size(); ++k) {
+      const int sv = stage_of[static_cast<size_t>(succs[k])];
+      if (static_cast<size_t>(sv) == su) continue;
+      crossed |= (uint64_t(1) << sv) | (uint64_t(1) << su);
+      if (m.back.empty()) continue;
+      t.xfer[su] += m.back[static_cast<size_t>(u)][k];
+      t.xfer[static_cast<size_t>(sv)] += m.back[static_cast<size_t>(u)][k];
+    }
+    if (!m.activations.empty()) {
+      charge_activations(m, u, stage_of, &t);
+      continue;
     }
     for (size_t l = 0; crossed != 0; ++l, crossed >>= 1) {
       if (crossed & 1) t.xfer[l] += p.send[static_cast<size_t>(u)];
@@ -58,16 +84,16 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
   return t;
 }
 
-/// The load of `label` on `replicas` devices: its compute share with its communication (the
-/// border transfers and the gradient all-reduce), added or overlapped as the devices say
-/// (stage_load). The all-reduce overlaps the whole compute share, as the simulator's steady
-/// state counts it (docs/dp_placers.md). Without the all-reduce when `allreduce` is false:
-/// a lower bound for the search.
+/// The load of `label` on `replicas` devices: its compute share with its communication (its
+/// share of the border transfers, each replica moving the samples it runs, and the gradient
+/// all-reduce), added or overlapped as the devices say (stage_load). The all-reduce overlaps the
+/// whole compute share, as the simulator's steady state counts it (docs/dp_placers.md). Without the
+/// all-reduce when `allreduce` is false: a lower bound for the search.
 double label_load(const StageLoadModel& m, const LabelSums& t, size_t label, int replicas,
                   bool allreduce = true) {
   const double r = replicas;
   const double sync = allreduce ? m.allreduce_time(replicas, t.params[label]) : 0;
-  return m.split.stage_load(t.work[label] / r, t.xfer[label] + sync);
+  return m.split.stage_load(t.work[label] / r, t.xfer[label] / r + sync);
 }
 
 constexpr int kMaxLabels = 64;  // label_sums keeps a stage's borders in a 64-bit mask
@@ -80,6 +106,68 @@ int label_count(const std::vector<int>& stage_of) {
                 std::to_string(kMaxLabels) + ")");
   }
   return labels;
+}
+
+}  // namespace
+
+namespace {
+
+/// The node of every op of a training step: forward ops numbered in topological order (as
+/// ideal_split_problem numbers them), the others their forward op's, -1 without one.
+std::vector<int> nodes_of_ops(const Graph& g) {
+  std::vector<int> node(g.num_ops(), -1);
+  int n = 0;
+  for (OpId o : g.topo_order()) {
+    if (g.op(o).phase == Phase::kForward) node[o] = n++;
+  }
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const OpId f = g.op(o).forward_op;
+    if (node[o] < 0 && f < g.num_ops()) node[o] = node[f];
+  }
+  return node;
+}
+
+/// StageLoadModel::activations and ::back of a training step, transfers from `device` to
+/// `next` and back: each node's tensors read by other nodes' forward ops, and per edge u -> v
+/// each gradient tensor v's backward ops send to u's (one transfer each).
+void add_edge_transfers(const Problem& problem, int device, int next, StageLoadModel* m) {
+  const Graph& g = problem.graph;
+  const std::vector<int> node = nodes_of_ops(g);
+  const IdealSplitProblem& p = m->split;
+  m->activations.assign(static_cast<size_t>(p.size()), {});
+  m->back.assign(static_cast<size_t>(p.size()), {});
+  for (int u = 0; u < p.size(); ++u)
+    m->back[static_cast<size_t>(u)].assign(p.succs[static_cast<size_t>(u)].size(), 0);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const int v = node[o];
+    if (v < 0) continue;
+    const Op& op = g.op(o);
+    for (TensorId t : op.outputs) {
+      const uint64_t bytes = g.tensor(t).bytes;
+      if (op.phase == Phase::kForward) {
+        StageLoadModel::Activation a{problem.cost.transfer_time(device, next, bytes), {}};
+        for (OpId c : g.consumers(t)) {
+          if (g.op(c).phase == Phase::kForward && node[c] != v) a.readers.push_back(node[c]);
+        }
+        std::sort(a.readers.begin(), a.readers.end());
+        a.readers.erase(std::unique(a.readers.begin(), a.readers.end()), a.readers.end());
+        if (!a.readers.empty()) m->activations[static_cast<size_t>(v)].push_back(std::move(a));
+        continue;
+      }
+      for (OpId c : g.consumers(t)) {
+        const int u = node[c];
+        if (op.phase != Phase::kBackward || g.op(c).phase != Phase::kBackward || u < 0 || u == v)
+          continue;
+        const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+        const auto k = std::lower_bound(succs.begin(), succs.end(), v);
+        if (k != succs.end() && *k == v) {
+          m->back[static_cast<size_t>(u)][static_cast<size_t>(k - succs.begin())] +=
+              problem.cost.transfer_time(next, device, bytes);
+        }
+        break;  // once per tensor
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -97,7 +185,8 @@ double StageLoadModel::allreduce_time(int replicas, uint64_t bytes) const {
 StageLoadModel stage_load_model(const Problem& problem) {
   const std::vector<int> devices = problem_devices(problem);
   StageLoadModel m;
-  m.split = ideal_split_problem(problem, devices[0], devices.size() > 1 ? devices[1] : devices[0]);
+  const int next = devices.size() > 1 ? devices[1] : devices[0];
+  m.split = ideal_split_problem(problem, devices[0], next);
   m.split.overlap = transfers_overlap(problem.cluster, devices);
   m.cost = &problem.cost;
   const Graph& g = problem.graph;
@@ -105,6 +194,7 @@ StageLoadModel stage_load_model(const Problem& problem) {
   for (OpId o : g.topo_order()) {
     if (g.op(o).phase == Phase::kForward) m.params.push_back(g.op(o).param_bytes);
   }
+  if (g.is_training_step()) add_edge_transfers(problem, devices[0], next, &m);
   m.groups.resize(devices.size() + 1);
   for (size_t r = 2; r <= devices.size(); ++r) {
     std::vector<int> members(devices.begin(), devices.begin() + static_cast<long>(r));
@@ -206,10 +296,15 @@ class StageLoadSearch {
       : m_(m), labels_(labels), max_visits_(max_visits), preds_(m.split.size()) {
     const IdealSplitProblem& p = m.split;
     for (int u = 0; u < p.size(); ++u) {
-      for (int v : p.succs[static_cast<size_t>(u)]) preds_[static_cast<size_t>(v)].push_back(u);
+      const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+      for (size_t k = 0; k < succs.size(); ++k) {
+        preds_[static_cast<size_t>(succs[k])].push_back(u);
+        preds_back_[static_cast<size_t>(succs[k])].push_back(
+            m.back.empty() ? 0 : m.back[static_cast<size_t>(u)][k]);
+      }
     }
     stage_of_.assign(static_cast<size_t>(p.size()), -1);
-    charged_.assign(static_cast<size_t>(p.size()), 0);
+    index_activations();
     sums_.work.assign(static_cast<size_t>(labels), 0);
     sums_.xfer.assign(static_cast<size_t>(labels), 0);
     sums_.params.assign(static_cast<size_t>(labels), 0);
@@ -227,9 +322,38 @@ class StageLoadSearch {
 
  private:
   struct Change {
-    int node, label;
+    int mask, label;  // charged_[mask] got label's bit (mask -1: none)
     double xfer;
   };
+
+  /// charged_ has one mask per node (the split problem's rule) and one per activation after
+  /// them; reads_[u]: (node, activation) of every activation u reads.
+  void index_activations() {
+    const int n = m_.split.size();
+    reads_.assign(static_cast<size_t>(n), {});
+    int id = n;
+    for (int q = 0; q < static_cast<int>(m_.activations.size()); ++q) {
+      for (const StageLoadModel::Activation& a : m_.activations[static_cast<size_t>(q)]) {
+        for (int u : a.readers) reads_[static_cast<size_t>(u)].push_back({q, id});
+        activation_time_.push_back(a.time);
+        ++id;
+      }
+    }
+    charged_.assign(static_cast<size_t>(id), 0);
+  }
+
+  void charge(int label, double xfer, int mask = -1) {
+    sums_.xfer[static_cast<size_t>(label)] += xfer;
+    changes_.push_back({mask, label, xfer});
+  }
+
+  /// Charges `label` unless charged_[mask] has its bit already.
+  void charge_once(int label, double xfer, int mask) {
+    const uint64_t bit = uint64_t(1) << label;
+    if (charged_[static_cast<size_t>(mask)] & bit) return;
+    charged_[static_cast<size_t>(mask)] |= bit;
+    charge(label, xfer, mask);
+  }
 
   void visit(int u, int open) {
     if (++visits_ > max_visits_) {
@@ -245,8 +369,11 @@ class StageLoadSearch {
     }
   }
 
-  /// Gives node u label l: its work and parameters, and the transfers of its predecessors'
-  /// outputs that now cross a border (once per node and label, as label_sums counts them).
+  /// Gives node u label l: its work and parameters, and what now crosses, as label_sums
+  /// counts it: the gradients of each edge into u from another label (both sides), and its
+  /// predecessors' outputs (once per node and label on either side) or, with activations,
+  /// each activation u reads from another label the first time it reaches l (charged to l
+  /// and to the sender).
   size_t assign(int u, int l) {
     const size_t trail = changes_.size();
     const IdealSplitProblem& p = m_.split;
@@ -254,16 +381,23 @@ class StageLoadSearch {
     sums_.work[static_cast<size_t>(l)] += p.work[static_cast<size_t>(u)];
     sums_.params[static_cast<size_t>(l)] += m_.params[static_cast<size_t>(u)];
     ++used_count_[static_cast<size_t>(l)];
-    for (int q : preds_[static_cast<size_t>(u)]) {
-      const int lq = stage_of_[static_cast<size_t>(q)];
+    const std::vector<int>& preds = preds_[static_cast<size_t>(u)];
+    const bool by_node = m_.activations.empty();
+    for (size_t k = 0; k < preds.size(); ++k) {
+      const int q = preds[k], lq = stage_of_[static_cast<size_t>(q)];
       if (lq == l) continue;
+      const double back = preds_back_[static_cast<size_t>(u)][k];
       for (int side : {lq, l}) {
-        const uint64_t bit = uint64_t(1) << side;
-        if (charged_[static_cast<size_t>(q)] & bit) continue;
-        charged_[static_cast<size_t>(q)] |= bit;
-        sums_.xfer[static_cast<size_t>(side)] += p.send[static_cast<size_t>(q)];
-        changes_.push_back({q, side, p.send[static_cast<size_t>(q)]});
+        if (back > 0) charge(side, back);
+        if (by_node) charge_once(side, p.send[static_cast<size_t>(q)], q);
       }
+    }
+    for (const auto& [q, id] : reads_[static_cast<size_t>(u)]) {
+      const int lq = stage_of_[static_cast<size_t>(q)];
+      if (lq == l || (charged_[static_cast<size_t>(id)] & (uint64_t(1) << l))) continue;
+      const double t = activation_time_[static_cast<size_t>(id - p.size())];
+      charge_once(l, t, id);
+      charge(lq, t);
     }
     return trail;
   }
@@ -272,7 +406,7 @@ class StageLoadSearch {
     const IdealSplitProblem& p = m_.split;
     while (changes_.size() > trail) {
       const Change& c = changes_.back();
-      charged_[static_cast<size_t>(c.node)] &= ~(uint64_t(1) << c.label);
+      if (c.mask >= 0) charged_[static_cast<size_t>(c.mask)] &= ~(uint64_t(1) << c.label);
       sums_.xfer[static_cast<size_t>(c.label)] -= c.xfer;
       changes_.pop_back();
     }
@@ -307,8 +441,12 @@ class StageLoadSearch {
   const int labels_;
   const int64_t max_visits_;
   std::vector<std::vector<int>> preds_;
+  std::vector<std::vector<double>> preds_back_ =
+      std::vector<std::vector<double>>(static_cast<size_t>(m_.split.size()));  // with preds_
   std::vector<int> stage_of_;
-  std::vector<uint64_t> charged_;  // per node: labels its output's transfer is charged to
+  std::vector<uint64_t> charged_;  // per node, then per activation: labels charged
+  std::vector<std::vector<std::pair<int, int>>> reads_;  // per node: (node, activation mask)
+  std::vector<double> activation_time_;                  // per activation
   LabelSums sums_;                 // work, xfer, params per label (used: set by lower_bound)
   std::vector<int> used_count_ = std::vector<int>(static_cast<size_t>(labels_), 0);
   std::vector<Change> changes_;

@@ -6,7 +6,8 @@
 // ops of a training step) to stage labels 0..D-1 (pipeline stages, or the devices of a plain
 // placement) and a device count per label (its replicas; data-parallel replicas of the whole
 // plan multiply every stage's). The load of a stage on r devices is stage_load(work / r,
-// transfers + all-reduce), the all-reduce being that of its parameters' gradients among its
+// transfers / r + all-reduce) (each replica runs, and moves, its share of the samples), the
+// all-reduce being that of its parameters' gradients among its
 // r devices (0 for one device or no parameters): the sum under `overlap: false`, the larger
 // of compute and communication with copy engines; the objective is the largest load. Every plan
 // scored by plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
@@ -37,10 +38,27 @@ struct StageLoadModel {
   bool allows(int replicas) const { return replicas == 1 || batch <= 0 || batch % replicas == 0; }
   /// The gradient all-reduce of `bytes` among `replicas` devices (0 for one device).
   double allreduce_time(int replicas, uint64_t bytes) const;
+  /// One output tensor of a node read by forward ops of other nodes.
+  struct Activation {
+    double time = 0;           ///< moving it once
+    std::vector<int> readers;  ///< the nodes that read it (sorted)
+  };
+  /// Per node: its activations, each moved to every other label that reads it (charged there
+  /// and once more to the sender per such label), as the simulator moves tensors. Empty:
+  /// split.send per node, charged once to every label on either side of a border its output
+  /// crosses (the split problem's rule; forward graphs, hand-made models).
+  std::vector<std::vector<Activation>> activations;
+  /// Per node and successor (aligned with split.succs): the time of the gradients the
+  /// successor's backward ops send back to the node's, charged to both sides of every such
+  /// edge that crosses (per edge, as the simulator moves them: a coarse successor can send
+  /// several partial gradients of one activation). Empty: none apart from split.send.
+  std::vector<std::vector<double>> back;
 };
 
 /// The model of a problem: ideal_split_problem on its first two devices, `overlap` as the
-/// devices say (transfers_overlap), parameter bytes of every forward op, the graph's batch.
+/// devices say (transfers_overlap), parameter bytes of every forward op, the graph's batch,
+/// and for a training step the transfers as the simulator makes them: each activation to the
+/// labels that read it, the gradients of each edge back (activations, back).
 StageLoadModel stage_load_model(const Problem& problem);
 
 /// The largest stage load of `stage_of` (a label per node) with replicas[label] devices

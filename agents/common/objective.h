@@ -37,13 +37,15 @@ bool stream_whole_batches(Objective objective, Simulator& sim, const Cluster& c,
                           const SimOptions& options, Plan* plan, SimResult* r);
 
 /// Adds the key `objective` (step|throughput) to `table`; `field` returns the options'
-/// Objective member.
+/// Objective member; `doc` (when given) says what it changes for this method.
 template <class O, class Field>
-OptionTable<O>& add_objective_option(OptionTable<O>& table, Field field) {
+OptionTable<O>& add_objective_option(OptionTable<O>& table, Field field,
+                                     const char* doc = nullptr) {
   return table.add(
       "objective", "step|throughput",
-      "what plans are compared by: the simulated step time, or the steady-state time per step "
-      "of pipelined execution (the busiest device's occupancy; docs/placers.md)",
+      doc ? doc
+          : "what plans are compared by: the simulated step time, or the steady-state time per "
+            "step of pipelined execution (the busiest device's occupancy; docs/placers.md)",
       [field](O* o, const std::string& v) { field(*o) = parse_objective(v); },
       [field](const O& o) { return std::string(to_string(field(o))); });
 }

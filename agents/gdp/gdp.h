@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "agents/api/placer.h"
@@ -121,13 +123,41 @@ class GdpPolicy {
 
 /// Turns a placement (a plan with a placement only) into the plan it is scored as, e.g. its
 /// device groups read as pipeline stages (`gdp+stages`, agents/staged_methods.h). Throws
-/// placer::Error for a placement it cannot shape.
-using GdpShape = std::function<Plan(const Problem&, const Plan& placement)>;
+/// placer::Error for a placement it cannot shape. Made of a callable (problem, placement), or
+/// of one (problem, placement, sim) that also leaves the shaped plan's simulation (critical
+/// path off) in *sim when it made one, so that scoring does not simulate it again.
+class GdpShape {
+ public:
+  using Fn =
+      std::function<Plan(const Problem&, const Plan& placement, std::optional<SimResult>* sim)>;
+  GdpShape() = default;
+  template <class F,
+            std::enable_if_t<std::is_invocable_r_v<Plan, const F&, const Problem&, const Plan&>,
+                             int> = 0>
+  GdpShape(F f)  // NOLINT(google-explicit-constructor): assigned from lambdas
+      : fn_([f = std::move(f)](const Problem& p, const Plan& placement, std::optional<SimResult>*) {
+          return f(p, placement);
+        }) {}
+  template <class F, std::enable_if_t<std::is_invocable_r_v<Plan, const F&, const Problem&,
+                                                            const Plan&, std::optional<SimResult>*>,
+                                      int> = 0>
+  GdpShape(F f) : fn_(std::move(f)) {}  // NOLINT(google-explicit-constructor)
+
+  /// The plan of `placement`; *sim (when not null) its simulation where the shape made one.
+  Plan operator()(const Problem& p, const Plan& placement,
+                  std::optional<SimResult>* sim = nullptr) const {
+    return fn_(p, placement, sim);
+  }
+  explicit operator bool() const { return bool(fn_); }
+
+ private:
+  Fn fn_;
+};
 
 /// `placement` as the plan `shape` makes of it on `problem` (left in *shaped), simulated
-/// unless `shape` already filled its prediction; its step_time is the time `objective`
-/// minimises (the throughput objective simulates the shaped plan for its devices' busy
-/// times). Throws what `shape` throws.
+/// unless `shape` already did (or filled its prediction); its step_time is the time
+/// `objective` minimises (the throughput objective reads the devices' busy times of the
+/// shaped plan's simulation). Throws what `shape` throws.
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
                         Plan* shaped, Objective objective = Objective::kStepTime);
 

@@ -327,11 +327,15 @@ GdpPlaceResult GdpPlaceRun::finish() {
 
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
                         Plan* shaped, Objective objective) {
-  *shaped = shape(problem, placement);
+  std::optional<SimResult> carried;
+  *shaped = shape(problem, placement, &carried);
   if (objective == Objective::kThroughput) {
-    SimOptions so;
-    so.critical_path = false;
-    SimResult r = problem.simulator.run(*shaped, so);
+    if (!carried) {
+      SimOptions so;
+      so.critical_path = false;
+      carried = problem.simulator.run(*shaped, so);
+    }
+    SimResult r = std::move(*carried);
     r.step_time = objective_time(objective, r, problem.cluster);
     return r;
   }

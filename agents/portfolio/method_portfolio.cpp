@@ -27,8 +27,9 @@ void log_run(const std::string& label, const MethodRun& run, const ProblemSetup&
   log << (run.result.oom ? " (OOM)" : "") << " in " << human_time(run.search_seconds) << "\n";
 }
 
-/// The learned method `name` with the portfolio's objective when it takes the key.
-MethodSettings learned_settings(const std::string& name, const PortfolioOptions& options) {
+}  // namespace
+
+MethodSettings objective_settings(const std::string& name, const PortfolioOptions& options) {
   MethodSettings settings;
   if (options.objective == Objective::kStepTime) return settings;
   for (const OptionSpec& o : method_info(name).options) {
@@ -37,8 +38,6 @@ MethodSettings learned_settings(const std::string& name, const PortfolioOptions&
   }
   return settings;
 }
-
-}  // namespace
 
 bool is_portfolio(const std::string& method) { return method == "best" || method == "auto"; }
 
@@ -88,7 +87,7 @@ MethodRun run_best(const ProblemSetup& s, const SearchBudget& budget, const std:
   bool have = false;
   for (const MethodInfo& m : placer_methods()) {
     if (!m.fast) continue;
-    MethodRun run = run_method(m.name, s, budget);
+    MethodRun run = run_method(m.name, s, budget, objective_settings(m.name, options));
     run.method = m.name;
     as_compared(s, options.objective, &run);
     log_run(label, run, s, options.objective, log);
@@ -130,7 +129,7 @@ MethodRun run_auto(const ProblemSetup& s, const SearchBudget& budget, double sec
     }
     SearchBudget learned = budget;
     learned.max_seconds = budget.max_seconds > 0 ? std::min(budget.max_seconds, left) : left;
-    MethodRun run = run_method(name, s, learned, learned_settings(name, options));
+    MethodRun run = run_method(name, s, learned, objective_settings(name, options));
     run.method = name;
     as_compared(s, options.objective, &run);
     log_run("auto", run, s, options.objective, log);

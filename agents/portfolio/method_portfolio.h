@@ -8,8 +8,8 @@
 //         best on the same seed.
 // Both take one option, `--set objective=step|throughput` (agents/common/objective.h): what
 // "fastest" means, the simulated step time (the default) or the steady-state time per step
-// of pipelined execution; `auto` passes it on to the learned methods that take the key
-// (gdp+stages), the others search by their own.
+// of pipelined execution; both pass it on to the methods that take the key (pipeline-dp's
+// stage costs, gdp+stages' scoring), the others search by their own.
 
 #include <ostream>
 #include <string>
@@ -28,6 +28,10 @@ struct PortfolioOptions {
 /// The portfolio `method`'s options from `settings` (`--set KEY=VALUE`); ValidationError
 /// naming the flag and key for an unknown key or a bad value.
 PortfolioOptions portfolio_options(const std::string& method, const MethodSettings& settings);
+
+/// The settings the portfolio runs method `name` with: `objective=` the portfolio's when
+/// the method takes the key (pipeline-dp, gdp+stages), none otherwise.
+MethodSettings objective_settings(const std::string& name, const PortfolioOptions& options);
 
 /// Whether `a` is the better outcome: a plan that fits beats an OOM one, then the lower step
 /// time (ties keep `b`).

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
 #include "simulator/simulator.h"
+#include "simulator/steady_state.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
 
@@ -589,6 +591,55 @@ TEST(PipelineDpCutGroups, OneGroupRunsAsDataParallelismWithTheFasterMicroBatchCo
   EXPECT_LT(t_one, dp.predicted.step_time);
   EXPECT_EQ(plan.pipeline.micro_batches, 1);
   EXPECT_EQ(plan.predicted.step_time, t_one);
+}
+
+TEST(PipelineDp, SteadyStateReplicatesTheHeavyStageWhenItsAllReduceOverlaps) {
+  // Layers of 1, 4 and 1 GFLOP forward (x3 with the backward: 0.3, 1.2 and 0.3 ms at
+  // 10 TFLOP/s), 8 MiB of parameters each, 256 KiB activations, on four devices of one host
+  // (10 us + 10 GB/s links). Two replicas of the middle layer compute 0.6 ms each and
+  // all-reduce 8 MiB in 2 x 1/2 x 8.39 MB / 10 GB/s + 2 x 10 us = 0.859 ms.
+  Fixture f(chain_step({1e9, 4e9, 1e9}, 256 << 10, 8 << 20), make_cluster(1, 4));
+  const Problem p = f.problem();
+  PipelinePlacerOptions step, steady;
+  steady.objective = Objective::kThroughput;
+  const LayerChain chain = build_layer_chain(f.g, step.max_units);
+  ASSERT_EQ(chain.units.size(), 3u);
+  const PipelineCostTable t_step = make_pipeline_cost_table(p, chain, {0, 1, 2, 3}, step);
+  const PipelineCostTable t_steady = make_pipeline_cost_table(p, chain, {0, 1, 2, 3}, steady);
+  const double ar = f.cost.group_collective_time(
+      CollectiveKind::kAllReduce, f.cost.make_group({1, 2}), 8 << 20, SyncScheme::kAuto);
+  EXPECT_NEAR(ar, 2 * 0.5 * (8 << 20) / 10e9 + 2 * 10e-6, 1e-6);
+  const double c1 = t_step.stage_time(1, 2, 1, 1);  // the middle layer on one device
+  EXPECT_NEAR(c1, 1.2e-3, 0.1e-3);
+  // Step costs add the all-reduce to the compute share (0.6 ms, and its optimizer step,
+  // which each replica runs whole): more than 1.2 ms, so the step DP keeps one device per
+  // layer.
+  const double share = t_step.stage_time(1, 2, 1, 2) - ar;
+  EXPECT_NEAR(share, c1 / 2, 0.05e-3);
+  EXPECT_GT(share + ar, c1);
+  // Steady-state costs: the longer of the compute share and the communication, the
+  // all-reduce plus the replica's half of the boundaries in (from slot 0) and out (to
+  // slot 3), activations and their gradients.
+  const double comm = ar + t_step.boundary_time(1, 0, 1, 2) + t_step.boundary_time(2, 1, 3, 2);
+  EXPECT_NEAR(t_steady.stage_time(1, 2, 1, 2), std::max(share, comm), 1e-12);
+  EXPECT_LT(comm, c1);
+  // So the steady-state DP replicates the middle layer over two devices (1 + 2 + 1), the
+  // known optimum of that table, and the step DP does not.
+  const PipelineDpSolution s_step = solve_pipeline_dp(t_step);
+  const PipelineDpSolution s_steady = solve_pipeline_dp(t_steady);
+  ASSERT_EQ(s_steady.stages.size(), 3u);
+  EXPECT_EQ(s_steady.stages[1].replicas, 2);
+  EXPECT_EQ(s_steady.stages[0].replicas + s_steady.stages[2].replicas, 2);
+  EXPECT_NEAR(s_steady.bottleneck, comm, 1e-12);
+  for (const PipelineStageChoice& s : s_step.stages) EXPECT_EQ(s.replicas, 1);
+  // The simulator agrees: the replicated plan streams faster (steady state) than the step
+  // DP's plan, each with one micro-batch.
+  auto streamed = [&p](PipelinePlacerOptions o) {
+    o.micro_batches = 1;
+    const Plan plan = pipeline_dp_plan(p, o);
+    return steady_state_time(p.simulator.run(plan), p.cluster);
+  };
+  EXPECT_LT(streamed(steady), streamed(step));
 }
 
 }  // namespace

@@ -69,9 +69,73 @@ TEST(StageLoad, HandComputedLoadsOfAReplicatedStage) {
     // Added without copy engines, overlapped with them (the compute is longer).
     EXPECT_NEAR(assignment_load(m, {0, 0, 0, 0}, {2}), overlap ? 8 : 8 + ar, 1e-9);
     // {a, b, d} on two replicas, {c} on one: a -> c and c -> d cross. Stage 0 computes
-    // 10 / 2 = 5 and communicates 2 + ar (longer than its compute); stage 1 6 and 2.
-    EXPECT_NEAR(assignment_load(m, {0, 0, 1, 0}, {2, 1}), overlap ? 2 + ar : 5 + 2 + ar, 1e-9);
+    // 10 / 2 = 5 and communicates its half of the two transfers, 1, and ar; stage 1
+    // computes 6 and communicates 2. Overlapped, stage 1's 6 is the largest (stage 0:
+    // 1 + ar); added, stage 0's 5 + 1 + ar.
+    EXPECT_NEAR(assignment_load(m, {0, 0, 1, 0}, {2, 1}), overlap ? 6 : 5 + 1 + ar, 1e-9);
+    EXPECT_NEAR(assignment_load(m, {1, 1, 0, 1}, {1, 2}), overlap ? 6 : 5 + 1 + ar, 1e-9);
   }
+}
+
+TEST(StageLoad, HandComputedGradientsPerEdge) {
+  // The diamond with one activation of 1 per node (a's read by b and c) and the gradients
+  // of each edge apart: c sends a 2 back over a -> c (a coarse op's partial gradients),
+  // every other edge 0.5.
+  StageLoadModel m = diamond(false);
+  m.activations = {{{1, {1, 2}}}, {{1, {3}}}, {{1, {3}}}, {}};
+  m.back = {{0.5, 2}, {0.5}, {0.5}, {}};  // aligned with succs {b, c}, {d}, {d}, {}
+  // {a, b} | {c, d}: a and b's activations cross (1 + 1 each side), and the gradients of
+  // a -> c (2) and b -> d (0.5): each stage 8 + 2 + 2.5 = 12.5.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 1}, {1, 1}), 12.5);
+  // {a, b, d} | {c}: a -> c (1 + 2) and c -> d (1 + 0.5) cross: 10 + 4.5 and 6 + 4.5.
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 0}, {1, 1}), 14.5);
+  // The search charges them as assignment_load does: {a, c} | {b, d} (a -> b 0.5, c -> d
+  // 0.5, activations of a and c: 8 + 3 each side) beats the rest, and so does one
+  // stage on two replicas (16 / 2 = 8).
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 1, 0, 1}, {1, 1}), 11);
+  EXPECT_DOUBLE_EQ(exhaustive_stage_load(m, 2).load, 8);
+  StageLoadModel odd = m;
+  odd.batch = 3;
+  EXPECT_DOUBLE_EQ(exhaustive_stage_load(odd, 2).load, 11);
+  // a's output as two tensors, 1 read by b and 3 read by c: {a, b} | {c, d} moves only the
+  // 3 (and b's 1, and the gradients 2 and 0.5): 8 + 3 + 1 + 2.5 = 14.5 each side, where the
+  // split problem's rule charges a node's whole output once a border cuts it.
+  m.activations[0] = {{1, {1}}, {3, {2}}};
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 0, 1, 1}, {1, 1}), 14.5);
+  // Read on two other labels, an activation goes to each: {a} | {b} | {c, d} on three
+  // devices, a's tensors to b and c (4 on a's side, 1 and 3 on theirs).
+  m.activations[0] = {{1, {1}}, {3, {2}}};
+  EXPECT_DOUBLE_EQ(assignment_load(m, {0, 1, 2, 2}, {1, 1, 1}),
+                   std::max({2 + 4 + 0.5 + 2, 6 + 1 + 1 + 0.5 + 0.5, 8 + 3 + 1 + 2 + 0.5}));
+}
+
+TEST(StageLoad, OneGradientPerActivationChargesAsBefore) {
+  // On a chain's training step every activation gets one gradient of its size back: the
+  // activations and the edge's gradients cost what split.send (activation and gradient,
+  // twice the transfer) charges.
+  ChainOptions o;
+  o.per_op_flops = {1e9, 2e9, 1e9};
+  o.activation_bytes = 4 << 20;
+  ProblemSetup s;
+  s.graph = expand_training_step(make_chain(o));
+  s.cluster = testing::one_host_cluster(2);
+  s.cost = std::make_unique<CostModel>(s.cluster, uniform_profile(1.0));
+  s.simulator = std::make_unique<Simulator>(s.graph, s.cluster, *s.cost);
+  const StageLoadModel m = stage_load_model(s.problem());
+  ASSERT_EQ(m.back.size(), static_cast<size_t>(m.split.size()));
+  int edges = 0;
+  for (int u = 0; u < m.split.size(); ++u) {
+    if (m.split.succs[static_cast<size_t>(u)].size() != 1) continue;
+    double activations = 0;
+    for (const StageLoadModel::Activation& a : m.activations[static_cast<size_t>(u)]) {
+      activations += a.time;
+    }
+    EXPECT_NEAR(activations + m.back[static_cast<size_t>(u)][0],
+                m.split.send[static_cast<size_t>(u)], 1e-12)
+        << u;
+    ++edges;
+  }
+  EXPECT_EQ(edges, 2);  // op 0 -> op 1 -> op 2
 }
 
 TEST(StageLoad, ExhaustiveOptimumCoversReplicatedStages) {
@@ -135,6 +199,17 @@ TEST(StageLoad, SearchEqualsBruteForceOnRandomDags) {
       }
     }
     if (trial % 3 == 0) m.split.extra = {{{0, n - 1}, trial % 2 == 0, w(rng)}};
+    if (trial % 4 == 2) {  // activations per tensor and gradients per edge
+      for (size_t u = 0; u < m.split.succs.size(); ++u) {
+        const std::vector<int>& succs = m.split.succs[u];
+        m.back.emplace_back();
+        m.activations.emplace_back();
+        for (size_t k = 0; k < succs.size(); ++k) m.back.back().push_back(x(rng));
+        if (succs.empty()) continue;
+        m.activations.back().push_back({x(rng), succs});           // one read by every successor
+        m.activations.back().push_back({x(rng), {succs.back()}});  // one by the last
+      }
+    }
     m.params.assign(static_cast<size_t>(n), 0);
     m.groups.resize(4);
     m.batch = trial % 5 == 0 ? 3 : 0;  // sometimes two replicas do not divide the batch
