@@ -9,16 +9,19 @@
 #                  micro-batches pipeline-dp chooses (agents/staged_methods.h)
 #   X-ft           method X with PPO fine-tuning on the graph for FT seconds in all
 #                  (`--set finetune=100000 --budget-seconds FT`)
-#   X-cand         method X with the policy CANDIDATE (a retrained policy beside the shipped one)
+#   X-cand         method X with the policy CANDIDATE (a retrained policy beside the shipped one;
+#                  X-ft-cand fine-tunes it); with CANDIDATE and no METHODS the columns are the
+#                  default ones and gdp+stages-cand
 # One `placer place` per (model, method), seed 1; prints a markdown table of step times, the
 # ratios to best, and per column the geomean ratio and the rows better than best.
 # BY_FAMILY=N: instead of the real models, the first N graphs of each family of
 # datasets/corpora/by_family.corpus.yaml (regenerated from its seeds; test families inception,
 # transformer, vit, encdec, swin), with the split of their family (train / val / test
 # families); the geomeans and worst ratios are given per split, METHODS defaults to
-# "gdp+stages gdp+stages-ft", and a last line says how many graphs of the test families the
-# policy's training corpus held (read from the policy's .meta.json and, through the
-# init_policy of its .train.yaml, its initial policy's).
+# "gdp+stages gdp+stages-ft" (with CANDIDATE "gdp+stages-cand gdp+stages-ft-cand": the
+# candidate alone), and a last line says how many graphs of the test families the policy's
+# (CANDIDATE's when given) training corpus held (read from the policy's .meta.json and,
+# through the init_policy of its .train.yaml, its initial policy's).
 # Results: docs/results.md.
 # Usage: [METHODS="..."] [CANDIDATE=P] [BY_FAMILY=N] bench/learned_vs_best.sh [PLACER] [BATCH (16)] [CLUSTER] [FT (60)]
 set -u
@@ -28,17 +31,21 @@ placer=${1:-$src/build/placer}
 batch=${2:-16}
 cluster=${3:-$src/datasets/clusters/dgx1_p100.cluster.yaml}
 ft=${4:-60}
-default_methods="gdp gdp+hybrid gdp+stages gdp+stages-ft"
-[ -n "${BY_FAMILY:-}" ] && default_methods="gdp+stages gdp+stages-ft"
-read -r -a methods <<< "${METHODS:-$default_methods}"
 candidate=${CANDIDATE:-}
+default_methods="gdp gdp+hybrid gdp+stages gdp+stages-ft"
+[ -n "$candidate" ] && default_methods+=" gdp+stages-cand"
+if [ -n "${BY_FAMILY:-}" ]; then
+  default_methods="gdp+stages gdp+stages-ft"
+  [ -n "$candidate" ] && default_methods="gdp+stages-cand gdp+stages-ft-cand"
+fi
+read -r -a methods <<< "${METHODS:-$default_methods}"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 step_ms() {  # step_ms MODEL LABEL -> the step time in ms (with the winner for best), or "fail"
   local label=$2 meth=$2 args=(--model "$1" --batch-size "$batch")
   case "$1" in *.graph.json) args=(--graph "$1") ;; esac
   case "$label" in *-cand) meth=${meth%-cand}; args+=(--set "policy=$candidate") ;; esac
-  case "$label" in *-ft) meth=${meth%-ft}; args+=(--set finetune=100000 --budget-seconds "$ft") ;; esac
+  case "$meth" in *-ft) meth=${meth%-ft}; args+=(--set finetune=100000 --budget-seconds "$ft") ;; esac
   local out
   out=$("$placer" place --cluster "$cluster" --method "$meth" \
         "${args[@]}" --seed 1 -o "$tmp/p.plan.yaml" 2>&1) || { echo fail; return; }

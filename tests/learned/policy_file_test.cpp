@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -16,6 +17,8 @@
 
 #include "agents/gdp/gdp_net.h"
 #include "agents/rainbow/rainbow_pp_policy.h"
+#include "agents/training/train_config.h"
+#include "datasets/corpus.h"
 #include "datasets/gpt.h"
 #include "simulator/cost_model.h"
 #include "simulator/cost_profile.h"
@@ -166,6 +169,29 @@ TEST(PolicyFile, ShippedPoliciesLoad) {
   EXPECT_NO_THROW(plan.validate(g, c));
   EXPECT_EQ(plan.method, "rainbow-pp");
   EXPECT_TRUE(plan.pipeline.enabled());
+}
+
+// gdp+stages' family-held-out policy starts from no other policy and trains on the train
+// split of the by-family corpus, which holds no graph of a validation or test family.
+TEST(PolicyFile, FamilyHeldOutPolicyNeverTrainedOnATestFamily) {
+  const std::string dir = std::string(PLACER_SOURCE_DIR) + "/models/pretrained/";
+  const GdpPolicy policy = GdpPolicy::load(dir + "stages_family.pt");
+  const TrainConfig config = load_train_config(dir + "stages_family.train.yaml");
+  EXPECT_TRUE(config.stages);
+  EXPECT_EQ(config.init_policy, "");
+  EXPECT_EQ(fs::path(config.corpus).filename(), "by_family.corpus.yaml");
+  EXPECT_EQ(fs::path(policy.meta().corpus).filename(), "by_family.corpus.yaml");
+  const Corpus corpus =
+      load_corpus(std::string(PLACER_SOURCE_DIR) + "/datasets/corpora/by_family.corpus.yaml");
+  const std::vector<std::string> held_out = {"transformer_xl", "gnn",    "inception", "transformer",
+                                             "vit",            "encdec", "swin"};
+  ASSERT_EQ(corpus.train().size(), 9u * 12u);
+  for (size_t i : corpus.train()) {
+    const std::string family = corpus.entries[i].family();
+    EXPECT_EQ(std::count(held_out.begin(), held_out.end(), family), 0) << family;
+  }
+  EXPECT_EQ(corpus.val().size(), 2u * 12u);
+  EXPECT_EQ(corpus.test().size(), 5u * 12u);
 }
 
 }  // namespace
