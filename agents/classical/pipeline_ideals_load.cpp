@@ -30,15 +30,21 @@ void add_extra_work(const IdealSplitProblem& p, const std::vector<int>& stage_of
   }
 }
 
+/// The labels holding node u's output: its split's (NodeSplits), or its stage_of label.
+uint64_t held_by(const NodeSplits* sp, const std::vector<int>& stage_of, int u) {
+  const uint64_t own = uint64_t(1) << stage_of[static_cast<size_t>(u)];
+  return sp ? own | sp->labels[static_cast<size_t>(u)] : own;
+}
+
 /// Node u's activations (StageLoadModel::activations): each to every other label that reads
 /// it, charged there and to u's label.
 void charge_activations(const StageLoadModel& m, int u, const std::vector<int>& stage_of,
-                        LabelSums* t) {
+                        const NodeSplits* sp, LabelSums* t) {
   const size_t su = static_cast<size_t>(stage_of[static_cast<size_t>(u)]);
   for (const StageLoadModel::Activation& a : m.activations[static_cast<size_t>(u)]) {
     uint64_t to = 0;
-    for (int v : a.readers) to |= uint64_t(1) << stage_of[static_cast<size_t>(v)];
-    to &= ~(uint64_t(1) << su);
+    for (int v : a.readers) to |= held_by(sp, stage_of, v);
+    to &= ~held_by(sp, stage_of, u);
     for (size_t l = 0; to != 0; ++l, to >>= 1) {
       if (!(to & 1)) continue;
       t->xfer[l] += a.time;
@@ -47,7 +53,23 @@ void charge_activations(const StageLoadModel& m, int u, const std::vector<int>& 
   }
 }
 
-LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, int labels) {
+/// Node u's work and parameters on the labels that run it: its stage_of label, or shared
+/// evenly by the labels of its split, each also charged the split's collectives.
+void add_node_work(const StageLoadModel& m, int u, uint64_t held, double collectives,
+                   LabelSums* t) {
+  const size_t nu = static_cast<size_t>(u);
+  const int k = __builtin_popcountll(held);
+  for (size_t l = 0; held != 0; ++l, held >>= 1) {
+    if (!(held & 1)) continue;
+    t->used[l] = 1;
+    t->work[l] += m.split.work[nu] / k;
+    t->params[l] += m.params[nu] / static_cast<uint64_t>(k);
+    if (k > 1) t->xfer[l] += collectives;
+  }
+}
+
+LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, int labels,
+                     const NodeSplits* sp = nullptr) {
   const IdealSplitProblem& p = m.split;
   LabelSums t;
   const size_t L = static_cast<size_t>(labels);
@@ -57,23 +79,22 @@ LabelSums label_sums(const StageLoadModel& m, const std::vector<int>& stage_of, 
   t.used.assign(L, 0);
   for (int u = 0; u < p.size(); ++u) {
     const size_t su = static_cast<size_t>(stage_of[static_cast<size_t>(u)]);
-    t.used[su] = 1;
-    t.work[su] += p.work[static_cast<size_t>(u)];
-    t.params[su] += m.params[static_cast<size_t>(u)];
+    const uint64_t held = held_by(sp, stage_of, u);
+    add_node_work(m, u, held, sp ? sp->collectives[static_cast<size_t>(u)] : 0, &t);
     // u's output crosses the border of its own stage and of every other stage it feeds,
     // once per stage (ideal_stage_load's rule).
     uint64_t crossed = 0;
     const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
     for (size_t k = 0; k < succs.size(); ++k) {
       const int sv = stage_of[static_cast<size_t>(succs[k])];
-      if (static_cast<size_t>(sv) == su) continue;
+      if (held & held_by(sp, stage_of, succs[k])) continue;
       crossed |= (uint64_t(1) << sv) | (uint64_t(1) << su);
       if (m.back.empty()) continue;
       t.xfer[su] += m.back[static_cast<size_t>(u)][k];
       t.xfer[static_cast<size_t>(sv)] += m.back[static_cast<size_t>(u)][k];
     }
     if (!m.activations.empty()) {
-      charge_activations(m, u, stage_of, &t);
+      charge_activations(m, u, stage_of, sp, &t);
       continue;
     }
     for (size_t l = 0; crossed != 0; ++l, crossed >>= 1) {
@@ -205,8 +226,13 @@ StageLoadModel stage_load_model(const Problem& problem) {
 }
 
 double assignment_load(const StageLoadModel& m, const std::vector<int>& stage_of,
-                       const std::vector<int>& replicas) {
-  const LabelSums t = label_sums(m, stage_of, label_count(stage_of));
+                       const std::vector<int>& replicas, const NodeSplits* splits) {
+  int labels = label_count(stage_of);
+  if (splits && !splits->any()) splits = nullptr;
+  for (size_t u = 0; splits && u < splits->labels.size(); ++u) {
+    if (splits->labels[u] != 0) labels = std::max(labels, 64 - __builtin_clzll(splits->labels[u]));
+  }
+  const LabelSums t = label_sums(m, stage_of, labels, splits);
   double worst = 0;
   for (size_t l = 0; l < t.used.size(); ++l) {
     if (!t.used[l]) continue;
@@ -243,10 +269,119 @@ void plan_assignment(const Graph& g, const Plan& plan, std::vector<int>* stage_o
   }
 }
 
+namespace {
+
+/// The output bytes of `op`: activations (and input gradients) apart from parameter gradients.
+void output_bytes(const Graph& g, const Op& op, uint64_t* act, uint64_t* grad) {
+  *act = *grad = 0;
+  for (TensorId t : op.outputs) (g.tensor(t).is_param_grad ? *grad : *act) += g.tensor(t).bytes;
+}
+
+/// One level of a partition: the devices its collective runs among and the dimension it
+/// splits. A one-level partition is one level over all its devices; recursive halving's
+/// level l runs between the devices that differ at that level (the pair of the first stands
+/// for all, as they run at once).
+struct SplitLevel {
+  CollectiveGroup group;
+  int dim = 0;
+};
+
+std::vector<SplitLevel> split_levels(const CostModel& cost, const OpPartition& q) {
+  std::vector<SplitLevel> out;
+  if (q.levels.empty()) {
+    std::vector<int> members = q.devices;
+    std::sort(members.begin(), members.end());
+    out.push_back({cost.make_group(members), q.dim});
+    return out;
+  }
+  for (size_t l = 0; l < q.levels.size(); ++l) {
+    const size_t stride = q.devices.size() >> (l + 1);
+    std::vector<int> pair = {q.devices[0], q.devices[stride]};
+    std::sort(pair.begin(), pair.end());
+    out.push_back({cost.make_group(pair), q.levels[l]});
+  }
+  return out;
+}
+
+/// 2 per level before `level` whose dimension satisfies `shards`: the share of a tensor that
+/// level's collective moves (the simulator's other_levels_div).
+template <typename Pred>
+uint64_t earlier_levels_div(const std::vector<SplitLevel>& levels, size_t level, Pred shards) {
+  uint64_t d = 1;
+  for (size_t l = 0; l < level; ++l) d *= shards(levels[l].dim) ? 2 : 1;
+  return d;
+}
+
+/// The collectives the simulator runs after every instance of the ops of partition `q`
+/// (kAuto collectives), forward op `f` and its backward ops, at the step's tensor sizes
+/// (Simulator::Impl::split_partition_collective and halving_partition_collective): per level,
+/// forward the output's all-gather (all-reduce on a contraction level), backward the input
+/// gradients' all-reduce (output-dimension level) or all-gather, and on a batch level the
+/// parameter gradients' all-reduce (their shard left by the other levels).
+double partition_collectives(const StageLoadModel& m, const Graph& g, const OpPartition& q,
+                             OpId f) {
+  if (!m.cost) return 0;
+  const std::vector<SplitLevel> levels = split_levels(*m.cost, q);
+  auto coll = [&](CollectiveKind kind, size_t l, uint64_t bytes) {
+    return bytes > 0
+               ? m.cost->group_collective_time(kind, levels[l].group, bytes, SyncScheme::kAuto)
+               : 0.0;
+  };
+  uint64_t act = 0, grad = 0, sharded = 1;
+  for (const SplitLevel& level : levels) sharded *= level.dim != 0 ? 2 : 1;
+  output_bytes(g, g.op(f), &act, &grad);
+  const uint64_t out = q.sharded_output ? 0 : act + grad;
+  double t = 0;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const int d = levels[l].dim;
+    t += coll(
+        d == OpPartition::kReduceDim ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather, l,
+        out / earlier_levels_div(levels, l, [](int x) { return x != OpPartition::kReduceDim; }));
+  }
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op& op = g.op(o);
+    if (op.phase != Phase::kBackward || op.forward_op != f) continue;
+    output_bytes(g, op, &act, &grad);
+    if (q.sharded_input) act = 0;
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const int d = levels[l].dim;
+      t += coll(d >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather, l,
+                act / earlier_levels_div(levels, l, [](int x) { return x <= 0; }));
+      if (d == 0) t += coll(CollectiveKind::kAllReduce, l, grad / sharded);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+NodeSplits plan_splits(const StageLoadModel& m, const Graph& g, const Plan& plan) {
+  NodeSplits sp;
+  sp.labels.assign(static_cast<size_t>(m.split.size()), 0);
+  sp.collectives.assign(sp.labels.size(), 0);
+  if (!plan.pipeline.stages.empty()) return sp;
+  const std::vector<int> node = nodes_of_ops(g);
+  for (const OpPartition& q : plan.partitions) {
+    const bool auto_collectives = q.forward_collective == PartitionCollective::kAuto &&
+                                  q.backward_collective == PartitionCollective::kAuto;
+    if (q.devices.size() < 2 || q.replicated || !auto_collectives || q.op >= g.num_ops() ||
+        g.op(q.op).phase != Phase::kForward || node[q.op] < 0)
+      continue;
+    uint64_t mask = 0;
+    for (int d : q.devices) mask |= d >= 0 && d < kMaxLabels ? uint64_t(1) << d : 0;
+    const size_t u = static_cast<size_t>(node[q.op]);
+    if (u >= sp.labels.size()) continue;
+    sp.labels[u] = mask;
+    sp.collectives[u] = partition_collectives(m, g, q, q.op);
+  }
+  return sp;
+}
+
 double plan_stage_load(const StageLoadModel& m, const Graph& g, const Plan& plan) {
   std::vector<int> stage_of, replicas;
   plan_assignment(g, plan, &stage_of, &replicas);
-  return assignment_load(m, stage_of, replicas);
+  const NodeSplits splits = plan_splits(m, g, plan);
+  return assignment_load(m, stage_of, replicas, &splits);
 }
 
 namespace {

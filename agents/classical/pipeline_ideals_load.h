@@ -10,10 +10,11 @@
 // all-reduce being that of its parameters' gradients among its
 // r devices (0 for one device or no parameters): the sum under `overlap: false`, the larger
 // of compute and communication with copy engines; the objective is the largest load. Every plan
-// scored by plan_stage_load lies in the space exhaustive_stage_load searches (every assignment of n
-// nodes to D labels, every device count per used label summing to at most D), so its optimum
-// is <= every plan's score by construction, not only <= the contiguous splits'
-// (solve_ideal_split).
+// of whole ops scored by plan_stage_load lies in the space exhaustive_stage_load searches (every
+// assignment of n nodes to D labels, every device count per used label summing to at most D), so
+// its optimum is <= every such plan's score by construction, not only <= the contiguous splits'
+// (solve_ideal_split). A plan that splits ops over devices (op partitions, NodeSplits) lies
+// outside that space and can score below it.
 #include <cstdint>
 #include <vector>
 
@@ -61,10 +62,26 @@ struct StageLoadModel {
 /// labels that read it, the gradients of each edge back (activations, back).
 StageLoadModel stage_load_model(const Problem& problem);
 
+/// Forward nodes split over several labels (a plan's op partitions), outside the space the
+/// exhaustive search holds. A split node's work and parameters are shared evenly over its
+/// labels, each of which is also charged the node's collectives; its activations are held on
+/// every one of its labels (after the forward collective) and sent from its stage_of label to
+/// the other labels that read them; a reader split over labels receives on each of them.
+struct NodeSplits {
+  std::vector<uint64_t> labels;     ///< per node: a mask of its labels (0: whole, on stage_of)
+  std::vector<double> collectives;  ///< per node: its forward and backward collectives' time
+  bool any() const {
+    for (uint64_t l : labels) {
+      if (l != 0) return true;
+    }
+    return false;
+  }
+};
+
 /// The largest stage load of `stage_of` (a label per node) with replicas[label] devices
-/// per label (labels absent from stage_of are ignored).
+/// per label (labels absent from stage_of are ignored), with the nodes `splits` splits.
 double assignment_load(const StageLoadModel& m, const std::vector<int>& stage_of,
-                       const std::vector<int>& replicas);
+                       const std::vector<int>& replicas, const NodeSplits* splits = nullptr);
 
 /// A plan read as an assignment (stage_of, replicas per label): a pipeline's stages in order
 /// (ops of no stage and plain placements: the device of the op), devices per stage, times
@@ -72,7 +89,16 @@ double assignment_load(const StageLoadModel& m, const std::vector<int>& stage_of
 void plan_assignment(const Graph& g, const Plan& plan, std::vector<int>* stage_of,
                      std::vector<int>* replicas);
 
-/// assignment_load of plan_assignment.
+/// The split nodes of a plain placement's op partitions (not replicated, collectives implied
+/// by the split; the labels are the partition's devices), with the collectives the simulator
+/// runs after each instance (docs/simulator.md, "Operator partitioning") at the step's tensor
+/// sizes, per level of a recursive halving: forward an all-gather of the output (all-reduce
+/// for a contraction split), backward the input gradients' all-reduce (output-dim split) or
+/// all-gather, plus the parameter gradients' all-reduce under a batch split. Pipelined plans
+/// and other partitions: none split.
+NodeSplits plan_splits(const StageLoadModel& m, const Graph& g, const Plan& plan);
+
+/// assignment_load of plan_assignment and plan_splits.
 double plan_stage_load(const StageLoadModel& m, const Graph& g, const Plan& plan);
 
 struct StageLoadOptimum {

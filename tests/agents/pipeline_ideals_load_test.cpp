@@ -109,18 +109,25 @@ TEST(StageLoad, HandComputedGradientsPerEdge) {
                    std::max({2 + 4 + 0.5 + 2, 6 + 1 + 1 + 0.5 + 0.5, 8 + 3 + 1 + 2 + 0.5}));
 }
 
+/// The training step of a chain of 1, 2 and 1 GFLOP ops with 4 MiB activations and
+/// `param_bytes` per op, on two devices of the test host.
+void chain_step(uint64_t param_bytes, ProblemSetup* s) {
+  ChainOptions o;
+  o.per_op_flops = {1e9, 2e9, 1e9};
+  o.activation_bytes = 4 << 20;
+  o.param_bytes = param_bytes;
+  s->graph = expand_training_step(make_chain(o));
+  s->cluster = testing::one_host_cluster(2);
+  s->cost = std::make_unique<CostModel>(s->cluster, uniform_profile(1.0));
+  s->simulator = std::make_unique<Simulator>(s->graph, s->cluster, *s->cost);
+}
+
 TEST(StageLoad, OneGradientPerActivationChargesAsBefore) {
   // On a chain's training step every activation gets one gradient of its size back: the
   // activations and the edge's gradients cost what split.send (activation and gradient,
   // twice the transfer) charges.
-  ChainOptions o;
-  o.per_op_flops = {1e9, 2e9, 1e9};
-  o.activation_bytes = 4 << 20;
   ProblemSetup s;
-  s.graph = expand_training_step(make_chain(o));
-  s.cluster = testing::one_host_cluster(2);
-  s.cost = std::make_unique<CostModel>(s.cluster, uniform_profile(1.0));
-  s.simulator = std::make_unique<Simulator>(s.graph, s.cluster, *s.cost);
+  chain_step(0, &s);
   const StageLoadModel m = stage_load_model(s.problem());
   ASSERT_EQ(m.back.size(), static_cast<size_t>(m.split.size()));
   int edges = 0;
@@ -136,6 +143,57 @@ TEST(StageLoad, OneGradientPerActivationChargesAsBefore) {
     ++edges;
   }
   EXPECT_EQ(edges, 2);  // op 0 -> op 1 -> op 2
+}
+
+TEST(StageLoad, HandComputedLoadOfASplitNode) {
+  // The diamond with b split over labels 0 and 1 (3 of work on each, 0.5 of collectives on
+  // each), a and d on 0, c on 1. a -> b and b -> d do not cross (b's output is held on both
+  // labels); a -> c and c -> d do: 1 + 1 on each side. Label 0: 2 + 3 + 2 = 7 of work, label
+  // 1: 3 + 6 = 9; each 2 + 0.5 of communication.
+  NodeSplits splits;
+  splits.labels = {0, 0b11, 0, 0};
+  splits.collectives = {0, 0.5, 0, 0};
+  EXPECT_DOUBLE_EQ(assignment_load(diamond(false), {0, 0, 1, 0}, {1, 1}, &splits), 9 + 2.5);
+  EXPECT_DOUBLE_EQ(assignment_load(diamond(true), {0, 0, 1, 0}, {1, 1}, &splits), 9);
+  // Unsplit, b is whole on label 0: 10 + 2 and 6 + 2 (a -> c, c -> d).
+  EXPECT_DOUBLE_EQ(assignment_load(diamond(false), {0, 0, 1, 0}, {1, 1}), 12);
+  // Every node split over both labels: half the work each (8) and the collectives, no border.
+  splits.labels = {0b11, 0b11, 0b11, 0b11};
+  EXPECT_DOUBLE_EQ(assignment_load(diamond(false), {0, 0, 0, 0}, {1}, &splits), 8 + 0.5);
+}
+
+TEST(StageLoad, PlanWithOneSplitOp) {
+  // A three-op chain's training step on two devices of 10 us, 10 GB/s links, everything on
+  // device 0 but op 1, split over both devices on its output dimension. Its collectives: the
+  // forward all-gather of its 4 MiB output (ring, 2 devices: B / 2 / bw + latency) and the
+  // backward all-reduce of its 4 MiB input gradient (B / bw + 2 latency); its 1 MiB of
+  // parameter gradients stays sharded (an output-dimension split).
+  ProblemSetup s;
+  chain_step(1 << 20, &s);
+  const StageLoadModel m = stage_load_model(s.problem());
+  Plan plan;
+  plan.placement.assign(s.graph.num_ops(), 0);
+  plan.partitions.push_back(OpPartition{1, 1, {0, 1}});
+  ASSERT_EQ(s.graph.op(1).phase, Phase::kForward);
+  const NodeSplits splits = plan_splits(m, s.graph, plan);
+  ASSERT_EQ(splits.labels.size(), static_cast<size_t>(m.split.size()));
+  EXPECT_EQ(splits.labels[1], 0b11u);
+  const double bytes = 4 << 20;
+  const double collectives = (bytes / 2 / 10e9 + 10e-6) + (bytes / 10e9 + 20e-6);
+  EXPECT_NEAR(splits.collectives[1], collectives, 1e-9);
+  // Op 1's output is held on both devices (op 2 on device 0 reads it there); its input, op
+  // 0's 4 MiB output, goes from device 0 to device 1 (B / bw + latency), charged to both.
+  // Overlapped, device 0 runs ops 0 and 2 and half of op 1, device 1 the other half; each
+  // communicates the collectives and that transfer.
+  double rest = 0;
+  for (int u = 0; u < m.split.size(); ++u)
+    rest += u == 1 ? 0 : m.split.work[static_cast<size_t>(u)];
+  const double half = m.split.work[1] / 2;
+  const double input = bytes / 10e9 + 10e-6;
+  EXPECT_NEAR(plan_stage_load(m, s.graph, plan), std::max({rest + half, half, collectives + input}),
+              1e-9);
+  // Read unsplit, the plan is the whole graph on device 0.
+  EXPECT_NEAR(assignment_load(m, std::vector<int>(m.split.size(), 0), {1}), rest + 2 * half, 1e-9);
 }
 
 TEST(StageLoad, ExhaustiveOptimumCoversReplicatedStages) {
