@@ -5,20 +5,25 @@
 #include <vector>
 
 #include "simulator/cost_model.h"
+#include "simulator/partition_collective_rules.h"
 #include "simulator/simulator_impl.h"
 
 namespace placer {
 
 namespace {
 
-// 2^(number of levels before `skip` for which `shards(level dim)` holds). Level l's
-// collective works on what the earlier levels left: a recursive all-gather of [0, 0, 0]
-// over 8 devices costs B/2 + B/4 + B/8 per device (= an 8-way ring's 7/8 B), not 3 x B/8.
-template <typename Pred>
-uint64_t other_levels_div(const OpPartition& q, size_t skip, Pred shards) {
-  uint64_t d = 1;
-  for (size_t l = 0; l < skip && l < q.levels.size(); ++l) d *= shards(q.levels[l]) ? 2 : 1;
-  return d;
+// The kind the counters record for a partitioned instance's collectives: all-reduce when a
+// level sums partial results (backward: an output-dim level; forward: a contraction level),
+// and for a one-level backward split with no input gradients to gather.
+CollectiveKind recorded_kind(const OpPartition& q, bool backward, uint64_t act) {
+  if (q.levels.empty() && backward && (act == 0 || q.sharded_input)) {
+    return CollectiveKind::kAllReduce;
+  }
+  const std::vector<int> levels = q.levels.empty() ? std::vector<int>{q.dim} : q.levels;
+  const bool any_reduce = std::any_of(levels.begin(), levels.end(), [&](int dl) {
+    return backward ? dl >= 1 : dl == OpPartition::kReduceDim;
+  });
+  return any_reduce ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
 }
 
 }  // namespace
@@ -58,11 +63,7 @@ void Simulator::Impl::prepare_partition_collectives(const Plan& p) {
     }
     uint64_t act = 0, grad = 0;
     for (TensorId t : op.outputs) (g.tensor(t).is_param_grad ? grad : act) += t_bytes[t];
-    if (!q.levels.empty()) {
-      halving_partition_collective(o, q, level_group[op_part[o]], act, grad);
-    } else {
-      split_partition_collective(o, q, act, grad);
-    }
+    auto_partition_collective(o, q, level_group[op_part[o]], act, grad);
   }
 }
 
@@ -86,76 +87,23 @@ void Simulator::Impl::named_partition_collective(OpId o, PartitionCollective pc)
   op_coll[o] = cost.group_collective_time(k, groups[op_group[o]], b, SyncScheme::kAuto);
 }
 
-// Recursive halving: one collective per level, back to back, each on the level's share of
-// the tensor: its bytes divided by 2 per OTHER level that shards it.
-void Simulator::Impl::halving_partition_collective(OpId o, const OpPartition& q,
-                                                   const std::vector<uint32_t>& lg, uint64_t act,
-                                                   uint64_t grad) {
+// The `auto` collectives (partition_collective_rules.h), back to back: their time and bytes,
+// and the kind the counters record (all-reduce when any level sums partial results).
+void Simulator::Impl::auto_partition_collective(OpId o, const OpPartition& q,
+                                                const std::vector<uint32_t>& lg, uint64_t act,
+                                                uint64_t grad) {
   const bool backward = g.op(o).phase == Phase::kBackward;
   double t = 0;
   uint64_t total = 0;
-  for (size_t l = 0; l < q.levels.size(); ++l) {
-    const CollectiveGroup& pg = groups[lg[l]];
-    const int dl = q.levels[l];
-    if (backward) {
-      // Input gradients are sliced by batch / contraction levels, partial sums otherwise.
-      const uint64_t b = ceil_div(act, other_levels_div(q, l, [](int d) { return d <= 0; }));
-      const CollectiveKind k = dl >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
-      if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
-      total += b;
-      // Parameter gradients: partial sums across batch levels only; t_bytes already
-      // holds the shard left by the non-batch levels.
-      if (dl == 0 && grad > 0) {
-        t += cost.group_collective_time(CollectiveKind::kAllReduce, pg, grad, SyncScheme::kAuto);
-        total += grad;
-      }
-    } else {
-      // Outputs are sliced by every level except contraction ones (partial sums).
-      const uint64_t b = ceil_div(
-          act + grad, other_levels_div(q, l, [](int d) { return d != OpPartition::kReduceDim; }));
-      const CollectiveKind k =
-          dl == OpPartition::kReduceDim ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
-      if (b > 0) t += cost.group_collective_time(k, pg, b, SyncScheme::kAuto);
-      total += b;
-    }
+  for (const PartitionCollectiveStep& s : auto_partition_collectives(q, backward, act, grad)) {
+    const CollectiveGroup& pg =
+        groups[s.level < 0 ? op_group[o] : lg[static_cast<size_t>(s.level)]];
+    t += cost.group_collective_time(s.kind, pg, s.bytes, SyncScheme::kAuto);
+    total += s.bytes;
   }
+  op_coll[o] = t;
   op_coll_bytes[o] = total;
-  op_coll[o] = t;
-  const bool any_reduce = std::any_of(q.levels.begin(), q.levels.end(), [&](int dl) {
-    return backward ? dl >= 1 : dl == OpPartition::kReduceDim;
-  });
-  op_coll_kind[o] =
-      static_cast<uint8_t>(any_reduce ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather);
-}
-
-// One split over all the partition's devices.
-void Simulator::Impl::split_partition_collective(OpId o, const OpPartition& q, uint64_t act,
-                                                 uint64_t grad) {
-  const CollectiveGroup& grp = groups[op_group[o]];
-  double t = 0;
-  if (g.op(o).phase == Phase::kBackward) {
-    // Input gradients: partial sums over an output-dim split (all-reduce), slices of a
-    // batch or contraction split (all-gather). Parameter gradients: partial sums only
-    // under a batch split (all-reduce); sharded otherwise.
-    // Under sharded_input the input gradients stay sharded (no collective).
-    const CollectiveKind k = q.dim >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
-    op_coll_kind[o] =
-        static_cast<uint8_t>(act > 0 && !q.sharded_input ? k : CollectiveKind::kAllReduce);
-    if (q.sharded_input) act = 0;
-    if (act > 0) t += cost.group_collective_time(k, grp, act, SyncScheme::kAuto);
-    if (q.dim == 0 && grad > 0) {
-      t += cost.group_collective_time(CollectiveKind::kAllReduce, grp, grad, SyncScheme::kAuto);
-    }
-    op_coll_bytes[o] = act + (q.dim == 0 ? grad : 0);
-  } else {
-    const CollectiveKind k =
-        q.dim == OpPartition::kReduceDim ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather;
-    const uint64_t b = q.sharded_output ? 0 : act + grad;
-    op_coll_kind[o] = static_cast<uint8_t>(k);
-    if (b > 0) t = cost.group_collective_time(k, grp, b, SyncScheme::kAuto);
-    op_coll_bytes[o] = b;
-  }
-  op_coll[o] = t;
+  op_coll_kind[o] = static_cast<uint8_t>(recorded_kind(q, backward, act));
 }
 
 }  // namespace placer

@@ -107,11 +107,10 @@ struct Simulator::Impl {
   void prepare_tied_embeddings();  // tied_embeddings.cpp
   void prepare_partition_collectives(const Plan& plan);  // partition_collectives.cpp
   void named_partition_collective(OpId o, PartitionCollective pc);  // the plan names it
-  // Recursive halving: one collective per level of q.
-  void halving_partition_collective(OpId o, const OpPartition& q,
-                                    const std::vector<uint32_t>& level_groups, uint64_t act,
-                                    uint64_t grad);
-  void split_partition_collective(OpId o, const OpPartition& q, uint64_t act, uint64_t grad);
+  // The `auto` collectives of q (one split, or one per recursive-halving level).
+  void auto_partition_collective(OpId o, const OpPartition& q,
+                                 const std::vector<uint32_t>& level_groups, uint64_t act,
+                                 uint64_t grad);
   // Expert parallelism (expert_parallel.cpp): the MoE role and layer of every op (constructor),
   // then per run the expert ops' durations and memory, the all-to-all of dispatch / combine.
   void index_moe_ops();

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "simulator/partition_collective_rules.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -277,78 +278,48 @@ void output_bytes(const Graph& g, const Op& op, uint64_t* act, uint64_t* grad) {
   for (TensorId t : op.outputs) (g.tensor(t).is_param_grad ? *grad : *act) += g.tensor(t).bytes;
 }
 
-/// One level of a partition: the devices its collective runs among and the dimension it
-/// splits. A one-level partition is one level over all its devices; recursive halving's
-/// level l runs between the devices that differ at that level (the pair of the first stands
-/// for all, as they run at once).
-struct SplitLevel {
-  CollectiveGroup group;
-  int dim = 0;
-};
-
-std::vector<SplitLevel> split_levels(const CostModel& cost, const OpPartition& q) {
-  std::vector<SplitLevel> out;
+/// The collective groups of partition `q`'s steps (PartitionCollectiveStep::level): the
+/// whole partition for a one-level split (index 0), else per recursive-halving level the
+/// pair of its first device, which stands for all pairs as they run at once.
+std::vector<CollectiveGroup> step_groups(const CostModel& cost, const OpPartition& q) {
+  std::vector<CollectiveGroup> out;
   if (q.levels.empty()) {
     std::vector<int> members = q.devices;
     std::sort(members.begin(), members.end());
-    out.push_back({cost.make_group(members), q.dim});
-    return out;
+    out.push_back(cost.make_group(members));
   }
   for (size_t l = 0; l < q.levels.size(); ++l) {
     const size_t stride = q.devices.size() >> (l + 1);
     std::vector<int> pair = {q.devices[0], q.devices[stride]};
     std::sort(pair.begin(), pair.end());
-    out.push_back({cost.make_group(pair), q.levels[l]});
+    out.push_back(cost.make_group(pair));
   }
   return out;
 }
 
-/// 2 per level before `level` whose dimension satisfies `shards`: the share of a tensor that
-/// level's collective moves (the simulator's other_levels_div).
-template <typename Pred>
-uint64_t earlier_levels_div(const std::vector<SplitLevel>& levels, size_t level, Pred shards) {
-  uint64_t d = 1;
-  for (size_t l = 0; l < level; ++l) d *= shards(levels[l].dim) ? 2 : 1;
-  return d;
-}
-
 /// The collectives the simulator runs after every instance of the ops of partition `q`
-/// (kAuto collectives), forward op `f` and its backward ops, at the step's tensor sizes
-/// (Simulator::Impl::split_partition_collective and halving_partition_collective): per level,
-/// forward the output's all-gather (all-reduce on a contraction level), backward the input
-/// gradients' all-reduce (output-dimension level) or all-gather, and on a batch level the
-/// parameter gradients' all-reduce (their shard left by the other levels).
+/// (auto_partition_collectives), forward op `f` and its backward ops, at the step's tensor
+/// sizes; the parameter gradients are the shard the non-batch levels leave.
 double partition_collectives(const StageLoadModel& m, const Graph& g, const OpPartition& q,
                              OpId f) {
   if (!m.cost) return 0;
-  const std::vector<SplitLevel> levels = split_levels(*m.cost, q);
-  auto coll = [&](CollectiveKind kind, size_t l, uint64_t bytes) {
-    return bytes > 0
-               ? m.cost->group_collective_time(kind, levels[l].group, bytes, SyncScheme::kAuto)
-               : 0.0;
-  };
-  uint64_t act = 0, grad = 0, sharded = 1;
-  for (const SplitLevel& level : levels) sharded *= level.dim != 0 ? 2 : 1;
-  output_bytes(g, g.op(f), &act, &grad);
-  const uint64_t out = q.sharded_output ? 0 : act + grad;
-  double t = 0;
-  for (size_t l = 0; l < levels.size(); ++l) {
-    const int d = levels[l].dim;
-    t += coll(
-        d == OpPartition::kReduceDim ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather, l,
-        out / earlier_levels_div(levels, l, [](int x) { return x != OpPartition::kReduceDim; }));
-  }
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const Op& op = g.op(o);
-    if (op.phase != Phase::kBackward || op.forward_op != f) continue;
+  const std::vector<CollectiveGroup> groups = step_groups(*m.cost, q);
+  uint64_t sharded = 1;
+  for (int dim : q.levels) sharded *= dim != 0 ? 2 : 1;
+  auto time = [&](const Op& op, bool backward) {
+    uint64_t act = 0, grad = 0;
     output_bytes(g, op, &act, &grad);
-    if (q.sharded_input) act = 0;
-    for (size_t l = 0; l < levels.size(); ++l) {
-      const int d = levels[l].dim;
-      t += coll(d >= 1 ? CollectiveKind::kAllReduce : CollectiveKind::kAllGather, l,
-                act / earlier_levels_div(levels, l, [](int x) { return x <= 0; }));
-      if (d == 0) t += coll(CollectiveKind::kAllReduce, l, grad / sharded);
+    double t = 0;
+    for (const PartitionCollectiveStep& s :
+         auto_partition_collectives(q, backward, act, backward ? grad / sharded : grad)) {
+      t += m.cost->group_collective_time(s.kind, groups[static_cast<size_t>(std::max(0, s.level))],
+                                         s.bytes, SyncScheme::kAuto);
     }
+    return t;
+  };
+  double t = time(g.op(f), false);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    if (g.op(o).phase == Phase::kBackward && g.op(o).forward_op == f) t += time(g.op(o), true);
   }
   return t;
 }
