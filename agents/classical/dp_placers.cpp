@@ -13,9 +13,15 @@
 namespace placer {
 
 void add_dynamic_programming_methods(std::vector<MethodInfo>* out) {
-  // One key, `objective`: what its stage costs model (PipelinePlacerOptions::objective).
+  // `objective`: what its stage costs model (PipelinePlacerOptions::objective); `fold`:
+  // also search folded stages.
   static const OptionTable<PipelinePlacerOptions> pipeline_options = [] {
     OptionTable<PipelinePlacerOptions> t("pipeline-dp");
+    t.flag("fold",
+           "also search folded stages, a leading and a trailing segment of the layer chain on "
+           "the same devices (V-shaped), and keep that plan when it simulates better by the "
+           "objective (docs/dp_placers.md)",
+           [](auto& o) -> auto& { return o.fold; });
     add_objective_option(
         t, [](auto& o) -> auto& { return o.objective; },
         "what the stage costs model: the step (a replica's gradient all-reduce added to its "

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "agents/classical/pipeline_fold.h"
 #include "agents/common/prediction.h"
 #include "src/util/error.h"
 
@@ -371,6 +372,44 @@ struct PipelineCostData {
   void make_min_memory(const Cluster& cluster);
   double compute_time(int i, int j, int first, int r) const;
   double allreduce_time(const CostModel& cm, int i, int j, int first, int r);
+  double allreduce_bytes_time(const CostModel& cm, double bytes, int first, int r);
+
+ public:
+  /// A folded stage [a, b) + [c, d) (FoldedCostTable::stage_time): its compute share and its
+  /// communication (the all-reduce of both segments' gradients, its share of the bytes
+  /// `borders` moves into and out of the set, over the link to a neighbouring slot), the
+  /// longer of the two when `overlap` and the objective is the steady state, else their sum
+  /// (the step: the all-reduce adds to the compute, the transfers run beside it). Infinity
+  /// when it does not fit (every micro-batch's saved activations counted: a folded stage
+  /// holds its first segment's until the last stages have run).
+  double folded_stage_time(const CostModel& cm, const UnitBorders& borders, int a, int b, int c,
+                           int d, int first, int r, bool overlap, bool steady, bool gpipe) {
+    const double comp = compute_time(a, b, first, r) + compute_time(c, d, first, r);
+    auto sum = [&](const std::vector<double>& x) {
+      return x[size_t(b)] - x[size_t(a)] + x[size_t(d)] - x[size_t(c)];
+    };
+    uint64_t work = 0;
+    for (int u = a; u < d; ++u) {
+      if (u < b || u >= c) work = std::max(work, workspace[static_cast<size_t>(u)]);
+    }
+    const double frac = c < d || gpipe ? 1.0 : 0.25;
+    if (sum(resident) + frac * sum(saved) / r + static_cast<double>(work) >
+        static_cast<double>(capacity(first, r))) {
+      return std::numeric_limits<double>::infinity();
+    }
+    const double ar = allreduce_bytes_time(cm, sum(grad), first, r);
+    double in = 0, out = 0;
+    borders.in_out(unit_mask(a, b, c, d), &in, &out);
+    const int self = devices[static_cast<size_t>(first)];
+    const int other = devices[static_cast<size_t>(first > 0 ? first - 1 : std::min(first + r, N - 1))];
+    auto move = [&](int from, int to, double bytes) {
+      return bytes > 0 && from != to ? cm.transfer_time(from, to, static_cast<uint64_t>(std::ceil(bytes / r)))
+                                     : 0.0;
+    };
+    const double border = move(other, self, in) + move(self, other, out);
+    if (!steady) return overlap ? std::max(comp + ar, border) : comp + ar + border;
+    return overlap ? std::max(comp, ar + border) : comp + ar + border;
+  }
 };
 
 PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& chain,
@@ -491,8 +530,12 @@ double PipelineCostData::compute_time(int i, int j, int first, int r) const {
 
 /// The all-reduce of layers [i, j)'s gradients among slots [first, first + r) (0 for r = 1).
 double PipelineCostData::allreduce_time(const CostModel& cm, int i, int j, int first, int r) {
+  return allreduce_bytes_time(cm, grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)],
+                              first, r);
+}
+
+double PipelineCostData::allreduce_bytes_time(const CostModel& cm, double g, int first, int r) {
   if (r <= 1) return 0;
-  const double g = grad[static_cast<size_t>(j)] - grad[static_cast<size_t>(i)];
   const size_t key = static_cast<size_t>(first) * N + static_cast<size_t>(r) - 1;
   auto it = groups.find(key);
   if (it == groups.end()) {
@@ -602,6 +645,29 @@ PipelineCostTable make_pipeline_cost_table(const Problem& problem, const LayerCh
   return t;
 }
 
+FoldedCostTable make_folded_cost_table(const Problem& problem, const LayerChain& chain,
+                                       const std::vector<int>& devices,
+                                       const PipelinePlacerOptions& options) {
+  auto D = std::make_shared<PipelineCostData>(problem, chain, devices);
+  auto borders = std::make_shared<UnitBorders>(unit_borders(problem.graph, chain));
+  std::vector<char> overlap(devices.size());
+  for (size_t s = 0; s < devices.size(); ++s) {
+    overlap[s] = problem.cluster.device(devices[s]).spec.overlap_transfers;
+  }
+  const CostModel* cm = &problem.cost;
+  const bool steady = options.objective == Objective::kThroughput;
+  const bool gpipe = options.schedule == PipelineSchedule::kGPipe;
+  FoldedCostTable t;
+  t.num_layers = D->L;
+  t.num_devices = D->N;
+  t.stage_time = [D, borders, cm, overlap, steady, gpipe](int a, int b, int c, int d, int first,
+                                                          int r) {
+    return D->folded_stage_time(*cm, *borders, a, b, c, d, first, r,
+                                overlap[static_cast<size_t>(first)] != 0, steady, gpipe);
+  };
+  return t;
+}
+
 SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_replica, int fixed) {
   // 4 x stages by default (also 2x and 8x tried in the simulator), each rounded down to a
   // divisor of per_replica so that every replica of every stage gets a whole number of
@@ -653,6 +719,112 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
   return res;
 }
 
+namespace {
+
+/// Stages as lists of chain units on consecutive device slots.
+struct StagedUnits {
+  std::vector<std::vector<int>> units;  ///< per stage
+  std::vector<int> first, replicas;     ///< per stage: first slot, device count
+};
+
+StagedUnits staged_units(const PipelineDpSolution& sol) {
+  StagedUnits out;
+  for (const PipelineStageChoice& c : sol.stages) {
+    out.units.emplace_back();
+    for (int u = c.begin; u < c.end; ++u) out.units.back().push_back(u);
+    out.first.push_back(c.first);
+    out.replicas.push_back(c.replicas);
+  }
+  return out;
+}
+
+StagedUnits staged_units(const FoldedSolution& sol) {
+  StagedUnits out;
+  for (const FoldedStageChoice& c : sol.stages) {
+    out.units.emplace_back();
+    for (int u = c.begin; u < c.end; ++u) out.units.back().push_back(u);
+    for (int u = c.tail_begin; u < c.tail_end; ++u) out.units.back().push_back(u);
+    out.first.push_back(c.first);
+    out.replicas.push_back(c.replicas);
+  }
+  return out;
+}
+
+/// The plan of `stages` over `chain` (placement filled by stage), validated, its
+/// micro-batches chosen by simulation (*sim gets that simulation).
+Plan plan_of_stages(const Problem& problem, const LayerChain& chain,
+                    const std::vector<int>& devices, const PipelinePlacerOptions& options,
+                    const StagedUnits& stages, SimResult* sim) {
+  const Graph& g = problem.graph;
+  Plan plan;
+  plan.graph_name = g.name();
+  plan.method = "pipeline-dp";
+  plan.pipeline.schedule = options.schedule;
+  std::vector<int> stage_of_unit(chain.units.size(), 0);
+  int64_t lcm_r = 1;
+  for (size_t s = 0; s < stages.units.size(); ++s) {
+    PipelineStage st;
+    for (int u : stages.units[s]) {
+      stage_of_unit[static_cast<size_t>(u)] = static_cast<int>(s);
+      const auto& ops = chain.units[static_cast<size_t>(u)];
+      st.ops.insert(st.ops.end(), ops.begin(), ops.end());
+    }
+    for (int r = 0; r < stages.replicas[s]; ++r)
+      st.devices.push_back(devices[static_cast<size_t>(stages.first[s] + r)]);
+    lcm_r = std::lcm(lcm_r, static_cast<int64_t>(stages.replicas[s]));
+    plan.pipeline.stages.push_back(std::move(st));
+  }
+  plan.placement.resize(g.num_ops());
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const int s = stage_of_unit[static_cast<size_t>(chain.unit_of[o])];
+    plan.placement[o] = plan.pipeline.stages[static_cast<size_t>(s)].devices[0];
+  }
+  const int64_t batch = g.batch_size();
+  const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
+  plan.validate(g, problem.cluster);
+  SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
+  record_prediction(res, &plan);
+  *sim = std::move(res);
+  return plan;
+}
+
+/// The time `options.objective` compares a simulated plan by; under throughput, the better
+/// of the plan and its one-micro-batch run (as the portfolio streams it).
+double objective_score(const Problem& problem, const PipelinePlacerOptions& options,
+                       const Plan& plan, const SimResult& res) {
+  if (res.oom) return std::numeric_limits<double>::infinity();
+  Plan streamed = plan;
+  SimResult r = res;
+  SimOptions so;
+  so.critical_path = false;
+  stream_whole_batches(options.objective, problem.simulator, problem.cluster, so, &streamed, &r);
+  return objective_time(options.objective, r, problem.cluster);
+}
+
+/// Steps of the folded DP (pipeline_fold.h) before its chain is coarsened further.
+constexpr long long kFoldSteps = 4'000'000;
+
+/// The folded pipeline's plan (`fold`), or false when no folded configuration fits.
+bool folded_plan(const Problem& problem, const std::vector<int>& devices,
+                 const PipelineDpOptions& dp_options, const PipelinePlacerOptions& options,
+                 Plan* plan, SimResult* sim) {
+  const std::vector<int> counts =
+      pipeline_replica_counts(static_cast<int>(devices.size()), dp_options);
+  int units = std::min(std::max(1, options.max_units), options.fold_units);
+  while (units > 4 && folded_pipeline_steps(units, static_cast<int>(devices.size()),
+                                            static_cast<int>(counts.size())) > kFoldSteps) {
+    units = units * 3 / 4;
+  }
+  const LayerChain chain = build_layer_chain(problem.graph, units);
+  const FoldedCostTable table = make_folded_cost_table(problem, chain, devices, options);
+  const FoldedSolution sol = solve_folded_pipeline(table, counts);
+  if (!sol.feasible()) return false;
+  *plan = plan_of_stages(problem, chain, devices, options, staged_units(sol), sim);
+  return true;
+}
+
+}  // namespace
+
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options,
                       PipelineDpSolution* solution, SimResult* sim) {
   const Graph& g = problem.graph;
@@ -697,35 +869,17 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
                                    " device(s): every stage configuration exceeds device memory"));
   }
   if (solution) *solution = sol;
-
-  Plan plan;
-  plan.graph_name = g.name();
-  plan.method = "pipeline-dp";
-  plan.pipeline.schedule = options.schedule;
-  std::vector<int> stage_of_unit(chain.units.size(), 0);
-  int64_t lcm_r = 1;
-  for (size_t s = 0; s < sol.stages.size(); ++s) {
-    const PipelineStageChoice& c = sol.stages[s];
-    PipelineStage st;
-    for (int u = c.begin; u < c.end; ++u) {
-      stage_of_unit[static_cast<size_t>(u)] = static_cast<int>(s);
-      const auto& ops = chain.units[static_cast<size_t>(u)];
-      st.ops.insert(st.ops.end(), ops.begin(), ops.end());
-    }
-    for (int r = 0; r < c.replicas; ++r)
-      st.devices.push_back(devices[static_cast<size_t>(c.first + r)]);
-    lcm_r = std::lcm(lcm_r, static_cast<int64_t>(c.replicas));
-    plan.pipeline.stages.push_back(std::move(st));
+  SimResult res;
+  Plan plan = plan_of_stages(problem, chain, devices, options, staged_units(sol), &res);
+  Plan folded;
+  SimResult folded_res;
+  if (options.fold && options.cut_groups.empty() &&
+      folded_plan(problem, devices, dp_options, options, &folded, &folded_res) &&
+      objective_score(problem, options, folded, folded_res) <
+          objective_score(problem, options, plan, res)) {
+    plan = std::move(folded);
+    res = std::move(folded_res);
   }
-  plan.placement.resize(g.num_ops());
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const int s = stage_of_unit[static_cast<size_t>(chain.unit_of[o])];
-    plan.placement[o] = plan.pipeline.stages[static_cast<size_t>(s)].devices[0];
-  }
-  const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
-  plan.validate(g, problem.cluster);
-  SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
-  record_prediction(res, &plan);
   if (sim) *sim = std::move(res);
   return plan;
 }

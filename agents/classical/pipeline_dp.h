@@ -121,6 +121,12 @@ struct PipelinePlacerOptions {
   /// of the two with copy engines, their sum without, as simulator/steady_state.h counts a
   /// device's occupancy).
   Objective objective = Objective::kStepTime;
+  /// Also search folded stages (`--set fold=true`, agents/classical/pipeline_fold.h: a stage
+  /// may hold a leading and a trailing segment of the chain) on a chain of at most
+  /// `fold_units` units, and keep the folded plan when it simulates better by `objective`.
+  /// Not with cut_groups.
+  bool fold = false;
+  int fold_units = 24;
 };
 
 /// The cut points (ascending, with 0 and chain.units.size()) of `group_of_op` read as

@@ -32,9 +32,11 @@ void log_run(const std::string& label, const MethodRun& run, const ProblemSetup&
 MethodSettings objective_settings(const std::string& name, const PortfolioOptions& options) {
   MethodSettings settings;
   if (options.objective == Objective::kStepTime) return settings;
+  // Under throughput the steady state also rewards folded stages (pipeline-dp's `fold`).
   for (const OptionSpec& o : method_info(name).options) {
     if (o.key == "objective")
       settings.sets.push_back("objective=" + std::string(to_string(options.objective)));
+    if (o.key == "fold") settings.sets.push_back("fold=true");
   }
   return settings;
 }

@@ -29,8 +29,9 @@ struct PortfolioOptions {
 /// naming the flag and key for an unknown key or a bad value.
 PortfolioOptions portfolio_options(const std::string& method, const MethodSettings& settings);
 
-/// The settings the portfolio runs method `name` with: `objective=` the portfolio's when
-/// the method takes the key (pipeline-dp, gdp+stages), none otherwise.
+/// The settings the portfolio runs method `name` with: under the throughput objective,
+/// `objective=throughput` where the method takes the key (pipeline-dp, gdp+stages) and
+/// `fold=true` where it takes that one (pipeline-dp); none otherwise.
 MethodSettings objective_settings(const std::string& name, const PortfolioOptions& options);
 
 /// Whether `a` is the better outcome: a plan that fits beats an OOM one, then the lower step
