@@ -32,14 +32,15 @@ int64_t divisor_at_least(int64_t q, int64_t target) {
   return 0;
 }
 /// Non-input forward ops (`fwd`, in topological order) start a new unit whenever the layer
-/// key changes: the op's layer when the graph has layers, else every op on its own. Sets
+/// key changes: the op's layer when the graph has layers (and not `per_op`), else every op
+/// on its own. Sets
 /// `unit` of those ops; at least one (empty) unit.
 std::vector<std::vector<OpId>> forward_layer_units(const Graph& g, const std::vector<OpId>& fwd,
-                                                   std::vector<int>& unit) {
+                                                   bool per_op, std::vector<int>& unit) {
   bool any_layer = false;
   for (OpId o : fwd) {
     const Op& op = g.op(o);
-    if (op.layer >= 0 && op.category != OpCategory::kInput) any_layer = true;
+    if (op.layer >= 0 && op.category != OpCategory::kInput && !per_op) any_layer = true;
   }
   std::vector<std::vector<OpId>> units;
   int64_t key = std::numeric_limits<int64_t>::min();
@@ -132,7 +133,7 @@ void assign_remaining_ops(const Graph& g, std::vector<int>& unit) {
 }
 }  // namespace
 
-LayerChain build_layer_chain(const Graph& g, int max_units) {
+LayerChain build_layer_chain(const Graph& g, int max_units, bool per_op) {
   max_units = std::max(1, max_units);
   std::vector<OpId> fwd;
   for (OpId o : g.topo_order()) {
@@ -140,7 +141,7 @@ LayerChain build_layer_chain(const Graph& g, int max_units) {
   }
   // Input nodes (weights, data) are attached after the layers are formed.
   std::vector<int> unit(g.num_ops(), -1);
-  std::vector<std::vector<OpId>> units = forward_layer_units(g, fwd, unit);
+  std::vector<std::vector<OpId>> units = forward_layer_units(g, fwd, per_op, unit);
   if (static_cast<int>(units.size()) > max_units) merge_units(g, max_units, units, unit);
   attach_inputs(g, fwd, units, unit);
   const auto& rank = g.topo_rank();
@@ -815,7 +816,8 @@ bool folded_plan(const Problem& problem, const std::vector<int>& devices,
                                             static_cast<int>(counts.size())) > kFoldSteps) {
     units = units * 3 / 4;
   }
-  const LayerChain chain = build_layer_chain(problem.graph, units);
+  // One unit per op (not per layer): a fold may need to split a layer's ops.
+  const LayerChain chain = build_layer_chain(problem.graph, units, /*per_op=*/true);
   const FoldedCostTable table = make_folded_cost_table(problem, chain, devices, options);
   const FoldedSolution sol = solve_folded_pipeline(table, counts);
   if (!sol.feasible()) return false;

@@ -27,8 +27,9 @@ struct LayerChain {
 /// changes); without layer numbers one unit per forward op. Consecutive units are merged,
 /// balanced by forward FLOPs, down to at most `max_units`. Backward / optimizer ops join the
 /// unit of their forward_op; others the latest unit among their predecessors, else the
-/// earliest among their successors (the simulator's stage rule), else 0.
-LayerChain build_layer_chain(const Graph& g, int max_units);
+/// earliest among their successors (the simulator's stage rule), else 0. `per_op`: one unit
+/// per forward op even when the graph has layer numbers (before the merge).
+LayerChain build_layer_chain(const Graph& g, int max_units, bool per_op = false);
 
 /// Costs of pipeline configurations over layers [0, num_layers) and device slots
 /// [0, num_devices) (indices into the problem's device list). All times are per mini-batch.
