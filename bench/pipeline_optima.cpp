@@ -20,8 +20,8 @@
 // These are throughput problems (inputs stream through the plan, as the literature's
 // objective assumes), so the methods that compare plans are told so: `best` and gdp+stages
 // run with `objective=throughput` (agents/common/objective.h; `best` passes it on to
-// pipeline-dp, whose stage costs are then the steady state's), comparing the simulator's
-// steady-state time per step (the busiest device's occupancy, simulator/steady_state.h)
+// pipeline-dp, whose stage costs are then the steady state's, with `fold=true`), comparing the
+// simulator's steady-state time per step (the busiest device's occupancy, simulator/steady_state.h)
 // instead of its step time, which adds pipeline fill and drain, and trying each pipelined
 // plan with one micro-batch as well.
 //
@@ -32,7 +32,8 @@
 // method, chosen by the simulator's steady state, as `--method best --set
 // objective=throughput`), `best by step` (the methods run and chosen by the simulated step
 // time, `--method best`), `best by load` (the best of either by this objective),
-// pipeline-ideals, pipeline-dp (step costs) and `pipeline-dp thr` (objective=throughput),
+// pipeline-ideals, pipeline-dp (step costs) and `pipeline-dp thr` (objective=throughput,
+// fold=true),
 // gdp+stages zero-shot (the shipped policy) and fine-tuned (U PPO updates on the graph),
 // both with objective=throughput. The last rows are geomeans.
 

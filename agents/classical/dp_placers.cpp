@@ -17,11 +17,12 @@ void add_dynamic_programming_methods(std::vector<MethodInfo>* out) {
   // also search folded stages.
   static const OptionTable<PipelinePlacerOptions> pipeline_options = [] {
     OptionTable<PipelinePlacerOptions> t("pipeline-dp");
-    t.flag("fold",
-           "also search folded stages, a leading and a trailing segment of the layer chain on "
-           "the same devices (V-shaped), and keep that plan when it simulates better by the "
-           "objective (docs/dp_placers.md)",
-           [](auto& o) -> auto& { return o.fold; });
+    t.flag(
+        "fold",
+        "also search folded stages, a leading and a trailing segment of the layer chain on "
+        "the same devices (V-shaped), and keep that plan when it simulates better by the "
+        "objective (docs/dp_placers.md)",
+        [](auto& o) -> auto& { return o.fold; });
     add_objective_option(
         t, [](auto& o) -> auto& { return o.objective; },
         "what the stage costs model: the step (a replica's gradient all-reduce added to its "

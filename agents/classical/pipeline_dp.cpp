@@ -402,10 +402,12 @@ struct PipelineCostData {
     double in = 0, out = 0;
     borders.in_out(unit_mask(a, b, c, d), &in, &out);
     const int self = devices[static_cast<size_t>(first)];
-    const int other = devices[static_cast<size_t>(first > 0 ? first - 1 : std::min(first + r, N - 1))];
+    const int other =
+        devices[static_cast<size_t>(first > 0 ? first - 1 : std::min(first + r, N - 1))];
     auto move = [&](int from, int to, double bytes) {
-      return bytes > 0 && from != to ? cm.transfer_time(from, to, static_cast<uint64_t>(std::ceil(bytes / r)))
-                                     : 0.0;
+      return bytes > 0 && from != to
+                 ? cm.transfer_time(from, to, static_cast<uint64_t>(std::ceil(bytes / r)))
+                 : 0.0;
     };
     const double border = move(other, self, in) + move(self, other, out);
     if (!steady) return overlap ? std::max(comp + ar, border) : comp + ar + border;

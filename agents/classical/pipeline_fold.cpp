@@ -17,8 +17,8 @@ struct FoldedDp {
   const FoldedCostTable& t;
   const std::vector<int>& replicas;
   int L, N;
-  std::vector<double> best;      // per state
-  std::vector<size_t> parent;    // per state: the state it came from
+  std::vector<double> best;               // per state
+  std::vector<size_t> parent;             // per state: the state it came from
   std::vector<FoldedStageChoice> choice;  // per state: the stage that led to it
   FoldedSolution answer;
   size_t answer_parent = 0;
@@ -48,7 +48,7 @@ struct FoldedDp {
         answer.stages = {{i, j, j, j, d, r}};
         answer_parent = from;
       }
-      for (int a = i; a < j; ++a) {      // leading segment [i, a)
+      for (int a = i; a < j; ++a) {         // leading segment [i, a)
         for (int c = a + 1; c <= j; ++c) {  // trailing segment [c, j); [a, c) stays
           if (a == i && c == j) continue;   // an empty stage
           const size_t to = state(a, c, d + r);
@@ -88,8 +88,8 @@ double folded_bottleneck(const FoldedCostTable& table,
                          const std::vector<FoldedStageChoice>& stages) {
   double worst = 0;
   for (const FoldedStageChoice& s : stages) {
-    worst = std::max(worst, table.stage_time(s.begin, s.end, s.tail_begin, s.tail_end, s.first,
-                                             s.replicas));
+    worst = std::max(
+        worst, table.stage_time(s.begin, s.end, s.tail_begin, s.tail_end, s.first, s.replicas));
   }
   return worst;
 }
@@ -114,8 +114,8 @@ void UnitBorders::in_out(uint64_t set, double* in, double* out) const {
 }
 
 UnitBorders unit_borders(const Graph& g, const LayerChain& chain) {
-  PLACER_CHECK(chain.units.size() <= 64, "unit_borders: " << chain.units.size()
-                                                          << " units, more than a mask holds");
+  PLACER_CHECK(chain.units.size() <= 64,
+               "unit_borders: " << chain.units.size() << " units, more than a mask holds");
   std::map<std::pair<int, uint64_t>, double> merged;
   for (OpId o = 0; o < g.num_ops(); ++o) {
     const Op& op = g.op(o);
@@ -125,7 +125,8 @@ UnitBorders unit_borders(const Graph& g, const LayerChain& chain) {
     for (TensorId t : op.outputs) {
       uint64_t to = 0;
       for (OpId c : g.consumers(t)) {
-        if (g.op(c).phase == op.phase && chain.unit_of[c] != u) to |= uint64_t(1) << chain.unit_of[c];
+        if (g.op(c).phase == op.phase && chain.unit_of[c] != u)
+          to |= uint64_t(1) << chain.unit_of[c];
       }
       if (to != 0) merged[{u, to}] += static_cast<double>(g.tensor(t).bytes);
     }

@@ -44,7 +44,8 @@ struct FoldedSolution {
 };
 
 /// The largest stage time of `stages` under `table`.
-double folded_bottleneck(const FoldedCostTable& table, const std::vector<FoldedStageChoice>& stages);
+double folded_bottleneck(const FoldedCostTable& table,
+                         const std::vector<FoldedStageChoice>& stages);
 
 /// F[i][j][d]: the best bottleneck of stages holding units [0, i) and [j, L) on slots [0, d);
 /// the next stage takes [i, i') and [j', j) on r slots from d (r in `replica_counts`), the
@@ -59,8 +60,8 @@ FoldedSolution solve_folded_pipeline(const FoldedCostTable& table,
 /// op sends from its unit to the units of its backward readers.
 struct UnitBorders {
   struct Crossing {
-    int from = 0;         ///< the producer's unit
-    uint64_t to = 0;      ///< the readers' units
+    int from = 0;     ///< the producer's unit
+    uint64_t to = 0;  ///< the readers' units
     double bytes = 0;
   };
   std::vector<Crossing> crossings;  ///< merged by (from, to)

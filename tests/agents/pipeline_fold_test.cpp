@@ -151,12 +151,10 @@ TEST(PipelineFold, FoldedPlanReachesTheExhaustiveOptimumAndStreamsFaster) {
   s.peak_flops[static_cast<int>(DType::kF32)] = 10e12;
   s.memory_bandwidth = 1e12;
   s.memory_bytes = 16ull << 30;
-  testing::ProblemFixture f(wide_middle_step(),
-                            testing::hosts_cluster(1, 2, s,
-                                                   LinkSpec{"pcie", 10e-6, 10e9,
-                                                            LinkSharing::kPerPair},
-                                                   LinkSpec{"eth", 20e-6, 1e9,
-                                                            LinkSharing::kPerPair}));
+  testing::ProblemFixture f(
+      wide_middle_step(),
+      testing::hosts_cluster(1, 2, s, LinkSpec{"pcie", 10e-6, 10e9, LinkSharing::kPerPair},
+                             LinkSpec{"eth", 20e-6, 1e9, LinkSharing::kPerPair}));
   Problem p = f.problem();
   PipelinePlacerOptions o;
   o.objective = Objective::kThroughput;
