@@ -162,7 +162,9 @@ SimResult choose_micro_batches(const Problem& problem, Plan* plan, int64_t per_r
 /// m is then chosen among the divisors of B / lcm(replicas) (the largest <= 4 s, 2 s, 8 s).
 /// Simulates it; on OOM moves to more micro-batches (the next such divisor >= 2 m) a few
 /// times. Throws placer::Error when no configuration fits in memory. *sim (when not null)
-/// gets the returned plan's simulation (critical path off).
+/// gets the returned plan's simulation (critical path off). With options.fold the folded
+/// plan replaces the contiguous one when it simulates better; *solution (when not null) is
+/// the contiguous DP's either way.
 Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& options = {},
                       PipelineDpSolution* solution = nullptr, SimResult* sim = nullptr);
 
