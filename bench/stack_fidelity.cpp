@@ -20,7 +20,8 @@
 //    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
 //    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
 //    --no-moe-host-sync); --fit-sync-host fits the host time after each sync
-//    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the GPT-OSS bf16 rows back on the unfused core.
+//    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the
+//    GPT-OSS bf16 rows back on the unfused core.
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]

@@ -223,8 +223,9 @@ void CostProfile::validate(const std::string& where) const {
                                          "must be in [0, 1 s), got " + format_double(micro_batch_overhead)));
   }
   if (!(moe_sync_host_time >= 0 && moe_sync_host_time < 1)) {
-    throw ValidationError(format_context(where, "moe_sync_host_time",
-                                         "must be in [0, 1 s), got " + format_double(moe_sync_host_time)));
+    throw ValidationError(
+        format_context(where, "moe_sync_host_time",
+                       "must be in [0, 1 s), got " + format_double(moe_sync_host_time)));
   }
   if (!(overlap_slowdown >= 1 && overlap_slowdown <= 10)) {
     throw ValidationError(format_context(where, "overlap_slowdown",
@@ -598,8 +599,8 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_format_version(root, 1, 0);
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
-                "p2p_host_sync", "moe_host_sync", "moe_sync_host_time", "micro_batch_overhead", "ops", "links",
-                "collectives", "collective_curves", "nccl", "fit_errors"});
+                "p2p_host_sync", "moe_host_sync", "moe_sync_host_time", "micro_batch_overhead",
+                "ops", "links", "collectives", "collective_curves", "nccl", "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);

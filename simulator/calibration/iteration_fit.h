@@ -6,9 +6,9 @@
 // the GEMM compute-efficiency curve, the memory-efficiency curve of element-wise ops and
 // constant memory efficiencies of norms, softmax, embeddings and the optimizer, and the
 // compute/communication overlap slowdown, the host's per-micro-batch overhead and its work
-// after each MoE token-count sync (moe_sync_host_time): 22 numbers, each bounded. Collectives keep their
-// curves (fitted from collective tables first). The fit minimises the squared log error of
-// the predicted iteration times over the runs with a Levenberg-Marquardt loop whose
+// after each MoE token-count sync (moe_sync_host_time): 22 numbers, each bounded.
+// Collectives keep their curves (fitted from collective tables first). The fit minimises the
+// squared log error of the predicted iteration times over the runs with a Levenberg-Marquardt loop whose
 // finite-difference steps are wide enough for a piecewise-smooth simulator (Eigen's
 // unsupported LevenbergMarquardt uses machine-epsilon steps, which see the simulator's
 // event ordering as noise).

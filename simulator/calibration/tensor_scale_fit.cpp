@@ -65,8 +65,8 @@ TensorScales grid_search(const std::vector<ScaleResponse>& responses,
 // to [0, kMaxSyncHost]), each with the best scales of grid_search(`s_span`, `s_step`).
 TensorScales joint_search(const std::vector<ScaleResponse>& responses,
                           const std::vector<double>& measured, double prior,
-                          const TensorScales& centre, double h_span, double h_step,
-                          double s_span, double s_step) {
+                          const TensorScales& centre, double h_span, double h_step, double s_span,
+                          double s_step) {
   TensorScales best = centre;
   double best_value = INFINITY;
   const double lo = std::max(0.0, centre.sync_host - h_span);
@@ -88,8 +88,8 @@ TensorScales joint_search(const std::vector<ScaleResponse>& responses,
 // steps of 100, 10 and 0.5 us with scale steps of 2 %, 0.2 % and 0.05 %.
 TensorScales fit_with_sync_host(const std::vector<ScaleResponse>& responses,
                                 const std::vector<double>& measured, double prior, double whole) {
-  TensorScales s = joint_search(responses, measured, prior, {1, 1, 0}, kMaxSyncHost, 1e-4, whole,
-                                0.02);
+  TensorScales s =
+      joint_search(responses, measured, prior, {1, 1, 0}, kMaxSyncHost, 1e-4, whole, 0.02);
   s = joint_search(responses, measured, prior, s, 3e-4, 1e-5, 0.06, 0.002);
   return joint_search(responses, measured, prior, s, 1e-5, 5e-7, 0.004, 0.0005);
 }
