@@ -19,11 +19,13 @@
 //    leave one model out where a GPU has two or more models (moe_family below); results in
 //    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
 //    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
-//    --no-moe-host-sync); --gpt-oss-unfused puts the GPT-OSS bf16 rows back on the unfused core.
+//    --no-moe-host-sync); --fit-sync-host fits the host time after each sync
+//    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the
+//    GPT-OSS bf16 rows back on the unfused core.
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
-//       [--gpt-oss-unfused] [--no-moe-host-sync]
+//       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -57,6 +59,7 @@ struct Options {
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
+  bool fit_sync_host = false;    ///< fit the host time per MoE sync with the scales
 };
 
 void print_header() {
@@ -387,8 +390,9 @@ constexpr double kMoeScalePrior = 1.0;
 
 std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
                                  const CostProfile& reference,
-                                 const std::vector<IterationRun>& runs) {
-  const std::vector<ScaleResponse> responses = scale_responses(cluster, reference, runs);
+                                 const std::vector<IterationRun>& runs, bool fit_sync_host) {
+  std::vector<ScaleResponse> responses = scale_responses(cluster, reference, runs);
+  if (fit_sync_host) add_sync_host_responses(cluster, reference, runs, &responses);
   std::set<std::string> models;
   for (const IterationRun& r : runs) models.insert(moe_model(r));
   std::vector<double> predicted(runs.size(), 0.0);
@@ -406,9 +410,11 @@ std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
         measured.push_back(runs[i].measured);
       }
     }
-    const TensorScales s = fit_tensor_scales(train, measured, kMoeScalePrior);
-    std::printf("# MoE %s, %s held out: GEMM scale %.3f, attention %.3f (fitted on %zu rows)\n",
-                gpu.c_str(), model.c_str(), s.gemm, s.attention, train.size());
+    const TensorScales s = fit_tensor_scales(train, measured, kMoeScalePrior, fit_sync_host);
+    std::printf(
+        "# MoE %s, %s held out: GEMM scale %.3f, attention %.3f, host time per MoE sync %.2f ms "
+        "(fitted on %zu rows)\n",
+        gpu.c_str(), model.c_str(), s.gemm, s.attention, 1e3 * s.sync_host, train.size());
     const std::vector<double> p = predict_runs(cluster, with_tensor_scales(reference, s), test);
     for (size_t j = 0; j < p.size(); ++j) predicted[index[j]] = p[j];
   }
@@ -491,7 +497,7 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   CostProfile reference = with_reference_compute_curves(
       load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
   reference.moe_host_sync = o.moe_host_sync;
-  const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs);
+  const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs, o.fit_sync_host);
   print_moe_rows(gpu, runs, p,
                  "leave one model out (" + std::to_string(model_index.size()) + " models)");
   if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
@@ -547,12 +553,14 @@ Options parse(int argc, char** argv) {
       o.gpt_oss_unfused = true;
     else if (a == "--no-moe-host-sync")
       o.moe_host_sync = false;
+    else if (a == "--fit-sync-host")
+      o.fit_sync_host = true;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
                    "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
-                   "[--no-moe-host-sync]\n");
+                   "[--no-moe-host-sync] [--fit-sync-host]\n");
       std::exit(2);
     }
   }

@@ -222,6 +222,11 @@ void CostProfile::validate(const std::string& where) const {
     throw ValidationError(format_context(where, "micro_batch_overhead",
                                          "must be in [0, 1 s), got " + format_double(micro_batch_overhead)));
   }
+  if (!(moe_sync_host_time >= 0 && moe_sync_host_time < 1)) {
+    throw ValidationError(
+        format_context(where, "moe_sync_host_time",
+                       "must be in [0, 1 s), got " + format_double(moe_sync_host_time)));
+  }
   if (!(overlap_slowdown >= 1 && overlap_slowdown <= 10)) {
     throw ValidationError(format_context(where, "overlap_slowdown",
                                          "must be in [1, 10], got " + format_double(overlap_slowdown)));
@@ -268,7 +273,8 @@ bool CostProfile::operator==(const CostProfile& o) const {
   return name == o.name && description == o.description && ops == o.ops && links == o.links &&
          all_reduce == o.all_reduce && launch_overhead == o.launch_overhead &&
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
-         moe_host_sync == o.moe_host_sync && micro_batch_overhead == o.micro_batch_overhead &&
+         moe_host_sync == o.moe_host_sync && moe_sync_host_time == o.moe_sync_host_time &&
+         micro_batch_overhead == o.micro_batch_overhead &&
          collective_curves == o.collective_curves && nccl == o.nccl && fit_errors == o.fit_errors;
 }
 
@@ -411,6 +417,9 @@ void read_scalars(const YamlReader& r, const YAML::Node& root, CostProfile* p) {
   }
   if (const YAML::Node n = root["p2p_host_sync"]) p->p2p_host_sync = r.to_bool(n, "p2p_host_sync");
   if (const YAML::Node n = root["moe_host_sync"]) p->moe_host_sync = r.to_bool(n, "moe_host_sync");
+  if (const YAML::Node n = root["moe_sync_host_time"]) {
+    p->moe_sync_host_time = r.to_quantity(n, QuantityKind::kTime, "moe_sync_host_time");
+  }
   if (const YAML::Node n = root["micro_batch_overhead"]) {
     p->micro_batch_overhead = r.to_quantity(n, QuantityKind::kTime, "micro_batch_overhead");
   }
@@ -590,8 +599,8 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_format_version(root, 1, 0);
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
-                "p2p_host_sync", "moe_host_sync", "micro_batch_overhead", "ops", "links",
-                "collectives", "collective_curves", "nccl", "fit_errors"});
+                "p2p_host_sync", "moe_host_sync", "moe_sync_host_time", "micro_batch_overhead",
+                "ops", "links", "collectives", "collective_curves", "nccl", "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);
@@ -644,6 +653,7 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
   if (p.overlap_slowdown != 1.0) j["overlap_slowdown"] = p.overlap_slowdown;
   if (p.p2p_host_sync) j["p2p_host_sync"] = true;
   if (p.moe_host_sync) j["moe_host_sync"] = true;
+  if (p.moe_sync_host_time > 0) j["moe_sync_host_time"] = format_time(p.moe_sync_host_time);
   if (p.micro_batch_overhead > 0) j["micro_batch_overhead"] = format_time(p.micro_batch_overhead);
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (int c = 0; c < kNumOpCategories; ++c) {

@@ -200,6 +200,10 @@ struct CostProfile {
   /// host waits once per MoE layer forward for the dispatch op's device work (the per-expert token
   /// counts copied to the host before the all-to-all).
   bool moe_host_sync = false;
+  /// Host time between each MoE token-count sync and the next kernel launch, seconds: the
+  /// framework's work after the device-to-host copy returns (the split lists, the
+  /// permutation's set-up) that the device waits for. Only with moe_host_sync.
+  double moe_sync_host_time = 0;
   /// Host time per micro-batch per pipeline stage outside the ops (the framework's
   /// schedule: fetching and broadcasting the batch, loss bookkeeping, p2p set-up), seconds.
   /// Charged to the host before the stage's first forward op of each micro-batch.

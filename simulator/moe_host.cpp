@@ -79,10 +79,13 @@ void Simulator::Impl::prepare_moe_host() {
   }
 }
 
-// The host of each of `o`'s devices waits until `o`'s instance ends (it reads the counts).
+// The host of each of `o`'s devices waits until `o`'s instance ends (it reads the counts),
+// then works moe_sync_host_time before it can issue the next call: the device, drained by
+// the sync, waits for all of it.
 void Simulator::Impl::host_waits_for(OpId o, double end, const int* devs, int n) {
   if (!op_host_sync[o]) return;
-  for (int k = 0; k < n; ++k) host_issued[devs[k]] = std::max(host_issued[devs[k]], end);
+  const double ready = end + cost.profile().moe_sync_host_time;
+  for (int k = 0; k < n; ++k) host_issued[devs[k]] = std::max(host_issued[devs[k]], ready);
 }
 
 }  // namespace placer

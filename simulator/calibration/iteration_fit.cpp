@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "simulator/calibration/tensor_scale_fit.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -139,6 +140,13 @@ std::vector<ProfileParameter> iteration_fit_parameters() {
   mb.get = [](const CostProfile& pr) { return pr.micro_batch_overhead; };
   mb.set = [](CostProfile& pr, double v) { pr.micro_batch_overhead = v; };
   ps.push_back(mb);
+  ProfileParameter sh;  // only runs with moe_host_sync and MoE layers respond to it
+  sh.name = "moe_sync_host_time";
+  sh.lo = 0;
+  sh.hi = kMaxSyncHost;
+  sh.get = [](const CostProfile& pr) { return pr.moe_sync_host_time; };
+  sh.set = [](CostProfile& pr, double v) { pr.moe_sync_host_time = v; };
+  ps.push_back(sh);
   ProfileParameter ov;
   ov.name = "overlap_slowdown";
   ov.lo = 1.0;

@@ -5,10 +5,10 @@
 // The free parameters (iteration_fit_parameters) are per-category host dispatch times,
 // the GEMM compute-efficiency curve, the memory-efficiency curve of element-wise ops and
 // constant memory efficiencies of norms, softmax, embeddings and the optimizer, and the
-// compute/communication overlap slowdown and the host's per-micro-batch overhead: 21
-// numbers, each bounded. Collectives keep their
-// curves (fitted from collective tables first). The fit minimises the squared log error of
-// the predicted iteration times over the runs with a Levenberg-Marquardt loop whose
+// compute/communication overlap slowdown, the host's per-micro-batch overhead and its work
+// after each MoE token-count sync (moe_sync_host_time): 22 numbers, each bounded.
+// Collectives keep their curves (fitted from collective tables first). The fit minimises the
+// squared log error of the predicted iteration times over the runs with a Levenberg-Marquardt loop whose
 // finite-difference steps are wide enough for a piecewise-smooth simulator (Eigen's
 // unsupported LevenbergMarquardt uses machine-epsilon steps, which see the simulator's
 // event ordering as noise).

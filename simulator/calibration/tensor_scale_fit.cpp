@@ -51,14 +51,47 @@ TensorScales grid_search(const std::vector<ScaleResponse>& responses,
   double best_value = INFINITY;
   for (double g : axis(centre.gemm)) {
     for (double a : axis(centre.attention)) {
-      const double v = objective(responses, measured, {g, a}, prior);
+      const double v = objective(responses, measured, {g, a, centre.sync_host}, prior);
       if (v < best_value) {
         best_value = v;
-        best = {g, a};
+        best = {g, a, centre.sync_host};
       }
     }
   }
   return best;
+}
+
+// The best host time per sync on a grid of `h_step` within `h_span` of `centre`'s (clamped
+// to [0, kMaxSyncHost]), each with the best scales of grid_search(`s_span`, `s_step`).
+TensorScales joint_search(const std::vector<ScaleResponse>& responses,
+                          const std::vector<double>& measured, double prior,
+                          const TensorScales& centre, double h_span, double h_step, double s_span,
+                          double s_step) {
+  TensorScales best = centre;
+  double best_value = INFINITY;
+  const double lo = std::max(0.0, centre.sync_host - h_span);
+  const double hi = std::min(kMaxSyncHost, centre.sync_host + h_span);
+  for (double h = lo; h <= hi + 1e-12; h += h_step) {
+    TensorScales c = centre;
+    c.sync_host = h;
+    const TensorScales s = grid_search(responses, measured, prior, c, s_span, s_step);
+    const double v = objective(responses, measured, s, prior);
+    if (v < best_value) {
+      best_value = v;
+      best = s;
+    }
+  }
+  return best;
+}
+
+// Scales and host time per sync together, on finer grids around the best in turn: host
+// steps of 100, 10 and 0.5 us with scale steps of 2 %, 0.2 % and 0.05 %.
+TensorScales fit_with_sync_host(const std::vector<ScaleResponse>& responses,
+                                const std::vector<double>& measured, double prior, double whole) {
+  TensorScales s =
+      joint_search(responses, measured, prior, {1, 1, 0}, kMaxSyncHost, 1e-4, whole, 0.02);
+  s = joint_search(responses, measured, prior, s, 3e-4, 1e-5, 0.06, 0.002);
+  return joint_search(responses, measured, prior, s, 1e-5, 5e-7, 0.004, 0.0005);
 }
 
 }  // namespace
@@ -67,6 +100,7 @@ CostProfile with_tensor_scales(const CostProfile& profile, const TensorScales& s
   CostProfile out = profile;
   scale_tensor_core_curves(out.op(OpCategory::kMatMul), s.gemm);
   scale_tensor_core_curves(out.op(OpCategory::kAttention), s.attention);
+  out.moe_sync_host_time += s.sync_host;
   return out;
 }
 
@@ -102,12 +136,26 @@ std::vector<ScaleResponse> scale_responses(const Cluster& cluster, const CostPro
   return out;
 }
 
+void add_sync_host_responses(const Cluster& cluster, const CostProfile& profile,
+                             const std::vector<IterationRun>& runs,
+                             std::vector<ScaleResponse>* responses, int threads) {
+  CostProfile probe = profile;
+  probe.moe_sync_host_time += kProbeSyncHost;
+  const std::vector<double> t = predict_runs(cluster, probe, runs, threads);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    ScaleResponse& r = (*responses)[i];
+    r.sync = std::max(0.0, t[i] - (r.fixed + r.gemm + r.attention)) / kProbeSyncHost;
+  }
+}
+
 TensorScales fit_tensor_scales(const std::vector<ScaleResponse>& responses,
-                               const std::vector<double>& measured, double prior) {
+                               const std::vector<double>& measured, double prior,
+                               bool fit_sync_host) {
   if (responses.empty() || responses.size() != measured.size()) {
     throw ValidationError("tensor scale fit: one measured time per response, at least one");
   }
   const double whole = std::log(kMaxTensorScale / kMinTensorScale);
+  if (fit_sync_host) return fit_with_sync_host(responses, measured, prior, whole);
   const TensorScales coarse = grid_search(responses, measured, prior, {1, 1}, whole, 0.005);
   return grid_search(responses, measured, prior, coarse, 0.01, 0.0005);
 }

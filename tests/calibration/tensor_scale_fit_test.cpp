@@ -43,6 +43,26 @@ TEST(TensorScaleFit, RecoversTheScalesThatMadeTheTimes) {
   EXPECT_THROW(fit_tensor_scales(r, {1.0}), ValidationError);
 }
 
+TEST(TensorScaleFit, RecoversTheHostTimePerMoeSync) {
+  // Runs with 100, 400 and 0 syncs on the critical path (the last one graph-captured), made
+  // at GEMM scale 0.8, attention 0.8 and 3 ms of host work per sync.
+  const std::vector<ScaleResponse> r = {{1, 8, 1, 100}, {2, 4, 4, 400}, {0.5, 2, 0.5, 0}};
+  std::vector<double> measured;
+  for (const ScaleResponse& x : r) measured.push_back(x.at({0.8, 0.8, 3e-3}));
+  const TensorScales s = fit_tensor_scales(r, measured, 0, true);
+  // Within the last grids' steps (0.05 % in scale, 0.5 us) and their trade-off: a 0.1 %
+  // slower attention scale is worth 10 us less host time per sync on these runs.
+  EXPECT_NEAR(s.gemm, 0.8, 0.8 * 1e-3);
+  EXPECT_NEAR(s.attention, 0.8, 0.8 * 1e-3);
+  EXPECT_NEAR(s.sync_host, 3e-3, 15e-6);
+  // Without the flag the host time stays 0.
+  EXPECT_EQ(fit_tensor_scales(r, measured, 0).sync_host, 0);
+  // The fitted host time is added to the profile's.
+  CostProfile p;
+  p.moe_sync_host_time = 1e-3;
+  EXPECT_DOUBLE_EQ(with_tensor_scales(p, {1, 1, 2e-3}).moe_sync_host_time, 3e-3);
+}
+
 TEST(TensorScaleFit, ScalesTensorCoreCurvesOnly) {
   CostProfile p;
   p.op(OpCategory::kMatMul).compute = EfficiencyCurve::constant(0.5);

@@ -56,6 +56,8 @@ TEST(CostProfile, YamlRoundTrip) {
   p.link(LinkLevel::kIntraHost).bandwidth_efficiency = 0.73;
   p.all_reduce = CollectiveAlgorithm::kHierarchical;
   p.launch_overhead = 4e-6;
+  p.moe_host_sync = true;
+  p.moe_sync_host_time = 1.5e-3;
   const CostProfile back = parse_cost_profile(cost_profile_to_yaml(p), "mem");
   EXPECT_EQ(back, p);
   const CostProfile u = uniform_profile(1.0);
@@ -158,6 +160,8 @@ TEST(CostProfile, BadFieldsNameFileAndField) {
   EXPECT_NE(m.find("links.intra_host.bandwidth_efficiency"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\ncollectives: {all_reduce: butterfly}\n");
   EXPECT_NE(m.find("collectives.all_reduce"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nmoe_sync_host_time: -2 ms\n");
+  EXPECT_NE(m.find("moe_sync_host_time"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops: [1, 2]\n");
   EXPECT_NE(m.find("ops"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops:\n  matmul: {compute_efficiency: [[6]]}\n");

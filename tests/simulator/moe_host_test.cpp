@@ -38,7 +38,7 @@ void mark(Op& op, const char* role, int layer) {
 // Two MoE layers, forward only, one device: router -> dispatch -> experts -> combine, each
 // op's GPU time in microseconds as given (uniform profile: FLOPs / 1e12 s). One local expert:
 // the host issues 3, 12, 2 and 3 calls of 10 us = 30, 120, 20 and 30 us per op.
-double two_layer_step(double router_us, double experts_us, bool sync) {
+double two_layer_step(double router_us, double experts_us, bool sync, double sync_host_us = 0) {
   testing::TestGraph t;
   TensorId x = t.tensor("x", 8);
   for (int l = 0; l < 2; ++l) {
@@ -58,6 +58,7 @@ double two_layer_step(double router_us, double experts_us, bool sync) {
   CostProfile prof = uniform_profile(1.0);
   prof.op(OpCategory::kMatMul).dispatch = 10e-6;
   prof.moe_host_sync = sync;
+  prof.moe_sync_host_time = sync_host_us * 1e-6;
   const CostModel cost(cl, prof);
   Simulator sim(g, cl, cost);
   return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
@@ -85,6 +86,16 @@ TEST(MoeHost, LongExpertGemmsHideAllButTheFirstIssueAfterEachSync) {
   // (issued 531) 1152-1153, the host waits: e1 issued 1173 runs 1173-1673, c1 1673-1674.
   // Each sync exposes only the 20 us issue of the expert GEMM after it.
   EXPECT_NEAR(two_layer_step(300, 500, true), 1674e-6, 1e-12);
+}
+
+TEST(MoeHost, HostWorkAfterEachSyncAddsToTheStep) {
+  // As above with 50 us of host work after each sync: d0 ends at 331, the host is ready at
+  // 381: e0 issued 401 runs 401-901, c0 (issued 431) 901-902, r1 (issued 461) 902-1202, d1
+  // (issued 581) 1202-1203, the host is ready at 1253: e1 issued 1273 runs 1273-1773, c1
+  // 1773-1774. The device waits for all of it: 1674 + 2 x 50 us.
+  EXPECT_NEAR(two_layer_step(300, 500, true, 50), 1774e-6, 1e-12);
+  // Without the sync (moe_host_sync off, as under a whole-iteration CUDA graph) it is unused.
+  EXPECT_NEAR(two_layer_step(300, 500, false, 50), two_layer_step(300, 500, false), 1e-15);
 }
 
 }  // namespace
