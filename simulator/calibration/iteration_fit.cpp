@@ -227,22 +227,37 @@ CostProfile iteration_fit_start(const CostProfile& base) {
   return start;
 }
 
+std::vector<ProfileParameter> parameters_to_fit(const std::vector<IterationRun>& runs,
+                                               const std::vector<std::string>& only) {
+  std::vector<ProfileParameter> params = iteration_fit_parameters();
+  if (only.empty()) {
+    // Without MoE layers no run responds to the sync's host time: it stays as the profile
+    // has it instead of moving to the bounded fit's starting point.
+    const bool any_moe = std::any_of(runs.begin(), runs.end(),
+                                     [](const IterationRun& r) { return r.num_experts > 0; });
+    if (!any_moe) {
+      params.erase(std::remove_if(params.begin(), params.end(),
+                                  [](const ProfileParameter& p) { return p.name == "moe_sync_host_time"; }),
+                   params.end());
+    }
+    return params;
+  }
+  std::vector<ProfileParameter> kept;
+  for (const std::string& name : only) {
+    auto it = std::find_if(params.begin(), params.end(),
+                           [&](const ProfileParameter& p) { return p.name == name; });
+    if (it == params.end()) throw ValidationError("iteration fit: unknown parameter '" + name + "'");
+    kept.push_back(*it);
+  }
+  return kept;
+}
+
 IterationFitResult fit_iteration_times(const Cluster& cluster, const CostProfile& start,
                                        const std::vector<IterationRun>& runs,
                                        const IterationFitOptions& options) {
   if (runs.empty()) throw ValidationError("iteration fit: no runs");
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<ProfileParameter> params = iteration_fit_parameters();
-  if (!options.only.empty()) {
-    std::vector<ProfileParameter> kept;
-    for (const std::string& name : options.only) {
-      auto it = std::find_if(params.begin(), params.end(),
-                             [&](const ProfileParameter& p) { return p.name == name; });
-      if (it == params.end()) throw ValidationError("iteration fit: unknown parameter '" + name + "'");
-      kept.push_back(*it);
-    }
-    params = kept;
-  }
+  const std::vector<ProfileParameter> params = parameters_to_fit(runs, options.only);
   const int np = static_cast<int>(params.size());
   const int n = static_cast<int>(runs.size());
   ParallelPredictor predictor(cluster, options.threads);

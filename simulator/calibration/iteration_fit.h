@@ -40,6 +40,12 @@ struct ProfileParameter {
 /// The parameters fitted from iteration times (see the header comment).
 std::vector<ProfileParameter> iteration_fit_parameters();
 
+/// The parameters a fit of `runs` moves: `only` by name (ValidationError for an unknown
+/// one), or when empty all of iteration_fit_parameters() that the runs respond to (the MoE
+/// sync's host time only when some run has experts).
+std::vector<ProfileParameter> parameters_to_fit(const std::vector<IterationRun>& runs,
+                                               const std::vector<std::string>& only);
+
 /// Error summary of predictions against measurements.
 struct FidelitySummary {
   int n = 0;

@@ -1,6 +1,7 @@
 // Measured-runs CSV, nccl-tests CSV tables and the iteration-time fit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -189,6 +190,28 @@ TEST(IterationFit, RecoversKnownParametersFromSyntheticRuns) {
   EXPECT_NEAR(r.values[0].second, 20e-6, 0.05 * 20e-6);
   EXPECT_NEAR(r.values[1].second, 350e-6, 0.05 * 350e-6);
   EXPECT_LT(r.rms_log_error, 0.01);
+}
+
+// The MoE sync's host time is fitted only from runs with experts; named parameters are
+// taken as given, and an unknown name is an error.
+TEST(IterationFit, SyncHostTimeIsFittedOnlyFromMoeRuns) {
+  const SyntheticFit f;
+  std::vector<IterationRun> runs = synthetic_runs(f.cluster, f.truth);
+  auto names = [](const std::vector<ProfileParameter>& ps) {
+    std::vector<std::string> n;
+    for (const ProfileParameter& p : ps) n.push_back(p.name);
+    return n;
+  };
+  const std::vector<std::string> all = names(iteration_fit_parameters());
+  const std::vector<std::string> dense = names(parameters_to_fit(runs, {}));
+  EXPECT_EQ(dense.size() + 1, all.size());
+  EXPECT_EQ(std::count(dense.begin(), dense.end(), "moe_sync_host_time"), 0);
+  runs[3].num_experts = 8;
+  EXPECT_EQ(names(parameters_to_fit(runs, {})), all);
+  runs[3].num_experts = 0;
+  EXPECT_EQ(names(parameters_to_fit(runs, {"moe_sync_host_time"})),
+            std::vector<std::string>{"moe_sync_host_time"});
+  EXPECT_THROW(parameters_to_fit(runs, {"no_such_parameter"}), ValidationError);
 }
 
 // Leave one model out: fitted on hidden 512, hidden 256 is predicted within the noise plus
