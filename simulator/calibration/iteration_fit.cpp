@@ -228,7 +228,7 @@ CostProfile iteration_fit_start(const CostProfile& base) {
 }
 
 std::vector<ProfileParameter> parameters_to_fit(const std::vector<IterationRun>& runs,
-                                               const std::vector<std::string>& only) {
+                                                const std::vector<std::string>& only) {
   std::vector<ProfileParameter> params = iteration_fit_parameters();
   if (only.empty()) {
     // Without MoE layers no run responds to the sync's host time: it stays as the profile
@@ -236,9 +236,10 @@ std::vector<ProfileParameter> parameters_to_fit(const std::vector<IterationRun>&
     const bool any_moe = std::any_of(runs.begin(), runs.end(),
                                      [](const IterationRun& r) { return r.num_experts > 0; });
     if (!any_moe) {
-      params.erase(std::remove_if(params.begin(), params.end(),
-                                  [](const ProfileParameter& p) { return p.name == "moe_sync_host_time"; }),
-                   params.end());
+      params.erase(
+          std::remove_if(params.begin(), params.end(),
+                         [](const ProfileParameter& p) { return p.name == "moe_sync_host_time"; }),
+          params.end());
     }
     return params;
   }
@@ -246,7 +247,8 @@ std::vector<ProfileParameter> parameters_to_fit(const std::vector<IterationRun>&
   for (const std::string& name : only) {
     auto it = std::find_if(params.begin(), params.end(),
                            [&](const ProfileParameter& p) { return p.name == name; });
-    if (it == params.end()) throw ValidationError("iteration fit: unknown parameter '" + name + "'");
+    if (it == params.end())
+      throw ValidationError("iteration fit: unknown parameter '" + name + "'");
     kept.push_back(*it);
   }
   return kept;

@@ -44,7 +44,7 @@ std::vector<ProfileParameter> iteration_fit_parameters();
 /// one), or when empty all of iteration_fit_parameters() that the runs respond to (the MoE
 /// sync's host time only when some run has experts).
 std::vector<ProfileParameter> parameters_to_fit(const std::vector<IterationRun>& runs,
-                                               const std::vector<std::string>& only);
+                                                const std::vector<std::string>& only);
 
 /// Error summary of predictions against measurements.
 struct FidelitySummary {
