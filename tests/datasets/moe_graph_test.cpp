@@ -8,6 +8,7 @@
 
 #include "datasets/hf_config.h"
 #include "src/graph/moe_attrs.h"
+#include "src/graph/training_step.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -131,6 +132,39 @@ TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
   EXPECT_EQ(
       op_named(g, "language_model.encoder.layers.1.mlp.shared_experts.linear_fc1").param_bytes,
       uint64_t(2 * 64 * 64));
+}
+
+// Bytes of the forward outputs of `scope`'s ops that some backward op reads (kept alive from
+// the forward pass to the backward pass).
+uint64_t saved_bytes(const Graph& step, const std::string& scope) {
+  uint64_t bytes = 0;
+  for (const Op& op : step.ops()) {
+    if (op.phase != Phase::kForward || op.scope != scope) continue;
+    for (TensorId t : op.outputs) {
+      bool read = false;
+      for (OpId c : step.consumers(t)) read = read || step.op(c).phase == Phase::kBackward;
+      if (read) bytes += step.tensor(t).bytes;
+    }
+  }
+  return bytes;
+}
+
+TEST(MoeGraph, RoutedExpertOutputsAreNotKeptForBackward) {
+  const Graph step = expand_training_step(tiny_graph(kTinyDeepseek, 8));
+  const std::string mlp = "language_model.encoder.layers.1.mlp";
+  // As Megatron-core, the probabilities weight the experts' activation, so the combine's
+  // backward reads no expert output: fc2's output [16 rows, 64] is read by no backward op.
+  const OpId fc2 = step.find_op(mlp + ".experts.linear_fc2");
+  ASSERT_NE(fc2, kNoOp);
+  for (OpId c : step.consumers(step.op(fc2).outputs[0]))
+    EXPECT_NE(step.op(c).phase, Phase::kBackward) << step.op(c).name;
+  // Kept, in bf16 (8 tokens, k 2 -> 16 rows): router logits 8x4 (the top-k and aux loss
+  // read them), top-k 8x2, the aux loss (a loss: its backward reads it), dispatched rows
+  // 16x64 (fc1's input), fc1 output 16x64 (the activation's), activation 16x32 (fc2's);
+  // shared expert fc1 output 8x64 and its activation 8x32; the residual sum 8x64 (the next
+  // norm's input). The MLP's input belongs to the attention block's scope.
+  EXPECT_EQ(saved_bytes(step, mlp), uint64_t(2 * (8 * 4 + 8 * 2 + 1 + 16 * 64 + 16 * 64 +
+                                                  16 * 32 + 8 * 64 + 8 * 32 + 8 * 64)));
 }
 
 HfModel shipped(const std::string& name) {
