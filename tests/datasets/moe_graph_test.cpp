@@ -6,7 +6,9 @@
 
 #include <string>
 
+#include "datasets/gpt.h"
 #include "datasets/hf_config.h"
+#include "datasets/synthetic.h"
 #include "src/graph/moe_attrs.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
@@ -165,6 +167,50 @@ TEST(MoeGraph, RoutedExpertOutputsAreNotKeptForBackward) {
   // norm's input). The MLP's input belongs to the attention block's scope.
   EXPECT_EQ(saved_bytes(step, mlp), uint64_t(2 * (8 * 4 + 8 * 2 + 1 + 16 * 64 + 16 * 64 +
                                                   16 * 32 + 8 * 64 + 8 * 32 + 8 * 64)));
+}
+
+// 3 layers of which the last is a multi-token-prediction block: h 64, 4 heads, ffn 128,
+// vocab 100 (padded to 128), seq 8, bf16.
+Graph tiny_llama(int mtp_layers) {
+  LlamaOptions o;
+  o.layers = 3;
+  o.hidden = 64;
+  o.heads = 4;
+  o.ffn = 128;
+  o.seq_len = 8;
+  o.vocab = 100;
+  o.mtp_layers = mtp_layers;
+  return make_llama(o);
+}
+
+TEST(MoeGraph, MultiTokenPredictionBlockByHand) {
+  const Graph mtp = tiny_llama(1), plain = tiny_llama(0);
+  const std::string p = "language_model.mtp.layers.0";
+  // eh_proj: [8, 2 x 64] x [128, 64]; logits from the shared output layer: 8 x 64 x 128.
+  EXPECT_EQ(op_named(mtp, p + ".eh_proj").flops, 2.0 * 8 * 128 * 64);
+  EXPECT_EQ(op_named(mtp, p + ".eh_proj").param_bytes, uint64_t(2 * 128 * 64));
+  EXPECT_EQ(op_named(mtp, p + ".output_layer").flops, 2.0 * 8 * 64 * 128);
+  EXPECT_EQ(op_named(mtp, p + ".output_layer").param_bytes, 0u);
+  EXPECT_EQ(op_named(mtp, p + ".embedding").param_bytes, 0u);
+  // Beyond the plain 3-layer model: eh_proj (2h x h) and the enorm, hnorm and final norm.
+  EXPECT_EQ(graph_params(mtp) - graph_params(plain), 2 * 64 * 64 + 3 * 64);
+  // The loss reads both logits (and the labels): twice the cross-entropy work.
+  const Op& loss = op_named(mtp, "loss");
+  EXPECT_EQ(loss.inputs.size(), 3u);
+  EXPECT_EQ(loss.flops, 2 * op_named(plain, "loss").flops);
+  EXPECT_EQ(loss.flops, kFlopsPerElemLoss * 2 * 8 * 128);
+  // Every op of the block is on its layer (2), so a pipeline keeps it on the last stage.
+  int block_ops = 0;
+  for (const Op& op : mtp.ops()) {
+    if (op.name.rfind("language_model.mtp.", 0) != 0) continue;
+    ++block_ops;
+    EXPECT_EQ(op.layer, 2) << op.name;
+  }
+  EXPECT_GT(block_ops, 10);
+  LlamaOptions bad;
+  bad.layers = 2;
+  bad.mtp_layers = 2;
+  EXPECT_THROW(make_llama(bad), Error);
 }
 
 HfModel shipped(const std::string& name) {
