@@ -56,7 +56,7 @@ struct Options {
   std::string modern;
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
-  std::string moe_model;  ///< only this model's MoE rows, e.g. "DeepSeek-V3" (empty = all)
+  std::string moe_model;   ///< only this model's MoE rows, e.g. "DeepSeek-V3" (empty = all)
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)

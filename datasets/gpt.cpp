@@ -163,9 +163,9 @@ void validate(const Spec& o) {
   PLACER_CHECK(o.window_layer.empty() || o.window_layer.size() == static_cast<size_t>(o.layers),
                f << ": window_layer has " << o.window_layer.size() << " entries for " << o.layers
                  << " layers");
-  PLACER_CHECK(o.mtp_layers >= 0 && o.mtp_layers < o.layers,
-               f << ": mtp_layers must be in [0, layers), got " << o.mtp_layers << " of "
-                 << o.layers);
+  PLACER_CHECK(
+      o.mtp_layers >= 0 && o.mtp_layers < o.layers,
+      f << ": mtp_layers must be in [0, layers), got " << o.mtp_layers << " of " << o.layers);
   validate_mla(o);
   validate_moe(o);
 }
@@ -286,10 +286,10 @@ class DecoderBuilder {
                               2 * bsh_ * d(2 * h_), weight(2 * h_, h_));
     const std::string lp = p + ".transformer_layer";
     const Residual att = attention(lp, i, eh, norm({lp + ".input_layernorm", lp, i}, eh));
-    const Residual out = is_moe_layer(i) ? moe_mlp(lp, i, (*moe_index)++, att, aux_losses)
-                                         : mlp(lp, i, att);
-    loss_inputs->push_back(m_.op(p + ".output_layer", "MatMul", p, i, {out.normed},
-                                 {b_, s_, V_}, 2 * bsh_ * d(V_), 0));
+    const Residual out =
+        is_moe_layer(i) ? moe_mlp(lp, i, (*moe_index)++, att, aux_losses) : mlp(lp, i, att);
+    loss_inputs->push_back(m_.op(p + ".output_layer", "MatMul", p, i, {out.normed}, {b_, s_, V_},
+                                 2 * bsh_ * d(V_), 0));
     return out.sum;
   }
 

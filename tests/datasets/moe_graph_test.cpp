@@ -165,8 +165,8 @@ TEST(MoeGraph, RoutedExpertOutputsAreNotKeptForBackward) {
   // 16x64 (fc1's input), fc1 output 16x64 (the activation's), activation 16x32 (fc2's);
   // shared expert fc1 output 8x64 and its activation 8x32; the residual sum 8x64 (the next
   // norm's input). The MLP's input belongs to the attention block's scope.
-  EXPECT_EQ(saved_bytes(step, mlp), uint64_t(2 * (8 * 4 + 8 * 2 + 1 + 16 * 64 + 16 * 64 +
-                                                  16 * 32 + 8 * 64 + 8 * 32 + 8 * 64)));
+  EXPECT_EQ(saved_bytes(step, mlp), uint64_t(2 * (8 * 4 + 8 * 2 + 1 + 16 * 64 + 16 * 64 + 16 * 32 +
+                                                  8 * 64 + 8 * 32 + 8 * 64)));
 }
 
 // 3 layers of which the last is a multi-token-prediction block: h 64, 4 heads, ffn 128,
