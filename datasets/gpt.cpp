@@ -277,7 +277,8 @@ class DecoderBuilder {
                      std::vector<TensorId>* aux_losses, std::vector<TensorId>* loss_inputs) {
     const std::string p = mtp_prefix(j);
     const int i = main_layers() + j;
-    const TensorId emb = m_.op(p + ".embedding", "Gather", p, i, {tokens}, bsh_shape_, 0, 0);
+    const TensorId emb =
+        m_.op(p + ".word_embeddings", "Gather", p, i, {tokens}, bsh_shape_, 0, 0);
     m_.last_op().bytes_accessed = m_.bounded_bytes(
         m_.tensor_ref(tokens).bytes + 2 * m_.tensor_ref(emb).bytes, "op '" + p + "' bytes");
     const TensorId e = norm({p + ".enorm", p, i}, emb);

@@ -191,7 +191,7 @@ TEST(MoeGraph, MultiTokenPredictionBlockByHand) {
   EXPECT_EQ(op_named(mtp, p + ".eh_proj").param_bytes, uint64_t(2 * 128 * 64));
   EXPECT_EQ(op_named(mtp, p + ".output_layer").flops, 2.0 * 8 * 64 * 128);
   EXPECT_EQ(op_named(mtp, p + ".output_layer").param_bytes, 0u);
-  EXPECT_EQ(op_named(mtp, p + ".embedding").param_bytes, 0u);
+  EXPECT_EQ(op_named(mtp, p + ".word_embeddings").param_bytes, 0u);
   // Beyond the plain 3-layer model: eh_proj (2h x h) and the enorm, hnorm and final norm.
   EXPECT_EQ(graph_params(mtp) - graph_params(plain), 2 * 64 * 64 + 3 * 64);
   // The loss reads both logits (and the labels): twice the cross-entropy work.
