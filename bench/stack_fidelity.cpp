@@ -21,11 +21,13 @@
 //    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
 //    --no-moe-host-sync); --fit-sync-host fits the host time after each sync
 //    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the
-//    GPT-OSS bf16 rows back on the unfused core.
+//    GPT-OSS bf16 rows back on the unfused core. --moe-model NAME keeps one model's rows (each
+//    GPU then predicts them with its shipped profile, unfitted); --moe-rows also prints, per
+//    model, the scales its own rows would fit.
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
-//       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host]
+//       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -56,6 +58,7 @@ struct Options {
   std::string modern;
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
+  std::string moe_model;   ///< only this model's MoE rows, e.g. "DeepSeek-V3" (empty = all)
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
@@ -336,6 +339,7 @@ std::vector<IterationRun> moe_rows(const Options& o, const std::string& file) {
   std::vector<IterationRun> runs;
   for (const IterationRun& r : load_iteration_runs(file)) {
     if (moe_model(r).empty() || r.config.cp != 1) continue;
+    if (!o.moe_model.empty() && moe_model(r) != o.moe_model) continue;
     runs.push_back(o.gpt_oss_unfused ? with_unfused_core(r) : r);
   }
   return runs;
@@ -388,9 +392,28 @@ Cluster power_of_two_domains(const Cluster& cluster) {
 // together.
 constexpr double kMoeScalePrior = 1.0;
 
+// The scales a model's own rows would fit (in-sample, printed for comparison with the scales
+// its held-out prediction uses: models whose rows want different scales cannot predict each
+// other).
+void print_own_scales(const std::string& gpu, const std::string& model,
+                      const std::vector<IterationRun>& runs,
+                      const std::vector<ScaleResponse>& responses) {
+  std::vector<ScaleResponse> own;
+  std::vector<double> measured;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (moe_model(runs[i]) != model) continue;
+    own.push_back(responses[i]);
+    measured.push_back(runs[i].measured);
+  }
+  const TensorScales s = fit_tensor_scales(own, measured, kMoeScalePrior);
+  std::printf("# MoE %s, %s on its own rows (in-sample): GEMM scale %.3f, attention %.3f\n",
+              gpu.c_str(), model.c_str(), s.gemm, s.attention);
+}
+
 std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
                                  const CostProfile& reference,
-                                 const std::vector<IterationRun>& runs, bool fit_sync_host) {
+                                 const std::vector<IterationRun>& runs, bool fit_sync_host,
+                                 bool own_scales) {
   std::vector<ScaleResponse> responses = scale_responses(cluster, reference, runs);
   if (fit_sync_host) add_sync_host_responses(cluster, reference, runs, &responses);
   std::set<std::string> models;
@@ -410,6 +433,7 @@ std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
         measured.push_back(runs[i].measured);
       }
     }
+    if (own_scales) print_own_scales(gpu, model, runs, responses);
     const TensorScales s = fit_tensor_scales(train, measured, kMoeScalePrior, fit_sync_host);
     std::printf(
         "# MoE %s, %s held out: GEMM scale %.3f, attention %.3f, host time per MoE sync %.2f ms "
@@ -497,7 +521,8 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   CostProfile reference = with_reference_compute_curves(
       load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
   reference.moe_host_sync = o.moe_host_sync;
-  const std::vector<double> p = moe_held_out(gpu, cluster, reference, runs, o.fit_sync_host);
+  const std::vector<double> p =
+      moe_held_out(gpu, cluster, reference, runs, o.fit_sync_host, o.show_rows);
   print_moe_rows(gpu, runs, p,
                  "leave one model out (" + std::to_string(model_index.size()) + " models)");
   if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
@@ -555,12 +580,14 @@ Options parse(int argc, char** argv) {
       o.moe_host_sync = false;
     else if (a == "--fit-sync-host")
       o.fit_sync_host = true;
+    else if (a == "--moe-model" && has_value)
+      o.moe_model = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
                    "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
-                   "[--no-moe-host-sync] [--fit-sync-host]\n");
+                   "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]\n");
       std::exit(2);
     }
   }

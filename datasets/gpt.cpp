@@ -40,6 +40,7 @@ struct Spec {
   std::vector<bool> window_layer;  // empty = every layer windowed
   MlaOptions mla;
   MoeOptions moe;
+  int mtp_layers = 0;  // the last mtp_layers of `layers` are multi-token-prediction blocks
 };
 
 // The fields GptOptions and LlamaOptions share.
@@ -162,6 +163,9 @@ void validate(const Spec& o) {
   PLACER_CHECK(o.window_layer.empty() || o.window_layer.size() == static_cast<size_t>(o.layers),
                f << ": window_layer has " << o.window_layer.size() << " entries for " << o.layers
                  << " layers");
+  PLACER_CHECK(
+      o.mtp_layers >= 0 && o.mtp_layers < o.layers,
+      f << ": mtp_layers must be in [0, layers), got " << o.mtp_layers << " of " << o.layers);
   validate_mla(o);
   validate_moe(o);
 }
@@ -211,7 +215,7 @@ class DecoderBuilder {
     TensorId ln = norm(input_norm_site(0), x);
     std::vector<TensorId> aux_losses;
     int moe_index = 0;
-    for (int i = 0; i < o_.layers; ++i) {
+    for (int i = 0; i < main_layers(); ++i) {
       const Residual att = attention(layer_prefix(i), i, x, ln);
       const Residual out = is_moe_layer(i)
                                ? moe_mlp(layer_prefix(i), i, moe_index++, att, &aux_losses)
@@ -223,8 +227,11 @@ class DecoderBuilder {
                                   2 * bsh_ * d(V_), o_.tied ? 0 : weight(h_, V_));
     if (o_.tied) m_.last_op().attrs.emplace_back("tied_to", std::string(kEmb) + ".word_embeddings");
     std::vector<TensorId> loss_inputs{logits};
+    for (int j = 0; j < o_.mtp_layers; ++j) {
+      x = mtp_block(j, tokens, x, &moe_index, &aux_losses, &loss_inputs);
+    }
     loss_inputs.insert(loss_inputs.end(), aux_losses.begin(), aux_losses.end());
-    m_.loss(std::move(loss_inputs), labels, d(b_) * d(s_) * d(V_));
+    m_.loss(std::move(loss_inputs), labels, d(b_) * d(s_) * d(V_) * (1 + o_.mtp_layers));
     return m_.build();
   }
 
@@ -244,12 +251,47 @@ class DecoderBuilder {
   static std::string layer_prefix(int i) {
     return "language_model.encoder.layers." + std::to_string(i);
   }
-  // Layer i's input_layernorm; past the last layer, the final layernorm.
+  int main_layers() const { return o_.layers - o_.mtp_layers; }
+  static std::string mtp_prefix(int j) { return "language_model.mtp.layers." + std::to_string(j); }
+  // Layer i's input_layernorm; past the last decoder layer, the final layernorm; past a
+  // multi-token-prediction block's layer, the block's final layernorm.
   NormSite input_norm_site(int i) const {
-    if (i == o_.layers) {
+    if (i == main_layers()) {
       return {"language_model.encoder.final_layernorm", "language_model.encoder", -1};
     }
+    if (i > main_layers()) {
+      const std::string p = mtp_prefix(i - 1 - main_layers());
+      return {p + ".final_layernorm", p, i - 1};
+    }
     return {layer_prefix(i) + ".input_layernorm", layer_prefix(i), i};
+  }
+
+  // Multi-token-prediction block j (DeepSeek-V3, arXiv 2412.19437 Sec. 2.2; Megatron-core's
+  // MultiTokenPredictionLayer): the next tokens' embedding and the previous depth's hidden
+  // states, each RMS-normed, concatenated and projected from 2h to h (eh_proj), one decoder
+  // layer (layer main + j), its final norm and logits from the output layer, whose weights
+  // (as the embedding's) are the main model's: no parameters of their own. Every op carries
+  // the block's layer index, so a pipeline places the block whole on the last stage. Adds the
+  // logits to `loss_inputs` and returns the block's hidden states (before the final norm).
+  TensorId mtp_block(int j, TensorId tokens, TensorId hidden, int* moe_index,
+                     std::vector<TensorId>* aux_losses, std::vector<TensorId>* loss_inputs) {
+    const std::string p = mtp_prefix(j);
+    const int i = main_layers() + j;
+    const TensorId emb =
+        m_.op(p + ".word_embeddings", "Gather", p, i, {tokens}, bsh_shape_, 0, 0);
+    m_.last_op().bytes_accessed = m_.bounded_bytes(
+        m_.tensor_ref(tokens).bytes + 2 * m_.tensor_ref(emb).bytes, "op '" + p + "' bytes");
+    const TensorId e = norm({p + ".enorm", p, i}, emb);
+    const TensorId h = norm({p + ".hnorm", p, i}, hidden);
+    const TensorId eh = m_.op(p + ".eh_proj", "MatMul", p, i, {e, h}, bsh_shape_,
+                              2 * bsh_ * d(2 * h_), weight(2 * h_, h_));
+    const std::string lp = p + ".transformer_layer";
+    const Residual att = attention(lp, i, eh, norm({lp + ".input_layernorm", lp, i}, eh));
+    const Residual out =
+        is_moe_layer(i) ? moe_mlp(lp, i, (*moe_index)++, att, aux_losses) : mlp(lp, i, att);
+    loss_inputs->push_back(m_.op(p + ".output_layer", "MatMul", p, i, {out.normed}, {b_, s_, V_},
+                                 2 * bsh_ * d(V_), 0));
+    return out.sum;
   }
 
   // A residual add (Megatron's bias_dropout_add, `name`) and the norm at `site` that reads
@@ -490,6 +532,7 @@ Graph make_llama(const LlamaOptions& o) {
   s.window_layer = o.window_layer;
   s.mla = o.mla;
   s.moe = o.moe;
+  s.mtp_layers = o.mtp_layers;
   s.llama = true;
   return build(s);
 }

@@ -205,6 +205,11 @@ struct LlamaOptions {
   int64_t head_dim = 0;
   MlaOptions mla;  ///< multi-head latent attention instead of GQA (flash only)
   MoeOptions moe;  ///< mixture-of-experts MLPs
+  /// The last mtp_layers of `layers` are multi-token-prediction blocks (DeepSeek-V3): each
+  /// the next tokens' embedding and the previous hidden states normed and projected from 2h
+  /// to h (eh_proj), its decoder layer, a final norm and logits from the shared output layer,
+  /// a second cross-entropy term; 0 = none.
+  int mtp_layers = 0;
 };
 Graph make_llama(const LlamaOptions& options = {});
 

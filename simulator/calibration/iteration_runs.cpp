@@ -395,11 +395,13 @@ void fill_shared(const IterationRun& run, Options* o) {
 
 // The llama generator's options for `run`: attention shape (head width, windows, MLA), MoE
 // layers after the dense leading ones (shared experts as wide as a routed one), and the
-// multi-token-prediction layers as further MoE layers at the end.
+// multi-token-prediction blocks (each an MoE layer with its projection, norms and logits)
+// at the end.
 LlamaOptions llama_options(const IterationRun& run) {
   LlamaOptions o;
   fill_shared(run, &o);
   o.layers = run.layers + run.mtp_layers;
+  o.mtp_layers = run.mtp_layers;
   o.kv_heads = run.kv_heads;
   o.sliding_window = run.sliding_window;
   if (run.sliding_window > 0 && run.full_attention_every > 0) {

@@ -134,6 +134,12 @@ SavedTensors saved_tensors_of(const Op& f) {
     return SavedTensors::kNone;
   }
   if (f.category == OpCategory::kDataMovement) return SavedTensors::kNone;
+  // An MoE combine scatters the expert outputs back to their tokens. Megatron-core weights
+  // them by the routing probabilities inside the experts' activation (experts.py,
+  // activation_func_with_probs / weighted_bias_swiglu_impl), whose backward reads the fc1
+  // output it saves anyway; the combine's backward is a gather of the gradient by the
+  // routing map and keeps no expert output alive.
+  if (f.type == "MoeCombine") return SavedTensors::kNone;
   return SavedTensors::kInputs;
 }
 

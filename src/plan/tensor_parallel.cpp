@@ -41,9 +41,11 @@ const char* const kRow[] = {".self_attention.dense", ".dense_4h_to_h", ".attenti
                             ".output.dense"};
 const char* const kSharded[] = {".rotary", ".bias_gelu", ".swiglu", ".scores", ".softmax",
                                 ".context", ".intermediate.gelu"};
+// A multi-token-prediction block's eh_proj (2h -> h) is column-split with its output gathered
+// in Megatron-core; here every rank runs it whole (2h / vocab of the block's logits' work).
 const char* const kReplicated[] = {
     "layernorm",      ".bias_dropout_add",  ".residual", ".position_embeddings",
-    ".embedding.add", ".embedding_dropout", "_down_proj"};
+    ".embedding.add", ".embedding_dropout", "_down_proj", ".eh_proj"};
 
 /// Two partitions of one op that the simulator runs alike (a replicated op's dim is unused).
 bool same_partition(const OpPartition& a, const OpPartition& b) {
@@ -91,7 +93,10 @@ TensorParallelRole megatron_role(const Op& op) {
   if (any_suffix(n, kColumn)) return TensorParallelRole::kColumn;
   if (any_suffix(n, kSharded)) return TensorParallelRole::kSharded;
   if (ends_with(n, "word_embeddings") || n == "embedding") return TensorParallelRole::kVocabEmbedding;
-  if (n == "output_layer" || n == "lm_head") return TensorParallelRole::kColumn;
+  // A multi-token-prediction block's logits come from the output layer too.
+  if (n == "output_layer" || n == "lm_head" || ends_with(n, ".output_layer")) {
+    return TensorParallelRole::kColumn;
+  }
   if (n == "loss") return TensorParallelRole::kVocabLoss;
   if (any_suffix(n, kReplicated) || contains(n, "layernorm") || contains(n, "norm")) {
     return TensorParallelRole::kReplicated;

@@ -276,7 +276,8 @@ TEST(IterationRunsModern, FullIterationGraphRowsRunWithoutHostCost) {
 
 // The shape columns reach the llama graph. GPT-OSS-like: 4 heads of 16 on hidden 96 (q
 // width 64), 2 kv heads, a window of 8 on layers 0 and 2, full attention on 1 and 3 (every
-// 2nd); dense_layers 1 and mtp_layers 1 make layer 0 dense and add a fifth (MoE) layer.
+// 2nd); dense_layers 1 and mtp_layers 1 make layer 0 dense and add a multi-token-prediction
+// block whose decoder layer is the fifth (MoE, windowed) layer.
 TEST(IterationRunsModern, ShapeColumnsReachTheGraph) {
   const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
   const std::string cols =
@@ -295,18 +296,20 @@ TEST(IterationRunsModern, ShapeColumnsReachTheGraph) {
   EXPECT_DOUBLE_EQ(g.op(qkv).flops, 2.0 * 16 * 32 * 96 * 128);
   // The output projection reads 4 x 16 = 64 wide contexts.
   EXPECT_DOUBLE_EQ(g.op(g.find_op(L + "0.self_attention.dense")).flops, 2.0 * 16 * 32 * 64 * 96);
+  const std::string mtp = "language_model.mtp.layers.0";
+  ASSERT_NE(g.find_op(mtp + ".eh_proj"), kNoOp);
   for (int i = 0; i < 5; ++i) {
-    const OpId fa =
-        g.find_op(L + std::to_string(i) + ".self_attention.core_attention.flash_attention");
+    const std::string layer = i < 4 ? L + std::to_string(i) : mtp + ".transformer_layer";
+    const OpId fa = g.find_op(layer + ".self_attention.core_attention.flash_attention");
     ASSERT_NE(fa, kNoOp) << i;
     const std::string* w = find_op_attr(g.op(fa), "window");
     EXPECT_EQ(w != nullptr, i % 2 == 0) << i;
     // 4 b a d x causal pairs: through the window of 8, 8 x 9 / 2 + 24 x 8 = 228 pairs of the
     // 32-token sequence; fully, 32 x 33 / 2 = 528.
     EXPECT_DOUBLE_EQ(g.op(fa).flops, 4.0 * 16 * 4 * 16 * (i % 2 == 0 ? 228 : 528)) << i;
-    EXPECT_EQ(g.find_op(L + std::to_string(i) + ".mlp.router") != kNoOp, i >= 1) << i;
+    EXPECT_EQ(g.find_op(layer + ".mlp.router") != kNoOp, i >= 1) << i;
   }
-  EXPECT_EQ(g.find_op(L + "5.self_attention.dense"), kNoOp);
+  EXPECT_EQ(g.find_op(L + "4.self_attention.dense"), kNoOp);
 }
 
 // MLA columns build Megatron-core's latent projections: q through a rank-24 bottleneck to 4

@@ -6,8 +6,11 @@
 
 #include <string>
 
+#include "datasets/gpt.h"
 #include "datasets/hf_config.h"
+#include "datasets/synthetic.h"
 #include "src/graph/moe_attrs.h"
+#include "src/graph/training_step.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -131,6 +134,83 @@ TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
   EXPECT_EQ(
       op_named(g, "language_model.encoder.layers.1.mlp.shared_experts.linear_fc1").param_bytes,
       uint64_t(2 * 64 * 64));
+}
+
+// Bytes of the forward outputs of `scope`'s ops that some backward op reads (kept alive from
+// the forward pass to the backward pass).
+uint64_t saved_bytes(const Graph& step, const std::string& scope) {
+  uint64_t bytes = 0;
+  for (const Op& op : step.ops()) {
+    if (op.phase != Phase::kForward || op.scope != scope) continue;
+    for (TensorId t : op.outputs) {
+      bool read = false;
+      for (OpId c : step.consumers(t)) read = read || step.op(c).phase == Phase::kBackward;
+      if (read) bytes += step.tensor(t).bytes;
+    }
+  }
+  return bytes;
+}
+
+TEST(MoeGraph, RoutedExpertOutputsAreNotKeptForBackward) {
+  const Graph step = expand_training_step(tiny_graph(kTinyDeepseek, 8));
+  const std::string mlp = "language_model.encoder.layers.1.mlp";
+  // As Megatron-core, the probabilities weight the experts' activation, so the combine's
+  // backward reads no expert output: fc2's output [16 rows, 64] is read by no backward op.
+  const OpId fc2 = step.find_op(mlp + ".experts.linear_fc2");
+  ASSERT_NE(fc2, kNoOp);
+  for (OpId c : step.consumers(step.op(fc2).outputs[0]))
+    EXPECT_NE(step.op(c).phase, Phase::kBackward) << step.op(c).name;
+  // Kept, in bf16 (8 tokens, k 2 -> 16 rows): router logits 8x4 (the top-k and aux loss
+  // read them), top-k 8x2, the aux loss (a loss: its backward reads it), dispatched rows
+  // 16x64 (fc1's input), fc1 output 16x64 (the activation's), activation 16x32 (fc2's);
+  // shared expert fc1 output 8x64 and its activation 8x32; the residual sum 8x64 (the next
+  // norm's input). The MLP's input belongs to the attention block's scope.
+  EXPECT_EQ(saved_bytes(step, mlp), uint64_t(2 * (8 * 4 + 8 * 2 + 1 + 16 * 64 + 16 * 64 + 16 * 32 +
+                                                  8 * 64 + 8 * 32 + 8 * 64)));
+}
+
+// 3 layers of which the last is a multi-token-prediction block: h 64, 4 heads, ffn 128,
+// vocab 100 (padded to 128), seq 8, bf16.
+Graph tiny_llama(int mtp_layers) {
+  LlamaOptions o;
+  o.layers = 3;
+  o.hidden = 64;
+  o.heads = 4;
+  o.ffn = 128;
+  o.seq_len = 8;
+  o.vocab = 100;
+  o.mtp_layers = mtp_layers;
+  return make_llama(o);
+}
+
+TEST(MoeGraph, MultiTokenPredictionBlockByHand) {
+  const Graph mtp = tiny_llama(1), plain = tiny_llama(0);
+  const std::string p = "language_model.mtp.layers.0";
+  // eh_proj: [8, 2 x 64] x [128, 64]; logits from the shared output layer: 8 x 64 x 128.
+  EXPECT_EQ(op_named(mtp, p + ".eh_proj").flops, 2.0 * 8 * 128 * 64);
+  EXPECT_EQ(op_named(mtp, p + ".eh_proj").param_bytes, uint64_t(2 * 128 * 64));
+  EXPECT_EQ(op_named(mtp, p + ".output_layer").flops, 2.0 * 8 * 64 * 128);
+  EXPECT_EQ(op_named(mtp, p + ".output_layer").param_bytes, 0u);
+  EXPECT_EQ(op_named(mtp, p + ".word_embeddings").param_bytes, 0u);
+  // Beyond the plain 3-layer model: eh_proj (2h x h) and the enorm, hnorm and final norm.
+  EXPECT_EQ(graph_params(mtp) - graph_params(plain), 2 * 64 * 64 + 3 * 64);
+  // The loss reads both logits (and the labels): twice the cross-entropy work.
+  const Op& loss = op_named(mtp, "loss");
+  EXPECT_EQ(loss.inputs.size(), 3u);
+  EXPECT_EQ(loss.flops, 2 * op_named(plain, "loss").flops);
+  EXPECT_EQ(loss.flops, kFlopsPerElemLoss * 2 * 8 * 128);
+  // Every op of the block is on its layer (2), so a pipeline keeps it on the last stage.
+  int block_ops = 0;
+  for (const Op& op : mtp.ops()) {
+    if (op.name.rfind("language_model.mtp.", 0) != 0) continue;
+    ++block_ops;
+    EXPECT_EQ(op.layer, 2) << op.name;
+  }
+  EXPECT_GT(block_ops, 10);
+  LlamaOptions bad;
+  bad.layers = 2;
+  bad.mtp_layers = 2;
+  EXPECT_THROW(make_llama(bad), Error);
 }
 
 HfModel shipped(const std::string& name) {

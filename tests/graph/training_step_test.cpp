@@ -438,6 +438,9 @@ TEST(TrainingStep, SavedTensorRule) {
   o.type = "SoftmaxCrossEntropy";
   o.category = OpCategory::kSoftmax;
   EXPECT_EQ(saved_tensors_of(o), SavedTensors::kInputs);
+  o.type = "MoeCombine";
+  o.category = OpCategory::kElementwise;
+  EXPECT_EQ(saved_tensors_of(o), SavedTensors::kNone);
 }
 
 // A sink whose backward saves nothing (an Add) still waits for the forward pass: its grad

@@ -252,6 +252,44 @@ TEST(MegatronTp, VirtualStagesPutEveryOtherChunkOnARank) {
 
 // Fused attention is split by heads like the unfused core: each TP rank runs its heads'
 // share (q, k and v heads alike), reading the column-parallel QKV shards, no collective.
+// A multi-token-prediction block under tensor parallelism: its embedding over the vocabulary,
+// its logits by columns as the output layer's, eh_proj and the norms whole on every rank;
+// the step simulates.
+TEST(MegatronTp, MultiTokenPredictionBlockHasMegatronRoles) {
+  LlamaOptions o;
+  o.layers = 2;
+  o.mtp_layers = 1;
+  o.hidden = 64;
+  o.heads = 4;
+  o.seq_len = 32;
+  o.batch = 8;
+  o.vocab = 1000;
+  o.tp = 2;
+  o.dtype = DType::kF32;  // the test devices have an f32 peak only
+  const Graph g = expand_training_step(make_llama(o));
+  const std::string p = "language_model.mtp.layers.0";
+  auto role = [&](const std::string& name) {
+    const OpId id = g.find_op(p + name);
+    EXPECT_NE(id, kNoOp) << name;
+    return id == kNoOp ? TensorParallelRole::kUnknown : megatron_role(g.op(id));
+  };
+  EXPECT_EQ(role(".word_embeddings"), TensorParallelRole::kVocabEmbedding);
+  EXPECT_EQ(role(".eh_proj"), TensorParallelRole::kReplicated);
+  EXPECT_EQ(role(".output_layer"), TensorParallelRole::kColumn);
+  EXPECT_EQ(role(".enorm"), TensorParallelRole::kReplicated);
+  EXPECT_EQ(role(".final_layernorm"), TensorParallelRole::kReplicated);
+  MegatronConfig m;
+  m.tp = 2;
+  m.micro_batch = 8;
+  m.global_batch = 8;
+  const Cluster cl = make_cluster(1, 2, link(5e-6, 1e11), link(5e-6, 1e10));
+  const CostModel cost(cl, uniform_profile(0.5));
+  Simulator sim(g, cl, cost);
+  const Plan plan = megatron_plan(g, m);
+  plan.validate(g, cl);
+  EXPECT_GT(sim.run(plan).step_time, 0.0);
+}
+
 TEST(MegatronTp, FlashAttentionSplitsByHeads) {
   LlamaOptions o;
   o.layers = 1;
