@@ -23,11 +23,13 @@
 //    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the
 //    GPT-OSS bf16 rows back on the unfused core. --moe-model NAME keeps one model's rows (each
 //    GPU then predicts them with its shipped profile, unfitted); --moe-rows also prints, per
-//    model, the scales its own rows would fit.
+//    model, the scales its own rows would fit; --moe-unfitted predicts every model's rows with
+//    the shipped profiles (fitted on no MoE row, so every model is held out).
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
 //       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]
+//       [--moe-unfitted]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -59,6 +61,7 @@ struct Options {
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
   std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
   std::string moe_model;   ///< only this model's MoE rows, e.g. "DeepSeek-V3" (empty = all)
+  bool moe_unfitted = false;  ///< every model's rows on the shipped profile, no scale fitted
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
@@ -512,9 +515,10 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   }
   std::printf("# %s: %s on %s: %s, %d GPUs\n", family.c_str(), profile.c_str(),
               cluster_file.c_str(), cluster.name.c_str(), cluster.num_devices());
-  if (model_index.size() < 2) {
+  if (model_index.size() < 2 || o.moe_unfitted) {
     const std::vector<double> p = predict_runs(cluster, start, runs);
-    print_moe_rows(gpu, runs, p, "shipped profile, unfitted (one model)");
+    print_moe_rows(gpu, runs, p,
+                   o.moe_unfitted ? "shipped profile, unfitted" : "shipped profile, unfitted (one model)");
     if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
     return {runs, p};
   }
@@ -582,12 +586,14 @@ Options parse(int argc, char** argv) {
       o.fit_sync_host = true;
     else if (a == "--moe-model" && has_value)
       o.moe_model = argv[++i];
+    else if (a == "--moe-unfitted")
+      o.moe_unfitted = true;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
                    "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
-                   "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]\n");
+                   "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME] [--moe-unfitted]\n");
       std::exit(2);
     }
   }
