@@ -200,7 +200,9 @@ struct GdpPlaceResult {
   double zero_shot_time = 0;  ///< best of greedy + samples before fine-tuning
   double best_time = 0;       ///< the plan's step time
   double reference_time = 0;  ///< the env's reference (best single-device time)
-  int64_t evaluations = 0;    ///< simulator runs
+  int64_t evaluations = 0;    ///< placements scored (repeats included)
+  /// Of those, placements scored before (answered from a cache, no simulation).
+  int64_t repeats = 0;
   double seconds = 0;         ///< wall time of the whole search
   /// Best step time after each fine-tuning update (empty for zero-shot).
   std::vector<double> finetune_curve;
