@@ -167,7 +167,8 @@ struct GdpPlaceOptions {
   /// Block moves around the best placement after the samples (agents/gdp/gdp_refine.h),
   /// each kept when it scores better.
   int refine = 0;
-  /// Block moves after each fine-tuning update, drawn from the policy being tuned.
+  /// Block moves after each fine-tuning update, drawn from the policy being tuned: a climb
+  /// from the best placement that restarts a few moves away from it when stuck.
   int finetune_refine = 0;
   int finetune_updates = 0;  ///< PPO updates on this graph after zero-shot (0 = zero-shot)
   PpoConfig ppo;             ///< fine-tuning options (graphs_per_update is ignored: 1 graph)
