@@ -86,7 +86,10 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
   // independently, so its samples seldom move a chain of ops together, which is where it
   // lost to m-etf and anneal on branchy graphs (rec, rnnlm, gnn, enas_cnn).
   defaults.place.refine = 1024;
-  defaults.place.finetune_refine = 64;
+  // Fine-tuning's block moves climb and restart (agents/gdp/gdp_place.cpp): a simulation
+  // costs well under a millisecond on most graphs and a PPO update about 0.1 s, and repeats
+  // are free (cached), so the moves get most of a time budget.
+  defaults.place.finetune_refine = 8192;
   // gdp's options, and what each sample is scored by.
   static const OptionTable<GdpMethodOptions> options = [] {
     OptionTable<GdpMethodOptions> t = gdp_option_table().with_owner("gdp+stages");
@@ -99,7 +102,7 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
                  "GDP's placement read as pipeline stages (its device groups, contiguous), "
                  "pipeline-dp choosing each stage's replicas and the micro-batches, or run as "
                  "placed when that is faster; greedy + 128 samples scored so, then 1024 block "
-                 "moves drawn from the policy around the best (64 after each fine-tuning "
+                 "moves drawn from the policy around the best (8192 after each fine-tuning "
                  "update), with the policy trained for it (models/pretrained/stages.pt)",
                  false, [make, defaults] { return make(defaults); }},
       options, defaults, make));

@@ -21,7 +21,9 @@
 # "gdp+stages gdp+stages-ft" (with CANDIDATE "gdp+stages-cand gdp+stages-ft-cand": the
 # candidate alone), and a last line says how many graphs of the test families the policy's
 # (CANDIDATE's when given) training corpus held (read from the policy's .meta.json and,
-# through the init_policy of its .train.yaml, its initial policy's).
+# through the init_policy of its .train.yaml, its initial policy's). SPLITS (with BY_FAMILY;
+# default "train val test") keeps the rows of the splits it names, e.g. SPLITS=test for the
+# test families alone.
 # Results: docs/results.md.
 # Usage: [METHODS="..."] [CANDIDATE=P] [BY_FAMILY=N] bench/learned_vs_best.sh [PLACER] [BATCH (16)] [CLUSTER] [FT (60)]
 set -u
@@ -100,6 +102,7 @@ seen_test_families() {  # seen_test_families POLICY: test-family graphs in its t
 rows=()
 if [ -n "${BY_FAMILY:-}" ]; then
   gen() {  # gen SPLIT FAMILIES SEED RATIOS [DIR]: the first BY_FAMILY graphs of each family
+    [[ " ${SPLITS:-train val test} " == *" $1 "* ]] || return 0
     local n=$(( $(tr ',' '\n' <<< "$2" | wc -l) * BY_FAMILY )) dir=${5:-$1}
     "$placer" corpus generate --family "$2" --count "$n" --seed "$3" -o "$tmp/$dir" --name "$dir" \
       --split "$4" > /dev/null 2>&1 || { echo "learned_vs_best.sh: corpus generate failed" >&2; exit 2; }

@@ -167,7 +167,8 @@ struct GdpPlaceOptions {
   /// Block moves around the best placement after the samples (agents/gdp/gdp_refine.h),
   /// each kept when it scores better.
   int refine = 0;
-  /// Block moves after each fine-tuning update, drawn from the policy being tuned.
+  /// Block moves after each fine-tuning update, drawn from the policy being tuned: a climb
+  /// from the best placement that restarts a few moves away from it when stuck.
   int finetune_refine = 0;
   int finetune_updates = 0;  ///< PPO updates on this graph after zero-shot (0 = zero-shot)
   PpoConfig ppo;             ///< fine-tuning options (graphs_per_update is ignored: 1 graph)
@@ -200,7 +201,9 @@ struct GdpPlaceResult {
   double zero_shot_time = 0;  ///< best of greedy + samples before fine-tuning
   double best_time = 0;       ///< the plan's step time
   double reference_time = 0;  ///< the env's reference (best single-device time)
-  int64_t evaluations = 0;    ///< simulator runs
+  int64_t evaluations = 0;    ///< placements scored (repeats included)
+  /// Of those, placements scored before (answered from a cache, no simulation).
+  int64_t repeats = 0;
   double seconds = 0;         ///< wall time of the whole search
   /// Best step time after each fine-tuning update (empty for zero-shot).
   std::vector<double> finetune_curve;

@@ -23,8 +23,9 @@ const OptionTable<GdpMethodOptions>& gdp_option_table() {
             [](auto& o) -> auto& { return o.place.refine; })
         .integer(
             "finetune_refine",
-            "block moves around the best placement after each fine-tuning update, drawn from "
-            "the policy being tuned",
+            "block moves after each fine-tuning update, drawn from the policy being tuned: "
+            "a climb from the best placement that restarts a few moves away from it after "
+            "1024 moves without a better one",
             [](auto& o) -> auto& { return o.place.finetune_refine; })
         .integer(
             "finetune",

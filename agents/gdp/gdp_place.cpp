@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -76,7 +77,8 @@ class GdpPlacer : public OutcomePlacer {
     SearchOutcome out = search_outcome_of(std::move(r.plan), r.evaluations, 0, r.seconds,
                                           {{"greedy_time", r.greedy_time},
                                            {"zero_shot_time", r.zero_shot_time},
-                                           {"reference_time", r.reference_time}});
+                                           {"reference_time", r.reference_time},
+                                           {"repeated_evaluations", double(r.repeats)}});
     out.stats.best_curve = std::move(r.finetune_curve);
     return out;
   }
@@ -138,8 +140,10 @@ class GdpPlaceRun {
 
   /// Greedy + samples from the policy as it is.
   void zero_shot(const GdpPolicy& policy);
-  /// Block moves around the best placement, drawn from `probs` (the policy's [U, D]).
-  void refine(const torch::Tensor& probs, int moves);
+  /// Block moves around the best placement, drawn from `probs` (the policy's [U, D]). With
+  /// `restarts`, each chain climbs from its own current placement and restarts near its
+  /// incumbent when stuck (climb); without, every move starts from the incumbent.
+  void refine(const torch::Tensor& probs, int moves, bool restarts = false);
   /// PPO on this graph alone, from a copy of the policy.
   void finetune(const GdpPolicy& policy);
   /// The best plan, predicted.
@@ -170,7 +174,14 @@ class GdpPlaceRun {
   /// The as-placed chain of refine: its first placements.
   void start_as_placed_chain();
   /// evaluate, the placement scored as placed even with options.shape.
-  void evaluate_as_placed(std::vector<int> action);
+  StepResult evaluate_as_placed(std::vector<int> action);
+  /// evaluate as refine's chain `chain` scores (as placed for chain 0 of two).
+  Scored evaluate_in_chain(size_t chain, bool two_chains, std::vector<int> action);
+  /// Iterated local search in refine's chain `chain`: `moved` replaces the chain's current
+  /// placement when better; after kStalledMoves moves in a row without, the chain restarts
+  /// from kKickMoves block moves away from its incumbent.
+  void climb(size_t chain, Scored moved, const std::vector<float>& rows, int devices,
+             bool two_chains);
   bool out_of_budget() const { return clock_.exhausted(result_.evaluations); }
 
   const Problem& problem_;
@@ -182,6 +193,11 @@ class GdpPlaceRun {
   bool as_placed_started_ = false;  // start_as_placed_chain ran
   PlacementEnv env_;
   const GraphTensors tensors_;
+  // Every placement scored so far, as placed [0] / shaped [1] (with options.shape; without,
+  // [1] only): a peaked policy repeats its samples and refine redraws rejected moves, and a
+  // repeat needs no second DP and simulations. Scores are deterministic, so the search is
+  // the same with or without it, only faster.
+  std::array<std::map<std::vector<int>, StepResult>, 2> scored_;
   std::mt19937_64 rng_;
   GdpPlaceResult result_;
   Scored best_;
@@ -189,19 +205,33 @@ class GdpPlaceRun {
   // The best placement whose plan ran as placed [0] / as pipeline stages [1] (with
   // options.shape; without, only [0]).
   std::array<Scored, 2> incumbents_;
+  // refine's chains with restarts: where each climbs now, its incumbent when it last joined
+  // it, and its moves since it last improved.
+  std::array<Scored, 2> current_;
+  std::array<Scored, 2> synced_;
+  std::array<int, 2> stalled_{};
+  static constexpr int kStalledMoves = 1024;
+  static constexpr int kKickMoves = 3;
   std::vector<std::vector<int>> neighbours_;  // unit_neighbours, built on the first refine
 };
 
-void GdpPlaceRun::evaluate_as_placed(std::vector<int> action) {
+StepResult GdpPlaceRun::evaluate_as_placed(std::vector<int> action) {
   score_as_placed_ = true;
-  evaluate(std::move(action));
+  const StepResult r = evaluate(std::move(action));
   score_as_placed_ = false;
+  return r;
 }
 
 StepResult GdpPlaceRun::evaluate(std::vector<int> action) {
+  ++result_.evaluations;
+  std::map<std::vector<int>, StepResult>& scored = scored_[score_as_placed_ ? 0 : 1];
+  if (const auto it = scored.find(action); it != scored.end()) {
+    ++result_.repeats;  // already compared with the incumbents
+    return it->second;
+  }
   last_shaped_ = Plan{};
   const StepResult r = env_.step(action);
-  ++result_.evaluations;
+  scored.emplace(action, r);
   Scored s{std::move(action), r.step_time, r.oom, true};
   // The incumbent of the plan's kind (a shaped plan with stages, or run as placed): block
   // moves start from each in turn.
@@ -250,7 +280,7 @@ void GdpPlaceRun::start_as_placed_chain() {
   }
 }
 
-void GdpPlaceRun::refine(const torch::Tensor& probs, int moves) {
+void GdpPlaceRun::refine(const torch::Tensor& probs, int moves, bool restarts) {
   // Half the policy, half uniform over the unit's allowed devices: a peaked policy leaves
   // the other devices a probability that rounds to 0, and block moves need them.
   const torch::Tensor allowed = tensors_.mask.to(torch::kFloat);
@@ -269,15 +299,40 @@ void GdpPlaceRun::refine(const torch::Tensor& probs, int moves) {
   if (two_chains && !as_placed_started_ && best_.valid) start_as_placed_chain();
   for (int i = 0; i < moves && !out_of_budget() && best_.valid; ++i) {
     const size_t chain = two_chains ? size_t(i) % 2 : 0;
-    const Scored& from = incumbents_[chain].valid ? incumbents_[chain] : best_;
+    const Scored& incumbent = incumbents_[chain].valid ? incumbents_[chain] : best_;
+    if (restarts && incumbent.better_than(synced_[chain])) {
+      // The incumbent improved elsewhere (a PPO sample, the other chain): climb from it.
+      synced_[chain] = current_[chain] = incumbent;
+      stalled_[chain] = 0;
+    }
+    const Scored& from = restarts ? current_[chain] : incumbent;
     std::vector<int> next = propose_block_move(from.action, rows, devices, neighbours_, rng_);
     if (next == from.action) break;  // no unit has another device
-    if (two_chains && chain == 0) {
-      evaluate_as_placed(std::move(next));
-    } else {
-      evaluate(std::move(next));
-    }
+    Scored moved = evaluate_in_chain(chain, two_chains, std::move(next));
+    if (restarts) climb(chain, std::move(moved), rows, devices, two_chains);
   }
+}
+
+Scored GdpPlaceRun::evaluate_in_chain(size_t chain, bool two_chains, std::vector<int> action) {
+  const StepResult r = two_chains && chain == 0 ? evaluate_as_placed(action) : evaluate(action);
+  return Scored{std::move(action), r.step_time, r.oom, true};
+}
+
+void GdpPlaceRun::climb(size_t chain, Scored moved, const std::vector<float>& rows, int devices,
+                        bool two_chains) {
+  if (moved.better_than(current_[chain])) {
+    current_[chain] = std::move(moved);
+    stalled_[chain] = 0;
+    return;
+  }
+  if (++stalled_[chain] < kStalledMoves) return;
+  // Stuck: every nearby move was tried (most are cache hits by now). Restart this chain's
+  // climb a few block moves away from its incumbent, kept whatever it scores.
+  const Scored& incumbent = incumbents_[chain].valid ? incumbents_[chain] : best_;
+  current_[chain] = evaluate_in_chain(
+      chain, two_chains,
+      propose_block_moves(incumbent.action, rows, devices, neighbours_, kKickMoves, rng_));
+  stalled_[chain] = 0;
 }
 
 void GdpPlaceRun::finetune(const GdpPolicy& policy) {
@@ -306,7 +361,7 @@ void GdpPlaceRun::finetune(const GdpPolicy& policy) {
     for (const std::vector<int>& a : ep.actions) ep.rewards.push_back(evaluate(a).reward);
     compute_advantages(batch, options_.ppo, {&ema});
     ppo_update(net, adam, batch, options_.ppo);
-    if (options_.finetune_refine > 0) refine(probs, options_.finetune_refine);
+    if (options_.finetune_refine > 0) refine(probs, options_.finetune_refine, true);
     result_.finetune_curve.push_back(best_.time);
     if (budget_.progress) budget_.progress(u, total, "best " + format_ms(best_.time));
   }

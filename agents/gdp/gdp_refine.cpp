@@ -79,4 +79,13 @@ std::vector<int> propose_block_move(const std::vector<int>& best, const std::vec
   return action;
 }
 
+std::vector<int> propose_block_moves(const std::vector<int>& best, const std::vector<float>& probs,
+                                     int devices, const std::vector<std::vector<int>>& neighbours,
+                                     int moves, std::mt19937_64& rng) {
+  std::vector<int> action = best;
+  for (int i = 0; i < moves; ++i)
+    action = propose_block_move(action, probs, devices, neighbours, rng);
+  return action;
+}
+
 }  // namespace placer

@@ -29,4 +29,10 @@ std::vector<int> propose_block_move(const std::vector<int>& best, const std::vec
                                     int devices, const std::vector<std::vector<int>>& neighbours,
                                     std::mt19937_64& rng);
 
+/// `moves` block moves in a row, each from the placement the previous one made (the first
+/// from `best`): the kick that restarts a local search stuck around `best` a few steps away.
+std::vector<int> propose_block_moves(const std::vector<int>& best, const std::vector<float>& probs,
+                                     int devices, const std::vector<std::vector<int>>& neighbours,
+                                     int moves, std::mt19937_64& rng);
+
 }  // namespace placer

@@ -63,6 +63,17 @@ struct Fixture {
   Problem problem() { return Problem{graph, cluster, cost, sim, devices}; }
 };
 
+/// Fine-tuning options: `samples` zero-shot samples, then `updates` PPO updates of
+/// `ppo_samples` placements and `epochs` passes each.
+GdpPlaceOptions finetune_options(int samples, int updates, int ppo_samples, int epochs) {
+  GdpPlaceOptions o;
+  o.samples = samples;
+  o.finetune_updates = updates;
+  o.ppo.samples = ppo_samples;
+  o.ppo.epochs = epochs;
+  return o;
+}
+
 class GdpPlace : public ::testing::Test {
  protected:
   void SetUp() override { torch::set_num_threads(1); }
@@ -142,11 +153,7 @@ TEST_F(GdpPlace, NoSamplesGivesTheGreedyPlacement) {
 TEST_F(GdpPlace, FinetuneNeverWorseAndCurveMonotone) {
   Fixture f;
   const GdpPolicy policy(tiny_net(), 6);
-  GdpPlaceOptions o;
-  o.samples = 2;
-  o.finetune_updates = 4;
-  o.ppo.samples = 4;
-  o.ppo.epochs = 2;
+  GdpPlaceOptions o = finetune_options(2, 4, 4, 2);
   SearchBudget b;
   b.seed = 2;
   int64_t progress_calls = 0;
@@ -175,16 +182,53 @@ TEST_F(GdpPlace, FinetuneNeverWorseAndCurveMonotone) {
 TEST_F(GdpPlace, FinetuneStopsAtTheEvaluationBudget) {
   Fixture f;
   const GdpPolicy policy(tiny_net(), 6);
-  GdpPlaceOptions o;
-  o.samples = 3;
-  o.finetune_updates = 10;
-  o.ppo.samples = 4;
-  o.ppo.epochs = 1;
+  const GdpPlaceOptions o = finetune_options(3, 10, 4, 1);
   SearchBudget b;
   b.max_evaluations = 10;  // 4 zero-shot runs, then 2 updates of 4 reach 12 >= 10
   const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
   EXPECT_EQ(r.finetune_curve.size(), 2u);
   EXPECT_EQ(r.evaluations, 12);
+}
+
+TEST_F(GdpPlace, RepeatedPlacementsAreScoredOnce) {
+  // On one device every sample is the greedy placement: 1 + 5 evaluations, 5 of them
+  // repeats answered without scoring again (the shape runs once).
+  Fixture f;
+  f.devices = {0};
+  const GdpPolicy policy(tiny_net(), 3);
+  GdpPlaceOptions o;
+  o.samples = 5;
+  int shaped = 0;
+  o.shape = [&](const Problem& p, const Plan& placement) {
+    ++shaped;
+    return placement_or_pipeline(p, placement);
+  };
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, SearchBudget{});
+  EXPECT_EQ(r.evaluations, 6);
+  EXPECT_EQ(r.repeats, 5);
+  EXPECT_EQ(shaped, 1);
+  EXPECT_EQ(r.best_time, r.greedy_time);
+}
+
+TEST_F(GdpPlace, FinetuneRestartsAreDeterministicForASeedAndEvaluationBudget) {
+  // Enough block moves per update that the climb stalls (every nearby move tried) and
+  // restarts from a kicked incumbent; the same seed and budget give the same search.
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 6);
+  GdpPlaceOptions o = finetune_options(2, 3, 2, 1);
+  o.finetune_refine = 3000;
+  SearchBudget b;
+  b.seed = 4;
+  b.max_evaluations = 5000;
+  const GdpPlaceResult a = gdp_place(policy, f.problem(), o, b);
+  const GdpPlaceResult c = gdp_place(policy, f.problem(), o, b);
+  EXPECT_EQ(a.evaluations, 5000);
+  EXPECT_GT(a.repeats, 0);
+  EXPECT_EQ(a.plan.placement, c.plan.placement);
+  EXPECT_EQ(a.best_time, c.best_time);
+  EXPECT_EQ(a.repeats, c.repeats);
+  EXPECT_EQ(a.finetune_curve, c.finetune_curve);
+  EXPECT_LE(a.best_time, a.zero_shot_time);
 }
 
 TEST_F(GdpPlace, DeviceBeyondThePolicyIsRejected) {

@@ -82,5 +82,26 @@ TEST(GdpRefine, NoMoveWhenEveryUnitHasOneDevice) {
   EXPECT_EQ(propose_block_move({1, 0}, {0, 1, 1, 0}, 2, pair, rng), (std::vector<int>{1, 0}));
 }
 
+TEST(GdpRefine, KicksChainBlockMovesEachFromThePreviousOne) {
+  // One unit on two devices, both allowed: every block move flips it, so k moves in a row
+  // leave it where it was when k is even and on the other device when k is odd.
+  const std::vector<std::vector<int>> alone{{}};
+  const std::vector<float> both{0.5f, 0.5f};
+  for (int k = 0; k <= 5; ++k) {
+    std::mt19937_64 rng(3);
+    EXPECT_EQ(propose_block_moves({0}, both, 2, alone, k, rng), (std::vector<int>{k % 2}));
+  }
+  // On the chain of BlockMovesFollowTheChainOnTheOldDevice: two kicked moves are the second
+  // block move drawn from the first's placement, with the same draws.
+  const std::vector<std::vector<int>> chain{{1}, {0, 2}, {1, 3}, {2}};
+  const std::vector<float> probs{0.9f, 0, 0.1f, 0.9f, 0, 0.1f, 0.9f, 0, 0.1f, 0, 1, 0};
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 one(seed), two(seed);
+    const std::vector<int> first = propose_block_move({0, 0, 0, 1}, probs, 3, chain, one);
+    EXPECT_EQ(propose_block_moves({0, 0, 0, 1}, probs, 3, chain, 2, two),
+              propose_block_move(first, probs, 3, chain, one));
+  }
+}
+
 }  // namespace
 }  // namespace placer
