@@ -730,26 +730,28 @@ struct StagedUnits {
   std::vector<int> first, replicas;     ///< per stage: first slot, device count
 };
 
+/// Appends a stage of units [begin, end) and [tail_begin, tail_end) on `replicas` slots from
+/// `first`.
+void add_stage(StagedUnits* out, int begin, int end, int tail_begin, int tail_end, int first,
+               int replicas) {
+  out->units.emplace_back();
+  for (int u = begin; u < end; ++u) out->units.back().push_back(u);
+  for (int u = tail_begin; u < tail_end; ++u) out->units.back().push_back(u);
+  out->first.push_back(first);
+  out->replicas.push_back(replicas);
+}
+
 StagedUnits staged_units(const PipelineDpSolution& sol) {
   StagedUnits out;
-  for (const PipelineStageChoice& c : sol.stages) {
-    out.units.emplace_back();
-    for (int u = c.begin; u < c.end; ++u) out.units.back().push_back(u);
-    out.first.push_back(c.first);
-    out.replicas.push_back(c.replicas);
-  }
+  for (const PipelineStageChoice& c : sol.stages)
+    add_stage(&out, c.begin, c.end, c.end, c.end, c.first, c.replicas);
   return out;
 }
 
 StagedUnits staged_units(const FoldedSolution& sol) {
   StagedUnits out;
-  for (const FoldedStageChoice& c : sol.stages) {
-    out.units.emplace_back();
-    for (int u = c.begin; u < c.end; ++u) out.units.back().push_back(u);
-    for (int u = c.tail_begin; u < c.tail_end; ++u) out.units.back().push_back(u);
-    out.first.push_back(c.first);
-    out.replicas.push_back(c.replicas);
-  }
+  for (const FoldedStageChoice& c : sol.stages)
+    add_stage(&out, c.begin, c.end, c.tail_begin, c.tail_end, c.first, c.replicas);
   return out;
 }
 
