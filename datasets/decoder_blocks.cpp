@@ -89,22 +89,67 @@ class MoeMlp {
     return t;
   }
 
-  // The grouped GEMMs of all E experts over the dispatched rows (SwiGLU experts).
+  // The grouped GEMMs of all E experts over the dispatched rows (SwiGLU experts), with
+  // gpt-oss's GLU clamp and fc2 bias where the options ask for them.
   TensorId experts(TensorId routed) {
     const int64_t E = o_.experts, f = o_.expert_ffn, b = c_.b, h = c_.h;
     const double rows = d(b) * d(rows_);
+    const uint64_t fc1_bias = o_.expert_bias ? checked_mul(u(E), u(2 * f), "bias elements") : 0;
     const TensorId up = op(".experts.linear_fc1", "GroupedMatMul", OpCategory::kMatMul,
                            kMoeExpertUp, {routed}, {b, rows_, 2 * f}, 2 * rows * d(h) * d(2 * f),
-                           checked_mul(u(E), weight(h, 2 * f), "weight elements"));
+                           checked_add(checked_mul(u(E), weight(h, 2 * f), "weight elements"),
+                                       fc1_bias, "fc1 parameters"));
     mark_expert();
+    const TensorId glu_in = o_.glu_clamp > 0 ? glu_clamp(up) : up;
     const TensorId act = op(".experts.swiglu", "Swiglu", OpCategory::kElementwise, kMoeExpertAct,
-                            {up}, {b, rows_, f}, kFlopsPerElemSwiglu * rows * d(f));
+                            {glu_in}, {b, rows_, f}, kFlopsPerElemSwiglu * rows * d(f));
     mark_expert();
     const TensorId down = op(".experts.linear_fc2", "GroupedMatMul", OpCategory::kMatMul,
                              kMoeExpertDown, {act}, {b, rows_, h}, 2 * rows * d(f) * d(h),
                              checked_mul(u(E), weight(f, h), "weight elements"));
     mark_expert();
-    return down;
+    return o_.expert_bias ? expert_bias(down) : down;
+  }
+
+  // The clamp of the fc1 output (Megatron-core's weighted_bias_quick_geglu_impl): two clamps
+  // over its halves and their concatenation, each reading and writing every element
+  // (4 element sizes forward); backward the clamps' masked gradients (read the gradient and
+  // the saved input, write: 3) and the concatenation of the halves' gradients (2).
+  TensorId glu_clamp(TensorId up) {
+    const int64_t f2 = 2 * o_.expert_ffn;
+    const double elems = d(c_.b) * d(rows_) * d(f2);
+    const TensorId out = op(".experts.glu_clamp", "GluClamp", OpCategory::kElementwise,
+                            kMoeExpertAct, {up}, {c_.b, rows_, f2}, elems);
+    set_bytes(elems, 4, 5);
+    mark_expert();
+    return out;
+  }
+
+  // fc2's bias, weighted by the routing probability and added one local expert at a time
+  // (Megatron-core's TEGroupedMLP._apply_bias: t + b * p per expert, then a concatenation;
+  // probabilities in the activation dtype): forward the product written (1 element size),
+  // the sum reading two and writing one (3), the concatenation (2); backward the product's
+  // two gradients, each a product and a reduction (3 each), and the split's concatenation
+  // of the row blocks' gradients (2).
+  TensorId expert_bias(TensorId down) {
+    const int64_t E = o_.experts, h = c_.h;
+    const double elems = d(c_.b) * d(rows_) * d(h);
+    const TensorId out =
+        op(".experts.linear_fc2_bias", "ExpertBias", OpCategory::kElementwise, kMoeExpertDown,
+           {down}, {c_.b, rows_, h}, 2 * elems, checked_mul(u(E), u(h), "bias elements"));
+    set_bytes(elems, 6, 8);
+    mark_expert();
+    return out;
+  }
+
+  // The last op's traffic: `forward` and `backward` element sizes per element.
+  void set_bytes(double elems, int forward, int backward) {
+    Op& o = c_.m.last_op();
+    const double eb = d(dtype_bytes(c_.dtype));
+    const std::string what = "op '" + o.name + "' bytes accessed";
+    o.bytes_accessed = c_.m.bounded_bytes(static_cast<uint64_t>(elems * eb * forward), what);
+    const uint64_t back = c_.m.bounded_bytes(static_cast<uint64_t>(elems * eb * backward), what);
+    o.attrs.emplace_back(kBackwardBytesAttr, std::to_string(back));
   }
 
   void mark_expert() {

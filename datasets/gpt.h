@@ -169,6 +169,14 @@ struct MoeOptions {
   /// and its input is padded to that capacity (Megatron's --moe-expert-capacity-factor with
   /// --moe-pad-expert-input-to-capacity). 0 = no dropping.
   double capacity_factor = 0;
+  /// gpt-oss: biased expert linears. fc1's bias rides in its grouped GEMM; fc2's is added
+  /// after it, scaled by each row's routing probability, one local expert at a time
+  /// (Megatron-core's TEGroupedMLP._apply_bias): an ExpertBias op on the routed rows.
+  bool expert_bias = false;
+  /// gpt-oss: the experts' GLU input clamped to this limit before the activation (gate at
+  /// most +limit, linear part in [-limit, limit]; Megatron-core's activation_func_clamp_value
+  /// with the quick-GeGLU): a GluClamp op on the fc1 output. 0 = no clamp.
+  double glu_clamp = 0;
   /// Per layer: MoE (true) or a dense MLP of the model's ffn; empty = every layer MoE.
   std::vector<bool> moe_layer;
   bool enabled() const { return experts > 0; }

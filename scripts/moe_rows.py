@@ -2,7 +2,8 @@
 # DeepSeek-V3 and Kimi-K2 rows (Qwen3 rows never copied), with the shape columns appended.
 import glob, re, sys
 NEW = ['head_dim','sliding_window','full_attention_every','q_lora_rank','kv_lora_rank',
-       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers','moe_dispatcher','cuda_graph']
+       'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers','moe_dispatcher','cuda_graph',
+       'linear_bias','glu_clamp']
 def model_of(r, comment):
     m = re.search(r'model "([^"]*)"', comment).group(1)
     if m.startswith('GPT OSS'): return 'gptoss', m
@@ -23,6 +24,9 @@ def dispatcher(kind, gpu, r):
     if gpu == 'b300' and ep == 8: return 'hybridep'
     if gpu in ('gb200', 'gb300') and fp8 and r['global_batch'] == '1280': return 'hybridep'
     return 'alltoall'
+def expert_mlp(kind):
+    # GPT-OSS's biased linears and GLU clamp (README.md, "Expert MLP of GPT-OSS").
+    return [1, 7] if kind == 'gptoss' else [0, 0]
 def cuda_graph(kind, gpu, r):
     # The presets with cuda_graph_impl="full_iteration" (README.md, "CUDA graphs").
     mx = r['precision_variant'] == 'MXFP8'
@@ -54,14 +58,15 @@ for gpu in ['h100','b200','b300','gb200','gb300']:
             if kind == 'gptoss':
                 # The fused sink attention of the containers' cuDNN, with the provider's window.
                 fields[cols.index('attention')]='flash'
-            extra = shape(kind, prev, r['precision']) + [dispatcher(kind, gpu, r), cuda_graph(kind, gpu, r)]
+            extra = (shape(kind, prev, r['precision']) + [dispatcher(kind, gpu, r), cuda_graph(kind, gpu, r)]
+                     + expert_mlp(kind))
             out.append(','.join(fields) + ',' + ','.join(str(v) for v in extra))
     if not out: continue
     head = [f'# MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2; cp 1) of the DGX-{gpu.upper()} files in this folder, copied',
             '# verbatim, each after the line of its file that names its source, with the attention / layer-stack',
-            '# columns, the token dispatcher and the CUDA graph scope appended, recompute set to none and GPT-OSS',
-            '# rows on flash attention (values and sources in README.md, "MoE shape columns", "Token dispatcher",',
-            '# "CUDA graphs").',
+            '# columns, the token dispatcher, the CUDA graph scope and the expert MLP appended, recompute set to',
+            '# none and GPT-OSS rows on flash attention (values and sources in README.md, "MoE shape columns",',
+            '# "Token dispatcher", "CUDA graphs", "Expert MLP of GPT-OSS").',
             '# Qwen3 rows are not copied.',
             hdr + ',' + ','.join(NEW)]
     open(f'moe_{gpu}.csv','w').write('\n'.join(head+out)+'\n')

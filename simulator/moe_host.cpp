@@ -30,12 +30,18 @@ namespace {
 // experts' GEMMs in C++): its split, GEMMs and (backward) weight-gradient GEMMs count as 2
 // forward and 3 backward calls. The measured rows agree: their unexplained time does not
 // grow with the local experts (docs/results.md, "MoE host issue"). The shared experts are one
-// graph op per call already.
+// graph op per call already. gpt-oss's expert ops (experts.py, fused_bias_geglu.py): the GLU
+// clamp is a chunk, two clamps, a concatenation and the offset tensor built from a Python
+// float (a blocking host-to-device copy), backward two clamp gradients and a concatenation;
+// fc2's bias (TEGroupedMLP._apply_bias) splits the rows and the probabilities, multiplies and
+// adds per local expert and concatenates, backward two products and two reductions per
+// expert, the splits' concatenations and the gradient hooks of each expert's two biases.
 struct MoeCalls {
   const char* role;
   const char* type;  // op type within the role; nullptr = any
   int forward, backward;
   int sort;  // extra calls per pass with more than one local expert (sort_chunks_by_idxs)
+  int expert_forward = 0, expert_backward = 0;  // calls per local expert
 };
 
 constexpr MoeCalls kMoeCalls[] = {
@@ -44,11 +50,19 @@ constexpr MoeCalls kMoeCalls[] = {
     {kMoeAuxLoss, nullptr, 8, 4, 0},
     {kMoeDispatch, nullptr, 12, 4, 2},
     {kMoeExpertUp, nullptr, 2, 3, 0},
+    {kMoeExpertAct, "GluClamp", 5, 3, 0},
     {kMoeExpertAct, nullptr, 2, 2, 0},
+    {kMoeExpertDown, "ExpertBias", 3, 2, 0, 2, 6},
     {kMoeExpertDown, nullptr, 2, 3, 0},
     {kMoeCombine, nullptr, 3, 3, 2},
     {kMoeShared, nullptr, 1, 1, 0},
 };
+
+// Forward ops after which the host waits for the device: the token dispatcher's count copy
+// and the GLU clamp's offset tensor.
+bool syncs_host(const std::string& role, const std::string& type) {
+  return role == kMoeDispatch || (role == kMoeExpertAct && type == "GluClamp");
+}
 
 }  // namespace
 
@@ -56,13 +70,15 @@ int moe_op_host_calls(const std::string& role, const std::string& type, bool bac
                       int local_experts) {
   for (const MoeCalls& k : kMoeCalls) {
     if (role != k.role || (k.type != nullptr && type != k.type)) continue;
-    return (backward ? k.backward : k.forward) + (local_experts > 1 ? k.sort : 0);
+    const int per_expert = backward ? k.expert_backward : k.expert_forward;
+    return (backward ? k.backward : k.forward) + (local_experts > 1 ? k.sort : 0) +
+           per_expert * local_experts;
   }
   return 1;
 }
 
 // Under moe_host_sync: each MoE forward / backward op's dispatch becomes its calls times its
-// category's dispatch, and every forward dispatch op makes its host wait for its end.
+// category's dispatch, and every forward op that syncs makes its host wait for its end.
 void Simulator::Impl::prepare_moe_host() {
   op_host_sync.assign(n_ops, 0);
   if (!cost.profile().moe_host_sync) return;
@@ -75,7 +91,7 @@ void Simulator::Impl::prepare_moe_host() {
     const std::string* role = find_op_attr(fo, kMoeRoleAttr);
     const int local = std::max(1, moe_experts[size_t(l)] / ep);
     op_disp[o] *= moe_op_host_calls(*role, fo.type, ph == Phase::kBackward, local);
-    op_host_sync[o] = ph == Phase::kForward && *role == kMoeDispatch;
+    op_host_sync[o] = ph == Phase::kForward && syncs_host(*role, fo.type);
   }
 }
 

@@ -115,7 +115,9 @@ const char* const kOptional[] = {"model",
                                  "dense_layers",
                                  "mtp_layers",
                                  "moe_dispatcher",
-                                 "cuda_graph"};
+                                 "cuda_graph",
+                                 "linear_bias",
+                                 "glu_clamp"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -217,6 +219,12 @@ void read_shape_columns(const RowReader& r, IterationRun* run) {
                                std::to_string(run->layers));
   }
   run->mtp_layers = int(r.integer_or("mtp_layers", 0, 0, 64));
+  run->linear_bias = r.integer_or("linear_bias", 0, 0, 1) == 1;
+  run->glu_clamp = r.has("glu_clamp") ? r.number("glu_clamp") : 0;
+  if (run->glu_clamp < 0) r.fail("glu_clamp", r.text("glu_clamp") + " is negative");
+  if ((run->linear_bias || run->glu_clamp > 0) && run->num_experts == 0) {
+    r.fail(run->linear_bias ? "linear_bias" : "glu_clamp", "is for the experts of an MoE model");
+  }
 }
 
 // The configuration must be one Megatron can run.
@@ -373,7 +381,7 @@ std::string graph_key(const IterationRun& run) {
     << ',' << run.shared_experts << ',' << run.head_dim << ',' << run.sliding_window << ','
     << run.full_attention_every << ',' << run.q_lora_rank << ',' << run.kv_lora_rank << ','
     << run.qk_rope_head_dim << ',' << run.v_head_dim << ',' << run.dense_layers << ','
-    << run.mtp_layers;
+    << run.mtp_layers << ',' << run.linear_bias << ',' << run.glu_clamp;
   return k.str();
 }
 
@@ -422,6 +430,8 @@ LlamaOptions llama_options(const IterationRun& run) {
     o.moe.top_k = run.moe_topk;
     o.moe.expert_ffn = run.moe_ffn > 0 ? run.moe_ffn : o.ffn;
     o.moe.shared_ffn = int64_t(run.shared_experts) * o.moe.expert_ffn;
+    o.moe.expert_bias = run.linear_bias;
+    o.moe.glu_clamp = run.glu_clamp;
     if (run.dense_layers > 0) {
       for (int i = 0; i < o.layers; ++i) o.moe.moe_layer.push_back(i >= run.dense_layers);
     }

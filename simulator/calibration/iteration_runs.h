@@ -21,9 +21,10 @@
 // v_head_dim (0), dense_layers (0), mtp_layers (0), moe_dispatcher (alltoall | deepep |
 // hybridep, alltoall; config.dispatcher), cuda_graph (none | full_iteration, none:
 // full_iteration = the whole step captured in one CUDA graph, simulated without host issue
-// costs, without_host_issue; none = eager, module-level graphs included). Every column is kept in
-// IterationRun; the prediction refuses, naming the column, what the graph and plan cannot express
-// yet (check_modelled).
+// costs, without_host_issue; none = eager, module-level graphs included), linear_bias (0 | 1,
+// 0: the experts' biased linears), glu_clamp (0: the experts' GLU input clamp). Every column is
+// kept in IterationRun; the prediction refuses, naming the column, what the graph and plan cannot
+// express yet (check_modelled).
 
 #include <map>
 #include <memory>
@@ -66,6 +67,10 @@ struct IterationRun {
   /// weights and the other ops in bf16).
   MegatronConfig config;
   std::string cuda_graph = "none";  ///< none | full_iteration (the cuda_graph column)
+  /// gpt-oss's expert MLP: biased linears (MoeOptions::expert_bias) and the GLU input clamped
+  /// to glu_clamp (MoeOptions::glu_clamp, 0 = none).
+  bool linear_bias = false;
+  double glu_clamp = 0;
   bool recompute_given = false;  ///< recompute column filled (else full is the default)
   double measured = 0;  ///< seconds per iteration
 

@@ -22,6 +22,10 @@ inline constexpr const char* kMoeExpertsAttr = "experts";
 inline constexpr const char* kMoeTopKAttr = "top_k";
 /// On routed-expert ops when tokens are dropped and padded to capacity (same work on every rank).
 inline constexpr const char* kMoeCapacityAttr = "capacity_factor";
+/// On a forward op that stands for a chain of eager kernels whose backward traffic its
+/// tensors do not show (gpt-oss's expert bias and GLU clamp): the bytes its backward op
+/// reads and writes, which the training-step expansion uses instead of the tensors' sum.
+inline constexpr const char* kBackwardBytesAttr = "backward_bytes";
 
 // Values of kMoeRoleAttr.
 inline constexpr const char* kMoeRouter = "router";      ///< gate GEMM h -> E, top-k scores

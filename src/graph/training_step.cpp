@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <vector>
 
+#include "src/graph/moe_attrs.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -118,6 +120,18 @@ uint64_t elements(const Tensor& t) {
   return b > 0 ? t.bytes / static_cast<uint64_t>(b) : t.bytes;
 }
 
+// The op's kBackwardBytesAttr: decimal digits only; ValidationError naming the op otherwise.
+uint64_t stated_backward_bytes(const Op& f) {
+  const std::string& v = *find_op_attr(f, kBackwardBytesAttr);
+  const bool digits = !v.empty() && v.size() <= 19 &&
+                      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) {
+    throw ValidationError("op '" + f.name + "': attribute " + kBackwardBytesAttr + " '" + v +
+                          "' is not a byte count");
+  }
+  return std::stoull(v);
+}
+
 }  // namespace
 
 SavedTensors saved_tensors_of(const Op& f) {
@@ -140,6 +154,9 @@ SavedTensors saved_tensors_of(const Op& f) {
   // output it saves anyway; the combine's backward is a gather of the gradient by the
   // routing map and keeps no expert output alive.
   if (f.type == "MoeCombine") return SavedTensors::kNone;
+  // gpt-oss's fc2 bias, b * p added per expert: its backward reads the routing probabilities
+  // and the bias (a few bytes per row), never the rows it was added to.
+  if (f.type == "ExpertBias") return SavedTensors::kNone;
   return SavedTensors::kInputs;
 }
 
@@ -466,6 +483,10 @@ class TrainingStepBuilder {
     g->flops = mult * fo.flops + acc_flops;
     if (fo.category == OpCategory::kAttention && fo.bytes_accessed > 0) {
       g->bytes_accessed = attention_backward_bytes(fo);
+      return;
+    }
+    if (find_op_attr(fo, kBackwardBytesAttr) != nullptr) {
+      g->bytes_accessed = stated_backward_bytes(fo);
       return;
     }
     uint64_t bytes = fo.param_bytes;  // weights are read to form the input gradients

@@ -236,6 +236,8 @@ TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
   EXPECT_EQ(h100[0].cuda_graph, "none");
   EXPECT_EQ(h100[0].config.recompute, Recompute::kNone);
   EXPECT_EQ(h100[0].ep, 8);
+  EXPECT_TRUE(h100[0].linear_bias);  // GPT-OSS: biased linears, GLU clamped at 7
+  EXPECT_EQ(h100[0].glu_clamp, 7.0);
   const std::vector<IterationRun> gb300 = load_iteration_runs(dir + "moe_gb300.csv");
   ASSERT_EQ(gb300.size(), 22u);
   const IterationRun& ds = gb300[0];
@@ -243,6 +245,8 @@ TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
   const std::vector<int64_t> shape{ds.num_experts,      ds.kv_lora_rank,  ds.q_lora_rank,
                                    ds.qk_rope_head_dim, ds.dense_layers, ds.mtp_layers};
   EXPECT_EQ(shape, (std::vector<int64_t>{256, 512, 1536, 64, 3, 0}));
+  EXPECT_FALSE(ds.linear_bias);
+  EXPECT_EQ(ds.glu_clamp, 0.0);
   int gpt_oss_windowed = 0, full_iteration = 0;
   for (const IterationRun& r : gb300) {
     gpt_oss_windowed += r.hidden == 2880 && r.sliding_window == 128 && r.full_attention_every == 2;
@@ -336,6 +340,40 @@ TEST(IterationRunsModern, MlaColumnsBuildLatentAttention) {
   EXPECT_THROW(
       parse_iteration_runs(kHeader + ",model\n8,16,1,102,4,2,32,1,8,1,100,llama\n", "r.csv"),
       FormatError);
+}
+
+// gpt-oss's expert MLP columns: biased expert linears and the GLU clamp reach the graph;
+// both are refused on a dense model, a negative clamp is refused.
+TEST(IterationRunsModern, ExpertMlpColumnsReachTheGraph) {
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::string cols = ",model,attention,num_experts,moe_topk,moe_ffn,linear_bias,glu_clamp";
+  const std::vector<IterationRun> runs =
+      parse_iteration_runs(kHeader + cols +
+                               "\n8,16,1,96,4,2,32,1,8,1,100,llama,flash,4,2,64,1,7\n"
+                               "8,16,1,96,4,2,32,1,8,1,100,llama,flash,4,2,64,0,0\n",
+                           "runs.csv");
+  EXPECT_TRUE(runs[0].linear_bias);
+  EXPECT_EQ(runs[0].glu_clamp, 7.0);
+  RunPredictor pred(c);
+  const std::string p = "language_model.encoder.layers.1.mlp.experts.";
+  const Graph& g = pred.graph(runs[0]);
+  EXPECT_NE(g.find_op(p + "glu_clamp"), kNoOp);
+  EXPECT_NE(g.find_op(p + "linear_fc2_bias"), kNoOp);
+  const Graph& plain = pred.graph(runs[1]);
+  EXPECT_EQ(plain.find_op(p + "glu_clamp"), kNoOp);
+  EXPECT_EQ(plain.find_op(p + "linear_fc2_bias"), kNoOp);
+  auto message = [](const std::string& cols, const std::string& vals) {
+    try {
+      parse_iteration_runs(kHeader + cols + "\n8,16,1,96,4,4,32,1,8,1,100" + vals + "\n", "r.csv");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(",linear_bias", ",1"),
+            "r.csv:2: column 'linear_bias': is for the experts of an MoE model");
+  EXPECT_EQ(message(",num_experts,moe_topk,glu_clamp", ",4,2,-7"),
+            "r.csv:2: column 'glu_clamp': -7 is negative");
 }
 
 TEST(IterationRunsModern, ShapeColumnErrorsNameTheColumn) {

@@ -169,6 +169,87 @@ TEST(MoeGraph, RoutedExpertOutputsAreNotKeptForBackward) {
                                                   8 * 64 + 8 * 32 + 8 * 64)));
 }
 
+// gpt-oss's expert MLP on one MoE layer: h 64, 4 heads, seq 8, 4 experts of 32, top-2 (16
+// routed rows), bf16, biased expert linears and the GLU input clamped at 7.
+Graph tiny_gpt_oss_layer(bool bias, double clamp) {
+  LlamaOptions o;
+  o.layers = 1;
+  o.hidden = 64;
+  o.heads = 4;
+  o.seq_len = 8;
+  o.vocab = 100;
+  o.moe.experts = 4;
+  o.moe.top_k = 2;
+  o.moe.expert_ffn = 32;
+  o.moe.expert_bias = bias;
+  o.moe.glu_clamp = clamp;
+  return make_llama(o);
+}
+
+TEST(MoeGraph, GptOssExpertBiasAndGluClampByHand) {
+  const Graph g = tiny_gpt_oss_layer(true, 7), plain = tiny_gpt_oss_layer(false, 0);
+  const std::string p = "language_model.encoder.layers.0.mlp.experts";
+  // The clamp: 16 rows x 64 (gate and linear halves) = 1024 elements, 1 FLOP each; forward 4
+  // element sizes (two clamps, one concatenation), backward 5 (clamp gradients, the halves'
+  // concatenation): 8192 and 10240 bytes.
+  const Op& clamp = op_named(g, p + ".glu_clamp");
+  EXPECT_EQ(clamp.type, "GluClamp");
+  EXPECT_EQ(clamp.flops, 1024.0);
+  EXPECT_EQ(clamp.bytes_accessed, 8192u);
+  EXPECT_EQ(attr(clamp, kBackwardBytesAttr), "10240");
+  EXPECT_EQ(attr(clamp, kMoeRoleAttr), kMoeExpertAct);
+  EXPECT_EQ(g.tensor(op_named(g, p + ".swiglu").inputs[0]).producer, g.find_op(p + ".glu_clamp"));
+  // fc2's bias: 16 rows x 64 = 1024 elements, a product and a sum (2 FLOPs) each; forward 6
+  // element sizes, backward 8: 12288 and 16384 bytes; 4 experts' biases of 64.
+  const Op& bias = op_named(g, p + ".linear_fc2_bias");
+  EXPECT_EQ(bias.flops, 2048.0);
+  EXPECT_EQ(bias.bytes_accessed, 12288u);
+  EXPECT_EQ(attr(bias, kBackwardBytesAttr), "16384");
+  EXPECT_EQ(attr(bias, kMoeRoleAttr), kMoeExpertDown);
+  EXPECT_EQ(bias.param_bytes, uint64_t(2 * 4 * 64));
+  // fc1's biases (4 x 64) ride in its GEMM; the graph gains 4 x 64 + 4 x 64 parameters.
+  EXPECT_EQ(op_named(g, p + ".linear_fc1").param_bytes, uint64_t(2 * (4 * 64 * 64 + 4 * 64)));
+  EXPECT_EQ(graph_params(g) - graph_params(plain), 4 * 64 + 4 * 64);
+  EXPECT_EQ(g.find_op(p + ".glu_clamp") == kNoOp, false);
+  EXPECT_EQ(plain.find_op(p + ".glu_clamp"), kNoOp);
+  EXPECT_EQ(plain.find_op(p + ".linear_fc2_bias"), kNoOp);
+  // The backward ops take the stated traffic; the bias keeps no rows for its backward (the
+  // probabilities and the bias suffice), the clamp keeps fc1's output (16 x 64 bf16).
+  const Graph step = expand_training_step(g);
+  EXPECT_EQ(op_named(step, p + ".glu_clamp/grad").bytes_accessed, 10240u);
+  EXPECT_EQ(op_named(step, p + ".linear_fc2_bias/grad").bytes_accessed, 16384u);
+  const Graph plain_step = expand_training_step(plain);
+  const std::string mlp = "language_model.encoder.layers.0.mlp";
+  EXPECT_EQ(saved_bytes(step, mlp) - saved_bytes(plain_step, mlp), uint64_t(2 * 16 * 64));
+}
+
+TEST(MoeGraph, MalformedBackwardBytesIsANamedError) {
+  // The same graph with the clamp's stated backward traffic garbled.
+  const Graph g = tiny_gpt_oss_layer(false, 7);
+  GraphBuilder b(g.name());
+  b.set_batch_size(g.batch_size());
+  b.set_attrs(g.attrs());
+  for (Tensor t : g.tensors()) {
+    t.producer = kNoOp;
+    b.add_tensor(std::move(t));
+  }
+  for (Op op : g.ops()) {
+    for (auto& [k, v] : op.attrs) {
+      if (k == kBackwardBytesAttr) v = "12x";
+    }
+    b.add_op(std::move(op));
+  }
+  const Graph bad = b.build();
+  try {
+    expand_training_step(bad);
+    ADD_FAILURE() << "accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "op 'language_model.encoder.layers.0.mlp.experts.glu_clamp': attribute "
+              "backward_bytes '12x' is not a byte count");
+  }
+}
+
 // 3 layers of which the last is a multi-token-prediction block: h 64, 4 heads, ffn 128,
 // vocab 100 (padded to 128), seq 8, bf16.
 Graph tiny_llama(int mtp_layers) {

@@ -26,6 +26,21 @@ TEST(MoeHost, HostCallsPerPass) {
   EXPECT_EQ(moe_op_host_calls("no_such_role", "MatMul", false, 4), 1);
 }
 
+TEST(MoeHost, GptOssExpertOpsCallPerLocalExpert) {
+  // The GLU clamp: chunk, two clamps, concatenation, the offset tensor; backward 3.
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertAct, "GluClamp", false, 16), 5);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertAct, "GluClamp", true, 16), 3);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertAct, "Swiglu", false, 16), 2);  // the activation itself
+  // fc2's bias: two splits and a concatenation, a product and a sum per local expert;
+  // backward two concatenations, and per expert two products, two reductions and the
+  // gradient hooks of its two biases. H100 at ep 8 (16 experts a rank) and GB300 at ep 64 (2).
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertDown, "ExpertBias", false, 16), 3 + 2 * 16);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertDown, "ExpertBias", true, 16), 2 + 6 * 16);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertDown, "ExpertBias", false, 2), 7);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertDown, "ExpertBias", true, 2), 14);
+  EXPECT_EQ(moe_op_host_calls(kMoeExpertDown, "GroupedMatMul", true, 16), 3);
+}
+
 void mark(Op& op, const char* role, int layer) {
   op.attrs.emplace_back(kMoeLayerAttr, std::to_string(layer));
   op.attrs.emplace_back(kMoeRoleAttr, role);
@@ -96,6 +111,43 @@ TEST(MoeHost, HostWorkAfterEachSyncAddsToTheStep) {
   EXPECT_NEAR(two_layer_step(300, 500, true, 50), 1774e-6, 1e-12);
   // Without the sync (moe_host_sync off, as under a whole-iteration CUDA graph) it is unused.
   EXPECT_NEAR(two_layer_step(300, 500, false, 50), two_layer_step(300, 500, false), 1e-15);
+}
+
+// One MoE layer of gpt-oss's kind, forward, one device: router 300 us, dispatch 1 us, fc1
+// 500 us, the GLU clamp 1 us (`clamp_syncs`: as Megatron-core, whose offset tensor is a
+// blocking copy; else as an op without it), activation and combine 1 us each; 10 us a call.
+double clamp_layer_step(bool clamp_syncs) {
+  testing::TestGraph t;
+  const TensorId x = t.tensor("x", 8), logits = t.tensor("logits", 8), routed = t.tensor("r", 8);
+  const TensorId up = t.tensor("up", 8), clamped = t.tensor("c", 8), act = t.tensor("a", 8);
+  const TensorId y = t.tensor("y", 8);
+  mark(t.at(t.op("router", 300e6, {x}, {logits})), kMoeRouter, 0);
+  mark(t.at(t.op("dispatch", 1e6, {x, logits}, {routed})), kMoeDispatch, 0);
+  mark(t.at(t.op("fc1", 500e6, {routed}, {up})), kMoeExpertUp, 0);
+  Op& clamp = t.at(t.op("clamp", 1e6, {up}, {clamped}));
+  mark(clamp, kMoeExpertAct, 0);
+  clamp.type = clamp_syncs ? "GluClamp" : "Clamp";
+  mark(t.at(t.op("act", 1e6, {clamped}, {act})), kMoeExpertAct, 0);
+  mark(t.at(t.op("combine", 1e6, {act}, {y})), kMoeCombine, 0);
+  const Graph g = t.build();
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
+  CostProfile prof = uniform_profile(1.0);
+  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
+  prof.moe_host_sync = true;
+  const CostModel cost(cl, prof);
+  Simulator sim(g, cl, cost);
+  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+}
+
+TEST(MoeHost, GluClampOffsetTensorSyncsTheHost) {
+  // Issue (calls x 10 us): router 3, dispatch 12, fc1 2, GluClamp 5, activation 2, combine 3.
+  // router 30-330; dispatch issued 150, runs 330-331, the host waits to 331; fc1 issued 351
+  // runs 351-851; the clamp issued 401 runs 851-852 and the host waits for it: the activation
+  // issued 872 runs 872-873, the combine issued 902 runs 902-903.
+  EXPECT_NEAR(clamp_layer_step(true), 903e-6, 1e-12);
+  // Without the wait (2 calls for an activation op without the offset tensor: issued 371)
+  // the activation follows the clamp at 852-853 and the combine (issued 391) 853-854.
+  EXPECT_NEAR(clamp_layer_step(false), 854e-6, 1e-12);
 }
 
 }  // namespace
