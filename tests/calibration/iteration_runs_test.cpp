@@ -342,6 +342,17 @@ TEST(IterationRunsModern, MlaColumnsBuildLatentAttention) {
       FormatError);
 }
 
+// The error of one row (96 hidden, 4 heads, 4 layers, seq 32) with the extra columns `cols`
+// holding `vals`; "accepted" when it reads.
+std::string row_error(const std::string& cols, const std::string& vals) {
+  try {
+    parse_iteration_runs(kHeader + cols + "\n8,16,1,96,4,4,32,1,8,1,100" + vals + "\n", "r.csv");
+  } catch (const FormatError& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
 // gpt-oss's expert MLP columns: biased expert linears and the GLU clamp reach the graph;
 // both are refused on a dense model, a negative clamp is refused.
 TEST(IterationRunsModern, ExpertMlpColumnsReachTheGraph) {
@@ -362,35 +373,19 @@ TEST(IterationRunsModern, ExpertMlpColumnsReachTheGraph) {
   const Graph& plain = pred.graph(runs[1]);
   EXPECT_EQ(plain.find_op(p + "glu_clamp"), kNoOp);
   EXPECT_EQ(plain.find_op(p + "linear_fc2_bias"), kNoOp);
-  auto message = [](const std::string& cols, const std::string& vals) {
-    try {
-      parse_iteration_runs(kHeader + cols + "\n8,16,1,96,4,4,32,1,8,1,100" + vals + "\n", "r.csv");
-    } catch (const FormatError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(message(",linear_bias", ",1"),
+  EXPECT_EQ(row_error(",linear_bias", ",1"),
             "r.csv:2: column 'linear_bias': is for the experts of an MoE model");
-  EXPECT_EQ(message(",num_experts,moe_topk,glu_clamp", ",4,2,-7"),
+  EXPECT_EQ(row_error(",num_experts,moe_topk,glu_clamp", ",4,2,-7"),
             "r.csv:2: column 'glu_clamp': -7 is negative");
 }
 
 TEST(IterationRunsModern, ShapeColumnErrorsNameTheColumn) {
-  auto message = [](const std::string& cols, const std::string& vals) {
-    try {
-      parse_iteration_runs(kHeader + cols + "\n8,16,1,96,4,4,32,1,8,1,100" + vals + "\n", "r.csv");
-    } catch (const FormatError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(message(",sliding_window", ",8"),
+  EXPECT_EQ(row_error(",sliding_window", ",8"),
             "r.csv:2: column 'sliding_window': needs attention flash");
-  EXPECT_EQ(message(",attention,kv_lora_rank", ",flash,12"),
+  EXPECT_EQ(row_error(",attention,kv_lora_rank", ",flash,12"),
             "r.csv:2: column 'v_head_dim': MLA needs head_dim + qk_rope_head_dim > 0 and "
             "v_head_dim > 0");
-  EXPECT_EQ(message(",dense_layers", ",4"),
+  EXPECT_EQ(row_error(",dense_layers", ",4"),
             "r.csv:2: column 'dense_layers': 4 is not below layers 4");
   expect_refused(
       "head_dim", "32",
