@@ -29,7 +29,7 @@
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
 //       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]
-//       [--moe-unfitted]
+//       [--moe-unfitted] [--moe-with-dense]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -66,6 +66,9 @@ struct Options {
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
   bool fit_sync_host = false;    ///< fit the host time per MoE sync with the scales
+  /// Fit each held-out MoE model's scales on its GPU generation's dense Llama rows as well
+  /// as on the GPU's rows of the other MoE models (--moe-with-dense).
+  bool moe_with_dense = false;
 };
 
 void print_header() {
@@ -173,6 +176,16 @@ std::vector<IterationRun> modern_runs(const std::string& dir, const std::string&
   }
   return runs;
 }
+
+// The GPUs of the dense evaluation: the cluster file of their rows and the generation whose
+// tensor scales they share.
+const std::array<std::array<const char*, 3>, 5> kDenseGpus = {{
+    {"h100", "h100_ib_4node.cluster.yaml", "Hopper"},
+    {"b200", "b200_32node_ib400.cluster.yaml", "Blackwell"},
+    {"gb200", "gb200_nvl72_4rack.cluster.yaml", "Blackwell"},
+    {"b300", "b300_32node_ib800.cluster.yaml", "Blackwell Ultra"},
+    {"gb300", "gb300_nvl72_4rack.cluster.yaml", "Blackwell Ultra"},
+}};
 
 // One GPU of the dense evaluation: its runs, the cluster they run on, its shipped profile and
 // the generation whose tensor scales it shares.
@@ -290,16 +303,9 @@ void print_dense_rows(const std::vector<DenseDevice>& devices) {
 
 // The dense Llama rows of every GPU, each model held out in turn (docs/results.md).
 void dense_families(const Options& o) {
-  const std::vector<std::array<const char*, 3>> table = {
-      {"h100", "h100_ib_4node.cluster.yaml", "Hopper"},
-      {"b200", "b200_32node_ib400.cluster.yaml", "Blackwell"},
-      {"gb200", "gb200_nvl72_4rack.cluster.yaml", "Blackwell"},
-      {"b300", "b300_32node_ib800.cluster.yaml", "Blackwell Ultra"},
-      {"gb300", "gb300_nvl72_4rack.cluster.yaml", "Blackwell Ultra"},
-  };
   std::vector<DenseDevice> devices;
   std::map<std::string, std::set<int64_t>> models;  // per generation
-  for (const auto& [gpu, cluster, generation] : table) {
+  for (const auto& [gpu, cluster, generation] : kDenseGpus) {
     devices.push_back(load_dense_device(o, gpu, cluster, generation));
     devices.back().predicted.assign(devices.back().runs.size(), 0);
     for (const IterationRun& r : devices.back().runs) models[generation].insert(model_of(r));
@@ -413,18 +419,43 @@ void print_own_scales(const std::string& gpu, const std::string& model,
               gpu.c_str(), model.c_str(), s.gemm, s.attention);
 }
 
+// Rows a fit of the tensor-core scales learns from: each one's response and measured time.
+struct ScaleTraining {
+  std::vector<ScaleResponse> responses;
+  std::vector<double> measured;
+};
+
+// The dense Llama rows of every GPU of `gpu`'s generation, the rows the shipped scales were
+// fitted on (none for a GPU outside kDenseGpus).
+ScaleTraining dense_training(const Options& o, const std::string& gpu) {
+  std::string generation;
+  for (const auto& [name, cluster, gen] : kDenseGpus) {
+    if (gpu == name) generation = gen;
+  }
+  ScaleTraining t;
+  for (const auto& [name, cluster, gen] : kDenseGpus) {
+    if (gen != generation) continue;
+    const DenseDevice d = load_dense_device(o, name, cluster, gen);
+    t.responses.insert(t.responses.end(), d.responses.begin(), d.responses.end());
+    for (const IterationRun& r : d.runs) t.measured.push_back(r.measured);
+  }
+  return t;
+}
+
+// `dense`: rows every held-out model's fit also learns from (the generation's dense rows, or
+// none).
 std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
                                  const CostProfile& reference,
                                  const std::vector<IterationRun>& runs, bool fit_sync_host,
-                                 bool own_scales) {
+                                 bool own_scales, const ScaleTraining& dense) {
   std::vector<ScaleResponse> responses = scale_responses(cluster, reference, runs);
   if (fit_sync_host) add_sync_host_responses(cluster, reference, runs, &responses);
   std::set<std::string> models;
   for (const IterationRun& r : runs) models.insert(moe_model(r));
   std::vector<double> predicted(runs.size(), 0.0);
   for (const std::string& model : models) {
-    std::vector<ScaleResponse> train;
-    std::vector<double> measured;
+    std::vector<ScaleResponse> train = dense.responses;
+    std::vector<double> measured = dense.measured;
     std::vector<IterationRun> test;
     std::vector<size_t> index;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -440,8 +471,9 @@ std::vector<double> moe_held_out(const std::string& gpu, const Cluster& cluster,
     const TensorScales s = fit_tensor_scales(train, measured, kMoeScalePrior, fit_sync_host);
     std::printf(
         "# MoE %s, %s held out: GEMM scale %.3f, attention %.3f, host time per MoE sync %.2f ms "
-        "(fitted on %zu rows)\n",
-        gpu.c_str(), model.c_str(), s.gemm, s.attention, 1e3 * s.sync_host, train.size());
+        "(fitted on %zu rows, %zu of them dense)\n",
+        gpu.c_str(), model.c_str(), s.gemm, s.attention, 1e3 * s.sync_host, train.size(),
+        dense.responses.size());
     const std::vector<double> p = predict_runs(cluster, with_tensor_scales(reference, s), test);
     for (size_t j = 0; j < p.size(); ++j) predicted[index[j]] = p[j];
   }
@@ -525,10 +557,12 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
   CostProfile reference = with_reference_compute_curves(
       load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
   reference.moe_host_sync = o.moe_host_sync;
+  const ScaleTraining dense = o.moe_with_dense ? dense_training(o, gpu) : ScaleTraining{};
   const std::vector<double> p =
-      moe_held_out(gpu, cluster, reference, runs, o.fit_sync_host, o.show_rows);
+      moe_held_out(gpu, cluster, reference, runs, o.fit_sync_host, o.show_rows, dense);
   print_moe_rows(gpu, runs, p,
-                 "leave one model out (" + std::to_string(model_index.size()) + " models)");
+                 "leave one model out (" + std::to_string(model_index.size()) + " models" +
+                     (o.moe_with_dense ? ", + dense)" : ")"));
   if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
   return {runs, p};
 }
@@ -588,12 +622,15 @@ Options parse(int argc, char** argv) {
       o.moe_model = argv[++i];
     else if (a == "--moe-unfitted")
       o.moe_unfitted = true;
+    else if (a == "--moe-with-dense")
+      o.moe_with_dense = true;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
                    "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
-                   "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME] [--moe-unfitted]\n");
+                   "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME] [--moe-unfitted] "
+                   "[--moe-with-dense]\n");
       std::exit(2);
     }
   }
