@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "agents/classical/pipeline_fold.h"
+#include "agents/classical/stage_borders.h"
 #include "agents/common/prediction.h"
 #include "src/util/error.h"
 
@@ -365,11 +366,9 @@ struct PipelineCostData {
   bool fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const;
 
  private:
-  /// Adds op o's times, bytes and cut crossings to unit u's entries (before the prefix sums);
-  /// `diff` collects the crossings as differences.
-  void add_op(const Graph& g, const CostModel& cost, const LayerChain& chain, OpId o,
-              std::vector<double>& diff, std::vector<double>& diff_back);
-  void make_prefix_sums(const std::vector<double>& diff, const std::vector<double>& diff_back);
+  /// Adds op o's times and bytes to its unit's entries (before the prefix sums).
+  void add_op(const Graph& g, const CostModel& cost, const LayerChain& chain, OpId o);
+  void make_prefix_sums();
   void make_min_memory(const Cluster& cluster);
   double compute_time(int i, int j, int first, int r) const;
   double allreduce_time(const CostModel& cm, int i, int j, int first, int r);
@@ -424,33 +423,17 @@ PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& cha
   resident = grad;
   saved = grad;
   workspace.assign(static_cast<size_t>(L), 0);
-  std::vector<double> diff(static_cast<size_t>(L) + 1, 0), diff_back = diff;
-  bool backward = false;
-  for (OpId o = 0; o < problem.graph.num_ops(); ++o) {
-    add_op(problem.graph, problem.cost, chain, o, diff, diff_back);
-    backward = backward || problem.graph.op(o).phase == Phase::kBackward;
-  }
-  trips = backward ? 2 : 1;
-  make_prefix_sums(diff, diff_back);
+  for (OpId o = 0; o < problem.graph.num_ops(); ++o) add_op(problem.graph, problem.cost, chain, o);
+  make_prefix_sums();
+  ChainCutBytes cuts = chain_cut_bytes(border_tensors(problem.graph, chain.unit_of), L);
+  cross = std::move(cuts.forward);
+  cross_back = std::move(cuts.back);
+  trips = border_trips(problem.graph);
   make_min_memory(problem.cluster);
 }
 
-/// A backward op's output t in unit u sent back to the earliest unit that consumes it in
-/// its backward pass: it crosses every cut in between (diff_back, as differences).
-void add_gradient_back(const Graph& g, const LayerChain& chain, TensorId t, size_t u,
-                       std::vector<double>& diff_back) {
-  size_t earliest = u;
-  for (OpId c : g.consumers(t)) {
-    if (g.op(c).phase != Phase::kBackward) continue;
-    earliest = std::min(earliest, static_cast<size_t>(chain.unit_of[c]));
-  }
-  if (earliest >= u) return;
-  diff_back[earliest + 1] += static_cast<double>(g.tensor(t).bytes);
-  diff_back[u + 1] -= static_cast<double>(g.tensor(t).bytes);
-}
-
 void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const LayerChain& chain,
-                              OpId o, std::vector<double>& diff, std::vector<double>& diff_back) {
+                              OpId o) {
   const Op& op = g.op(o);
   const size_t u = static_cast<size_t>(chain.unit_of[o]);
   const bool per_batch =
@@ -465,24 +448,12 @@ void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const Layer
   for (TensorId t : op.outputs) {
     const Tensor& ten = g.tensor(t);
     if (ten.is_param_grad) grad[u + 1] += static_cast<double>(ten.bytes);
-    if (op.phase == Phase::kBackward) add_gradient_back(g, chain, t, u, diff_back);
     if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
     if (ten.batch_scaled) saved[u + 1] += static_cast<double>(ten.bytes);
-    int cmax = -1;
-    for (OpId c : g.consumers(t)) {
-      if (g.op(c).phase == Phase::kForward) cmax = std::max(cmax, chain.unit_of[c]);
-    }
-    if (cmax > static_cast<int>(u)) {
-      diff[u + 1] += static_cast<double>(ten.bytes);
-      diff[static_cast<size_t>(cmax) + 1 > static_cast<size_t>(L)
-               ? static_cast<size_t>(L)
-               : static_cast<size_t>(cmax) + 1] -= static_cast<double>(ten.bytes);
-    }
   }
 }
 
-void PipelineCostData::make_prefix_sums(const std::vector<double>& diff,
-                                        const std::vector<double>& diff_back) {
+void PipelineCostData::make_prefix_sums() {
   for (int s = 0; s < N; ++s) {
     for (int u = 0; u < L; ++u) {
       comp[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
@@ -495,15 +466,6 @@ void PipelineCostData::make_prefix_sums(const std::vector<double>& diff,
     grad[static_cast<size_t>(u) + 1] += grad[static_cast<size_t>(u)];
     resident[static_cast<size_t>(u) + 1] += resident[static_cast<size_t>(u)];
     saved[static_cast<size_t>(u) + 1] += saved[static_cast<size_t>(u)];
-  }
-  cross.assign(static_cast<size_t>(L) + 1, 0);
-  cross_back = cross;
-  double run = 0, back = 0;
-  for (int j = 0; j <= L; ++j) {
-    run += diff[static_cast<size_t>(j)];
-    back += diff_back[static_cast<size_t>(j)];
-    cross[static_cast<size_t>(j)] = run;
-    cross_back[static_cast<size_t>(j)] = back;
   }
 }
 
