@@ -7,10 +7,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "agents/common/prediction.h"
 #include "agents/api/methods.h"
 #include "agents/classical/pipeline_dp.h"
 #include "agents/classical/stage_borders.h"
+#include "agents/common/prediction.h"
 #include "src/util/error.h"
 
 namespace placer {

@@ -23,8 +23,8 @@ Graph branching_forward() {
   GraphBuilder gb("branching");
   gb.set_batch_size(4);
   const TensorId x = gb.add_tensor("x", 1000);
-  auto add = [&](const std::string& name, const std::string& type,
-                 const std::vector<TensorId>& in, uint64_t out_bytes, uint64_t params) {
+  auto add = [&](const std::string& name, const std::string& type, const std::vector<TensorId>& in,
+                 uint64_t out_bytes, uint64_t params) {
     Op op;
     op.name = name;
     op.type = type;
