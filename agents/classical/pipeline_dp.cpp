@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "agents/classical/pipeline_fold.h"
+#include "agents/classical/stage_borders.h"
 #include "agents/common/prediction.h"
 #include "src/util/error.h"
 
@@ -365,11 +366,9 @@ struct PipelineCostData {
   bool fits(bool gpipe, int m_fixed, int i, int j, int first, int r) const;
 
  private:
-  /// Adds op o's times, bytes and cut crossings to unit u's entries (before the prefix sums);
-  /// `diff` collects the crossings as differences.
-  void add_op(const Graph& g, const CostModel& cost, const LayerChain& chain, OpId o,
-              std::vector<double>& diff, std::vector<double>& diff_back);
-  void make_prefix_sums(const std::vector<double>& diff, const std::vector<double>& diff_back);
+  /// Adds op o's times and bytes to its unit's entries (before the prefix sums).
+  void add_op(const Graph& g, const CostModel& cost, const LayerChain& chain, OpId o);
+  void make_prefix_sums();
   void make_min_memory(const Cluster& cluster);
   double compute_time(int i, int j, int first, int r) const;
   double allreduce_time(const CostModel& cm, int i, int j, int first, int r);
@@ -424,33 +423,17 @@ PipelineCostData::PipelineCostData(const Problem& problem, const LayerChain& cha
   resident = grad;
   saved = grad;
   workspace.assign(static_cast<size_t>(L), 0);
-  std::vector<double> diff(static_cast<size_t>(L) + 1, 0), diff_back = diff;
-  bool backward = false;
-  for (OpId o = 0; o < problem.graph.num_ops(); ++o) {
-    add_op(problem.graph, problem.cost, chain, o, diff, diff_back);
-    backward = backward || problem.graph.op(o).phase == Phase::kBackward;
-  }
-  trips = backward ? 2 : 1;
-  make_prefix_sums(diff, diff_back);
+  for (OpId o = 0; o < problem.graph.num_ops(); ++o) add_op(problem.graph, problem.cost, chain, o);
+  make_prefix_sums();
+  ChainCutBytes cuts = chain_cut_bytes(border_tensors(problem.graph, chain.unit_of), L);
+  cross = std::move(cuts.forward);
+  cross_back = std::move(cuts.back);
+  trips = border_trips(problem.graph);
   make_min_memory(problem.cluster);
 }
 
-/// A backward op's output t in unit u sent back to the earliest unit that consumes it in
-/// its backward pass: it crosses every cut in between (diff_back, as differences).
-void add_gradient_back(const Graph& g, const LayerChain& chain, TensorId t, size_t u,
-                       std::vector<double>& diff_back) {
-  size_t earliest = u;
-  for (OpId c : g.consumers(t)) {
-    if (g.op(c).phase != Phase::kBackward) continue;
-    earliest = std::min(earliest, static_cast<size_t>(chain.unit_of[c]));
-  }
-  if (earliest >= u) return;
-  diff_back[earliest + 1] += static_cast<double>(g.tensor(t).bytes);
-  diff_back[u + 1] -= static_cast<double>(g.tensor(t).bytes);
-}
-
 void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const LayerChain& chain,
-                              OpId o, std::vector<double>& diff, std::vector<double>& diff_back) {
+                              OpId o) {
   const Op& op = g.op(o);
   const size_t u = static_cast<size_t>(chain.unit_of[o]);
   const bool per_batch =
@@ -465,24 +448,12 @@ void PipelineCostData::add_op(const Graph& g, const CostModel& cost, const Layer
   for (TensorId t : op.outputs) {
     const Tensor& ten = g.tensor(t);
     if (ten.is_param_grad) grad[u + 1] += static_cast<double>(ten.bytes);
-    if (op.phase == Phase::kBackward) add_gradient_back(g, chain, t, u, diff_back);
     if (op.phase != Phase::kForward || op.category == OpCategory::kInput) continue;
     if (ten.batch_scaled) saved[u + 1] += static_cast<double>(ten.bytes);
-    int cmax = -1;
-    for (OpId c : g.consumers(t)) {
-      if (g.op(c).phase == Phase::kForward) cmax = std::max(cmax, chain.unit_of[c]);
-    }
-    if (cmax > static_cast<int>(u)) {
-      diff[u + 1] += static_cast<double>(ten.bytes);
-      diff[static_cast<size_t>(cmax) + 1 > static_cast<size_t>(L)
-               ? static_cast<size_t>(L)
-               : static_cast<size_t>(cmax) + 1] -= static_cast<double>(ten.bytes);
-    }
   }
 }
 
-void PipelineCostData::make_prefix_sums(const std::vector<double>& diff,
-                                        const std::vector<double>& diff_back) {
+void PipelineCostData::make_prefix_sums() {
   for (int s = 0; s < N; ++s) {
     for (int u = 0; u < L; ++u) {
       comp[static_cast<size_t>(s)][static_cast<size_t>(u) + 1] +=
@@ -495,15 +466,6 @@ void PipelineCostData::make_prefix_sums(const std::vector<double>& diff,
     grad[static_cast<size_t>(u) + 1] += grad[static_cast<size_t>(u)];
     resident[static_cast<size_t>(u) + 1] += resident[static_cast<size_t>(u)];
     saved[static_cast<size_t>(u) + 1] += saved[static_cast<size_t>(u)];
-  }
-  cross.assign(static_cast<size_t>(L) + 1, 0);
-  cross_back = cross;
-  double run = 0, back = 0;
-  for (int j = 0; j <= L; ++j) {
-    run += diff[static_cast<size_t>(j)];
-    back += diff_back[static_cast<size_t>(j)];
-    cross[static_cast<size_t>(j)] = run;
-    cross_back[static_cast<size_t>(j)] = back;
   }
 }
 
@@ -755,13 +717,19 @@ StagedUnits staged_units(const FoldedSolution& sol) {
   return out;
 }
 
-/// The plan of `stages` over `chain` (placement filled by stage), validated, its
-/// micro-batches chosen by simulation (*sim gets that simulation).
-Plan plan_of_stages(const Problem& problem, const LayerChain& chain,
-                    const std::vector<int>& devices, const PipelinePlacerOptions& options,
-                    const StagedUnits& stages, SimResult* sim) {
-  const Graph& g = problem.graph;
+/// A pipeline's plan before its micro-batches are chosen.
+struct StagedPlan {
   Plan plan;
+  int64_t per_replica = 0;  ///< samples per replica of every stage (0: not a whole number)
+};
+
+/// The plan of `stages` over `chain` (placement filled by stage), validated.
+StagedPlan plan_of_stages(const Problem& problem, const LayerChain& chain,
+                          const std::vector<int>& devices, const PipelinePlacerOptions& options,
+                          const StagedUnits& stages) {
+  const Graph& g = problem.graph;
+  StagedPlan out;
+  Plan& plan = out.plan;
   plan.graph_name = g.name();
   plan.method = "pipeline-dp";
   plan.pipeline.schedule = options.schedule;
@@ -785,12 +753,35 @@ Plan plan_of_stages(const Problem& problem, const LayerChain& chain,
     plan.placement[o] = plan.pipeline.stages[static_cast<size_t>(s)].devices[0];
   }
   const int64_t batch = g.batch_size();
-  const int64_t per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
+  out.per_replica = batch > 0 && batch % lcm_r == 0 ? batch / lcm_r : 0;
   plan.validate(g, problem.cluster);
-  SimResult res = choose_micro_batches(problem, &plan, per_replica, options.micro_batches);
-  record_prediction(res, &plan);
-  *sim = std::move(res);
-  return plan;
+  return out;
+}
+
+/// Chooses the micro-batches of `staged` by simulation and records the prediction; returns
+/// that simulation.
+SimResult simulate_staged(const Problem& problem, const PipelinePlacerOptions& options,
+                          StagedPlan* staged) {
+  SimResult res =
+      choose_micro_batches(problem, &staged->plan, staged->per_replica, options.micro_batches);
+  record_prediction(res, &staged->plan);
+  return res;
+}
+
+/// Whether the simulator runs `a` and `b` alike: the same devices and the same set of ops
+/// per stage, every op on the same device (the order of a stage's ops does not matter to it).
+bool same_stages(const Plan& a, const Plan& b) {
+  if (a.placement != b.placement || a.pipeline.stages.size() != b.pipeline.stages.size())
+    return false;
+  for (size_t s = 0; s < a.pipeline.stages.size(); ++s) {
+    const PipelineStage &x = a.pipeline.stages[s], &y = b.pipeline.stages[s];
+    if (x.devices != y.devices || x.ops.size() != y.ops.size()) return false;
+    std::vector<OpId> xs = x.ops, ys = y.ops;
+    std::sort(xs.begin(), xs.end());
+    std::sort(ys.begin(), ys.end());
+    if (xs != ys) return false;
+  }
+  return true;
 }
 
 /// The time `options.objective` compares a simulated plan by; under throughput, the better
@@ -809,10 +800,11 @@ double objective_score(const Problem& problem, const PipelinePlacerOptions& opti
 /// Steps of the folded DP (pipeline_fold.h) before its chain is coarsened further.
 constexpr long long kFoldSteps = 4'000'000;
 
-/// The folded pipeline's plan (`fold`), or false when no folded configuration fits.
+/// The folded pipeline's plan (`fold`) before its micro-batches are chosen, or false when no
+/// folded configuration fits.
 bool folded_plan(const Problem& problem, const std::vector<int>& devices,
                  const PipelineDpOptions& dp_options, const PipelinePlacerOptions& options,
-                 Plan* plan, SimResult* sim) {
+                 StagedPlan* plan) {
   const std::vector<int> counts =
       pipeline_replica_counts(static_cast<int>(devices.size()), dp_options);
   int units = std::min(std::max(1, options.max_units), options.fold_units);
@@ -825,8 +817,26 @@ bool folded_plan(const Problem& problem, const std::vector<int>& devices,
   const FoldedCostTable table = make_folded_cost_table(problem, chain, devices, options);
   const FoldedSolution sol = solve_folded_pipeline(table, counts);
   if (!sol.feasible()) return false;
-  *plan = plan_of_stages(problem, chain, devices, options, staged_units(sol), sim);
+  *plan = plan_of_stages(problem, chain, devices, options, staged_units(sol));
   return true;
+}
+
+/// With `fold`: the folded plan replaces *plan (simulated as *sim) when it simulates better
+/// by the objective. A folded plan of the same stages is not simulated: the simulator would
+/// run it as it ran *plan, so it could not be better.
+void keep_better_fold(const Problem& problem, const std::vector<int>& devices,
+                      const PipelineDpOptions& dp_options, const PipelinePlacerOptions& options,
+                      Plan* plan, SimResult* sim) {
+  StagedPlan folded;
+  if (!folded_plan(problem, devices, dp_options, options, &folded) ||
+      same_stages(folded.plan, *plan))
+    return;
+  SimResult folded_sim = simulate_staged(problem, options, &folded);
+  if (objective_score(problem, options, folded.plan, folded_sim) <
+      objective_score(problem, options, *plan, *sim)) {
+    *plan = std::move(folded.plan);
+    *sim = std::move(folded_sim);
+  }
 }
 
 }  // namespace
@@ -875,19 +885,12 @@ Plan pipeline_dp_plan(const Problem& problem, const PipelinePlacerOptions& optio
                                    " device(s): every stage configuration exceeds device memory"));
   }
   if (solution) *solution = sol;
-  SimResult res;
-  Plan plan = plan_of_stages(problem, chain, devices, options, staged_units(sol), &res);
-  Plan folded;
-  SimResult folded_res;
-  if (options.fold && options.cut_groups.empty() &&
-      folded_plan(problem, devices, dp_options, options, &folded, &folded_res) &&
-      objective_score(problem, options, folded, folded_res) <
-          objective_score(problem, options, plan, res)) {
-    plan = std::move(folded);
-    res = std::move(folded_res);
-  }
+  StagedPlan staged = plan_of_stages(problem, chain, devices, options, staged_units(sol));
+  SimResult res = simulate_staged(problem, options, &staged);
+  if (options.fold && options.cut_groups.empty())
+    keep_better_fold(problem, devices, dp_options, options, &staged.plan, &res);
   if (sim) *sim = std::move(res);
-  return plan;
+  return std::move(staged.plan);
 }
 
 }  // namespace placer

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "agents/classical/stage_borders.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -117,19 +118,11 @@ UnitBorders unit_borders(const Graph& g, const LayerChain& chain) {
   PLACER_CHECK(chain.units.size() <= 64,
                "unit_borders: " << chain.units.size() << " units, more than a mask holds");
   std::map<std::pair<int, uint64_t>, double> merged;
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const Op& op = g.op(o);
-    const bool forward = op.phase == Phase::kForward;
-    if ((!forward && op.phase != Phase::kBackward) || op.category == OpCategory::kInput) continue;
-    const int u = chain.unit_of[o];
-    for (TensorId t : op.outputs) {
-      uint64_t to = 0;
-      for (OpId c : g.consumers(t)) {
-        if (g.op(c).phase == op.phase && chain.unit_of[c] != u)
-          to |= uint64_t(1) << chain.unit_of[c];
-      }
-      if (to != 0) merged[{u, to}] += static_cast<double>(g.tensor(t).bytes);
-    }
+  for (const BorderTensor& t : border_tensors(g, chain.unit_of)) {
+    if (t.from_input) continue;  // a chain keeps them with their first reader
+    uint64_t to = 0;
+    for (int v : t.readers) to |= uint64_t(1) << v;
+    merged[{t.from, to}] += static_cast<double>(t.bytes);
   }
   UnitBorders b;
   for (const auto& [key, bytes] : merged) b.crossings.push_back({key.first, key.second, bytes});

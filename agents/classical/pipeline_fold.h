@@ -54,10 +54,11 @@ double folded_bottleneck(const FoldedCostTable& table,
 FoldedSolution solve_folded_pipeline(const FoldedCostTable& table,
                                      const std::vector<int>& replica_counts);
 
-/// The tensors of a training step that cross between units of a chain, for the border of
-/// any set of units (units as bits of a mask: at most 64 units): each forward activation
-/// from its producer's unit to the units of its forward readers, each gradient a backward
-/// op sends from its unit to the units of its backward readers.
+/// The tensors of a training step that cross between units of a chain (border_tensors,
+/// stage_borders.h, less those of input ops), for the border of any set of units (units as
+/// bits of a mask: at most 64 units): each forward activation from its producer's unit to
+/// the units of its forward readers, each gradient a backward op sends from its unit to the
+/// units of its backward readers.
 struct UnitBorders {
   struct Crossing {
     int from = 0;     ///< the producer's unit

@@ -7,9 +7,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "agents/common/prediction.h"
 #include "agents/api/methods.h"
 #include "agents/classical/pipeline_dp.h"
+#include "agents/classical/stage_borders.h"
+#include "agents/common/prediction.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -423,11 +424,9 @@ IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int ne
   p.send.assign(n, 0);
   p.succs.assign(n, {});
   if (n == 0) return p;
-  bool backward = false;
   std::map<std::pair<std::vector<int>, bool>, double> extra;  // one entry per node set
   for (OpId o = 0; o < g.num_ops(); ++o) {
     const double t = problem.cost.op_time(g.op(o), g.op_bytes(o), device);
-    backward = backward || g.op(o).phase == Phase::kBackward;
     if (a.node[o] >= 0) {
       p.work[static_cast<size_t>(a.node[o])] += t;
     } else {
@@ -436,7 +435,7 @@ IdealSplitProblem ideal_split_problem(const Problem& problem, int device, int ne
   }
   for (const auto& [key, t] : extra) p.extra.push_back({key.first, key.second, t});
   // Activations forward, and their gradients back when the graph has a backward pass.
-  const double trips = backward ? 2 : 1;
+  const double trips = border_trips(g);
   for (size_t u = 0; u < n; ++u) {
     uint64_t bytes = 0;
     for (TensorId t : g.op(a.forward[u]).outputs) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "agents/classical/stage_borders.h"
 #include "simulator/partition_collective_rules.h"
 #include "src/util/error.h"
 
@@ -154,40 +155,26 @@ std::vector<int> nodes_of_ops(const Graph& g) {
 /// each gradient tensor v's backward ops send to u's (one transfer each).
 void add_edge_transfers(const Problem& problem, int device, int next, StageLoadModel* m) {
   const Graph& g = problem.graph;
-  const std::vector<int> node = nodes_of_ops(g);
   const IdealSplitProblem& p = m->split;
   m->activations.assign(static_cast<size_t>(p.size()), {});
   m->back.assign(static_cast<size_t>(p.size()), {});
   for (int u = 0; u < p.size(); ++u)
     m->back[static_cast<size_t>(u)].assign(p.succs[static_cast<size_t>(u)].size(), 0);
-  for (OpId o = 0; o < g.num_ops(); ++o) {
-    const int v = node[o];
-    if (v < 0) continue;
-    const Op& op = g.op(o);
-    for (TensorId t : op.outputs) {
-      const uint64_t bytes = g.tensor(t).bytes;
-      if (op.phase == Phase::kForward) {
-        StageLoadModel::Activation a{problem.cost.transfer_time(device, next, bytes), {}};
-        for (OpId c : g.consumers(t)) {
-          if (g.op(c).phase == Phase::kForward && node[c] != v) a.readers.push_back(node[c]);
-        }
-        std::sort(a.readers.begin(), a.readers.end());
-        a.readers.erase(std::unique(a.readers.begin(), a.readers.end()), a.readers.end());
-        if (!a.readers.empty()) m->activations[static_cast<size_t>(v)].push_back(std::move(a));
-        continue;
-      }
-      for (OpId c : g.consumers(t)) {
-        const int u = node[c];
-        if (op.phase != Phase::kBackward || g.op(c).phase != Phase::kBackward || u < 0 || u == v)
-          continue;
-        const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
-        const auto k = std::lower_bound(succs.begin(), succs.end(), v);
-        if (k != succs.end() && *k == v) {
-          m->back[static_cast<size_t>(u)][static_cast<size_t>(k - succs.begin())] +=
-              problem.cost.transfer_time(next, device, bytes);
-        }
-        break;  // once per tensor
-      }
+  for (const BorderTensor& t : border_tensors(g, nodes_of_ops(g))) {
+    if (!t.gradient) {
+      StageLoadModel::Activation a{problem.cost.transfer_time(device, next, t.bytes), t.readers};
+      std::sort(a.readers.begin(), a.readers.end());
+      a.readers.erase(std::unique(a.readers.begin(), a.readers.end()), a.readers.end());
+      m->activations[static_cast<size_t>(t.from)].push_back(std::move(a));
+      continue;
+    }
+    // Once per tensor, to its first reader, when that one's node feeds the sender's.
+    const int u = t.readers.front();
+    const std::vector<int>& succs = p.succs[static_cast<size_t>(u)];
+    const auto k = std::lower_bound(succs.begin(), succs.end(), t.from);
+    if (k != succs.end() && *k == t.from) {
+      m->back[static_cast<size_t>(u)][static_cast<size_t>(k - succs.begin())] +=
+          problem.cost.transfer_time(next, device, t.bytes);
     }
   }
 }
