@@ -150,5 +150,71 @@ TEST(MoeHost, GluClampOffsetTensorSyncsTheHost) {
   EXPECT_NEAR(clamp_layer_step(false), 854e-6, 1e-12);
 }
 
+TEST(MoeHost, DecoderLayerOpsCallAsMegatronCoreIssuesThem) {
+  // Norm: module entry and kernel; linear: GEMM and view, backward two GEMMs and a reshape;
+  // rotary: the QKV view, split and reshape and the two fused RoPE calls; attention: wrapper,
+  // RNG state get and set, the fused call and the output view.
+  EXPECT_EQ(layer_op_host_calls("RMSNormalization", false), 2);
+  EXPECT_EQ(layer_op_host_calls("MatMul", false), 2);
+  EXPECT_EQ(layer_op_host_calls("MatMul", true), 3);
+  EXPECT_EQ(layer_op_host_calls("RotaryEmbedding", false), 5);
+  EXPECT_EQ(layer_op_host_calls("RotaryEmbedding", true), 3);
+  EXPECT_EQ(layer_op_host_calls("FlashAttention", false), 5);
+  EXPECT_EQ(layer_op_host_calls("FlashAttention", true), 3);
+  EXPECT_EQ(layer_op_host_calls("SoftmaxCrossEntropy", false), 18);
+  EXPECT_EQ(layer_op_host_calls("Add", false), 1);  // the fused bias-dropout-add
+}
+
+// One decoder layer on one device, every op 1 us of GPU, 10 us a call: the attention block
+// (norm, QKV, rotary, attention, projection, residual add), with `moe` its MoE MLP (router,
+// dispatch, experts, combine), then the projection's gradient and a gradient sum of it.
+double decoder_layer_step(bool moe) {
+  testing::TestGraph t;
+  std::vector<TensorId> x{t.tensor("x", 8)};
+  auto next = [&](const std::string& name, const char* type) {
+    x.push_back(t.tensor(name + ".out", 8));
+    const OpId o = t.op(name, 1e6, {x[x.size() - 2]}, {x.back()});
+    t.at(o).type = type;
+    return o;
+  };
+  next("norm", "RMSNormalization");
+  next("qkv", "MatMul");
+  next("rotary", "RotaryEmbedding");
+  next("attention", "FlashAttention");
+  const OpId proj = next("proj", "MatMul");
+  next("add", "Add");
+  if (moe) {
+    mark(t.at(next("router", "MatMul")), kMoeRouter, 0);
+    mark(t.at(next("dispatch", "MoeDispatch")), kMoeDispatch, 0);
+    mark(t.at(next("experts", "GroupedMatMul")), kMoeExpertUp, 0);
+    mark(t.at(next("combine", "MoeCombine")), kMoeCombine, 0);
+  }
+  for (const char* type : {"MatMulGrad", "AddN"}) {
+    x.push_back(t.tensor(std::string(type) + ".out", 8));
+    t.at(t.op(std::string("proj/") + type, 1e6, {x[x.size() - 2]}, {x.back()}, Phase::kBackward,
+              proj))
+        .type = type;
+  }
+  const Graph g = t.build();
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
+  CostProfile prof = uniform_profile(1.0);
+  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
+  prof.moe_host_sync = true;
+  const CostModel cost(cl, prof);
+  Simulator sim(g, cl, cost);
+  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+}
+
+TEST(MoeHost, DecoderLayerOpsIssueTheirCallsInMoeGraphs) {
+  // Calls: norm 2, QKV 2, rotary 5, attention 5, projection 2, add 1 (17 = 170 us); router 3,
+  // dispatch 12, experts 2, combine 3; the projection's gradient 3, the gradient sum 1. The
+  // host is behind the device throughout: each op runs as it is issued. Issue ends: norm 20,
+  // QKV 40, rotary 90, attention 140, projection 160, add 170, router 200, dispatch 320 (runs
+  // 320-321, the host waits to 321), experts 341, combine 371, gradient 401, sum 411-412.
+  EXPECT_NEAR(decoder_layer_step(true), 412e-6, 1e-12);
+  // A dense graph keeps one call per op under moe_host_sync: 8 ops issued every 10 us.
+  EXPECT_NEAR(decoder_layer_step(false), 81e-6, 1e-12);
+}
+
 }  // namespace
 }  // namespace placer
