@@ -50,6 +50,19 @@ void mark(Op& op, const char* role, int layer) {
   }
 }
 
+// The step time of `g` on one device, every op 10 us a call, under the MoE host model
+// (`sync`: CostProfile::moe_host_sync) with `sync_host_us` of host work after each sync.
+double host_model_step(const Graph& g, bool sync = true, double sync_host_us = 0) {
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
+  CostProfile prof = uniform_profile(1.0);
+  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
+  prof.moe_host_sync = sync;
+  prof.moe_sync_host_time = sync_host_us * 1e-6;
+  const CostModel cost(cl, prof);
+  Simulator sim(g, cl, cost);
+  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+}
+
 // Two MoE layers, forward only, one device: router -> dispatch -> experts -> combine, each
 // op's GPU time in microseconds as given (uniform profile: FLOPs / 1e12 s). One local expert:
 // the host issues 3, 12, 2 and 3 calls of 10 us = 30, 120, 20 and 30 us per op.
@@ -68,15 +81,7 @@ double two_layer_step(double router_us, double experts_us, bool sync, double syn
     mark(t.at(t.op(n + ".combine", 1e6, {out}, {y})), kMoeCombine, l);
     x = y;
   }
-  const Graph g = t.build();
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
-  CostProfile prof = uniform_profile(1.0);
-  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
-  prof.moe_host_sync = sync;
-  prof.moe_sync_host_time = sync_host_us * 1e-6;
-  const CostModel cost(cl, prof);
-  Simulator sim(g, cl, cost);
-  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+  return host_model_step(t.build(), sync, sync_host_us);
 }
 
 // Without the call counts (moe_host_sync off) every op is one 10 us dispatch.
@@ -129,14 +134,7 @@ double clamp_layer_step(bool clamp_syncs) {
   clamp.type = clamp_syncs ? "GluClamp" : "Clamp";
   mark(t.at(t.op("act", 1e6, {clamped}, {act})), kMoeExpertAct, 0);
   mark(t.at(t.op("combine", 1e6, {act}, {y})), kMoeCombine, 0);
-  const Graph g = t.build();
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
-  CostProfile prof = uniform_profile(1.0);
-  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
-  prof.moe_host_sync = true;
-  const CostModel cost(cl, prof);
-  Simulator sim(g, cl, cost);
-  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+  return host_model_step(t.build());
 }
 
 TEST(MoeHost, GluClampOffsetTensorSyncsTheHost) {
@@ -195,14 +193,7 @@ double decoder_layer_step(bool moe) {
               proj))
         .type = type;
   }
-  const Graph g = t.build();
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
-  CostProfile prof = uniform_profile(1.0);
-  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
-  prof.moe_host_sync = true;
-  const CostModel cost(cl, prof);
-  Simulator sim(g, cl, cost);
-  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+  return host_model_step(t.build());
 }
 
 TEST(MoeHost, DecoderLayerOpsIssueTheirCallsInMoeGraphs) {
