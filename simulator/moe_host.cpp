@@ -58,6 +58,37 @@ constexpr MoeCalls kMoeCalls[] = {
     {kMoeShared, nullptr, 1, 1, 0},
 };
 
+// Host-issued calls of the other ops of an eager Megatron-core decoder layer built from
+// Transformer Engine modules (the same unit), by forward op type. Counted from
+// megatron/core/transformer/transformer_layer.py, attention.py and TE's
+// pytorch/module/layernorm_linear.py, linear.py and attention/dot_product_attention:
+// - a norm: its module entry (the autograd Function, or TE's RMSNorm module) and the
+//   rmsnorm kernel; backward the kernel and the autograd node. The input norm rides in
+//   linear_qkv (TELayerNormColumnParallelLinear), whose norm and GEMM the graph holds as two
+//   ops: a norm and a linear.
+// - a linear: the GEMM and the output view; backward the data- and weight-gradient GEMMs
+//   (the latter accumulating into main_grad) and the grad output's reshape. As the MoE
+//   table's grouped linear.
+// - rotary: the QKV view, split and query reshape of get_query_key_value_tensors, then the
+//   fused RoPE of q and of k; backward the two RoPE gradients and the split's concatenation.
+// - the fused attention core: the Megatron wrapper's format handling, the dropout RNG
+//   tracker's state swap (get and set), the FusedAttnFunc call and the output view;
+//   backward the fused backward and the gradients' two reshapes.
+// - the loss: Megatron's vocab-parallel cross entropy (the max and its all-reduce, the
+//   subtraction, the target mask and masked gather, the exp and sum and their all-reduce,
+//   the log) and the loss mask's product and sums; backward the softmax, the one-hot
+//   subtraction and the scaling.
+// Residual adds (one fused bias-dropout-add script) and every op type not listed: 1.
+struct LayerCalls {
+  const char* type;
+  int forward, backward;
+};
+
+constexpr LayerCalls kLayerCalls[] = {
+    {"RMSNormalization", 2, 2}, {"LayerNormalization", 2, 2}, {"MatMul", 2, 3},
+    {"RotaryEmbedding", 5, 3},  {"FlashAttention", 5, 3},     {"SoftmaxCrossEntropy", 18, 6},
+};
+
 // Forward ops after which the host waits for the device: the token dispatcher's count copy
 // and the GLU clamp's offset tensor.
 bool syncs_host(const std::string& role, const std::string& type) {
@@ -77,17 +108,31 @@ int moe_op_host_calls(const std::string& role, const std::string& type, bool bac
   return 1;
 }
 
-// Under moe_host_sync: each MoE forward / backward op's dispatch becomes its calls times its
-// category's dispatch, and every forward op that syncs makes its host wait for its end.
+int layer_op_host_calls(const std::string& type, bool backward) {
+  for (const LayerCalls& k : kLayerCalls) {
+    if (type == k.type) return backward ? k.backward : k.forward;
+  }
+  return 1;
+}
+
+// Under moe_host_sync, in a graph with MoE layers: each forward / backward op's dispatch
+// becomes its calls times its category's dispatch (MoE ops by role, the others by type; a
+// backward op other than its forward op's gradient, such as a gradient sum, stays one call),
+// and every forward op that syncs makes its host wait for its end.
 void Simulator::Impl::prepare_moe_host() {
   op_host_sync.assign(n_ops, 0);
-  if (!cost.profile().moe_host_sync) return;
+  if (!cost.profile().moe_host_sync || moe_experts.empty()) return;
   const int ep = ep_on ? ep_degree : 1;
   for (OpId o = 0; o < n_ops; ++o) {
     const int l = op_moe_layer[o];
     const Phase ph = op_phase[o];
-    if (l < 0 || (ph != Phase::kForward && ph != Phase::kBackward)) continue;
+    if (ph != Phase::kForward && ph != Phase::kBackward) continue;
     const Op& fo = g.op(ph == Phase::kForward ? o : g.op(o).forward_op);
+    if (l < 0) {
+      const bool own = ph == Phase::kForward || g.op(o).type == fo.type + "Grad";
+      if (own) op_disp[o] *= layer_op_host_calls(fo.type, ph == Phase::kBackward);
+      continue;
+    }
     const std::string* role = find_op_attr(fo, kMoeRoleAttr);
     const int local = std::max(1, moe_experts[size_t(l)] / ep);
     op_disp[o] *= moe_op_host_calls(*role, fo.type, ph == Phase::kBackward, local);

@@ -11,4 +11,10 @@ namespace placer {
 int moe_op_host_calls(const std::string& role, const std::string& type, bool backward,
                       int local_experts);
 
+/// Calls the host issues for one pass of an eager decoder-layer op outside the MoE block
+/// (norms, linears, rotary, the fused attention core, the loss), by its forward op's `type`,
+/// under CostProfile::moe_host_sync in a graph with MoE layers. 1 for a type the table does
+/// not know (residual adds among them).
+int layer_op_host_calls(const std::string& type, bool backward);
+
 }  // namespace placer

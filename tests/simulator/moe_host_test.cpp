@@ -50,6 +50,19 @@ void mark(Op& op, const char* role, int layer) {
   }
 }
 
+// The step time of `g` on one device, every op 10 us a call, under the MoE host model
+// (`sync`: CostProfile::moe_host_sync) with `sync_host_us` of host work after each sync.
+double host_model_step(const Graph& g, bool sync = true, double sync_host_us = 0) {
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
+  CostProfile prof = uniform_profile(1.0);
+  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
+  prof.moe_host_sync = sync;
+  prof.moe_sync_host_time = sync_host_us * 1e-6;
+  const CostModel cost(cl, prof);
+  Simulator sim(g, cl, cost);
+  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+}
+
 // Two MoE layers, forward only, one device: router -> dispatch -> experts -> combine, each
 // op's GPU time in microseconds as given (uniform profile: FLOPs / 1e12 s). One local expert:
 // the host issues 3, 12, 2 and 3 calls of 10 us = 30, 120, 20 and 30 us per op.
@@ -68,15 +81,7 @@ double two_layer_step(double router_us, double experts_us, bool sync, double syn
     mark(t.at(t.op(n + ".combine", 1e6, {out}, {y})), kMoeCombine, l);
     x = y;
   }
-  const Graph g = t.build();
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
-  CostProfile prof = uniform_profile(1.0);
-  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
-  prof.moe_host_sync = sync;
-  prof.moe_sync_host_time = sync_host_us * 1e-6;
-  const CostModel cost(cl, prof);
-  Simulator sim(g, cl, cost);
-  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+  return host_model_step(t.build(), sync, sync_host_us);
 }
 
 // Without the call counts (moe_host_sync off) every op is one 10 us dispatch.
@@ -129,14 +134,7 @@ double clamp_layer_step(bool clamp_syncs) {
   clamp.type = clamp_syncs ? "GluClamp" : "Clamp";
   mark(t.at(t.op("act", 1e6, {clamped}, {act})), kMoeExpertAct, 0);
   mark(t.at(t.op("combine", 1e6, {act}, {y})), kMoeCombine, 0);
-  const Graph g = t.build();
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(0, 1e9), testing::link(0, 1e9));
-  CostProfile prof = uniform_profile(1.0);
-  prof.op(OpCategory::kMatMul).dispatch = 10e-6;
-  prof.moe_host_sync = true;
-  const CostModel cost(cl, prof);
-  Simulator sim(g, cl, cost);
-  return sim.run(testing::place(g, std::vector<int>(g.num_ops(), 0))).step_time;
+  return host_model_step(t.build());
 }
 
 TEST(MoeHost, GluClampOffsetTensorSyncsTheHost) {
@@ -148,6 +146,65 @@ TEST(MoeHost, GluClampOffsetTensorSyncsTheHost) {
   // Without the wait (2 calls for an activation op without the offset tensor: issued 371)
   // the activation follows the clamp at 852-853 and the combine (issued 391) 853-854.
   EXPECT_NEAR(clamp_layer_step(false), 854e-6, 1e-12);
+}
+
+TEST(MoeHost, DecoderLayerOpsCallAsMegatronCoreIssuesThem) {
+  // Norm: module entry and kernel; linear: GEMM and view, backward two GEMMs and a reshape;
+  // rotary: the QKV view, split and reshape and the two fused RoPE calls; attention: wrapper,
+  // RNG state get and set, the fused call and the output view.
+  EXPECT_EQ(layer_op_host_calls("RMSNormalization", false), 2);
+  EXPECT_EQ(layer_op_host_calls("MatMul", false), 2);
+  EXPECT_EQ(layer_op_host_calls("MatMul", true), 3);
+  EXPECT_EQ(layer_op_host_calls("RotaryEmbedding", false), 5);
+  EXPECT_EQ(layer_op_host_calls("RotaryEmbedding", true), 3);
+  EXPECT_EQ(layer_op_host_calls("FlashAttention", false), 5);
+  EXPECT_EQ(layer_op_host_calls("FlashAttention", true), 3);
+  EXPECT_EQ(layer_op_host_calls("SoftmaxCrossEntropy", false), 18);
+  EXPECT_EQ(layer_op_host_calls("Add", false), 1);  // the fused bias-dropout-add
+}
+
+// One decoder layer on one device, every op 1 us of GPU, 10 us a call: the attention block
+// (norm, QKV, rotary, attention, projection, residual add), with `moe` its MoE MLP (router,
+// dispatch, experts, combine), then the projection's gradient and a gradient sum of it.
+double decoder_layer_step(bool moe) {
+  testing::TestGraph t;
+  std::vector<TensorId> x{t.tensor("x", 8)};
+  auto next = [&](const std::string& name, const char* type) {
+    x.push_back(t.tensor(name + ".out", 8));
+    const OpId o = t.op(name, 1e6, {x[x.size() - 2]}, {x.back()});
+    t.at(o).type = type;
+    return o;
+  };
+  next("norm", "RMSNormalization");
+  next("qkv", "MatMul");
+  next("rotary", "RotaryEmbedding");
+  next("attention", "FlashAttention");
+  const OpId proj = next("proj", "MatMul");
+  next("add", "Add");
+  if (moe) {
+    mark(t.at(next("router", "MatMul")), kMoeRouter, 0);
+    mark(t.at(next("dispatch", "MoeDispatch")), kMoeDispatch, 0);
+    mark(t.at(next("experts", "GroupedMatMul")), kMoeExpertUp, 0);
+    mark(t.at(next("combine", "MoeCombine")), kMoeCombine, 0);
+  }
+  for (const char* type : {"MatMulGrad", "AddN"}) {
+    x.push_back(t.tensor(std::string(type) + ".out", 8));
+    t.at(t.op(std::string("proj/") + type, 1e6, {x[x.size() - 2]}, {x.back()}, Phase::kBackward,
+              proj))
+        .type = type;
+  }
+  return host_model_step(t.build());
+}
+
+TEST(MoeHost, DecoderLayerOpsIssueTheirCallsInMoeGraphs) {
+  // Calls: norm 2, QKV 2, rotary 5, attention 5, projection 2, add 1 (17 = 170 us); router 3,
+  // dispatch 12, experts 2, combine 3; the projection's gradient 3, the gradient sum 1. The
+  // host is behind the device throughout: each op runs as it is issued. Issue ends: norm 20,
+  // QKV 40, rotary 90, attention 140, projection 160, add 170, router 200, dispatch 320 (runs
+  // 320-321, the host waits to 321), experts 341, combine 371, gradient 401, sum 411-412.
+  EXPECT_NEAR(decoder_layer_step(true), 412e-6, 1e-12);
+  // A dense graph keeps one call per op under moe_host_sync: 8 ops issued every 10 us.
+  EXPECT_NEAR(decoder_layer_step(false), 81e-6, 1e-12);
 }
 
 }  // namespace
