@@ -13,12 +13,17 @@ void Simulator::Impl::prepare_pipeline_ranks() {
   gpipe = pipelined && plan->pipeline.schedule == PipelineSchedule::kGPipe;
   // Forward passes before a rank's first backward: Megatron's 1F1B warm-up, and for the
   // interleaved schedule 2 (ranks - r - 1) + (v - 1) ranks (all of them when M = ranks).
+  // With the expert all-to-all overlap one more (Megatron-core's combined 1F1B): each
+  // backward then runs beside the forward of another micro-batch, and the event loop fills
+  // one pass's all-to-alls with the other's ready ops.
+  const int64_t paired = pipelined && plan->expert_parallel.overlap ? 1 : 0;
   rank_warmup.assign(static_cast<size_t>(n_ranks), 0);
   rank_gated.assign(static_cast<size_t>(n_ranks), 0);
   for (int r = 0; r < n_ranks; ++r) {
     const int64_t total = int64_t(M) * vstages;
     int64_t w = vstages == 1 ? n_ranks - r - 1 : 2 * (n_ranks - r - 1) + int64_t(vstages - 1) * n_ranks;
     if (vstages > 1 && M == n_ranks) w = total;
+    w += paired;
     rank_warmup[size_t(r)] = static_cast<int32_t>(std::min(w, total));
   }
 }
