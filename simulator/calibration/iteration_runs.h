@@ -21,7 +21,8 @@
 // v_head_dim (0), dense_layers (0), mtp_layers (0), moe_dispatcher (alltoall | deepep |
 // hybridep, alltoall; config.dispatcher), cuda_graph (none | full_iteration, none:
 // full_iteration = the whole step captured in one CUDA graph, simulated without host issue
-// costs, without_host_issue; none = eager, module-level graphs included). Every column is kept in
+// costs, without_host_issue; none = eager, module-level graphs included), moe_a2a_overlap (0 |
+// 1, 0: config.moe_a2a_overlap, the plan's expert_parallel.overlap). Every column is kept in
 // IterationRun; the prediction refuses, naming the column, what the graph and plan cannot express
 // yet (check_modelled).
 
