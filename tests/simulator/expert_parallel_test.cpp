@@ -533,15 +533,15 @@ OverlapLayer overlap_layer() {
 }
 
 // Without the overlap each micro-batch runs alone: 2 x (1 + 2 + 4 + 2) ms of compute and
-// 8 all-to-alls of 1 ms = 26 ms. With it the second forward is in flight with the first
-// backward; the device runs the ready op first in schedule order (F0, F1, B0, B1) and the
-// all-to-alls queue on the ranks' one communication stream (times in ms): F0's attention 0-1;
-// F1's attention 1-2 during F0's dispatch 1-2; F0's experts 2-4; F0's combine 4-5, then F1's
-// dispatch 5-6 (the device idles 4-6); B0's combine gradient 6-7 during F1's experts 6-8;
-// F1's combine 8-9 during B0's expert backward 8-12; B0's dispatch gradient 12-13 (idle), B1's
-// combine gradient 13-14 during B0's attention backward 13-15; B1's expert backward 15-19, its
-// dispatch gradient 19-20 (idle), its attention backward 20-22: 22 ms, 4 of the 8 ms of
-// all-to-all hidden.
+// 8 all-to-alls of 1 ms = 26 ms. With it F1 runs in the warm-up and then beside B0, the pair's
+// ops ordered by their place in their pass (B0's first ops before F1's last ones); the
+// all-to-alls queue on the ranks' one communication stream (times in ms): F0's attention
+// 0-1; F1's attention 1-2 during F0's dispatch 1-2; F0's experts 2-4; F0's combine 4-5 and
+// F1's dispatch 5-6 (the device idles 4-6); B0's combine gradient 6-7 during F1's experts
+// 6-8; B0's expert backward 8-12; B0's dispatch gradient 12-13 and F1's combine 13-14 (idle
+// 12-13) during B0's attention backward 13-15; B1 alone: its combine gradient 15-16 (idle),
+// expert backward 16-20, dispatch gradient 20-21 (idle), attention backward 21-23: 23 ms, 3 of
+// the 8 ms of all-to-all hidden.
 TEST(ExpertParallel, AllToAllOverlapPairsTwoMicroBatches) {
   const OverlapLayer layer = overlap_layer();
   const Cluster c = make_cluster(1, 2, testing::link(0, 1e10), testing::link(0, 1e9));
@@ -553,7 +553,7 @@ TEST(ExpertParallel, AllToAllOverlapPairsTwoMicroBatches) {
   p.expert_parallel.degree = 2;
   EXPECT_NEAR(sim.run(p).step_time, 26e-3, 1e-9);
   p.expert_parallel.overlap = true;
-  EXPECT_NEAR(sim.run(p).step_time, 22e-3, 1e-9);
+  EXPECT_NEAR(sim.run(p).step_time, 23e-3, 1e-9);
 }
 
 std::string run_error(Simulator& sim, const Plan& p, const SimOptions& o = {}) {
