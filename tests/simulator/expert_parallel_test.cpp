@@ -511,13 +511,11 @@ struct OverlapLayer {
 
 OverlapLayer overlap_layer() {
   TestGraph t("a2a_overlap");
-  const TensorId h = t.tensor("h", 8);
+  const auto small = [&](const char* name) { return t.tensor(name, 8); };
+  const TensorId h = small("h"), out = small("expert_out"), y = small("y");
   const TensorId routed = t.tensor("routed", 80000000);
-  const TensorId out = t.tensor("expert_out", 8);
-  const TensorId y = t.tensor("y", 8);
-  const TensorId gout = t.tensor("expert_out/grad", 8);
-  const TensorId grouted = t.tensor("routed/grad", 8);
-  const TensorId gh = t.tensor("h/grad", 8);
+  const TensorId gout = small("expert_out/grad"), grouted = small("routed/grad");
+  const TensorId gh = small("h/grad");
   const OpId attn = t.op("attn", 4e9, {}, {h});
   const OpId disp = t.op("dispatch", 0, {h}, {routed});
   const OpId up = t.op("experts", 8e9, {routed}, {out});
