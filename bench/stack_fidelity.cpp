@@ -512,11 +512,12 @@ void print_moe_predictions(const Cluster& cluster, const CostProfile& profile,
     const IterationRun& r = p.first[i];
     const double peak = double(peak_memory(cluster, profile, r));
     std::printf(
-        "# %s %s %s ep %d pp %d vp %d %s: measured %.0f ms, predicted %.0f ms (%+.1f%%, %+.2f ms "
-        "per layer pass); peak memory %.0f of %.0f GB%s\n",
+        "# %s %s %s ep %d pp %d vp %d %s%s: measured %.0f ms, predicted %.0f ms (%+.1f%%, %+.2f "
+        "ms per layer pass); peak memory %.0f of %.0f GB%s\n",
         r.where().c_str(), moe_model(r).c_str(), r.attention.c_str(), r.ep, r.config.pp,
-        r.config.virtual_stages, to_string(r.config.dispatcher), 1e3 * r.measured,
-        1e3 * p.second[i], 100 * (p.second[i] / r.measured - 1),
+        r.config.virtual_stages, to_string(r.config.dispatcher),
+        r.config.moe_a2a_overlap ? " a2a-overlap" : "", 1e3 * r.measured, 1e3 * p.second[i],
+        100 * (p.second[i] / r.measured - 1),
         1e3 * (r.measured - p.second[i]) / layer_micro_batches(r), peak / 1e9, capacity / 1e9,
         peak > capacity ? " (out of memory)" : "");
   }

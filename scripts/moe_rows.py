@@ -3,7 +3,7 @@
 import glob, re, sys
 NEW = ['head_dim','sliding_window','full_attention_every','q_lora_rank','kv_lora_rank',
        'qk_rope_head_dim','v_head_dim','dense_layers','mtp_layers','moe_dispatcher','cuda_graph',
-       'linear_bias','glu_clamp']
+       'linear_bias','glu_clamp','moe_a2a_overlap']
 def model_of(r, comment):
     m = re.search(r'model "([^"]*)"', comment).group(1)
     if m.startswith('GPT OSS'): return 'gptoss', m
@@ -34,6 +34,25 @@ def cuda_graph(kind, gpu, r):
     if kind == 'dsv3' and mx and gpu in ('gb200', 'b300', 'gb300') and r['micro_batch'] == '1':
         return 'full_iteration'
     return 'none'
+# The presets with moe_a2a_overlap=True (README.md, "All-to-all overlap"): (model, gpu) ->
+# (precision variants or None for any, micro_batch, pp, virtual_stages, ep, global_batch or None).
+A2A_OVERLAP = {
+    ('dsv3', 'gb300'): (['MXFP8'], 1, 2, 8, 32, None),
+    ('dsv3', 'gb200'): (['MXFP8'], 1, 4, 4, 64, None),
+    ('dsv3', 'b300'): (['MXFP8'], 1, 8, 2, 8, None),
+    ('dsv3', 'b200'): (['MXFP8'], 1, 8, 2, 32, None),
+    ('kimi', 'gb300'): (['MXFP8'], 1, 4, 4, 64, None),
+    ('gptoss', 'gb200'): (None, 4, 1, 1, 64, 1280),
+    ('gptoss', 'gb300'): (['MXFP8'], 4, 1, 1, 16, 1280),
+    ('gptoss', 'b300'): (['MXFP8'], 4, 1, 1, 8, 1280),
+}
+def a2a_overlap(kind, gpu, r):
+    p = A2A_OVERLAP.get((kind, gpu))
+    if p is None: return 0
+    variants, mbs, pp, vp, ep, gbs = p
+    got = (int(r['micro_batch']), int(r['pp']), int(r['virtual_stages']), int(r['ep']))
+    return int((variants is None or r['precision_variant'] in variants) and got == (mbs, pp, vp, ep)
+               and (gbs is None or int(r['global_batch']) == gbs))
 for gpu in ['h100','b200','b300','gb200','gb300']:
     out=[]; hdr=None
     for f in sorted(glob.glob(f'megatron-bridge_*_{gpu}.csv')):
@@ -59,14 +78,15 @@ for gpu in ['h100','b200','b300','gb200','gb300']:
                 # The fused sink attention of the containers' cuDNN, with the provider's window.
                 fields[cols.index('attention')]='flash'
             extra = (shape(kind, prev, r['precision']) + [dispatcher(kind, gpu, r), cuda_graph(kind, gpu, r)]
-                     + expert_mlp(kind))
+                     + expert_mlp(kind) + [a2a_overlap(kind, gpu, r)])
             out.append(','.join(fields) + ',' + ','.join(str(v) for v in extra))
     if not out: continue
     head = [f'# MoE rows (GPT-OSS 120B, DeepSeek-V3, Kimi-K2; cp 1) of the DGX-{gpu.upper()} files in this folder, copied',
             '# verbatim, each after the line of its file that names its source, with the attention / layer-stack',
-            '# columns, the token dispatcher, the CUDA graph scope and the expert MLP appended, recompute set to',
-            '# none and GPT-OSS rows on flash attention (values and sources in README.md, "MoE shape columns",',
-            '# "Token dispatcher", "CUDA graphs", "Expert MLP of GPT-OSS").',
+            '# columns, the token dispatcher, the CUDA graph scope, the expert MLP and the expert all-to-all',
+            '# overlap appended, recompute set to none and GPT-OSS rows on flash attention (values and sources',
+            '# in README.md, "MoE shape columns", "Token dispatcher", "CUDA graphs", "Expert MLP of GPT-OSS",',
+            '# "All-to-all overlap").',
             '# Qwen3 rows are not copied.',
             hdr + ',' + ','.join(NEW)]
     open(f'moe_{gpu}.csv','w').write('\n'.join(head+out)+'\n')

@@ -3,6 +3,7 @@
 // the gates that hold a pass back (GPipe's flush; 1F1B's in-flight limit, interleaved or
 // not). The gates are checked and opened by the event loop (simulator_engine.cpp).
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "simulator/simulator_impl.h"
@@ -13,12 +14,17 @@ void Simulator::Impl::prepare_pipeline_ranks() {
   gpipe = pipelined && plan->pipeline.schedule == PipelineSchedule::kGPipe;
   // Forward passes before a rank's first backward: Megatron's 1F1B warm-up, and for the
   // interleaved schedule 2 (ranks - r - 1) + (v - 1) ranks (all of them when M = ranks).
+  // With the expert all-to-all overlap one more (Megatron-core's combined 1F1B): each
+  // backward then runs beside the forward of another micro-batch (pass_order).
+  paired_passes = pipelined && plan->expert_parallel.overlap;
+  const int64_t paired = paired_passes ? 1 : 0;
   rank_warmup.assign(static_cast<size_t>(n_ranks), 0);
   rank_gated.assign(static_cast<size_t>(n_ranks), 0);
   for (int r = 0; r < n_ranks; ++r) {
     const int64_t total = int64_t(M) * vstages;
     int64_t w = vstages == 1 ? n_ranks - r - 1 : 2 * (n_ranks - r - 1) + int64_t(vstages - 1) * n_ranks;
     if (vstages > 1 && M == n_ranks) w = total;
+    w += paired;
     rank_warmup[size_t(r)] = static_cast<int32_t>(std::min(w, total));
   }
 }
@@ -37,7 +43,37 @@ uint64_t Simulator::Impl::schedule_slot(OpId o, uint32_t j) const {
     return static_cast<uint64_t>(k < w ? k : w + 2 * (k - w));
   }
   const int64_t k = bwd_vindex(st, static_cast<int>(j));
-  return static_cast<uint64_t>(k < m - w ? w + 2 * k + 1 : m + k);
+  // Paired passes: the steady-state backward k shares the slot of forward w + k.
+  if (k < m - w) return static_cast<uint64_t>(w + 2 * k + (paired_passes ? 0 : 1));
+  return static_cast<uint64_t>(m + k);
+}
+
+// The order of a slot's ready ops. Alone, a pass runs in topological order. Paired (the
+// expert all-to-all overlap) a forward and a backward pass share a slot and run interleaved
+// as Megatron-core's combined 1F1B runs them, layer by layer (the forward's layer i beside the
+// backward's layer L - 1 - i): each op is ordered by its place in its pass, the share of its
+// stage's ops of its phase before it in topological order.
+std::vector<uint32_t> Simulator::Impl::pass_order() const {
+  const std::vector<uint32_t>& topo = g.topo_rank();
+  if (!paired_passes) return topo;
+  std::vector<OpId> by_topo(n_ops);
+  for (OpId o = 0; o < n_ops; ++o) by_topo[topo[o]] = o;
+  // [stage][backward]: ops of the phase seen so far, then the phase's total.
+  std::vector<std::array<uint64_t, 2>> seen(size_t(std::max(n_stages, 1)), {0, 0});
+  std::vector<uint64_t> place(n_ops, 0);
+  for (OpId o : by_topo) {
+    if (!op_multi[o]) continue;
+    place[o] = seen[size_t(op_stage[o])][op_phase[o] == Phase::kBackward]++;
+  }
+  std::vector<uint32_t> order(topo);
+  for (OpId o = 0; o < n_ops; ++o) {
+    if (!op_multi[o]) continue;
+    const bool bwd = op_phase[o] == Phase::kBackward;
+    const uint64_t total = seen[size_t(op_stage[o])][bwd];
+    // A fraction of 2^30 in the upper bits, the phase in the lowest: distinct per slot.
+    order[o] = static_cast<uint32_t>(((place[o] << 30) / total) << 1 | (bwd ? 1 : 0));
+  }
+  return order;
 }
 
 void Simulator::Impl::prepare_pipeline_gates() {

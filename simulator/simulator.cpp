@@ -609,7 +609,7 @@ void Simulator::Impl::prepare_instances() {
   end_time.assign(n_inst, 0.0);
   ready_cause.assign(n_inst, kNoInst);
   cause.assign(n_inst, kNoInst);
-  const std::vector<uint32_t>& rank = g.topo_rank();
+  const std::vector<uint32_t> rank = pass_order();
   for (OpId o = 0; o < n_ops; ++o) {
     int nd = 0;
     devs_of(o, &nd);

@@ -133,6 +133,8 @@ struct Simulator::Impl {
   void prepare_pipeline_ranks();  // pipeline_schedule.cpp: warm-up per rank
   void prepare_pipeline_gates();  // pipeline_schedule.cpp: gate counters
   uint64_t schedule_slot(OpId o, uint32_t j) const;  // ready-queue priority of a pass
+  // Within a slot: the op's topological rank, or with paired passes its place in its pass.
+  std::vector<uint32_t> pass_order() const;
   uint32_t group_index(const std::vector<int>& devices);  // cached CollectiveGroup
   uint64_t resident_bytes(OpId o) const;  // parameters + optimizer state per device
 
@@ -363,6 +365,7 @@ struct Simulator::Impl {
   int vstages = 1;  // model chunks per rank
   std::vector<int32_t> rank_warmup;  // forward passes a rank runs before its first backward
   std::vector<uint8_t> rank_gated;   // some forward of the rank waits for a backward
+  bool paired_passes = false;        // expert all-to-all overlap: 1F1B steps run F and B together
   std::vector<int32_t> bwd_left;        // [stage * M + mb]: backward instances not finished
   std::vector<int32_t> fwd_left;        // [stage * M + mb]: forward instances not finished
   std::vector<int32_t> fwd_left_stage;  // per stage: forward instances not finished

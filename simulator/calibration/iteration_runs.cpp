@@ -117,7 +117,8 @@ const char* const kOptional[] = {"model",
                                  "moe_dispatcher",
                                  "cuda_graph",
                                  "linear_bias",
-                                 "glu_clamp"};
+                                 "glu_clamp",
+                                 "moe_a2a_overlap"};
 
 // The header row: column name -> index; every name known, every required one present.
 std::map<std::string, size_t> read_header(const std::vector<std::string>& fields,
@@ -191,6 +192,20 @@ void read_stack_columns(const RowReader& r, IterationRun* run) {
       !parse_expert_dispatcher(r.text("moe_dispatcher"), &run->config.dispatcher)) {
     r.fail("moe_dispatcher",
            quote_short(r.text("moe_dispatcher")) + " is not alltoall, deepep or hybridep");
+  }
+  run->config.moe_a2a_overlap = r.integer_or("moe_a2a_overlap", 0, 0, 1) == 1;
+}
+
+// The expert all-to-all overlap as Megatron-core accepts it (ExpertParallelConfig::overlap).
+void check_a2a_overlap(const RowReader& r, const IterationRun& run) {
+  const MegatronConfig& m = run.config;
+  if (!m.moe_a2a_overlap) return;
+  if (run.num_experts == 0 || run.ep < 2) r.fail("moe_a2a_overlap", "1 needs experts and ep > 1");
+  if (m.pp > 1 && m.virtual_stages < 2) {
+    r.fail("moe_a2a_overlap", "1 needs virtual_stages > 1 when pp > 1");
+  }
+  if (m.recompute == Recompute::kFull) {
+    r.fail("moe_a2a_overlap", "1 cannot run with full recomputation (the recompute column)");
   }
 }
 
@@ -306,6 +321,7 @@ IterationRun read_run(const RowReader& r, const std::string& file, int n) {
   if (!(ms > 0)) r.fail("iteration_ms", "must be > 0");
   run.measured = ms * 1e-3;
   check_megatron_config(r, run);
+  check_a2a_overlap(r, run);
   return run;
 }
 
@@ -367,6 +383,7 @@ Plan run_plan(const Graph& g, const IterationRun& run) {
     plan.expert_parallel.degree = run.ep;
     plan.expert_parallel.tensor_parallel = run.etp > 0 ? run.etp : run.config.tp;
     plan.expert_parallel.dispatcher = run.config.dispatcher;
+    plan.expert_parallel.overlap = run.config.moe_a2a_overlap;
   }
   return plan;
 }

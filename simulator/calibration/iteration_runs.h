@@ -22,8 +22,9 @@
 // hybridep, alltoall; config.dispatcher), cuda_graph (none | full_iteration, none:
 // full_iteration = the whole step captured in one CUDA graph, simulated without host issue
 // costs, without_host_issue; none = eager, module-level graphs included), linear_bias (0 | 1,
-// 0: the experts' biased linears), glu_clamp (0: the experts' GLU input clamp). Every column is
-// kept in IterationRun; the prediction refuses, naming the column, what the graph and plan cannot
+// 0: the experts' biased linears), glu_clamp (0: the experts' GLU input clamp), moe_a2a_overlap
+// (0 | 1, 0: config.moe_a2a_overlap, the plan's expert_parallel.overlap). Every column is kept
+// in IterationRun; the prediction refuses, naming the column, what the graph and plan cannot
 // express yet (check_modelled).
 
 #include <map>

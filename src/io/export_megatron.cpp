@@ -36,6 +36,7 @@ void add_context_and_expert_arguments(const MegatronConfig& m, const MoeShape& m
     args->push_back("--moe-token-dispatcher-type flex");
     args->push_back(std::string("--moe-flex-dispatcher-backend ") + to_string(m.dispatcher));
   }
+  if (m.moe_a2a_overlap) args->push_back("--overlap-moe-expert-parallel-comm");
 }
 
 }  // namespace

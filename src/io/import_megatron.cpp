@@ -56,7 +56,8 @@ const char* const kFlags[] = {"--sequence-parallel",
                               "--use-torch-fsdp2",
                               "--use-custom-fsdp",
                               "--no-scatter-gather-tensors-in-pipeline",
-                              "--use-flash-attn"};
+                              "--use-flash-attn",
+                              "--overlap-moe-expert-parallel-comm"};
 
 template <size_t N>
 bool listed(const char* const (&names)[N], const std::string& s) {
@@ -199,6 +200,10 @@ void read_context_and_expert_parallel(const Args& a, FrameworkConfig* f) {
     fail("--expert-model-parallel-size", "needs --num-experts (a mixture-of-experts model)");
   }
   m.dispatcher = read_token_dispatcher(a);
+  m.moe_a2a_overlap = a.has("--overlap-moe-expert-parallel-comm");
+  if (m.moe_a2a_overlap && m.ep < 2) {
+    fail("--overlap-moe-expert-parallel-comm", "needs --expert-model-parallel-size > 1");
+  }
 }
 
 }  // namespace

@@ -477,7 +477,7 @@ class PlanReader {
 
   void read_expert_parallel(const YAML::Node& n, ExpertParallelConfig* ep) {
     const std::string f = "expert_parallel";
-    r_.check_keys(n, f, {"degree", "tensor_parallel", "dispatcher", "layers"});
+    r_.check_keys(n, f, {"degree", "tensor_parallel", "dispatcher", "overlap", "layers"});
     ep->degree = int(r_.to_int(r_.required(n, "degree", f), field_join(f, "degree"), 1, 1 << 16));
     if (n["tensor_parallel"]) {
       ep->tensor_parallel =
@@ -490,6 +490,7 @@ class PlanReader {
                 "unknown dispatcher '" + v + "' (use alltoall, deepep or hybridep)");
       }
     }
+    if (n["overlap"]) ep->overlap = r_.to_bool(n["overlap"], field_join(f, "overlap"));
     if (!n["layers"]) return;
     const std::string lf = field_join(f, "layers");
     r_.expect_sequence(n["layers"], lf);

@@ -324,6 +324,7 @@ class PlanWriter {
     ej["degree"] = ep.degree;
     if (ep.tensor_parallel != 1) ej["tensor_parallel"] = ep.tensor_parallel;
     if (ep.dispatcher != ExpertDispatcher::kAllToAll) ej["dispatcher"] = to_string(ep.dispatcher);
+    if (ep.overlap) ej["overlap"] = true;
     if (ep.layers.empty()) return ej;
     Json layers = Json::array();
     for (const ExpertLayerMap& layer : ep.layers) {

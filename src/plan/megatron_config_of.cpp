@@ -106,6 +106,7 @@ void read_context_and_expert_parallel(const Plan& p, MegatronConfig* m) {
   m->ep = p.expert_parallel.degree;
   m->etp = p.expert_parallel.tensor_parallel;
   m->dispatcher = p.expert_parallel.dispatcher;
+  m->moe_a2a_overlap = p.expert_parallel.overlap;
   if (!p.expert_parallel.layers.empty()) {
     fail("expert_parallel.layers",
          "an explicit expert map of " + std::to_string(p.expert_parallel.layers.size()) +

@@ -187,6 +187,7 @@ Plan megatron_plan(const Graph& g, const MegatronConfig& m) {
     p.expert_parallel.degree = m.ep;
     p.expert_parallel.tensor_parallel = m.etp;
     p.expert_parallel.dispatcher = m.dispatcher;
+    p.expert_parallel.overlap = m.moe_a2a_overlap;
   }
   return p;
 }

@@ -32,6 +32,8 @@ struct MegatronConfig {
   int ep = 1, etp = 1;
   /// --moe-token-dispatcher-type alltoall, or flex with --moe-flex-dispatcher-backend.
   ExpertDispatcher dispatcher = ExpertDispatcher::kAllToAll;
+  /// --overlap-moe-expert-parallel-comm (ExpertParallelConfig::overlap).
+  bool moe_a2a_overlap = false;
   int micro_batch = 1;    ///< samples per micro-batch per data-parallel rank
   int global_batch = 1;   ///< samples per step; the graph's batch size must equal it
   Recompute recompute = Recompute::kNone;

@@ -43,6 +43,12 @@ struct ExpertParallelConfig {
   /// e / (experts / degree), no replicas).
   std::vector<ExpertLayerMap> layers;
   ExpertDispatcher dispatcher = ExpertDispatcher::kAllToAll;
+  /// Megatron-core's --overlap-moe-expert-parallel-comm: the forward of one micro-batch and
+  /// the backward of another run together, so each one's dispatch / combine all-to-alls run
+  /// while the other computes. The 1F1B schedule keeps one more micro-batch in flight per
+  /// pipeline rank (docs/simulator.md, "Expert all-to-all overlap"). Needs degree > 1 and, with
+  /// more than one pipeline rank, virtual stages.
+  bool overlap = false;
   bool enabled() const { return degree > 1 || tensor_parallel > 1 || !layers.empty(); }
 };
 

@@ -80,6 +80,24 @@ void validate_expert_layer(const ExpertLayerMap& layer, int degree, const std::s
   }
 }
 
+// What Megatron-core asserts for --overlap-moe-expert-parallel-comm: expert parallelism, and
+// micro-batches to pair (virtual stages when there is more than one pipeline rank); no full
+// recomputation (a recomputed layer's backward cannot be split into the paired chunks).
+void validate_expert_overlap(const Plan& p) {
+  const std::string f = "expert_parallel.overlap";
+  if (p.expert_parallel.degree < 2) fail(f, "needs expert_parallel.degree > 1");
+  if (!p.pipeline.enabled()) {
+    fail(f, "needs pipeline stages (it pairs the passes of their micro-batches)");
+  }
+  if (p.pipeline.ranks() > 1 && p.pipeline.virtual_stages < 2) {
+    fail(f, "needs pipeline.virtual_stages > 1 with " + num(p.pipeline.ranks()) +
+                " pipeline ranks (Megatron-core's interleaved schedule)");
+  }
+  bool full = p.recompute == Recompute::kFull;
+  for (const PipelineStage& st : p.pipeline.stages) full = full || st.recompute == Recompute::kFull;
+  if (full) fail(f, "cannot run with full recomputation");
+}
+
 void validate_expert_parallel(const Plan& p, const Graph& g) {
   const ExpertParallelConfig& ep = p.expert_parallel;
   const std::string f = "expert_parallel";
@@ -87,6 +105,7 @@ void validate_expert_parallel(const Plan& p, const Graph& g) {
   if (ep.tensor_parallel < 1) {
     fail(f + ".tensor_parallel", "must be >= 1 (got " + num(ep.tensor_parallel) + ")");
   }
+  if (ep.overlap) validate_expert_overlap(p);
   if (!ep.enabled()) return;
   // Megatron-core's expert grid: etp x ep x edp ranks over the tp x cp x dp ranks of a stage.
   const int ranks = ep.degree * ep.tensor_parallel;

@@ -257,6 +257,53 @@ TEST(IterationRunsModern, ShippedMoeFilesStateTheModelShapes) {
   EXPECT_EQ(full_iteration, 7);
 }
 
+// The presets' expert all-to-all overlap ("All-to-all overlap" in the folder's README): on
+// GB300 the same 7 rows as the whole-iteration graphs; on GB200 also the GPT-OSS bf16 rows at
+// GBS 1280 and micro-batch 4; the overlap reaches the plan.
+TEST(IterationRunsModern, ShippedMoeFilesStateTheAllToAllOverlap) {
+  const std::string dir = kSrc + "/datasets/measurements/modern/";
+  const auto overlapped = [&](const std::string& gpu) {
+    int n = 0;
+    for (const IterationRun& r : load_iteration_runs(dir + "moe_" + gpu + ".csv")) {
+      n += r.config.moe_a2a_overlap;
+      if (gpu == "gb300") {
+        EXPECT_EQ(r.config.moe_a2a_overlap, r.cuda_graph == "full_iteration");
+      }
+    }
+    return n;
+  };
+  EXPECT_EQ(overlapped("h100"), 0);
+  EXPECT_EQ(overlapped("b200"), 1);  // DeepSeek-V3 ep 32, pp 8, vp 2
+  EXPECT_EQ(overlapped("b300"), 1);  // GPT-OSS MXFP8
+  EXPECT_EQ(overlapped("gb200"), 14);
+  EXPECT_EQ(overlapped("gb300"), 7);
+  const Cluster c = load_cluster_yaml(kSrc + "/datasets/clusters/dgx_a100.cluster.yaml");
+  const std::string cols =
+      ",model,attention,num_experts,moe_topk,moe_ffn,ep,recompute,"
+      "virtual_stages,moe_a2a_overlap\n";
+  const std::vector<IterationRun> runs = parse_iteration_runs(
+      kHeader + cols + "8,64,4,1024,16,4,1024,1,4,2,100,llama,flash,8,2,512,4,none,2,1\n", "r.csv");
+  RunPredictor pred(c);
+  EXPECT_TRUE(pred.plan(runs[0]).expert_parallel.overlap);
+  const auto error = [&](const std::string& row) {
+    try {
+      parse_iteration_runs(kHeader + cols + row + "\n", "r.csv");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("8,64,4,1024,16,4,1024,1,8,1,100,llama,flash,8,2,512,1,none,1,1")
+                .find("column 'moe_a2a_overlap': 1 needs experts and ep > 1"),
+            std::string::npos);
+  EXPECT_NE(error("8,64,4,1024,16,4,1024,1,4,2,100,llama,flash,8,2,512,4,none,1,1")
+                .find("column 'moe_a2a_overlap': 1 needs virtual_stages > 1 when pp > 1"),
+            std::string::npos);
+  EXPECT_NE(error("8,64,4,1024,16,4,1024,1,4,2,100,llama,flash,8,2,512,4,full,2,1")
+                .find("column 'moe_a2a_overlap': 1 cannot run with full recomputation"),
+            std::string::npos);
+}
+
 // A row captured in one CUDA graph is simulated without host costs: the same as its eager
 // twin under without_host_issue, and faster than the eager twin where the host is the bound
 // (1 ms per op).

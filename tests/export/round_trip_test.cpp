@@ -319,6 +319,28 @@ TEST(MegatronArguments, FlexTokenDispatcherReadsBack) {
   }
 }
 
+// The expert all-to-all overlap: --overlap-moe-expert-parallel-comm when the configuration
+// has it, read back; absent, off; without expert parallelism a named error.
+TEST(MegatronArguments, ExpertAllToAllOverlapReadsBack) {
+  MegatronConfig m = expert_parallel_config();
+  const MoeShape moe{8, 2, 4};
+  const std::string flag = "--overlap-moe-expert-parallel-comm";
+  const std::string off = megatron_arguments(m, 4, DType::kBF16, moe);
+  EXPECT_EQ(off.find(flag), std::string::npos) << off;
+  EXPECT_FALSE(parse_megatron_arguments(off, 8).config.moe_a2a_overlap);
+  m.moe_a2a_overlap = true;
+  const std::string on = megatron_arguments(m, 4, DType::kBF16, moe);
+  EXPECT_NE(on.find(flag), std::string::npos) << on;
+  EXPECT_TRUE(parse_megatron_arguments(on, 8).config.moe_a2a_overlap);
+  try {
+    parse_megatron_arguments("--micro-batch-size 1 --num-experts 8 " + flag, 8);
+    FAIL() << "no error";
+  } catch (const ValidationError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--overlap-moe-expert-parallel-comm: needs --expert-model-parallel-size > 1");
+  }
+}
+
 // DeepSpeed's config has neither: named refusals.
 TEST(DeepSpeedConfig, RefusesContextAndExpertParallelism) {
   MegatronConfig m = export_test::config(1, 1, 4, 2);

@@ -711,6 +711,30 @@ TEST_F(PlanIo12, ContextAndExpertParallelRoundTrip) {
   EXPECT_NE(old.find("format_version: \"1.0\""), std::string::npos);
 }
 
+// The expert all-to-all overlap on a one-rank pipeline, read back on and off.
+TEST_F(PlanIo12, ExpertAllToAllOverlapRoundTrip) {
+  const std::string one_rank =
+      "format_version: \"1.2\"\ngraph: testnet\nplacement: {default: 0}\n"
+      "pipeline:\n"
+      "  micro_batches: 2\n"
+      "  stages:\n"
+      "    - {devices: [0, 1, 2, 3], tensor_parallel: 1,"
+      " ops: [x_in, embed, l1_fc, l1_act, l10_fc, head]}\n"
+      "expert_parallel: {degree: 2, overlap: true}\n";
+  const Plan p = parse_plan_yaml(one_rank, "p.yaml", g, c);
+  EXPECT_TRUE(p.expert_parallel.overlap);
+  for (const bool json : {false, true}) {
+    const std::string text = json ? plan_to_json(p, g, c) : plan_to_yaml(p, g, c);
+    const Plan q =
+        json ? parse_plan_json(text, "p.json", g, c) : parse_plan_yaml(text, "p.yaml", g, c);
+    EXPECT_TRUE(q.expert_parallel.overlap) << text;
+    testing_plan::expect_same_plan(p, q);
+  }
+  Plan off = p;
+  off.expert_parallel.overlap = false;
+  EXPECT_FALSE(parse_plan_yaml(plan_to_yaml(off, g, c), "p.yaml", g, c).expert_parallel.overlap);
+}
+
 TEST_F(PlanIo12, BadFieldsAreNamed) {
   using testing_plan::expect_error;
   auto err = [&](const std::string& body, const std::string& msg) {
@@ -739,6 +763,12 @@ TEST_F(PlanIo12, BadFieldsAreNamed) {
       "hybridep)");
   err("expert_parallel: {degree: 2, experts: 4}\n",
       "p.yaml: expert_parallel: unknown key 'experts'");
+  // Megatron-core's conditions for the all-to-all overlap.
+  err("expert_parallel: {degree: 1, overlap: true}\n",
+      "p.yaml: expert_parallel.overlap: needs expert_parallel.degree > 1");
+  err("expert_parallel: {degree: 2, overlap: true}\n",
+      "p.yaml: expert_parallel.overlap: needs pipeline.virtual_stages > 1 with 2 pipeline ranks "
+      "(Megatron-core's interleaved schedule)");
   // Context parallelism needs stages.
   expect_error<ValidationError>(
       [&] {

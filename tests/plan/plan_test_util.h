@@ -138,6 +138,7 @@ inline void expect_same_plan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.expert_parallel.degree, b.expert_parallel.degree);
   EXPECT_EQ(a.expert_parallel.tensor_parallel, b.expert_parallel.tensor_parallel);
   EXPECT_EQ(a.expert_parallel.dispatcher, b.expert_parallel.dispatcher);
+  EXPECT_EQ(a.expert_parallel.overlap, b.expert_parallel.overlap);
   ASSERT_EQ(a.expert_parallel.layers.size(), b.expert_parallel.layers.size());
   for (size_t l = 0; l < a.expert_parallel.layers.size(); ++l) {
     EXPECT_EQ(a.expert_parallel.layers[l].replicas, b.expert_parallel.layers[l].replicas) << l;
