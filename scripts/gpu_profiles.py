@@ -27,6 +27,15 @@ docs/calibration.md, "Hierarchical NCCL model"):
   1244) on the A4 run's ramp; B200 45.68 GB/s fitted to the 2 x 8 A4 run; A100 on 400 Gb/s
   the HDR fit x 47/24 (NVIDIA's per-NIC figures, NDR over HDR). Every fabric: 2.7 us per
   host hop beyond two hosts (NCCL's tuner's network ring step, LL protocol).
+
+Host CPU (docs/calibration.md, "Which profile for which GPU"): GB200 and GB300 are driven by
+NVIDIA Grace (Arm Neoverse V2) CPUs, whose framework overhead per call is higher than an x86
+host's. Their profiles' host times (each op category's `dispatch`, and `micro_batch_overhead`
+/ `moe_sync_host_time` where the x86 profile sets them) are the x86 ones x 37.08 / 13.48:
+the CPU time of one bf16 PyTorch `nn.Linear` forward on GB200 against an H100 DGX (Xeon
+Platinum 8480C), NVIDIA/TransformerEngine issue 2053 ("High CPU overhead on Grace systems",
+2025-08-11). Device-side times (`launch_overhead`: what the smallest kernels take on the GPU)
+stay as they are.
 """
 import copy
 import os
@@ -214,28 +223,69 @@ def with_tensor_scales(profile, generation):
 # the B200), with their generation's tensor-core scales; on an 800 Gb/s fabric one NIC's bus
 # bandwidth is the B200 fit doubled (the line rate's ratio: a scaling, not a fit)
 # (docs/calibration.md).
+# The last field: whether the system's host CPU is Grace (host times x GRACE_HOST_RATIO).
 BLACKWELL_VARIANTS = [
     ("b300_ib800", "Blackwell Ultra", 800,
-     "B300 (HGX / DGX B300), 8 per node on NVSwitch, 800 Gb/s per GPU between nodes"),
+     "B300 (HGX / DGX B300), 8 per node on NVSwitch, 800 Gb/s per GPU between nodes", False),
     ("gb200_nvl72", "Blackwell", 400,
-     "GB200 NVL72, 72 GPUs per NVLink domain, 400 Gb/s per GPU between racks"),
+     "GB200 NVL72, 72 GPUs per NVLink domain, 400 Gb/s per GPU between racks", True),
     ("gb300_nvl72", "Blackwell Ultra", 800,
-     "GB300 NVL72, 72 GPUs per NVLink domain, 800 Gb/s per GPU between racks"),
+     "GB300 NVL72, 72 GPUs per NVLink domain, 800 Gb/s per GPU between racks", True),
 ]
+
+
+# Host CPU time per framework call on a Grace host over an x86 one: one bf16 `nn.Linear`
+# forward, 37.08 us on GB200 against 13.48 us on an H100 DGX (Xeon Platinum 8480C);
+# NVIDIA/TransformerEngine issue 2053 (2025-08-11).
+GRACE_HOST_US, X86_HOST_US = 37.08, 13.48
+GRACE_HOST_RATIO = GRACE_HOST_US / X86_HOST_US
+# The profile's host CPU times (docs/formats/profile.md): per-op dispatch and these keys.
+HOST_TIME_KEYS = ("micro_batch_overhead", "moe_sync_host_time")
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def seconds(text):
+    """A profile time ("40 us", or a number of seconds) in seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    value, unit = str(text).split()
+    return float(value) * TIME_UNITS[unit]
+
+
+def with_host_ratio(profile, ratio):
+    """The profile with its host CPU times (every category's `dispatch`, HOST_TIME_KEYS)
+    multiplied by `ratio`; device-side times (`launch_overhead`, the curves) unchanged."""
+    p = copy.deepcopy(profile)
+    for op in p["ops"].values():
+        if "dispatch" in op:
+            op["dispatch"] = f"{seconds(op['dispatch']) * ratio * 1e6:.4g} us"
+    for key in HOST_TIME_KEYS:
+        if key in p:
+            p[key] = f"{seconds(p[key]) * ratio * 1e6:.4g} us"
+    return p
 
 
 def write_blackwell_variants(b200):
     nic_400 = NCCL_INTER[("b200", 400)]["bus_bandwidth"]
-    for name, generation, fabric, what in BLACKWELL_VARIANTS:
+    for name, generation, fabric, what, grace in BLACKWELL_VARIANTS:
         p = with_tensor_scales(b200, generation)
         p["name"] = name.replace("_", "-")
         nic = float(nic_400.split()[0]) * fabric / 400
         p["nccl"]["inter_host"]["bus_bandwidth"] = f"{nic:.4g} GB/s"
+        host = ""
+        if grace:
+            p = with_host_ratio(p, GRACE_HOST_RATIO)
+            host = (f"; host times (ops.*.dispatch {p['ops']['matmul']['dispatch']}) of the x86 "
+                    f"profile x {GRACE_HOST_US} / {X86_HOST_US} for the Grace CPU (one bf16 "
+                    "nn.Linear forward's CPU time on GB200 over an H100 DGX, "
+                    "NVIDIA/TransformerEngine issue 2053, 2025-08-11)")
         p["description"] = (f"{what}: op curves of h100.profile.yaml with the {generation} "
                             "tensor-core scales, the NCCL model of b200_ib400.profile.yaml "
                             f"with {nic:.4g} GB/s per NIC between hosts (no collective "
-                            "measurement of this system is shipped; scripts/gpu_profiles.py)")
+                            f"measurement of this system is shipped{host}; "
+                            "scripts/gpu_profiles.py)")
         write(f"{name}.profile.yaml", p)
+
 
 if __name__ == "__main__":
     main()

@@ -77,6 +77,35 @@ TEST(ShippedProfiles, EveryShippedProfileLoads) {
   }
 }
 
+// GB200 / GB300 run on Grace hosts: each op's host dispatch is the x86 Blackwell profile's
+// (40 us) x 37.08 / 13.48 = 110.03 us, written as 110 us (scripts/gpu_profiles.py: one bf16
+// nn.Linear forward's CPU time on GB200 over an H100 DGX, NVIDIA/TransformerEngine issue 2053);
+// the device-side launch overhead and the op curves stay those of the x86 system of the same
+// GPU generation.
+TEST(ShippedProfiles, GraceProfilesScaleOnlyTheHostTimes) {
+  const std::pair<const char*, const char*> pairs[] = {
+      {"gb200_nvl72.profile.yaml", "b200_ib400.profile.yaml"},
+      {"gb300_nvl72.profile.yaml", "b300_ib800.profile.yaml"}};
+  for (const auto& [grace_file, x86_file] : pairs) {
+    SCOPED_TRACE(grace_file);
+    const CostProfile grace = load_cost_profile(clusters(grace_file));
+    const CostProfile x86 = load_cost_profile(clusters(x86_file));
+    EXPECT_EQ(grace.launch_overhead, x86.launch_overhead);
+    EXPECT_EQ(grace.micro_batch_overhead, x86.micro_batch_overhead);
+    EXPECT_EQ(grace.moe_sync_host_time, x86.moe_sync_host_time);
+    for (int c = 0; c < kNumOpCategories; ++c) {
+      OpCostProfile g = grace.ops[size_t(c)];
+      const OpCostProfile& x = x86.ops[size_t(c)];
+      EXPECT_NEAR(g.dispatch, x.dispatch * 37.08 / 13.48, 0.05e-6);
+      if (x.dispatch > 0) {
+        EXPECT_NEAR(g.dispatch, 110e-6, 1e-12);
+      }
+      g.dispatch = x.dispatch;
+      EXPECT_EQ(g, x);  // the same generation's curves
+    }
+  }
+}
+
 TEST(ShippedProfiles, H100ProfileMeetsThePublishedNvlinkFigures) {
   // 12 all-reduce figures (2-8 GPUs, 2 and 4 GiB) from NVIDIA's nccl issues: the NCCL model
   // runs the ring (370 GB/s) on 2-3 GPUs and NVLS (275 GB/s algorithm bandwidth, so busbw
