@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -208,6 +210,64 @@ TEST_F(GdpPlace, RepeatedPlacementsAreScoredOnce) {
   EXPECT_EQ(r.repeats, 5);
   EXPECT_EQ(shaped, 1);
   EXPECT_EQ(r.best_time, r.greedy_time);
+}
+
+TEST_F(GdpPlace, ABoundedScoreCacheGivesTheSamePlan) {
+  // Forgetting old scores only scores repeats again: the same search, fewer repeats.
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 6);
+  GdpPlaceOptions o = finetune_options(2, 3, 2, 1);
+  o.finetune_refine = 3000;
+  SearchBudget b;
+  b.seed = 4;
+  b.max_evaluations = 5000;
+  const GdpPlaceResult whole = gdp_place(policy, f.problem(), o, b);
+  o.cache_entries = 8;
+  const GdpPlaceResult bounded = gdp_place(policy, f.problem(), o, b);
+  o.cache_entries = 0;
+  const GdpPlaceResult none = gdp_place(policy, f.problem(), o, b);
+  EXPECT_EQ(bounded.evaluations, whole.evaluations);
+  EXPECT_EQ(bounded.plan.placement, whole.plan.placement);
+  EXPECT_EQ(bounded.best_time, whole.best_time);
+  EXPECT_EQ(bounded.finetune_curve, whole.finetune_curve);
+  EXPECT_LT(bounded.repeats, whole.repeats);
+  EXPECT_GT(bounded.repeats, 0);
+  EXPECT_EQ(none.repeats, 0);
+  EXPECT_EQ(none.plan.placement, whole.plan.placement);
+}
+
+TEST_F(GdpPlace, PolishRunsOnEachNewBestPipelineAndItsPlanWins) {
+  // Every placement is shaped into a pipeline; the polish marks its plan (GPipe) and claims
+  // half the time, so it is the result. It runs once per new best placement, within budget.
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 6);
+  GdpPlaceOptions o = finetune_options(2, 4, 2, 1);
+  o.shape = [](const Problem& p, const Plan& placement) {
+    return placement_as_pipeline(p, placement);
+  };
+  std::vector<std::vector<int>> polished;
+  o.polish = [&](const Problem&, const Plan& plan, double time,
+                 const std::function<bool()>& spend) {
+    polished.push_back(plan.placement);
+    if (!spend()) return std::make_pair(plan, time);
+    Plan marked = plan;
+    marked.pipeline.schedule = PipelineSchedule::kGPipe;
+    return std::make_pair(marked, time / 2);
+  };
+  SearchBudget b;
+  b.seed = 2;
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  ASSERT_GE(polished.size(), 1u);
+  ASSERT_LE(polished.size(), 4u);  // at most once per update
+  EXPECT_EQ(r.plan.pipeline.schedule, PipelineSchedule::kGPipe);
+  EXPECT_LT(r.finetune_curve.back(), r.zero_shot_time);
+  // Greedy + 2 samples + one update of 2: the polish after it finds the budget spent.
+  b.max_evaluations = 5;
+  polished.clear();
+  const GdpPlaceResult spent = gdp_place(policy, f.problem(), o, b);
+  EXPECT_EQ(polished.size(), 1u);
+  EXPECT_EQ(spent.evaluations, 5);
+  EXPECT_EQ(spent.plan.pipeline.schedule, PipelineSchedule::k1F1B);
 }
 
 TEST_F(GdpPlace, FinetuneRestartsAreDeterministicForASeedAndEvaluationBudget) {
