@@ -50,8 +50,7 @@ void add_bucket_neighbours(const Plan& plan, std::vector<Plan>* out) {
   }
 }
 
-void add_micro_batch_neighbours(const Problem& problem, const Plan& plan,
-                                std::vector<Plan>* out) {
+void add_micro_batch_neighbours(const Problem& problem, const Plan& plan, std::vector<Plan>* out) {
   const int64_t per = samples_per_replica(problem.graph.batch_size(), widths_of(plan));
   for (int m = 1; m <= per && m <= kMaxMicroBatches; ++m) {
     if (per % m != 0 || m == plan.pipeline.micro_batches) continue;
@@ -121,7 +120,7 @@ const std::vector<uint64_t>& polish_bucket_sizes() {
   // Chosen on the validation families of the by-family corpus (docs/gdp.md): 25, 4, 1 MiB
   // and these made the same plans but two, where the finer steps were a little faster.
   static const std::vector<uint64_t> sizes = {25ull << 20, 8ull << 20, 4ull << 20,
-                                              2ull << 20, 1ull << 20, 512ull << 10};
+                                              2ull << 20,  1ull << 20, 512ull << 10};
   return sizes;
 }
 

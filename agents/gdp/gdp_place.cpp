@@ -17,6 +17,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "agents/api/methods.h"
 #include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
@@ -24,7 +25,6 @@
 #include "agents/gdp/gdp_net.h"
 #include "agents/gdp/gdp_refine.h"
 #include "agents/gdp/score_cache.h"
-#include "agents/api/methods.h"
 #include "env/placement_env.h"
 #include "src/util/error.h"
 
