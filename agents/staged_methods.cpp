@@ -117,7 +117,9 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
                  "pipeline-dp choosing each stage's replicas and the micro-batches, or run as "
                  "placed when that is faster; greedy + 128 samples scored so, then 1024 block "
                  "moves drawn from the policy around the best (8192 after each fine-tuning "
-                 "update), with the policy trained for it (models/pretrained/stages.pt)",
+                 "update, then a polish of the best pipeline's gradient buckets, micro-batches "
+                 "and stage widths), with the policy trained for it "
+                 "(models/pretrained/stages.pt)",
                  false, [make, defaults] { return make(defaults); }},
       options, defaults, make));
 }
