@@ -4,6 +4,7 @@
 #include "agents/common/method_options.h"
 #include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
+#include "agents/staged_polish.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -74,6 +75,14 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
                                                   std::optional<SimResult>* sim) {
       return placement_or_pipeline(p, placement, objective, sim);
     };
+    if (o.polish) {
+      place.polish = [objective = o.place.objective](const Problem& p, const Plan& plan,
+                                                     double time,
+                                                     const std::function<bool()>& spend) {
+        PolishedPlan r = polish_pipeline(p, plan, time, objective, spend);
+        return std::make_pair(std::move(r.plan), r.time);
+      };
+    }
     // Its own shipped policy, trained with the staged reward (`stages: true`).
     const std::string policy = o.policy.empty() ? staged_policy_path() : o.policy;
     return make_gdp_placer(policy, place, "gdp+stages");
@@ -95,6 +104,11 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
     OptionTable<GdpMethodOptions> t = gdp_option_table().with_owner("gdp+stages");
     add_objective_option(
         t, [](auto& o) -> auto& { return o.place.objective; });
+    t.flag(
+        "polish",
+        "while fine-tuning, a hill climb after each update over the best pipeline's gradient "
+        "bucket size, micro-batch count and stage replica counts (agents/staged_polish.h)",
+        [](auto& o) -> auto& { return o.polish; });
     return t;
   }();
   out->push_back(with_options(
@@ -103,7 +117,9 @@ void add_staged_methods(std::vector<MethodInfo>* out) {
                  "pipeline-dp choosing each stage's replicas and the micro-batches, or run as "
                  "placed when that is faster; greedy + 128 samples scored so, then 1024 block "
                  "moves drawn from the policy around the best (8192 after each fine-tuning "
-                 "update), with the policy trained for it (models/pretrained/stages.pt)",
+                 "update, then a polish of the best pipeline's gradient buckets, micro-batches "
+                 "and stage widths), with the policy trained for it "
+                 "(models/pretrained/stages.pt)",
                  false, [make, defaults] { return make(defaults); }},
       options, defaults, make));
 }

@@ -16,8 +16,10 @@
 //    sources leave unstated, or with context parallelism, are left out and counted.
 //
 //  - Megatron-Bridge MoE (GPT-OSS 120B, DeepSeek-V3, Kimi-K2) per GPU (H100 to GB300):
-//    leave one model out where a GPU has two or more models (moe_family below); results in
-//    docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
+//    leave one model out where a GPU has two or more models (moe_family below): the held-out
+//    model's rows predicted with the GPU's tensor-core scales fitted on its generation's dense
+//    Llama rows and the GPU's rows of the other MoE models (--moe-only-fit: on the other MoE
+//    models' rows alone); results in docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
 //    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
 //    --no-moe-host-sync); --fit-sync-host fits the host time after each sync
 //    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the
@@ -29,7 +31,7 @@
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
 //       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]
-//       [--moe-unfitted] [--moe-with-dense]
+//       [--moe-unfitted] [--moe-only-fit]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
 #include <array>
@@ -67,8 +69,8 @@ struct Options {
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
   bool fit_sync_host = false;    ///< fit the host time per MoE sync with the scales
   /// Fit each held-out MoE model's scales on its GPU generation's dense Llama rows as well
-  /// as on the GPU's rows of the other MoE models (--moe-with-dense).
-  bool moe_with_dense = false;
+  /// as on the GPU's rows of the other MoE models (off: --moe-only-fit).
+  bool moe_with_dense = true;
 };
 
 void print_header() {
@@ -623,15 +625,15 @@ Options parse(int argc, char** argv) {
       o.moe_model = argv[++i];
     else if (a == "--moe-unfitted")
       o.moe_unfitted = true;
-    else if (a == "--moe-with-dense")
-      o.moe_with_dense = true;
+    else if (a == "--moe-only-fit")
+      o.moe_with_dense = false;
     else {
       std::fprintf(stderr,
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
                    "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
                    "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME] [--moe-unfitted] "
-                   "[--moe-with-dense]\n");
+                   "[--moe-only-fit]\n");
       std::exit(2);
     }
   }

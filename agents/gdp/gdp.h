@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "agents/api/placer.h"
@@ -161,6 +162,11 @@ class GdpShape {
 SimResult shaped_result(const Problem& problem, const GdpShape& shape, const Plan& placement,
                         Plan* shaped, Objective objective = Objective::kStepTime);
 
+/// A last search on the best shaped plan (GdpPlaceOptions::polish): (problem, plan, its
+/// time, spend) -> the best plan found and its time.
+using GdpPolish = std::function<std::pair<Plan, double>(const Problem&, const Plan&, double,
+                                                        const std::function<bool()>& spend)>;
+
 /// Options of `placer place --policy`.
 struct GdpPlaceOptions {
   int samples = 16;          ///< sampled placements scored besides the greedy one
@@ -181,6 +187,15 @@ struct GdpPlaceOptions {
   /// What the shaped plans are scored by (agents/common/objective.h; `gdp+stages`' key
   /// `objective`): their step time, or their steady-state time per step.
   Objective objective = Objective::kStepTime;
+  /// With fine-tuning and a shape: after each update, the best shaped plan with pipeline
+  /// stages (when it is another placement's than last time) goes to `polish` with its time;
+  /// the plan it returns (with its time) is the result when it beats every scored placement.
+  /// `spend` counts one evaluation and returns false when the budget is spent (call it before
+  /// each simulation). `gdp+stages`: polish_pipeline (agents/staged_polish.h).
+  GdpPolish polish;
+  /// Scored placements remembered, of each kind (as placed, shaped): a repeat of one is not
+  /// scored again; beyond this many the oldest is forgotten (scored again when it repeats).
+  size_t cache_entries = size_t{1} << 15;
 };
 
 /// The `gdp` method's options (`placer place --method gdp --set KEY=VALUE`; the table is
@@ -188,6 +203,7 @@ struct GdpPlaceOptions {
 struct GdpMethodOptions {
   std::string policy;  ///< "" = default_policy_path()
   GdpPlaceOptions place;
+  bool polish = true;  ///< gdp+stages: polish the best pipeline while fine-tuning
 };
 
 /// The options of gdp (and, with another owner, gdp+stages).

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -18,13 +17,14 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "agents/api/methods.h"
 #include "agents/common/method_options.h"
 #include "agents/common/outcome.h"
 #include "agents/common/prediction.h"
 #include "agents/gdp/gdp.h"
 #include "agents/gdp/gdp_net.h"
 #include "agents/gdp/gdp_refine.h"
-#include "agents/api/methods.h"
+#include "agents/gdp/score_cache.h"
 #include "env/placement_env.h"
 #include "src/util/error.h"
 
@@ -132,6 +132,7 @@ class GdpPlaceRun {
         clock_(clock),
         env_(problem.graph, problem.cluster, problem.cost, env_options(devices, max_devices)),
         tensors_(to_tensors(env_)),
+        scored_{ScoreCache(options.cache_entries), ScoreCache(options.cache_entries)},
         rng_(budget.seed) {
     result_.reference_time = env_.reference_time();
   }
@@ -146,6 +147,8 @@ class GdpPlaceRun {
   void refine(const torch::Tensor& probs, int moves, bool restarts = false);
   /// PPO on this graph alone, from a copy of the policy.
   void finetune(const GdpPolicy& policy);
+  /// options.polish on the best shaped plan, when it is another placement's than last time.
+  void polish();
   /// The best plan, predicted.
   GdpPlaceResult finish();
 
@@ -193,11 +196,12 @@ class GdpPlaceRun {
   bool as_placed_started_ = false;  // start_as_placed_chain ran
   PlacementEnv env_;
   const GraphTensors tensors_;
-  // Every placement scored so far, as placed [0] / shaped [1] (with options.shape; without,
-  // [1] only): a peaked policy repeats its samples and refine redraws rejected moves, and a
-  // repeat needs no second DP and simulations. Scores are deterministic, so the search is
-  // the same with or without it, only faster.
-  std::array<std::map<std::vector<int>, StepResult>, 2> scored_;
+  // The placements scored so far (the last options.cache_entries of each kind), as placed
+  // [0] / shaped [1] (with options.shape; without, [1] only): a peaked policy repeats its
+  // samples and refine redraws rejected moves, and a repeat needs no second DP and
+  // simulations. Scores are deterministic, so the search is the same with or without it,
+  // only faster.
+  std::array<ScoreCache, 2> scored_;
   std::mt19937_64 rng_;
   GdpPlaceResult result_;
   Scored best_;
@@ -213,6 +217,11 @@ class GdpPlaceRun {
   static constexpr int kStalledMoves = 1024;
   static constexpr int kKickMoves = 3;
   std::vector<std::vector<int>> neighbours_;  // unit_neighbours, built on the first refine
+  // options.polish's last input placement and its best plan (time infinite until one beats
+  // best_).
+  std::vector<int> polished_action_;
+  Scored polished_;
+  Plan polished_plan_;
 };
 
 StepResult GdpPlaceRun::evaluate_as_placed(std::vector<int> action) {
@@ -224,14 +233,14 @@ StepResult GdpPlaceRun::evaluate_as_placed(std::vector<int> action) {
 
 StepResult GdpPlaceRun::evaluate(std::vector<int> action) {
   ++result_.evaluations;
-  std::map<std::vector<int>, StepResult>& scored = scored_[score_as_placed_ ? 0 : 1];
-  if (const auto it = scored.find(action); it != scored.end()) {
+  ScoreCache& scored = scored_[score_as_placed_ ? 0 : 1];
+  if (const StepResult* known = scored.find(action)) {
     ++result_.repeats;  // already compared with the incumbents
-    return it->second;
+    return *known;
   }
   last_shaped_ = Plan{};
   const StepResult r = env_.step(action);
-  scored.emplace(action, r);
+  scored.add(action, r);
   Scored s{std::move(action), r.step_time, r.oom, true};
   // The incumbent of the plan's kind (a shaped plan with stages, or run as placed): block
   // moves start from each in turn.
@@ -362,15 +371,39 @@ void GdpPlaceRun::finetune(const GdpPolicy& policy) {
     compute_advantages(batch, options_.ppo, {&ema});
     ppo_update(net, adam, batch, options_.ppo);
     if (options_.finetune_refine > 0) refine(probs, options_.finetune_refine, true);
-    result_.finetune_curve.push_back(best_.time);
+    if (options_.polish) polish();
+    result_.finetune_curve.push_back(polished_.better_than(best_) ? polished_.time : best_.time);
     if (budget_.progress) budget_.progress(u, total, "best " + format_ms(best_.time));
   }
 }
 
+void GdpPlaceRun::polish() {
+  if (!best_.valid || best_.oom || best_shaped_.pipeline.stages.empty() ||
+      best_.action == polished_action_) {
+    return;
+  }
+  polished_action_ = best_.action;
+  const auto spend = [this] {
+    if (out_of_budget()) return false;
+    ++result_.evaluations;
+    return true;
+  };
+  auto [plan, time] = options_.polish(problem_, best_shaped_, best_.time, spend);
+  const Scored s{best_.action, time, false, true};
+  if (s.better_than(best_) && s.better_than(polished_)) {
+    polished_ = s;
+    polished_plan_ = std::move(plan);
+  }
+}
+
 GdpPlaceResult GdpPlaceRun::finish() {
-  result_.plan = options_.shape && best_.valid && !best_shaped_.placement.empty()
-                     ? std::move(best_shaped_)
-                     : env_.to_plan(best_.action);
+  if (polished_.better_than(best_)) {
+    result_.plan = std::move(polished_plan_);
+  } else {
+    result_.plan = options_.shape && best_.valid && !best_shaped_.placement.empty()
+                       ? std::move(best_shaped_)
+                       : env_.to_plan(best_.action);
+  }
   result_.plan.method = "gdp";
   const SimResult sim = predict(problem_, &result_.plan);
   result_.best_time = sim.step_time;

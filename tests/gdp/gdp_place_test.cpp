@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -71,6 +73,16 @@ GdpPlaceOptions finetune_options(int samples, int updates, int ppo_samples, int 
   o.finetune_updates = updates;
   o.ppo.samples = ppo_samples;
   o.ppo.epochs = epochs;
+  return o;
+}
+
+/// Fine-tuning with enough block moves per update that the climb stalls (every nearby move
+/// tried) and restarts from a kicked incumbent; *b gets seed 4 and 5000 evaluations.
+GdpPlaceOptions restarting_options(SearchBudget* b) {
+  b->seed = 4;
+  b->max_evaluations = 5000;
+  GdpPlaceOptions o = finetune_options(2, 3, 2, 1);
+  o.finetune_refine = 3000;
   return o;
 }
 
@@ -210,16 +222,47 @@ TEST_F(GdpPlace, RepeatedPlacementsAreScoredOnce) {
   EXPECT_EQ(r.best_time, r.greedy_time);
 }
 
+TEST_F(GdpPlace, PolishRunsOnEachNewBestPipelineAndItsPlanWins) {
+  // Every placement is shaped into a pipeline; the polish marks its plan (GPipe) and claims
+  // half the time, so it is the result. It runs once per new best placement, within budget.
+  Fixture f;
+  const GdpPolicy policy(tiny_net(), 6);
+  GdpPlaceOptions o = finetune_options(2, 4, 2, 1);
+  o.shape = [](const Problem& p, const Plan& placement) {
+    return placement_as_pipeline(p, placement);
+  };
+  std::vector<std::vector<int>> polished;
+  o.polish = [&](const Problem&, const Plan& plan, double time,
+                 const std::function<bool()>& spend) {
+    polished.push_back(plan.placement);
+    if (!spend()) return std::make_pair(plan, time);
+    Plan marked = plan;
+    marked.pipeline.schedule = PipelineSchedule::kGPipe;
+    return std::make_pair(marked, time / 2);
+  };
+  SearchBudget b;
+  b.seed = 2;
+  const GdpPlaceResult r = gdp_place(policy, f.problem(), o, b);
+  ASSERT_GE(polished.size(), 1u);
+  ASSERT_LE(polished.size(), 4u);  // at most once per update
+  EXPECT_EQ(r.plan.pipeline.schedule, PipelineSchedule::kGPipe);
+  EXPECT_LT(r.finetune_curve.back(), r.zero_shot_time);
+  // Greedy + 2 samples + one update of 2: the polish after it finds the budget spent.
+  b.max_evaluations = 5;
+  polished.clear();
+  const GdpPlaceResult spent = gdp_place(policy, f.problem(), o, b);
+  EXPECT_EQ(polished.size(), 1u);
+  EXPECT_EQ(spent.evaluations, 5);
+  EXPECT_EQ(spent.plan.pipeline.schedule, PipelineSchedule::k1F1B);
+}
+
 TEST_F(GdpPlace, FinetuneRestartsAreDeterministicForASeedAndEvaluationBudget) {
   // Enough block moves per update that the climb stalls (every nearby move tried) and
   // restarts from a kicked incumbent; the same seed and budget give the same search.
   Fixture f;
   const GdpPolicy policy(tiny_net(), 6);
-  GdpPlaceOptions o = finetune_options(2, 3, 2, 1);
-  o.finetune_refine = 3000;
   SearchBudget b;
-  b.seed = 4;
-  b.max_evaluations = 5000;
+  GdpPlaceOptions o = restarting_options(&b);
   const GdpPlaceResult a = gdp_place(policy, f.problem(), o, b);
   const GdpPlaceResult c = gdp_place(policy, f.problem(), o, b);
   EXPECT_EQ(a.evaluations, 5000);
@@ -229,6 +272,21 @@ TEST_F(GdpPlace, FinetuneRestartsAreDeterministicForASeedAndEvaluationBudget) {
   EXPECT_EQ(a.repeats, c.repeats);
   EXPECT_EQ(a.finetune_curve, c.finetune_curve);
   EXPECT_LE(a.best_time, a.zero_shot_time);
+  // Whatever the score cache holds: forgetting old scores only scores repeats again, so 8
+  // entries or none make the same search with fewer repeats.
+  o.cache_entries = 8;
+  const GdpPlaceResult bounded = gdp_place(policy, f.problem(), o, b);
+  o.cache_entries = 0;
+  const GdpPlaceResult none = gdp_place(policy, f.problem(), o, b);
+  for (const GdpPlaceResult* r : {&bounded, &none}) {
+    EXPECT_EQ(r->evaluations, a.evaluations);
+    EXPECT_EQ(r->plan.placement, a.plan.placement);
+    EXPECT_EQ(r->best_time, a.best_time);
+    EXPECT_EQ(r->finetune_curve, a.finetune_curve);
+  }
+  EXPECT_LT(bounded.repeats, a.repeats);
+  EXPECT_GT(bounded.repeats, 0);
+  EXPECT_EQ(none.repeats, 0);
 }
 
 TEST_F(GdpPlace, DeviceBeyondThePolicyIsRejected) {
