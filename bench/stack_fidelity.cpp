@@ -21,8 +21,9 @@
 //    Llama rows and the GPU's rows of the other MoE models (--moe-only-fit: on the other MoE
 //    models' rows alone); results in docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
 //    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
-//    --no-moe-host-sync); --fit-sync-host fits the host time after each sync
-//    (CostProfile::moe_sync_host_time) with the tensor-core scales; --gpt-oss-unfused puts the
+//    --no-moe-host-sync); the held-out fit learns the host time after each sync
+//    (CostProfile::moe_sync_host_time) with the tensor-core scales, as `placer calibrate fit
+//    --iterations` does for runs with experts (--scales-only: the scales alone); --gpt-oss-unfused puts the
 //    GPT-OSS bf16 rows back on the unfused core. --moe-model NAME keeps one model's rows (each
 //    GPU then predicts them with its shipped profile, unfitted); --moe-rows also prints, per
 //    model, the scales its own rows would fit; --moe-unfitted predicts every model's rows with
@@ -30,7 +31,7 @@
 //
 //   ./build/bench/stack_fidelity [--folds 5] [--fit-every 4] [--fit-iterations 20]
 //       [--modern DIR] [--skip-a100] [--skip-dense] [--skip-moe] [--moe-gpu GPU] [--moe-rows]
-//       [--gpt-oss-unfused] [--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME]
+//       [--gpt-oss-unfused] [--no-moe-host-sync] [--scales-only] [--moe-model NAME]
 //       [--moe-unfitted] [--moe-only-fit]
 // Results and commands: docs/results.md, "Fidelity per training stack".
 #include <algorithm>
@@ -67,7 +68,7 @@ struct Options {
   bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
-  bool fit_sync_host = false;    ///< fit the host time per MoE sync with the scales
+  bool fit_sync_host = true;     ///< fit the host time per MoE sync with the scales
   /// Fit each held-out MoE model's scales on its GPU generation's dense Llama rows as well
   /// as on the GPU's rows of the other MoE models (off: --moe-only-fit).
   bool moe_with_dense = true;
@@ -619,8 +620,8 @@ Options parse(int argc, char** argv) {
       o.gpt_oss_unfused = true;
     else if (a == "--no-moe-host-sync")
       o.moe_host_sync = false;
-    else if (a == "--fit-sync-host")
-      o.fit_sync_host = true;
+    else if (a == "--scales-only")
+      o.fit_sync_host = false;
     else if (a == "--moe-model" && has_value)
       o.moe_model = argv[++i];
     else if (a == "--moe-unfitted")
@@ -632,7 +633,7 @@ Options parse(int argc, char** argv) {
                    "usage: stack_fidelity [--folds K] [--fit-every K] "
                    "[--fit-iterations N] [--modern DIR] [--skip-a100] [--skip-dense] "
                    "[--skip-moe] [--moe-gpu GPU] [--moe-rows] [--gpt-oss-unfused] "
-                   "[--no-moe-host-sync] [--fit-sync-host] [--moe-model NAME] [--moe-unfitted] "
+                   "[--no-moe-host-sync] [--scales-only] [--moe-model NAME] [--moe-unfitted] "
                    "[--moe-only-fit]\n");
       std::exit(2);
     }
