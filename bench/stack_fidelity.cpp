@@ -19,13 +19,13 @@
 //    leave one model out where a GPU has two or more models (moe_family below): the held-out
 //    model's rows predicted with the GPU's tensor-core scales fitted on its generation's dense
 //    Llama rows and the GPU's rows of the other MoE models (--moe-only-fit: on the other MoE
-//    models' rows alone); results in docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and Kimi-K2". The profiles run MoE
-//    layers eagerly with the dispatcher's host sync (CostProfile::moe_host_sync; off with
-//    --no-moe-host-sync); the held-out fit learns the host time after each sync
+//    models' rows alone); results in docs/results.md, "MoE rows: GPT-OSS 120B, DeepSeek-V3 and
+//    Kimi-K2". The profiles run MoE layers eagerly with the dispatcher's host sync
+//    (CostProfile::moe_host_sync; off with --no-moe-host-sync); the held-out fit learns the host time after each sync
 //    (CostProfile::moe_sync_host_time) with the tensor-core scales, as `placer calibrate fit
-//    --iterations` does for runs with experts (--scales-only: the scales alone); --gpt-oss-unfused puts the
-//    GPT-OSS bf16 rows back on the unfused core. --moe-model NAME keeps one model's rows (each
-//    GPU then predicts them with its shipped profile, unfitted); --moe-rows also prints, per
+//    --iterations` does for runs with experts (--scales-only: the scales alone); --gpt-oss-unfused
+//    puts the GPT-OSS bf16 rows back on the unfused core. --moe-model NAME keeps one model's rows
+//    (each GPU then predicts them with its shipped profile, unfitted); --moe-rows also prints, per
 //    model, the scales its own rows would fit; --moe-unfitted predicts every model's rows with
 //    the shipped profiles (fitted on no MoE row, so every model is held out).
 //
@@ -62,10 +62,10 @@ struct Options {
   int folds = 5, fit_every = 4, fit_iterations = 20;
   std::string modern;
   bool skip_a100 = false, skip_dense = false, skip_moe = false;
-  std::string moe_gpu;  ///< only this GPU's MoE rows (empty = every GPU)
-  std::string moe_model;   ///< only this model's MoE rows, e.g. "DeepSeek-V3" (empty = all)
-  bool moe_unfitted = false;  ///< every model's rows on the shipped profile, no scale fitted
-  bool show_rows = false;  ///< print every MoE row's prediction (comment lines)
+  std::string moe_gpu;           ///< only this GPU's MoE rows (empty = every GPU)
+  std::string moe_model;         ///< only this model's MoE rows, e.g. "DeepSeek-V3" (empty = all)
+  bool moe_unfitted = false;     ///< every model's rows on the shipped profile, no scale fitted
+  bool show_rows = false;        ///< print every MoE row's prediction (comment lines)
   bool gpt_oss_unfused = false;  ///< GPT-OSS bf16 rows on the unfused attention core
   bool moe_host_sync = true;     ///< eager MoE host model (CostProfile::moe_host_sync)
   bool fit_sync_host = true;     ///< fit the host time per MoE sync with the scales
@@ -428,14 +428,20 @@ struct ScaleTraining {
   std::vector<double> measured;
 };
 
+// Dense training rows per GPU generation, each generation's simulated once.
+using DenseByGeneration = std::map<std::string, ScaleTraining>;
+
 // The dense Llama rows of every GPU of `gpu`'s generation, the rows the shipped scales were
-// fitted on (none for a GPU outside kDenseGpus).
-ScaleTraining dense_training(const Options& o, const std::string& gpu) {
+// fitted on (none for a GPU outside kDenseGpus), from `cache` when it holds them.
+const ScaleTraining& dense_training(const Options& o, const std::string& gpu,
+                                    DenseByGeneration* cache) {
   std::string generation;
   for (const auto& [name, cluster, gen] : kDenseGpus) {
     if (gpu == name) generation = gen;
   }
-  ScaleTraining t;
+  const auto [it, added] = cache->try_emplace(generation);
+  if (!added) return it->second;
+  ScaleTraining& t = it->second;
   for (const auto& [name, cluster, gen] : kDenseGpus) {
     if (gen != generation) continue;
     const DenseDevice d = load_dense_device(o, name, cluster, gen);
@@ -526,7 +532,7 @@ void print_moe_predictions(const Cluster& cluster, const CostProfile& profile,
   }
 }
 
-MoePredictions moe_family(const Options& o, const std::string& gpu,
+MoePredictions moe_family(const Options& o, DenseByGeneration* dense_rows, const std::string& gpu,
                           const std::string& cluster_file) {
   const std::string family = "MoE " + gpu;
   const std::string file = o.modern + "/moe_" + gpu + ".csv";
@@ -553,15 +559,17 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
               cluster_file.c_str(), cluster.name.c_str(), cluster.num_devices());
   if (model_index.size() < 2 || o.moe_unfitted) {
     const std::vector<double> p = predict_runs(cluster, start, runs);
-    print_moe_rows(gpu, runs, p,
-                   o.moe_unfitted ? "shipped profile, unfitted" : "shipped profile, unfitted (one model)");
+    print_moe_rows(
+        gpu, runs, p,
+        o.moe_unfitted ? "shipped profile, unfitted" : "shipped profile, unfitted (one model)");
     if (o.show_rows) print_moe_predictions(cluster, start, {runs, p});
     return {runs, p};
   }
   CostProfile reference = with_reference_compute_curves(
       load_cost_profile(dir + profile), load_cost_profile(dir + "h100.profile.yaml"));
   reference.moe_host_sync = o.moe_host_sync;
-  const ScaleTraining dense = o.moe_with_dense ? dense_training(o, gpu) : ScaleTraining{};
+  const ScaleTraining dense =
+      o.moe_with_dense ? dense_training(o, gpu, dense_rows) : ScaleTraining{};
   const std::vector<double> p =
       moe_held_out(gpu, cluster, reference, runs, o.fit_sync_host, o.show_rows, dense);
   print_moe_rows(gpu, runs, p,
@@ -574,6 +582,7 @@ MoePredictions moe_family(const Options& o, const std::string& gpu,
 // Every GPU's MoE rows, then each model over all GPUs.
 void moe_families(const Options& o) {
   MoePredictions all;
+  DenseByGeneration dense_rows;
   for (const auto& [gpu, cluster] :
        {std::pair<const char*, const char*>{"h100", "h100_ib_64node.cluster.yaml"},
         {"b200", "b200_32node_ib400.cluster.yaml"},
@@ -582,7 +591,7 @@ void moe_families(const Options& o) {
         {"gb300", "gb300_nvl72_4rack.cluster.yaml"}}) {
     if (!o.moe_gpu.empty() && o.moe_gpu != gpu) continue;
     try {
-      const MoePredictions p = moe_family(o, gpu, cluster);
+      const MoePredictions p = moe_family(o, &dense_rows, gpu, cluster);
       all.first.insert(all.first.end(), p.first.begin(), p.first.end());
       all.second.insert(all.second.end(), p.second.begin(), p.second.end());
     } catch (const Error& e) {
