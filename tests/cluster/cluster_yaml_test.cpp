@@ -112,7 +112,7 @@ TEST(ClusterYaml, EveryShippedClusterLoads) {
       {"automap_config_a.cluster.yaml", 16}, {"automap_config_b.cluster.yaml", 24},
       {"automap_config_c.cluster.yaml", 32}, {"dgx_a100.cluster.yaml", 8},
       {"h100_ib_4node.cluster.yaml", 32},    {"h100_ib_64node.cluster.yaml", 512},
-      {"h100_sxm_1gpu.cluster.yaml", 1},
+      {"h100_sxm_1gpu.cluster.yaml", 1},    {"h200_sxm_1gpu.cluster.yaml", 1},
       {"sync_1gbit.cluster.yaml", 8},        {"sync_10gbit.cluster.yaml", 8},
       {"sync_25gbit.cluster.yaml", 8},       {"sync_40gbit.cluster.yaml", 8},
       // The per-GPU files: 8 GPUs per node, 1 or 4 nodes.
