@@ -325,6 +325,13 @@ class ProfileFit {
           r.category == OpCategory::kCommunication) {
         continue;
       }
+      if (r.category == OpCategory::kAttention) {
+        // The attention curve comes from SDPA sweeps over shapes (scripts/
+        // fit_attention_curve.py), not from a step's few shapes: the base's is kept.
+        ++skipped_["profiled attention ops (ops.attention is kept from the base profile)"];
+        covered.insert(r.op_id);
+        continue;
+      }
       if (compute_bound(r.category) ? !(r.flops > 0) : !(r.bytes > 0)) continue;
       ComputePoint c;
       c.cat = r.category;

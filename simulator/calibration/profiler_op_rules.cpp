@@ -655,6 +655,86 @@ void dropout(const OpCall& op, Work* w) {
   w->bytes = a.bytes() + a.elements() * (a.es + 1);
 }
 
+// ---- fused attention
+
+// Where an SDPA op keeps what its FLOPs need: the layout of q / k ([b, h, s, d] for the
+// scaled_dot_product_* and cuDNN ops, [b, s, h, d] for the flash / efficient kernels' own
+// ops), the input index of q (1 in a backward: grad_out comes first) and of is_causal
+// (the efficient ops' custom_mask_type, 0 = none), from the ops' ATen signatures.
+struct AttentionSignature {
+  const char* name;
+  bool bhsd;
+  size_t q, causal;
+  bool backward;
+};
+
+const AttentionSignature* attention_signature(const std::string& n) {
+  static const AttentionSignature table[] = {
+      {"_scaled_dot_product_cudnn_attention", true, 0, 6, false},
+      {"_cudnn_attention_forward", true, 0, 10, false},
+      {"_scaled_dot_product_cudnn_attention_backward", true, 1, 14, true},
+      {"_cudnn_attention_backward", true, 1, 14, true},
+      {"_scaled_dot_product_flash_attention", true, 0, 4, false},
+      {"_flash_attention_forward", false, 0, 8, false},
+      {"_scaled_dot_product_flash_attention_backward", true, 1, 11, true},
+      {"_flash_attention_backward", false, 1, 11, true},
+      {"_scaled_dot_product_efficient_attention", true, 0, 6, false},
+      {"_efficient_attention_forward", false, 0, 9, false},
+      {"_scaled_dot_product_efficient_attention_backward", true, 1, 11, true},
+      {"_efficient_attention_backward", false, 1, 14, true},
+  };
+  for (const AttentionSignature& a : table) {
+    if (n == a.name) return &a;
+  }
+  return nullptr;
+}
+
+// FlashAttention's count, as the simulator's attention op (datasets/gpt.h
+// flash_attention_flops): forward 4 b h_q d x pairs, pairs = s_q s_k, or s (s + 1) / 2
+// when causal with s_q = s_k; backward 2.5 x the forward. Bytes: forward reads q, k, v and
+// writes the output (q-sized) and the fp32 logsumexp (b h_q s_q); backward reads its
+// tensor inputs (grad_out, q, k, v, out, logsumexp, ...) and writes dq, dk, dv.
+void attention(const OpCall& op, Work* w) {
+  const AttentionSignature* sig = attention_signature(op.n);
+  const Inputs& in = op.in;
+  Tensor q, k, v;
+  if (!sig || !in.tensor(sig->q, &q) || !in.tensor(sig->q + 1, &k) ||
+      !in.tensor(sig->q + 2, &v) || q.shape().size() != 4 || k.shape().size() != 4) {
+    return;
+  }
+  const size_t seq_dim = sig->bhsd ? 2 : 1;
+  const double sq = static_cast<double>(q.shape()[seq_dim]);
+  const double sk = static_cast<double>(k.shape()[seq_dim]);
+  const std::vector<long long> flag = in.ints(sig->causal);
+  const bool causal = flag.size() == 1 && flag[0] != 0 && sq == sk;
+  const double pairs = causal ? sq * (sq + 1) / 2 : sq * sk;
+  const double heads_dim = q.elements() / std::max(1.0, sq);  // b h_q d
+  const double forward = 4 * heads_dim * pairs;
+  w->flops = sig->backward ? 2.5 * forward : forward;
+  const double lse = q.elements() / static_cast<double>(std::max(1LL, q.shape()[3])) * 4;
+  w->bytes = sig->backward ? in.read_all() + q.bytes() + k.bytes() + v.bytes()
+                           : q.bytes() + k.bytes() + v.bytes() + q.elements() * q.es + lse;
+}
+
+// ---- inductor's generated kernels
+
+// A torch.compile'd kernel's launch, recorded as a CPU op named after the kernel
+// (triton_poi_fused_..., triton_red_fused_...) whose inputs are the kernel's arguments:
+// the buffers it reads and writes (outputs included), then the element counts as Scalars.
+// Each buffer is moved once: bytes = their stored bytes; FLOPs = the element counts' product.
+void triton_kernel(const OpCall& op, Work* w) {
+  const Inputs& in = op.in;
+  double bytes = 0;
+  for (const Tensor& t : in.tensors()) bytes += t.bytes();
+  w->bytes = bytes;
+  double elements = 1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<long long> n = in.ints(i);
+    if (in.in[i].type == "Scalar" && n.size() == 1) elements *= static_cast<double>(n[0]);
+  }
+  w->flops = elements;
+}
+
 // ---- the table
 
 // Op names (without "aten::"; a trailing '*' matches any name starting so), the rule's
@@ -676,6 +756,12 @@ const std::vector<RuleEntry>& rule_table() {
       {{"convolution_backward", "cudnn_convolution_backward"}, "conv backward", conv_backward},
       // multi_tensor_apply
       {{"_foreach_*", "_fused_adam_", "_fused_adamw_", "_fused_sgd_"}, "foreach", foreach_op},
+      // the SDPA ops of attention_signature (others of these prefixes: no work)
+      {{"_scaled_dot_product_*", "_cudnn_attention_*", "_flash_attention_*",
+        "_efficient_attention_*"},
+       "attention",
+       attention},
+      {{"triton_*"}, "triton", triton_kernel},
       {{"native_layer_norm"}, "layer_norm", layer_norm},
       {{"native_layer_norm_backward"}, "layer_norm backward", layer_norm_backward},
       {{"native_batch_norm", "cudnn_batch_norm", "_native_batch_norm_legit", "miopen_batch_norm"},

@@ -104,11 +104,32 @@ bool majority_dtype(const ProfilerTrace& trace, const std::vector<long long>& or
   return have;
 }
 
-// An op's dtype: its first floating input's, else its first kernel's template argument,
-// else the trace's majority, else its first input of any dtype, else f32.
+// The floating dtype of the most elements among an op's tensor inputs (an inductor
+// kernel's arguments list small fp32 statistics, e.g. RMSNorm's rstd, before its bf16
+// activations); false when no input is a floating tensor.
+bool bulk_dtype(const ProfiledCpuOp& cpu, DType* out) {
+  std::map<DType, double> elements;
+  for (const ProfiledInput& p : cpu.inputs) {
+    DType d;
+    if (p.list || p.dims.size() != 1 || !floating_dtype(p.type, &d)) continue;
+    double n = 1;
+    for (long long x : p.dims.front()) n *= static_cast<double>(std::max(0LL, x));
+    elements[d] += n;
+  }
+  double most = -1;
+  for (const auto& [d, n] : elements) {
+    if (n > most) most = n, *out = d;
+  }
+  return most >= 0;
+}
+
+// An op's dtype: its first floating input's (an inductor kernel's: that of most of its
+// elements), else its first kernel's template argument, else the trace's majority, else its
+// first input of any dtype, else f32.
 DType op_dtype(const ProfiledCpuOp& cpu, const std::vector<const ProfiledKernel*>& kernels,
                const DType* majority) {
   DType dtype = DType::kF32;
+  if (cpu.name.rfind("triton_", 0) == 0 && bulk_dtype(cpu, &dtype)) return dtype;
   for (const ProfiledInput& p : cpu.inputs) {
     if (!p.list && floating_dtype(p.type, &dtype)) return dtype;
   }

@@ -22,6 +22,35 @@ std::string lower(std::string s) {
 
 bool has(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
 
+// Inductor's generated kernels (and the CPU ops torch.compile records for their launches)
+// are named triton_<kind>_fused_<the aten ops fused>: "poi" pointwise, "red" / "per"
+// reductions (looped / one block per row), "tem" templates (GEMMs). The fused ops' names
+// would match the generic rules below wrongly ("cat", "transpose" in a fused rotary kernel),
+// so the kind decides: a reduction that squares and normalises (rsqrt, or pow with mean /
+// sum: RMSNorm and its backward) is a normalization, a softmax a softmax.
+bool classify_triton(const std::string& n, OpCategory* out) {
+  if (n.rfind("triton_", 0) != 0) return false;
+  if (has(n, "softmax")) return *out = OpCategory::kSoftmax, true;
+  if (n.rfind("triton_tem_", 0) == 0) return *out = OpCategory::kMatMul, true;
+  if (n.rfind("triton_poi_", 0) == 0) return *out = OpCategory::kElementwise, true;
+  const bool norm =
+      has(n, "rsqrt") || (has(n, "_pow_") && (has(n, "_mean_") || has(n, "_sum_")));
+  *out = norm ? OpCategory::kNormalization : OpCategory::kReduction;
+  return true;
+}
+
+// Fused attention: the SDPA ops (aten::_scaled_dot_product_{cudnn,flash,efficient}_attention,
+// aten::_{cudnn,flash,efficient}_attention_forward / _backward) and their kernels (cuDNN's
+// "..._sdpa_sm90_flash_fprop / bprop", FlashAttention's flash_fwd / flash_bwd, xformers'
+// fmha_cutlass*). Checked before the conv rules: "fprop" is also a cuDNN convolution word.
+bool attention_name(const std::string& n) {
+  return has(n, "attention_forward") || has(n, "attention_backward") ||
+         has(n, "scaled_dot_product_cudnn_attention") ||
+         has(n, "scaled_dot_product_flash_attention") ||
+         has(n, "scaled_dot_product_efficient_attention") || has(n, "_sdpa_") ||
+         has(n, "flash_fwd") || has(n, "flash_bwd") || has(n, "fmha_");
+}
+
 // Category from a name; kOther when no rule matches. Order matters: convolution kernels
 // are implicit GEMMs, so the conv rules come first.
 bool classify_name(const std::string& raw, OpCategory* out) {
@@ -31,6 +60,8 @@ bool classify_name(const std::string& raw, OpCategory* out) {
     *out = c;
     return true;
   };
+  if (classify_triton(n, out)) return true;
+  if (attention_name(n)) return set(OpCategory::kAttention);
   if (has(n, "nccl") || has(n, "all_reduce") || has(n, "allreduce") || has(n, "all_gather") ||
       has(n, "allgather") || has(n, "reduce_scatter") || has(n, "broadcast_")) {
     return set(OpCategory::kCommunication);
@@ -230,11 +261,34 @@ std::string gunzip(const std::string& data, const std::string& file) {
   return out;
 }
 
+namespace {
+
+// PyTorch's TensorIterator kernels say how an element-wise op reads memory: the vectorised
+// one (vectorized_elementwise_kernel: contiguous operands, 16-byte loads) streams at the
+// copy rate; the generic ones (elementwise_kernel<...> with offset calculators for strided
+// or broadcast operands, unrolled_elementwise_kernel for casts and unaligned ones) move
+// one element per load at a fraction of it. The first is an element-wise op, the others
+// strided data movement, whichever op launched them.
+bool tensor_iterator_kind(const std::string& kernel_name, OpCategory* out) {
+  const std::string n = lower(kernel_name);
+  if (has(n, "vectorized_elementwise_kernel")) return *out = OpCategory::kElementwise, true;
+  if (has(n, "native::elementwise_kernel<") || has(n, "unrolled_elementwise_kernel")) {
+    return *out = OpCategory::kDataMovement, true;
+  }
+  return false;
+}
+
+}  // namespace
+
 OpCategory classify_kernel(const std::string& op_name, const std::string& kernel_name) {
   OpCategory c = OpCategory::kOther;
-  if (classify_name(op_name, &c)) return c;
-  if (classify_name(kernel_name, &c)) return c;
-  return OpCategory::kOther;
+  if (!classify_name(op_name, &c) && !classify_name(kernel_name, &c)) return OpCategory::kOther;
+  OpCategory kind;
+  if ((c == OpCategory::kElementwise || c == OpCategory::kDataMovement) &&
+      tensor_iterator_kind(kernel_name, &kind)) {
+    return kind;
+  }
+  return c;
 }
 
 namespace {
