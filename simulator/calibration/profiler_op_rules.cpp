@@ -698,8 +698,8 @@ void attention(const OpCall& op, Work* w) {
   const AttentionSignature* sig = attention_signature(op.n);
   const Inputs& in = op.in;
   Tensor q, k, v;
-  if (!sig || !in.tensor(sig->q, &q) || !in.tensor(sig->q + 1, &k) ||
-      !in.tensor(sig->q + 2, &v) || q.shape().size() != 4 || k.shape().size() != 4) {
+  if (!sig || !in.tensor(sig->q, &q) || !in.tensor(sig->q + 1, &k) || !in.tensor(sig->q + 2, &v) ||
+      q.shape().size() != 4 || k.shape().size() != 4) {
     return;
   }
   const size_t seq_dim = sig->bhsd ? 2 : 1;

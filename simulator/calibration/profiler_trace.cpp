@@ -33,8 +33,7 @@ bool classify_triton(const std::string& n, OpCategory* out) {
   if (has(n, "softmax")) return *out = OpCategory::kSoftmax, true;
   if (n.rfind("triton_tem_", 0) == 0) return *out = OpCategory::kMatMul, true;
   if (n.rfind("triton_poi_", 0) == 0) return *out = OpCategory::kElementwise, true;
-  const bool norm =
-      has(n, "rsqrt") || (has(n, "_pow_") && (has(n, "_mean_") || has(n, "_sum_")));
+  const bool norm = has(n, "rsqrt") || (has(n, "_pow_") && (has(n, "_mean_") || has(n, "_sum_")));
   *out = norm ? OpCategory::kNormalization : OpCategory::kReduction;
   return true;
 }

@@ -96,9 +96,9 @@ TEST(ProfiledLlamaOps, KernelNamesToCategories) {
             OpCategory::kAttention);
   EXPECT_EQ(classify_kernel("", "sm80_xmma_fprop_implicit_gemm_indexed_f16f16"), OpCategory::kConv);
   // Inductor's kernels by their kind, not by the ops fused into them.
-  EXPECT_EQ(classify_kernel("triton_poi_fused__unsafe_view_add_cat_mul_neg_split_transpose_view_1",
-                            ""),
-            OpCategory::kElementwise);
+  EXPECT_EQ(
+      classify_kernel("triton_poi_fused__unsafe_view_add_cat_mul_neg_split_transpose_view_1", ""),
+      OpCategory::kElementwise);
   EXPECT_EQ(classify_kernel("triton_per_fused__to_copy_add_div_expand_mul_pow_sum_view_7", ""),
             OpCategory::kNormalization);
   EXPECT_EQ(classify_kernel("triton_red_fused_sum_3", ""), OpCategory::kReduction);
@@ -106,8 +106,9 @@ TEST(ProfiledLlamaOps, KernelNamesToCategories) {
   EXPECT_EQ(classify_kernel("triton_tem_fused_mm_0", ""), OpCategory::kMatMul);
   // PyTorch's element-wise kernels: vectorised = element-wise, strided = data movement,
   // whichever op launched them (copy_ too).
-  EXPECT_EQ(classify_kernel("aten::copy_", "at::native::vectorized_elementwise_kernel<8, bf16_copy>"),
-            OpCategory::kElementwise);
+  EXPECT_EQ(
+      classify_kernel("aten::copy_", "at::native::vectorized_elementwise_kernel<8, bf16_copy>"),
+      OpCategory::kElementwise);
   EXPECT_EQ(classify_kernel("aten::add", "void at::native::elementwise_kernel<128, 2, f>"),
             OpCategory::kDataMovement);
   EXPECT_EQ(classify_kernel("aten::copy_", "void at::native::unrolled_elementwise_kernel<copy>"),
@@ -178,16 +179,16 @@ TEST(ProfiledLlamaOps, StridedKernelsAreDataMovement) {
 TEST(ProfiledLlamaOps, TheFitKeepsTheBaseAttentionCurve) {
   // The attention rows are left out of the fit (the curve comes from SDPA sweeps); the
   // memory-bound rows are fitted as before.
-  const Cluster c =
-      load_cluster_yaml(std::string(PLACER_TEST_DATA_DIR) + "/two_gpus.cluster.yaml");
+  const Cluster c = load_cluster_yaml(std::string(PLACER_TEST_DATA_DIR) + "/two_gpus.cluster.yaml");
   CostProfile base = uniform_profile(1.0);
   base.op(OpCategory::kAttention).compute = EfficiencyCurve::constant(0.6);
   const FitReport r = fit_profile(c, base, {}, {parse_profiler_trace(kLlamaTrace, "t.json")});
   EXPECT_EQ(r.profile.op(OpCategory::kAttention).compute.at(1e4), 0.6);
   bool noted = false;
   for (const std::string& n : r.notes) {
-    noted |= n == "skipped 3 row(s): profiled attention ops (ops.attention is kept from the "
-                  "base profile)";
+    noted |= n ==
+             "skipped 3 row(s): profiled attention ops (ops.attention is kept from the "
+             "base profile)";
   }
   EXPECT_TRUE(noted);
   EXPECT_FALSE(r.profile.fit_errors.count("ops.attention.memory_efficiency"));
