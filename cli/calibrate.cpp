@@ -28,7 +28,7 @@ namespace placer::cli {
 namespace {
 
 struct FitArgs {
-  std::string cluster, base, output, name, optimizer = "adam", profiler_dtype = "f32";
+  std::string cluster, base, output, name, note, optimizer = "adam", profiler_dtype = "f32";
   std::vector<std::string> measurements, nccl_tests, profiler_traces, traces, graphs, plans;
   std::vector<std::string> iterations;
   int fit_every = 2, fit_iterations = 20, folds = 0, threads = 2;
@@ -286,7 +286,8 @@ void run_fit(const FitArgs& a) {
   std::string iteration_note;
   if (!in.runs.empty()) iteration_note = fit_iterations(a, cluster, in.runs, &rep);
   rep.profile.name = !a.name.empty() ? a.name : "calibrated";
-  rep.profile.description = "Fitted by placer calibrate fit on cluster '" + cluster.name +
+  rep.profile.description = (a.note.empty() ? "" : a.note + " ") +
+                            "Fitted by placer calibrate fit on cluster '" + cluster.name +
                             "' from: " + fit_sources(a, in) +
                             (a.base.empty() ? "" : "; base " + a.base) + iteration_note;
   rep.profile.validate(a.output);
@@ -507,6 +508,9 @@ void fit_options(CLI::App* fit, FitArgs& a) {
       ->check(CLI::ExistingFile);
   add_output_option(fit, a.output, "Fitted profile (*.profile.yaml)")->required();
   fit->add_option("--name", a.name, "Name of the fitted profile (default: calibrated)");
+  fit->add_option("--note", a.note,
+                  "Text put before the generated description of the fitted profile (how it\n"
+                  "is regenerated, what it is for)");
   fit->add_option("--line-tolerance", a.line_tolerance,
                   "Largest median relative error of a straight alpha-beta line before a\n"
                   "collective gets a piecewise curve")

@@ -135,8 +135,10 @@ struct ComputePoint {
 // pts[i] (size = FLOPs or bytes); peak(dtype) is the rate efficiency 1 means;
 // memory_time the memory-bound floor of compute-bound categories (null for memory-bound
 // ones). *generic gets the curve of the dtype with the most rows; *by_dtype every dtype's,
-// or none when there is only one dtype. A dtype measured at one size only gets a constant
-// efficiency (latency and rate cannot be told apart).
+// or none when there is only one dtype and *by_dtype (the base's) held no other: the base's
+// curves of dtypes without points are kept (an f8 GEMM curve under bf16 traces). A dtype
+// measured at one size only gets a constant efficiency (latency and rate cannot be told
+// apart).
 void fit_rate_curves(const std::vector<const ComputePoint*>& pts, const std::vector<RatePoint>& rp,
                      const std::function<double(DType)>& peak,
                      const std::function<double(double)>& memory_time, bool flops,
@@ -144,6 +146,10 @@ void fit_rate_curves(const std::vector<const ComputePoint*>& pts, const std::vec
                      std::string* summary) {
   std::map<DType, std::vector<RatePoint>> groups;
   for (size_t i = 0; i < pts.size(); ++i) groups[pts[i]->dtype].push_back(rp[i]);
+  std::map<DType, EfficiencyCurve> kept;  // the base's curves of dtypes without points
+  for (const auto& [dtype, curve] : *by_dtype) {
+    if (!groups.count(dtype)) kept[dtype] = curve;
+  }
   by_dtype->clear();
   size_t most = 0;
   for (const auto& [dtype, g] : groups) {
@@ -166,7 +172,11 @@ void fit_rate_curves(const std::vector<const ComputePoint*>& pts, const std::vec
     if (g.size() > most) most = g.size(), *generic = curve;
     *summary += std::string(summary->empty() ? "" : "; ") + to_string(dtype) + " " + numbers;
   }
-  if (groups.size() == 1) by_dtype->clear();  // the category curve is the one
+  if (groups.size() == 1 && kept.empty()) by_dtype->clear();  // the category curve is the one
+  for (const auto& [dtype, curve] : kept) {
+    (*by_dtype)[dtype] = curve;
+    *summary += std::string("; ") + to_string(dtype) + " kept from the base";
+  }
 }
 
 // Median of the smallest 5% (at least one) of the values.

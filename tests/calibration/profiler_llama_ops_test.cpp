@@ -182,6 +182,7 @@ TEST(ProfiledLlamaOps, TheFitKeepsTheBaseAttentionCurve) {
   const Cluster c = load_cluster_yaml(std::string(PLACER_TEST_DATA_DIR) + "/two_gpus.cluster.yaml");
   CostProfile base = uniform_profile(1.0);
   base.op(OpCategory::kAttention).compute = EfficiencyCurve::constant(0.6);
+  base.op(OpCategory::kNormalization).memory_by_dtype[DType::kF32] = EfficiencyCurve::constant(0.3);
   const FitReport r = fit_profile(c, base, {}, {parse_profiler_trace(kLlamaTrace, "t.json")});
   EXPECT_EQ(r.profile.op(OpCategory::kAttention).compute.at(1e4), 0.6);
   bool noted = false;
@@ -193,6 +194,11 @@ TEST(ProfiledLlamaOps, TheFitKeepsTheBaseAttentionCurve) {
   EXPECT_TRUE(noted);
   EXPECT_FALSE(r.profile.fit_errors.count("ops.attention.memory_efficiency"));
   EXPECT_TRUE(r.profile.fit_errors.count("ops.normalization.memory_efficiency"));
+  // The one normalization row is bf16: its curve is fitted, the base's f32 curve is kept.
+  const OpCostProfile& norm = r.profile.op(OpCategory::kNormalization);
+  ASSERT_EQ(norm.memory_by_dtype.size(), 2u);
+  EXPECT_EQ(norm.memory_by_dtype.at(DType::kF32).at(1e3), 0.3);
+  EXPECT_NE(norm.memory_by_dtype.at(DType::kBF16).at(1e3), 0.3);
 }
 
 }  // namespace
