@@ -79,6 +79,11 @@ std::string gunzip(const std::string& data, const std::string& file);
 /// conv, ...) or, when that says nothing, from a kernel name ("ampere_sgemm_128x64_nn" ->
 /// matmul, "...fprop_implicit_gemm..." -> conv, "vectorized_elementwise_kernel" ->
 /// elementwise, "ncclKernel_AllReduce..." -> communication); kOther when neither does.
+/// SDPA ops and kernels (cuDNN's "..._sdpa_..._fprop", flash_fwd, ...) are attention;
+/// inductor's "triton_<kind>_fused_..." by their kind (poi element-wise, red / per
+/// reduction or, squaring and normalising, normalization); PyTorch's strided element-wise
+/// kernels ("elementwise_kernel<", "unrolled_elementwise_kernel") are data movement and its
+/// vectorised ones element-wise, whichever op launched them.
 OpCategory classify_kernel(const std::string& op_name, const std::string& kernel_name);
 
 }  // namespace placer
