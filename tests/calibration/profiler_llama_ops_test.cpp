@@ -171,8 +171,8 @@ TEST(ProfiledLlamaOps, AttentionWorkFromTheRecordedShapes) {
   EXPECT_EQ(bwd.kernels, 3);
   EXPECT_DOUBLE_EQ(bwd.measured_s, 23e-6);
   // FlashAttention's own op, [b, s, h, d] and not causal: 4 x (1 x 2 x 16) x 8 x 8.
-  expect_row(row(rows, "aten::_flash_attention_forward"), OpCategory::kAttention, "attention",
-             8192, 3 * 256 * 2 + 256 * 2 + 16 * 4);
+  expect_row(row(rows, "aten::_flash_attention_forward"), OpCategory::kAttention, "attention", 8192,
+             3 * 256 * 2 + 256 * 2 + 16 * 4);
 }
 
 TEST(ProfiledLlamaOps, InductorKernelsMoveTheirArgumentsOnce) {
