@@ -67,6 +67,8 @@ ProfiledCheckReport check_profiled_ops(const Cluster& cluster, const CostProfile
       g.category = op.category;
       g.dtype = op.dtype;
       g.flops = op.flops;
+      g.phase = op.phase;
+      g.attrs = op.attrs;
       // Kernel durations leave out the gaps between kernels, which the model's launch
       // overhead stands for: compare them with the op's time less that overhead.
       row.predicted_s = cost.op_time(g, static_cast<uint64_t>(std::llround(op.bytes)), gpu) -

@@ -711,6 +711,10 @@ void attention(const OpCall& op, Work* w) {
   const double heads_dim = q.elements() / std::max(1.0, sq);  // b h_q d
   const double forward = 4 * heads_dim * pairs;
   w->flops = sig->backward ? 2.5 * forward : forward;
+  w->backward = sig->backward;
+  const long long d = q.shape()[3], dv = v.shape().size() == 4 ? v.shape()[3] : d;
+  w->attrs = {{"head_dim", std::to_string(d)}};
+  if (dv != d) w->attrs.emplace_back("v_head_dim", std::to_string(dv));
   const double lse = q.elements() / static_cast<double>(std::max(1LL, q.shape()[3])) * 4;
   w->bytes = sig->backward ? in.read_all() + q.bytes() + k.bytes() + v.bytes()
                            : q.bytes() + k.bytes() + v.bytes() + q.elements() * q.es + lse;

@@ -2,6 +2,7 @@
 // The work (FLOPs and bytes) of one profiled PyTorch op from its recorded inputs, by a table
 // of rules per op name (profiler_op_rules.cpp); profiled_ops (profiler_ops.h) uses it.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "simulator/calibration/profiler_trace.h"
@@ -15,6 +16,10 @@ struct OpWork {
   double flops = 0, bytes = 0;
   std::string rule;
   bool known = true;
+  bool backward = false;  ///< a backward op (its phase in a graph)
+  /// Attributes a graph op of this work carries for the cost model (attention: head_dim,
+  /// and v_head_dim when v's differs).
+  std::vector<std::pair<std::string, std::string>> attrs;
 };
 
 /// The work of op `name` (with or without "aten::") on `inputs`; `list_es` is the element size

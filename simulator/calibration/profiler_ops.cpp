@@ -159,6 +159,8 @@ ProfiledOp kernel_row(const std::string& source, long long id, const ProfiledCpu
   r.bytes = w.bytes;
   r.rule = w.rule;
   r.known = w.known;
+  r.phase = w.backward ? Phase::kBackward : Phase::kForward;
+  r.attrs = w.attrs;
   return r;
 }
 

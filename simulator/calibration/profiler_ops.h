@@ -121,6 +121,9 @@ struct ProfiledOp {
   std::string rule;        ///< the rule used: "mm", "conv", "elementwise", "foreach", ...
   bool known = true;       ///< false: the op has no rule of its own (generic elementwise)
   bool has_shapes = true;  ///< false: the trace recorded no inputs for the op (bytes 0)
+  Phase phase = Phase::kForward;  ///< kBackward for the SDPA backward ops
+  /// Attributes of the graph op that stands for the row (attention: head_dim, v_head_dim).
+  std::vector<std::pair<std::string, std::string>> attrs;
 };
 
 /// The ProfiledOps of one trace, in the order of their first event: kernel rows for ops

@@ -169,6 +169,11 @@ TEST(ProfiledLlamaOps, AttentionWorkFromTheRecordedShapes) {
   expect_row(bwd, OpCategory::kAttention, "attention", 25600,
              (3 * 1024 + 2 * 256) * 2 + 64 * 4 + 2 * 8 + (1024 + 2 * 256) * 2);
   EXPECT_EQ(bwd.kernels, 3);
+  // The graph op's phase and head dim, which the cost model may read.
+  EXPECT_EQ(bwd.phase, Phase::kBackward);
+  EXPECT_EQ(fwd.phase, Phase::kForward);
+  const std::vector<std::pair<std::string, std::string>> head_dim = {{"head_dim", "16"}};
+  EXPECT_EQ(fwd.attrs, head_dim);
   EXPECT_DOUBLE_EQ(bwd.measured_s, 23e-6);
   // FlashAttention's own op, [b, s, h, d] and not causal: 4 x (1 x 2 x 16) x 8 x 8.
   expect_row(row(rows, "aten::_flash_attention_forward"), OpCategory::kAttention, "attention", 8192,
