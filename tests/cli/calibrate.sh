@@ -31,6 +31,10 @@ has fit-gemm "$tmp/fit.txt" "ops.matmul.compute_efficiency"
 has fit-note "$tmp/fit.txt" "tf32"
 has fit-yaml "$tmp/fit.profile.yaml" "bus_bandwidth: 8.398 GB/s"
 has fit-errors "$tmp/fit.profile.yaml" "fit_errors:"
+# --note goes before the generated description.
+"$placer" calibrate fit --cluster "$cluster" --measurements "$cal/measurements.csv" \
+  --note "Regenerate: make it." -o "$tmp/note.profile.yaml" > /dev/null 2>&1
+has fit-note-text "$tmp/note.profile.yaml" 'description: "Regenerate: make it. Fitted by placer calibrate fit on cluster'
 # The written profile is a valid profile: simulate with it.
 ok simulate-with-fit "$placer" simulate --graph "$data/mlp2.graph.json" --cluster "$cluster" \
   --plan "$data/mlp2_two_gpus.plan.yaml" --profile "$tmp/fit.profile.yaml"
