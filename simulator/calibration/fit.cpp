@@ -222,6 +222,7 @@ class ProfileFit {
     for (const ProfilerTrace& tr : traces) {
       const std::set<long long> covered = add_profiled_ops(tr);
       add_flops_only_ops(tr, covered);
+      add_kernel_gaps(tr);
     }
   }
 
@@ -379,6 +380,20 @@ class ProfileFit {
     }
   }
 
+  // The idle time between each kernel's end and the next kernel's start (in start order;
+  // overlapping kernels, e.g. of two streams, give none).
+  void add_kernel_gaps(const ProfilerTrace& tr) {
+    std::vector<std::pair<double, double>> spans;  // start, end
+    for (const ProfiledKernel& k : tr.kernels) {
+      if (k.cat == "kernel") spans.emplace_back(k.start_s, k.start_s + k.dur_s);
+    }
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) {
+      const double gap = spans[i].first - spans[i - 1].second;
+      if (gap >= 0) kernel_gaps_.push_back(gap);
+    }
+  }
+
   // ---- collectives and links
 
   void add_term(const TermFit& tf) {
@@ -455,12 +470,15 @@ class ProfileFit {
   // Back-to-back microbenchmark rows define it; trace kernel durations (no gaps between
   // kernels) only when there are too few rows. The launch overhead is what the smallest
   // kernels cost (their roofline time is ~0), from enough of them; otherwise the base's (or
-  // each device's own).
+  // each device's own). A trace's kernel durations leave out the gap between one kernel's
+  // end and the next one's start, which a back-to-back row holds: from traces the launch
+  // overhead is the smallest kernels' duration plus the smallest gaps (fastest 5% each).
   void fit_launch_overhead() {
     std::vector<double> times;
     for (const ComputePoint& c : compute_) {
       if (c.m) times.push_back(c.time);
     }
+    const bool from_traces = times.empty();
     if (times.size() < 8) times.insert(times.end(), kernel_times_.begin(), kernel_times_.end());
     constexpr size_t kMinLaunchSamples = 8;
     if (times.size() < kMinLaunchSamples) {
@@ -470,12 +488,20 @@ class ProfileFit {
       return;
     }
     CostProfile& p = rep_.profile;
-    p.launch_overhead = round_sig(floor_time(times));
+    const double kernel = floor_time(times);
+    const bool gaps = from_traces && kernel_gaps_.size() >= kMinLaunchSamples;
+    const double gap = gaps ? floor_time(kernel_gaps_) : 0;
+    p.launch_overhead = round_sig(kernel + gap);
     TermFit tf;
     tf.term = "launch_overhead";
     tf.model = "fastest 5%";
     tf.values = human_time(p.launch_overhead) + " (median of the fastest 5% of " +
-                std::to_string(times.size()) + " kernels / rows)";
+                std::to_string(times.size()) + " kernels / rows" +
+                (gaps ? ", " + human_time(kernel) + ", plus that of " +
+                            std::to_string(kernel_gaps_.size()) + " gaps between kernels, " +
+                            human_time(gap)
+                      : std::string()) +
+                ")";
     tf.points = static_cast<int>(times.size());
     tf.has_error = false;
     rep_.terms.push_back(tf);
@@ -571,6 +597,7 @@ class ProfileFit {
   std::map<int, std::pair<std::vector<double>, std::vector<double>>> link_pts_;  // level -> x, t
   std::vector<ComputePoint> compute_;
   std::vector<double> kernel_times_;  // every profiled kernel's duration
+  std::vector<double> kernel_gaps_;   // idle time between consecutive kernels of a trace
 };
 
 }  // namespace

@@ -229,5 +229,21 @@ TEST(ProfiledLlamaOps, TheFitKeepsTheBaseAttentionCurve) {
   EXPECT_NE(norm.memory_by_dtype.at(DType::kBF16).at(1e3), 0.3);
 }
 
+TEST(ProfiledLlamaOps, LaunchOverheadFromTracesAddsTheGapBetweenKernels) {
+  // 20 kernels of 3 us, 2 us apart, and one of 1 us that overlaps the first (another
+  // stream: no gap). Kernel durations hold no launch gap: the launch overhead is the
+  // fastest kernels' 1 us (the fastest 5% of 21: one) plus the fastest gaps' 2 us.
+  std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {}})";
+  for (int i = 0; i < 20; ++i) {
+    json += ",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": " +
+            std::to_string(5 * i) + ", \"dur\": 3, \"args\": {}}";
+  }
+  const Cluster c = load_cluster_yaml(std::string(PLACER_TEST_DATA_DIR) + "/two_gpus.cluster.yaml");
+  const FitReport r =
+      fit_profile(c, uniform_profile(1.0), {}, {parse_profiler_trace(json + "]}", "t.json")});
+  EXPECT_NEAR(r.profile.launch_overhead, 3e-6, 1e-12);
+}
+
 }  // namespace
 }  // namespace placer
