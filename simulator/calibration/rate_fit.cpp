@@ -32,12 +32,17 @@ LatencyRate fit_latency_rate(const std::vector<RatePoint>& points,
   if (pts.empty()) throw ValidationError("latency-rate fit: no point with FLOPs and a time");
   std::vector<double> mem;
   for (const RatePoint& p : pts) mem.push_back(p.bytes > 0 && memory_time ? memory_time(p.bytes) : 0.0);
-  double fastest = std::numeric_limits<double>::infinity();
   double max_rate = 0;  // the fastest any point ran: the rate is searched up to 4x that
+  std::vector<double> busy;
   for (const RatePoint& p : pts) {
-    fastest = std::min(fastest, p.busy);
+    busy.push_back(p.busy);
     max_rate = std::max(max_rate, p.flops / p.busy);
   }
+  // The latency is at most the fastest points' time: the median of the fastest 5% (at
+  // least one), so that one kernel faster than the rest does not pin it.
+  std::sort(busy.begin(), busy.end());
+  const size_t k = std::max<size_t>(1, busy.size() / 20);
+  const double fastest = k % 2 ? busy[k / 2] : 0.5 * (busy[k / 2 - 1] + busy[k / 2]);
   // Coarse grid: latency in [0, fastest], rate from max_rate / 1e3 to 4 max_rate (log).
   constexpr int kLat = 64, kRate = 240;
   const double lo = std::log(max_rate / 1e3), hi = std::log(4 * max_rate);

@@ -30,7 +30,8 @@ struct LatencyRate {
 
 /// Least squares on relative errors of busy(f, b) against the points, with
 /// memory_time(bytes) the category's memory-bound time (0 where unknown). A grid over the
-/// latency (0 .. the fastest point) and a log grid over the rate, refined around the best.
+/// latency (0 .. the fastest points' time: the median of the fastest 5%, at least one) and
+/// a log grid over the rate, refined around the best.
 /// Errors: ValidationError when no point has flops > 0 and busy > 0.
 LatencyRate fit_latency_rate(const std::vector<RatePoint>& points,
                              const std::function<double(double)>& memory_time);

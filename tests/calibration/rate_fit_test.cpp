@@ -31,6 +31,23 @@ TEST(LatencyRate, MemoryBoundPointsDoNotBendTheRate) {
   EXPECT_NEAR(lr.rate / 500e12, 1.0, 1e-3);
 }
 
+TEST(LatencyRate, OneFasterKernelDoesNotCapTheLatency) {
+  // 99 kernels of 2 us + b / 4 TB/s (64 KB to 400 MB) and one that ran 1 us (a one-element
+  // fill). The latency is searched up to the median of the fastest 5% (the 3rd fastest of
+  // 100: 2.02 us), not up to the single 1 us kernel, which would force it below 1 us; the
+  // least squares then sit a little under 2 us (the outlier's 100% error pulls them).
+  std::vector<RatePoint> pts;
+  for (int i = 0; i < 99; ++i) {
+    const double b = 65536 * std::pow(6400.0, i / 98.0);
+    pts.push_back({b, 0, 2e-6 + b / 4e12});
+  }
+  pts.push_back({4, 0, 1e-6});
+  const LatencyRate lr = fit_latency_rate(pts, nullptr);
+  EXPECT_GT(lr.latency, 1.5e-6);
+  EXPECT_NEAR(lr.latency, 2e-6, 1e-7);
+  EXPECT_NEAR(lr.rate / 4e12, 1.0, 2e-2);
+}
+
 TEST(LatencyRate, CurveIsTheEfficiencyOfTheModel) {
   const LatencyRate lr{4e-6, 600e12};
   const double peak = 1000e12;
