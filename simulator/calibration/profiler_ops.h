@@ -80,7 +80,6 @@
 //    +1% to +3% on the GPT steps of datasets/measurements/h100, +30% on ResNet-50);
 //    reads L lists, writes one (in place: the first; out of place: a new one):
 //    bytes = (L + 1) E es, FLOPs = E. _fused_adam_ / _fused_adamw_ write 3 of their lists.
-//
 //  - SDPA ops (_scaled_dot_product_{cudnn,flash,efficient}_attention and their _backward,
 //    _{cudnn,flash,efficient}_attention_forward / _backward): FlashAttention's count,
 //    forward 4 b h_q d x pairs (s_q s_k; s (s + 1) / 2 when is_causal), backward 2.5 x;
@@ -90,9 +89,10 @@
 //    tensor argument moved once; FLOPs = the product of the element-count Scalars.
 //
 // DType: the first floating tensor input's ("float" f32, "c10::BFloat16" bf16, "c10::Half"
-// f16, "double" f64; for an inductor kernel the floating dtype of most of its elements); else (TensorList-only ops) from the first kernel's name
-// ("c10::BFloat16", "c10::Half", "double", "float" in its template arguments); else the
-// dtype most of the trace's ops have; else the first tensor input's (i64, bool, ...).
+// f16, "double" f64; for an inductor kernel the floating dtype of most of its elements);
+// else (TensorList-only ops) from the first kernel's name ("c10::BFloat16", "c10::Half",
+// "double", "float" in its template arguments); else the dtype most of the trace's ops
+// have; else the first tensor input's (i64, bool, ...).
 // Element sizes of TensorList members follow the dtype.
 
 #include <string>
