@@ -32,6 +32,8 @@ import math
 import statistics
 import sys
 
+from fit_fp8_curve import efficiency  # the simulator's piecewise-linear curve
+
 
 def scores_of(r):
     """Query-key scores of one SDPA call: batch x query heads x pairs."""
@@ -91,17 +93,8 @@ class Model:
             k += 0.5
         return self
 
-    def curve_at(self, x):
-        p = self.points
-        if x <= p[0][0]:
-            return p[0][1]
-        for (x0, y0), (x1, y1) in zip(p, p[1:]):
-            if x <= x1:
-                return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-        return p[-1][1]
-
     def predict(self, row):
-        flop_time = row["flops"] / (self.peak * self.curve_at(math.log10(row["flops"])))
+        flop_time = row["flops"] / (self.peak * efficiency(self.points, math.log10(row["flops"])))
         memory = row["bytes"] / (self.bandwidth * 0.8)
         return self.launch + max(flop_time + self.score_seconds(row), memory)
 
