@@ -156,7 +156,9 @@ def main():
     ap.add_argument("--peak", type=float, default=989.4e12, help="bf16 dense FLOP/s (H200)")
     ap.add_argument("--bandwidth", type=float, default=4.8e12, help="bytes/s (H200)")
     ap.add_argument("--launch", type=float, default=4e-6, help="seconds per op")
-    ap.add_argument("--head-dim", type=int, default=0, help="only rows of this head dim (0 = all)")
+    ap.add_argument("--head-dim", type=int, default=0,
+                    help="only rows of this head dim (0 = all; with one head dim the score "
+                         "times and the curve trade off, so fit them with --no-scores)")
     ap.add_argument("--no-scores", action="store_true",
                     help="fit the curve alone (no per-score term: score times 0)")
     a = ap.parse_args()
