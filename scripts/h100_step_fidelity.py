@@ -41,19 +41,14 @@ def main():
     ap.add_argument("--steps", required=True, nargs="+", help="steps.csv file(s)")
     ap.add_argument("--profile", required=True)
     ap.add_argument("--cluster", default=os.path.join(ROOT, "datasets/clusters/h100_sxm_1gpu.cluster.yaml"))
-    ap.add_argument("--placer", default=os.path.join(ROOT, "build/placer"))
-    ap.add_argument("--work", default="/tmp/h100_fidelity")
-    ap.add_argument("--csv", help="write the rows here")
-    ap.add_argument("--configs", help="comma-separated names to keep (default: every row)")
+    util.add_run_options(ap, ROOT, "/tmp/h100_fidelity")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     rows = []
     for path in args.steps:
         with open(path, newline="") as f:
             rows += [r for r in csv.DictReader(f) if r["median_s"]]
-    if args.configs:
-        keep = set(args.configs.split(","))
-        rows = [r for r in rows if r["name"] in keep]
+    rows = util.keep_configs(rows, args.configs)
     if not rows:
         sys.exit("h100_step_fidelity.py: no measured rows")
     out = []
@@ -82,11 +77,7 @@ def main():
     print(util.summary("configs", [o["measured_s"] for o in out],
                        [o["predicted_s"] for o in out]))
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, list(out[0].keys()))
-            w.writeheader()
-            w.writerows(out)
-
+        util.write_csv(args.csv, out)
 
 if __name__ == "__main__":
     main()

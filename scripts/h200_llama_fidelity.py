@@ -78,9 +78,7 @@ def predict(args, row):
 def read_rows(args):
     with open(args.steps, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r.get("status") == "ok" and r["median_s"]]
-    if args.configs:
-        keep = set(args.configs.split(","))
-        rows = [r for r in rows if r["name"] in keep]
+    rows = util.keep_configs(rows, args.configs)
     if not rows:
         sys.exit(f"{WHO}: {args.steps}: no measured rows")
     return rows
@@ -91,10 +89,7 @@ def main():
     ap.add_argument("--steps", default=os.path.join(ROOT, "datasets/measurements/h200/llama_steps.csv"))
     ap.add_argument("--profile", help="cost profile (default: the cluster's shipped one)")
     ap.add_argument("--cluster", default=os.path.join(ROOT, "datasets/clusters/h200_sxm_1gpu.cluster.yaml"))
-    ap.add_argument("--placer", default=os.path.join(ROOT, "build/placer"))
-    ap.add_argument("--work", default="/tmp/h200_llama_fidelity")
-    ap.add_argument("--csv", help="write the rows here")
-    ap.add_argument("--configs", help="comma-separated names to keep (default: every row)")
+    util.add_run_options(ap, ROOT, "/tmp/h200_llama_fidelity")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     out = []
@@ -116,11 +111,7 @@ def main():
             print(util.summary(split, [o["measured_s"] for o in part],
                                [o["predicted_s"] for o in part]))
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, list(out[0].keys()))
-            w.writeheader()
-            w.writerows(out)
-
+        util.write_csv(args.csv, out)
 
 if __name__ == "__main__":
     main()

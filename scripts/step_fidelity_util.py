@@ -3,6 +3,8 @@ scripts/h200_llama_fidelity.py): running the placer binary, reading its step tim
 memory from the report, and the summary statistics (MAPE, median, Spearman rank
 correlation) of predicted against measured steps."""
 
+import csv
+import os
 import re
 import statistics
 import subprocess
@@ -64,3 +66,27 @@ def summary(label, measured, predicted):
     return (f"{label} {len(errs)}: MAPE {statistics.fmean(absolute) * 100:.1f}%, median "
             f"{statistics.median(absolute) * 100:.1f}%, max {max(absolute) * 100:.1f}%, signed "
             f"mean {statistics.fmean(errs) * 100:+.1f}%, Spearman {rho:.3f}")
+
+
+def write_csv(path, rows):
+    """The per-row dicts as a CSV with their keys as the header."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def add_run_options(ap, root, work):
+    """--placer, --work (default `work`), --csv and --configs, which both scripts take."""
+    ap.add_argument("--placer", default=os.path.join(root, "build/placer"))
+    ap.add_argument("--work", default=work)
+    ap.add_argument("--csv", help="write the rows here")
+    ap.add_argument("--configs", help="comma-separated names to keep (default: every row)")
+
+
+def keep_configs(rows, configs):
+    """The rows whose name is in the comma-separated `configs` (all when it is empty)."""
+    if not configs:
+        return rows
+    keep = set(configs.split(","))
+    return [r for r in rows if r["name"] in keep]
