@@ -56,7 +56,8 @@ void write(const GenerateArgs& a, Graph g, bool master_default = false) {
     const bool given = a.master_weights_flag != nullptr && a.master_weights_flag->count() > 0;
     opts.master_weights = given ? a.master_weights : master_default;
     if (a.foreach_optimizer && opts.master_weights) {
-      throw Error("--foreach-optimizer: needs --no-master-weights (states in the parameters' dtype)");
+      throw Error(
+          "--foreach-optimizer: needs --no-master-weights (states in the parameters' dtype)");
     }
     g = expand_training_step(g, opts);
     if (a.foreach_optimizer) g = with_foreach_updates(g, opts.optimizer);
@@ -170,7 +171,8 @@ void add_stack(CLI::App* sub, O& o) {
   sub->add_option("--sliding-window", o.sliding_window,
                   "Keys each query attends to, itself included (0 = all); needs --attention flash")
       ->capture_default_str();
-  add_choice(sub, "--kernels", o.kernels, parse_kernel_preset, "megatron-2021, te, compile or eager",
+  add_choice(sub, "--kernels", o.kernels, parse_kernel_preset,
+             "megatron-2021, te, compile or eager",
              "Kernels of the other ops: megatron-2021 (one op per module), te (fused RoPE), "
              "compile (fused RoPE, residual add fused into the next norm) or eager (plain "
              "PyTorch in Hugging Face style, LLaMA only)");

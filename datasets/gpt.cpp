@@ -493,7 +493,8 @@ class DecoderBuilder {
     m_.last_op().category = OpCategory::kDataMovement;
     const double eb = d(dtype_bytes(o_.dtype)), tokens = d(b_) * d(s_);
     const double copies = 2 * tokens * d(dh_) * d(kv_ + a_) * eb;  // k and v: read kv, write a
-    set_eager_bytes(copies, copies + eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype));
+    set_eager_bytes(copies,
+                    copies + eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype));
     return out;
   }
 

@@ -161,7 +161,8 @@ TEST(KernelPresets, EagerCountsTheBytesOfHuggingFaceStyleKernels) {
   EXPECT_EQ(bytes_of(step, "loss").forward, 32768u * 14);
   EXPECT_EQ(bytes_of(step, "loss").backward, 32768u * 22);
   // The residual adds and the GEMMs are as in megatron-2021.
-  for (const std::string& same : {P0 + ".self_attention.bias_dropout_add", P0 + ".mlp.dense_4h_to_h"}) {
+  for (const std::string& same :
+       {P0 + ".self_attention.bias_dropout_add", P0 + ".mlp.dense_4h_to_h"}) {
     EXPECT_EQ(e.op_bytes(e.find_op(same)), m.op_bytes(m.find_op(same))) << same;
   }
 }
