@@ -172,10 +172,11 @@ void add_stack(CLI::App* sub, O& o) {
                   "Keys each query attends to, itself included (0 = all); needs --attention flash")
       ->capture_default_str();
   add_choice(sub, "--kernels", o.kernels, parse_kernel_preset,
-             "megatron-2021, te, compile or eager",
+             "megatron-2021, te, compile, eager or compile-blocks",
              "Kernels of the other ops: megatron-2021 (one op per module), te (fused RoPE), "
-             "compile (fused RoPE, residual add fused into the next norm) or eager (plain "
-             "PyTorch in Hugging Face style, LLaMA only)");
+             "compile (fused RoPE, residual add fused into the next norm), eager (plain "
+             "PyTorch in Hugging Face style, LLaMA only) or compile-blocks (each LLaMA block "
+             "compiled, final norm and loss eager)");
 }
 
 /// One line of the --params-only table: the exact count and its billions.

@@ -70,7 +70,7 @@ Spec shared_spec(const char* family, const Options& o) {
 
 // Names of an enum's values, indexed by value.
 const char* const kAttentionNames[] = {"unfused", "flash"};
-const char* const kKernelNames[] = {"megatron-2021", "te", "compile", "eager"};
+const char* const kKernelNames[] = {"megatron-2021", "te", "compile", "eager", "compile-blocks"};
 
 // The eager kernel set (docs/models.md, "Kernel presets"): passes over an op's elements of
 // the kernels PyTorch runs for it in eager mode, as Hugging Face's Llama writes the module.
@@ -202,9 +202,10 @@ void validate(const Spec& o) {
       f << ": mtp_layers must be in [0, layers), got " << o.mtp_layers << " of " << o.layers);
   validate_mla(o);
   validate_moe(o);
-  PLACER_CHECK(o.kernels != KernelPreset::kEager ||
-                   (o.llama && !o.mla.enabled() && !o.moe.enabled() && o.mtp_layers == 0),
-               f << ": kernels eager is for dense LLaMA models (no moe, mla or mtp layers)");
+  const bool hf_style = o.kernels == KernelPreset::kEager || o.kernels == KernelPreset::kCompileBlocks;
+  PLACER_CHECK(!hf_style || (o.llama && !o.mla.enabled() && !o.moe.enabled() && o.mtp_layers == 0),
+               f << ": kernels " << to_string(o.kernels)
+                 << " is for dense LLaMA models (no moe, mla or mtp layers)");
 }
 
 // Builds the graph of a validated Spec: embedding, decoder layers, output layer and loss.
@@ -269,7 +270,7 @@ class DecoderBuilder {
     }
     loss_inputs.insert(loss_inputs.end(), aux_losses.begin(), aux_losses.end());
     m_.loss(std::move(loss_inputs), labels, d(b_) * d(s_) * d(V_) * (1 + o_.mtp_layers));
-    if (eager()) {
+    if (outside_blocks_eager()) {
       const double logits_elems = d(b_) * d(s_) * d(V_);
       set_eager_bytes(eager_bytes(kEagerLossForward, logits_elems, o_.dtype),
                       eager_bytes(kEagerLossBackward, logits_elems, o_.dtype));
@@ -340,10 +341,13 @@ class DecoderBuilder {
   // A residual add (Megatron's bias_dropout_add, `name`) and the norm at `site` that reads
   // it. With kernels = compile they are one op (inductor fuses the add into the norm's
   // kernel): it reads both addends once and writes the sum and its norm, 4 passes over
-  // [b, s, h] where the two ops make 5 (3 + 2).
+  // [b, s, h] where the two ops make 5 (3 + 2). With compile-blocks only when the norm is in
+  // the add's block (each block is compiled on its own).
   Residual add_norm(const std::string& name, const std::string& scope, int layer, TensorId a,
                     TensorId b, const NormSite& site) {
-    if (o_.kernels != KernelPreset::kCompile) {
+    const bool fused = o_.kernels == KernelPreset::kCompile ||
+                       (o_.kernels == KernelPreset::kCompileBlocks && site.layer == layer);
+    if (!fused) {
       const TensorId sum = m_.op(name, "Add", scope, layer, {a, b}, bsh_shape_, bda_flops_);
       return {sum, norm(site, sum)};
     }
@@ -364,7 +368,7 @@ class DecoderBuilder {
     // RMSNormalization is not in category_of_op_type's table: set it so the backward
     // multiplier and the coarsening treat it as a normalization.
     m_.last_op().category = OpCategory::kNormalization;
-    if (eager()) {
+    if (eager() || (outside_blocks_eager() && site.layer < 0)) {
       const double back = eager_bytes(kEagerNormBackward, bsh_, o_.dtype) +
                           site.grad_sums * eager_bytes(kEagerGradSum, bsh_, o_.dtype);
       set_eager_bytes(eager_bytes(kEagerNormForward, bsh_, o_.dtype), back);
@@ -373,6 +377,10 @@ class DecoderBuilder {
   }
 
   bool eager() const { return o_.kernels == KernelPreset::kEager; }
+  // compile-blocks: what is not in a decoder block (the final norm, the loss) runs eager.
+  bool outside_blocks_eager() const {
+    return eager() || o_.kernels == KernelPreset::kCompileBlocks;
+  }
 
   // The last op's forward bytes and its backward's (the kBackwardBytesAttr attribute).
   void set_eager_bytes(double forward, double backward) {
@@ -475,7 +483,7 @@ class DecoderBuilder {
     AttentionShape shape{b_, s_, a_, kv_, dh_, true, window(i)};
     std::vector<TensorId> in{qkv};
     if (qk != qkv) in = {qk, qkv};
-    if (eager() && kv_ < a_) {
+    if (outside_blocks_eager() && kv_ < a_) {
       in = {qk, repeat_kv(core, i, qk, qkv)};
       shape.kv_heads = a_;  // SDPA sees as many key / value heads as query heads
     }
@@ -484,17 +492,17 @@ class DecoderBuilder {
                                flash_attention_bytes(shape, dtype_bytes(o_.dtype)));
   }
 
-  // Eager GQA (Hugging Face's repeat_kv): the rotated keys and the values repeated to the
-  // query heads, [b, s, 2 a d], before SDPA; the backward sums the copies and makes the
-  // transposed value projection contiguous.
+  // Hugging Face's repeat_kv: the rotated keys and the values repeated to the query heads,
+  // [b, s, 2 a d], before SDPA (inductor materializes them too); the backward sums the
+  // copies and, in eager, makes the transposed value projection contiguous.
   TensorId repeat_kv(const std::string& core, int i, TensorId qk, TensorId qkv) {
     const TensorId out =
         m_.op(core + ".repeat_kv", "RepeatKV", core, i, {qk, qkv}, {b_, s_, 2 * a_ * dh_}, 0);
     m_.last_op().category = OpCategory::kDataMovement;
     const double eb = d(dtype_bytes(o_.dtype)), tokens = d(b_) * d(s_);
     const double copies = 2 * tokens * d(dh_) * d(kv_ + a_) * eb;  // k and v: read kv, write a
-    set_eager_bytes(copies,
-                    copies + eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype));
+    const double layout = eager() ? eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype) : 0;
+    set_eager_bytes(copies, copies + layout);
     return out;
   }
 

@@ -72,8 +72,13 @@ enum class KernelPreset : uint8_t {
   /// key/value heads repeated for SDPA in a repeat_kv op, SwiGLU as silu and mul,
   /// cross-entropy on fp32 logits).
   kEager,
+  /// torch.compile of each decoder block on its own (LLaMA only, as eager's scope): inside a
+  /// block as compile, except that the MLP's residual add stays apart from the next block's
+  /// norm and keys / values are repeated for SDPA (repeat_kv); the final norm and the loss,
+  /// outside every block, as eager.
+  kCompileBlocks,
 };
-/// "megatron-2021", "te", "compile", "eager".
+/// "megatron-2021", "te", "compile", "eager", "compile-blocks".
 const char* to_string(KernelPreset k);
 /// Parses the names above; false on an unknown name.
 bool parse_kernel_preset(const std::string& s, KernelPreset* out);

@@ -30,7 +30,7 @@ WHO = "h200_llama_fidelity.py"
 # Shapes (the name's h<hidden>_l<layers>_s<seq>) whose rows a fit may see.
 FIT_SHAPES = ("h2048_l8_s2k", "h4096_l8_s4k")
 # The generator's kernel set for each measured mode.
-KERNELS = {"eager": "eager", "compiled": "compile"}
+KERNELS = {"eager": "eager", "compiled": "compile-blocks"}
 
 
 def is_fit(row):

@@ -41,7 +41,7 @@ sys.exit(0 if ok and ckpt["split"] == "fit" else 1)
 PY
 check ckpt-plan grep -q '^recompute: full' "$tmp/w/llama_h2048_l8_s2k_eager_ckpt.plan.yaml"
 check fsdp-plan grep -q 'zero_stage: 3, fsdp: {}' "$tmp/w/llama_h3072_l12_s8k_compiled_fsdp2.plan.yaml"
-check compile-kernels grep -q '"kernels": *"compile"' "$tmp/w/llama_h3072_l12_s8k_compiled_fsdp2.graph.json"
+check compile-kernels grep -q '"kernels": *"compile-blocks"' "$tmp/w/llama_h3072_l12_s8k_compiled_fsdp2.graph.json"
 
 # No rows: one line naming the file.
 head -1 "$tmp/steps.csv" > "$tmp/empty.csv"

@@ -106,7 +106,7 @@ TEST(KernelPresets, CompiledGptTrainsAndSplitsUnderTensorParallelism) {
   EXPECT_EQ(found, 1);
   // Every preset's name reads back as itself; other names are refused.
   for (KernelPreset k : {KernelPreset::kMegatron2021, KernelPreset::kTe, KernelPreset::kCompile,
-                         KernelPreset::kEager}) {
+                         KernelPreset::kEager, KernelPreset::kCompileBlocks}) {
     KernelPreset back = KernelPreset::kMegatron2021;
     EXPECT_TRUE(parse_kernel_preset(to_string(k), &back) && back == k) << to_string(k);
   }
@@ -167,12 +167,45 @@ TEST(KernelPresets, EagerCountsTheBytesOfHuggingFaceStyleKernels) {
   }
 }
 
+// Each block compiled on its own: the attention's residual add is fused into the block's
+// post-attention norm, the MLP's is not fused into the next block's norm; the final norm
+// and the loss run eager.
+TEST(KernelPresets, CompileBlocksFusesInsideABlockAndLeavesTheRestEager) {
+  const Graph m = make_llama(small_llama(KernelPreset::kMegatron2021));
+  const Graph c = make_llama(small_llama(KernelPreset::kCompileBlocks));
+  EXPECT_EQ(c.attr("kernels"), "compile-blocks");
+  // + a repeat_kv per layer, - a post-attention norm per layer.
+  EXPECT_EQ(c.num_ops(), m.num_ops());
+  EXPECT_EQ(c.find_op(P0 + ".post_attention_layernorm"), kNoOp);
+  EXPECT_EQ(op(c, P0 + ".self_attention.bias_dropout_add").type, "AddRMSNormalization");
+  EXPECT_EQ(op(c, P0 + ".mlp.bias_dropout_add").type, "Add");
+  // Layer 1's input norm is one fused kernel: read and write [b, s, h] once.
+  EXPECT_EQ(c.op_bytes(c.find_op(P1 + ".input_layernorm")), 2u * 2048 * 2);
+  EXPECT_EQ(c.total_param_bytes(), m.total_param_bytes());
+  EXPECT_DOUBLE_EQ(c.total_flops(), m.total_flops());
+  const Graph step = expand_training_step(c);
+  // The final norm and the loss as eager's: 36 / 84 B per element, 14 / 22 B per logit.
+  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").forward, 2048u * 36);
+  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").backward, 2048u * 84);
+  EXPECT_EQ(bytes_of(step, "loss").forward, 32768u * 14);
+  EXPECT_EQ(bytes_of(step, "loss").backward, 32768u * 22);
+  // repeat_kv copies k and v both ways (no layout copy: inductor writes what SDPA reads).
+  const std::string core = P0 + ".self_attention.core_attention";
+  EXPECT_EQ(bytes_of(step, core + ".repeat_kv").forward, 12288u);
+  EXPECT_EQ(bytes_of(step, core + ".repeat_kv").backward, 12288u);
+  // Fused rotary, as compile: read and write q and k (3072 elements).
+  EXPECT_EQ(c.op_bytes(c.find_op(P0 + ".self_attention.rotary")), 2u * 3072 * 2);
+}
+
 TEST(KernelPresets, EagerIsForDenseLlamaOnly) {
   GptOptions g;
   g.kernels = KernelPreset::kEager;
   EXPECT_THROW(make_gpt(g), Error);
   LlamaOptions o = small_llama(KernelPreset::kEager);
   o.mtp_layers = 1;
+  EXPECT_THROW(make_llama(o), Error);
+  o = small_llama(KernelPreset::kCompileBlocks);
+  o.moe.experts = 4, o.moe.top_k = 2, o.moe.expert_ffn = 32;
   EXPECT_THROW(make_llama(o), Error);
   o = small_llama(KernelPreset::kEager);
   o.kv_heads = 4;  // multi-head attention: nothing to repeat
