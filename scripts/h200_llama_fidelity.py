@@ -3,7 +3,8 @@
 datasets/measurements/h200/llama_steps.csv (written by scripts/gpu_llama_steps.py), generate
 the Llama training-step graph of the row's shape (bf16 without fp32 master weights, AdamW
 as PyTorch's foreach implementation runs it, FlashAttention-style SDPA, the kernel set of
-the row's mode: `eager` for eager PyTorch, `compile` for torch.compile), write a one-GPU plan
+the row's mode: `eager` for eager PyTorch, `compile-blocks` for torch.compile of each
+block), write a one-GPU plan
 (`recompute: full` for activation checkpointing, as torch.utils.checkpoint re-runs each
 block; an FSDP schedule over the one device for FSDP2 at world size 1), simulate it, and
 print measured, predicted and error per row, with the peak memory, then the error summary
