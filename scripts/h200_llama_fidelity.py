@@ -4,11 +4,11 @@ datasets/measurements/h200/llama_steps.csv (written by scripts/gpu_llama_steps.p
 the Llama training-step graph of the row's shape (bf16 without fp32 master weights, AdamW
 as PyTorch's foreach implementation runs it, FlashAttention-style SDPA, the kernel set of
 the row's mode: `eager` for eager PyTorch, `compile-blocks` for torch.compile of each
-block), write a one-GPU plan
-(`recompute: full` for activation checkpointing, as torch.utils.checkpoint re-runs each
-block; an FSDP schedule over the one device for FSDP2 at world size 1), simulate it, and
-print measured, predicted and error per row, with the peak memory, then the error summary
-over the fit rows and the held-out rows apart. Needs only the placer binary.
+block), write a one-GPU plan (`recompute: full` for activation checkpointing, as
+torch.utils.checkpoint re-runs each block; an FSDP schedule over the one device for FSDP2
+at world size 1), simulate it, and print measured, predicted and error per row, with the
+peak memory, then the error summary over the fit rows and the held-out rows apart. Needs
+only the placer binary.
 
   python3 scripts/h200_llama_fidelity.py [--steps CSV] [--profile PROFILE] [--cluster ...]
       [--placer build/placer] [--work DIR] [--csv OUT.csv] [--configs a,b]
