@@ -202,7 +202,8 @@ void validate(const Spec& o) {
       f << ": mtp_layers must be in [0, layers), got " << o.mtp_layers << " of " << o.layers);
   validate_mla(o);
   validate_moe(o);
-  const bool hf_style = o.kernels == KernelPreset::kEager || o.kernels == KernelPreset::kCompileBlocks;
+  const bool hf_style =
+      o.kernels == KernelPreset::kEager || o.kernels == KernelPreset::kCompileBlocks;
   PLACER_CHECK(!hf_style || (o.llama && !o.mla.enabled() && !o.moe.enabled() && o.mtp_layers == 0),
                f << ": kernels " << to_string(o.kernels)
                  << " is for dense LLaMA models (no moe, mla or mtp layers)");
@@ -501,7 +502,8 @@ class DecoderBuilder {
     m_.last_op().category = OpCategory::kDataMovement;
     const double eb = d(dtype_bytes(o_.dtype)), tokens = d(b_) * d(s_);
     const double copies = 2 * tokens * d(dh_) * d(kv_ + a_) * eb;  // k and v: read kv, write a
-    const double layout = eager() ? eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype) : 0;
+    const double layout =
+        eager() ? eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype) : 0;
     set_eager_bytes(copies, copies + layout);
     return out;
   }
