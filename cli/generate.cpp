@@ -11,6 +11,7 @@
 #include "datasets/gpt.h"
 #include "datasets/hf_config.h"
 #include "datasets/synthetic.h"
+#include "src/graph/foreach_update.h"
 #include "src/graph/training_step.h"
 #include "src/io/graph_json.h"
 #include "src/util/error.h"
@@ -23,6 +24,7 @@ struct GenerateArgs {
   std::string output, name, dtype = "f32", optimizer = "adam";
   std::string gpt_dtype = "f16", llama_dtype = "bf16";  // their own defaults
   bool training_step = false;
+  bool foreach_optimizer = false;  ///< update ops as torch.optim's foreach kernels run them
   /// --master-weights / --no-master-weights; when neither is given, on for gpt / llama with
   /// a 16-bit dtype and off otherwise.
   bool master_weights = false;
@@ -53,7 +55,14 @@ void write(const GenerateArgs& a, Graph g, bool master_default = false) {
     }
     const bool given = a.master_weights_flag != nullptr && a.master_weights_flag->count() > 0;
     opts.master_weights = given ? a.master_weights : master_default;
+    if (a.foreach_optimizer && opts.master_weights) {
+      throw Error(
+          "--foreach-optimizer: needs --no-master-weights (states in the parameters' dtype)");
+    }
     g = expand_training_step(g, opts);
+    if (a.foreach_optimizer) g = with_foreach_updates(g, opts.optimizer);
+  } else if (a.foreach_optimizer) {
+    throw Error("--foreach-optimizer: needs --training-step");
   }
   ensure_parent_dir(a.output);
   save_graph_json(g, a.output);
@@ -74,6 +83,10 @@ CLI::Option* add_common(CLI::App* sub, GenerateArgs* a, std::string* dtype,
                 "Write the training step (backward + optimizer) instead of the forward graph");
   sub->add_option("--optimizer", a->optimizer, "Optimizer for --training-step: sgd, momentum, adam")
       ->capture_default_str();
+  sub->add_flag("--foreach-optimizer", a->foreach_optimizer,
+                "With --training-step: the update as torch.optim's foreach kernels run it, one "
+                "pass per step of the rule (AdamW 20 passes over the parameters' size); needs "
+                "--no-master-weights");
   return sub->add_flag("--master-weights,!--no-master-weights", a->master_weights,
                        std::string("With --training-step: fp32 master weights and optimizer "
                                    "state for 16-bit parameters (Adam 12 B/param; default: ") +
@@ -158,9 +171,12 @@ void add_stack(CLI::App* sub, O& o) {
   sub->add_option("--sliding-window", o.sliding_window,
                   "Keys each query attends to, itself included (0 = all); needs --attention flash")
       ->capture_default_str();
-  add_choice(sub, "--kernels", o.kernels, parse_kernel_preset, "megatron-2021, te or compile",
-             "Kernels of the other ops: megatron-2021 (one op per module), te (fused RoPE) or "
-             "compile (fused RoPE, residual add fused into the next norm)");
+  add_choice(sub, "--kernels", o.kernels, parse_kernel_preset,
+             "megatron-2021, te, compile, eager or compile-blocks",
+             "Kernels of the other ops: megatron-2021 (one op per module), te (fused RoPE), "
+             "compile (fused RoPE, residual add fused into the next norm), eager (plain "
+             "PyTorch in Hugging Face style, LLaMA only) or compile-blocks (each LLaMA block "
+             "compiled, final norm and loss eager)");
 }
 
 /// One line of the --params-only table: the exact count and its billions.

@@ -208,7 +208,12 @@ TensorId add_flash_attention(const BlockContext& c, const std::string& name,
   op.bytes_accessed = bounded;
   op.attrs = {{"causal", "1"},
               {"heads", std::to_string(shape.heads)},
-              {"kv_heads", std::to_string(shape.kv_heads)}};
+              {"kv_heads", std::to_string(shape.kv_heads)},
+              {"head_dim", std::to_string(shape.head_dim)}};
+  // The value heads' width where it differs from the query / key heads' (MLA); the cost
+  // model counts the op's scores from both (attention_scores, simulator/cost_model.h).
+  const int64_t v_head_dim = out_width / shape.heads;
+  if (v_head_dim != shape.head_dim) op.attrs.emplace_back("v_head_dim", std::to_string(v_head_dim));
   if (shape.window > 0) op.attrs.emplace_back("window", std::to_string(shape.window));
   if (c.dropout > 0) op.attrs.emplace_back("dropout", str(c.dropout));
   return out[0];

@@ -9,6 +9,7 @@
 #include "datasets/decoder_blocks.h"
 #include "datasets/family_util.h"
 #include "datasets/synthetic.h"
+#include "src/graph/moe_attrs.h"
 #include "src/util/checked_math.h"
 #include "src/util/error.h"
 
@@ -69,7 +70,40 @@ Spec shared_spec(const char* family, const Options& o) {
 
 // Names of an enum's values, indexed by value.
 const char* const kAttentionNames[] = {"unfused", "flash"};
-const char* const kKernelNames[] = {"megatron-2021", "te", "compile"};
+const char* const kKernelNames[] = {"megatron-2021", "te", "compile", "eager", "compile-blocks"};
+
+// The eager kernel set (docs/models.md, "Kernel presets"): passes over an op's elements of
+// the kernels PyTorch runs for it in eager mode, as Hugging Face's Llama writes the module.
+// A pass reads or writes every element once; `model` passes are in the graph's dtype,
+// `fp32` passes in float32.
+struct EagerPasses {
+  int model, fp32;
+};
+// RMSNorm in fp32 steps, x -> (x.float() * rsqrt(mean(x.float()^2) + eps)).type_as(x) * w:
+// forward to-fp32 (1 + 1), pow (2), mean (1), scale (2), back to the dtype (1 + 1), times
+// the weight (2); backward the weight's gradient (mul 3, sum 1), times the weight (2), the
+// cast back (1 + 1), the scale's two products (3, 2) and sum (1), mean's division (1),
+// pow's (2, 3), the two gradient paths summed (3), the cast to the dtype (1 + 1).
+constexpr EagerPasses kEagerNormForward{4, 7}, kEagerNormBackward{8, 17};
+// Rotate-half rotary over q and k, x * cos + cat(-x2, x1) * sin: mul (2), neg of a half
+// (1), cat (2), mul (2), add (3), the same in backward.
+constexpr EagerPasses kEagerRotary{10, 0};
+// The transposed key / value projection made contiguous in backward (1 + 1), per key or
+// value element.
+constexpr EagerPasses kEagerLayoutCopy{2, 0};
+// SwiGLU over the ffn width, silu(gate) * up: silu (2) and mul (3); backward two products
+// (3 + 3) and silu's (3).
+constexpr EagerPasses kEagerSwigluForward{5, 0}, kEagerSwigluBackward{9, 0};
+// A gradient sum (3) of two linears reading the same tensor (q, k, v and gate, up are
+// separate linears in eager: 2 and 1 sums).
+constexpr EagerPasses kEagerGradSum{3, 0};
+// Cross-entropy on logits.float(): the cast (1 + 1), log-softmax (2); backward the zeroed
+// gradient (1), log-softmax's (3) and the cast back (1 + 1).
+constexpr EagerPasses kEagerLossForward{1, 3}, kEagerLossBackward{1, 5};
+
+double eager_bytes(EagerPasses p, double elements, DType dtype) {
+  return elements * (p.model * d(dtype_bytes(dtype)) + p.fp32 * 4.0);
+}
 
 template <class E, size_t N>
 bool parse_name(const std::string& s, const char* const (&names)[N], E* out) {
@@ -168,6 +202,11 @@ void validate(const Spec& o) {
       f << ": mtp_layers must be in [0, layers), got " << o.mtp_layers << " of " << o.layers);
   validate_mla(o);
   validate_moe(o);
+  const bool hf_style =
+      o.kernels == KernelPreset::kEager || o.kernels == KernelPreset::kCompileBlocks;
+  PLACER_CHECK(!hf_style || (o.llama && !o.mla.enabled() && !o.moe.enabled() && o.mtp_layers == 0),
+               f << ": kernels " << to_string(o.kernels)
+                 << " is for dense LLaMA models (no moe, mla or mtp layers)");
 }
 
 // Builds the graph of a validated Spec: embedding, decoder layers, output layer and loss.
@@ -232,6 +271,11 @@ class DecoderBuilder {
     }
     loss_inputs.insert(loss_inputs.end(), aux_losses.begin(), aux_losses.end());
     m_.loss(std::move(loss_inputs), labels, d(b_) * d(s_) * d(V_) * (1 + o_.mtp_layers));
+    if (outside_blocks_eager()) {
+      const double logits_elems = d(b_) * d(s_) * d(V_);
+      set_eager_bytes(eager_bytes(kEagerLossForward, logits_elems, o_.dtype),
+                      eager_bytes(kEagerLossBackward, logits_elems, o_.dtype));
+    }
     return m_.build();
   }
 
@@ -242,6 +286,7 @@ class DecoderBuilder {
   struct NormSite {
     std::string name, scope;
     int layer;
+    int grad_sums = 0;  // eager: gradient sums of the separate linears that read the norm
   };
   // A residual sum and the norm of it that the next block reads.
   struct Residual {
@@ -263,7 +308,7 @@ class DecoderBuilder {
       const std::string p = mtp_prefix(i - 1 - main_layers());
       return {p + ".final_layernorm", p, i - 1};
     }
-    return {layer_prefix(i) + ".input_layernorm", layer_prefix(i), i};
+    return {layer_prefix(i) + ".input_layernorm", layer_prefix(i), i, 2};  // q, k, v
   }
 
   // Multi-token-prediction block j (DeepSeek-V3, arXiv 2412.19437 Sec. 2.2; Megatron-core's
@@ -297,10 +342,13 @@ class DecoderBuilder {
   // A residual add (Megatron's bias_dropout_add, `name`) and the norm at `site` that reads
   // it. With kernels = compile they are one op (inductor fuses the add into the norm's
   // kernel): it reads both addends once and writes the sum and its norm, 4 passes over
-  // [b, s, h] where the two ops make 5 (3 + 2).
+  // [b, s, h] where the two ops make 5 (3 + 2). With compile-blocks only when the norm is in
+  // the add's block (each block is compiled on its own).
   Residual add_norm(const std::string& name, const std::string& scope, int layer, TensorId a,
                     TensorId b, const NormSite& site) {
-    if (o_.kernels != KernelPreset::kCompile) {
+    const bool fused = o_.kernels == KernelPreset::kCompile ||
+                       (o_.kernels == KernelPreset::kCompileBlocks && site.layer == layer);
+    if (!fused) {
       const TensorId sum = m_.op(name, "Add", scope, layer, {a, b}, bsh_shape_, bda_flops_);
       return {sum, norm(site, sum)};
     }
@@ -321,7 +369,27 @@ class DecoderBuilder {
     // RMSNormalization is not in category_of_op_type's table: set it so the backward
     // multiplier and the coarsening treat it as a normalization.
     m_.last_op().category = OpCategory::kNormalization;
+    if (eager() || (outside_blocks_eager() && site.layer < 0)) {
+      const double back = eager_bytes(kEagerNormBackward, bsh_, o_.dtype) +
+                          site.grad_sums * eager_bytes(kEagerGradSum, bsh_, o_.dtype);
+      set_eager_bytes(eager_bytes(kEagerNormForward, bsh_, o_.dtype), back);
+    }
     return out;
+  }
+
+  bool eager() const { return o_.kernels == KernelPreset::kEager; }
+  // compile-blocks: what is not in a decoder block (the final norm, the loss) runs eager.
+  bool outside_blocks_eager() const {
+    return eager() || o_.kernels == KernelPreset::kCompileBlocks;
+  }
+
+  // The last op's forward bytes and its backward's (the kBackwardBytesAttr attribute).
+  void set_eager_bytes(double forward, double backward) {
+    Op& op = m_.last_op();
+    const std::string what = "op '" + op.name + "' bytes accessed";
+    op.bytes_accessed = m_.bounded_bytes(static_cast<uint64_t>(forward), what);
+    const uint64_t back = m_.bounded_bytes(static_cast<uint64_t>(backward), what);
+    op.attrs.emplace_back(kBackwardBytesAttr, std::to_string(back));
   }
 
   TensorId add_dropout(const std::string& name, const std::string& scope, int layer, TensorId in,
@@ -367,7 +435,7 @@ class DecoderBuilder {
                                  2 * (d(b_) * d(s_) * d(ctx_width_)) * d(h_),
                                  weight(ctx_width_, h_) + (bias_ ? u(h_) : 0));
     return add_norm(att + ".bias_dropout_add", att, i, x, dense,
-                    {p + ".post_attention_layernorm", p, i});
+                    {p + ".post_attention_layernorm", p, i, 1});  // gate, up
   }
 
   // Grouped-query attention from the input norm to the context [b, s, a d_head].
@@ -384,7 +452,12 @@ class DecoderBuilder {
       m_.last_op().category = OpCategory::kElementwise;
       // Fused RoPE (te, compile) reads and writes q and k only: 2 b s (a + kv) d elements;
       // megatron-2021's op reads the whole QKV output.
-      if (o_.kernels != KernelPreset::kMegatron2021) {
+      if (eager()) {
+        const double rotated = d(b_) * d(s_) * d(width), keys = d(b_) * d(s_) * d(kv_ * dh_);
+        set_eager_bytes(eager_bytes(kEagerRotary, rotated, o_.dtype),
+                        eager_bytes(kEagerRotary, rotated, o_.dtype) +
+                            eager_bytes(kEagerLayoutCopy, keys, o_.dtype));
+      } else if (o_.kernels != KernelPreset::kMegatron2021) {
         m_.last_op().bytes_accessed =
             m_.bounded_bytes(2 * m_.tensor_ref(qk).bytes, "op '" + att + ".rotary' bytes accessed");
       }
@@ -408,12 +481,31 @@ class DecoderBuilder {
   // One FlashAttention op: reads q, k (rotated for LLaMA) and v, writes the context and the
   // fp32 logsumexp its backward needs; dropout on the probabilities happens inside it.
   TensorId flash_core(const std::string& core, int i, TensorId qk, TensorId qkv) {
-    const AttentionShape shape{b_, s_, a_, kv_, dh_, true, window(i)};
+    AttentionShape shape{b_, s_, a_, kv_, dh_, true, window(i)};
     std::vector<TensorId> in{qkv};
     if (qk != qkv) in = {qk, qkv};
+    if (outside_blocks_eager() && kv_ < a_) {
+      in = {qk, repeat_kv(core, i, qk, qkv)};
+      shape.kv_heads = a_;  // SDPA sees as many key / value heads as query heads
+    }
     return add_flash_attention(blocks_, core + ".flash_attention", core, i, std::move(in),
                                ctx_width_, shape, flash_attention_flops(shape),
                                flash_attention_bytes(shape, dtype_bytes(o_.dtype)));
+  }
+
+  // Hugging Face's repeat_kv: the rotated keys and the values repeated to the query heads,
+  // [b, s, 2 a d], before SDPA (inductor materializes them too); the backward sums the
+  // copies and, in eager, makes the transposed value projection contiguous.
+  TensorId repeat_kv(const std::string& core, int i, TensorId qk, TensorId qkv) {
+    const TensorId out =
+        m_.op(core + ".repeat_kv", "RepeatKV", core, i, {qk, qkv}, {b_, s_, 2 * a_ * dh_}, 0);
+    m_.last_op().category = OpCategory::kDataMovement;
+    const double eb = d(dtype_bytes(o_.dtype)), tokens = d(b_) * d(s_);
+    const double copies = 2 * tokens * d(dh_) * d(kv_ + a_) * eb;  // k and v: read kv, write a
+    const double layout =
+        eager() ? eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype) : 0;
+    set_eager_bytes(copies, copies + layout);
+    return out;
   }
 
   // Layer i's sliding window (0 = full attention).
@@ -445,6 +537,11 @@ class DecoderBuilder {
       act = m_.op(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {b_, s_, f_},
                   kFlopsPerElemSwiglu * d(b_) * d(s_) * d(f_));
       m_.last_op().category = OpCategory::kElementwise;
+      if (eager()) {
+        const double n = d(b_) * d(s_) * d(f_);
+        set_eager_bytes(eager_bytes(kEagerSwigluForward, n, o_.dtype),
+                        eager_bytes(kEagerSwigluBackward, n, o_.dtype));
+      }
     } else {
       act = m_.op(mlp + ".bias_gelu", "Gelu", mlp, i, {up}, {b_, s_, f_},
                   kFlopsPerElemGelu * d(b_) * d(s_) * d(f_));

@@ -67,8 +67,18 @@ enum class KernelPreset : uint8_t {
   kMegatron2021,  ///< one op per module, as the op contract above (Megatron-LM's 2021 kernels)
   kTe,            ///< Transformer Engine (Megatron-core): rotary fused over q and k only
   kCompile,       ///< torch.compile: as te, and each residual add fused into the next norm
+  /// Plain PyTorch eager in Hugging Face style (LLaMA only): the op contract above, each op's
+  /// bytes those of the eager kernels it runs (RMSNorm in fp32 steps, rotate-half rotary,
+  /// key/value heads repeated for SDPA in a repeat_kv op, SwiGLU as silu and mul,
+  /// cross-entropy on fp32 logits).
+  kEager,
+  /// torch.compile of each decoder block on its own (LLaMA only, as eager's scope): inside a
+  /// block as compile, except that the MLP's residual add stays apart from the next block's
+  /// norm and keys / values are repeated for SDPA (repeat_kv); the final norm and the loss,
+  /// outside every block, as eager.
+  kCompileBlocks,
 };
-/// "megatron-2021", "te", "compile".
+/// "megatron-2021", "te", "compile", "eager", "compile-blocks".
 const char* to_string(KernelPreset k);
 /// Parses the names above; false on an unknown name.
 bool parse_kernel_preset(const std::string& s, KernelPreset* out);

@@ -206,7 +206,9 @@ TENSOR_SCALES = {"Blackwell": (0.888, 0.543), "Blackwell Ultra": (1.164, 0.563)}
 
 def with_tensor_scales(profile, generation):
     """The profile with its matmul and attention compute curves (every dtype but f32 / f64)
-    multiplied by the generation's scales, capped at 1."""
+    multiplied by the generation's scales, capped at 1. The attention entry's score times
+    (the softmax's exponentials on the special-function units, not the tensor cores) are
+    kept as they are."""
     p = copy.deepcopy(profile)
     for category, scale in zip(("matmul", "attention"), TENSOR_SCALES[generation]):
         op = p["ops"][category]

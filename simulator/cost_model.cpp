@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <unordered_map>
 #include <utility>
 
 #include "simulator/nccl_collectives.h"
+#include "src/graph/moe_attrs.h"
+#include "src/graph/training_step.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -93,7 +96,24 @@ int distinct_nics(const std::vector<int>& devices, const std::vector<int>& host,
   return static_cast<int>(std::unique(nics.begin(), nics.end()) - nics.begin());
 }
 
+// The number attribute `key` of `op`; 0 when it is absent or not a number.
+double number_attr(const Op& op, const char* key) {
+  const std::string* v = find_op_attr(op, key);
+  return v ? std::strtod(v->c_str(), nullptr) : 0;
+}
+
 }  // namespace
+
+double attention_scores(const Op& op) {
+  const double qk = number_attr(op, "head_dim");
+  if (!(qk > 0)) return 0;
+  const double v = number_attr(op, "v_head_dim");
+  double flops_per_score = 2 * (qk + (v > 0 ? v : qk));
+  if (op.phase == Phase::kBackward) {
+    flops_per_score *= default_backward_multipliers()[static_cast<int>(OpCategory::kAttention)];
+  }
+  return op.flops / flops_per_score;
+}
 
 CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std::move(profile)) {
   cluster.validate();
@@ -156,6 +176,10 @@ double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_
   const double b = static_cast<double>(bytes) * work_fraction;
   double t = 0;
   if (f > 0) t = f / (peak_[device][static_cast<int>(dtype)] * prof.compute_for(dtype).at(f));
+  // Fused attention's per-score work (the softmax's exponentials) adds to its FLOP time.
+  const double per_score =
+      op.phase == Phase::kBackward ? prof.backward_score_time : prof.score_time;
+  if (per_score > 0) t += attention_scores(op) * work_fraction * per_score;
   if (b > 0) t = std::max(t, b / (mem_bw_[device] * prof.memory_for(dtype).at(b)));
   return launch_[device] + t;
 }

@@ -4,7 +4,9 @@
 //  - Ops: roofline with efficiency curves (CostProfile):
 //      t = launch + max(flops / (peak(dtype) * eff_c(flops)), bytes / (mem_bw * eff_m(bytes)))
 //    with flops and bytes scaled by the work fraction first. Category kInput costs 0; an op
-//    with no FLOPs and no bytes costs only the launch overhead.
+//    with no FLOPs and no bytes costs only the launch overhead. A fused attention op adds
+//    its query-key scores times the profile's score_time (backward_score_time for a backward
+//    op) to the FLOP term: scores = attention_scores(op).
 //  - Transfers: latency + bytes / bandwidth of the pair (cluster numbers, profile overrides).
 //  - Collectives: alpha-beta formulas for ring, tree, hierarchical and parameter server
 //    (docs/simulator.md lists them); a measured curve of the profile
@@ -25,6 +27,13 @@
 #include "src/plan/plan.h"
 
 namespace placer {
+
+/// Query-key scores (one per query, key and head) a fused attention op computes, from its
+/// FLOPs and its `head_dim` attribute (`v_head_dim` when the values are narrower or wider):
+/// a forward op spends 2 (head_dim + v_head_dim) FLOPs per score (q k^T and p v), a backward
+/// op the attention backward multiplier (training_step.h, 2.5) times that. 0 when the op has
+/// no head_dim attribute (a graph written without one: no per-score term).
+double attention_scores(const Op& op);
 
 /// The alpha / beta numbers of a device group, precomputed once so that collective times
 /// cost O(1) (CostModel::make_group).

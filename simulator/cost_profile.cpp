@@ -178,6 +178,23 @@ void validate_nccl_model(const NcclModel& m, const std::string& where) {
   }
 }
 
+// An op category's per-score times: finite, in [0, 1 us), and only on fused attention.
+void validate_score_times(const OpCostProfile& o, int category, const std::string& where) {
+  const std::string base = std::string("ops.") + to_string(static_cast<OpCategory>(category));
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"score_time", o.score_time},
+        std::pair<const char*, double>{"backward_score_time", o.backward_score_time}}) {
+    if (!(value >= 0 && value < 1e-6)) {
+      throw ValidationError(format_context(where, base + "." + key,
+                                           "must be in [0, 1 us), got " + format_double(value)));
+    }
+    if (value > 0 && category != static_cast<int>(OpCategory::kAttention)) {
+      throw ValidationError(
+          format_context(where, base + "." + key, "only the attention entry has scores"));
+    }
+  }
+}
+
 }  // namespace
 
 void CostProfile::validate(const std::string& where) const {
@@ -210,6 +227,7 @@ void CostProfile::validate(const std::string& where) const {
   if (std::isnan(launch_overhead)) {
     throw ValidationError(format_context(where, "launch_overhead", "is NaN"));
   }
+  for (int c = 0; c < kNumOpCategories; ++c) validate_score_times(ops[c], c, where);
   for (int c = 0; c < kNumOpCategories; ++c) {
     const double d = ops[c].dispatch;
     if (!(d >= 0 && d < 1)) {
@@ -438,10 +456,17 @@ void read_op(const YamlReader& r, const std::string& key, const YAML::Node& n, C
   }
   r.check_keys(n, field,
                {"compute_efficiency", "compute_efficiency_by_dtype", "memory_efficiency",
-                "memory_efficiency_by_dtype", "dispatch"});
+                "memory_efficiency_by_dtype", "dispatch", "score_time", "backward_score_time"});
   OpCostProfile& o = p->op(cat);
   if (const YAML::Node d = n["dispatch"]) {
     o.dispatch = r.to_quantity(d, QuantityKind::kTime, field_join(field, "dispatch"));
+  }
+  if (const YAML::Node d = n["score_time"]) {
+    o.score_time = r.to_quantity(d, QuantityKind::kTime, field_join(field, "score_time"));
+  }
+  if (const YAML::Node d = n["backward_score_time"]) {
+    o.backward_score_time =
+        r.to_quantity(d, QuantityKind::kTime, field_join(field, "backward_score_time"));
   }
   if (const YAML::Node c = n["compute_efficiency"]) {
     o.compute = read_curve(r, c, field_join(field, "compute_efficiency"));
@@ -667,6 +692,10 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
       o["memory_efficiency_by_dtype"] = write_dtype_curves(p.ops[c].memory_by_dtype);
     }
     if (p.ops[c].dispatch > 0) o["dispatch"] = format_time(p.ops[c].dispatch);
+    if (p.ops[c].score_time > 0) o["score_time"] = format_time(p.ops[c].score_time);
+    if (p.ops[c].backward_score_time > 0) {
+      o["backward_score_time"] = format_time(p.ops[c].backward_score_time);
+    }
     ops[to_string(static_cast<OpCategory>(c))] = o;
   }
   j["ops"] = ops;

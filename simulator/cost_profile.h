@@ -59,6 +59,13 @@ struct OpCostProfile {
   /// the CUDA launch call), seconds. The device's host issues ops in order; an op cannot
   /// start before it is issued, so chains of small ops become host-bound.
   double dispatch = 0;
+  /// Fused attention only: seconds per query-key score of a forward op and of a backward op,
+  /// added to the time of its FLOPs on the compute curve. The softmax's exponentials run on
+  /// the special-function units, about 1/250 of the tensor cores' rate on an SM90 GPU, once
+  /// per score whatever the head dim, so at equal FLOPs a head dim of 64 takes longer than
+  /// 128 (CostModel::op_time; docs/calibration.md, "Attention"). 0 = no per-score term.
+  double score_time = 0;
+  double backward_score_time = 0;
 
   /// The compute curve of ops of `dtype`: its own curve if it has one, else `compute`.
   const EfficiencyCurve& compute_for(DType dtype) const {
@@ -73,8 +80,9 @@ struct OpCostProfile {
   }
 
   bool operator==(const OpCostProfile& o) const {
-    return compute == o.compute && compute_by_dtype == o.compute_by_dtype &&
-           memory == o.memory && memory_by_dtype == o.memory_by_dtype && dispatch == o.dispatch;
+    return compute == o.compute && compute_by_dtype == o.compute_by_dtype && memory == o.memory &&
+           memory_by_dtype == o.memory_by_dtype && dispatch == o.dispatch &&
+           score_time == o.score_time && backward_score_time == o.backward_score_time;
   }
   bool operator!=(const OpCostProfile& o) const { return !(*this == o); }
 };

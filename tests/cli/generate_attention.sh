@@ -34,7 +34,7 @@ check flash-tp-simulates grep -q '^step time' "$tmp/sim.txt"
 expect bad-attention "--attention: unknown value 'sdpa' (use unfused or flash)" -- generate gpt "${shape[@]}" --attention sdpa -o "$tmp/x.graph.json"
 expect window-unfused "gpt: sliding_window needs attention = flash" -- \
   generate gpt "${shape[@]}" --sliding-window 64 -o "$tmp/x.graph.json"
-expect bad-kernels "--kernels: unknown value 'apex' (use megatron-2021, te or compile)" -- generate llama "${shape[@]}" --kernels apex -o "$tmp/x.graph.json"
+expect bad-kernels "--kernels: unknown value 'apex' (use megatron-2021, te, compile, eager or compile-blocks)" -- generate llama "${shape[@]}" --kernels apex -o "$tmp/x.graph.json"
 check nothing-written test ! -e "$tmp/x.graph.json"
 
 echo "$((n - fail)) passed, $fail failed"

@@ -76,6 +76,9 @@ TEST(FlashAttention, OneOpReplacesTheCore) {
   EXPECT_EQ(f.scope, kCore);
   EXPECT_DOUBLE_EQ(f.flops, 4.0 * 2 * 4 * 16 * 136);  // causal
   EXPECT_EQ(f.bytes_accessed, 12800u);
+  // Its head dim (h 64 / 4 heads) for the cost model's score count; values as wide.
+  EXPECT_EQ(f.attrs, (std::vector<std::pair<std::string, std::string>>{
+                         {"causal", "1"}, {"heads", "4"}, {"kv_heads", "2"}, {"head_dim", "16"}}));
   // Reads the rotated q, k and the fused QKV output (for v).
   ASSERT_EQ(f.inputs.size(), 2u);
   EXPECT_EQ(g.tensor(f.inputs[0]).producer,

@@ -1,5 +1,6 @@
 // Kernel presets of the GPT / LLaMA generators: megatron-2021 is the op contract, te fuses
-// rotary over q and k, compile also fuses each residual add into the next norm.
+// rotary over q and k, compile also fuses each residual add into the next norm, eager counts
+// the bytes of PyTorch's eager kernels in Hugging Face's style.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "src/graph/training_step.h"
 #include "src/plan/megatron_plan.h"
 #include "src/plan/tensor_parallel.h"
+#include "src/util/error.h"
 
 namespace placer {
 namespace {
@@ -103,12 +105,111 @@ TEST(KernelPresets, CompiledGptTrainsAndSplitsUnderTensorParallelism) {
   }
   EXPECT_EQ(found, 1);
   // Every preset's name reads back as itself; other names are refused.
-  for (KernelPreset k : {KernelPreset::kMegatron2021, KernelPreset::kTe, KernelPreset::kCompile}) {
+  for (KernelPreset k : {KernelPreset::kMegatron2021, KernelPreset::kTe, KernelPreset::kCompile,
+                         KernelPreset::kEager, KernelPreset::kCompileBlocks}) {
     KernelPreset back = KernelPreset::kMegatron2021;
     EXPECT_TRUE(parse_kernel_preset(to_string(k), &back) && back == k) << to_string(k);
   }
   KernelPreset none;
   EXPECT_FALSE(parse_kernel_preset("apex", &none));
+}
+
+// The forward bytes of an op and the backward_bytes its backward op reads and writes.
+struct Bytes {
+  uint64_t forward, backward;
+};
+Bytes bytes_of(const Graph& step, const std::string& name) {
+  return {step.op_bytes(step.find_op(name)), step.op_bytes(step.find_op(name + "/grad"))};
+}
+
+// Small LLaMA (h 64, a 4, kv 2, d 16, ffn 256, b 2, s 16, vocab 1024 padded, bf16): 32 tokens,
+// 2048 elements of [b, s, h].
+TEST(KernelPresets, EagerCountsTheBytesOfHuggingFaceStyleKernels) {
+  const Graph m = make_llama(small_llama(KernelPreset::kMegatron2021));
+  const Graph e = make_llama(small_llama(KernelPreset::kEager));
+  EXPECT_EQ(e.attr("kernels"), "eager");
+  EXPECT_EQ(e.num_ops(), m.num_ops() + 2);  // a repeat_kv per layer
+  EXPECT_DOUBLE_EQ(e.total_flops(), m.total_flops());
+  EXPECT_EQ(e.total_param_bytes(), m.total_param_bytes());
+  const Graph step = expand_training_step(e);
+  // RMSNorm: forward 4 bf16 + 7 fp32 passes = 36 B per element; backward 8 + 17 = 84 B, plus
+  // the gradient sums of the linears that read it (3 bf16 passes each): q, k, v 2, gate, up 1.
+  EXPECT_EQ(bytes_of(step, P0 + ".input_layernorm").forward, 2048u * 36);
+  EXPECT_EQ(bytes_of(step, P0 + ".input_layernorm").backward, 2048u * (84 + 12));
+  EXPECT_EQ(bytes_of(step, P0 + ".post_attention_layernorm").backward, 2048u * (84 + 6));
+  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").backward, 2048u * 84);
+  // Rotary over q and k, 32 x (4 + 2) x 16 = 3072 elements: 10 passes each way, and in
+  // backward the keys (1024 elements) made contiguous (2 passes).
+  EXPECT_EQ(bytes_of(step, P0 + ".self_attention.rotary").forward, 3072u * 20);
+  EXPECT_EQ(bytes_of(step, P0 + ".self_attention.rotary").backward, 3072u * 20 + 1024 * 4);
+  // repeat_kv: k and v each read 32 x 2 x 16 and write 32 x 4 x 16 elements (12288 B); the
+  // backward also makes the values contiguous.
+  const std::string core = P0 + ".self_attention.core_attention";
+  const Op& rep = op(step, core + ".repeat_kv");
+  EXPECT_EQ(rep.category, OpCategory::kDataMovement);
+  EXPECT_EQ(step.tensor(rep.outputs[0]).bytes, 32u * 2 * 4 * 16 * 2);
+  EXPECT_EQ(bytes_of(step, core + ".repeat_kv").forward, 12288u);
+  EXPECT_EQ(bytes_of(step, core + ".repeat_kv").backward, 12288u + 1024 * 4);
+  // SDPA sees 4 key / value heads: q, k, v, out 32 x 4 x 16 x 2 B each and the fp32 lse.
+  const Op& flash = op(step, core + ".flash_attention");
+  EXPECT_EQ(flash.inputs[1], rep.outputs[0]);
+  EXPECT_EQ(step.op_bytes(step.find_op(flash.name)), 4u * 4096 + 32 * 4 * 4);
+  // SwiGLU over 32 x 256: silu + mul 10 B per element, backward 18 B.
+  EXPECT_EQ(bytes_of(step, P0 + ".mlp.swiglu").forward, 8192u * 10);
+  EXPECT_EQ(bytes_of(step, P0 + ".mlp.swiglu").backward, 8192u * 18);
+  // Cross-entropy on fp32 logits, 32 x 1024: 2 + 3 x 4 = 14 B forward, 2 + 5 x 4 = 22 B back.
+  EXPECT_EQ(bytes_of(step, "loss").forward, 32768u * 14);
+  EXPECT_EQ(bytes_of(step, "loss").backward, 32768u * 22);
+  // The residual adds and the GEMMs are as in megatron-2021.
+  for (const std::string& same :
+       {P0 + ".self_attention.bias_dropout_add", P0 + ".mlp.dense_4h_to_h"}) {
+    EXPECT_EQ(e.op_bytes(e.find_op(same)), m.op_bytes(m.find_op(same))) << same;
+  }
+}
+
+// Each block compiled on its own: the attention's residual add is fused into the block's
+// post-attention norm, the MLP's is not fused into the next block's norm; the final norm
+// and the loss run eager.
+TEST(KernelPresets, CompileBlocksFusesInsideABlockAndLeavesTheRestEager) {
+  const Graph m = make_llama(small_llama(KernelPreset::kMegatron2021));
+  const Graph c = make_llama(small_llama(KernelPreset::kCompileBlocks));
+  EXPECT_EQ(c.attr("kernels"), "compile-blocks");
+  // + a repeat_kv per layer, - a post-attention norm per layer.
+  EXPECT_EQ(c.num_ops(), m.num_ops());
+  EXPECT_EQ(c.find_op(P0 + ".post_attention_layernorm"), kNoOp);
+  EXPECT_EQ(op(c, P0 + ".self_attention.bias_dropout_add").type, "AddRMSNormalization");
+  EXPECT_EQ(op(c, P0 + ".mlp.bias_dropout_add").type, "Add");
+  // Layer 1's input norm is one fused kernel: read and write [b, s, h] once.
+  EXPECT_EQ(c.op_bytes(c.find_op(P1 + ".input_layernorm")), 2u * 2048 * 2);
+  EXPECT_EQ(c.total_param_bytes(), m.total_param_bytes());
+  EXPECT_DOUBLE_EQ(c.total_flops(), m.total_flops());
+  const Graph step = expand_training_step(c);
+  // The final norm and the loss as eager's: 36 / 84 B per element, 14 / 22 B per logit.
+  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").forward, 2048u * 36);
+  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").backward, 2048u * 84);
+  EXPECT_EQ(bytes_of(step, "loss").forward, 32768u * 14);
+  EXPECT_EQ(bytes_of(step, "loss").backward, 32768u * 22);
+  // repeat_kv copies k and v both ways (no layout copy: inductor writes what SDPA reads).
+  const std::string core = P0 + ".self_attention.core_attention";
+  EXPECT_EQ(bytes_of(step, core + ".repeat_kv").forward, 12288u);
+  EXPECT_EQ(bytes_of(step, core + ".repeat_kv").backward, 12288u);
+  // Fused rotary, as compile: read and write q and k (3072 elements).
+  EXPECT_EQ(c.op_bytes(c.find_op(P0 + ".self_attention.rotary")), 2u * 3072 * 2);
+}
+
+TEST(KernelPresets, EagerIsForDenseLlamaOnly) {
+  GptOptions g;
+  g.kernels = KernelPreset::kEager;
+  EXPECT_THROW(make_gpt(g), Error);
+  LlamaOptions o = small_llama(KernelPreset::kEager);
+  o.mtp_layers = 1;
+  EXPECT_THROW(make_llama(o), Error);
+  o = small_llama(KernelPreset::kCompileBlocks);
+  o.moe.experts = 4, o.moe.top_k = 2, o.moe.expert_ffn = 32;
+  EXPECT_THROW(make_llama(o), Error);
+  o = small_llama(KernelPreset::kEager);
+  o.kv_heads = 4;  // multi-head attention: nothing to repeat
+  EXPECT_EQ(make_llama(o).find_op(P0 + ".self_attention.core_attention.repeat_kv"), kNoOp);
 }
 
 }  // namespace

@@ -123,6 +123,9 @@ TEST(MoeGraph, TinyDeepseekMlaDenseFirstLayerAndSharedExpert) {
   EXPECT_EQ(op_named(g, a0 + ".dense").param_bytes, uint64_t(2 * 64 * 64));
   // Causal pairs 8*9/2 = 36; per pair and head 2*(16+8) + 2*16 FLOPs: 4 heads -> 11520.
   EXPECT_EQ(op_named(g, a0 + ".core_attention.flash_attention").flops, 11520);
+  // The query / key heads are 16 + 8 wide, the value heads 16 (the cost model's score count).
+  EXPECT_EQ(attr(op_named(g, a0 + ".core_attention.flash_attention"), "head_dim"), "24");
+  EXPECT_EQ(attr(op_named(g, a0 + ".core_attention.flash_attention"), "v_head_dim"), "16");
   // Layer 0 is dense (first_k_dense_replace 1), layer 1 MoE with its shared expert.
   EXPECT_NE(g.find_op("language_model.encoder.layers.0.mlp.dense_h_to_4h"), kNoOp);
   EXPECT_EQ(g.find_op("language_model.encoder.layers.0.mlp.router"), kNoOp);

@@ -82,9 +82,25 @@ TEST(AttentionTrend, FlashGrowsByTheAttentionFlopsUnfusedBeyond) {
   }
 }
 
+// Score times add each attention op's scores (batch x heads x s (s + 1) / 2 per layer, as
+// many backward) to the step, exactly: the training step's backward ops keep the head dim.
+TEST(AttentionTrend, ScoreTimesAddEveryScoreOfTheStep) {
+  const Cluster cl = balanced_device();
+  const CostProfile uniform = uniform_profile(1.0);
+  CostProfile scored = uniform;
+  scored.op(OpCategory::kAttention).score_time = 2e-13;
+  scored.op(OpCategory::kAttention).backward_score_time = 5e-13;
+  for (int64_t seq : {2048, 8192}) {
+    const Graph g = gpt_step(seq, AttentionImpl::kFlash, DType::kF32);
+    const double scores = double(kTokens / seq) * kHeads * seq * (seq + 1) / 2;
+    const double added = kLayers * scores * (2e-13 + 5e-13);
+    EXPECT_NEAR(step_time(g, cl, scored) - step_time(g, cl, uniform), added, 1e-9 * added) << seq;
+  }
+}
+
 // The same sweep on the shipped H100 profile and cluster (bf16; printed for
 // docs/results.md): each doubling of the sequence costs flash about the same time per added
-// attention FLOP (the attention curve's plateau, 0.48-0.56 of the peak), and the unfused
+// attention FLOP (the attention curve's plateau and the per-score time), and the unfused
 // core far more.
 TEST(AttentionTrend, ShippedH100Profile) {
   const std::string dir = std::string(PLACER_SOURCE_DIR) + "/datasets/clusters/";
@@ -103,7 +119,12 @@ TEST(AttentionTrend, ShippedH100Profile) {
     return (t[k] - t[k - 1]) / (step_attention_flops(seqs[k]) - step_attention_flops(seqs[k - 1]));
   };
   const double last = per_flop(flash, 5);
-  EXPECT_NEAR(last, 1 / (989.4e12 * 0.56), 0.1 * last);  // the curve's plateau
+  // The curve's plateau plus the scores' share: head dim 64 has 1 / 256 scores per forward
+  // FLOP, and the step has 3.5x the forward FLOPs (one forward, one 2.5x backward).
+  const OpCostProfile& att = h100.op(OpCategory::kAttention);
+  const double per_score = (att.score_time + att.backward_score_time) / (3.5 * 4 * 64);
+  EXPECT_NEAR(last, 1 / (989.4e12 * att.compute_for(DType::kBF16).at(1e13)) + per_score,
+              0.05 * last);
   for (size_t k = 1; k < 6; ++k) {
     EXPECT_NEAR(per_flop(flash, k) / last, 1.0, 0.2) << seqs[k];
     EXPECT_GT(per_flop(unfused, k), 5 * per_flop(flash, k)) << seqs[k];

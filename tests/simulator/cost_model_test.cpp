@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sim_fixtures.h"
@@ -322,6 +323,69 @@ TEST(CostModel, MeasuredCurveAcrossAnOversubscribedSpine) {
 
 // Two NVLink domains of two hosts x 2 GPUs: the hierarchical all-reduce rings inside each
 // domain at NVLink speed (4 GPUs), then between the domains' leaders on n / 4 per NIC.
+// A fused attention op of b 2, 4 heads, seq 16 (non-causal: 256 pairs), head dim `head_dim`:
+// 2 * 4 * 256 = 2048 scores, 4 * head_dim FLOPs each forward (2.5x that backward).
+Op attention_op(int head_dim, Phase phase = Phase::kForward) {
+  Op o = make_op(OpCategory::kAttention,
+                 2048.0 * 4 * head_dim * (phase == Phase::kBackward ? 2.5 : 1));
+  o.phase = phase;
+  o.attrs = {
+      {"causal", "0"}, {"heads", "4"}, {"kv_heads", "2"}, {"head_dim", std::to_string(head_dim)}};
+  return o;
+}
+
+TEST(CostModel, AttentionAddsItsScoresTimesTheScoreTime) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  CostProfile p = uniform_profile(0.5);
+  p.op(OpCategory::kAttention).score_time = 2e-13;
+  p.op(OpCategory::kAttention).backward_score_time = 5e-13;
+  const CostModel m(c, p);
+  const Op fwd = attention_op(16), bwd = attention_op(16, Phase::kBackward);
+  EXPECT_DOUBLE_EQ(attention_scores(fwd), 2048);
+  EXPECT_DOUBLE_EQ(attention_scores(bwd), 2048);
+  // 131072 FLOPs at 0.5 of 1e12 FLOP/s, plus 2048 scores of 0.2 ps: 262.144 + 0.4096 ns.
+  EXPECT_DOUBLE_EQ(m.op_time(fwd, 0, 0), 262.144e-9 + 0.4096e-9);
+  // Backward: 327680 FLOPs (655.36 ns) and 2048 scores of 0.5 ps (1.024 ns).
+  EXPECT_DOUBLE_EQ(m.op_time(bwd, 0, 0), 655.36e-9 + 1.024e-9);
+  // A quarter of the work has a quarter of the scores.
+  EXPECT_DOUBLE_EQ(m.op_time(fwd, 0, 0, 0.25), 65.536e-9 + 0.1024e-9);
+  // The score term is compute time: memory-bound beyond it (1e6 B at 0.5 of 1e12 B/s = 2 us).
+  EXPECT_DOUBLE_EQ(m.op_time(fwd, 1000000, 0), 2e-6);
+  // MLA: queries and keys 24 wide, values 16: 2 (24 + 16) = 80 FLOPs per score.
+  Op mla = attention_op(24);
+  mla.attrs.emplace_back("v_head_dim", "16");
+  mla.flops = 2048.0 * 80;
+  EXPECT_DOUBLE_EQ(attention_scores(mla), 2048);
+}
+
+TEST(CostModel, HeadDim64IsSlowerThan128AtEqualFlops) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  CostProfile p = uniform_profile(0.5);
+  p.op(OpCategory::kAttention).score_time = 2e-13;
+  const CostModel m(c, p);
+  Op narrow = attention_op(64), wide = attention_op(128);
+  narrow.flops = wide.flops = 1e12;
+  // Both 2 s of FLOPs; 1e12 / 256 scores against 1e12 / 512.
+  EXPECT_DOUBLE_EQ(attention_scores(narrow), 1e12 / 256);
+  EXPECT_DOUBLE_EQ(m.op_time(narrow, 0, 0), 2 + 1e12 / 256 * 2e-13);
+  EXPECT_DOUBLE_EQ(m.op_time(wide, 0, 0), 2 + 1e12 / 512 * 2e-13);
+  EXPECT_GT(m.op_time(narrow, 0, 0), m.op_time(wide, 0, 0));
+}
+
+TEST(CostModel, NoScoreTimeOrNoHeadDimIsTheRooflineExactly) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  const CostModel plain(c, uniform_profile(0.5));
+  const Op fwd = attention_op(16);
+  EXPECT_EQ(plain.op_time(fwd, 4096, 0), 131072 / (1e12 * 0.5));
+  // A score time but an op that does not say its head dim (a graph written without it).
+  CostProfile p = uniform_profile(0.5);
+  p.op(OpCategory::kAttention).score_time = 2e-13;
+  Op bare = fwd;
+  bare.attrs.pop_back();
+  EXPECT_EQ(attention_scores(bare), 0);
+  EXPECT_EQ(CostModel(c, p).op_time(bare, 4096, 0), plain.op_time(fwd, 4096, 0));
+}
+
 TEST(CostModel, HierarchicalTreatsAnNvlinkDomainAsOneHost) {
   using testing::link;
   Topology t;

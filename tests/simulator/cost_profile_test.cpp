@@ -58,6 +58,8 @@ TEST(CostProfile, YamlRoundTrip) {
   p.launch_overhead = 4e-6;
   p.moe_host_sync = true;
   p.moe_sync_host_time = 1.5e-3;
+  p.op(OpCategory::kAttention).score_time = 1.5e-13;
+  p.op(OpCategory::kAttention).backward_score_time = 6.95e-13;
   const CostProfile back = parse_cost_profile(cost_profile_to_yaml(p), "mem");
   EXPECT_EQ(back, p);
   const CostProfile u = uniform_profile(1.0);
@@ -114,7 +116,13 @@ TEST(CostProfile, AttentionEntryOrTheFilesMatmul) {
   EXPECT_DOUBLE_EQ(a.compute_for(DType::kBF16).at(1e10), 0.25);
   EXPECT_DOUBLE_EQ(a.compute_for(DType::kBF16).at(1e14), 0.5);
   EXPECT_EQ(a.dispatch, 0);
+  EXPECT_EQ(a.score_time, 0);  // no per-score term unless the file gives one
+  EXPECT_EQ(a.backward_score_time, 0);
   EXPECT_EQ(a.memory, default_profile().op(OpCategory::kAttention).memory);
+  const CostProfile scored = parse_cost_profile(
+      head + "  attention: {score_time: 1.5e-13 s, backward_score_time: 0.000695 ns}\n");
+  EXPECT_DOUBLE_EQ(scored.op(OpCategory::kAttention).score_time, 1.5e-13);
+  EXPECT_DOUBLE_EQ(scored.op(OpCategory::kAttention).backward_score_time, 6.95e-13);
   // The shipped A100 and H100 profiles carry their own curves (docs/calibration.md).
   for (const char* f : {"dgx_a100", "h100"}) {
     const CostProfile shipped = load_cost_profile(std::string(PLACER_SOURCE_DIR) +
@@ -122,6 +130,7 @@ TEST(CostProfile, AttentionEntryOrTheFilesMatmul) {
     EXPECT_NE(shipped.op(OpCategory::kAttention), shipped.op(OpCategory::kMatMul)) << f;
     EXPECT_EQ(shipped.op(OpCategory::kAttention).dispatch, shipped.op(OpCategory::kMatMul).dispatch)
         << f;
+    EXPECT_GT(shipped.op(OpCategory::kAttention).backward_score_time, 0) << f;
   }
 }
 
@@ -162,6 +171,13 @@ TEST(CostProfile, BadFieldsNameFileAndField) {
   EXPECT_NE(m.find("collectives.all_reduce"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nmoe_sync_host_time: -2 ms\n");
   EXPECT_NE(m.find("moe_sync_host_time"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  attention: {score_time: -1e-13 s}\n");
+  EXPECT_NE(m.find("bad.profile.yaml: ops.attention.score_time"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  attention: {backward_score_time: 2 us}\n");
+  EXPECT_NE(m.find("ops.attention.backward_score_time"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nops:\n  matmul: {score_time: 1e-13 s}\n");
+  EXPECT_NE(m.find("ops.matmul.score_time: only the attention entry"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops: [1, 2]\n");
   EXPECT_NE(m.find("ops"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops:\n  matmul: {compute_efficiency: [[6]]}\n");
