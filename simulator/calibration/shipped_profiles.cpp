@@ -35,11 +35,8 @@ const Device* first_gpu(const Cluster& cluster) {
 const std::vector<ShippedProfile>& shipped_profiles() {
   // The A100 profiles serve both memory sizes: their efficiencies are fractions of the
   // cluster's peaks and memory bandwidth, which the cluster file gives per model. The H100
-  // profiles serve the H200 (the same GH100 chip and NVLink 4 switch, more HBM) on more
-  // than one GPU; one H200 gets the profile fitted on its own kernels (h200.profile.yaml:
-  // its memory-bound curves are the H200's HBM3e, and it measured no collective).
+  // profiles serve the H200 (the same GH100 chip and NVLink 4 switch, more HBM).
   static const std::vector<ShippedProfile> table = {
-      {{"H200-SXM-141GB", "H200"}, 0, "h200.profile.yaml", true},
       {{"A100-SXM4-80GB", "A100-SXM4-40GB", "A100-SXM-80GB"}, 200, "dgx_a100.profile.yaml"},
       {{"A100-SXM4-80GB", "A100-SXM4-40GB", "A100-SXM-80GB"}, 400, "a100_ib400.profile.yaml"},
       {{"H100-SXM5-80GB", "H100 80GB HBM3", "H200-SXM-141GB", "H200"},
@@ -68,16 +65,13 @@ std::string shipped_profile_file(const Cluster& cluster) {
   if (!gpu) return "";
   const std::string model = normalized_model(gpu->spec.model);
   const bool multi_host = cluster.num_hosts() > 1;
-  const bool one_gpu =
-      std::count_if(cluster.devices().begin(), cluster.devices().end(),
-                    [](const Device& d) { return d.spec.kind == DeviceKind::kGpu; }) == 1;
   const double fabric_gbit = cluster.link(LinkLevel::kInterHost).bandwidth * 8 / 1e9;
   const ShippedProfile* best = nullptr;
   for (const ShippedProfile& p : shipped_profiles()) {
     const bool serves = std::any_of(p.models.begin(), p.models.end(), [&](const std::string& m) {
       return normalized_model(m) == model;
     });
-    if (!serves || (p.one_gpu && !one_gpu)) continue;
+    if (!serves) continue;
     if (!best) best = &p;
     if (!multi_host || fabric_gbit <= 0) break;  // single host: the first listed
     if (std::abs(p.fabric_gbit - fabric_gbit) < std::abs(best->fabric_gbit - fabric_gbit)) {
