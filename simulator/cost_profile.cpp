@@ -236,14 +236,15 @@ void CostProfile::validate(const std::string& where) const {
           "must be in [0, 1 s), got " + format_double(d)));
     }
   }
-  if (!(micro_batch_overhead >= 0 && micro_batch_overhead < 1)) {
-    throw ValidationError(format_context(where, "micro_batch_overhead",
-                                         "must be in [0, 1 s), got " + format_double(micro_batch_overhead)));
-  }
-  if (!(moe_sync_host_time >= 0 && moe_sync_host_time < 1)) {
-    throw ValidationError(
-        format_context(where, "moe_sync_host_time",
-                       "must be in [0, 1 s), got " + format_double(moe_sync_host_time)));
+  const std::pair<const char*, double> host_times[] = {
+      {"micro_batch_overhead", micro_batch_overhead},
+      {"moe_sync_host_time", moe_sync_host_time},
+      {"fsdp_hook_host_time", fsdp_hook_host_time}};
+  for (const auto& [field, t] : host_times) {
+    if (!(t >= 0 && t < 1)) {
+      throw ValidationError(
+          format_context(where, field, "must be in [0, 1 s), got " + format_double(t)));
+    }
   }
   if (!(overlap_slowdown >= 1 && overlap_slowdown <= 10)) {
     throw ValidationError(format_context(where, "overlap_slowdown",
@@ -293,6 +294,7 @@ bool CostProfile::operator==(const CostProfile& o) const {
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
          moe_host_sync == o.moe_host_sync && moe_sync_host_time == o.moe_sync_host_time &&
          micro_batch_overhead == o.micro_batch_overhead &&
+         fsdp_hook_host_time == o.fsdp_hook_host_time &&
          collective_curves == o.collective_curves && nccl == o.nccl && fit_errors == o.fit_errors;
 }
 
@@ -440,6 +442,9 @@ void read_scalars(const YamlReader& r, const YAML::Node& root, CostProfile* p) {
   }
   if (const YAML::Node n = root["micro_batch_overhead"]) {
     p->micro_batch_overhead = r.to_quantity(n, QuantityKind::kTime, "micro_batch_overhead");
+  }
+  if (const YAML::Node n = root["fsdp_hook_host_time"]) {
+    p->fsdp_hook_host_time = r.to_quantity(n, QuantityKind::kTime, "fsdp_hook_host_time");
   }
 }
 
@@ -625,7 +630,7 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
                 "p2p_host_sync", "moe_host_sync", "moe_sync_host_time", "micro_batch_overhead",
-                "ops", "links", "collectives", "collective_curves", "nccl", "fit_errors"});
+                "fsdp_hook_host_time", "ops", "links", "collectives", "collective_curves", "nccl", "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);
@@ -680,6 +685,7 @@ std::string cost_profile_to_yaml(const CostProfile& p) {
   if (p.moe_host_sync) j["moe_host_sync"] = true;
   if (p.moe_sync_host_time > 0) j["moe_sync_host_time"] = format_time(p.moe_sync_host_time);
   if (p.micro_batch_overhead > 0) j["micro_batch_overhead"] = format_time(p.micro_batch_overhead);
+  if (p.fsdp_hook_host_time > 0) j["fsdp_hook_host_time"] = format_time(p.fsdp_hook_host_time);
   nlohmann::ordered_json ops = nlohmann::ordered_json::object();
   for (int c = 0; c < kNumOpCategories; ++c) {
     nlohmann::ordered_json o;

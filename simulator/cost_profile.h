@@ -216,6 +216,11 @@ struct CostProfile {
   /// schedule: fetching and broadcasting the batch, loss bookkeeping, p2p set-up), seconds.
   /// Charged to the host before the stage's first forward op of each micro-batch.
   double micro_batch_overhead = 0;
+  /// Host time of one FSDP2 hook that issues work, seconds: each unit's pre-forward and
+  /// post-backward hooks, and each block's pre-backward hook (unshard, copies, reduce). It
+  /// delays the issue of the unit's next op; the device waits only when the host is not
+  /// ahead (at the start of a step). Only with data_parallel.fsdp.
+  double fsdp_hook_host_time = 0;
   /// Optional measured curves per collective kind and link level (kIntraHost: the group is
   /// on one host; kInterHost: it spans hosts). When present, CostModel times that collective
   /// with the curve instead of its alpha-beta formulas (docs/formats/profile.md).

@@ -60,8 +60,8 @@ FsdpTimeline fsdp_timeline(const std::vector<FsdpBlockTimes>& blocks,
   PassRun pass{blocks, tl.blocks, 0.0};
   const double fwd_end = pass.run(order, std::vector<bool>(n, true), o.forward_prefetch, 0.0, true);
   std::reverse(order.begin(), order.end());
-  std::vector<bool> regather(n, o.reshard_after_forward);
-  regather[0] = false;  // the last block keeps its parameters for its backward
+  std::vector<bool> regather(n);
+  for (size_t k = 0; k < n; ++k) regather[k] = fsdp_regathers(order[k], n, o);
   const double bwd_end = pass.run(order, regather, o.backward_prefetch, fwd_end, false);
   double reduce_free = 0;
   for (size_t i : order) {
@@ -74,6 +74,26 @@ FsdpTimeline fsdp_timeline(const std::vector<FsdpBlockTimes>& blocks,
     tl.exposed_gather += b.forward_wait + b.backward_wait;
   tl.exposed_reduce = tl.end - bwd_end;
   return tl;
+}
+
+bool fsdp_regathers(size_t block, size_t blocks, const FsdpScheduleOptions& o) {
+  return o.reshard_after_forward && block + 1 < blocks;
+}
+
+FsdpCopyBytes fsdp_copy_bytes(const FsdpUnitBytes& unit, int shard, bool param_cast) {
+  FsdpCopyBytes c;
+  const double stored = static_cast<double>(unit.stored);
+  const double gathered = static_cast<double>(unit.gathered);
+  const double reduced = static_cast<double>(unit.reduced);
+  if (shard > 1) {
+    c.copy_in = (stored + gathered + (param_cast ? 2 * gathered : 0.0)) / shard;
+    c.copy_out = 2 * gathered;
+  } else {
+    c.copy_out = stored + gathered;
+    c.single_rank_reduce = 2 * reduced;
+  }
+  c.reduce_copy_in = gathered + reduced;
+  return c;
 }
 
 double HsdpBuffers::sent_shard_level() const {

@@ -13,6 +13,7 @@
 // last block, which torchtitan keeps (its backward follows at once). Each block's
 // reduce-scatter starts when its backward is done and the previous one has finished, so it
 // overlaps the next block's backward; the step ends when the last one does.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -48,6 +49,38 @@ struct FsdpScheduleOptions {
 };
 
 FsdpTimeline fsdp_timeline(const std::vector<FsdpBlockTimes>& blocks, const FsdpScheduleOptions& o);
+
+/// Whether block `block` of `blocks` is all-gathered again for its backward: under
+/// reshard_after_forward, every block but the last (whose backward follows at once).
+bool fsdp_regathers(size_t block, size_t blocks, const FsdpScheduleOptions& o);
+
+/// One FSDP unit's parameters (a block, or the root: the parameters outside blocks), whole.
+struct FsdpUnitBytes {
+  uint64_t stored = 0;    ///< as stored (the sharded parameters' dtype)
+  uint64_t gathered = 0;  ///< in the gathered dtype (param_dtype); autograd's gradients too
+  uint64_t reduced = 0;   ///< the gradients in the reduce dtype
+};
+
+/// Bytes read + written by FSDP2's memory-bound copies around one unit's collectives
+/// (torch.distributed.fsdp.fully_shard: foreach_all_gather, foreach_all_gather_copy_out,
+/// foreach_reduce), on `shard` ranks; `param_cast` when param_dtype is set.
+struct FsdpCopyBytes {
+  /// Before each all-gather, on the copy-in stream: the local shard into the all-gather
+  /// buffer (with param_cast, first cast into a flat buffer, then copied). 0 on one rank,
+  /// where FSDP2 skips the all-gather.
+  double copy_in = 0;
+  /// On the compute stream before the unit runs: the gathered buffer split into the
+  /// parameters (split_with_sizes_copy); on one rank the shards copied into them.
+  double copy_out = 0;
+  /// On the compute stream after the unit's backward: its gradients packed into the
+  /// reduce-scatter input in the reduce dtype (chunk_cat).
+  double reduce_copy_in = 0;
+  /// One rank only: the reduce-scatter input copied to its output (no collective). It runs
+  /// on the reduce-scatter stream, but the next unit's copies wait for it (both are copy
+  /// engine memcpys), so it is charged to the compute stream.
+  double single_rank_reduce = 0;
+};
+FsdpCopyBytes fsdp_copy_bytes(const FsdpUnitBytes& unit, int shard, bool param_cast);
 
 /// HSDP's collective buffers for `param_bytes` / `grad_bytes` (in the gathered parameter /
 /// reduced gradient dtypes) over shard groups of `shard` devices replicated `replicas`

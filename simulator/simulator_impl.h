@@ -24,6 +24,7 @@
 
 #include "simulator/cost_model.h"
 #include "simulator/event_queue.h"
+#include "simulator/fsdp_schedule.h"
 #include "simulator/simulator.h"
 
 namespace placer {
@@ -82,6 +83,26 @@ struct Simulator::Impl {
   // all-gather waits charged to each block's first forward and backward op.
   void prepare_fsdp_groups(const Plan& plan);
   void prepare_fsdp_schedule(const Plan& plan);
+  // One FSDP unit of a group: a block (graph layer) or the root (parameter ops outside
+  // blocks); its forward ops in topological order and its parameters' bytes.
+  struct FsdpUnitOps {
+    std::vector<OpId> forward;
+    FsdpUnitBytes bytes;
+  };
+  // FSDP2's copies of one unit in seconds on the compute stream (copy_out per unshard,
+  // reduce after its backward) and on the all-gather stream (copy_in per all-gather).
+  struct FsdpCopyTimes {
+    double copy_in = 0, copy_out = 0, reduce = 0;
+    bool regathered = false;  // unsharded again for its backward
+  };
+  void assign_gradient_blocks(const FsdpConfig& fs);
+  int fsdp_group_shard(int64_t group) const;
+  double fsdp_copy_time(double bytes, DType dtype, int d) const;
+  FsdpCopyTimes fsdp_copy_times(const FsdpUnitBytes& u, OpId first, int shard) const;
+  void charge_fsdp_root(const std::vector<OpId>& fw, const FsdpUnitBytes& bytes, int64_t group);
+  void charge_fsdp_blocks(const std::vector<const FsdpUnitOps*>& blocks, int64_t group);
+  void charge_fsdp_block(const std::vector<OpId>& fw, const FsdpCopyTimes& c,
+                         const FsdpBlockTimeline& tl);
   double fsdp_reduce_time(uint32_t sync_index, uint64_t bytes) const;  // one bucket
   bool fsdp_block_done(TensorId t);   // the last gradient of its block entered a bucket
   uint64_t shard_ways(OpId o) const;  // ZeRO / FSDP sharding of op o's parameters and state

@@ -58,6 +58,7 @@ TEST(CostProfile, YamlRoundTrip) {
   p.launch_overhead = 4e-6;
   p.moe_host_sync = true;
   p.moe_sync_host_time = 1.5e-3;
+  p.fsdp_hook_host_time = 350e-6;
   p.op(OpCategory::kAttention).score_time = 1.5e-13;
   p.op(OpCategory::kAttention).backward_score_time = 6.95e-13;
   const CostProfile back = parse_cost_profile(cost_profile_to_yaml(p), "mem");
@@ -171,6 +172,8 @@ TEST(CostProfile, BadFieldsNameFileAndField) {
   EXPECT_NE(m.find("collectives.all_reduce"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nmoe_sync_host_time: -2 ms\n");
   EXPECT_NE(m.find("moe_sync_host_time"), std::string::npos) << m;
+  m = expect_error("format_version: \"1.0\"\nfsdp_hook_host_time: 1 s\n");
+  EXPECT_NE(m.find("fsdp_hook_host_time"), std::string::npos) << m;
   m = expect_error("format_version: \"1.0\"\nops:\n  attention: {score_time: -1e-13 s}\n");
   EXPECT_NE(m.find("bad.profile.yaml: ops.attention.score_time"), std::string::npos) << m;
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;

@@ -92,32 +92,36 @@ constexpr double kAlpha = 5e-6;
 constexpr double kBeta = 1e9;
 constexpr uint64_t kParam = 4000000;
 
-// Three layers, each one forward op (5 ms per device with the batch split over `replicas`)
-// owning 4 MB of parameters, its backward op (10 ms) producing the 4 MB gradient, and an
-// update op.
-Graph three_layers(int replicas) {
+// One memory-bound copy of a 4 MB unit (read and written) at 1e12 B/s: FSDP2's copy-out,
+// and its chunk_cat of the gradients (kParam in, kParam out).
+constexpr double kCopy = 2 * kParam / 1e12;
+
+// `n` layers (3 by default), each one forward op (5 ms per device with the batch split over
+// `replicas`) owning 4 MB of parameters, its backward op (10 ms) producing the 4 MB
+// gradient, and an update op.
+Graph three_layers(int replicas, int n = 3) {
   testing::TestGraph b;
   std::vector<TensorId> y, gy, gw;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < n; ++i) {
     y.push_back(b.tensor("y" + std::to_string(i), 1000));
     gy.push_back(b.tensor("gy" + std::to_string(i), 1000));
     gw.push_back(b.tensor("gw" + std::to_string(i), kParam, false, true));
   }
   std::vector<OpId> f;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < n; ++i) {
     f.push_back(b.op("f" + std::to_string(i), 5e9 * replicas,
                      i == 0 ? std::vector<TensorId>{} : std::vector<TensorId>{y[i - 1]}, {y[i]}));
     b.at(f.back()).param_bytes = kParam;
     b.at(f.back()).layer = i;
   }
-  for (int i = 2; i >= 0; --i) {
+  for (int i = n - 1; i >= 0; --i) {
     std::vector<TensorId> in = {y[i]};
-    if (i < 2) in.push_back(gy[i + 1]);
+    if (i < n - 1) in.push_back(gy[i + 1]);
     const OpId g = b.op("f" + std::to_string(i) + "/grad", 10e9 * replicas, in, {gy[i], gw[i]},
                         Phase::kBackward, f[i]);
     b.at(g).layer = i;
   }
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < n; ++i)
     b.op("f" + std::to_string(i) + "/update", 1, {gw[i]}, {}, Phase::kOptimizer, f[i]);
   return b.build();
 }
@@ -146,7 +150,9 @@ class FsdpOnOneNode : public ::testing::Test {
 TEST_F(FsdpOnOneNode, OnlyTheFirstGatherWaitsWhenComputeHidesTheRest) {
   Plan p = fsdp_plan(g, 4);
   p.validate(g, cl);
-  const double gather = collective(CollectiveKind::kAllGather, kParam);
+  // Each all-gather is preceded by the copy-in of the 1 MB shard (read and written).
+  const double copy_in = 2 * kParam / 4 / 1e12;
+  const double gather = copy_in + collective(CollectiveKind::kAllGather, kParam);
   ASSERT_LT(gather, 5e-3);  // shorter than a block's forward: hidden after the first
   SimOptions events;
   events.record_events = true;
@@ -154,21 +160,65 @@ TEST_F(FsdpOnOneNode, OnlyTheFirstGatherWaitsWhenComputeHidesTheRest) {
   ASSERT_EQ(r.fsdp_forward_wait.size(), 4u);
   EXPECT_NEAR(r.fsdp_forward_wait[0], gather, 1e-12);
   EXPECT_NEAR(r.fsdp_backward_wait[0], 0, 1e-12);
-  // `simulate --breakdown` shows the wait as its own part, out of the forward's 15 ms.
+  // `simulate --breakdown` shows the wait as its own part, out of the forward's 15 ms and
+  // the 3 blocks' copy-outs.
   const std::vector<DeviceBreakdown> rows = step_breakdown(r, g, p);
   ASSERT_FALSE(rows.empty());
   EXPECT_NEAR(rows[0].fsdp_gather, gather, 1e-12);
-  EXPECT_NEAR(rows[0].forward, 15e-3, 1e-9);
+  EXPECT_NEAR(rows[0].forward, 15e-3 + 3 * kCopy, 1e-9);
   EXPECT_NEAR(rows[0].total(), r.step_time, 1e-9);
   // ZeRO-3's accounting: every forward and backward op waits for its own gather (6 in
   // all), and the 12 MB of gradients are reduce-scattered and all-gathered in one bucket
-  // after the backward, where FSDP leaves only the last block's 4 MB reduce-scatter exposed.
+  // after the backward, where FSDP leaves only the last block's 4 MB reduce-scatter exposed
+  // but copies: 3 copy-outs in the forward, 2 in the backward (the last block keeps its
+  // parameters), 3 chunk_cats of the gradients.
   p.data_parallel.fsdp.enabled = false;
   const SimResult z = sim.run(p);
   const double zero_sync = collective(CollectiveKind::kReduceScatter, 3 * kParam) +
                            collective(CollectiveKind::kAllGather, 3 * kParam);
+  const double zero_gather = collective(CollectiveKind::kAllGather, kParam);
   EXPECT_NEAR(z.step_time - r.step_time,
-              5 * gather + zero_sync - collective(CollectiveKind::kReduceScatter, kParam), 1e-9);
+              5 * zero_gather - copy_in + zero_sync -
+                  collective(CollectiveKind::kReduceScatter, kParam) - 8 * kCopy,
+              1e-9);
+}
+
+// FSDP on one rank (world size 1, as FSDP2 runs there): no collective, but each unshard
+// copies the parameters (the last block's once, in the forward), each backward packs the
+// gradients (chunk_cat) and copies them to the reduce-scatter output.
+TEST(FsdpSimulator, OneBlockOnOneRankAddsItsCopies) {
+  const Graph g = three_layers(1, 1);
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(kAlpha, kBeta), testing::link(0, 1e9));
+  const CostModel cost(cl, uniform_profile(1.0));
+  Simulator sim(g, cl, cost);
+  Plan p = fsdp_plan(g, 1);
+  p.validate(g, cl);
+  const SimResult r = sim.run(p);
+  p.data_parallel.fsdp.enabled = false;
+  const SimResult plain = sim.run(p);
+  EXPECT_NEAR(plain.step_time, 15e-3 + 1e-12, 1e-15);  // forward, backward, a 1-FLOP update
+  // Copy-out 4 + 4 MB, chunk_cat 4 + 4 MB, reduce copy 4 + 4 MB, at 1e12 B/s: 24 us.
+  EXPECT_NEAR(r.step_time - plain.step_time, 3 * kCopy, 1e-12);
+  EXPECT_EQ(r.num_collectives, 0u);
+}
+
+// The hooks' host time: the first op is issued only after the pre-forward hook, the
+// pre-backward and post-backward hooks (2 ms) are issued while the device still runs the
+// 5 ms forward.
+TEST(FsdpSimulator, HookHostTimeDelaysOnlyTheStepStart) {
+  const Graph g = three_layers(1, 1);
+  const Cluster cl = testing::make_cluster(1, 1, testing::link(kAlpha, kBeta), testing::link(0, 1e9));
+  CostProfile prof = uniform_profile(1.0);
+  const CostModel none(cl, prof);
+  prof.fsdp_hook_host_time = 1e-3;
+  const CostModel hooks(cl, prof);
+  Plan p = fsdp_plan(g, 1);
+  const SimResult a = Simulator(g, cl, none).run(p);
+  const SimResult b = Simulator(g, cl, hooks).run(p);
+  EXPECT_NEAR(b.step_time - a.step_time, 1e-3, 1e-12);
+  prof.fsdp_hook_host_time = 4e-3;  // now the backward hooks (8 ms) pass the forward's end
+  const SimResult c = Simulator(g, cl, CostModel(cl, prof)).run(p);
+  EXPECT_NEAR(c.step_time - a.step_time, 12e-3 - (5e-3 + kCopy), 1e-12);
 }
 
 TEST_F(FsdpOnOneNode, KeepingParametersHoldsThemUnsharded) {
@@ -195,8 +245,10 @@ TEST(FsdpSimulator, HsdpShardsInsideAGroupAndAllReducesAcross) {
   const SimResult hsdp = sim.run(p);
   // Parameters (3 x 4 MB) and gradients (3 x 4 MB) in shards of 1/4 instead of 1/8.
   EXPECT_EQ(hsdp.peak_memory[0] - full.peak_memory[0], 2 * 3 * (kParam / 4 - kParam / 8));
-  // The gather stays inside the node: the first forward waits for a 4-device all-gather.
+  // The gather stays inside the node: the first forward waits for the copy-in of the 1 MB
+  // shard and a 4-device all-gather.
   const double node_gather =
+      2 * kParam / 4 / 1e12 +
       cost.collective_time(CollectiveKind::kAllGather, {0, 1, 2, 3}, kParam, SyncScheme::kAuto);
   EXPECT_NEAR(hsdp.fsdp_forward_wait[0], node_gather, 1e-12);
   // Per block: reduce-scatter in the node, then a 2-way all-reduce of the 1 MB shard.
@@ -206,8 +258,9 @@ TEST(FsdpSimulator, HsdpShardsInsideAGroupAndAllReducesAcross) {
       cost.collective_time(CollectiveKind::kAllReduce, {0, 4}, kParam / 4, SyncScheme::kRing);
   EXPECT_EQ(hsdp.num_collectives, 3u);
   EXPECT_GT(ar, 0);
-  // The last block's reduction is what is left after the backward.
-  const double compute = 3 * 5e-3 + 3 * 10e-3;
+  // The last block's reduction is what is left after the backward; the copies: 3 + 2
+  // copy-outs, 3 chunk_cats.
+  const double compute = 3 * 5e-3 + 3 * 10e-3 + 8 * kCopy;
   EXPECT_NEAR(hsdp.step_time, compute + node_gather + rs + ar, 1e-8);
 }
 
@@ -221,7 +274,11 @@ TEST_F(FsdpOnOneNode, ReduceAndParameterDtypesScaleTheCollectives) {  // the gra
   p.data_parallel.fsdp.param_dtype = DType::kBF16;
   const SimResult bf16 = sim.run(p);
   EXPECT_EQ(bf16.collective_bytes, 3 * kParam / 2);
-  EXPECT_NEAR(bf16.fsdp_forward_wait[0], collective(CollectiveKind::kAllGather, kParam / 2), 1e-12);
+  // The copy-in of the shard: cast from f32 (1 MB read, 0.5 MB written), then copied into
+  // the all-gather buffer (0.5 + 0.5 MB).
+  const double copy_in = 2.5 * kParam / 4 / 1e12;
+  EXPECT_NEAR(bf16.fsdp_forward_wait[0],
+              copy_in + collective(CollectiveKind::kAllGather, kParam / 2), 1e-12);
 }
 
 }  // namespace
