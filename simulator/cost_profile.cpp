@@ -294,8 +294,8 @@ bool CostProfile::operator==(const CostProfile& o) const {
          overlap_slowdown == o.overlap_slowdown && p2p_host_sync == o.p2p_host_sync &&
          moe_host_sync == o.moe_host_sync && moe_sync_host_time == o.moe_sync_host_time &&
          micro_batch_overhead == o.micro_batch_overhead &&
-         fsdp_hook_host_time == o.fsdp_hook_host_time &&
-         collective_curves == o.collective_curves && nccl == o.nccl && fit_errors == o.fit_errors;
+         fsdp_hook_host_time == o.fsdp_hook_host_time && collective_curves == o.collective_curves &&
+         nccl == o.nccl && fit_errors == o.fit_errors;
 }
 
 CostProfile uniform_profile(double efficiency) {
@@ -630,7 +630,8 @@ CostProfile read_cost_profile(const YAML::Node& root, const std::string& file) {
   r.check_keys(root, "",
                {"format_version", "name", "description", "launch_overhead", "overlap_slowdown",
                 "p2p_host_sync", "moe_host_sync", "moe_sync_host_time", "micro_batch_overhead",
-                "fsdp_hook_host_time", "ops", "links", "collectives", "collective_curves", "nccl", "fit_errors"});
+                "fsdp_hook_host_time", "ops", "links", "collectives", "collective_curves", "nccl",
+                "fit_errors"});
   CostProfile p = default_profile();
   read_scalars(r, root, &p);
   read_map_section(r, root, "ops", &p, read_op);

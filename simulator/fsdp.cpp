@@ -98,7 +98,7 @@ double Simulator::Impl::fsdp_copy_time(double bytes, DType dtype, int d) const {
 
 // The copies of one unit in seconds, on `shard` ranks, on the device of its first op.
 Simulator::Impl::FsdpCopyTimes Simulator::Impl::fsdp_copy_times(const FsdpUnitBytes& u, OpId first,
-                                               int shard) const {
+                                                                int shard) const {
   const FsdpConfig& fs = plan->data_parallel.fsdp;
   const FsdpCopyBytes b = fsdp_copy_bytes(u, shard, fs.param_dtype_set);
   const DType dt = fs.param_dtype_set ? fs.param_dtype : g.op(first).dtype;
@@ -194,8 +194,7 @@ void Simulator::Impl::charge_fsdp_root(const std::vector<OpId>& fw, const FsdpUn
 void Simulator::Impl::charge_fsdp_blocks(const std::vector<const FsdpUnitOps*>& blocks,
                                          int64_t group) {
   const FsdpConfig& fs = plan->data_parallel.fsdp;
-  const FsdpScheduleOptions so{fs.forward_prefetch, fs.backward_prefetch,
-                               fs.reshard_after_forward};
+  const FsdpScheduleOptions so{fs.forward_prefetch, fs.backward_prefetch, fs.reshard_after_forward};
   const int shard = fsdp_group_shard(group);
   const size_t n = blocks.size();
   std::vector<FsdpBlockTimes> times(n);

@@ -188,7 +188,8 @@ TEST_F(FsdpOnOneNode, OnlyTheFirstGatherWaitsWhenComputeHidesTheRest) {
 // gradients (chunk_cat) and copies them to the reduce-scatter output.
 TEST(FsdpSimulator, OneBlockOnOneRankAddsItsCopies) {
   const Graph g = three_layers(1, 1);
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(kAlpha, kBeta), testing::link(0, 1e9));
+  const Cluster cl =
+      testing::make_cluster(1, 1, testing::link(kAlpha, kBeta), testing::link(0, 1e9));
   const CostModel cost(cl, uniform_profile(1.0));
   Simulator sim(g, cl, cost);
   Plan p = fsdp_plan(g, 1);
@@ -207,7 +208,8 @@ TEST(FsdpSimulator, OneBlockOnOneRankAddsItsCopies) {
 // 5 ms forward.
 TEST(FsdpSimulator, HookHostTimeDelaysOnlyTheStepStart) {
   const Graph g = three_layers(1, 1);
-  const Cluster cl = testing::make_cluster(1, 1, testing::link(kAlpha, kBeta), testing::link(0, 1e9));
+  const Cluster cl =
+      testing::make_cluster(1, 1, testing::link(kAlpha, kBeta), testing::link(0, 1e9));
   CostProfile prof = uniform_profile(1.0);
   const CostModel none(cl, prof);
   prof.fsdp_hook_host_time = 1e-3;
