@@ -17,3 +17,6 @@ done
   --base datasets/clusters/h100.profile.yaml --profiler-dtype bf16 --name h200 \
   --note "One NVIDIA H200 (datasets/measurements/h200). Regenerate: bash scripts/fit_h200_profile.sh. Memory-bound curves and the bf16 GEMM curve from the 9 FIT Llama traces; ops.attention, the f8 matmul curve and host dispatch from the base." \
   --profiler-trace "${fit[@]}" -o datasets/clusters/h200.profile.yaml
+# FSDP2's host time per hook is no per-op figure: fitted on the FIT rows' FSDP2-minus-plain
+# step differences by scripts/fit_fsdp_hook_time.py (least squares on a 50 us grid).
+sed -i 's/^launch_overhead: .*/&\nfsdp_hook_host_time: 750 us/' datasets/clusters/h200.profile.yaml
