@@ -27,35 +27,38 @@ EagerKernels eager_rms_norm(double rows, double width, DType dtype, int grad_sum
   const bool cast = dtype != kF32;  // x.float() of an fp32 tensor launches nothing
   EagerKernels k;
   const KernelAdder f{&k.forward}, b{&k.backward};
-  if (cast) f(kDm, kF32, n * (e + 4));        // x.float()
-  f(kEw, kF32, 8 * n);                        // pow(2)
-  f(kRed, kF32, 4 * n + 4 * rows);            // mean(-1)
-  f(kEw, kF32, 8 * rows);                     // + eps
-  f(kEw, kF32, 8 * rows);                     // rsqrt
-  f(kDm, kF32, 8 * n + 4 * rows);             // x * rsqrt (broadcast)
-  if (cast) f(kEw, dtype, n * (4 + e));       // .type_as(x)
-  f(kDm, dtype, 2 * n * e + w);               // * weight (broadcast)
-  b(kEw, dtype, 3 * n * e);                   // grad * normed (weight gradient)
-  b(kDm, dtype, 2 * n * e + w);               // grad * weight
-  b(kDm, dtype, w);                           // memset of the weight gradient
-  b(kRed, dtype, n * e + w);                  // its sum over rows
-  if (cast) b(kDm, kF32, n * (e + 4));        // the gradient to fp32
-  b(kEw, kF32, 12 * n);                       // * rsqrt
-  b(kDm, kF32, 8 * n + 4 * rows);             // * x (broadcast)
-  b(kRed, kF32, 4 * n + 4 * rows);            // sum(-1)
-  for (int i = 0; i < 3; ++i) b(kEw, kF32, (i == 2 ? 12 : 8) * rows);  // rsqrt's backward
-  b(kDm, kF32, 8 * n);                        // mean's backward: expand / width
-  b(kDm, kF32, 8 * n);                        // its device-to-device copy
-  b(kEw, kF32, 8 * n);                        // pow's backward: 2 x
-  b(kEw, kF32, 12 * n);                       // * grad
-  b(kEw, kF32, 12 * n);                       // the two paths summed
-  if (cast) b(kEw, dtype, n * (4 + e));       // back to the dtype
-  for (int i = 0; i < grad_sums; ++i) b(kEw, dtype, 3 * n * e);  // the linears' input grads
+  if (cast) f(kDm, kF32, n * (e + 4));   // x.float()
+  f(kEw, kF32, 8 * n);                   // pow(2)
+  f(kRed, kF32, 4 * n + 4 * rows);       // mean(-1)
+  f(kEw, kF32, 8 * rows);                // + eps
+  f(kEw, kF32, 8 * rows);                // rsqrt
+  f(kDm, kF32, 8 * n + 4 * rows);        // x * rsqrt (broadcast)
+  if (cast) f(kEw, dtype, n * (4 + e));  // .type_as(x)
+  f(kDm, dtype, 2 * n * e + w);          // * weight (broadcast)
+  b(kEw, dtype, 3 * n * e);              // grad * normed (weight gradient)
+  b(kDm, dtype, 2 * n * e + w);          // grad * weight
+  b(kDm, dtype, w);                      // memset of the weight gradient
+  b(kRed, dtype, n * e + w);             // its sum over rows
+  if (cast) b(kDm, kF32, n * (e + 4));   // the gradient to fp32
+  b(kEw, kF32, 12 * n);                  // * rsqrt
+  b(kDm, kF32, 8 * n + 4 * rows);        // * x (broadcast)
+  b(kRed, kF32, 4 * n + 4 * rows);       // sum(-1)
+  b(kEw, kF32, 8 * rows);                // rsqrt's backward: pow,
+  b(kEw, kF32, 8 * rows);                //   times -1/2,
+  b(kEw, kF32, 12 * rows);               //   times the gradient
+  b(kDm, kF32, 8 * n);                   // mean's backward: expand / width
+  b(kDm, kF32, 8 * n);                   // its device-to-device copy
+  b(kEw, kF32, 8 * n);                   // pow's backward: 2 x
+  b(kEw, kF32, 12 * n);                  // * grad
+  b(kEw, kF32, 12 * n);                  // the two paths summed
+  if (cast) b(kEw, dtype, n * (4 + e));  // back to the dtype
+  // The input gradients of the separate linears reading the norm, summed.
+  for (int i = 0; i < grad_sums; ++i) b(kEw, dtype, 3 * n * e);
   return k;
 }
 
-EagerKernels eager_rotary(double tokens, double seq, double heads, double kv_heads,
-                          double head_dim, DType dtype) {
+EagerKernels eager_rotary(double tokens, double seq, double heads, double kv_heads, double head_dim,
+                          DType dtype) {
   const double e = es(dtype), table = seq * head_dim * e;
   EagerKernels k;
   const KernelAdder f{&k.forward}, b{&k.backward};
@@ -81,10 +84,10 @@ EagerKernels eager_repeat_kv(double tokens, double heads, double kv_heads, doubl
   const double e = es(dtype), copy = tokens * head_dim * (kv_heads + heads) * e;
   EagerKernels k;
   const KernelAdder f{&k.forward}, b{&k.backward};
-  f(kDm, dtype, copy);  // keys: read at kv heads, written at heads
-  f(kDm, dtype, copy);  // values
-  b(kRed, dtype, copy);  // the copies' gradients summed back, keys
-  b(kRed, dtype, copy);  // values
+  f(kDm, dtype, copy);                                  // keys: read at kv heads, written at heads
+  f(kDm, dtype, copy);                                  // values
+  b(kRed, dtype, copy);                                 // the copies' gradients summed back, keys
+  b(kRed, dtype, copy);                                 // values
   b(kDm, dtype, 2 * tokens * kv_heads * head_dim * e);  // the value gradient made contiguous
   return k;
 }
@@ -105,14 +108,14 @@ EagerKernels eager_cross_entropy(double rows, double vocab, DType dtype) {
   const double n = rows * vocab, e = es(dtype);
   EagerKernels k;
   const KernelAdder f{&k.forward}, b{&k.backward};
-  f(kDm, kF32, n * (e + 4));         // logits.float()
-  f(kSm, kF32, 8 * n);               // log_softmax
+  f(kDm, kF32, n * (e + 4));           // logits.float()
+  f(kSm, kF32, 8 * n);                 // log_softmax
   f(kRed, kF32, 4 * rows + 8 * rows);  // nll_loss: the target's log-probability, the labels
-  b(kEw, kF32, 4);                   // d loss / d loss = 1
-  b(kEw, kF32, 4 * n);               // the zeroed gradient
+  b(kEw, kF32, 4);                     // d loss / d loss = 1
+  b(kEw, kF32, 4 * n);                 // the zeroed gradient
   b(kRed, kF32, 8 * rows + 4 * rows);  // nll_loss's backward: -1 at each label
-  b(kSm, kF32, 12 * n);              // log_softmax's backward
-  b(kEw, dtype, n * (4 + e));        // the cast back
+  b(kSm, kF32, 12 * n);                // log_softmax's backward
+  b(kEw, dtype, n * (4 + e));          // the cast back
   return k;
 }
 

@@ -26,8 +26,8 @@ EagerKernels eager_rms_norm(double rows, double width, DType dtype, int grad_sum
 /// Rotate-half rotary, x * cos + cat(-x2, x1) * sin, on q ([tokens, heads, head_dim]) and k
 /// ([tokens, kv_heads, head_dim]) with [seq, head_dim] tables; backward also makes the
 /// transposed key gradient contiguous for its linear.
-EagerKernels eager_rotary(double tokens, double seq, double heads, double kv_heads,
-                          double head_dim, DType dtype);
+EagerKernels eager_rotary(double tokens, double seq, double heads, double kv_heads, double head_dim,
+                          DType dtype);
 /// Hugging Face's repeat_kv before SDPA: keys and values copied from kv_heads to heads;
 /// backward sums the copies back and makes the transposed value gradient contiguous.
 EagerKernels eager_repeat_kv(double tokens, double heads, double kv_heads, double head_dim,

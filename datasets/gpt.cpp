@@ -593,13 +593,12 @@ class DecoderBuilder {
   // here), the step keeps the logits until backward ends, and backward holds two fp32
   // buffers of the logits' size (the zeroed gradient, log-softmax's input gradient).
   void eager_loss_memory() {
-    const TensorId log_probs =
-        m_.tensor("loss.log_probs", {b_, s_, V_}, DType::kF32);
+    const TensorId log_probs = m_.tensor("loss.log_probs", {b_, s_, V_}, DType::kF32);
     Op& op = m_.last_op();
     op.outputs.push_back(log_probs);
     op.attrs.emplace_back(kSavedTensorsAttr, "inputs_outputs");
-    op.workspace_bytes = m_.bounded_bytes(2 * m_.tensor_ref(log_probs).bytes,
-                                          "op 'loss' workspace bytes");
+    op.workspace_bytes =
+        m_.bounded_bytes(2 * m_.tensor_ref(log_probs).bytes, "op 'loss' workspace bytes");
   }
 
   const Spec& o_;

@@ -201,8 +201,8 @@ double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_
       op.phase == Phase::kBackward ? prof.backward_score_time : prof.score_time;
   if (per_score > 0) t += attention_scores(op) * work_fraction * per_score;
   // An op that lists its kernels: one launch each, each pass at its own memory rate.
-  const std::vector<KernelWork> kernels = op.attrs.empty() ? std::vector<KernelWork>{}
-                                                           : listed_kernels(op);
+  const std::vector<KernelWork> kernels =
+      op.attrs.empty() ? std::vector<KernelWork>{} : listed_kernels(op);
   if (!kernels.empty()) {
     t = std::max(t, listed_memory_time(profile_, kernels, b, mem_bw_[device]));
     return static_cast<double>(kernels.size()) * launch_[device] + t;

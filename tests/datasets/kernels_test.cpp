@@ -229,6 +229,32 @@ TEST(KernelPresets, EagerKeepsWhatAutogradSaves) {
             mgrad.inputs.end());
 }
 
+TEST(KernelPresets, MalformedSavedTensorsIsANamedError) {
+  // The eager graph with the rotary op's saved_tensors garbled.
+  const Graph g = make_llama(small_llama(KernelPreset::kEager));
+  GraphBuilder b(g.name());
+  b.set_batch_size(g.batch_size());
+  b.set_attrs(g.attrs());
+  for (Tensor t : g.tensors()) {
+    t.producer = kNoOp;
+    b.add_tensor(std::move(t));
+  }
+  for (Op o : g.ops()) {
+    for (auto& [k, v] : o.attrs) {
+      if (k == kSavedTensorsAttr && o.name == P0 + ".self_attention.rotary") v = "all";
+    }
+    b.add_op(std::move(o));
+  }
+  try {
+    expand_training_step(b.build());
+    ADD_FAILURE() << "accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()), "op '" + P0 +
+                                         ".self_attention.rotary': attribute saved_tensors 'all' "
+                                         "is not none, inputs, outputs or inputs_outputs");
+  }
+}
+
 // Each block compiled on its own: the attention's residual add is fused into the block's
 // post-attention norm, the MLP's is not fused into the next block's norm; the final norm
 // and the loss run eager.

@@ -100,10 +100,11 @@ TEST(CostModel, ListedKernelsEachLaunchAndRunAtTheirOwnRate) {
   // An elementwise op standing for a 4e8-byte strided bf16 copy, a 2e8-byte fp32 one and a
   // 4e8-byte vectorised pass: 3 launches, 4e8 / 0.25 + 2e8 / 0.5 + 4e8 / 0.8 of bandwidth.
   Op o = make_op(OpCategory::kElementwise, 0, DType::kBF16);
-  o.attrs = {{kKernelListAttr, format_kernel_list({{OpCategory::kDataMovement, DType::kBF16, 400000000},
-                                                   {OpCategory::kDataMovement, DType::kF32, 200000000},
-                                                   {OpCategory::kElementwise, DType::kBF16, 400000000}})},
-             {kBackwardKernelListAttr, "elementwise:bf16:1000000000"}};
+  o.attrs = {
+      {kKernelListAttr, format_kernel_list({{OpCategory::kDataMovement, DType::kBF16, 400000000},
+                                            {OpCategory::kDataMovement, DType::kF32, 200000000},
+                                            {OpCategory::kElementwise, DType::kBF16, 400000000}})},
+      {kBackwardKernelListAttr, "elementwise:bf16:1000000000"}};
   const double forward = 3 * 2e-6 + (4e8 / 0.25 + 2e8 / 0.5 + 4e8 / 0.8) / bw;
   EXPECT_DOUBLE_EQ(m.op_time(o, 1000000000, 0), forward);
   // Half the work (a micro-batch of two): every kernel halves, the launches stay.
