@@ -231,22 +231,14 @@ TEST(KernelPresets, EagerKeepsWhatAutogradSaves) {
 
 TEST(KernelPresets, MalformedSavedTensorsIsANamedError) {
   // The eager graph with the rotary op's saved_tensors garbled.
-  const Graph g = make_llama(small_llama(KernelPreset::kEager));
-  GraphBuilder b(g.name());
-  b.set_batch_size(g.batch_size());
-  b.set_attrs(g.attrs());
-  for (Tensor t : g.tensors()) {
-    t.producer = kNoOp;
-    b.add_tensor(std::move(t));
-  }
-  for (Op o : g.ops()) {
-    for (auto& [k, v] : o.attrs) {
-      if (k == kSavedTensorsAttr && o.name == P0 + ".self_attention.rotary") v = "all";
-    }
-    b.add_op(std::move(o));
-  }
+  const Graph bad =
+      testing::with_edited_ops(make_llama(small_llama(KernelPreset::kEager)), [](Op& o) {
+        for (auto& [k, v] : o.attrs) {
+          if (k == kSavedTensorsAttr && o.name == P0 + ".self_attention.rotary") v = "all";
+        }
+      });
   try {
-    expand_training_step(b.build());
+    expand_training_step(bad);
     ADD_FAILURE() << "accepted";
   } catch (const ValidationError& e) {
     EXPECT_EQ(std::string(e.what()), "op '" + P0 +
