@@ -8,6 +8,7 @@
 
 #include "datasets/compiled_kernels.h"
 #include "datasets/decoder_blocks.h"
+#include "datasets/eager_kernels.h"
 #include "datasets/family_util.h"
 #include "datasets/synthetic.h"
 #include "src/graph/moe_attrs.h"
@@ -73,10 +74,11 @@ Spec shared_spec(const char* family, const Options& o) {
 const char* const kAttentionNames[] = {"unfused", "flash"};
 const char* const kKernelNames[] = {"megatron-2021", "te", "compile", "eager", "compile-blocks"};
 
-// The eager kernel set (docs/models.md, "Kernel presets"): passes over an op's elements of
-// the kernels PyTorch runs for it in eager mode, as Hugging Face's Llama writes the module.
-// A pass reads or writes every element once; `model` passes are in the graph's dtype,
-// `fp32` passes in float32.
+// What compile-blocks runs eager outside its compiled blocks (the final norm and the loss;
+// docs/models.md, "Kernel presets"): passes over an op's elements of the kernels PyTorch
+// runs for it, as Hugging Face's Llama writes the module. A pass reads or writes every
+// element once; `model` passes are in the graph's dtype, `fp32` passes in float32. The eager
+// set lists the kernels themselves (datasets/eager_kernels.h).
 struct EagerPasses {
   int model, fp32;
 };
@@ -86,15 +88,6 @@ struct EagerPasses {
 // cast back (1 + 1), the scale's two products (3, 2) and sum (1), mean's division (1),
 // pow's (2, 3), the two gradient paths summed (3), the cast to the dtype (1 + 1).
 constexpr EagerPasses kEagerNormForward{4, 7}, kEagerNormBackward{8, 17};
-// Rotate-half rotary over q and k, x * cos + cat(-x2, x1) * sin: mul (2), neg of a half
-// (1), cat (2), mul (2), add (3), the same in backward.
-constexpr EagerPasses kEagerRotary{10, 0};
-// The transposed key / value projection made contiguous in backward (1 + 1), per key or
-// value element.
-constexpr EagerPasses kEagerLayoutCopy{2, 0};
-// SwiGLU over the ffn width, silu(gate) * up: silu (2) and mul (3); backward two products
-// (3 + 3) and silu's (3).
-constexpr EagerPasses kEagerSwigluForward{5, 0}, kEagerSwigluBackward{9, 0};
 // A gradient sum (3) of two linears reading the same tensor (q, k, v and gate, up are
 // separate linears in eager: 2 and 1 sums).
 constexpr EagerPasses kEagerGradSum{3, 0};
@@ -272,7 +265,10 @@ class DecoderBuilder {
     }
     loss_inputs.insert(loss_inputs.end(), aux_losses.begin(), aux_losses.end());
     m_.loss(std::move(loss_inputs), labels, d(b_) * d(s_) * d(V_) * (1 + o_.mtp_layers));
-    if (outside_blocks_eager()) {
+    if (eager()) {
+      set_kernels(eager_cross_entropy(d(b_) * d(s_), d(V_), o_.dtype));
+      eager_loss_memory();
+    } else if (outside_blocks_eager()) {
       const double logits_elems = d(b_) * d(s_) * d(V_);
       set_eager_bytes(eager_bytes(kEagerLossForward, logits_elems, o_.dtype),
                       eager_bytes(kEagerLossBackward, logits_elems, o_.dtype));
@@ -372,12 +368,13 @@ class DecoderBuilder {
   }
 
   TensorId norm(const NormSite& site, TensorId in) {
+    if (eager()) return eager_norm(site, in);
     const TensorId out = m_.op(site.name, norm_type_, site.scope, site.layer, {in}, bsh_shape_,
                                norm_flops_, norm_params_);
     // RMSNormalization is not in category_of_op_type's table: set it so the backward
     // multiplier and the coarsening treat it as a normalization.
     m_.last_op().category = OpCategory::kNormalization;
-    if (eager() || (outside_blocks_eager() && site.layer < 0)) {
+    if (outside_blocks_eager() && site.layer < 0) {
       const double back = eager_bytes(kEagerNormBackward, bsh_, o_.dtype) +
                           site.grad_sums * eager_bytes(kEagerGradSum, bsh_, o_.dtype);
       set_eager_bytes(eager_bytes(kEagerNormForward, bsh_, o_.dtype), back);
@@ -398,6 +395,28 @@ class DecoderBuilder {
     return o_.kernels == KernelPreset::kCompileBlocks ? site.grad_sums : 0;
   }
 
+  // An eager RMSNorm: its kernels, and what autograd keeps of it: the normalised fp32 input
+  // and the normalised value before the weight (the weight's product saves it), both as
+  // outputs besides the norm itself; not the input (its cast to fp32 saves nothing).
+  TensorId eager_norm(const NormSite& site, TensorId in) {
+    const std::vector<TensorId> out =
+        m_.op_multi(site.name, norm_type_, site.scope, site.layer, {in},
+                    {bsh_shape_, bsh_shape_, bsh_shape_}, norm_flops_, norm_params_);
+    m_.last_op().category = OpCategory::kNormalization;
+    set_kernels(eager_rms_norm(d(b_) * d(s_), d(h_), o_.dtype, site.grad_sums));
+    set_fp32(out[2]);
+    m_.last_op().attrs.emplace_back(kSavedTensorsAttr, "outputs");
+    return out[0];
+  }
+
+  // Tensor t holds fp32 values (a tensor of the graph's dtype until now).
+  void set_fp32(TensorId t) {
+    Tensor& ten = m_.tensor_ref(t);
+    ten.bytes = m_.bounded_bytes(ten.bytes / u(dtype_bytes(ten.dtype)) * 4,
+                                 "tensor '" + ten.name + "' bytes");
+    ten.dtype = DType::kF32;
+  }
+
   bool eager() const { return o_.kernels == KernelPreset::kEager; }
   // compile-blocks: what is not in a decoder block (the final norm, the loss) runs eager.
   bool outside_blocks_eager() const {
@@ -412,6 +431,15 @@ class DecoderBuilder {
     op.bytes_accessed = m_.bounded_bytes(static_cast<uint64_t>(forward), what);
     const uint64_t back = m_.bounded_bytes(static_cast<uint64_t>(backward), what);
     op.attrs.emplace_back(kBackwardBytesAttr, std::to_string(back));
+  }
+
+  // The last op's kernels (eager): the lists the cost model reads, their bytes as the op's
+  // forward and backward traffic.
+  void set_kernels(const EagerKernels& k) {
+    set_eager_bytes(d(kernel_list_bytes(k.forward)), d(kernel_list_bytes(k.backward)));
+    Op& op = m_.last_op();
+    op.attrs.emplace_back(kKernelListAttr, format_kernel_list(k.forward));
+    op.attrs.emplace_back(kBackwardKernelListAttr, format_kernel_list(k.backward));
   }
 
   TensorId add_dropout(const std::string& name, const std::string& scope, int layer, TensorId in,
@@ -476,10 +504,9 @@ class DecoderBuilder {
       // elements (the compiled sets also their cos / sin tables, and backward twice that);
       // megatron-2021's op reads the whole QKV output.
       if (eager()) {
-        const double rotated = d(b_) * d(s_) * d(width), keys = d(b_) * d(s_) * d(kv_ * dh_);
-        set_eager_bytes(eager_bytes(kEagerRotary, rotated, o_.dtype),
-                        eager_bytes(kEagerRotary, rotated, o_.dtype) +
-                            eager_bytes(kEagerLayoutCopy, keys, o_.dtype));
+        set_kernels(eager_rotary(d(b_) * d(s_), d(s_), d(a_), d(kv_), d(dh_), o_.dtype));
+        // Its products keep only the cos / sin tables: the projections are not saved.
+        m_.last_op().attrs.emplace_back(kSavedTensorsAttr, "none");
       } else if (compiled()) {
         const FusedBytes r = compiled_rotary(b_ * s_, s_, a_, kv_, dh_, o_.dtype);
         set_eager_bytes(r.forward, r.backward);
@@ -527,10 +554,12 @@ class DecoderBuilder {
         m_.op(core + ".repeat_kv", "RepeatKV", core, i, {qk, qkv}, {b_, s_, 2 * a_ * dh_}, 0);
     m_.last_op().category = OpCategory::kDataMovement;
     const double eb = d(dtype_bytes(o_.dtype)), tokens = d(b_) * d(s_);
+    if (eager()) {
+      set_kernels(eager_repeat_kv(tokens, d(a_), d(kv_), d(dh_), o_.dtype));
+      return out;
+    }
     const double copies = 2 * tokens * d(dh_) * d(kv_ + a_) * eb;  // k and v: read kv, write a
-    const double layout =
-        eager() ? eager_bytes(kEagerLayoutCopy, tokens * d(kv_ * dh_), o_.dtype) : 0;
-    set_eager_bytes(copies, copies + layout);
+    set_eager_bytes(copies, copies);
     return out;
   }
 
@@ -559,15 +588,12 @@ class DecoderBuilder {
         m_.op(mlp + ".dense_h_to_4h", "MatMul", mlp, i, {att.normed}, {b_, s_, up_width_},
               2 * bsh_ * d(up_width_), weight(h_, up_width_) + (bias_ ? u(up_width_) : 0));
     TensorId act;
-    if (o_.llama) {
+    if (o_.llama && eager()) {
+      act = eager_swiglu_op(mlp, i, up);
+    } else if (o_.llama) {
       act = m_.op(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {b_, s_, f_},
                   kFlopsPerElemSwiglu * d(b_) * d(s_) * d(f_));
       m_.last_op().category = OpCategory::kElementwise;
-      if (eager()) {
-        const double n = d(b_) * d(s_) * d(f_);
-        set_eager_bytes(eager_bytes(kEagerSwigluForward, n, o_.dtype),
-                        eager_bytes(kEagerSwigluBackward, n, o_.dtype));
-      }
     } else {
       act = m_.op(mlp + ".bias_gelu", "Gelu", mlp, i, {up}, {b_, s_, f_},
                   kFlopsPerElemGelu * d(b_) * d(s_) * d(f_));
@@ -575,6 +601,30 @@ class DecoderBuilder {
     const TensorId down = m_.op(mlp + ".dense_4h_to_h", "MatMul", mlp, i, {act}, bsh_shape_,
                                 2 * bsh_ * d(f_), weight(f_, h_) + (bias_ ? u(h_) : 0));
     return add_norm(mlp + ".bias_dropout_add", mlp, i, att.sum, down, input_norm_site(i + 1));
+  }
+
+  // Eager SwiGLU, silu(gate) * up: silu keeps gate, the product keeps silu(gate) and up, so
+  // the op keeps its input (gate and up) and a second output, silu(gate).
+  TensorId eager_swiglu_op(const std::string& mlp, int i, TensorId up) {
+    const std::vector<TensorId> out =
+        m_.op_multi(mlp + ".swiglu", "Swiglu", mlp, i, {up}, {{b_, s_, f_}, {b_, s_, f_}},
+                    kFlopsPerElemSwiglu * d(b_) * d(s_) * d(f_));
+    m_.last_op().category = OpCategory::kElementwise;
+    set_kernels(eager_swiglu(d(b_) * d(s_) * d(f_), o_.dtype));
+    m_.last_op().attrs.emplace_back(kSavedTensorsAttr, "inputs_outputs");
+    return out[0];
+  }
+
+  // The eager loss's memory: log_softmax keeps its fp32 output (an output of the loss op
+  // here), the step keeps the logits until backward ends, and backward holds two fp32
+  // buffers of the logits' size (the zeroed gradient, log-softmax's input gradient).
+  void eager_loss_memory() {
+    const TensorId log_probs = m_.tensor("loss.log_probs", {b_, s_, V_}, DType::kF32);
+    Op& op = m_.last_op();
+    op.outputs.push_back(log_probs);
+    op.attrs.emplace_back(kSavedTensorsAttr, "inputs_outputs");
+    op.workspace_bytes =
+        m_.bounded_bytes(2 * m_.tensor_ref(log_probs).bytes, "op 'loss' workspace bytes");
   }
 
   const Spec& o_;

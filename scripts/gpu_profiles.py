@@ -201,7 +201,7 @@ def main():
 # h100.profile.yaml's 16- and 8-bit compute curves fitted to every dense Llama run of the
 # generation's Megatron-Bridge tables; `./build/bench/stack_fidelity` prints them
 # (docs/calibration.md, "Tensor-core efficiency per GPU generation").
-TENSOR_SCALES = {"Blackwell": (0.888, 0.543), "Blackwell Ultra": (1.164, 0.563)}
+TENSOR_SCALES = {"Blackwell": (0.881, 0.538), "Blackwell Ultra": (1.151, 0.607)}
 
 
 def with_tensor_scales(profile, generation):

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "simulator/nccl_collectives.h"
+#include "src/graph/kernel_list.h"
 #include "src/graph/moe_attrs.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
@@ -164,6 +165,25 @@ CostModel::CostModel(const Cluster& cluster, CostProfile profile) : profile_(std
   inter_sharing_ = bw_matrix ? LinkSharing::kPerPair : cluster.link(LinkLevel::kInterHost).sharing;
 }
 
+namespace {
+
+// Memory time of the kernels an op lists (src/graph/kernel_list.h), each at its own
+// category's and dtype's curve for its own size; `bytes` (the op's share of the work) scales
+// every kernel alike.
+double listed_memory_time(const CostProfile& profile, const std::vector<KernelWork>& kernels,
+                          double bytes, double bandwidth) {
+  const double listed = static_cast<double>(kernel_list_bytes(kernels));
+  if (listed <= 0) return 0;
+  double t = 0;
+  for (const KernelWork& k : kernels) {
+    const double b = static_cast<double>(k.bytes) * bytes / listed;
+    if (b > 0) t += b / (bandwidth * profile.op(k.category).memory_for(k.dtype).at(b));
+  }
+  return t;
+}
+
+}  // namespace
+
 double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_fraction) const {
   return op_time(op, bytes, device, work_fraction, op.dtype);
 }
@@ -180,6 +200,13 @@ double CostModel::op_time(const Op& op, uint64_t bytes, int device, double work_
   const double per_score =
       op.phase == Phase::kBackward ? prof.backward_score_time : prof.score_time;
   if (per_score > 0) t += attention_scores(op) * work_fraction * per_score;
+  // An op that lists its kernels: one launch each, each pass at its own memory rate.
+  const std::vector<KernelWork> kernels =
+      op.attrs.empty() ? std::vector<KernelWork>{} : listed_kernels(op);
+  if (!kernels.empty()) {
+    t = std::max(t, listed_memory_time(profile_, kernels, b, mem_bw_[device]));
+    return static_cast<double>(kernels.size()) * launch_[device] + t;
+  }
   if (b > 0) t = std::max(t, b / (mem_bw_[device] * prof.memory_for(dtype).at(b)));
   return launch_[device] + t;
 }

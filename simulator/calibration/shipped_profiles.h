@@ -5,7 +5,8 @@
 // A cluster is matched by the device model of its first GPU (the cluster file's
 // `device_types.*.model`, or the name nvidia-smi prints). Where a GPU has profiles for
 // several inter-node fabrics, a multi-host cluster gets the one nearest its inter-host link
-// bandwidth; a single-host cluster gets the first listed.
+// bandwidth; a single-host cluster gets the first listed. A profile made for one GPU (its
+// kernels measured there, no collectives) serves only clusters of one GPU.
 //
 //   const std::string file = shipped_profile_file(cluster);   // "" = none shipped
 //   if (!file.empty()) profile = load_cost_profile(shipped_profiles_dir() + "/" + file);
@@ -22,6 +23,7 @@ struct ShippedProfile {
   std::vector<std::string> models;  ///< device models, compared case-insensitively
   double fabric_gbit = 0;           ///< inter-host link per GPU, Gbit/s per direction
   std::string file;                 ///< under shipped_profiles_dir()
+  bool one_gpu = false;             ///< serves only a cluster of one GPU
 };
 
 /// Every shipped profile, in the order they are matched.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/graph/kernel_list.h"
 #include "src/graph/moe_attrs.h"
 #include "src/util/error.h"
 
@@ -134,7 +135,29 @@ uint64_t stated_backward_bytes(const Op& f) {
 
 }  // namespace
 
+namespace {
+
+// The op's kSavedTensorsAttr, when it has one; ValidationError on an unknown value.
+bool stated_saved_tensors(const Op& f, SavedTensors* out) {
+  const std::string* v = f.attrs.empty() ? nullptr : find_op_attr(f, kSavedTensorsAttr);
+  if (v == nullptr) return false;
+  const std::pair<const char*, SavedTensors> names[] = {
+      {"none", SavedTensors::kNone},
+      {"inputs", SavedTensors::kInputs},
+      {"outputs", SavedTensors::kOutputs},
+      {"inputs_outputs", SavedTensors::kInputsAndOutputs}};
+  for (const auto& [name, saved] : names) {
+    if (*v == name) return *out = saved, true;
+  }
+  throw ValidationError("op '" + f.name + "': attribute " + kSavedTensorsAttr + " '" + *v +
+                        "' is not none, inputs, outputs or inputs_outputs");
+}
+
+}  // namespace
+
 SavedTensors saved_tensors_of(const Op& f) {
+  SavedTensors stated;
+  if (stated_saved_tensors(f, &stated)) return stated;
   // FlashAttention keeps q, k, v, its output and the logsumexp (never the probabilities).
   if (f.category == OpCategory::kAttention) return SavedTensors::kInputsAndOutputs;
   // Ops whose derivative is a function of their result (PyTorch saves `result` for these).

@@ -84,11 +84,11 @@ TEST(TensorScaleFit, ScalesTensorCoreCurvesOnly) {
 // One GEMM of a transformer layer (1e12 FLOPs, bf16, 8 MB of weights, no inputs) on one GPU
 // of the shipped B200 cluster with the profile picked for it, by hand from the profile file:
 // the host issues it (matmul dispatch 40 us), it launches (3.824 us) and runs at the bf16
-// curve's value at 1e12 FLOPs, 0.679491 (0.7651920502 of the H100 curve x the Blackwell GEMM
-// scale 0.888) of 2,250 TFLOP/s: 1e12 / (2.25e15 x 0.679491) = 654.086 us. In FP8: the f8
-// curve at 1e12, 0.630924 of 4,500 TFLOP/s = 352.218 us, plus the scaling pass over the
-// weights (2.5 x 8 MB at the bf16 elementwise curve at 2e7 bytes, 0.851 of 8 TB/s:
-// 2.938 us, and its launch).
+// curve's value at 1e12 FLOPs, 0.674134 (0.7651920502 of the H100 curve x the Blackwell GEMM
+// scale 0.881) of 2,250 TFLOP/s: 1e12 / (2.25e15 x 0.674134) = 659.282 us. In FP8: the f8
+// curve at 1e12, 0.625951 (0.7105 x 0.881) of 4,500 TFLOP/s = 355.015 us, plus the scaling
+// pass over the weights (2.5 x 8 MB at the bf16 elementwise curve at 2e7 bytes, 0.851 of
+// 8 TB/s: 2.938 us, and its launch).
 TEST(TensorScaleFit, OneGemmOnTheShippedB200Profile) {
   const std::string dir = shipped_profiles_dir() + "/";
   const Cluster cl = load_cluster_yaml(dir + "b200_1node.cluster.yaml");
@@ -102,10 +102,10 @@ TEST(TensorScaleFit, OneGemmOnTheShippedB200Profile) {
   const Graph g = b.build();
   Simulator sim(g, cl, cost);
   Plan p = testing::place(g, {0});
-  EXPECT_NEAR(sim.run(p).step_time, 40e-6 + 3.824e-6 + 1 / (2250 * 0.679491), 1e-9);
+  EXPECT_NEAR(sim.run(p).step_time, 40e-6 + 3.824e-6 + 1 / (2250 * 0.674134), 1e-9);
   p.precision.fp8 = true;
   EXPECT_NEAR(sim.run(p).step_time,
-              40e-6 + 3.824e-6 + 1 / (4500 * 0.630924) + 3.824e-6 + 2e7 / (8e12 * 0.851), 1e-9);
+              40e-6 + 3.824e-6 + 1 / (4500 * 0.625951) + 3.824e-6 + 2e7 / (8e12 * 0.851), 1e-9);
 }
 
 }  // namespace

@@ -61,6 +61,19 @@ ops = {o["name"]: o for o in g["ops"]}
 u = ops["language_model.encoder.layers.0.mlp.dense_h_to_4h/update"]
 sys.exit(0 if u["bytes_accessed"] == 20 * 786432 else 1)
 PY
+# --kernels eager: the norm lists its 8 forward kernels (category:dtype:bytes) in the graph
+# file; the fp32 pieces in fp32.
+gen --kernels eager -o "$tmp/e.graph.json" > /dev/null
+check eager-kernel-list python3 - "$tmp/e.graph.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+ops = {o["name"]: o for o in g["ops"]}
+attrs = dict(ops["language_model.encoder.layers.0.input_layernorm"]["attrs"])
+k = attrs["kernel_list"].split(",")
+ok = len(k) == 8 and k[0] == "data_movement:f32:%d" % (64 * 256 * 6)
+ok = ok and len(attrs["backward_kernel_list"].split(",")) == 19 and attrs["saved_tensors"] == "outputs"
+sys.exit(0 if ok else 1)
+PY
 expect foreach-needs-no-master "--foreach-optimizer: needs --no-master-weights" -- \
   generate llama --layers 1 --hidden 256 --heads 4 --training-step --foreach-optimizer \
   -o "$tmp/x.graph.json"

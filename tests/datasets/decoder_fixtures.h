@@ -1,8 +1,10 @@
 #pragma once
-// Small GPT / LLaMA options and an op lookup shared by the generator tests.
+// Small GPT / LLaMA options, an op lookup and a graph rebuilt with edited ops, shared by the
+// generator tests.
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "datasets/gpt.h"
 
@@ -27,6 +29,23 @@ inline const Op& op_named(const Graph& g, const std::string& name) {
   const OpId id = g.find_op(name);
   if (id == kNoOp) throw std::runtime_error("no op " + name);
   return g.op(id);
+}
+
+/// `g` rebuilt with `edit(op)` applied to each of its ops (to garble an attribute, say).
+template <class Edit>
+Graph with_edited_ops(const Graph& g, Edit edit) {
+  GraphBuilder b(g.name());
+  b.set_batch_size(g.batch_size());
+  b.set_attrs(g.attrs());
+  for (Tensor t : g.tensors()) {
+    t.producer = kNoOp;
+    b.add_tensor(std::move(t));
+  }
+  for (Op op : g.ops()) {
+    edit(op);
+    b.add_op(std::move(op));
+  }
+  return b.build();
 }
 
 }  // namespace placer::testing

@@ -3,11 +3,13 @@
 // the bytes of PyTorch's eager kernels in Hugging Face's style.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "datasets/gpt.h"
 #include "decoder_fixtures.h"
+#include "src/graph/kernel_list.h"
 #include "src/graph/training_step.h"
 #include "src/plan/megatron_plan.h"
 #include "src/plan/tensor_parallel.h"
@@ -132,16 +134,33 @@ TEST(KernelPresets, EagerCountsTheBytesOfHuggingFaceStyleKernels) {
   EXPECT_DOUBLE_EQ(e.total_flops(), m.total_flops());
   EXPECT_EQ(e.total_param_bytes(), m.total_param_bytes());
   const Graph step = expand_training_step(e);
-  // RMSNorm: forward 4 bf16 + 7 fp32 passes = 36 B per element; backward 8 + 17 = 84 B, plus
-  // the gradient sums of the linears that read it (3 bf16 passes each): q, k, v 2, gate, up 1.
-  EXPECT_EQ(bytes_of(step, P0 + ".input_layernorm").forward, 2048u * 36);
-  EXPECT_EQ(bytes_of(step, P0 + ".input_layernorm").backward, 2048u * (84 + 12));
-  EXPECT_EQ(bytes_of(step, P0 + ".post_attention_layernorm").backward, 2048u * (84 + 6));
-  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").backward, 2048u * 84);
-  // Rotary over q and k, 32 x (4 + 2) x 16 = 3072 elements: 10 passes each way, and in
-  // backward the keys (1024 elements) made contiguous (2 passes).
-  EXPECT_EQ(bytes_of(step, P0 + ".self_attention.rotary").forward, 3072u * 20);
-  EXPECT_EQ(bytes_of(step, P0 + ".self_attention.rotary").backward, 3072u * 20 + 1024 * 4);
+  // RMSNorm (N = 2048 elements, 32 rows, 64 weights): forward 8 kernels, 36 B per element
+  // (x.float() 6, pow 8, mean 4, x * rsqrt 8, the cast back 6, * weight 4) and per row 4
+  // (mean) + 8 + 8 (+ eps, rsqrt) + 4 (the broadcast rsqrt) B, the weight 128 B.
+  EXPECT_EQ(bytes_of(step, P0 + ".input_layernorm").forward, 2048u * 36 + 32 * 24 + 128);
+  // Backward 17 kernels, 96 B per element, 1536 B of rows and weights; plus 6 B per element
+  // for each gradient sum of the linears that read it: q, k, v 2, gate, up 1.
+  const uint64_t norm_back = 2048u * 96 + 1536;
+  EXPECT_EQ(bytes_of(step, P0 + ".input_layernorm").backward, norm_back + 2 * 2048 * 6);
+  EXPECT_EQ(bytes_of(step, P0 + ".post_attention_layernorm").backward, norm_back + 2048 * 6);
+  EXPECT_EQ(bytes_of(step, "language_model.encoder.final_layernorm").backward, norm_back);
+  const Op& norm = op(e, P0 + ".input_layernorm");
+  const std::vector<KernelWork> norm_forward = listed_kernels(norm);
+  ASSERT_EQ(norm_forward.size(), 8u);
+  EXPECT_EQ(norm_forward[0].category, OpCategory::kDataMovement);  // the cast, unrolled
+  EXPECT_EQ(norm_forward[0].dtype, DType::kF32);
+  EXPECT_EQ(norm_forward[1].category, OpCategory::kElementwise);  // pow, vectorised
+  EXPECT_EQ(norm_forward[2].category, OpCategory::kReduction);    // mean
+  EXPECT_EQ(norm_forward[2].bytes, 2048u * 4 + 32 * 4);
+  EXPECT_EQ(norm_forward[7].category, OpCategory::kDataMovement);  // * weight, broadcast
+  EXPECT_EQ(norm_forward[7].dtype, DType::kBF16);
+  EXPECT_EQ(listed_kernels(op(step, P0 + ".input_layernorm/grad")).size(), 17u + 2);
+  // Rotary over q (2048 elements, 4096 B) and k (2048 B) with 512 B tables: forward 5
+  // strided kernels each, 10 passes and both tables: 10 x 6144 + 4 x 512; backward the same
+  // and the key gradient made contiguous (2 x 2048 B).
+  EXPECT_EQ(bytes_of(step, P0 + ".self_attention.rotary").forward, 61440u + 2048);
+  EXPECT_EQ(bytes_of(step, P0 + ".self_attention.rotary").backward, 61440u + 2048 + 4096);
+  EXPECT_EQ(listed_kernels(op(e, P0 + ".self_attention.rotary")).size(), 10u);
   // repeat_kv: k and v each read 32 x 2 x 16 and write 32 x 4 x 16 elements (12288 B); the
   // backward also makes the values contiguous.
   const std::string core = P0 + ".self_attention.core_attention";
@@ -157,13 +176,74 @@ TEST(KernelPresets, EagerCountsTheBytesOfHuggingFaceStyleKernels) {
   // SwiGLU over 32 x 256: silu + mul 10 B per element, backward 18 B.
   EXPECT_EQ(bytes_of(step, P0 + ".mlp.swiglu").forward, 8192u * 10);
   EXPECT_EQ(bytes_of(step, P0 + ".mlp.swiglu").backward, 8192u * 18);
-  // Cross-entropy on fp32 logits, 32 x 1024: 2 + 3 x 4 = 14 B forward, 2 + 5 x 4 = 22 B back.
-  EXPECT_EQ(bytes_of(step, "loss").forward, 32768u * 14);
-  EXPECT_EQ(bytes_of(step, "loss").backward, 32768u * 22);
+  EXPECT_EQ(listed_kernels(op(step, P0 + ".mlp.swiglu/grad")).size(), 3u);
+  // Cross-entropy on fp32 logits, 32 x 1024: the cast 6 and log-softmax 8 B per logit, nll
+  // 12 B per row; backward the zeroed gradient 4, log-softmax's 12, the cast back 6 B per
+  // logit, nll's 12 B per row and the 4-byte seed.
+  EXPECT_EQ(bytes_of(step, "loss").forward, 32768u * 14 + 32 * 12);
+  EXPECT_EQ(bytes_of(step, "loss").backward, 32768u * 22 + 32 * 12 + 4);
   // The residual adds and the GEMMs are as in megatron-2021.
   for (const std::string& same :
        {P0 + ".self_attention.bias_dropout_add", P0 + ".mlp.dense_4h_to_h"}) {
     EXPECT_EQ(e.op_bytes(e.find_op(same)), m.op_bytes(m.find_op(same))) << same;
+  }
+}
+
+// What eager autograd keeps for backward: an RMSNorm its fp32 input and its normalised
+// value before the weight (not its input), rotary nothing (its products keep the tables),
+// SwiGLU gate, up and silu(gate), the loss the fp32 log-probabilities and the logits.
+TEST(KernelPresets, EagerKeepsWhatAutogradSaves) {
+  const Graph step = expand_training_step(make_llama(small_llama(KernelPreset::kEager)));
+  auto reads = [&](const std::string& grad, TensorId t) {
+    const Op& g = op(step, grad);
+    return std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end();
+  };
+  const Op& norm = op(step, P0 + ".post_attention_layernorm");
+  ASSERT_EQ(norm.outputs.size(), 3u);
+  EXPECT_EQ(step.tensor(norm.outputs[1]).bytes, 2048u * 2);  // normalised, bf16
+  EXPECT_EQ(step.tensor(norm.outputs[2]).bytes, 2048u * 4);  // the input in fp32
+  EXPECT_EQ(step.tensor(norm.outputs[2]).dtype, DType::kF32);
+  for (TensorId t : norm.outputs) EXPECT_TRUE(reads(norm.name + "/grad", t));
+  EXPECT_FALSE(reads(norm.name + "/grad", norm.inputs[0]));
+  const Op& rotary = op(step, P0 + ".self_attention.rotary");
+  EXPECT_FALSE(reads(rotary.name + "/grad", rotary.inputs[0]));
+  EXPECT_FALSE(reads(rotary.name + "/grad", rotary.outputs[0]));
+  const Op& swiglu = op(step, P0 + ".mlp.swiglu");
+  ASSERT_EQ(swiglu.outputs.size(), 2u);
+  EXPECT_EQ(step.tensor(swiglu.outputs[1]).bytes, 32u * 256 * 2);  // silu(gate)
+  for (TensorId t : {swiglu.inputs[0], swiglu.outputs[0], swiglu.outputs[1]}) {
+    EXPECT_TRUE(reads(swiglu.name + "/grad", t));
+  }
+  const Op& loss = op(step, "loss");
+  ASSERT_EQ(loss.outputs.size(), 2u);
+  EXPECT_EQ(step.tensor(loss.outputs[1]).bytes, 32768u * 4);  // log-softmax, fp32
+  EXPECT_TRUE(reads("loss/grad", loss.outputs[1]));
+  EXPECT_TRUE(reads("loss/grad", loss.inputs[0]));  // the logits
+  EXPECT_EQ(loss.workspace_bytes, 2u * 32768 * 4);  // two fp32 gradients of the logits
+  // Megatron-2021's norm keeps its input, as the rule by type says.
+  const Graph m = expand_training_step(make_llama(small_llama(KernelPreset::kMegatron2021)));
+  const Op& mnorm = op(m, P0 + ".post_attention_layernorm");
+  ASSERT_EQ(mnorm.outputs.size(), 1u);
+  const Op& mgrad = op(m, mnorm.name + "/grad");
+  EXPECT_NE(std::find(mgrad.inputs.begin(), mgrad.inputs.end(), mnorm.inputs[0]),
+            mgrad.inputs.end());
+}
+
+TEST(KernelPresets, MalformedSavedTensorsIsANamedError) {
+  // The eager graph with the rotary op's saved_tensors garbled.
+  const Graph bad =
+      testing::with_edited_ops(make_llama(small_llama(KernelPreset::kEager)), [](Op& o) {
+        for (auto& [k, v] : o.attrs) {
+          if (k == kSavedTensorsAttr && o.name == P0 + ".self_attention.rotary") v = "all";
+        }
+      });
+  try {
+    expand_training_step(bad);
+    ADD_FAILURE() << "accepted";
+  } catch (const ValidationError& e) {
+    EXPECT_EQ(std::string(e.what()), "op '" + P0 +
+                                         ".self_attention.rotary': attribute saved_tensors 'all' "
+                                         "is not none, inputs, outputs or inputs_outputs");
   }
 }
 

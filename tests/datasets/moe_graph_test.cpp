@@ -9,6 +9,7 @@
 #include "datasets/gpt.h"
 #include "datasets/hf_config.h"
 #include "datasets/synthetic.h"
+#include "decoder_fixtures.h"
 #include "src/graph/moe_attrs.h"
 #include "src/graph/training_step.h"
 #include "src/util/error.h"
@@ -228,21 +229,11 @@ TEST(MoeGraph, GptOssExpertBiasAndGluClampByHand) {
 
 TEST(MoeGraph, MalformedBackwardBytesIsANamedError) {
   // The same graph with the clamp's stated backward traffic garbled.
-  const Graph g = tiny_gpt_oss_layer(false, 7);
-  GraphBuilder b(g.name());
-  b.set_batch_size(g.batch_size());
-  b.set_attrs(g.attrs());
-  for (Tensor t : g.tensors()) {
-    t.producer = kNoOp;
-    b.add_tensor(std::move(t));
-  }
-  for (Op op : g.ops()) {
+  const Graph bad = testing::with_edited_ops(tiny_gpt_oss_layer(false, 7), [](Op& op) {
     for (auto& [k, v] : op.attrs) {
       if (k == kBackwardBytesAttr) v = "12x";
     }
-    b.add_op(std::move(op));
-  }
-  const Graph bad = b.build();
+  });
   try {
     expand_training_step(bad);
     ADD_FAILURE() << "accepted";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim_fixtures.h"
+#include "src/graph/kernel_list.h"
 #include "src/util/error.h"
 
 namespace placer {
@@ -85,6 +86,38 @@ TEST(CostModel, DtypeMemoryCurveReplacesTheCategoryCurve) {
                    1e8 / (bw * 0.8));
   EXPECT_DOUBLE_EQ(m.op_time(make_op(OpCategory::kElementwise, 0, DType::kBF16), 100000000, 0),
                    1e8 / (bw * 0.4));
+}
+
+TEST(CostModel, ListedKernelsEachLaunchAndRunAtTheirOwnRate) {
+  const Cluster c = make_cluster(1, 1, link(0, 1e9), link(0, 1e9));
+  CostProfile p = uniform_profile(1.0);
+  p.launch_overhead = 2e-6;
+  p.op(OpCategory::kElementwise).memory = EfficiencyCurve::constant(0.8);
+  p.op(OpCategory::kDataMovement).memory = EfficiencyCurve::constant(0.25);
+  p.op(OpCategory::kDataMovement).memory_by_dtype[DType::kF32] = EfficiencyCurve::constant(0.5);
+  const CostModel m(c, p);
+  const double bw = c.device(0).spec.memory_bandwidth;
+  // An elementwise op standing for a 4e8-byte strided bf16 copy, a 2e8-byte fp32 one and a
+  // 4e8-byte vectorised pass: 3 launches, 4e8 / 0.25 + 2e8 / 0.5 + 4e8 / 0.8 of bandwidth.
+  Op o = make_op(OpCategory::kElementwise, 0, DType::kBF16);
+  o.attrs = {
+      {kKernelListAttr, format_kernel_list({{OpCategory::kDataMovement, DType::kBF16, 400000000},
+                                            {OpCategory::kDataMovement, DType::kF32, 200000000},
+                                            {OpCategory::kElementwise, DType::kBF16, 400000000}})},
+      {kBackwardKernelListAttr, "elementwise:bf16:1000000000"}};
+  const double forward = 3 * 2e-6 + (4e8 / 0.25 + 2e8 / 0.5 + 4e8 / 0.8) / bw;
+  EXPECT_DOUBLE_EQ(m.op_time(o, 1000000000, 0), forward);
+  // Half the work (a micro-batch of two): every kernel halves, the launches stay.
+  EXPECT_DOUBLE_EQ(m.op_time(o, 1000000000, 0, 0.5), 3 * 2e-6 + (forward - 6e-6) / 2);
+  // The backward op reads its own list: one kernel of 1e9 bytes at 0.8.
+  o.phase = Phase::kBackward;
+  EXPECT_DOUBLE_EQ(m.op_time(o, 1000000000, 0), 2e-6 + 1e9 / (bw * 0.8));
+  // Without a list the op is one kernel at its category's rate.
+  o.attrs.clear();
+  EXPECT_DOUBLE_EQ(m.op_time(o, 1000000000, 0), 2e-6 + 1e9 / (bw * 0.8));
+  // An entry that is not category:dtype:bytes names the op.
+  o.attrs = {{kBackwardKernelListAttr, "elementwise:bf16"}};
+  EXPECT_THROW(m.op_time(o, 1000, 0), ValidationError);
 }
 
 TEST(CostModel, TransferTimeWithProfileOverrides) {
