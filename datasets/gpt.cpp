@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "datasets/compiled_kernels.h"
 #include "datasets/decoder_blocks.h"
 #include "datasets/eager_kernels.h"
 #include "datasets/family_util.h"
@@ -271,6 +272,9 @@ class DecoderBuilder {
       const double logits_elems = d(b_) * d(s_) * d(V_);
       set_eager_bytes(eager_bytes(kEagerLossForward, logits_elems, o_.dtype),
                       eager_bytes(kEagerLossBackward, logits_elems, o_.dtype));
+    } else if (o_.kernels == KernelPreset::kCompile) {
+      const FusedBytes ce = compiled_cross_entropy(b_ * s_ * (1 + o_.mtp_layers), V_, o_.dtype);
+      set_eager_bytes(ce.forward, ce.backward);
     }
     return m_.build();
   }
@@ -356,6 +360,10 @@ class DecoderBuilder {
     op.bytes_accessed =
         m_.bounded_bytes(4 * m_.tensor_ref(out[0]).bytes, "op '" + name + "' bytes accessed");
     op.attrs.emplace_back("fused_norm", site.name);
+    if (o_.llama) {
+      set_eager_bytes(d(op.bytes_accessed), compiled_add_rms_norm_backward(
+                                                b_ * s_, h_, o_.dtype, compiled_grad_sums(site)));
+    }
     return {out[0], out[1]};
   }
 
@@ -370,8 +378,21 @@ class DecoderBuilder {
       const double back = eager_bytes(kEagerNormBackward, bsh_, o_.dtype) +
                           site.grad_sums * eager_bytes(kEagerGradSum, bsh_, o_.dtype);
       set_eager_bytes(eager_bytes(kEagerNormForward, bsh_, o_.dtype), back);
+    } else if (compiled() && o_.llama) {
+      set_eager_bytes(d(m_.tensor_ref(in).bytes + m_.tensor_ref(out).bytes),
+                      compiled_rms_norm_backward(b_ * s_, h_, o_.dtype, compiled_grad_sums(site)));
     }
     return out;
+  }
+
+  // compile, compile-blocks: inductor's kernels (datasets/compiled_kernels.h).
+  bool compiled() const {
+    return o_.kernels == KernelPreset::kCompile || o_.kernels == KernelPreset::kCompileBlocks;
+  }
+  // Gradients of separate linears summed inside a compiled norm's backward: compile-blocks
+  // compiles Hugging Face-style blocks (q, k, v and gate, up apart), compile fused ones.
+  int compiled_grad_sums(const NormSite& site) const {
+    return o_.kernels == KernelPreset::kCompileBlocks ? site.grad_sums : 0;
   }
 
   // An eager RMSNorm: its kernels, and what autograd keeps of it: the normalised fp32 input
@@ -402,7 +423,8 @@ class DecoderBuilder {
     return eager() || o_.kernels == KernelPreset::kCompileBlocks;
   }
 
-  // The last op's forward bytes and its backward's (the kBackwardBytesAttr attribute).
+  // The last op's forward bytes and its backward's (the kBackwardBytesAttr attribute), for
+  // the eager and the compiled kernel sets.
   void set_eager_bytes(double forward, double backward) {
     Op& op = m_.last_op();
     const std::string what = "op '" + op.name + "' bytes accessed";
@@ -478,12 +500,16 @@ class DecoderBuilder {
       qk = m_.op(att + ".rotary", "RotaryEmbedding", att, i, {qkv}, {b_, s_, width},
                  kFlopsPerElemRotary * d(b_) * d(s_) * d(width));
       m_.last_op().category = OpCategory::kElementwise;
-      // Fused RoPE (te, compile) reads and writes q and k only: 2 b s (a + kv) d elements;
+      // Fused RoPE (te, compile, compile-blocks) reads and writes q and k only: 2 b s (a + kv) d
+      // elements (the compiled sets also their cos / sin tables, and backward twice that);
       // megatron-2021's op reads the whole QKV output.
       if (eager()) {
         set_kernels(eager_rotary(d(b_) * d(s_), d(s_), d(a_), d(kv_), d(dh_), o_.dtype));
         // Its products keep only the cos / sin tables: the projections are not saved.
         m_.last_op().attrs.emplace_back(kSavedTensorsAttr, "none");
+      } else if (compiled()) {
+        const FusedBytes r = compiled_rotary(b_ * s_, s_, a_, kv_, dh_, o_.dtype);
+        set_eager_bytes(r.forward, r.backward);
       } else if (o_.kernels != KernelPreset::kMegatron2021) {
         m_.last_op().bytes_accessed =
             m_.bounded_bytes(2 * m_.tensor_ref(qk).bytes, "op '" + att + ".rotary' bytes accessed");

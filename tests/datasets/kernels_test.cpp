@@ -273,8 +273,9 @@ TEST(KernelPresets, CompileBlocksFusesInsideABlockAndLeavesTheRestEager) {
   const std::string core = P0 + ".self_attention.core_attention";
   EXPECT_EQ(bytes_of(step, core + ".repeat_kv").forward, 12288u);
   EXPECT_EQ(bytes_of(step, core + ".repeat_kv").backward, 12288u);
-  // Fused rotary, as compile: read and write q and k (3072 elements).
-  EXPECT_EQ(c.op_bytes(c.find_op(P0 + ".self_attention.rotary")), 2u * 3072 * 2);
+  // Fused rotary, as compile: read and write q and k (3072 elements) and read the cos and
+  // sin tables (16 x 16 each) in each of the two kernels.
+  EXPECT_EQ(c.op_bytes(c.find_op(P0 + ".self_attention.rotary")), 2u * 3072 * 2 + 4 * 256 * 2);
 }
 
 TEST(KernelPresets, EagerIsForDenseLlamaOnly) {
