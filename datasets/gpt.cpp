@@ -270,11 +270,11 @@ class DecoderBuilder {
       eager_loss_memory();
     } else if (outside_blocks_eager()) {
       const double logits_elems = d(b_) * d(s_) * d(V_);
-      set_eager_bytes(eager_bytes(kEagerLossForward, logits_elems, o_.dtype),
+      set_op_bytes(eager_bytes(kEagerLossForward, logits_elems, o_.dtype),
                       eager_bytes(kEagerLossBackward, logits_elems, o_.dtype));
     } else if (o_.kernels == KernelPreset::kCompile) {
       const FusedBytes ce = compiled_cross_entropy(b_ * s_ * (1 + o_.mtp_layers), V_, o_.dtype);
-      set_eager_bytes(ce.forward, ce.backward);
+      set_op_bytes(ce.forward, ce.backward);
     }
     return m_.build();
   }
@@ -361,7 +361,7 @@ class DecoderBuilder {
         m_.bounded_bytes(4 * m_.tensor_ref(out[0]).bytes, "op '" + name + "' bytes accessed");
     op.attrs.emplace_back("fused_norm", site.name);
     if (o_.llama) {
-      set_eager_bytes(d(op.bytes_accessed), compiled_add_rms_norm_backward(
+      set_op_bytes(d(op.bytes_accessed), compiled_add_rms_norm_backward(
                                                 b_ * s_, h_, o_.dtype, compiled_grad_sums(site)));
     }
     return {out[0], out[1]};
@@ -377,9 +377,9 @@ class DecoderBuilder {
     if (outside_blocks_eager() && site.layer < 0) {
       const double back = eager_bytes(kEagerNormBackward, bsh_, o_.dtype) +
                           site.grad_sums * eager_bytes(kEagerGradSum, bsh_, o_.dtype);
-      set_eager_bytes(eager_bytes(kEagerNormForward, bsh_, o_.dtype), back);
+      set_op_bytes(eager_bytes(kEagerNormForward, bsh_, o_.dtype), back);
     } else if (compiled() && o_.llama) {
-      set_eager_bytes(d(m_.tensor_ref(in).bytes + m_.tensor_ref(out).bytes),
+      set_op_bytes(d(m_.tensor_ref(in).bytes + m_.tensor_ref(out).bytes),
                       compiled_rms_norm_backward(b_ * s_, h_, o_.dtype, compiled_grad_sums(site)));
     }
     return out;
@@ -425,7 +425,7 @@ class DecoderBuilder {
 
   // The last op's forward bytes and its backward's (the kBackwardBytesAttr attribute), for
   // the eager and the compiled kernel sets.
-  void set_eager_bytes(double forward, double backward) {
+  void set_op_bytes(double forward, double backward) {
     Op& op = m_.last_op();
     const std::string what = "op '" + op.name + "' bytes accessed";
     op.bytes_accessed = m_.bounded_bytes(static_cast<uint64_t>(forward), what);
@@ -436,7 +436,7 @@ class DecoderBuilder {
   // The last op's kernels (eager): the lists the cost model reads, their bytes as the op's
   // forward and backward traffic.
   void set_kernels(const EagerKernels& k) {
-    set_eager_bytes(d(kernel_list_bytes(k.forward)), d(kernel_list_bytes(k.backward)));
+    set_op_bytes(d(kernel_list_bytes(k.forward)), d(kernel_list_bytes(k.backward)));
     Op& op = m_.last_op();
     op.attrs.emplace_back(kKernelListAttr, format_kernel_list(k.forward));
     op.attrs.emplace_back(kBackwardKernelListAttr, format_kernel_list(k.backward));
@@ -509,7 +509,7 @@ class DecoderBuilder {
         m_.last_op().attrs.emplace_back(kSavedTensorsAttr, "none");
       } else if (compiled()) {
         const FusedBytes r = compiled_rotary(b_ * s_, s_, a_, kv_, dh_, o_.dtype);
-        set_eager_bytes(r.forward, r.backward);
+        set_op_bytes(r.forward, r.backward);
       } else if (o_.kernels != KernelPreset::kMegatron2021) {
         m_.last_op().bytes_accessed =
             m_.bounded_bytes(2 * m_.tensor_ref(qk).bytes, "op '" + att + ".rotary' bytes accessed");
@@ -559,7 +559,7 @@ class DecoderBuilder {
       return out;
     }
     const double copies = 2 * tokens * d(dh_) * d(kv_ + a_) * eb;  // k and v: read kv, write a
-    set_eager_bytes(copies, copies);
+    set_op_bytes(copies, copies);
     return out;
   }
 

@@ -70,6 +70,8 @@ def main():
             stem = os.path.join(args.work, row["name"])
             fidelity.generate(args, row, stem + ".graph.json")
             fidelity.write_plan(row, stem + ".plan.yaml")
+    # The hooks run only under FSDP: the plain steps are simulated once.
+    plain_step = {plain["name"]: simulate(args, plain, args.profile) for plain, _ in pairs}
     profile = os.path.join(args.work, "hook.profile.yaml")
     best = None
     for us in (float(x) for x in args.grid_us.split(",")):
@@ -77,7 +79,7 @@ def main():
         sse, parts = 0.0, []
         for plain, fsdp in pairs:
             measured = float(fsdp["median_s"]) - float(plain["median_s"])
-            predicted = simulate(args, fsdp, profile) - simulate(args, plain, profile)
+            predicted = simulate(args, fsdp, profile) - plain_step[plain["name"]]
             sse += (predicted - measured) ** 2
             parts.append(f"{fsdp['name']} {measured * 1e3:.2f} / {predicted * 1e3:.2f} ms")
         print(f"{us:7g} us  " + "; ".join(parts) + f"  (measured / simulated FSDP2 - plain)")

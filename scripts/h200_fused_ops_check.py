@@ -19,9 +19,12 @@ import csv
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+import step_fidelity_util as util
+
+WHO = "h200_fused_ops_check.py"
 
 # One graph per group of shapes: (placer generate llama options, {(op, shape): graph op}).
 GRAPHS = [
@@ -48,12 +51,11 @@ def simulated_op_ms(placer, options, profile, cluster, work):
             "--training-step", "-o", graph]
     for key, value in options.items():
         args += ["--" + key.replace("_", "-"), str(value)]
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    util.run(args, WHO)
     with open(plan, "w") as f:
         f.write('format_version: "1.0"\nplacement:\n  default: 0\n')
-    subprocess.run([placer, "simulate", "--graph", graph, "--cluster", cluster, "--profile",
-                    profile, "--plan", plan, "--trace", trace], check=True,
-                   stdout=subprocess.DEVNULL)
+    util.run([placer, "simulate", "--graph", graph, "--cluster", cluster, "--profile", profile,
+              "--plan", plan, "--trace", trace], WHO)
     with open(trace) as f:
         events = json.load(f)
     events = events["traceEvents"] if isinstance(events, dict) else events
