@@ -27,12 +27,12 @@ and per head dim, then the score times and the curve fitted on every row as prof
 """
 
 import argparse
-import csv
 import math
 import statistics
 import sys
 
 from fit_fp8_curve import efficiency  # the simulator's piecewise-linear curve
+from step_fidelity_util import read_csv
 
 
 def scores_of(r):
@@ -43,21 +43,22 @@ def scores_of(r):
 
 
 def load_rows(path, backend, head_dim):
+    columns = ("backend", "status", "pass", "causal", "batch", "seq", "heads_q", "heads_kv",
+               "head_dim", "flops", "bytes", "median_ms")
     rows = []
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["backend"] != backend or r["status"] != "ok":
-                continue
-            if head_dim and int(r["head_dim"]) != head_dim:
-                continue
-            rows.append({
-                "shape": (int(r["heads_q"]), int(r["heads_kv"]), int(r["head_dim"])),
-                "pass": r["pass"],
-                "flops": float(r["flops"]),
-                "bytes": float(r["bytes"]),
-                "scores": scores_of(r),
-                "time": float(r["median_ms"]) * 1e-3,
-            })
+    for r in read_csv(path, "fit_attention_curve.py", columns, columns[4:]):
+        if r["backend"] != backend or r["status"] != "ok":
+            continue
+        if head_dim and int(r["head_dim"]) != head_dim:
+            continue
+        rows.append({
+            "shape": (int(r["heads_q"]), int(r["heads_kv"]), int(r["head_dim"])),
+            "pass": r["pass"],
+            "flops": float(r["flops"]),
+            "bytes": float(r["bytes"]),
+            "scores": scores_of(r),
+            "time": float(r["median_ms"]) * 1e-3,
+        })
     return rows
 
 

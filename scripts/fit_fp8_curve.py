@@ -15,18 +15,17 @@ as YAML for ops.matmul.compute_efficiency_by_dtype.f8.
     python3 scripts/fit_fp8_curve.py datasets/measurements/h200/fp8_gemm.csv --peak 1979e12
 """
 import argparse
-import csv
 import math
 import statistics
 
+from step_fidelity_util import read_csv
+
 
 def load(path, variant):
-    rows = []
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["variant"] == variant and r["status"] == "ok":
-                rows.append((r["model"], float(r["flops"]), float(r["median_ms"]) * 1e-3))
-    return rows
+    table = read_csv(path, "fit_fp8_curve.py", ("model", "variant", "status", "flops", "median_ms"),
+                     ("flops", "median_ms"))
+    return [(r["model"], float(r["flops"]), float(r["median_ms"]) * 1e-3) for r in table
+            if r["variant"] == variant and r["status"] == "ok"]
 
 
 def fit(rows, peak, step=0.25):

@@ -11,7 +11,6 @@ scripts/h200_llama_fidelity.py); the FSDP2 copies are simulated whatever the hoo
 """
 
 import argparse
-import csv
 import json
 import os
 import re
@@ -26,8 +25,8 @@ CLUSTER = os.path.join(fidelity.ROOT, "datasets/clusters/h200_sxm_1gpu.cluster.y
 
 def fit_pairs(steps):
     """(plain row, FSDP2 row) of every FIT shape measured both ways."""
-    with open(steps, newline="") as f:
-        rows = {r["name"]: r for r in csv.DictReader(f) if r.get("status") == "ok"}
+    rows = util.read_csv(steps, WHO, fidelity.STEP_COLUMNS, ("median_s",))
+    rows = {r["name"]: r for r in rows if r["status"] == "ok"}
     pairs = []
     for name, row in sorted(rows.items()):
         plain = rows.get(name.replace("_fsdp2", ""))

@@ -15,7 +15,6 @@ as the measured steps did. Imported graphs and plans are cached under --work.
 """
 
 import argparse
-import csv
 import os
 import sys
 
@@ -46,8 +45,8 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     rows = []
     for path in args.steps:
-        with open(path, newline="") as f:
-            rows += [r for r in csv.DictReader(f) if r["median_s"]]
+        rows += [r for r in util.read_csv(path, "h100_step_fidelity.py", ("median_s",), ("median_s",))
+                 if r["median_s"]]
     rows = util.keep_configs(rows, args.configs)
     if not rows:
         sys.exit("h100_step_fidelity.py: no measured rows")

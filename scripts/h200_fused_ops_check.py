@@ -15,7 +15,6 @@ with the sum of both. None of these rows is in the profile's fit.
         [--cluster datasets/clusters/h200_sxm_1gpu.cluster.yaml]
 """
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -69,8 +68,9 @@ def main():
     p.add_argument("--cluster", default="datasets/clusters/h200_sxm_1gpu.cluster.yaml")
     p.add_argument("--csv", default="datasets/measurements/h200/fused_ops.csv")
     a = p.parse_args()
+    fused = util.read_csv(a.csv, WHO, ("op", "shape", "pass", "mode", "median_ms"), ("median_ms",))
     measured = {(r["op"], r["shape"], r["pass"]): float(r["median_ms"])
-                for r in csv.DictReader(open(a.csv)) if r["mode"] == "compiled"}
+                for r in fused if r["mode"] == "compiled" and r["median_ms"]}
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for options, ops in GRAPHS:

@@ -19,7 +19,6 @@ profile of the cluster's GPU. Graphs and plans are written under --work.
 """
 
 import argparse
-import csv
 import os
 import sys
 
@@ -32,6 +31,9 @@ WHO = "h200_llama_fidelity.py"
 FIT_SHAPES = ("h2048_l8_s2k", "h4096_l8_s4k")
 # The generator's kernel set for each measured mode.
 KERNELS = {"eager": "eager", "compiled": "compile-blocks"}
+# The llama_steps.csv columns the prediction reads.
+STEP_COLUMNS = ("name", "hidden", "layers", "heads", "kv_heads", "ffn", "seq", "batch", "vocab",
+                "mode", "checkpointing", "fsdp2", "median_s", "peak_memory_bytes", "status")
 
 
 def is_fit(row):
@@ -77,8 +79,8 @@ def predict(args, row):
 
 
 def read_rows(args):
-    with open(args.steps, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("status") == "ok" and r["median_s"]]
+    rows = util.read_csv(args.steps, WHO, STEP_COLUMNS, ("median_s", "peak_memory_bytes"))
+    rows = [r for r in rows if r["status"] == "ok" and r["median_s"]]
     rows = util.keep_configs(rows, args.configs)
     if not rows:
         sys.exit(f"{WHO}: {args.steps}: no measured rows")
@@ -93,10 +95,11 @@ def main():
     util.add_run_options(ap, ROOT, "/tmp/h200_llama_fidelity")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    rows = read_rows(args)
     out = []
     print(f"{'config':34s} {'set':8s} {'measured':>10s} {'predicted':>10s} {'error':>7s} "
           f"{'mem meas':>9s} {'mem pred':>9s}")
-    for r in read_rows(args):
+    for r in rows:
         pred, mem = predict(args, r)
         meas = float(r["median_s"])
         mem_meas = float(r["peak_memory_bytes"]) / 2**30

@@ -11,6 +11,29 @@ import subprocess
 import sys
 
 
+def read_csv(path, who, columns=(), numeric=()):
+    """The rows of a CSV file as dicts; exits with one line naming `who`, the file and the
+    field when the file cannot be read, lacks one of `columns`, or holds a value of a
+    `numeric` column that is not a number (empty values pass: rows that did not run)."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                sys.exit(f"{who}: {path}: no column '{missing[0]}'")
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        sys.exit(f"{who}: {path}: {e}")
+    for line, r in enumerate(rows, start=2):
+        for c in numeric:
+            try:
+                if r[c]:
+                    float(r[c])
+            except (TypeError, ValueError):
+                sys.exit(f"{who}: {path}:{line}: column '{c}': '{r[c]}' is not a number")
+    return rows
+
+
 def run(cmd, who):
     """Runs cmd; on failure exits naming `who` and the command, with the output's tail."""
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -50,6 +50,28 @@ python3 "$src/scripts/h200_llama_fidelity.py" --steps "$tmp/empty.csv" --placer 
 check no-rows-exit test $? -ne 0
 check no-rows-message grep -q "empty.csv: no measured rows" "$tmp/empty.txt"
 
+# A missing column and a step time that is not a number: one line naming file and field.
+cut -d, -f1,3- "$tmp/steps.csv" > "$tmp/nohidden.csv"
+python3 "$src/scripts/h200_llama_fidelity.py" --steps "$tmp/nohidden.csv" --placer "$placer" \
+  > "$tmp/nohidden.txt" 2>&1
+check missing-column-exit test $? -ne 0
+check missing-column-message grep -qx "h200_llama_fidelity.py: .*nohidden.csv: no column 'hidden'" \
+  "$tmp/nohidden.txt"
+python3 - "$tmp/steps.csv" "$tmp/badtime.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+rows[0]["median_s"] = "fast"
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, list(rows[0].keys()))
+    w.writeheader()
+    w.writerows(rows)
+PY
+python3 "$src/scripts/h200_llama_fidelity.py" --steps "$tmp/badtime.csv" --placer "$placer" \
+  > "$tmp/badtime.txt" 2>&1
+check bad-number-exit test $? -ne 0
+check bad-number-message grep -qx "h200_llama_fidelity.py: .*badtime.csv:2: column 'median_s': 'fast' is not a number" \
+  "$tmp/badtime.txt"
+
 # --foreach-optimizer: the update of dense_h_to_4h (256 x 2 x 768 bf16 = 786432 B) moves 20 passes.
 gen() { "$placer" generate llama --layers 1 --hidden 256 --heads 4 --kv-heads 2 --ffn 768 \
   --seq-len 64 --batch 1 --vocab 1000 --training-step "$@"; }
